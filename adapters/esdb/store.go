@@ -1,0 +1,457 @@
+// Package esdb is the EventStoreDB / KurrentDB event store adapter: it
+// implements the eventstore.Store port on top of the official gRPC client
+// (github.com/EventStore/EventStore-Client-Go/v4/esdb).
+//
+// Mapping:
+//   - streams are EventStoreDB streams, versions are stream revisions;
+//   - the global feed is $all, restricted to the application's streams (by
+//     default those starting with "payment-" or "payout-"; never system
+//     streams or system event types), and a feed Position is the $all
+//     {Commit, Prepare} position;
+//   - appends carry the deterministic event ids, so a retried append with a
+//     concrete expected revision (NoStream or Exact) is idempotent on the
+//     server; with Any it is best-effort only;
+//   - a wrong expected version is an *eventstore.WrongVersionError, a
+//     connection failure or a deadline wraps eventstore.ErrUnavailable.
+//
+// Client pitfalls handled here: esdb.FromError does not unwrap and reports
+// success inverted, so errors are classified with errors.As; a failed node
+// discovery closes the client for good, so a Store made by Dial replaces its
+// client when it finds it closed; reads of $all cannot be filtered
+// server-side by this client version (only subscriptions can), so ReadAll
+// and Head filter client-side.
+package esdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	esdbclient "github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+)
+
+var _ eventstore.Store = (*Store)(nil)
+
+// DefaultStreamPrefixes are the streams of the global feed: payments and
+// payouts (see provider.Event.StreamID).
+var DefaultStreamPrefixes = []string{"payment-", "payout-"}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithStreamPrefixes sets the stream name prefixes that make up the global
+// feed (ReadAll, Head, Changes). With none, every non-system stream counts.
+func WithStreamPrefixes(prefixes ...string) Option {
+	return func(s *Store) { s.prefixes = append([]string(nil), prefixes...) }
+}
+
+// Store is the EventStoreDB event store. It is safe for concurrent use.
+type Store struct {
+	prefixes []string
+
+	mu     sync.Mutex
+	client *esdbclient.Client
+	config *esdbclient.Configuration // set by Dial: lets the store replace a closed client
+}
+
+// New wraps a client. The caller keeps ownership of it: Close does not close
+// it, and a client closed by a failed discovery stays closed.
+func New(client *esdbclient.Client, opts ...Option) *Store {
+	s := &Store{client: client, prefixes: DefaultStreamPrefixes}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Dial parses an EventStoreDB connection string (e.g.
+// "esdb://kurrentdb:2113?tls=false") and returns a Store that owns its
+// client. No connection is made until the first call.
+func Dial(connString string, opts ...Option) (*Store, error) {
+	cfg, err := esdbclient.ParseConnectionString(connString)
+	if err != nil {
+		return nil, fmt.Errorf("esdb: connection string: %w", err)
+	}
+	cfg.Logger = slogLogger
+	client, err := esdbclient.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("esdb: client: %w", err)
+	}
+	s := New(client, opts...)
+	s.config = cfg
+	return s, nil
+}
+
+// slogLogger routes the client's logging to slog; the client's default
+// prints every discovery attempt to the standard logger.
+func slogLogger(level esdbclient.LogLevel, format string, args ...interface{}) {
+	msg := fmt.Sprintf(format, args...)
+	switch level {
+	case esdbclient.LogError, esdbclient.LogWarn:
+		slog.Warn("esdb client: " + msg)
+	default:
+		slog.Debug("esdb client: " + msg)
+	}
+}
+
+// Close closes the client if the store owns it (Dial).
+func (s *Store) Close() error {
+	if s.config == nil {
+		return nil
+	}
+	return s.current().Close()
+}
+
+func (s *Store) current() *esdbclient.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client
+}
+
+// do runs op with the current client. When the client turns out to be
+// closed (a discovery failed earlier: the client never recovers from that)
+// and the store owns its configuration, it replaces the client and runs op
+// once more. That retry is safe even for appends: a closed client fails
+// before sending anything.
+func (s *Store) do(op func(c *esdbclient.Client) error) error {
+	c := s.current()
+	err := op(c)
+	if err == nil || s.config == nil || !isCode(err, esdbclient.ErrorCodeConnectionClosed) {
+		return err
+	}
+	fresh, nerr := s.replace(c)
+	if nerr != nil {
+		return err
+	}
+	return op(fresh)
+}
+
+func (s *Store) replace(closed *esdbclient.Client) (*esdbclient.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != closed { // someone replaced it already
+		return s.client, nil
+	}
+	fresh, err := esdbclient.NewClient(s.config)
+	if err != nil {
+		return nil, err
+	}
+	_ = closed.Close()
+	s.client = fresh
+	return fresh, nil
+}
+
+func isCode(err error, code esdbclient.ErrorCode) bool {
+	var e *esdbclient.Error
+	return errors.As(err, &e) && e.Code() == code
+}
+
+// classify wraps err for callers: timeouts and connection failures wrap
+// eventstore.ErrUnavailable (retry later), cancellation stays cancellation.
+func classify(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return fmt.Errorf("esdb: %s: %w: %w", op, eventstore.ErrUnavailable, ctxErr)
+		}
+		return fmt.Errorf("esdb: %s: %w", op, ctxErr)
+	}
+	var e *esdbclient.Error
+	if errors.As(err, &e) {
+		switch e.Code() {
+		case esdbclient.ErrorUnavailable, esdbclient.ErrorCodeDeadlineExceeded,
+			esdbclient.ErrorCodeConnectionClosed, esdbclient.ErrorCodeNotLeader, esdbclient.ErrorAborted:
+			return fmt.Errorf("esdb: %s: %w: %w", op, eventstore.ErrUnavailable, err)
+		}
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+		return fmt.Errorf("esdb: %s: %w: %w", op, eventstore.ErrUnavailable, err)
+	}
+	return fmt.Errorf("esdb: %s: %w", op, err)
+}
+
+func expectedRevision(e eventstore.ExpectedVersion) esdbclient.ExpectedRevision {
+	if v, ok := e.Exact(); ok {
+		return esdbclient.Revision(v)
+	}
+	switch {
+	case e.IsNoStream():
+		return esdbclient.NoStream{}
+	case e.IsStreamExists():
+		return esdbclient.StreamExists{}
+	default:
+		return esdbclient.Any{}
+	}
+}
+
+// Append writes events atomically if expected holds.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	if len(events) == 0 {
+		// The server answers an empty append with "no stream" or the current
+		// revision, which the client cannot report faithfully; nothing to do.
+		return eventstore.AppendResult{}, errors.New("esdb: append: no events")
+	}
+	data := make([]esdbclient.EventData, len(events))
+	for i, e := range events {
+		data[i] = esdbclient.EventData{
+			EventID:     e.ID,
+			EventType:   e.Type,
+			ContentType: esdbclient.ContentTypeJson,
+			Data:        e.Data,
+			Metadata:    e.Metadata,
+		}
+	}
+	opts := esdbclient.AppendToStreamOptions{ExpectedRevision: expectedRevision(expected)}
+	var res *esdbclient.WriteResult
+	err := s.do(func(c *esdbclient.Client) error {
+		var err error
+		res, err = c.AppendToStream(ctx, stream, opts, data...)
+		return err
+	})
+	if err != nil {
+		var e *esdbclient.Error
+		if errors.As(err, &e) && e.Code() == esdbclient.ErrorCodeWrongExpectedVersion {
+			return eventstore.AppendResult{}, &eventstore.WrongVersionError{
+				Stream:   stream,
+				Expected: expected,
+				Actual:   actualRevision(e),
+			}
+		}
+		return eventstore.AppendResult{}, classify(ctx, "append to "+stream, err)
+	}
+	return eventstore.AppendResult{NextExpected: res.NextExpectedVersion}, nil
+}
+
+// wrongVersionRE reads the current revision out of the client's message
+// ("wrong expected version: expecting '%s' but got '%s'"): the client keeps
+// it in no field.
+var wrongVersionRE = regexp.MustCompile(`but got '([^']*)'`)
+
+func actualRevision(e *esdbclient.Error) int64 {
+	if e.Err() == nil {
+		return -2
+	}
+	m := wrongVersionRE.FindStringSubmatch(e.Err().Error())
+	if m == nil {
+		return -2
+	}
+	if m[1] == "no_stream" {
+		return -1
+	}
+	v, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || v < 0 {
+		return -2
+	}
+	return v
+}
+
+// streamPage is how many events ReadStream asks for per call.
+const streamPage = 512
+
+// ReadStream returns a stream's events in version order; a stream that
+// does not exist is empty.
+func (s *Store) ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error) {
+	var out []eventstore.RecordedEvent
+	for {
+		var page []*esdbclient.ResolvedEvent
+		err := s.do(func(c *esdbclient.Client) error {
+			var err error
+			page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
+				return c.ReadStream(ctx, stream, esdbclient.ReadStreamOptions{
+					Direction: esdbclient.Forwards,
+					From:      esdbclient.Revision(uint64(len(out))),
+				}, streamPage)
+			})
+			return err
+		})
+		if isCode(err, esdbclient.ErrorCodeResourceNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, classify(ctx, "read "+stream, err)
+		}
+		for _, ev := range page {
+			if r := ev.OriginalEvent(); r != nil {
+				out = append(out, recorded(r))
+			}
+		}
+		if len(page) < streamPage {
+			return out, nil
+		}
+	}
+}
+
+// readN drains one read call.
+func readN(ctx context.Context, open func() (*esdbclient.ReadStream, error)) ([]*esdbclient.ResolvedEvent, error) {
+	rs, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []*esdbclient.ResolvedEvent
+	for {
+		ev, err := rs.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+}
+
+func recorded(r *esdbclient.RecordedEvent) eventstore.RecordedEvent {
+	meta := r.UserMetadata
+	if len(meta) == 0 {
+		meta = nil
+	}
+	return eventstore.RecordedEvent{
+		ID:         r.EventID,
+		StreamID:   r.StreamID,
+		Version:    r.EventNumber,
+		Type:       r.EventType,
+		Data:       r.Data,
+		Metadata:   meta,
+		Position:   eventstore.Position{Commit: r.Position.Commit, Prepare: r.Position.Prepare},
+		RecordedAt: r.CreatedDate,
+	}
+}
+
+// inFeed reports whether an event of $all belongs to the global feed.
+func (s *Store) inFeed(r *esdbclient.RecordedEvent) bool {
+	if r == nil || strings.HasPrefix(r.StreamID, "$") || strings.HasPrefix(r.EventType, "$") {
+		return false
+	}
+	if len(s.prefixes) == 0 {
+		return true
+	}
+	for _, p := range s.prefixes {
+		if strings.HasPrefix(r.StreamID, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// allPage bounds one $all read; pages are larger than small limits because
+// other streams' events are filtered out client-side.
+const allPage = 1024
+
+// ReadAll returns up to limit feed events strictly after the position. The
+// server's forward read from a position includes the event at it, so the
+// event at exactly `after` (and at each page boundary) is dropped.
+func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var from esdbclient.AllPosition = esdbclient.Start{}
+	skip, skipping := after, after != eventstore.Start
+	if skipping {
+		from = esdbclient.Position{Commit: after.Commit, Prepare: after.Prepare}
+	}
+	size := uint64(limit) + 1
+	if size < 64 {
+		size = 64
+	}
+	if size > allPage {
+		size = allPage
+	}
+	var out []eventstore.RecordedEvent
+	for {
+		var page []*esdbclient.ResolvedEvent
+		err := s.do(func(c *esdbclient.Client) error {
+			var err error
+			page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
+				return c.ReadAll(ctx, esdbclient.ReadAllOptions{Direction: esdbclient.Forwards, From: from}, size)
+			})
+			return err
+		})
+		if err != nil {
+			return nil, classify(ctx, "read $all", err)
+		}
+		for _, ev := range page {
+			r := ev.OriginalEvent()
+			if r == nil {
+				continue
+			}
+			pos := eventstore.Position{Commit: r.Position.Commit, Prepare: r.Position.Prepare}
+			if skipping && pos == skip {
+				continue
+			}
+			if !s.inFeed(r) {
+				continue
+			}
+			out = append(out, recorded(r))
+			if len(out) == limit {
+				return out, nil
+			}
+		}
+		if uint64(len(page)) < size {
+			return out, nil
+		}
+		last := page[len(page)-1].OriginalEvent()
+		if last == nil {
+			return out, nil
+		}
+		from = last.Position
+		skip, skipping = eventstore.Position{Commit: last.Position.Commit, Prepare: last.Position.Prepare}, true
+	}
+}
+
+// headPage is how many events Head looks at per backward read.
+const headPage = 64
+
+// Head is the position of the last feed event (Start when there is none).
+func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
+	var from esdbclient.AllPosition = esdbclient.End{}
+	var bound *esdbclient.Position // events must lie strictly before it
+	for {
+		var page []*esdbclient.ResolvedEvent
+		err := s.do(func(c *esdbclient.Client) error {
+			var err error
+			page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
+				return c.ReadAll(ctx, esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: from}, headPage)
+			})
+			return err
+		})
+		if err != nil {
+			return eventstore.Start, classify(ctx, "read $all backwards", err)
+		}
+		for _, ev := range page {
+			r := ev.OriginalEvent()
+			if r == nil || (bound != nil && !before(r.Position, *bound)) {
+				continue
+			}
+			if s.inFeed(r) {
+				return eventstore.Position{Commit: r.Position.Commit, Prepare: r.Position.Prepare}, nil
+			}
+		}
+		if len(page) < headPage {
+			return eventstore.Start, nil
+		}
+		last := page[len(page)-1].OriginalEvent()
+		if last == nil {
+			return eventstore.Start, nil
+		}
+		p := last.Position
+		from, bound = p, &p
+	}
+}
+
+func before(p, q esdbclient.Position) bool {
+	if p.Commit != q.Commit {
+		return p.Commit < q.Commit
+	}
+	return p.Prepare < q.Prepare
+}

@@ -1,0 +1,531 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
+)
+
+// QueryStore is what the /v1 API reads the read models through
+// (postgres.Query). List methods stream rows to fn, so that a large answer
+// goes out as it is read.
+type QueryStore interface {
+	Balances(ctx context.Context, f postgres.BalanceFilter, fn func(postgres.Balance) error) error
+	Entries(ctx context.Context, f postgres.EntryFilter, fn func(postgres.Entry) error) error
+	Payment(ctx context.Context, provider, paymentID string) (postgres.Payment, bool, error)
+	Reconciliation(ctx context.Context, f postgres.ReconciliationFilter, fn func(postgres.ReconciliationItem) error) error
+	Projections(ctx context.Context) ([]postgres.ProjectionState, error)
+}
+
+var _ QueryStore = (*postgres.Query)(nil)
+
+// StreamReader reads one stream of the event store (any eventstore.Store),
+// for the events of GET /v1/payments/{provider}/{payment_id}.
+type StreamReader interface {
+	ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error)
+}
+
+// Ledger pages: the default and the largest page size.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+var errQueryNotConfigured = errors.New("query API not configured")
+
+// registerQuery mounts the bearer-protected /v1 query API.
+func (s *server) registerQuery(r *mux.Router) {
+	auth := newBearerAuth(s.cfg.APITokens)
+	v1 := r.PathPrefix("/v1").Subrouter()
+	v1.Use(auth.middleware, noStore)
+	v1.HandleFunc("/balances", s.queryBalances).Methods(http.MethodGet)
+	v1.HandleFunc("/payments/{provider}/{payment_id}", s.queryPayment).Methods(http.MethodGet)
+	v1.HandleFunc("/ledger/entries", s.queryEntries).Methods(http.MethodGet)
+	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
+	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
+	// Any other /v1 path goes through the token check too, so that an
+	// unauthenticated caller cannot probe which paths exist.
+	v1.PathPrefix("/").Name(v1CatchAll).HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, errNotFound)
+	})
+}
+
+// v1CatchAll names the route that answers 404 under /v1 (after the token
+// check); it is not an endpoint.
+const v1CatchAll = "v1-not-found"
+
+// noStore keeps ledger data out of shared caches.
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) queryStore(w http.ResponseWriter) (QueryStore, bool) {
+	if s.cfg.Query == nil {
+		writeError(w, http.StatusServiceUnavailable, errQueryNotConfigured)
+		return nil, false
+	}
+	return s.cfg.Query, true
+}
+
+// GET /v1/balances?currency=&account=&as_of=
+func (s *server) queryBalances(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	format, err := parseFormat(q)
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	var f postgres.BalanceFilter
+	f.AccountPrefix = q.Get("account")
+	if f.Currency, err = parseCurrency(q, "currency"); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if f.AsOf, err = parseTime(q, "as_of"); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	store, ok := s.queryStore(w)
+	if !ok {
+		return
+	}
+	out := newRowWriter(w, format, "balances", []string{"account", "currency", "balance", "balance_decimal"})
+	err = store.Balances(r.Context(), f, func(b postgres.Balance) error {
+		dec := money.FormatMinor(b.Balance, money.Currency(b.Currency))
+		return out.row(balanceJSON{Account: b.Account, Currency: b.Currency, Balance: b.Balance, BalanceDecimal: dec},
+			[]string{b.Account, b.Currency, strconv.FormatInt(b.Balance, 10), dec})
+	})
+	s.finishRows(w, r, out, err, nil)
+}
+
+type balanceJSON struct {
+	Account        string `json:"account"`
+	Currency       string `json:"currency"`
+	Balance        int64  `json:"balance"`
+	BalanceDecimal string `json:"balance_decimal"`
+}
+
+// GET /v1/ledger/entries?account=&currency=&from=&to=&cursor=&limit=
+func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	format, err := parseFormat(q)
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	f := postgres.EntryFilter{AccountPrefix: q.Get("account")}
+	if f.Currency, err = parseCurrency(q, "currency"); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if f.From, err = parseTime(q, "from"); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if f.To, err = parseTime(q, "to"); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
+		s.queryError(w, r, fmt.Errorf("%w: to: must not be before from", errBadParameter))
+		return
+	}
+	if f.AfterID, err = decodeCursor(q.Get("cursor")); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	limit, err := parseLimit(q)
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	store, ok := s.queryStore(w)
+	if !ok {
+		return
+	}
+	// One row more than the page tells whether there is a next page. A page
+	// is at most maxPageSize+1 rows, so it is collected before anything is
+	// written: the next cursor then goes into a header as well, where a CSV
+	// client can find it.
+	f.Limit = limit + 1
+	page := make([]postgres.Entry, 0, min(f.Limit, 128))
+	if err := store.Entries(r.Context(), f, func(e postgres.Entry) error {
+		page = append(page, e)
+		return nil
+	}); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	next := ""
+	if len(page) > limit {
+		page = page[:limit]
+		next = encodeCursor(page[len(page)-1].ID)
+		w.Header().Set("Next-Cursor", next)
+	}
+	out := newRowWriter(w, format, "entries", []string{
+		"id", "event_id", "posting_index", "stream_id", "event_type", "provider", "account",
+		"currency", "amount", "amount_decimal", "occurred_at", "recorded_at",
+		"position_commit", "position_prepare",
+	})
+	for _, e := range page {
+		dec := money.FormatMinor(e.Amount, money.Currency(e.Currency))
+		err = out.row(entryJSON{
+			ID: e.ID, EventID: e.EventID.String(), PostingIndex: e.PostingIndex, StreamID: e.StreamID,
+			EventType: e.EventType, Provider: e.Provider, Account: e.Account, Currency: e.Currency,
+			Amount: e.Amount, AmountDecimal: dec, OccurredAt: e.OccurredAt.UTC(), RecordedAt: e.RecordedAt.UTC(),
+			Position: positionJSON{Commit: e.Position.Commit, Prepare: e.Position.Prepare},
+		}, []string{
+			strconv.FormatInt(e.ID, 10), e.EventID.String(), strconv.Itoa(e.PostingIndex), e.StreamID,
+			e.EventType, e.Provider, e.Account, e.Currency, strconv.FormatInt(e.Amount, 10), dec,
+			formatTime(e.OccurredAt), formatTime(e.RecordedAt),
+			strconv.FormatUint(e.Position.Commit, 10), strconv.FormatUint(e.Position.Prepare, 10),
+		})
+		if err != nil {
+			break
+		}
+	}
+	s.finishRows(w, r, out, err, map[string]any{"next_cursor": next})
+}
+
+type entryJSON struct {
+	ID            int64        `json:"id"`
+	EventID       string       `json:"event_id"`
+	PostingIndex  int          `json:"posting_index"`
+	StreamID      string       `json:"stream_id"`
+	EventType     string       `json:"event_type"`
+	Provider      string       `json:"provider"`
+	Account       string       `json:"account"`
+	Currency      string       `json:"currency"`
+	Amount        int64        `json:"amount"`
+	AmountDecimal string       `json:"amount_decimal"`
+	OccurredAt    time.Time    `json:"occurred_at"`
+	RecordedAt    time.Time    `json:"recorded_at"`
+	Position      positionJSON `json:"position"`
+}
+
+type positionJSON struct {
+	Commit  uint64 `json:"commit"`
+	Prepare uint64 `json:"prepare"`
+}
+
+// GET /v1/reconciliation?status=open|resolved&kind=
+func (s *server) queryReconciliation(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	format, err := parseFormat(q)
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	f := postgres.ReconciliationFilter{Status: q.Get("status"), Kind: q.Get("kind")}
+	switch f.Status {
+	case "", "open", "resolved":
+	default:
+		s.queryError(w, r, fmt.Errorf("%w: status: must be open or resolved, got %q", errBadParameter, f.Status))
+		return
+	}
+	store, ok := s.queryStore(w)
+	if !ok {
+		return
+	}
+	out := newRowWriter(w, format, "items", []string{
+		"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at",
+	})
+	err = store.Reconciliation(r.Context(), f, func(it postgres.ReconciliationItem) error {
+		return out.row(reconJSON{
+			StreamID: it.StreamID, Provider: it.Provider, PaymentID: it.PaymentID, Kind: it.Kind, Key: it.Key,
+			Status: it.Status, Details: it.Details, OpenedAt: timePtr(it.OpenedAt), ResolvedAt: timePtr(it.ResolvedAt),
+		}, []string{
+			it.StreamID, it.Provider, it.PaymentID, it.Kind, it.Key, it.Status, it.Details,
+			formatTime(it.OpenedAt), formatTime(it.ResolvedAt),
+		})
+	})
+	s.finishRows(w, r, out, err, nil)
+}
+
+type reconJSON struct {
+	StreamID   string     `json:"stream_id"`
+	Provider   string     `json:"provider"`
+	PaymentID  string     `json:"payment_id"`
+	Kind       string     `json:"kind"`
+	Key        string     `json:"key"`
+	Status     string     `json:"status"`
+	Details    string     `json:"details"`
+	OpenedAt   *time.Time `json:"opened_at"`
+	ResolvedAt *time.Time `json:"resolved_at"`
+}
+
+// GET /v1/projections
+func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
+	format, err := parseFormat(r.URL.Query())
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	store, ok := s.queryStore(w)
+	if !ok {
+		return
+	}
+	states, err := store.Projections(r.Context())
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	out := newRowWriter(w, format, "projections", []string{
+		"name", "position", "position_commit", "lag", "status", "error", "updated_at",
+	})
+	for _, p := range states {
+		pj := projectionJSON{
+			Name: p.Name, Position: p.Position.Prepare, PositionCommit: p.Position.Commit,
+			Lag: p.Lag, Status: p.Status, Error: p.LastError, UpdatedAt: p.UpdatedAt.UTC(),
+		}
+		if p.ErrorPosition != nil {
+			pj.ErrorPosition = &positionJSON{Commit: p.ErrorPosition.Commit, Prepare: p.ErrorPosition.Prepare}
+		}
+		if err = out.row(pj, []string{
+			p.Name, strconv.FormatUint(p.Position.Prepare, 10), strconv.FormatUint(p.Position.Commit, 10),
+			strconv.FormatInt(p.Lag, 10), p.Status, p.LastError, formatTime(p.UpdatedAt),
+		}); err != nil {
+			break
+		}
+	}
+	s.finishRows(w, r, out, err, nil)
+}
+
+// projectionJSON: position is the global sequence number of the last event
+// the projection applied (the Prepare half of the feed position; the Commit
+// half, a transaction id, is position_commit). lag counts the events of the
+// feed after it that are visible now.
+type projectionJSON struct {
+	Name           string        `json:"name"`
+	Position       uint64        `json:"position"`
+	PositionCommit uint64        `json:"position_commit"`
+	Lag            int64         `json:"lag"`
+	Status         string        `json:"status"`
+	Error          string        `json:"error,omitempty"`
+	ErrorPosition  *positionJSON `json:"error_position,omitempty"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+}
+
+// GET /v1/payments/{provider}/{payment_id}
+//
+// The summary comes from the payments read model; the events from the event
+// store. When the read model does not have the payment yet, or is behind
+// the stream (the projector lags), the summary is folded from the events
+// with the same payment.Summary the projection uses, so that the answer is
+// consistent with the events it lists.
+func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
+	format, err := parseFormat(r.URL.Query())
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	store, ok := s.queryStore(w)
+	if !ok {
+		return
+	}
+	vars := mux.Vars(r)
+	prov, id := vars["provider"], vars["payment_id"]
+	p, found, err := store.Payment(r.Context(), prov, id)
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	stream := "payment-" + prov + "-" + id
+	if found {
+		stream = p.StreamID
+	}
+	var events []eventstore.RecordedEvent
+	if s.cfg.Events != nil {
+		if events, err = s.cfg.Events.ReadStream(r.Context(), stream); err != nil {
+			s.queryError(w, r, err)
+			return
+		}
+	}
+	if n := len(events); n > 0 && (!found || events[n-1].Version > p.Version) {
+		if p, err = foldPayment(prov, id, stream, events); err != nil {
+			s.queryError(w, r, err)
+			return
+		}
+		found = true
+	}
+	if !found {
+		s.queryError(w, r, fmt.Errorf("%w: payment %s/%s", errNotFound, prov, id))
+		return
+	}
+
+	body := paymentJSON{
+		Provider: p.Provider, PaymentID: p.PaymentID, StreamID: p.StreamID, Status: p.Status,
+		Version: p.Version, Failed: p.Failed, Canceled: p.Canceled, UpdatedAt: p.UpdatedAt.UTC(),
+		Amounts: paymentAmounts{
+			Authorized: p.Authorized, Captured: p.Captured, Refunded: p.Refunded, Disputed: p.DisputeOpen,
+			Fees: p.Fees, RefundPending: p.RefundsPending, DisputeLost: p.DisputeLost,
+		},
+		Events: make([]paymentEventJSON, 0, len(events)),
+	}
+	if p.Currency != "" {
+		c := p.Currency
+		body.Currency = &c
+		body.AmountsDecimal = body.Amounts.decimal(money.Currency(c))
+	}
+	for _, e := range events {
+		data := json.RawMessage(e.Data)
+		if !json.Valid(data) {
+			data = json.RawMessage("null")
+		}
+		body.Events = append(body.Events, paymentEventJSON{Version: e.Version, Type: e.Type, RecordedAt: e.RecordedAt.UTC(), Data: data})
+	}
+	if format == formatJSON {
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
+	// CSV: one row, the summary. The events are structured documents and
+	// have no natural columns; they are in the JSON answer.
+	header := []string{"provider", "payment_id", "stream_id", "status", "currency", "version"}
+	rec := []string{p.Provider, p.PaymentID, p.StreamID, p.Status, p.Currency, strconv.FormatUint(p.Version, 10)}
+	for _, a := range body.Amounts.list() {
+		dec := ""
+		if p.Currency != "" {
+			dec = money.FormatMinor(a.v, money.Currency(p.Currency))
+		}
+		header = append(header, a.name, a.name+"_decimal")
+		rec = append(rec, strconv.FormatInt(a.v, 10), dec)
+	}
+	header = append(header, "failed", "canceled", "updated_at")
+	rec = append(rec, strconv.FormatBool(p.Failed), strconv.FormatBool(p.Canceled), formatTime(p.UpdatedAt))
+	out := newRowWriter(w, formatCSV, "", header)
+	err = out.row(nil, rec)
+	s.finishRows(w, r, out, err, nil)
+}
+
+type paymentJSON struct {
+	Provider       string             `json:"provider"`
+	PaymentID      string             `json:"payment_id"`
+	StreamID       string             `json:"stream_id"`
+	Status         string             `json:"status"`
+	Currency       *string            `json:"currency"`
+	Amounts        paymentAmounts     `json:"amounts"`
+	AmountsDecimal map[string]string  `json:"amounts_decimal,omitempty"`
+	Failed         bool               `json:"failed"`
+	Canceled       bool               `json:"canceled"`
+	Version        uint64             `json:"version"`
+	UpdatedAt      time.Time          `json:"updated_at"`
+	Events         []paymentEventJSON `json:"events"`
+}
+
+// paymentAmounts: disputed is the amount under an open dispute; a lost
+// dispute moves it to dispute_lost.
+type paymentAmounts struct {
+	Authorized    int64 `json:"authorized"`
+	Captured      int64 `json:"captured"`
+	Refunded      int64 `json:"refunded"`
+	Disputed      int64 `json:"disputed"`
+	Fees          int64 `json:"fees"`
+	RefundPending int64 `json:"refund_pending"`
+	DisputeLost   int64 `json:"dispute_lost"`
+}
+
+type namedAmount struct {
+	name string
+	v    int64
+}
+
+func (a paymentAmounts) list() []namedAmount {
+	return []namedAmount{
+		{"authorized", a.Authorized}, {"captured", a.Captured}, {"refunded", a.Refunded},
+		{"disputed", a.Disputed}, {"fees", a.Fees}, {"refund_pending", a.RefundPending},
+		{"dispute_lost", a.DisputeLost},
+	}
+}
+
+func (a paymentAmounts) decimal(c money.Currency) map[string]string {
+	m := map[string]string{}
+	for _, x := range a.list() {
+		m[x.name] = money.FormatMinor(x.v, c)
+	}
+	return m
+}
+
+type paymentEventJSON struct {
+	Version    uint64          `json:"version"`
+	Type       string          `json:"type"`
+	RecordedAt time.Time       `json:"recorded_at"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// foldPayment computes a payment's summary from its events, as the payments
+// projection does.
+func foldPayment(prov, id, stream string, events []eventstore.RecordedEvent) (postgres.Payment, error) {
+	var sum payment.Summary
+	for _, e := range events {
+		ev, err := payment.Decode(e.Type, e.Data)
+		if err != nil {
+			return postgres.Payment{}, fmt.Errorf("payment %s: event %d: %w", stream, e.Version, err)
+		}
+		sum.Apply(ev)
+	}
+	last := events[len(events)-1]
+	return postgres.Payment{
+		Provider: prov, PaymentID: id, StreamID: stream, Status: sum.Status(), Currency: string(sum.Currency),
+		Authorized: sum.Authorized, Captured: sum.Captured, Fees: sum.Fees, Refunded: sum.Refunded,
+		RefundsPending: sum.RefundsPending, DisputeOpen: sum.DisputeOpen, DisputeLost: sum.DisputeLost,
+		Failed: sum.Failed, Canceled: sum.Canceled, Version: last.Version, UpdatedAt: last.RecordedAt,
+	}, nil
+}
+
+// queryError answers an error that happened before any byte of the body.
+func (s *server) queryError(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusFor(err)
+	if status >= 500 {
+		s.log.Warn("query failed", "path", r.URL.Path, "error", err, "request_id", requestID(r.Context()))
+		w.Header().Set("Retry-After", "5")
+	}
+	writeError(w, status, err)
+}
+
+// finishRows ends a streamed answer. An error before the first byte is an
+// ordinary error answer; after it, the status is gone, so the connection is
+// aborted: the client sees a truncated answer (a failed read) rather than a
+// well-formed one that silently lacks rows.
+func (s *server) finishRows(w http.ResponseWriter, r *http.Request, out *rowWriter, err error, trailer map[string]any) {
+	if err == nil {
+		err = out.finish(trailer)
+	}
+	if err == nil {
+		return
+	}
+	if !out.started {
+		s.queryError(w, r, err)
+		return
+	}
+	s.log.Warn("query aborted mid-answer", "path", r.URL.Path, "error", err, "request_id", requestID(r.Context()))
+	panic(http.ErrAbortHandler)
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

@@ -1,0 +1,224 @@
+// Package httpapi is onceledger's HTTP surface: the webhook endpoint
+// POST /webhooks/{provider}, the bearer-protected /v1 query API, health,
+// readiness and Prometheus metrics. It verifies and normalizes through the
+// provider adapters and records through the ingest service; it owns no
+// business rule.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+)
+
+// Config wires the handler. Zero values take the documented defaults.
+type Config struct {
+	Providers     map[string]providers.Adapter // configured providers only: others answer 404
+	Ingester      Ingester
+	Holder        Holder        // for paypal-ipn; nil = not configured
+	MaxBodyBytes  int64         // default 1 MiB
+	IngestTimeout time.Duration // default 10s
+	// ProviderConcurrency caps in-flight webhooks per provider, so that a
+	// burst from one provider cannot starve the others or exhaust the pool;
+	// excess requests get 503 with Retry-After. Default 64; <0 = no cap.
+	ProviderConcurrency int
+	Now                 func() time.Time
+	Logger              *slog.Logger
+	Registry            *prometheus.Registry // default: a new registry
+	// Ready reports whether the service can take traffic (database reachable,
+	// migrations applied, event store reachable).
+	Ready func(ctx context.Context) error
+	// PublicURL returns the URL a provider signed (Square signs the
+	// subscribed notification URL). Default: the request's URL as received.
+	PublicURL func(r *http.Request) string
+	// Routes, if set, registers further routes (the /v1 query API).
+	Routes func(r *mux.Router)
+	// APITokens are the bearer tokens of the /v1 query API
+	// (ONCELEDGER_API_TOKENS); none = /v1 answers 401 to everyone.
+	APITokens []string
+	// Query reads the read models for /v1 (postgres.Query); nil = /v1
+	// answers 503 after the token check.
+	Query QueryStore
+	// Events reads a payment's stream for GET /v1/payments/... (the
+	// configured event store); nil = the answer lists no events.
+	Events StreamReader
+}
+
+type server struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	limiter *limiter
+}
+
+// NewHandler returns the HTTP handler with every route of CONTRACT.md.
+func NewHandler(cfg Config) http.Handler {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.IngestTimeout <= 0 {
+		cfg.IngestTimeout = 10 * time.Second
+	}
+	if cfg.ProviderConcurrency == 0 {
+		cfg.ProviderConcurrency = 64
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.PublicURL == nil {
+		cfg.PublicURL = func(r *http.Request) string {
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			return scheme + "://" + r.Host + r.URL.RequestURI()
+		}
+	}
+	s := &server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: newMetrics(cfg.Registry),
+		limiter: newLimiter(cfg.ProviderConcurrency),
+	}
+	r := mux.NewRouter()
+	r.Use(s.withRequestID, s.recoverPanics)
+	r.HandleFunc("/webhooks/{provider}", s.webhook).Methods(http.MethodPost)
+	// Circle checks a subscription endpoint with HEAD before it delivers.
+	r.HandleFunc("/webhooks/{provider}", s.webhookHead).Methods(http.MethodHead)
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	s.registerQuery(r)
+	r.HandleFunc("/openapi.json", serveOpenAPI).Methods(http.MethodGet)
+	if cfg.Routes != nil {
+		cfg.Routes(r)
+	}
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, errNotFound)
+	})
+	return r
+}
+
+func (s *server) webhookHead(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.cfg.Providers[mux.Vars(r)["provider"]]; !ok {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 1
+
+// withRequestID tags each request with an id (the caller's X-Request-Id when
+// sane, else a random one) for the logs and the response.
+func (s *server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 128 {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// recoverPanics turns a bug into a 503 (the provider retries) instead of a
+// dropped connection, and logs it loudly.
+func (s *server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "path", r.URL.Path, "panic", v, "request_id", requestID(r.Context()))
+				writeError(w, http.StatusServiceUnavailable, errors.New("internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limiter caps in-flight requests per provider without queueing: waiting
+// would only hold a connection the provider is about to time out.
+type limiter struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func newLimiter(max int) *limiter { return &limiter{max: max, n: map[string]int{}} }
+
+func (l *limiter) acquire(key string) (release func(), err error) {
+	if l.max < 0 {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[key] >= l.max {
+		return nil, errOverloaded
+	}
+	l.n[key]++
+	return func() {
+		l.mu.Lock()
+		l.n[key]--
+		l.mu.Unlock()
+	}, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeText(w http.ResponseWriter, status int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(s))
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}

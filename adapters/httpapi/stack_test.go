@@ -1,0 +1,245 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/standard"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/domain/ledger"
+	"github.com/onceledger/onceledger/domain/payment"
+)
+
+const (
+	stripeSecret   = "whsec_test_secret_for_onceledger"
+	standardSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	maxBody        = 64 << 10
+)
+
+// stack is the whole ingestion path on a real database behind a real socket.
+type stack struct {
+	t     *testing.T
+	dbURL string
+	pool  *pgxpool.Pool
+	srv   *httptest.Server
+	store *postgres.EventStore
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	return startStack(t, pgtest.NewDatabase(t))
+}
+
+// startStack starts a server on an existing database: a second call on the
+// same URL is a restart as far as the data is concerned.
+func startStack(t *testing.T, dbURL string) *stack {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store := postgres.NewEventStore(pool)
+	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{})
+	st, err := stripe.New([]string{stripeSecret}, 5*time.Minute)
+	require.NoError(t, err)
+	sw, err := standard.New([]string{standardSecret}, 5*time.Minute)
+	require.NoError(t, err)
+	h := httpapi.NewHandler(httpapi.Config{
+		Providers:     map[string]providers.Adapter{"stripe": st, "standard": sw},
+		Ingester:      svc,
+		MaxBodyBytes:  maxBody,
+		Logger:        testLogger(),
+		IngestTimeout: 3 * time.Second,
+		// The concurrency tests send more than the production cap at once.
+		ProviderConcurrency: -1,
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &stack{t: t, dbURL: dbURL, pool: pool, srv: srv, store: store}
+}
+
+type answer struct {
+	Status int
+	Body   string
+}
+
+func (a answer) outcome(t *testing.T) string {
+	t.Helper()
+	var v struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.Body), &v), "body %q", a.Body)
+	return v.Status
+}
+
+func (s *stack) post(path string, header http.Header, body []byte) answer {
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		return answer{Status: -1, Body: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{Status: resp.StatusCode, Body: string(b)}
+}
+
+// stripeDelivery signs body with stripe-go's own test signer.
+func stripeDelivery(body []byte, at time.Time) http.Header {
+	signed := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
+		Payload: body, Secret: stripeSecret, Timestamp: at,
+	})
+	return http.Header{"Stripe-Signature": {signed.Header}}
+}
+
+// standardDelivery signs body with the Standard Webhooks reference library.
+func standardDelivery(t testing.TB, id string, body []byte, at time.Time) http.Header {
+	wh, err := standardwebhooks.NewWebhook(standardSecret)
+	require.NoError(t, err)
+	sig, err := wh.Sign(id, at, body)
+	require.NoError(t, err)
+	return http.Header{
+		"Webhook-Id":        {id},
+		"Webhook-Timestamp": {strconv.FormatInt(at.Unix(), 10)},
+		"Webhook-Signature": {sig},
+	}
+}
+
+func (s *stack) sendStandard(id string, body []byte) answer {
+	return s.post("/webhooks/standard", standardDelivery(s.t, id, body, time.Now()), body)
+}
+
+func (s *stack) sendStripe(body []byte) answer {
+	return s.post("/webhooks/stripe", stripeDelivery(body, time.Now()), body)
+}
+
+var seq atomic.Int64
+
+// uniq makes ids unique across tests and runs.
+func uniq(prefix string) string {
+	return fmt.Sprintf("%s_%d_%d", prefix, time.Now().UnixNano(), seq.Add(1))
+}
+
+func standardBody(typ string, data map[string]any) []byte {
+	b, err := json.Marshal(map[string]any{"type": typ, "timestamp": time.Now().UTC().Format(time.RFC3339), "data": data})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// balances sums the postings of every stored event of the given streams,
+// through the domain's rules: what the projections will show.
+func (s *stack) balances(streams ...string) map[string]int64 {
+	s.t.Helper()
+	out := map[string]int64{}
+	for _, stream := range streams {
+		evs, err := s.store.ReadStream(context.Background(), stream)
+		require.NoError(s.t, err)
+		for _, r := range evs {
+			e, err := payment.Decode(r.Type, r.Data)
+			require.NoError(s.t, err)
+			ps := payment.Postings(e)
+			require.NoError(s.t, ledger.Check(ps))
+			for _, p := range ps {
+				out[p.Account+" "+string(p.Currency)] += p.Amount
+			}
+		}
+	}
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+func (s *stack) streamTypes(stream string) []string {
+	s.t.Helper()
+	evs, err := s.store.ReadStream(context.Background(), stream)
+	require.NoError(s.t, err)
+	types := make([]string, 0, len(evs))
+	for i, e := range evs {
+		require.Equal(s.t, uint64(i), e.Version, "versions are contiguous from 0")
+		types = append(types, e.Type)
+	}
+	return types
+}
+
+func (s *stack) scalar(q string, args ...any) int64 {
+	s.t.Helper()
+	var n int64
+	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&n))
+	return n
+}
+
+func (s *stack) inboxCount() int64 { return s.scalar(`SELECT count(*) FROM webhook_inbox`) }
+func (s *stack) eventCount() int64 { return s.scalar(`SELECT count(*) FROM events`) }
+
+func (s *stack) scalarText(q string, args ...any) string {
+	s.t.Helper()
+	var v string
+	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&v))
+	return v
+}
+
+// adminPool connects to the server's maintenance database, to act on the
+// test database from outside it.
+func (s *stack) adminPool() *pgxpool.Pool {
+	s.t.Helper()
+	cfg, err := pgxpool.ParseConfig(s.dbURL)
+	require.NoError(s.t, err)
+	cfg.ConnConfig.Database = "postgres"
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() {
+		// Leave the database usable for pgtest's cleanup even if the test failed midway.
+		_, _ = p.Exec(context.Background(), fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS true`, s.dbNameOrEmpty()))
+		p.Close()
+	})
+	return p
+}
+
+func (s *stack) dbNameOrEmpty() string {
+	cfg, err := pgxpool.ParseConfig(s.dbURL)
+	if err != nil {
+		return ""
+	}
+	return cfg.ConnConfig.Database
+}
+
+// testLogger keeps test output readable; go test -v shows the logs.
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.Default()
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}

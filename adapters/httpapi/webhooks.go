@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Ingester records one verified delivery durably (ingest.Service).
+type Ingester interface {
+	Ingest(ctx context.Context, ev provider.Event) (ingest.Result, error)
+}
+
+// Holder stores a delivery that cannot be verified by signature (PayPal IPN)
+// durably as unverified; a background verifier applies it later.
+type Holder interface {
+	Hold(ctx context.Context, ev provider.Event) (ingest.Result, error)
+}
+
+// ipnProvider is the one provider whose deliveries are held, not ingested:
+// its messages carry no signature and are verified by postback.
+const ipnProvider = "paypal-ipn"
+
+func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name := mux.Vars(r)["provider"]
+	log := s.log.With("provider", name, "request_id", requestID(r.Context()))
+
+	adapter, ok := s.cfg.Providers[name]
+	if !ok || (name == ipnProvider && s.cfg.Holder == nil) {
+		s.webhookError(w, r, name, start, log, fmt.Errorf("%w: %q", errUnknownProvider, name))
+		return
+	}
+	release, err := s.limiter.acquire(name)
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		s.webhookError(w, r, name, start, log, err)
+		return
+	}
+	defer release()
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if !errors.As(err, &tooLarge) {
+			err = fmt.Errorf("%w: reading body: %v", provider.ErrMalformed, err)
+		}
+		s.webhookError(w, r, name, start, log, err)
+		return
+	}
+	events, err := adapter.Parse(providers.Request{
+		Header: r.Header,
+		Body:   body,
+		Now:    s.cfg.Now(),
+		URL:    s.cfg.PublicURL(r),
+	})
+	if err != nil {
+		s.webhookError(w, r, name, start, log, err)
+		return
+	}
+
+	// The provider's retry is what recovers from a timeout: better a fast 503
+	// than a hung connection the provider gives up on.
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.IngestTimeout)
+	defer cancel()
+	outcome := ingest.Ignored
+	for i, ev := range events {
+		var res ingest.Result
+		if name == ipnProvider {
+			res, err = s.cfg.Holder.Hold(ctx, ev)
+		} else {
+			res, err = s.cfg.Ingester.Ingest(ctx, ev)
+		}
+		if err != nil {
+			log.Warn("webhook not recorded", "dedup_key", ev.DedupKey, "stream", ev.StreamID(),
+				"item", i, "error", err)
+			s.webhookError(w, r, name, start, log, err)
+			return
+		}
+		log.Info("webhook", "dedup_key", ev.DedupKey, "type", ev.Type, "stream", res.StreamID,
+			"outcome", res.Outcome, "conflict", res.Conflict, "appended", res.Appended,
+			"latency_ms", time.Since(start).Milliseconds())
+		if i == 0 || res.Outcome == ingest.Accepted {
+			outcome = res.Outcome
+		}
+		if res.Conflict {
+			s.metrics.conflicts.WithLabelValues(name).Inc()
+		}
+	}
+	s.metrics.observeWebhook(name, string(outcome), start)
+	switch name {
+	case "adyen":
+		writeText(w, http.StatusOK, "[accepted]")
+	case ipnProvider:
+		w.WriteHeader(http.StatusOK)
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": string(outcome)})
+	}
+}
+
+func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name string, start time.Time, log *slog.Logger, err error) {
+	status := statusFor(err)
+	s.metrics.observeWebhook(name, outcomeLabel(status), start)
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	log.Log(r.Context(), level, "webhook refused", "status", status, "error", err,
+		"latency_ms", time.Since(start).Milliseconds())
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "5")
+	}
+	writeError(w, status, err)
+}
+
+func outcomeLabel(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusBadRequest:
+		return "bad_request"
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	default:
+		return "unavailable"
+	}
+}

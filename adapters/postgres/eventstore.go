@@ -1,0 +1,396 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+)
+
+// NotifyChannel is the LISTEN/NOTIFY channel appends signal on commit.
+const NotifyChannel = "onceledger_events"
+
+// Constraint names from migrations/00001_foundation.sql.
+const (
+	constraintStreamVersion = "events_stream_version_key"
+	constraintEventID       = "events_event_id_key"
+)
+
+// EventStore is the Postgres event store: one events table, streams
+// versioned from 0, the global feed ordered by (tx_id, global_position).
+//
+// # The late-commit trap
+//
+// A reader tailing the feed with "position > checkpoint" must never see an
+// event while an event before it in the feed can still commit, or it moves
+// its checkpoint past that event and skips it forever. An identity column
+// does not give that order: the value is taken at INSERT, long before
+// COMMIT, so position 11 can become visible before position 10. The
+// transaction id alone does not either: a transaction takes its xid at its
+// first write (the recorder writes the inbox row first), so xids are not in
+// position order, and a transaction with a smaller xid can commit after one
+// with a larger xid.
+//
+// What holds: every transaction whose xid is below the xmin of the current
+// snapshot (pg_snapshot_xmin(pg_current_snapshot())) has finished, and every
+// transaction that has not finished, or has not started, has an xid >= xmin.
+// So the feed is ordered by (tx_id, global_position), and ReadAll and Head
+// only consider rows with tx_id < xmin. Everything a reader can see is final,
+// and anything that commits later sorts after it. The cost: any transaction
+// holding an xid (in any database of the server) delays visibility of later
+// events until it ends; keep write transactions short.
+type EventStore struct {
+	pool *pgxpool.Pool
+}
+
+var _ eventstore.Store = (*EventStore)(nil)
+
+// NewEventStore returns an event store over pool, whose database must have
+// the migrations applied.
+func NewEventStore(pool *pgxpool.Pool) *EventStore {
+	return &EventStore{pool: pool}
+}
+
+// querier is what reads need from a pool, a connection or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Append writes events to stream atomically if expected holds, in its own
+// transaction. See AppendTx for the semantics.
+func (s *EventStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return eventstore.AppendResult{}, wrap("append: begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	res, err := s.AppendTx(ctx, tx, stream, expected, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return eventstore.AppendResult{}, wrap("append: commit", err)
+	}
+	return res, nil
+}
+
+// AppendTx appends inside the caller's transaction, so a caller can make
+// other writes atomic with the append (the inbox). Nothing is visible to
+// ReadAll before the caller commits; the wake-up for Changes is sent at
+// commit.
+//
+// Expected versions: Any appends after the current last event; NoStream
+// requires an empty stream; StreamExists at least one event; Exact(v) that
+// the last event has version v. A failed check returns a
+// *eventstore.WrongVersionError and leaves tx usable (the insert runs under
+// a savepoint); nothing of this append is written.
+//
+// Idempotency: when every event ID is already stored in this stream,
+// consecutively and in order, at the versions this append would have written
+// (Exact(v): v+1..; NoStream: 0..; Any and StreamExists: anywhere), the append
+// is a no-op success whose NextExpected is the version of the last of them.
+// A partial overlap, or IDs stored elsewhere (another stream, other
+// versions), is a *eventstore.WrongVersionError wrapped with a message naming
+// the ID: event IDs are unique store-wide, and the caller's re-read and
+// re-decide is the right reaction to a decision that does not fit.
+//
+// Connection failures and timeouts match eventstore.ErrUnavailable.
+func (s *EventStore) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	if stream == "" {
+		return eventstore.AppendResult{}, errors.New("postgres event store: append: empty stream id")
+	}
+	ids := make([]uuid.UUID, len(events))
+	types := make([]string, len(events))
+	datas := make([][]byte, len(events))
+	metas := make([][]byte, len(events))
+	seen := make(map[uuid.UUID]bool, len(events))
+	for i, e := range events {
+		if e.Type == "" {
+			return eventstore.AppendResult{}, fmt.Errorf("postgres event store: append to %s: event %d has no type", stream, i)
+		}
+		if seen[e.ID] {
+			return eventstore.AppendResult{}, fmt.Errorf("postgres event store: append to %s: event id %s appears twice", stream, e.ID)
+		}
+		seen[e.ID] = true
+		ids[i], types[i], datas[i] = e.ID, e.Type, e.Data
+		if len(e.Metadata) > 0 {
+			metas[i] = e.Metadata
+		}
+	}
+
+	for {
+		cur, err := currentVersion(ctx, tx, stream)
+		if err != nil {
+			return eventstore.AppendResult{}, err
+		}
+		if !holds(expected, cur) {
+			if res, ok, err := idempotent(ctx, tx, stream, expected, ids); err != nil || ok {
+				return res, err
+			}
+			return eventstore.AppendResult{}, &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: cur}
+		}
+		if len(events) == 0 {
+			return eventstore.AppendResult{NextExpected: uint64(max(cur, 0))}, nil
+		}
+
+		err = insertEvents(ctx, tx, stream, cur+1, ids, types, datas, metas)
+		if err == nil {
+			return eventstore.AppendResult{NextExpected: uint64(cur + int64(len(events)))}, nil
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+			return eventstore.AppendResult{}, wrap("append to "+stream, err)
+		}
+		// A unique violation: someone else wrote these versions or these
+		// IDs since we read the version (their commit is visible now, as the
+		// violation waited for it). Either it was this very append, retried
+		// concurrently, or a lost race.
+		if res, ok, err := idempotent(ctx, tx, stream, expected, ids); err != nil || ok {
+			return res, err
+		}
+		actual, verr := currentVersion(ctx, tx, stream)
+		if verr != nil {
+			actual = -2
+		}
+		if pgErr.ConstraintName == constraintStreamVersion && (expected.IsAny() || expected.IsStreamExists()) && actual > cur {
+			// The condition still holds after the winner's append: append
+			// after it. Each retry follows someone else's progress, so
+			// this ends; if the version did not move (a snapshot that
+			// cannot see the winner), report the conflict instead.
+			continue
+		}
+		wrong := &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: actual}
+		if pgErr.ConstraintName == constraintEventID {
+			return eventstore.AppendResult{}, fmt.Errorf("postgres event store: an event id of this append is stored elsewhere (%s): %w", pgErr.Detail, wrong)
+		}
+		return eventstore.AppendResult{}, wrong
+	}
+}
+
+// holds reports whether expected is satisfied by a stream whose last version
+// is cur (-1: no stream).
+func holds(expected eventstore.ExpectedVersion, cur int64) bool {
+	switch {
+	case expected.IsAny():
+		return true
+	case expected.IsNoStream():
+		return cur == -1
+	case expected.IsStreamExists():
+		return cur >= 0
+	}
+	v, _ := expected.Exact()
+	return v <= math.MaxInt64 && int64(v) == cur
+}
+
+func currentVersion(ctx context.Context, q querier, stream string) (int64, error) {
+	var cur int64
+	err := q.QueryRow(ctx, `SELECT coalesce(max(version), -1) FROM events WHERE stream_id = $1`, stream).Scan(&cur)
+	if err != nil {
+		return 0, wrap("read version of "+stream, err)
+	}
+	return cur, nil
+}
+
+// insertEvents writes the events at versions first.. under a savepoint, so
+// a unique violation leaves the caller's transaction usable. The
+// pg_notify is delivered by Postgres at commit, and not at all on rollback.
+func insertEvents(ctx context.Context, tx pgx.Tx, stream string, first int64, ids []uuid.UUID, types []string, datas, metas [][]byte) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = sp.Exec(ctx, `
+		WITH ins AS (
+			INSERT INTO events (stream_id, version, event_id, type, data, metadata)
+			SELECT $1, $2 + e.ord - 1, e.id, e.type, e.data, e.metadata
+			FROM unnest($3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])
+				WITH ORDINALITY AS e(id, type, data, metadata, ord)
+			ORDER BY e.ord
+			RETURNING 1
+		)
+		SELECT count(*), pg_notify($7, '') FROM ins`,
+		stream, first, ids, types, datas, metas, NotifyChannel)
+	if err != nil {
+		_ = sp.Rollback(ctx)
+		return err
+	}
+	return sp.Commit(ctx)
+}
+
+// idempotent reports whether ids are already stored in stream, consecutively
+// and in order, where an append with expected would have put them.
+func idempotent(ctx context.Context, q querier, stream string, expected eventstore.ExpectedVersion, ids []uuid.UUID) (eventstore.AppendResult, bool, error) {
+	if len(ids) == 0 {
+		return eventstore.AppendResult{}, false, nil
+	}
+	rows, err := q.Query(ctx, `SELECT event_id, stream_id, version FROM events WHERE event_id = ANY($1)`, ids)
+	if err != nil {
+		return eventstore.AppendResult{}, false, wrap("idempotency check on "+stream, err)
+	}
+	type at struct {
+		stream  string
+		version int64
+	}
+	found := make(map[uuid.UUID]at, len(ids))
+	for rows.Next() {
+		var id uuid.UUID
+		var a at
+		if err := rows.Scan(&id, &a.stream, &a.version); err != nil {
+			rows.Close()
+			return eventstore.AppendResult{}, false, wrap("idempotency check on "+stream, err)
+		}
+		found[id] = a
+	}
+	if err := rows.Err(); err != nil {
+		return eventstore.AppendResult{}, false, wrap("idempotency check on "+stream, err)
+	}
+	first, ok := found[ids[0]]
+	if !ok || first.stream != stream {
+		return eventstore.AppendResult{}, false, nil
+	}
+	switch v, exact := expected.Exact(); {
+	case exact && (v >= math.MaxInt64 || first.version != int64(v)+1):
+		return eventstore.AppendResult{}, false, nil
+	case expected.IsNoStream() && first.version != 0:
+		return eventstore.AppendResult{}, false, nil
+	}
+	for i, id := range ids {
+		a, ok := found[id]
+		if !ok || a.stream != stream || a.version != first.version+int64(i) {
+			return eventstore.AppendResult{}, false, nil
+		}
+	}
+	return eventstore.AppendResult{NextExpected: uint64(first.version + int64(len(ids)) - 1)}, true, nil
+}
+
+const eventColumns = `global_position, tx_id, stream_id, version, event_id, type, data, metadata, recorded_at`
+
+// ReadStream returns the stream's events in version order (empty if the
+// stream does not exist). Their Position is their place in the global feed.
+func (s *EventStore) ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error) {
+	return readStream(ctx, s.pool, stream)
+}
+
+// ReadStreamTx is ReadStream inside the caller's transaction (it sees the
+// transaction's own uncommitted appends).
+func (s *EventStore) ReadStreamTx(ctx context.Context, tx pgx.Tx, stream string) ([]eventstore.RecordedEvent, error) {
+	return readStream(ctx, tx, stream)
+}
+
+func readStream(ctx context.Context, q querier, stream string) ([]eventstore.RecordedEvent, error) {
+	rows, err := q.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE stream_id = $1 ORDER BY version`, stream)
+	if err != nil {
+		return nil, wrap("read stream "+stream, err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, wrap("read stream "+stream, err)
+	}
+	return evs, nil
+}
+
+// ReadAll returns up to limit events of the global feed strictly after the
+// position, in feed order, only from finished transactions (see EventStore).
+func (s *EventStore) ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("postgres event store: read all: limit must be positive, got %d", limit)
+	}
+	commit, prepare := clampPosition(after)
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+eventColumns+`
+		FROM events
+		WHERE tx_id < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+		  AND (tx_id, global_position) > ($1, $2)
+		ORDER BY tx_id, global_position
+		LIMIT $3`, commit, prepare, limit)
+	if err != nil {
+		return nil, wrap("read all", err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return nil, wrap("read all", err)
+	}
+	return evs, nil
+}
+
+// Head is the position of the last event ReadAll can return now.
+func (s *EventStore) Head(ctx context.Context) (eventstore.Position, error) {
+	var commit, prepare int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT tx_id, global_position
+		FROM events
+		WHERE tx_id < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+		ORDER BY tx_id DESC, global_position DESC
+		LIMIT 1`).Scan(&commit, &prepare)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return eventstore.Start, nil
+	}
+	if err != nil {
+		return eventstore.Position{}, wrap("head", err)
+	}
+	return eventstore.Position{Commit: uint64(commit), Prepare: uint64(prepare)}, nil
+}
+
+// clampPosition converts to the bigint columns; no stored value exceeds
+// MaxInt64, so a larger position is past everything.
+func clampPosition(p eventstore.Position) (int64, int64) {
+	if p.Commit > math.MaxInt64 {
+		return math.MaxInt64, math.MaxInt64
+	}
+	if p.Prepare > math.MaxInt64 {
+		return int64(p.Commit), math.MaxInt64
+	}
+	return int64(p.Commit), int64(p.Prepare)
+}
+
+func scanEvents(rows pgx.Rows) ([]eventstore.RecordedEvent, error) {
+	defer rows.Close()
+	var out []eventstore.RecordedEvent
+	for rows.Next() {
+		var r eventRow
+		if err := rows.Scan(&r.globalPosition, &r.txID, &r.streamID, &r.version, &r.eventID, &r.typ, &r.data, &r.metadata, &r.recordedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, r.recorded())
+	}
+	return out, rows.Err()
+}
+
+type eventRow struct {
+	globalPosition int64
+	txID           int64
+	streamID       string
+	version        int64
+	eventID        uuid.UUID
+	typ            string
+	data           []byte
+	metadata       []byte
+	recordedAt     time.Time
+}
+
+func (r eventRow) recorded() eventstore.RecordedEvent {
+	return eventstore.RecordedEvent{
+		ID:         r.eventID,
+		StreamID:   r.streamID,
+		Version:    uint64(r.version),
+		Type:       r.typ,
+		Data:       r.data,
+		Metadata:   r.metadata,
+		Position:   eventstore.Position{Commit: uint64(r.txID), Prepare: uint64(r.globalPosition)},
+		RecordedAt: r.recordedAt,
+	}
+}
+
+// wrap adds context and marks unavailability (see classify).
+func wrap(op string, err error) error {
+	return fmt.Errorf("postgres event store: %s: %w", op, classify(err))
+}

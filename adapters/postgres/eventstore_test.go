@@ -1,0 +1,431 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/eventstore/eventstoretest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+)
+
+func TestEventStoreContract(t *testing.T) {
+	eventstoretest.Run(t, func(t *testing.T) eventstoretest.Harness {
+		pool := pgtest.NewPool(t)
+		store := postgres.NewEventStore(pool)
+		return eventstoretest.Harness{
+			Store: store,
+			HoldAppend: func(ctx context.Context, stream string, events []eventstore.EventData) (func() error, error) {
+				return holdAppend(t, ctx, pool, store, stream, events)
+			},
+		}
+	})
+}
+
+// holdAppend is the adversarial late commit: its transaction takes its xid
+// now (as the recorder does when it writes the inbox row first) but inserts
+// its events only when commit is called, after the later append committed.
+// So the held events end up with the smaller tx_id but the larger
+// global_position: a feed ordered by global_position, or read without the
+// xmin bound, fails the contract.
+func holdAppend(t *testing.T, ctx context.Context, pool *pgxpool.Pool, store *postgres.EventStore, stream string, events []eventstore.EventData) (func() error, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return func() error {
+		ctx := context.Background()
+		if _, err := store.AppendTx(ctx, tx, stream, eventstore.Any, events); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}, nil
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func events(n int) []eventstore.EventData {
+	evs := make([]eventstore.EventData, n)
+	for i := range evs {
+		evs[i] = eventstore.EventData{ID: uuid.New(), Type: "Tested", Data: []byte(`{"n":1}`)}
+	}
+	return evs
+}
+
+func readAllOurs(t *testing.T, ctx context.Context, s *postgres.EventStore) []eventstore.RecordedEvent {
+	t.Helper()
+	evs, err := s.ReadAll(ctx, eventstore.Start, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// With Any, re-appending ids that are already in the stream is a no-op.
+func TestAppendAnyIdempotent(t *testing.T) {
+	ctx := testCtx(t)
+	s := postgres.NewEventStore(pgtest.NewPool(t))
+	evs := events(2)
+	if _, err := s.Append(ctx, "s-any", eventstore.Any, evs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s-any", eventstore.Any, events(1)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, "s-any", eventstore.Any, evs)
+	if err != nil {
+		t.Fatalf("Any re-append of stored ids: %v", err)
+	}
+	if res.NextExpected != 1 {
+		t.Errorf("NextExpected = %d, want 1 (the last re-appended event's version)", res.NextExpected)
+	}
+	got, _ := s.ReadStream(ctx, "s-any")
+	if len(got) != 3 {
+		t.Fatalf("stream has %d events, want 3", len(got))
+	}
+	// A partial overlap is not idempotent.
+	_, err = s.Append(ctx, "s-any", eventstore.Any, append([]eventstore.EventData{evs[1]}, events(1)...))
+	if !errors.Is(err, eventstore.ErrWrongVersion) {
+		t.Fatalf("partial overlap: err = %v, want ErrWrongVersion", err)
+	}
+}
+
+// An event id stored in another stream is a wrong-version error naming it,
+// and writes nothing.
+func TestAppendEventIDElsewhere(t *testing.T) {
+	ctx := testCtx(t)
+	s := postgres.NewEventStore(pgtest.NewPool(t))
+	evs := events(1)
+	if _, err := s.Append(ctx, "s-one", eventstore.NoStream, evs); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Append(ctx, "s-two", eventstore.NoStream, append(events(1), evs...))
+	var wv *eventstore.WrongVersionError
+	if !errors.As(err, &wv) || wv.Stream != "s-two" || wv.Actual != -1 {
+		t.Fatalf("err = %v, want *WrongVersionError for s-two at -1", err)
+	}
+	if !strings.Contains(err.Error(), evs[0].ID.String()) {
+		t.Errorf("error %q does not name the duplicate id", err)
+	}
+	if got, _ := s.ReadStream(ctx, "s-two"); len(got) != 0 {
+		t.Fatalf("s-two has %d events after a failed append", len(got))
+	}
+	// Duplicate ids inside one append are rejected before touching the database.
+	if _, err := s.Append(ctx, "s-three", eventstore.Any, []eventstore.EventData{evs[0], evs[0]}); err == nil {
+		t.Fatal("append with a repeated id succeeded")
+	}
+}
+
+// Two identical appends racing (a provider retry hitting two instances):
+// both succeed, the events are stored once.
+func TestConcurrentIdenticalAppends(t *testing.T) {
+	ctx := testCtx(t)
+	s := postgres.NewEventStore(pgtest.NewPool(t))
+	for round := 0; round < 10; round++ {
+		stream := "s-twin-" + uuid.NewString()
+		evs := events(3)
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = s.Append(ctx, stream, eventstore.NoStream, evs)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d appender %d: %v", round, i, err)
+			}
+		}
+		if got, _ := s.ReadStream(ctx, stream); len(got) != 3 {
+			t.Fatalf("round %d: stream has %d events, want 3", round, len(got))
+		}
+	}
+}
+
+// Concurrent Any appends all land, without gaps, each once.
+func TestConcurrentAnyAppends(t *testing.T) {
+	ctx := testCtx(t)
+	s := postgres.NewEventStore(pgtest.NewPool(t))
+	const writers = 32
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Append(ctx, "s-any-race", eventstore.Any, events(2))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	got, err := s.ReadStream(ctx, "s-any-race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*writers {
+		t.Fatalf("stream has %d events, want %d", len(got), 2*writers)
+	}
+	for i, e := range got {
+		if e.Version != uint64(i) {
+			t.Fatalf("event %d has version %d", i, e.Version)
+		}
+	}
+}
+
+// A failed expectation inside a caller's transaction leaves it usable, and
+// the caller's other writes commit atomically with a later append.
+func TestAppendTxKeepsTransactionUsable(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.NewPool(t)
+	s := postgres.NewEventStore(pool)
+	if _, err := s.Append(ctx, "s-tx", eventstore.NoStream, events(1)); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// A stale expectation (caught before writing) and an id stored
+	// elsewhere (caught by the unique constraint, under the savepoint).
+	if _, err := s.AppendTx(ctx, tx, "s-tx", eventstore.Exact(5), events(1)); !errors.Is(err, eventstore.ErrWrongVersion) {
+		t.Fatalf("stale exact: %v", err)
+	}
+	stored, _ := s.ReadStream(ctx, "s-tx")
+	if _, err := s.AppendTx(ctx, tx, "s-other", eventstore.NoStream, []eventstore.EventData{{ID: stored[0].ID, Type: "T", Data: []byte(`{}`)}}); !errors.Is(err, eventstore.ErrWrongVersion) {
+		t.Fatalf("id stored elsewhere: %v", err)
+	}
+	res, err := s.AppendTx(ctx, tx, "s-tx", eventstore.Exact(0), events(2))
+	if err != nil {
+		t.Fatalf("append after failures in the same transaction: %v", err)
+	}
+	if res.NextExpected != 2 {
+		t.Errorf("NextExpected = %d, want 2", res.NextExpected)
+	}
+	inTx, err := s.ReadStreamTx(ctx, tx, "s-tx")
+	if err != nil || len(inTx) != 3 {
+		t.Fatalf("ReadStreamTx sees %d events (%v), want 3", len(inTx), err)
+	}
+	if outside, _ := s.ReadStream(ctx, "s-tx"); len(outside) != 1 {
+		t.Fatalf("uncommitted append visible outside: %d events", len(outside))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ReadStream(ctx, "s-tx"); len(got) != 3 {
+		t.Fatalf("after commit: %d events, want 3", len(got))
+	}
+}
+
+// The plain late commit (the contract harness covers the early-xid one): a
+// transaction inserts its events, stays open while a later one commits; the
+// feed shows neither until it ends, then both in xid order.
+func TestLateCommitHeldInsert(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.NewPool(t)
+	s := postgres.NewEventStore(pool)
+
+	held, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(context.Background())
+	heldEvs := events(2)
+	if _, err := s.AppendTx(ctx, held, "s-held", eventstore.NoStream, heldEvs); err != nil {
+		t.Fatal(err)
+	}
+	var xid int64
+	if err := held.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	laterEvs := events(1)
+	if _, err := s.Append(ctx, "s-later", eventstore.NoStream, laterEvs); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAllOurs(t, ctx, s); len(got) != 0 {
+		t.Fatalf("feed shows %d events while an older transaction is open", len(got))
+	}
+	if head, err := s.Head(ctx); err != nil || head != eventstore.Start {
+		t.Fatalf("head while held = %v, %v; want Start", head, err)
+	}
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []eventstore.RecordedEvent
+	for deadline := time.Now().Add(20 * time.Second); len(got) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		got = readAllOurs(t, ctx, s)
+	}
+	if len(got) != 3 || got[0].ID != heldEvs[0].ID || got[1].ID != heldEvs[1].ID || got[2].ID != laterEvs[0].ID {
+		t.Fatalf("feed = %v, want held (2) then later", got)
+	}
+	if got[0].Position.Commit != uint64(xid) || got[1].Position.Commit != uint64(xid) {
+		t.Errorf("held events' Commit = %d, %d, want the transaction id %d", got[0].Position.Commit, got[1].Position.Commit, xid)
+	}
+	head, err := s.Head(ctx)
+	if err != nil || head != got[2].Position {
+		t.Errorf("head = %v (%v), want %v", head, err, got[2].Position)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	// Nothing listens on this port: the address is taken from a listener we
+	// close again.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	pool, err := pgxpool.New(context.Background(), "postgres://postgres@"+addr+"/x?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := postgres.NewEventStore(pool)
+	ctx := testCtx(t)
+	checks := map[string]error{}
+	_, checks["append"] = s.Append(ctx, "s", eventstore.Any, events(1))
+	_, checks["read stream"] = s.ReadStream(ctx, "s")
+	_, checks["read all"] = s.ReadAll(ctx, eventstore.Start, 10)
+	_, checks["head"] = s.Head(ctx)
+	_, checks["changes"] = s.Changes(ctx)
+	for op, err := range checks {
+		if !errors.Is(err, eventstore.ErrUnavailable) {
+			t.Errorf("%s on a dead server: err = %v, want ErrUnavailable", op, err)
+		}
+	}
+
+	// A deadline that passes is unavailability too.
+	live := postgres.NewEventStore(pgtest.NewPool(t))
+	dctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-dctx.Done()
+	if _, err := live.Append(dctx, "s", eventstore.Any, events(1)); !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Errorf("append past its deadline: err = %v, want ErrUnavailable", err)
+	}
+}
+
+// An administrator terminating the connection mid-transaction is
+// unavailability (57P01), not an opaque error.
+func TestTerminatedConnectionIsUnavailable(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.NewPool(t)
+	s := postgres.NewEventStore(pool)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.AppendTx(ctx, tx, "s", eventstore.Any, events(1))
+	if !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("append on a terminated connection: err = %v, want ErrUnavailable", err)
+	}
+}
+
+// The listener reconnects after its connection is killed, signals that it
+// may have missed something, and keeps delivering wake-ups.
+func TestChangesReconnects(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.NewPool(t)
+	s := postgres.NewEventStore(pool)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := s.Changes(lctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = $1`, postgres.ListenerApplicationName)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("terminate listener: %v (%d rows)", err, tag.RowsAffected())
+	}
+	select {
+	case <-ch: // the post-reconnect wake-up
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up after the listener reconnected")
+	}
+	waitListening(t, ctx, pool)
+	if _, err := s.Append(ctx, "s-notify", eventstore.Any, events(1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up for an append after the reconnect")
+	}
+	stop()
+	for range ch {
+	}
+}
+
+func waitListening(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1 AND query LIKE 'LISTEN%'`,
+			postgres.ListenerApplicationName).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+	}
+	t.Fatal("listener did not come back")
+}
+
+// Metadata and data survive the round trip; nil metadata stays NULL.
+func TestMetadataRoundTrip(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.NewPool(t)
+	s := postgres.NewEventStore(pool)
+	evs := events(2)
+	evs[0].Metadata = []byte(`{"k":"v"}`)
+	if _, err := s.Append(ctx, "s-meta", eventstore.NoStream, evs); err != nil {
+		t.Fatal(err)
+	}
+	var nulls int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE metadata IS NULL`).Scan(&nulls); err != nil {
+		t.Fatal(err)
+	}
+	if nulls != 1 {
+		t.Fatalf("%d events with NULL metadata, want 1", nulls)
+	}
+	got, _ := s.ReadStream(ctx, "s-meta")
+	if string(got[0].Metadata) != `{"k": "v"}` || got[1].Metadata != nil {
+		t.Fatalf("metadata = %q, %q", got[0].Metadata, got[1].Metadata)
+	}
+}

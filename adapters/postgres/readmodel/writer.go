@@ -1,0 +1,236 @@
+package readmodel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/projections"
+)
+
+// writer is one read-model transaction, on the live tables or on the shadow
+// tables of a rebuild.
+type writer struct {
+	tx         pgx.Tx
+	checkpoint string // live batches: the projection whose checkpoint Commit stores
+	shadow     bool
+	bulk       bool
+}
+
+var _ projections.Batch = (*writer)(nil)
+
+// shadowSuffix names a rebuild's copy of a read-model table.
+const shadowSuffix = "_shadow"
+
+// table names the live table, or its shadow.
+func (w *writer) table(name string) string {
+	if w.shadow {
+		return quoted(name + shadowSuffix)
+	}
+	return quoted(name)
+}
+
+func (w *writer) Commit(ctx context.Context, to eventstore.Position) error {
+	if w.checkpoint != "" {
+		c, p, err := position64(to)
+		if err != nil {
+			return err
+		}
+		// A committed batch proves the projection is past any earlier
+		// poison: the error fields describe the present, not history.
+		if _, err := w.tx.Exec(ctx, `
+			UPDATE projection_checkpoints
+			SET position_commit = $2, position_prepare = $3, updated_at = now(),
+			    last_error = NULL, error_position_commit = NULL, error_position_prepare = NULL
+			WHERE name = $1`, w.checkpoint, c, p); err != nil {
+			return classify(err)
+		}
+	}
+	return classify(w.tx.Commit(ctx))
+}
+
+func (w *writer) Rollback(ctx context.Context) error { return w.tx.Rollback(ctx) }
+
+// ledgerEntryColumns in the order of the arrays and COPY rows below.
+var ledgerEntryColumns = []string{"event_id", "posting_index", "stream_id", "event_type", "provider", "account",
+	"currency", "amount", "occurred_at", "recorded_at", "position_commit", "position_prepare"}
+
+func (w *writer) InsertLedgerEntries(ctx context.Context, entries []projections.LedgerEntry) error {
+	if w.bulk {
+		return w.copyLedgerEntries(ctx, entries)
+	}
+	n := len(entries)
+	var (
+		ids                                = make([]pgtype.UUID, n)
+		idx                                = make([]int32, n)
+		streams, types, provs, accts, curs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		amounts, commits, prepares         = make([]int64, n), make([]int64, n), make([]int64, n)
+		occurred, recorded                 = make([]time.Time, n), make([]time.Time, n)
+	)
+	for i, e := range entries {
+		c, p, err := position64(e.Position)
+		if err != nil {
+			return err
+		}
+		ids[i] = pgtype.UUID{Bytes: e.EventID, Valid: true}
+		idx[i] = int32(e.PostingIndex)
+		streams[i], types[i], provs[i], accts[i], curs[i] = e.StreamID, e.EventType, e.Provider, e.Account, string(e.Currency)
+		amounts[i], commits[i], prepares[i] = e.Amount, c, p
+		occurred[i], recorded[i] = e.OccurredAt, e.RecordedAt
+	}
+	// Only the rows actually inserted reach the balances, so replaying a
+	// batch (or an event twice) changes nothing. Sums are per batch: one
+	// upsert per account and currency.
+	sql := fmt.Sprintf(`
+		WITH inserted AS (
+			INSERT INTO %[1]s (%[3]s)
+			SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],
+				$7::text[], $8::bigint[], $9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::bigint[])
+			ON CONFLICT (event_id, posting_index) DO NOTHING
+			RETURNING account, currency, amount
+		)
+		INSERT INTO %[2]s AS b (account, currency, balance, entry_count, updated_at)
+		SELECT account, currency, sum(amount)::bigint, count(*), now()
+		FROM inserted GROUP BY account, currency
+		ON CONFLICT (account, currency) DO UPDATE
+		SET balance = b.balance + excluded.balance,
+		    entry_count = b.entry_count + excluded.entry_count,
+		    updated_at = excluded.updated_at`,
+		w.table("ledger_entries"), w.table("account_balances"), joinQuoted("", ledgerEntryColumns))
+	_, err := w.tx.Exec(ctx, sql, ids, idx, streams, types, provs, accts, curs, amounts, occurred, recorded, commits, prepares)
+	return classify(err)
+}
+
+func (w *writer) copyLedgerEntries(ctx context.Context, entries []projections.LedgerEntry) error {
+	rows := make([][]any, len(entries))
+	for i, e := range entries {
+		c, p, err := position64(e.Position)
+		if err != nil {
+			return err
+		}
+		rows[i] = []any{pgtype.UUID{Bytes: e.EventID, Valid: true}, int32(e.PostingIndex), e.StreamID, e.EventType,
+			e.Provider, e.Account, string(e.Currency), e.Amount, e.OccurredAt, e.RecordedAt, c, p}
+	}
+	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"ledger_entries" + shadowSuffix}, ledgerEntryColumns, pgx.CopyFromRows(rows))
+	return classify(err)
+}
+
+const paymentColumns = `provider, payment_id, stream_id, status, currency, authorized_amount, captured_amount,
+	fee_amount, refunded_amount, refund_pending_amount, dispute_open_amount, dispute_lost_amount,
+	failed, canceled, version, updated_at`
+
+func (w *writer) Payments(ctx context.Context, streamIDs []string) (map[string]projections.PaymentRow, error) {
+	rows, err := w.tx.Query(ctx, `SELECT `+paymentColumns+` FROM `+w.table("payments")+` WHERE stream_id = ANY($1)`, streamIDs)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := make(map[string]projections.PaymentRow, len(streamIDs))
+	for rows.Next() {
+		var r paymentRow
+		if err := rows.Scan(&r.provider, &r.paymentID, &r.streamID, &r.status, &r.currency, &r.authorized, &r.captured,
+			&r.fees, &r.refunded, &r.refundPending, &r.disputeOpen, &r.disputeLost, &r.failed, &r.canceled,
+			&r.version, &r.updatedAt); err != nil {
+			return nil, classify(err)
+		}
+		out[r.streamID] = r.payment()
+	}
+	return out, classify(rows.Err())
+}
+
+type paymentRow struct {
+	provider, paymentID, streamID, status                            string
+	currency                                                         *string
+	authorized, captured, fees, refunded, refundPending, disputeOpen int64
+	disputeLost, version                                             int64
+	failed, canceled                                                 bool
+	updatedAt                                                        time.Time
+}
+
+func (r paymentRow) payment() projections.PaymentRow {
+	p := projections.PaymentRow{
+		Provider: r.provider, PaymentID: r.paymentID, StreamID: r.streamID, Status: r.status,
+		Version: uint64(r.version), UpdatedAt: r.updatedAt,
+	}
+	if r.currency != nil {
+		p.Summary.Currency = money.Currency(*r.currency)
+	}
+	p.Summary.Authorized, p.Summary.Captured, p.Summary.Fees = r.authorized, r.captured, r.fees
+	p.Summary.Refunded, p.Summary.RefundsPending = r.refunded, r.refundPending
+	p.Summary.DisputeOpen, p.Summary.DisputeLost = r.disputeOpen, r.disputeLost
+	p.Summary.Failed, p.Summary.Canceled = r.failed, r.canceled
+	return p
+}
+
+func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentRow) error {
+	n := len(rows)
+	var (
+		provs, ids, streams, statuses, curs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		auth, capt, fees, refd, pend        = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		dOpen, dLost, versions              = make([]int64, n), make([]int64, n), make([]int64, n)
+		failed, canceled                    = make([]bool, n), make([]bool, n)
+		updated                             = make([]time.Time, n)
+	)
+	for i, r := range rows {
+		s := r.Summary
+		provs[i], ids[i], streams[i], statuses[i], curs[i] = r.Provider, r.PaymentID, r.StreamID, r.Status, string(s.Currency)
+		auth[i], capt[i], fees[i], refd[i], pend[i] = s.Authorized, s.Captured, s.Fees, s.Refunded, s.RefundsPending
+		dOpen[i], dLost[i], versions[i] = s.DisputeOpen, s.DisputeLost, int64(r.Version)
+		failed[i], canceled[i], updated[i] = s.Failed, s.Canceled, r.UpdatedAt
+	}
+	// The version guard: a row only moves forward in its stream.
+	_, err := w.tx.Exec(ctx, `
+		INSERT INTO `+w.table("payments")+` AS p (`+paymentColumns+`)
+		SELECT provider, payment_id, stream_id, status, NULLIF(currency, ''), authorized_amount, captured_amount,
+			fee_amount, refunded_amount, refund_pending_amount, dispute_open_amount, dispute_lost_amount,
+			failed, canceled, version, updated_at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bool[], $14::bool[],
+			$15::bigint[], $16::timestamptz[])
+			AS r(provider, payment_id, stream_id, status, currency, authorized_amount, captured_amount,
+			fee_amount, refunded_amount, refund_pending_amount, dispute_open_amount, dispute_lost_amount,
+			failed, canceled, version, updated_at)
+		ON CONFLICT (provider, payment_id) DO UPDATE
+		SET stream_id = excluded.stream_id, status = excluded.status, currency = excluded.currency,
+		    authorized_amount = excluded.authorized_amount, captured_amount = excluded.captured_amount,
+		    fee_amount = excluded.fee_amount, refunded_amount = excluded.refunded_amount,
+		    refund_pending_amount = excluded.refund_pending_amount,
+		    dispute_open_amount = excluded.dispute_open_amount, dispute_lost_amount = excluded.dispute_lost_amount,
+		    failed = excluded.failed, canceled = excluded.canceled, version = excluded.version,
+		    updated_at = excluded.updated_at
+		WHERE p.version < excluded.version`,
+		provs, ids, streams, statuses, curs, auth, capt, fees, refd, pend, dOpen, dLost, failed, canceled, versions, updated)
+	return classify(err)
+}
+
+func (w *writer) ApplyReconciliation(ctx context.Context, changes []projections.ReconciliationChange) error {
+	t := w.table("reconciliation_items")
+	open := `
+		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, details, opened_at, opened_event_id)
+		VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8)
+		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
+		SET status = 'open', details = excluded.details, opened_at = excluded.opened_at,
+		    opened_event_id = excluded.opened_event_id, resolved_at = NULL, resolved_event_id = NULL`
+	// A clearing without a known opening still records the item, resolved:
+	// the event happened, and accountants should see it.
+	resolve := `
+		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, details, resolved_at, resolved_event_id)
+		VALUES ($1, $2, $3, 'resolved', $4, $5, $6, $7, $8)
+		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
+		SET status = 'resolved', resolved_at = excluded.resolved_at, resolved_event_id = excluded.resolved_event_id,
+		    details = CASE WHEN excluded.details <> '' THEN excluded.details ELSE r.details END`
+	b := &pgx.Batch{}
+	for _, c := range changes {
+		sql := resolve
+		if c.Open {
+			sql = open
+		}
+		b.Queue(sql, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.Details, c.At, pgtype.UUID{Bytes: c.EventID, Valid: true})
+	}
+	return classify(w.tx.SendBatch(ctx, b).Close())
+}

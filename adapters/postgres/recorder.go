@@ -1,0 +1,218 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Recorder is the ingestion unit of work on Postgres: inbox row, stream
+// append and inbox status commit in ONE transaction, so a delivery is either
+// wholly recorded or not at all, and the 2xx goes out only after the commit.
+type Recorder struct {
+	pool   *pgxpool.Pool
+	events *EventStore
+}
+
+var _ ingest.Recorder = (*Recorder)(nil)
+
+// NewRecorder returns a Recorder appending through events (which must use the
+// same database).
+func NewRecorder(pool *pgxpool.Pool, events *EventStore) *Recorder {
+	return &Recorder{pool: pool, events: events}
+}
+
+// Inbox statuses (webhook_inbox.status).
+const (
+	StatusReceived   = ingest.StatusReceived   // stored, facts not yet in the stream (EventStoreDB mode, in flight)
+	StatusApplied    = ingest.StatusApplied    // facts recorded in the stream
+	StatusIgnored    = "ignored"               // type not handled; kept for audit
+	StatusUnverified = ingest.StatusUnverified // PayPal IPN waiting for its postback
+	StatusInvalid    = ingest.StatusInvalid    // PayPal IPN answered INVALID: never posted
+)
+
+// Record implements ingest.Recorder.
+func (r *Recorder) Record(ctx context.Context, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
+	var res ingest.Result
+	err := inTx(ctx, r.pool, func(tx pgx.Tx) error {
+		status := StatusReceived
+		if ev.Ignored() {
+			status = StatusIgnored
+		}
+		inserted, err := insertInbox(ctx, tx, ev, status)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			res, err = r.redelivered(ctx, tx, ev, d)
+			return err
+		}
+		if ev.Ignored() {
+			res = ingest.Result{Outcome: ingest.Ignored}
+			return nil
+		}
+		res, err = r.apply(ctx, tx, ev, d)
+		return err
+	})
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	return res, nil
+}
+
+// apply decides and appends a first arrival inside tx and marks it applied.
+func (r *Recorder) apply(ctx context.Context, tx pgx.Tx, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
+	stream := ev.StreamID()
+	history, err := r.events.ReadStreamTx(ctx, tx, stream)
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	decided, err := d.Decide(history, ev)
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	if len(decided) > 0 {
+		if _, err := r.events.AppendTx(ctx, tx, stream, eventstore.ExpectFor(len(history)), decided); err != nil {
+			return ingest.Result{}, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE webhook_inbox SET status = $3, applied_at = now()
+		WHERE provider = $1 AND dedup_key = $2`, ev.Provider, ev.DedupKey, StatusApplied); err != nil {
+		return ingest.Result{}, fmt.Errorf("mark %s applied: %w", ev.DedupKey, classify(err))
+	}
+	return ingest.Result{Outcome: ingest.Accepted, StreamID: stream, Appended: len(decided)}, nil
+}
+
+// redelivered handles a dedup key that is on record: count the delivery and,
+// when the payload differs, keep it and record the conflict as a
+// reconciliation fact instead of applying it.
+func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
+	first, err := countRedelivery(ctx, tx, ev)
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	res := ingest.Result{Outcome: ingest.Duplicate, StreamID: first.StreamID}
+	if first.PayloadHash == ev.PayloadHash {
+		return res, nil
+	}
+	res.Conflict = true
+	// The conflict is a reconciliation fact of the payment the first payload
+	// was about; if that one was ignored, of the payment the new one names.
+	stream := first.StreamID
+	if stream == "" && !ev.Ignored() {
+		stream = ev.StreamID()
+	}
+	if stream == "" {
+		return res, nil // nothing in the ledger to reconcile against; kept in webhook_conflicts
+	}
+	res.StreamID = stream
+	history, err := r.events.ReadStreamTx(ctx, tx, stream)
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	decided, err := d.Conflict(history, ev, first.PayloadHash)
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	if len(decided) > 0 {
+		if _, err := r.events.AppendTx(ctx, tx, stream, eventstore.ExpectFor(len(history)), decided); err != nil {
+			return ingest.Result{}, err
+		}
+		res.Appended = len(decided)
+	}
+	return res, nil
+}
+
+// insertInbox is the dedup gate: the primary key (provider, dedup_key)
+// decides, never a prior SELECT. A concurrent first arrival makes this
+// statement wait for that transaction: if it commits, this one sees the
+// conflict (0 rows, a duplicate); if it rolls back, this one inserts.
+func insertInbox(ctx context.Context, tx pgx.Tx, ev provider.Event, status string) (bool, error) {
+	normalized, err := json.Marshal(encodeNormalized(ev))
+	if err != nil {
+		return false, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
+	}
+	var stream *string
+	if !ev.Ignored() {
+		s := ev.StreamID()
+		stream = &s
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, raw_body, normalized, status)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (provider, dedup_key) DO NOTHING`,
+		ev.Provider, ev.DedupKey, ev.Type, stream, ev.PayloadHash, ev.Raw, normalized, status)
+	if err != nil {
+		return false, fmt.Errorf("inbox insert %s/%s: %w", ev.Provider, ev.DedupKey, classify(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// normalizedEvent is the inbox's copy of a normalized delivery, so a row can
+// be re-driven (EventStoreDB sweeper, IPN verifier) without re-parsing.
+type normalizedEvent struct {
+	Provider   string           `json:"provider"`
+	DedupKey   string           `json:"dedup_key"`
+	Type       string           `json:"type"`
+	PaymentKey string           `json:"payment_key,omitempty"`
+	OccurredAt time.Time        `json:"occurred_at"`
+	Facts      []normalizedFact `json:"facts"`
+}
+
+type normalizedFact struct {
+	Kind       string `json:"kind"`
+	BusinessID string `json:"business_id,omitempty"`
+	Amount     int64  `json:"amount"`
+	Fee        int64  `json:"fee,omitempty"`
+	Currency   string `json:"currency,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+func encodeNormalized(ev provider.Event) normalizedEvent {
+	n := normalizedEvent{Provider: ev.Provider, DedupKey: ev.DedupKey, Type: ev.Type,
+		PaymentKey: ev.PaymentKey, OccurredAt: ev.OccurredAt, Facts: []normalizedFact{}}
+	for _, f := range ev.Facts {
+		n.Facts = append(n.Facts, normalizedFact{Kind: string(f.Kind), BusinessID: f.BusinessID,
+			Amount: f.Amount, Fee: f.Fee, Currency: string(f.Currency), Reason: f.Reason})
+	}
+	return n
+}
+
+// Redrive applies a row that is on record with status from (an IPN that
+// PayPal verified, a row an earlier attempt left behind) in one transaction
+// with its status change. A row no longer in status from was driven by
+// someone else: nothing to do.
+func (r *Recorder) Redrive(ctx context.Context, k Key, from string, d ingest.Decider) (ingest.Result, error) {
+	var res ingest.Result
+	err := inTx(ctx, r.pool, func(tx pgx.Tx) error {
+		ev, status, err := loadInbox(ctx, tx, k, true)
+		if err != nil {
+			return err
+		}
+		if status != from {
+			res = ingest.Result{Outcome: ingest.Duplicate}
+			return nil
+		}
+		if ev.Ignored() {
+			_, err := tx.Exec(ctx, `UPDATE webhook_inbox SET status = 'ignored' WHERE provider = $1 AND dedup_key = $2`,
+				k.Provider, k.DedupKey)
+			res = ingest.Result{Outcome: ingest.Ignored}
+			return classify(err)
+		}
+		res, err = r.apply(ctx, tx, ev, d)
+		return err
+	})
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,420 @@
+package adyen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// testKey signed the files under testdata that are not official vectors.
+const testKey = "5A5A0F0F1E1E2D2D3C3C4B4B5A5A69697878878796969A9AABABBCBCCDCDDEDE"
+
+// otherKey is a valid key that signed nothing.
+const otherKey = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF"
+
+func mustNew(t testing.TB, keys ...string) *Adapter {
+	t.Helper()
+	a, err := New(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func read(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func parse(a *Adapter, body []byte) ([]provider.Event, error) {
+	return a.Parse(providers.Request{Body: body, Now: time.Now()})
+}
+
+// Official vectors published in Adyen's API libraries' HMAC validator tests.
+func TestOfficialSignatureVectors(t *testing.T) {
+	cases := []struct {
+		source                               string
+		key, psp, orig, acct, ref, cur, code string
+		value                                int64
+		success, want                        string
+	}{
+		{
+			source: "Adyen/adyen-php-api-library tests/Adyen/Util/HmacSignatureTest.php",
+			key:    "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00",
+			psp:    "7914073381342284", acct: "TestMerchant", ref: "TestPayment-1407325143704",
+			value: 1130, cur: "EUR", code: "AUTHORISATION", success: "true",
+			want: "Ny9gS2veKo5E4w8/OL6xz1/wvT/hYkAXy1xNc/QvO4I=",
+		},
+		{
+			source: "Adyen/adyen-ruby-api-library spec/utils/hmac_validator_spec.rb",
+			key:    "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056",
+			psp:    "7914073381342284", acct: "TestMerchant", ref: "TestPayment-1407325143704",
+			value: 1130, cur: "EUR", code: "AUTHORISATION", success: "true",
+			want: "coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0=",
+		},
+	}
+	for _, c := range cases {
+		got, err := Sign(c.key, c.psp, c.orig, c.acct, c.ref, c.value, c.cur, c.code, c.success)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s: signature %s, want %s", c.source, got, c.want)
+		}
+	}
+}
+
+// The Java library's vectors are whole items; they are parsed as Adyen sends
+// them (wrapped in a batch), so they exercise the real decoding: a string
+// amount value in one, backslashes and colons (not escaped) in the other.
+func TestOfficialJavaItems(t *testing.T) {
+	// Adyen/adyen-java-api-library src/test/java/com/adyen/util/HMACValidatorTest.java testValidateHMAC
+	evs, err := parse(mustNew(t, "9064450A8892A093D9E97EFCC9639DE31B74F3A7803135555A3C96F5A57915D6"),
+		read(t, "java_report_available.json"))
+	if err != nil {
+		t.Fatalf("REPORT_AVAILABLE vector refused: %v", err)
+	}
+	if len(evs) != 1 || !evs[0].Ignored() || evs[0].DedupKey != "test_REPORT_AVAILABLE:REPORT_AVAILABLE:true" {
+		t.Fatalf("REPORT_AVAILABLE: got %+v", evs)
+	}
+
+	// ... testValidateHMACWithoutEscaping with mocks/hmac-validation-webhook.json
+	evs, err = parse(mustNew(t, "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174"),
+		read(t, "java_authorisation_slashes.json"))
+	if err != nil {
+		t.Fatalf("slashes vector refused: %v", err)
+	}
+	ev := evs[0]
+	want := provider.Fact{Kind: provider.KindAuthorized, Amount: 1000, Currency: "EUR"}
+	if ev.PaymentKey != "ZVWN7D3WSMK2WN82" || len(ev.Facts) != 1 || ev.Facts[0] != want {
+		t.Fatalf("slashes vector: got %+v", ev)
+	}
+	if !ev.OccurredAt.Equal(time.Date(2023, 1, 10, 12, 42, 29, 0, time.UTC)) {
+		t.Errorf("OccurredAt %v", ev.OccurredAt)
+	}
+
+	// The same vectors with another key are refused.
+	if _, err := parse(mustNew(t, otherKey), read(t, "java_authorisation_slashes.json")); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Fatalf("wrong key: err %v, want ErrUnauthorized", err)
+	}
+}
+
+func TestLifecycleBatch(t *testing.T) {
+	evs, err := parse(mustNew(t, testKey), read(t, "lifecycle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		dedup, typ, key string
+		facts           []provider.Fact
+	}{
+		{"QFQTPCQ8HXSKGK82:AUTHORISATION:true", "AUTHORISATION", "QFQTPCQ8HXSKGK82",
+			[]provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: "EUR"}}},
+		{"LWX3JCWDNRRBNZ65:CAPTURE:true", "CAPTURE", "QFQTPCQ8HXSKGK82",
+			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: "LWX3JCWDNRRBNZ65", Amount: 1000, Currency: "EUR"}}},
+		{"V4HZ4RBFJGXXGN82:REFUND:true", "REFUND", "QFQTPCQ8HXSKGK82",
+			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: "V4HZ4RBFJGXXGN82", Amount: 250, Currency: "EUR"}}},
+	}
+	checkEvents(t, evs, want)
+	if !evs[1].OccurredAt.Equal(time.Date(2026, 11, 29, 9, 5, 0, 0, time.UTC)) {
+		t.Errorf("capture OccurredAt %v", evs[1].OccurredAt)
+	}
+}
+
+func TestDisputes(t *testing.T) {
+	evs, err := parse(mustNew(t, testKey), read(t, "disputes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := func(k provider.Kind) []provider.Fact {
+		return []provider.Fact{{Kind: k, BusinessID: "DZ4DPSHB4WD2WN82", Amount: 1000, Currency: "EUR"}}
+	}
+	checkEvents(t, evs, []struct {
+		dedup, typ, key string
+		facts           []provider.Fact
+	}{
+		{"DZ4DPSHB4WD2WN82:NOTIFICATION_OF_CHARGEBACK:true", "NOTIFICATION_OF_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeOpened)},
+		{"DZ4DPSHB4WD2WN82:CHARGEBACK:true", "CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeOpened)},
+		{"DZ4DPSHB4WD2WN82:CHARGEBACK_REVERSED:true", "CHARGEBACK_REVERSED", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeWon)},
+		{"DZ4DPSHB4WD2WN82:SECOND_CHARGEBACK:true", "SECOND_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeLost)},
+	})
+}
+
+func TestFailuresAndCancellation(t *testing.T) {
+	evs, err := parse(mustNew(t, testKey), read(t, "failures.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, evs, []struct {
+		dedup, typ, key string
+		facts           []provider.Fact
+	}{
+		{"R7KZ2V7G3HN2WN82:AUTHORISATION:false", "AUTHORISATION", "R7KZ2V7G3HN2WN82",
+			[]provider.Fact{{Kind: provider.KindFailed, Reason: "Not enough balance"}}},
+		{"M8V5VX3SCNGXGN82:CANCELLATION:true", "CANCELLATION", "T3WBXQ6C5JGXGN82",
+			[]provider.Fact{{Kind: provider.KindCanceled}}},
+		{"G9QW5M3DPV2WN82:REFUND:false", "REFUND", "QFQTPCQ8HXSKGK82", nil},
+		{"V4HZ4RBFJGXXGN82:REFUND_FAILED:true", "REFUND_FAILED", "QFQTPCQ8HXSKGK82",
+			[]provider.Fact{{Kind: provider.KindRefundFailed, BusinessID: "V4HZ4RBFJGXXGN82", Amount: 250, Currency: "EUR", Reason: "Refund rejected by the issuer"}}},
+	})
+}
+
+func checkEvents(t *testing.T, evs []provider.Event, want []struct {
+	dedup, typ, key string
+	facts           []provider.Fact
+}) {
+	t.Helper()
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d", len(evs), len(want))
+	}
+	for i, w := range want {
+		ev := evs[i]
+		if err := ev.Validate(); err != nil {
+			t.Errorf("event %d invalid: %v", i, err)
+		}
+		if ev.Provider != "adyen" || ev.DedupKey != w.dedup || ev.Type != w.typ || ev.PaymentKey != w.key {
+			t.Errorf("event %d: provider %q dedup %q type %q key %q; want dedup %q type %q key %q",
+				i, ev.Provider, ev.DedupKey, ev.Type, ev.PaymentKey, w.dedup, w.typ, w.key)
+		}
+		if len(ev.Facts) != len(w.facts) {
+			t.Errorf("event %d: facts %+v, want %+v", i, ev.Facts, w.facts)
+			continue
+		}
+		for j := range w.facts {
+			if ev.Facts[j] != w.facts[j] {
+				t.Errorf("event %d fact %d: %+v, want %+v", i, j, ev.Facts[j], w.facts[j])
+			}
+		}
+		if ev.OccurredAt.IsZero() || ev.PayloadHash != providers.PayloadHash(ev.Raw) || !json.Valid(ev.Raw) {
+			t.Errorf("event %d: OccurredAt %v, hash/raw inconsistent", i, ev.OccurredAt)
+		}
+	}
+}
+
+func TestKeyRotation(t *testing.T) {
+	body := read(t, "lifecycle.json")
+	if _, err := parse(mustNew(t, otherKey, testKey), body); err != nil {
+		t.Fatalf("second configured key should verify: %v", err)
+	}
+	if _, err := parse(mustNew(t, strings.ToLower(testKey)), body); err != nil {
+		t.Fatalf("lower-case hex key should verify: %v", err)
+	}
+	if _, err := parse(mustNew(t, otherKey), body); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Fatalf("unknown key: err %v, want ErrUnauthorized", err)
+	}
+}
+
+// One tampered item refuses the whole batch: no event at all comes back, even
+// for the items that verify.
+func TestTamperedItemRefusesWholeBatch(t *testing.T) {
+	body := read(t, "lifecycle.json")
+	tampers := map[string][]byte{
+		"refund amount":       bytes.Replace(body, []byte(`"value": 250`), []byte(`"value": 2500`), 1),
+		"capture reference":   bytes.Replace(body, []byte(`"pspReference": "LWX3JCWDNRRBNZ65"`), []byte(`"pspReference": "LWX3JCWDNRRBNZ66"`), 1),
+		"original reference":  bytes.Replace(body, []byte(`"originalReference": "QFQTPCQ8HXSKGK82"`), []byte(`"originalReference": "OTHERPAYMENT0001"`), 1),
+		"currency":            bytes.Replace(body, []byte(`"currency": "EUR"`), []byte(`"currency": "USD"`), 1),
+		"success flipped":     bytes.Replace(body, []byte(`"success": "true"`), []byte(`"success": "false"`), 1),
+		"event code":          bytes.Replace(body, []byte(`"eventCode": "REFUND"`), []byte(`"eventCode": "CAPTURE"`), 1),
+		"signature removed":   bytes.Replace(body, []byte(`"hmacSignature"`), []byte(`"hmacSignatureX"`), 1),
+		"signature not b64":   bytes.Replace(body, []byte(`"hmacSignature": "`), []byte(`"hmacSignature": "!!`), 1),
+		"merchant account":    bytes.Replace(body, []byte(`"merchantAccountCode": "OnceLedgerECOM"`), []byte(`"merchantAccountCode": "Attacker"`), 1),
+		"originalRef dropped": bytes.Replace(body, []byte(`"originalReference": "QFQTPCQ8HXSKGK82",`), nil, 1),
+	}
+	a := mustNew(t, testKey)
+	for name, b := range tampers {
+		if bytes.Equal(b, body) {
+			t.Fatalf("%s: tamper did not change the body", name)
+		}
+		evs, err := parse(a, b)
+		if !errors.Is(err, providers.ErrUnauthorized) || evs != nil {
+			t.Errorf("%s: events %v err %v, want nothing and ErrUnauthorized", name, evs, err)
+		}
+	}
+}
+
+func TestUnverifiableBodies(t *testing.T) {
+	a := mustNew(t, testKey)
+	for name, b := range map[string]string{
+		"empty":         ``,
+		"not json":      `[accepted]`,
+		"no items":      `{"live":"false"}`,
+		"empty items":   `{"live":"false","notificationItems":[]}`,
+		"null item":     `{"live":"false","notificationItems":[{"NotificationRequestItem":null}]}`,
+		"no signature":  `{"live":"false","notificationItems":[{"NotificationRequestItem":{"pspReference":"A","eventCode":"CAPTURE","success":"true","amount":{"value":1,"currency":"EUR"}}}]}`,
+		"trailing data": string(read(t, "lifecycle.json")) + `{}`,
+	} {
+		if _, err := parse(a, []byte(b)); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Errorf("%s: err %v, want ErrUnauthorized", name, err)
+		}
+	}
+}
+
+// The hash and dedup key of an item do not depend on the batch it came in or
+// its layout; a different item hashes differently.
+func TestPayloadHashIsPerItem(t *testing.T) {
+	a := mustNew(t, testKey)
+	full, err := parse(a, read(t, "lifecycle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(read(t, "lifecycle.json"), &env); err != nil {
+		t.Fatal(err)
+	}
+	items := env["notificationItems"].([]any)
+	env["notificationItems"] = items[2:]
+	single, err := json.Marshal(env) // compact, keys re-ordered
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := parse(a, single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one[0].PayloadHash != full[2].PayloadHash || one[0].DedupKey != full[2].DedupKey {
+		t.Errorf("same item, different hash/key: %s %s vs %s %s", one[0].PayloadHash, one[0].DedupKey, full[2].PayloadHash, full[2].DedupKey)
+	}
+	if full[0].PayloadHash == full[1].PayloadHash {
+		t.Error("distinct items share a payload hash")
+	}
+}
+
+// Items that verify but cannot be normalized are a 400-class error naming the
+// field and the item.
+func TestNormalizationErrors(t *testing.T) {
+	a := mustNew(t, testKey)
+	base := map[string]any{
+		"pspReference": "PSP1", "originalReference": "PAY1", "merchantAccountCode": "M",
+		"eventCode": "CAPTURE", "eventDate": "2026-11-29T10:00:00+01:00", "success": "true",
+		"amount": map[string]any{"value": 100, "currency": "EUR"},
+	}
+	cases := []struct {
+		name   string
+		edit   func(m map[string]any)
+		target error
+		field  string
+	}{
+		{"unknown currency", func(m map[string]any) { m["amount"] = map[string]any{"value": 100, "currency": "XXQ"} }, money.ErrUnknownCurrency, "amount.currency"},
+		{"negative value", func(m map[string]any) { m["amount"] = map[string]any{"value": -100, "currency": "EUR"} }, provider.ErrInvalidAmount, "amount.value"},
+		{"fractional value", func(m map[string]any) { m["amount"] = map[string]any{"value": 10.5, "currency": "EUR"} }, provider.ErrInvalidAmount, "amount.value"},
+		{"missing amount", func(m map[string]any) { delete(m, "amount") }, provider.ErrMissingField, "amount"},
+		{"missing currency", func(m map[string]any) { m["amount"] = map[string]any{"value": 100} }, provider.ErrMissingField, "amount.currency"},
+		{"missing eventDate", func(m map[string]any) { delete(m, "eventDate") }, provider.ErrMissingField, "eventDate"},
+		{"bad eventDate", func(m map[string]any) { m["eventDate"] = "yesterday" }, provider.ErrMalformed, "eventDate"},
+		{"bad success", func(m map[string]any) { m["success"] = "maybe" }, provider.ErrMalformed, "success"},
+		{"missing pspReference", func(m map[string]any) { delete(m, "pspReference") }, provider.ErrMissingField, "pspReference"},
+		{"missing eventCode", func(m map[string]any) { delete(m, "eventCode") }, provider.ErrMissingField, "eventCode"},
+	}
+	for _, c := range cases {
+		m := map[string]any{}
+		for k, v := range base {
+			m[k] = v
+		}
+		c.edit(m)
+		body := signed(t, m)
+		_, err := parse(a, body)
+		if !errors.Is(err, c.target) || errors.Is(err, providers.ErrUnauthorized) {
+			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "notificationItems[0]") {
+			t.Errorf("%s: error %q does not name %s and the item", c.name, err, c.field)
+		}
+	}
+}
+
+// signed wraps items in a batch signed with testKey.
+func signed(t testing.TB, items ...map[string]any) []byte {
+	t.Helper()
+	var wrapped []any
+	for _, it := range items {
+		wrapped = append(wrapped, map[string]any{"NotificationRequestItem": it})
+	}
+	b, err := json.Marshal(map[string]any{"live": "false", "notificationItems": wrapped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := SignBatch(testKey, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestUnhandledEventIsIgnored(t *testing.T) {
+	body := signed(t, map[string]any{
+		"pspReference": "PSP9", "eventCode": "RECURRING_CONTRACT", "eventDate": "2026-11-29T10:00:00Z",
+		"success": "true", "merchantAccountCode": "M",
+	})
+	evs, err := parse(mustNew(t, testKey), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !evs[0].Ignored() || evs[0].DedupKey != "PSP9:RECURRING_CONTRACT:true" {
+		t.Fatalf("got %+v", evs)
+	}
+}
+
+func TestNew(t *testing.T) {
+	if _, err := New(nil); err == nil {
+		t.Error("no keys accepted")
+	}
+	if _, err := New([]string{" ", ""}); err == nil {
+		t.Error("blank keys accepted")
+	}
+	if _, err := New([]string{"not-hex"}); err == nil {
+		t.Error("non-hex key accepted")
+	}
+	a, err := New([]string{"", testKey})
+	if err != nil || a.Name() != "adyen" {
+		t.Fatalf("New: %v %v", a, err)
+	}
+}
+
+func FuzzAdyenParse(f *testing.F) {
+	for _, name := range []string{"lifecycle.json", "disputes.json", "failures.json"} {
+		f.Add(read(f, name))
+	}
+	f.Add([]byte(`{"notificationItems":[{"NotificationRequestItem":{}}]}`))
+	f.Add([]byte(`{"notificationItems":[{"NotificationRequestItem":{"amount":{"value":"1e3"}}}]}`))
+	right := mustNew(f, testKey)
+	wrong := mustNew(f, otherKey)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if evs, err := parse(wrong, body); err == nil {
+			t.Fatalf("accepted with a key that signed nothing: %+v", evs)
+		}
+		evs, err := parse(right, body)
+		if err != nil {
+			if evs != nil {
+				t.Fatal("events returned with an error")
+			}
+			return
+		}
+		for _, ev := range evs {
+			if err := ev.Validate(); err != nil {
+				t.Fatalf("accepted an invalid event: %v", err)
+			}
+			// Every accepted item carries a signature over its own fields.
+			var it item
+			if err := json.Unmarshal(ev.Raw, &it); err != nil {
+				t.Fatal(err)
+			}
+			if !right.verify(it) {
+				t.Fatalf("accepted an item whose signature does not verify: %s", ev.Raw)
+			}
+		}
+	})
+}

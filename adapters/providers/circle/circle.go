@@ -1,0 +1,402 @@
+// Package circle verifies Circle v2 webhook notifications and normalizes them
+// into provider.Events.
+//
+// Circle signs the raw body with ECDSA P-256 over SHA-256 and sends the
+// base64 DER signature in X-Circle-Signature; X-Circle-Key-Id names the
+// public key. Keys are configured (key id → base64 DER SPKI, as Circle's
+// /v2/notifications/publicKey/{id} endpoint returns them) and never fetched:
+// a key id that is not configured is refused (401), which is also how a key
+// is retired. The v2 envelope is {subscriptionId, notificationId,
+// notificationType, notification, timestamp, version}; notificationId is the
+// dedup key ("stable across retries of the same delivery"), timestamp the
+// occurrence time. Circle defines no replay window.
+//
+// Mapping (the resource is the envelope's "notification" object; amounts are
+// {amount: "3.14", currency: "USD"} decimal strings in major units, converted
+// exactly):
+//
+//   - "payments": a payment object. status "paid" → captured (business id =
+//     id, fee = fees.amount when present); "confirmed" → authorized;
+//     "failed" → failed; others no facts. A payment object of type "refund"
+//     (Circle reports card/ACH refunds as payments with type "refund" and
+//     originalPayment) is read as under "refunds".
+//   - "refunds": status "paid" or "confirmed" → refunded (business id = id,
+//     payment key = originalPayment.id); "failed" → refund_failed.
+//   - "chargebacks": history[] entries: the latest entry decides: "First
+//     Chargeback" → dispute_opened, "Chargeback Reversal" → dispute_won,
+//     "Second Chargeback" → dispute_lost (business id = chargeback id,
+//     payment key = paymentId, amount = the first chargeback's amount).
+//   - "payouts": status "complete" → payout_paid (business id = id).
+//
+// Every other notification type (wallet transactions, CPN, webhooks.test)
+// carries no facts: recorded, posts nothing.
+//
+// Decision: a payment's "confirmed" status maps to authorized, not captured.
+// Circle confirms a payment before it settles ("paid"), and only the paid
+// notification carries the settled fee; the domain records a capture once per
+// business id, so recording it at "confirmed" would lose the fee.
+package circle
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Name is the provider name in URLs, stream ids and the inbox.
+const Name = "circle"
+
+// The request headers Circle signs with.
+const (
+	HeaderSignature = "X-Circle-Signature"
+	HeaderKeyID     = "X-Circle-Key-Id"
+)
+
+// Adapter verifies and normalizes Circle notifications. Safe for concurrent use.
+type Adapter struct {
+	keys map[string]*ecdsa.PublicKey
+}
+
+var _ providers.Adapter = (*Adapter)(nil)
+
+// New returns an adapter trusting publicKeys: key id → base64 DER
+// SubjectPublicKeyInfo of an ECDSA P-256 key.
+func New(publicKeys map[string]string) (*Adapter, error) {
+	a := &Adapter{keys: map[string]*ecdsa.PublicKey{}}
+	for id, b64 := range publicKeys {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			return nil, errors.New("circle: empty key id")
+		}
+		der, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+		if err != nil {
+			return nil, fmt.Errorf("circle: key %s is not base64: %w", id, err)
+		}
+		pub, err := x509.ParsePKIXPublicKey(der)
+		if err != nil {
+			return nil, fmt.Errorf("circle: key %s: %w", id, err)
+		}
+		ec, ok := pub.(*ecdsa.PublicKey)
+		if !ok || ec.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("circle: key %s is not an ECDSA P-256 key", id)
+		}
+		a.keys[id] = ec
+	}
+	if len(a.keys) == 0 {
+		return nil, errors.New("circle: no public key configured")
+	}
+	return a, nil
+}
+
+// Name implements providers.Adapter.
+func (a *Adapter) Name() string { return Name }
+
+// Parse implements providers.Adapter: verify, then normalize one event.
+func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+	if err := a.verify(r); err != nil {
+		return nil, err
+	}
+	ev, err := normalize(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return []provider.Event{ev}, nil
+}
+
+func unauthorized(why string) error {
+	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
+}
+
+func (a *Adapter) verify(r providers.Request) error {
+	var keyID, sigB64 string
+	if r.Header != nil {
+		keyID, sigB64 = r.Header.Get(HeaderKeyID), r.Header.Get(HeaderSignature)
+	}
+	if keyID == "" || sigB64 == "" {
+		return unauthorized("missing X-Circle-Key-Id or X-Circle-Signature header")
+	}
+	key, ok := a.keys[keyID]
+	if !ok {
+		return unauthorized("X-Circle-Key-Id names no configured key")
+	}
+	sig, err := base64.StdEncoding.DecodeString(sigB64)
+	if err != nil {
+		return unauthorized("X-Circle-Signature is not base64")
+	}
+	digest := sha256.Sum256(r.Body)
+	if !ecdsa.VerifyASN1(key, digest[:], sig) {
+		return unauthorized("X-Circle-Signature does not verify")
+	}
+	return nil
+}
+
+type envelope struct {
+	NotificationID   string          `json:"notificationId"`
+	NotificationType string          `json:"notificationType"`
+	Notification     json.RawMessage `json:"notification"`
+	Timestamp        string          `json:"timestamp"`
+}
+
+type amountT struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+type paymentObj struct {
+	ID              string   `json:"id"`
+	Type            string   `json:"type"`
+	Status          string   `json:"status"`
+	Amount          *amountT `json:"amount"`
+	Fees            *amountT `json:"fees"`
+	OriginalPayment *struct {
+		ID string `json:"id"`
+	} `json:"originalPayment"`
+	ErrorCode string `json:"errorCode"`
+}
+
+type chargebackObj struct {
+	ID        string `json:"id"`
+	PaymentID string `json:"paymentId"`
+	History   []struct {
+		Type   string   `json:"type"`
+		Amount *amountT `json:"amount"`
+	} `json:"history"`
+	Reason string `json:"reason"`
+}
+
+type payoutObj struct {
+	ID     string   `json:"id"`
+	Status string   `json:"status"`
+	Amount *amountT `json:"amount"`
+}
+
+func normalize(raw []byte) (provider.Event, error) {
+	var env envelope
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&env); err != nil {
+		return provider.Event{}, fmt.Errorf("%w: body: %v", provider.ErrMalformed, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return provider.Event{}, fmt.Errorf("%w: body: data after the JSON value", provider.ErrMalformed)
+	}
+	if env.NotificationID == "" {
+		return provider.Event{}, fmt.Errorf("%w: notificationId", provider.ErrMissingField)
+	}
+	if env.NotificationType == "" {
+		return provider.Event{}, fmt.Errorf("%w: notificationType", provider.ErrMissingField)
+	}
+	if env.Timestamp == "" {
+		return provider.Event{}, fmt.Errorf("%w: timestamp", provider.ErrMissingField)
+	}
+	at, err := time.Parse(time.RFC3339, env.Timestamp)
+	if err != nil {
+		return provider.Event{}, fmt.Errorf("%w: timestamp %q is not RFC 3339", provider.ErrMalformed, env.Timestamp)
+	}
+	ev := provider.Event{
+		Provider:    Name,
+		DedupKey:    env.NotificationID,
+		Type:        env.NotificationType,
+		OccurredAt:  at.UTC(),
+		PayloadHash: providers.PayloadHash(raw),
+		Raw:         raw,
+	}
+	switch env.NotificationType {
+	case "payments":
+		var p paymentObj
+		if err = decodeNotification(env.Notification, &p); err == nil {
+			if strings.EqualFold(p.Type, "refund") {
+				err = refundFacts(&ev, p)
+			} else {
+				err = paymentFacts(&ev, p)
+			}
+		}
+	case "refunds":
+		var p paymentObj
+		if err = decodeNotification(env.Notification, &p); err == nil {
+			err = refundFacts(&ev, p)
+		}
+	case "chargebacks":
+		var c chargebackObj
+		if err = decodeNotification(env.Notification, &c); err == nil {
+			err = chargebackFacts(&ev, c)
+		}
+	case "payouts":
+		var p payoutObj
+		if err = decodeNotification(env.Notification, &p); err == nil {
+			err = payoutFacts(&ev, p)
+		}
+	}
+	if err != nil {
+		return provider.Event{}, err
+	}
+	return ev, nil
+}
+
+func decodeNotification(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return fmt.Errorf("%w: notification", provider.ErrMissingField)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%w: notification: %v", provider.ErrMalformed, err)
+	}
+	return nil
+}
+
+func paymentFacts(ev *provider.Event, p paymentObj) error {
+	if p.ID == "" {
+		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+	}
+	ev.PaymentKey = p.ID
+	switch p.Status {
+	case "paid":
+		amt, cur, err := parseAmount(p.Amount, "notification.amount")
+		if err != nil {
+			return err
+		}
+		var fee int64
+		if p.Fees != nil {
+			f, fcur, err := parseAmount(p.Fees, "notification.fees")
+			if err != nil {
+				return err
+			}
+			if fcur != cur {
+				return fmt.Errorf("%w: notification.fees is in %s, the payment in %s", provider.ErrInvalidAmount, fcur, cur)
+			}
+			fee = f
+		}
+		ev.Facts = []provider.Fact{{Kind: provider.KindCaptured, BusinessID: p.ID, Amount: amt, Fee: fee, Currency: cur}}
+	case "confirmed":
+		amt, cur, err := parseAmount(p.Amount, "notification.amount")
+		if err != nil {
+			return err
+		}
+		ev.Facts = []provider.Fact{{Kind: provider.KindAuthorized, Amount: amt, Currency: cur}}
+	case "failed":
+		ev.Facts = []provider.Fact{{Kind: provider.KindFailed, Reason: p.ErrorCode}}
+	}
+	return nil
+}
+
+func refundFacts(ev *provider.Event, p paymentObj) error {
+	if p.ID == "" {
+		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+	}
+	if p.OriginalPayment == nil || p.OriginalPayment.ID == "" {
+		return fmt.Errorf("%w: notification.originalPayment.id", provider.ErrMissingField)
+	}
+	ev.PaymentKey = p.OriginalPayment.ID
+	var kind provider.Kind
+	switch p.Status {
+	case "paid", "confirmed":
+		kind = provider.KindRefunded
+	case "failed":
+		kind = provider.KindRefundFailed
+	default:
+		return nil
+	}
+	amt, cur, err := parseAmount(p.Amount, "notification.amount")
+	if err != nil {
+		return err
+	}
+	f := provider.Fact{Kind: kind, BusinessID: p.ID, Amount: amt, Currency: cur}
+	if kind == provider.KindRefundFailed {
+		f.Reason = p.ErrorCode
+	}
+	ev.Facts = []provider.Fact{f}
+	return nil
+}
+
+func chargebackFacts(ev *provider.Event, c chargebackObj) error {
+	if c.ID == "" {
+		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+	}
+	if c.PaymentID == "" {
+		return fmt.Errorf("%w: notification.paymentId", provider.ErrMissingField)
+	}
+	if len(c.History) == 0 {
+		return fmt.Errorf("%w: notification.history", provider.ErrMissingField)
+	}
+	ev.PaymentKey = c.PaymentID
+	var kind provider.Kind
+	switch c.History[len(c.History)-1].Type {
+	case "First Chargeback":
+		kind = provider.KindDisputeOpened
+	case "Chargeback Reversal":
+		kind = provider.KindDisputeWon
+	case "Second Chargeback":
+		kind = provider.KindDisputeLost
+	default:
+		return nil
+	}
+	// The disputed amount is the first chargeback's; later entries repeat or
+	// reverse it.
+	idx := len(c.History) - 1
+	for i, h := range c.History {
+		if h.Type == "First Chargeback" {
+			idx = i
+			break
+		}
+	}
+	amt, cur, err := parseAmount(c.History[idx].Amount, fmt.Sprintf("notification.history[%d].amount", idx))
+	if err != nil {
+		return err
+	}
+	ev.Facts = []provider.Fact{{Kind: kind, BusinessID: c.ID, Amount: amt, Currency: cur, Reason: c.Reason}}
+	return nil
+}
+
+func payoutFacts(ev *provider.Event, p payoutObj) error {
+	if p.ID == "" {
+		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+	}
+	if p.Status != "complete" {
+		return nil
+	}
+	amt, cur, err := parseAmount(p.Amount, "notification.amount")
+	if err != nil {
+		return err
+	}
+	ev.Facts = []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: p.ID, Amount: amt, Currency: cur}}
+	return nil
+}
+
+// parseAmount converts a Circle money object (decimal major units) exactly.
+func parseAmount(a *amountT, field string) (int64, money.Currency, error) {
+	if a == nil {
+		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+	}
+	if a.Currency == "" {
+		return 0, "", fmt.Errorf("%w: %s.currency", provider.ErrMissingField, field)
+	}
+	cur, err := money.ParseCurrency(a.Currency)
+	if err != nil {
+		return 0, "", fmt.Errorf("%s.currency: %w", field, err)
+	}
+	if a.Amount == "" {
+		return 0, "", fmt.Errorf("%w: %s.amount", provider.ErrMissingField, field)
+	}
+	v, err := money.ParseMajor(a.Amount, cur)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: %s.amount: %w", provider.ErrInvalidAmount, field, err)
+	}
+	if v < 0 {
+		return 0, "", fmt.Errorf("%w: %s.amount %q is negative", provider.ErrInvalidAmount, field, a.Amount)
+	}
+	return v, cur, nil
+}

@@ -1,0 +1,268 @@
+package paypal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+type envelope struct {
+	ID         string          `json:"id"`
+	CreateTime string          `json:"create_time"`
+	EventType  string          `json:"event_type"`
+	Resource   json.RawMessage `json:"resource"`
+}
+
+type amountT struct {
+	Value        string `json:"value"`
+	CurrencyCode string `json:"currency_code"`
+}
+
+type link struct {
+	Href string `json:"href"`
+	Rel  string `json:"rel"`
+}
+
+// capture or refund resource (v2 payments).
+type paymentResource struct {
+	ID        string   `json:"id"`
+	Status    string   `json:"status"`
+	Amount    *amountT `json:"amount"`
+	Links     []link   `json:"links"`
+	Breakdown *struct {
+		PaypalFee *amountT `json:"paypal_fee"`
+	} `json:"seller_receivable_breakdown"`
+	StatusDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"status_details"`
+}
+
+type disputeResource struct {
+	DisputeID            string   `json:"dispute_id"`
+	Reason               string   `json:"reason"`
+	DisputeAmount        *amountT `json:"dispute_amount"`
+	DisputedTransactions []struct {
+		SellerTransactionID string `json:"seller_transaction_id"`
+	} `json:"disputed_transactions"`
+	DisputeOutcome *struct {
+		OutcomeCode string `json:"outcome_code"`
+	} `json:"dispute_outcome"`
+}
+
+func decodeStrict(raw []byte, v any, what string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %s: %v", provider.ErrMalformed, what, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: data after the JSON value", provider.ErrMalformed, what)
+	}
+	return nil
+}
+
+// normalize maps one verified PayPal event.
+func normalize(raw []byte) (provider.Event, error) {
+	var env envelope
+	if err := decodeStrict(raw, &env, "body"); err != nil {
+		return provider.Event{}, err
+	}
+	if env.ID == "" {
+		return provider.Event{}, fmt.Errorf("%w: id", provider.ErrMissingField)
+	}
+	if env.EventType == "" {
+		return provider.Event{}, fmt.Errorf("%w: event_type", provider.ErrMissingField)
+	}
+	if env.CreateTime == "" {
+		return provider.Event{}, fmt.Errorf("%w: create_time", provider.ErrMissingField)
+	}
+	at, err := time.Parse(time.RFC3339, env.CreateTime)
+	if err != nil {
+		return provider.Event{}, fmt.Errorf("%w: create_time %q is not RFC 3339", provider.ErrMalformed, env.CreateTime)
+	}
+	ev := provider.Event{
+		Provider:    Name,
+		DedupKey:    env.ID,
+		Type:        env.EventType,
+		OccurredAt:  at.UTC(),
+		PayloadHash: providers.PayloadHash(raw),
+		Raw:         raw,
+	}
+	switch env.EventType {
+	case "PAYMENT.CAPTURE.COMPLETED", "PAYMENT.CAPTURE.DENIED", "PAYMENT.CAPTURE.REFUNDED", "PAYMENT.CAPTURE.REVERSED":
+		var res paymentResource
+		if err := decodeResource(env.Resource, &res); err != nil {
+			return provider.Event{}, err
+		}
+		if res.ID == "" {
+			return provider.Event{}, fmt.Errorf("%w: resource.id", provider.ErrMissingField)
+		}
+		err = paymentEvent(&ev, env.EventType, res)
+	case "CUSTOMER.DISPUTE.CREATED", "CUSTOMER.DISPUTE.RESOLVED":
+		var res disputeResource
+		if err := decodeResource(env.Resource, &res); err != nil {
+			return provider.Event{}, err
+		}
+		err = disputeEvent(&ev, env.EventType, res)
+	default:
+		// not handled: ignored, raw kept in the inbox
+	}
+	if err != nil {
+		return provider.Event{}, err
+	}
+	return ev, nil
+}
+
+func decodeResource(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return fmt.Errorf("%w: resource", provider.ErrMissingField)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%w: resource: %v", provider.ErrMalformed, err)
+	}
+	return nil
+}
+
+func paymentEvent(ev *provider.Event, typ string, res paymentResource) error {
+	switch typ {
+	case "PAYMENT.CAPTURE.COMPLETED":
+		ev.PaymentKey = res.ID
+		amt, cur, err := parseAmount(res.Amount, "resource.amount")
+		if err != nil {
+			return err
+		}
+		var fee int64
+		if res.Breakdown != nil && res.Breakdown.PaypalFee != nil {
+			f, fcur, err := parseAmount(res.Breakdown.PaypalFee, "resource.seller_receivable_breakdown.paypal_fee")
+			if err != nil {
+				return err
+			}
+			if fcur != cur {
+				return fmt.Errorf("%w: resource.seller_receivable_breakdown.paypal_fee is in %s, the capture in %s",
+					provider.ErrInvalidAmount, fcur, cur)
+			}
+			fee = f
+		}
+		ev.Facts = []provider.Fact{{Kind: provider.KindCaptured, BusinessID: res.ID, Amount: amt, Fee: fee, Currency: cur}}
+	case "PAYMENT.CAPTURE.DENIED":
+		ev.PaymentKey = res.ID
+		f := provider.Fact{Kind: provider.KindFailed}
+		if res.StatusDetails != nil {
+			f.Reason = res.StatusDetails.Reason
+		}
+		ev.Facts = []provider.Fact{f}
+	case "PAYMENT.CAPTURE.REFUNDED":
+		capID := upCaptureID(res.Links)
+		if capID == "" {
+			return fmt.Errorf("%w: resource.links: no \"up\" link to the refunded capture", provider.ErrMissingField)
+		}
+		ev.PaymentKey = capID
+		var kind provider.Kind
+		switch strings.ToUpper(res.Status) {
+		case "", "COMPLETED":
+			kind = provider.KindRefunded
+		case "FAILED", "CANCELLED":
+			kind = provider.KindRefundFailed
+		default: // PENDING: not money yet
+			return nil
+		}
+		amt, cur, err := parseAmount(res.Amount, "resource.amount")
+		if err != nil {
+			return err
+		}
+		ev.Facts = []provider.Fact{{Kind: kind, BusinessID: res.ID, Amount: amt, Currency: cur}}
+	case "PAYMENT.CAPTURE.REVERSED":
+		// No facts (see the package doc); the key is only best effort.
+		ev.PaymentKey = upCaptureID(res.Links)
+		if ev.PaymentKey == "" {
+			ev.PaymentKey = res.ID
+		}
+	}
+	return nil
+}
+
+func disputeEvent(ev *provider.Event, typ string, res disputeResource) error {
+	if res.DisputeID == "" {
+		return fmt.Errorf("%w: resource.dispute_id", provider.ErrMissingField)
+	}
+	if len(res.DisputedTransactions) == 0 || res.DisputedTransactions[0].SellerTransactionID == "" {
+		return fmt.Errorf("%w: resource.disputed_transactions[0].seller_transaction_id", provider.ErrMissingField)
+	}
+	ev.PaymentKey = res.DisputedTransactions[0].SellerTransactionID
+	var kind provider.Kind
+	if typ == "CUSTOMER.DISPUTE.CREATED" {
+		kind = provider.KindDisputeOpened
+	} else {
+		if res.DisputeOutcome == nil || res.DisputeOutcome.OutcomeCode == "" {
+			return fmt.Errorf("%w: resource.dispute_outcome.outcome_code", provider.ErrMissingField)
+		}
+		switch res.DisputeOutcome.OutcomeCode {
+		case "RESOLVED_BUYER_FAVOUR", "ACCEPTED":
+			kind = provider.KindDisputeLost
+		case "RESOLVED_SELLER_FAVOUR", "CANCELED_BY_BUYER", "DENIED", "RESOLVED_WITH_PAYOUT":
+			kind = provider.KindDisputeWon
+		default:
+			return nil // an outcome we cannot read as won or lost: recorded, posts nothing
+		}
+	}
+	amt, cur, err := parseAmount(res.DisputeAmount, "resource.dispute_amount")
+	if err != nil {
+		return err
+	}
+	ev.Facts = []provider.Fact{{Kind: kind, BusinessID: res.DisputeID, Amount: amt, Currency: cur, Reason: res.Reason}}
+	return nil
+}
+
+// parseAmount converts a PayPal money object (decimal major units) exactly.
+func parseAmount(a *amountT, field string) (int64, money.Currency, error) {
+	if a == nil {
+		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+	}
+	if a.CurrencyCode == "" {
+		return 0, "", fmt.Errorf("%w: %s.currency_code", provider.ErrMissingField, field)
+	}
+	cur, err := money.ParseCurrency(a.CurrencyCode)
+	if err != nil {
+		return 0, "", fmt.Errorf("%s.currency_code: %w", field, err)
+	}
+	if a.Value == "" {
+		return 0, "", fmt.Errorf("%w: %s.value", provider.ErrMissingField, field)
+	}
+	v, err := money.ParseMajor(a.Value, cur)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: %s.value: %w", provider.ErrInvalidAmount, field, err)
+	}
+	if v < 0 {
+		return 0, "", fmt.Errorf("%w: %s.value %q is negative", provider.ErrInvalidAmount, field, a.Value)
+	}
+	return v, cur, nil
+}
+
+// upCaptureID returns the capture id named by the rel "up" link
+// (".../v2/payments/captures/{id}"), or "".
+func upCaptureID(links []link) string {
+	for _, l := range links {
+		if !strings.EqualFold(l.Rel, "up") {
+			continue
+		}
+		u, err := url.Parse(l.Href)
+		if err != nil {
+			continue
+		}
+		parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+		for i := 0; i+1 < len(parts); i++ {
+			if parts[i] == "captures" && parts[i+1] != "" {
+				return parts[i+1]
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,374 @@
+package paypal
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+const webhookID = "1JE4291016473214C"
+
+var now = time.Date(2026, 11, 29, 10, 0, 10, 0, time.UTC)
+
+type signer struct {
+	key     *rsa.PrivateKey
+	certPEM []byte
+}
+
+var (
+	signersOnce sync.Once
+	signers     [3]signer // 0: PayPal's current cert, 1: next (rotation), 2: untrusted
+)
+
+func newSigner(t testing.TB, cn string, notBefore, notAfter time.Time) signer {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{"PayPal, Inc."}},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer{key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+func testSigners(t testing.TB) [3]signer {
+	signersOnce.Do(func() {
+		from, to := now.AddDate(-1, 0, 0), now.AddDate(1, 0, 0)
+		signers[0] = newSigner(t, "messageverificationcerts.paypal.com", from, to)
+		signers[1] = newSigner(t, "messageverificationcerts.paypal.com", from, to)
+		signers[2] = newSigner(t, "attacker.example", from, to)
+	})
+	return signers
+}
+
+func adapter(t testing.TB, certs ...[]byte) *Adapter {
+	t.Helper()
+	a, err := New(webhookID, certs, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func read(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func signed(t testing.TB, s signer, body []byte, at time.Time) http.Header {
+	t.Helper()
+	h, err := SignHeaders(s.key, webhookID, "0d3bc7b0-cd35-11f0-9d6e-2b6a4c8a1f3e", at, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestParseSamples(t *testing.T) {
+	s := testSigners(t)
+	a := adapter(t, s[0].certPEM)
+	cases := []struct {
+		file, dedup, typ, key string
+		facts                 []provider.Fact
+	}{
+		{"capture_completed.json", "WH-2WR32451HC0233532-67976317FL4543714", "PAYMENT.CAPTURE.COMPLETED", "42311647XV020574X",
+			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: "42311647XV020574X", Amount: 1000, Fee: 79, Currency: "USD"}}},
+		{"capture_denied.json", "WH-4SW78779LY2325805-07E03580SX1414828", "PAYMENT.CAPTURE.DENIED", "7NW873794T343360M",
+			[]provider.Fact{{Kind: provider.KindFailed, Reason: "BUYER_COMPLAINT"}}},
+		{"capture_refunded.json", "WH-1GE84257G0350133W-6RW800890C634293G", "PAYMENT.CAPTURE.REFUNDED", "42311647XV020574X",
+			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: "1Y107995YT783435V", Amount: 250, Currency: "USD"}}},
+		{"capture_reversed.json", "WH-6F207351SC284371F-0KX52201050121307", "PAYMENT.CAPTURE.REVERSED", "42311647XV020574X", nil},
+		{"dispute_created.json", "WH-4M0448861G563140B-9EX36365822141321", "CUSTOMER.DISPUTE.CREATED", "42311647XV020574X",
+			[]provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+		{"dispute_resolved_buyer.json", "WH-7RY33312CM887224F-2JH03487VM7001928", "CUSTOMER.DISPUTE.RESOLVED", "42311647XV020574X",
+			[]provider.Fact{{Kind: provider.KindDisputeLost, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+		{"dispute_resolved_seller.json", "WH-0Y1427016C839054U-6D245713ST532084V", "CUSTOMER.DISPUTE.RESOLVED", "42311647XV020574X",
+			[]provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+		{"checkout_order_approved.json", "WH-COC11055RA711503B-4YM959094A144403T", "CHECKOUT.ORDER.APPROVED", "", nil},
+	}
+	for _, c := range cases {
+		body := read(t, c.file)
+		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
+		if err != nil {
+			t.Errorf("%s: %v", c.file, err)
+			continue
+		}
+		if len(evs) != 1 {
+			t.Fatalf("%s: %d events", c.file, len(evs))
+		}
+		ev := evs[0]
+		if err := ev.Validate(); err != nil {
+			t.Errorf("%s: invalid: %v", c.file, err)
+		}
+		if ev.Provider != "paypal" || ev.DedupKey != c.dedup || ev.Type != c.typ || ev.PaymentKey != c.key {
+			t.Errorf("%s: provider %q dedup %q type %q key %q", c.file, ev.Provider, ev.DedupKey, ev.Type, ev.PaymentKey)
+		}
+		if len(ev.Facts) != len(c.facts) {
+			t.Errorf("%s: facts %+v, want %+v", c.file, ev.Facts, c.facts)
+			continue
+		}
+		for i := range c.facts {
+			if ev.Facts[i] != c.facts[i] {
+				t.Errorf("%s: fact %+v, want %+v", c.file, ev.Facts[i], c.facts[i])
+			}
+		}
+		if string(ev.Raw) != string(body) || ev.PayloadHash != providers.PayloadHash(body) || ev.OccurredAt.IsZero() {
+			t.Errorf("%s: raw/hash/time not kept", c.file)
+		}
+	}
+}
+
+// All facts of one payment land on one stream: the capture, its refund and
+// its dispute.
+func TestOneStreamPerCapture(t *testing.T) {
+	s := testSigners(t)
+	a := adapter(t, s[0].certPEM)
+	streams := map[string]bool{}
+	for _, f := range []string{"capture_completed.json", "capture_refunded.json", "dispute_created.json", "dispute_resolved_buyer.json"} {
+		body := read(t, f)
+		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
+		if err != nil {
+			t.Fatal(f, err)
+		}
+		streams[evs[0].StreamID()] = true
+	}
+	if len(streams) != 1 || !streams["payment-paypal-42311647XV020574X"] {
+		t.Fatalf("streams %v", streams)
+	}
+}
+
+func TestSignedStringUsesUnsignedDecimalCRC32(t *testing.T) {
+	// CRC-32/IEEE("123456789") = 0xCBF43926, the standard check value.
+	got := signedString("id", "2026-11-29T10:00:00Z", "WH", []byte("123456789"))
+	if got != "id|2026-11-29T10:00:00Z|WH|3421780262" {
+		t.Fatalf("signed string %q", got)
+	}
+}
+
+func TestRejections(t *testing.T) {
+	s := testSigners(t)
+	a := adapter(t, s[0].certPEM)
+	body := read(t, "capture_completed.json")
+	good := func() http.Header { return signed(t, s[0], body, now) }
+	with := func(k, v string) http.Header {
+		h := good()
+		if v == "" {
+			h.Del(k)
+		} else {
+			h.Set(k, v)
+		}
+		return h
+	}
+	tampered := append([]byte(nil), body...)
+	tampered[strings.Index(string(body), `"10.00"`)+1] = '9' // 90.00
+	cases := []struct {
+		name string
+		h    http.Header
+		body []byte
+		now  time.Time
+	}{
+		{"tampered body", good(), tampered, now},
+		{"trailing byte", good(), append(append([]byte(nil), body...), ' '), now},
+		{"untrusted cert", signed(t, s[2], body, now), body, now},
+		{"other webhook id", func() http.Header {
+			h, _ := SignHeaders(s[0].key, "OTHERWEBHOOK", "t1", now, body)
+			return h
+		}(), body, now},
+		{"transmission id changed", with(HeaderTransmissionID, "another-id"), body, now},
+		{"cert url http", with(HeaderCertURL, "http://api.paypal.com/v1/notifications/certs/CERT-1"), body, now},
+		{"cert url off domain", with(HeaderCertURL, "https://api.paypal.com.evil.example/v1/notifications/certs/CERT-1"), body, now},
+		{"cert url lookalike", with(HeaderCertURL, "https://evilpaypal.com/cert"), body, now},
+		{"cert url userinfo", with(HeaderCertURL, "https://api.paypal.com@evil.example/cert"), body, now},
+		{"cert url port", with(HeaderCertURL, "https://api.paypal.com:8443/cert"), body, now},
+		{"auth algo", with(HeaderAuthAlgo, "SHA1withRSA"), body, now},
+		{"missing algo", with(HeaderAuthAlgo, ""), body, now},
+		{"missing sig", with(HeaderTransmissionSig, ""), body, now},
+		{"sig not base64", with(HeaderTransmissionSig, "%%%"), body, now},
+		{"missing id", with(HeaderTransmissionID, ""), body, now},
+		{"missing time", with(HeaderTransmissionTime, ""), body, now},
+		{"missing cert url", with(HeaderCertURL, ""), body, now},
+		{"stale", signed(t, s[0], body, now.Add(-5*time.Minute-time.Second)), body, now},
+		{"future", signed(t, s[0], body, now.Add(5*time.Minute+time.Second)), body, now},
+		{"no headers", nil, body, now},
+	}
+	for _, c := range cases {
+		evs, err := a.Parse(providers.Request{Header: c.h, Body: c.body, Now: c.now})
+		if !errors.Is(err, providers.ErrUnauthorized) || evs != nil {
+			t.Errorf("%s: events %v err %v, want ErrUnauthorized", c.name, evs, err)
+		}
+	}
+	// Within tolerance on both sides passes.
+	for _, at := range []time.Time{now.Add(-5 * time.Minute), now.Add(5 * time.Minute)} {
+		if _, err := a.Parse(providers.Request{Header: signed(t, s[0], body, at), Body: body, Now: now}); err != nil {
+			t.Errorf("at %v: %v", at, err)
+		}
+	}
+	// Sandbox and bare paypal.com cert hosts are PayPal's.
+	for _, u := range []string{"https://api.sandbox.paypal.com/v1/notifications/certs/CERT-1", "https://API.PAYPAL.COM:443/x"} {
+		if _, err := a.Parse(providers.Request{Header: with(HeaderCertURL, u), Body: body, Now: now}); err != nil {
+			t.Errorf("cert url %s: %v", u, err)
+		}
+	}
+}
+
+func TestCertificateRotationAndExpiry(t *testing.T) {
+	s := testSigners(t)
+	body := read(t, "capture_completed.json")
+	a := adapter(t, s[0].certPEM, s[1].certPEM)
+	if _, err := a.Parse(providers.Request{Header: signed(t, s[1], body, now), Body: body, Now: now}); err != nil {
+		t.Fatalf("second trusted cert: %v", err)
+	}
+	// One file holding both certificates works the same.
+	both := append(append([]byte(nil), s[0].certPEM...), s[1].certPEM...)
+	if _, err := adapter(t, both).Parse(providers.Request{Header: signed(t, s[1], body, now), Body: body, Now: now}); err != nil {
+		t.Fatalf("bundle: %v", err)
+	}
+	// An expired certificate verifies nothing.
+	old := newSigner(t, "messageverificationcerts.paypal.com", now.AddDate(-2, 0, 0), now.AddDate(0, 0, -1))
+	if _, err := adapter(t, old.certPEM).Parse(providers.Request{Header: signed(t, old, body, now), Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Fatalf("expired cert: %v", err)
+	}
+}
+
+func TestNormalizationErrors(t *testing.T) {
+	s := testSigners(t)
+	a := adapter(t, s[0].certPEM)
+	edit := func(file, old, new string) []byte {
+		b := read(t, file)
+		if !strings.Contains(string(b), old) {
+			t.Fatalf("%s does not contain %q", file, old)
+		}
+		return []byte(strings.Replace(string(b), old, new, 1))
+	}
+	cases := []struct {
+		name   string
+		body   []byte
+		target error
+		field  string
+	}{
+		{"excess decimals", edit("capture_completed.json", `"value": "10.00"`, `"value": "10.001"`), provider.ErrInvalidAmount, "resource.amount.value"},
+		{"float-like", edit("capture_completed.json", `"value": "10.00"`, `"value": "1e3"`), provider.ErrInvalidAmount, "resource.amount.value"},
+		{"negative", edit("capture_completed.json", `"value": "10.00"`, `"value": "-10.00"`), provider.ErrInvalidAmount, "resource.amount.value"},
+		{"unknown currency", edit("capture_completed.json", `"currency_code": "USD",`, `"currency_code": "ZZZ",`), money.ErrUnknownCurrency, "resource.amount.currency_code"},
+		{"fee currency", edit("capture_completed.json", `"paypal_fee": {"currency_code": "USD"`, `"paypal_fee": {"currency_code": "EUR"`), provider.ErrInvalidAmount, "paypal_fee"},
+		{"fee over amount", edit("capture_completed.json", `"value": "0.79"`, `"value": "10.79"`), provider.ErrInvalidAmount, "fee"},
+		{"refund without up link", edit("capture_refunded.json", `"rel": "up"`, `"rel": "related"`), provider.ErrMissingField, "resource.links"},
+		{"dispute without transaction", edit("dispute_created.json", `"seller_transaction_id": "42311647XV020574X",`, ``), provider.ErrMissingField, "seller_transaction_id"},
+		{"dispute without id", edit("dispute_created.json", `"dispute_id": "PP-D-27803",`, ``), provider.ErrMissingField, "resource.dispute_id"},
+		{"resolved without outcome", edit("dispute_resolved_seller.json", `"dispute_outcome": {"outcome_code": "RESOLVED_SELLER_FAVOUR"},`, ``), provider.ErrMissingField, "outcome_code"},
+		{"missing id", edit("capture_completed.json", `"id": "WH-2WR32451HC0233532-67976317FL4543714",`, ``), provider.ErrMissingField, "id"},
+		{"bad create_time", edit("capture_completed.json", `"create_time": "2026-11-29T10:00:07.940Z"`, `"create_time": "today"`), provider.ErrMalformed, "create_time"},
+		{"resource wrong type", edit("capture_completed.json", `"resource": {`, `"resource": [1], "x": {`), provider.ErrMalformed, "resource"},
+		{"not json", []byte(`{"id": "WH-1"`), provider.ErrMalformed, "body"},
+	}
+	for _, c := range cases {
+		_, err := a.Parse(providers.Request{Header: signed(t, s[0], c.body, now), Body: c.body, Now: now})
+		if !errors.Is(err, c.target) || errors.Is(err, providers.ErrUnauthorized) {
+			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: error %q does not name %s", c.name, err, c.field)
+		}
+	}
+}
+
+func TestRefundStatuses(t *testing.T) {
+	s := testSigners(t)
+	a := adapter(t, s[0].certPEM)
+	for status, want := range map[string]provider.Kind{"PENDING": "", "FAILED": provider.KindRefundFailed, "CANCELLED": provider.KindRefundFailed} {
+		body := []byte(strings.Replace(string(read(t, "capture_refunded.json")), `"status": "COMPLETED"`, `"status": "`+status+`"`, 1))
+		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
+		if err != nil {
+			t.Fatal(status, err)
+		}
+		var got provider.Kind
+		if len(evs[0].Facts) > 0 {
+			got = evs[0].Facts[0].Kind
+		}
+		if got != want || evs[0].PaymentKey != "42311647XV020574X" {
+			t.Errorf("%s: kind %q key %q, want %q", status, got, evs[0].PaymentKey, want)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	s := testSigners(t)
+	if _, err := New("", [][]byte{s[0].certPEM}, time.Minute); err == nil {
+		t.Error("empty webhook id accepted")
+	}
+	if _, err := New(webhookID, nil, time.Minute); err == nil {
+		t.Error("no certificate accepted")
+	}
+	if _, err := New(webhookID, [][]byte{[]byte("not pem")}, time.Minute); err == nil {
+		t.Error("non-PEM accepted")
+	}
+	if _, err := New(webhookID, [][]byte{s[0].certPEM}, 0); err == nil {
+		t.Error("zero tolerance accepted")
+	}
+	a, err := New(webhookID, [][]byte{s[0].certPEM}, time.Minute)
+	if err != nil || a.Name() != "paypal" {
+		t.Fatal(a, err)
+	}
+}
+
+func FuzzPayPalParse(f *testing.F) {
+	s := testSigners(f)
+	a := adapter(f, s[0].certPEM)
+	for _, name := range []string{"capture_completed.json", "capture_refunded.json", "dispute_created.json", "dispute_resolved_buyer.json", "capture_denied.json"} {
+		f.Add(read(f, name), uint16(0))
+	}
+	f.Add([]byte(`{"id":"WH-1","event_type":"PAYMENT.CAPTURE.COMPLETED","create_time":"2026-11-29T10:00:00Z","resource":{"id":"C1","amount":{"value":"00.0","currency_code":"jpy"}}}`), uint16(3))
+	f.Fuzz(func(t *testing.T, body []byte, flip uint16) {
+		h := signed(t, s[0], body, now)
+		evs, err := a.Parse(providers.Request{Header: h, Body: body, Now: now})
+		if errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("correctly signed body refused as unauthorized: %v", err)
+		}
+		if err == nil {
+			if len(evs) != 1 || evs[0].Validate() != nil {
+				t.Fatalf("accepted an invalid event: %+v", evs)
+			}
+		}
+		// The same headers over a body with one byte changed never pass.
+		if len(body) > 0 {
+			tampered := append([]byte(nil), body...)
+			tampered[int(flip)%len(tampered)] ^= 0x01
+			if _, err := a.Parse(providers.Request{Header: h, Body: tampered, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
+				t.Fatalf("tampered body not refused: %v", err)
+			}
+		}
+		// A signature from an untrusted key never passes.
+		if _, err := a.Parse(providers.Request{Header: signed(t, s[2], body, now), Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("untrusted signer accepted: %v", err)
+		}
+	})
+}

@@ -1,0 +1,90 @@
+// Package providers is the seam between the HTTP layer and the per-provider
+// adapters (one package each under adapters/providers). An adapter verifies a
+// webhook on the exact bytes received, before anything is parsed, and then
+// normalizes it into provider.Event values the domain understands. The HTTP
+// layer maps ErrUnauthorized to 401 (nothing stored) and the provider/money
+// normalization errors to 400.
+package providers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Adapter verifies a request's signature on the raw bytes and normalizes it.
+type Adapter interface {
+	// Name is the provider name used in URLs, stream ids and the inbox
+	// ("stripe", "standard", ...).
+	Name() string
+	// Parse verifies (constant time, key rotation, replay window) and then
+	// normalizes. Errors wrap ErrUnauthorized (→ 401, nothing stored) or
+	// provider.ErrMalformed / provider.ErrMissingField /
+	// provider.ErrInvalidAmount / money.ErrUnknownCurrency (→ 400). Most
+	// providers return exactly one event; batch providers (Adyen) several.
+	// Every returned event has passed Validate.
+	Parse(r Request) ([]provider.Event, error)
+}
+
+// Request is what an adapter needs from one HTTP delivery. Body must be the
+// bytes exactly as received: signatures are over them, not over a re-encoding.
+type Request struct {
+	Header http.Header
+	Body   []byte
+	Now    time.Time // the receive time replay windows are measured against
+	URL    string    // the URL as subscribed, for schemes that sign it (Square)
+}
+
+// ErrUnauthorized is wrapped by every verification failure: missing or bad
+// signature headers, no matching signature, timestamp outside the window.
+var ErrUnauthorized = errors.New("signature verification failed")
+
+// PayloadHash is the hex SHA-256 of the bytes a delivery was verified on. The
+// inbox compares it on redelivery to tell an exact duplicate from a conflict.
+func PayloadHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// FallbackKey derives a dedup key for providers whose events carry no id:
+// "fp:" + hex SHA-256 of the canonical JSON, so a redelivery that differs only
+// in key order or whitespace gets the same key. Numbers keep their literal
+// text (decoded as json.Number): decoding into float64 would make distinct
+// large amounts collide, turning a new event into a false duplicate.
+// Bytes that are not valid UTF-8 JSON are hashed as they are, because
+// re-encoding would replace invalid bytes and could merge distinct payloads.
+func FallbackKey(raw []byte) string {
+	if canon, ok := canonicalJSON(raw); ok {
+		return "fp:" + PayloadHash(canon)
+	}
+	return "fp:" + PayloadHash(raw)
+}
+
+func canonicalJSON(raw []byte) ([]byte, bool) {
+	if !utf8.Valid(raw) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, false // trailing data: not one JSON value
+	}
+	// encoding/json sorts map keys, which is what makes the form canonical.
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}

@@ -1,0 +1,186 @@
+// Package standard verifies Standard Webhooks (the scheme Svix also uses) and
+// normalizes onceledger's own generic payment payload (CONTRACT.md, "The
+// standard provider's payload") into provider.Events.
+//
+// Verification: headers webhook-id, webhook-timestamp and webhook-signature
+// (or their svix-* twins); HMAC-SHA256 over id + "." + timestamp + "." + body,
+// keyed with the base64-decoded part of the "whsec_..." secret; the signature
+// header lists space-separated "v1,<base64>" entries (several during
+// rotation; other versions such as v1a are ignored). The timestamp must lie
+// within ±tolerance of the receive time. webhook-id is the dedup key.
+package standard
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Name is the provider name in URLs, stream ids and the inbox.
+const Name = "standard"
+
+const secretPrefix = "whsec_"
+
+// Adapter verifies and normalizes Standard Webhooks. It is safe for concurrent use.
+type Adapter struct {
+	keys      [][]byte
+	tolerance time.Duration
+}
+
+var _ providers.Adapter = (*Adapter)(nil)
+
+// New returns an adapter accepting signatures made with any of secrets
+// ("whsec_<base64>"; the prefix is optional, as in the reference library;
+// blank entries are skipped). It fails on a secret that is not base64, so a
+// typo is found at startup rather than as 401s in production.
+func New(secrets []string, tolerance time.Duration) (*Adapter, error) {
+	a := &Adapter{tolerance: tolerance}
+	for i, s := range secrets {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, secretPrefix))
+		if err != nil {
+			return nil, fmt.Errorf("standard: secret %d is not whsec_<base64>: %v", i+1, err)
+		}
+		if len(key) == 0 {
+			return nil, fmt.Errorf("standard: secret %d is empty", i+1)
+		}
+		a.keys = append(a.keys, key)
+	}
+	if len(a.keys) == 0 {
+		return nil, errors.New("standard: no signing secret configured")
+	}
+	if tolerance <= 0 {
+		return nil, fmt.Errorf("standard: tolerance must be positive, got %v", tolerance)
+	}
+	return a, nil
+}
+
+// Name implements providers.Adapter.
+func (a *Adapter) Name() string { return Name }
+
+// Parse implements providers.Adapter: verify first, on the raw bytes, then
+// normalize. It returns exactly one event.
+func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+	now := r.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	id, err := a.verify(r.Header, r.Body, now)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := normalize(id, r.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return []provider.Event{ev}, nil
+}
+
+// Sign returns the three webhook-* headers for body signed with secret, as a
+// Standard Webhooks sender would send them. For tests and local tooling;
+// production code only verifies.
+func Sign(secret, msgID string, ts time.Time, body []byte) (http.Header, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(strings.TrimSpace(secret), secretPrefix))
+	if err != nil {
+		return nil, fmt.Errorf("standard: secret is not whsec_<base64>: %v", err)
+	}
+	h := http.Header{}
+	h.Set("webhook-id", msgID)
+	h.Set("webhook-timestamp", strconv.FormatInt(ts.Unix(), 10))
+	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac(key, msgID, ts.Unix(), body)))
+	return h, nil
+}
+
+func mac(key []byte, id string, ts int64, body []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(id))
+	h.Write([]byte("."))
+	h.Write([]byte(strconv.FormatInt(ts, 10)))
+	h.Write([]byte("."))
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+func unauthorized(why string) error {
+	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
+}
+
+// headers returns id, timestamp and signature from the webhook-* set, or from
+// the svix-* set when no webhook-* header is present. The sets are not mixed:
+// a sender uses one naming throughout.
+func headers(h http.Header) (id, ts, sig string, prefix string) {
+	for _, p := range []string{"webhook-", "svix-"} {
+		id, ts, sig = h.Get(p+"id"), h.Get(p+"timestamp"), h.Get(p+"signature")
+		if id != "" || ts != "" || sig != "" {
+			return id, ts, sig, p
+		}
+	}
+	return "", "", "", "webhook-"
+}
+
+// verify checks the signature before the timestamp, so that "timestamp
+// outside tolerance" is only ever said about an authentic delivery. It
+// returns the message id, the dedup key.
+func (a *Adapter) verify(h http.Header, body []byte, now time.Time) (string, error) {
+	id, tsText, sigs, prefix := headers(h)
+	switch {
+	case id == "":
+		return "", unauthorized("missing " + prefix + "id header")
+	case tsText == "":
+		return "", unauthorized("missing " + prefix + "timestamp header")
+	case sigs == "":
+		return "", unauthorized("missing " + prefix + "signature header")
+	}
+	ts, err := strconv.ParseInt(tsText, 10, 64)
+	if err != nil {
+		return "", unauthorized("invalid " + prefix + "timestamp header")
+	}
+	var candidates [][]byte
+	for _, entry := range strings.Fields(sigs) {
+		version, sig, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue // v1a (asymmetric) and future versions are not ours
+		}
+		raw, err := base64.StdEncoding.DecodeString(sig)
+		if err != nil || len(raw) != sha256.Size {
+			continue // a garbled entry must not hide a valid one beside it
+		}
+		candidates = append(candidates, raw)
+	}
+	if len(candidates) == 0 {
+		return "", unauthorized("no valid signature")
+	}
+	matched := false
+	for _, key := range a.keys {
+		expected := mac(key, id, ts, body)
+		for _, c := range candidates {
+			// No early exit: time must not depend on which key matched.
+			if hmac.Equal(expected, c) {
+				matched = true
+			}
+		}
+	}
+	if !matched {
+		return "", unauthorized("no valid signature")
+	}
+	// Sub saturates instead of overflowing, so absurd timestamps still compare.
+	if d := now.Sub(time.Unix(ts, 0)); d > a.tolerance || d < -a.tolerance {
+		return "", unauthorized("timestamp outside tolerance")
+	}
+	return id, nil
+}

@@ -1,0 +1,430 @@
+package standard_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/standard"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+var (
+	secret    = "whsec_" + base64.StdEncoding.EncodeToString([]byte("onceledger-standard-test-key-32b"))
+	oldSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("the-previous-key-before-rotation"))
+	now       = time.Date(2026, 11, 29, 10, 0, 5, 0, time.UTC)
+)
+
+const (
+	tolerance = 5 * time.Minute
+	msgID     = "msg_2Qh7cK9xXcGq3b0dLf5Yv1TzWnA"
+)
+
+func newAdapter(t testing.TB, secrets ...string) *standard.Adapter {
+	t.Helper()
+	if len(secrets) == 0 {
+		secrets = []string{secret}
+	}
+	a, err := standard.New(secrets, tolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// signed builds a request signed by the reference library.
+func signed(t testing.TB, body []byte, secret, id string, ts time.Time) providers.Request {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := wh.Sign(id, ts, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set(standardwebhooks.HeaderWebhookID, id)
+	h.Set(standardwebhooks.HeaderWebhookTimestamp, fmt.Sprint(ts.Unix()))
+	h.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	return providers.Request{Header: h, Body: body, Now: now}
+}
+
+func parseOne(t *testing.T, a *standard.Adapter, r providers.Request) provider.Event {
+	t.Helper()
+	evs, err := a.Parse(r)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("Parse returned %d events, want 1", len(evs))
+	}
+	return evs[0]
+}
+
+func TestNew(t *testing.T) {
+	for name, secrets := range map[string][]string{
+		"none":       nil,
+		"blank":      {"", "  "},
+		"not base64": {"whsec_not*base64!"},
+		"empty key":  {"whsec_"},
+	} {
+		if _, err := standard.New(secrets, tolerance); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+	if _, err := standard.New([]string{secret}, 0); err == nil {
+		t.Error("zero tolerance accepted")
+	}
+	// The prefix is optional, as in the reference library.
+	a := newAdapter(t, strings.TrimPrefix(secret, "whsec_"))
+	parseOne(t, a, signed(t, fixture(t, "payment.captured.json"), secret, msgID, now))
+	if a.Name() != "standard" {
+		t.Errorf("Name() = %q", a.Name())
+	}
+}
+
+// The vector published in the reference library's tests (and Svix's docs).
+func TestPublishedVector(t *testing.T) {
+	const (
+		key     = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		id      = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+		want    = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+		payload = `{"test": 2432232314}`
+	)
+	ts := time.Unix(1614265330, 0)
+	h, err := standard.Sign(key, id, ts, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Get("webhook-signature"); got != want {
+		t.Errorf("Sign = %q, want %q", got, want)
+	}
+	a := newAdapter(t, key)
+	hdr := http.Header{}
+	hdr.Set("webhook-id", id)
+	hdr.Set("webhook-timestamp", "1614265330")
+	hdr.Set("webhook-signature", want)
+	// The vector's body is not our payload: verification passes and
+	// normalization then names the missing field.
+	_, err = a.Parse(providers.Request{Header: hdr, Body: []byte(payload), Now: ts.Add(time.Minute)})
+	if !errors.Is(err, provider.ErrMissingField) || !strings.Contains(err.Error(), "type") {
+		t.Fatalf("err = %v, want missing type after a passed verification", err)
+	}
+	hdr.Set("webhook-signature", "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=") // the library's "invalid signature" case
+	if _, err := a.Parse(providers.Request{Header: hdr, Body: []byte(payload), Now: ts}); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Fatalf("err = %v, want ErrUnauthorized", err)
+	}
+}
+
+// Our Sign must be accepted by the reference library's Verify.
+func TestSignAcceptedByReferenceLibrary(t *testing.T) {
+	body := fixture(t, "payment.captured.json")
+	ts := time.Now()
+	h, err := standard.Sign(secret, msgID, ts, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(body, h); err != nil {
+		t.Fatalf("reference library rejects our signature: %v", err)
+	}
+	if ref := signed(t, body, secret, msgID, ts).Header; ref.Get("webhook-signature") != h.Get("webhook-signature") || ref.Get("webhook-timestamp") != h.Get("webhook-timestamp") {
+		t.Errorf("Sign = %v, reference library = %v", h, ref)
+	}
+}
+
+func TestParseAcceptsReferenceSignature(t *testing.T) {
+	ev := parseOne(t, newAdapter(t), signed(t, fixture(t, "payment.captured.json"), secret, msgID, now.Add(-time.Minute)))
+	if ev.DedupKey != msgID {
+		t.Errorf("DedupKey = %q, want webhook-id %q", ev.DedupKey, msgID)
+	}
+}
+
+func TestSvixHeaders(t *testing.T) {
+	body := fixture(t, "payment.captured.json")
+	r := signed(t, body, secret, msgID, now)
+	svix := http.Header{}
+	for _, k := range []string{"id", "timestamp", "signature"} {
+		svix.Set("svix-"+k, r.Header.Get("webhook-"+k))
+	}
+	ev := parseOne(t, newAdapter(t), providers.Request{Header: svix, Body: body, Now: now})
+	if ev.DedupKey != msgID {
+		t.Errorf("DedupKey = %q", ev.DedupKey)
+	}
+	// The sets are not mixed: a webhook-id beside svix-* means webhook-* is used.
+	svix.Set("webhook-id", msgID)
+	if _, err := newAdapter(t).Parse(providers.Request{Header: svix, Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) || !strings.Contains(err.Error(), "missing webhook-timestamp") {
+		t.Errorf("mixed header sets: err = %v", err)
+	}
+}
+
+func TestVerifyRejects(t *testing.T) {
+	body := fixture(t, "payment.captured.json")
+	good := signed(t, body, secret, msgID, now)
+	goodSig := good.Header.Get("webhook-signature")
+	with := func(mod func(h http.Header)) providers.Request {
+		h := good.Header.Clone()
+		mod(h)
+		return providers.Request{Header: h, Body: body, Now: now}
+	}
+	cases := []struct {
+		name   string
+		req    providers.Request
+		reason string
+	}{
+		{"tampered body", withBody(good, bytes.Replace(body, []byte(`"amount": 1000`), []byte(`"amount": 1001`), 1)), "no valid signature"},
+		{"tampered body, byte appended", withBody(good, append(append([]byte{}, body...), '\n')), "no valid signature"},
+		{"other webhook-id (id is signed)", with(func(h http.Header) { h.Set("webhook-id", "msg_other") }), "no valid signature"},
+		{"other timestamp (timestamp is signed)", with(func(h http.Header) { h.Set("webhook-timestamp", fmt.Sprint(now.Unix()+1)) }), "no valid signature"},
+		{"wrong secret", signed(t, body, oldSecret, msgID, now), "no valid signature"},
+		{"stale", signed(t, body, secret, msgID, now.Add(-tolerance-time.Second)), "timestamp outside tolerance"},
+		{"too far in the future", signed(t, body, secret, msgID, now.Add(tolerance+time.Second)), "timestamp outside tolerance"},
+		{"absurd timestamp", signed(t, body, secret, msgID, time.Unix(1<<62, 0)), "timestamp outside tolerance"},
+		{"missing id", with(func(h http.Header) { h.Del("webhook-id") }), "missing webhook-id header"},
+		{"missing timestamp", with(func(h http.Header) { h.Del("webhook-timestamp") }), "missing webhook-timestamp header"},
+		{"missing signature", with(func(h http.Header) { h.Del("webhook-signature") }), "missing webhook-signature header"},
+		{"no headers at all", providers.Request{Body: body, Now: now}, "missing webhook-id header"},
+		{"timestamp not a number", with(func(h http.Header) { h.Set("webhook-timestamp", "2026-11-29T10:00:00Z") }), "invalid webhook-timestamp header"},
+		{"partial signature", with(func(h http.Header) { h.Set("webhook-signature", "v1,") }), "no valid signature"},
+		{"other version only", with(func(h http.Header) { h.Set("webhook-signature", "v2,"+strings.TrimPrefix(goodSig, "v1,")) }), "no valid signature"},
+		{"v1a only", with(func(h http.Header) { h.Set("webhook-signature", "v1a,"+strings.TrimPrefix(goodSig, "v1,")) }), "no valid signature"},
+		{"no version", with(func(h http.Header) { h.Set("webhook-signature", strings.TrimPrefix(goodSig, "v1,")) }), "no valid signature"},
+		{"truncated", with(func(h http.Header) { h.Set("webhook-signature", goodSig[:20]) }), "no valid signature"},
+	}
+	a := newAdapter(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, err := a.Parse(tc.req)
+			if !errors.Is(err, providers.ErrUnauthorized) {
+				t.Fatalf("err = %v, want ErrUnauthorized", err)
+			}
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("err %q does not say %q", err, tc.reason)
+			}
+			if evs != nil {
+				t.Error("events returned with an error")
+			}
+		})
+	}
+}
+
+func withBody(r providers.Request, body []byte) providers.Request {
+	r.Body = body
+	return r
+}
+
+func TestVerifyBeforeParse(t *testing.T) {
+	a := newAdapter(t)
+	junk := []byte("{not json")
+	if _, err := a.Parse(withBody(signed(t, fixture(t, "payment.captured.json"), secret, msgID, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
+	}
+	if _, err := a.Parse(signed(t, junk, secret, msgID, now)); !errors.Is(err, provider.ErrMalformed) {
+		t.Errorf("signed junk: err = %v, want ErrMalformed", err)
+	}
+}
+
+func TestToleranceBoundary(t *testing.T) {
+	a := newAdapter(t)
+	body := fixture(t, "payment.captured.json")
+	for _, ts := range []time.Time{now.Add(-tolerance), now.Add(tolerance), now} {
+		if _, err := a.Parse(signed(t, body, secret, msgID, ts)); err != nil {
+			t.Errorf("timestamp %v from now: %v", ts.Sub(now), err)
+		}
+	}
+	r := signed(t, body, secret, msgID, time.Now())
+	r.Now = time.Time{} // zero: the wall clock
+	if _, err := a.Parse(r); err != nil {
+		t.Errorf("zero Now: %v", err)
+	}
+}
+
+func TestRotation(t *testing.T) {
+	body := fixture(t, "payment.captured.json")
+	both := newAdapter(t, oldSecret, secret)
+	t.Run("either configured secret", func(t *testing.T) {
+		parseOne(t, both, signed(t, body, secret, msgID, now))
+		parseOne(t, both, signed(t, body, oldSecret, msgID, now))
+	})
+	t.Run("several signatures in the header", func(t *testing.T) {
+		retired := "whsec_" + base64.StdEncoding.EncodeToString([]byte("retired"))
+		sOld := signed(t, body, retired, msgID, now).Header.Get("webhook-signature")
+		sNew := signed(t, body, secret, msgID, now).Header.Get("webhook-signature")
+		r := signed(t, body, secret, msgID, now)
+		r.Header.Set("webhook-signature", strings.Join([]string{"v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=", "v2,abc", sOld, "v1,***", sNew}, " "))
+		wh, _ := standardwebhooks.NewWebhook(secret)
+		if err := wh.VerifyIgnoringTimestamp(body, r.Header); err != nil {
+			t.Fatalf("reference library rejects the multi-signature header too: %v", err)
+		}
+		parseOne(t, newAdapter(t), r)
+		// None of the listed signatures is ours: rejected.
+		r.Header.Set("webhook-signature", sOld+" v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=")
+		if _, err := both.Parse(r); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Normalization
+
+func TestNormalize(t *testing.T) {
+	usd := money.Currency("USD")
+	cases := []struct {
+		file       string
+		paymentKey string
+		occurred   time.Time
+		facts      []provider.Fact
+	}{
+		{"payment.authorized.json", "pay_123", time.Date(2026, 11, 29, 9, 59, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: usd}}},
+		{"payment.captured.json", "pay_123", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: usd}}},
+		{"payment.captured.nofee.json", "pay_jpy", time.Date(2026, 11, 29, 9, 0, 0, 250e6, time.UTC), []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "cap_jpy", Amount: 1500, Currency: "JPY"}}},
+		{"payment.failed.json", "pay_456", time.Date(2026, 11, 29, 10, 1, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindFailed, Amount: 2500, Currency: "EUR", Reason: "card_declined"}}},
+		{"payment.failed.bare.json", "pay_457", time.Date(2026, 11, 29, 10, 1, 30, 0, time.UTC), []provider.Fact{{Kind: provider.KindFailed}}},
+		{"refund.succeeded.json", "pay_123", time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "ref_1", Amount: 400, Currency: usd}}},
+		{"dispute.opened.json", "pay_123", time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "dsp_1", Amount: 600, Currency: usd, Reason: "fraudulent"}}},
+		{"dispute.won.json", "pay_123", time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "dsp_1", Amount: 600, Currency: usd}}},
+		{"dispute.lost.json", "pay_123", time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindDisputeLost, BusinessID: "dsp_2", Amount: 600, Currency: usd}}},
+		{"payout.paid.json", "", time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1", Amount: 570, Currency: usd}}},
+		{"customer.updated.json", "", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), nil},
+	}
+	a := newAdapter(t)
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			body := fixture(t, tc.file)
+			var hdr struct{ Type string }
+			if err := json.Unmarshal(body, &hdr); err != nil {
+				t.Fatal(err)
+			}
+			id := "msg_" + strings.TrimSuffix(tc.file, ".json")
+			ev := parseOne(t, a, signed(t, body, secret, id, now))
+			if ev.Provider != "standard" || ev.DedupKey != id || ev.Type != hdr.Type {
+				t.Errorf("Provider/DedupKey/Type = %q/%q/%q", ev.Provider, ev.DedupKey, ev.Type)
+			}
+			if ev.PaymentKey != tc.paymentKey {
+				t.Errorf("PaymentKey = %q, want %q", ev.PaymentKey, tc.paymentKey)
+			}
+			if !ev.OccurredAt.Equal(tc.occurred) || ev.OccurredAt.Location() != time.UTC {
+				t.Errorf("OccurredAt = %v, want %v", ev.OccurredAt, tc.occurred)
+			}
+			if ev.PayloadHash != providers.PayloadHash(body) || !bytes.Equal(ev.Raw, body) {
+				t.Error("PayloadHash/Raw are not those of the verified body")
+			}
+			if len(ev.Facts) != len(tc.facts) {
+				t.Fatalf("facts = %+v, want %+v", ev.Facts, tc.facts)
+			}
+			for i := range tc.facts {
+				if ev.Facts[i] != tc.facts[i] {
+					t.Errorf("fact %d = %+v, want %+v", i, ev.Facts[i], tc.facts[i])
+				}
+			}
+			if err := ev.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// The same capture under two webhook-ids: two dedup keys, one business id
+// and one stream, so the domain records it once.
+func TestSameFactUnderTwoWebhookIDs(t *testing.T) {
+	a := newAdapter(t)
+	body := fixture(t, "payment.captured.json")
+	e1 := parseOne(t, a, signed(t, body, secret, "msg_1", now))
+	e2 := parseOne(t, a, signed(t, body, secret, "msg_2", now))
+	if e1.DedupKey == e2.DedupKey || e1.Facts[0] != e2.Facts[0] || e1.StreamID() != e2.StreamID() {
+		t.Errorf("e1 %+v / e2 %+v", e1, e2)
+	}
+	if e1.StreamID() != "payment-standard-pay_123" {
+		t.Errorf("StreamID = %s", e1.StreamID())
+	}
+	po := parseOne(t, a, signed(t, fixture(t, "payout.paid.json"), secret, "msg_3", now))
+	if po.StreamID() != "payout-standard-po_1" {
+		t.Errorf("payout StreamID = %s", po.StreamID())
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	captured := func(data string) []byte {
+		return []byte(`{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":` + data + `}`)
+	}
+	cases := []struct {
+		name  string
+		body  string
+		want  error
+		field string
+	}{
+		{"invalid JSON", `{"type":`, provider.ErrMalformed, "invalid JSON"},
+		{"not an object", `"payment.captured"`, provider.ErrMalformed, "not a JSON object"},
+		{"trailing data", `{"type":"x","timestamp":"2026-11-29T10:00:00Z"} {}`, provider.ErrMalformed, "invalid JSON"},
+		{"missing type", `{"timestamp":"2026-11-29T10:00:00Z","data":{}}`, provider.ErrMissingField, "type"},
+		{"type not a string", `{"type":7,"timestamp":"2026-11-29T10:00:00Z"}`, provider.ErrMalformed, "type must be a string"},
+		{"missing timestamp", `{"type":"payment.captured","data":{}}`, provider.ErrMissingField, "timestamp"},
+		{"timestamp not RFC 3339", `{"type":"payment.captured","timestamp":"29/11/2026","data":{}}`, provider.ErrMalformed, "timestamp"},
+		{"missing data", `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z"}`, provider.ErrMissingField, "data"},
+		{"data not an object", `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":[]}`, provider.ErrMalformed, "data must be an object"},
+		{"missing payment_id", string(captured(`{"capture_id":"cap_1","amount":1000,"currency":"USD"}`)), provider.ErrMissingField, "data.payment_id"},
+		{"empty payment_id", string(captured(`{"payment_id":"","capture_id":"cap_1","amount":1000,"currency":"USD"}`)), provider.ErrMissingField, "data.payment_id"},
+		{"missing capture_id", string(captured(`{"payment_id":"pay_1","amount":1000,"currency":"USD"}`)), provider.ErrMissingField, "data.capture_id"},
+		{"missing amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","currency":"USD"}`)), provider.ErrMissingField, "data.amount"},
+		{"fractional amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":10.5,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
+		{"amount 10.0", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":10.0,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
+		{"exponent amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1e3,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
+		{"quoted amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":"1000","currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
+		{"negative amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":-1000,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
+		{"overflowing amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":9223372036854775808,"currency":"USD"}`)), provider.ErrInvalidAmount, "overflows"},
+		{"negative fee", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":-1}`)), provider.ErrInvalidAmount, "data.fee"},
+		{"fractional fee", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":0.3}`)), provider.ErrInvalidAmount, "data.fee"},
+		{"fee above amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":1001}`)), provider.ErrInvalidAmount, "fee"},
+		{"unknown currency", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"XXQ"}`)), money.ErrUnknownCurrency, "data.currency"},
+		{"missing currency", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000}`)), provider.ErrMissingField, "data.currency"},
+		{"failed with bad currency", `{"type":"payment.failed","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","currency":"usdd"}}`, money.ErrUnknownCurrency, "data.currency"},
+		{"refund without refund_id", `{"type":"refund.succeeded","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.refund_id"},
+		{"dispute without dispute_id", `{"type":"dispute.lost","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.dispute_id"},
+		{"payout without payout_id", `{"type":"payout.paid","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.payout_id"},
+		{"authorized without payment_id", `{"type":"payment.authorized","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.payment_id"},
+	}
+	a := newAdapter(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, err := a.Parse(signed(t, []byte(tc.body), secret, msgID, now))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if errors.Is(err, providers.ErrUnauthorized) {
+				t.Fatal("signed body reported as unauthorized")
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("err %q does not name %q", err, tc.field)
+			}
+			if evs != nil {
+				t.Error("events returned with an error")
+			}
+		})
+	}
+}

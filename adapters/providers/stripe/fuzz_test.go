@@ -1,0 +1,141 @@
+package stripe_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// A correctly signed but absurd timestamp is still outside the window (the
+// duration arithmetic saturates rather than wrapping into range).
+func TestAbsurdSignedTimestamps(t *testing.T) {
+	body := fixture(t, "charge.succeeded.json")
+	a := newAdapter(t)
+	for _, ts := range []int64{math.MinInt64, math.MaxInt64, 0, -1, 1 << 62} {
+		r := withHeader(body, signHeader(secret, ts, body))
+		if _, err := a.Parse(r); !errors.Is(err, providers.ErrUnauthorized) || !strings.Contains(err.Error(), "timestamp outside tolerance") {
+			t.Errorf("t=%d: err = %v", ts, err)
+		}
+	}
+}
+
+func signHeader(secret string, ts int64, body []byte) string {
+	sig := webhook.ComputeSignature(time.Unix(ts, 0), body, secret)
+	return "t=" + strconv.FormatInt(ts, 10) + ",v1=" + hex.EncodeToString(sig)
+}
+
+// errorIsDocumented reports whether err wraps one of the sentinels the HTTP
+// layer maps to 401/400; anything else would surface as a 500.
+func errorIsDocumented(err error) bool {
+	for _, s := range []error{providers.ErrUnauthorized, provider.ErrMalformed, provider.ErrMissingField, provider.ErrInvalidAmount, money.ErrUnknownCurrency} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzStripeParse: Parse never panics; a body signed by stripe-go either
+// normalizes into a valid event or fails with a 400-class error; the same
+// signature over any other body, and any header the fuzzer invents, is never
+// accepted unless it carries the true signature.
+func FuzzStripeParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "t=1764410460,v1=00", byte(0))
+	}
+	f.Add([]byte(`{"id":"evt_1","type":"payout.paid","created":1,"data":{"object":{"id":"po_1","amount":-1,"currency":"usd"}}}`), "", byte(1))
+	f.Add([]byte(`{"id":"evt_1","type":"charge.refunded","created":1,"data":{"object":{"payment_intent":"pi_1","refunds":{"data":[{"status":"succeeded","id":"re_1","amount":1e400,"currency":"usd"}]}}}}`), "t=1,v1=zz,v1=", byte(2))
+	f.Add([]byte(`null`), "t=,v1", byte(3))
+	f.Add([]byte{}, ",,,", byte(4))
+
+	a := newAdapter(f, oldSecret, secret)
+	f.Fuzz(func(t *testing.T, body []byte, header string, flip byte) {
+		// 1. Signed by the provider's library with a configured secret.
+		sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: now})
+		h := http.Header{}
+		h.Set("Stripe-Signature", sp.Header)
+		evs, err := a.Parse(providers.Request{Header: h, Body: body, Now: now})
+		if err != nil {
+			if errors.Is(err, providers.ErrUnauthorized) || !errorIsDocumented(err) {
+				t.Fatalf("signed body: unexpected error %v", err)
+			}
+		} else {
+			if len(evs) != 1 {
+				t.Fatalf("%d events", len(evs))
+			}
+			ev := evs[0]
+			if err := ev.Validate(); err != nil {
+				t.Fatalf("returned event does not validate: %v", err)
+			}
+			if ev.Provider != "stripe" || ev.PayloadHash != providers.PayloadHash(body) || !bytes.Equal(ev.Raw, body) {
+				t.Fatalf("event not bound to the verified bytes: %+v", ev)
+			}
+		}
+
+		// 2. The same header over a tampered body.
+		tampered := append([]byte{}, body...)
+		if len(tampered) == 0 {
+			tampered = []byte{flip}
+		} else {
+			tampered[int(flip)%len(tampered)] ^= 1 << (flip % 8)
+		}
+		if _, err := a.Parse(providers.Request{Header: h, Body: tampered, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("tampered body accepted or misreported: %v", err)
+		}
+
+		// 3. A header the fuzzer made up: accepted only if it carries the
+		// true signature for its own timestamp.
+		h2 := http.Header{}
+		h2.Set("Stripe-Signature", header)
+		_, err = a.Parse(providers.Request{Header: h2, Body: body, Now: now})
+		if err == nil {
+			if !carriesTrueSignature(header, body) {
+				t.Fatalf("header %q accepted without a valid signature", header)
+			}
+		} else if !errorIsDocumented(err) {
+			t.Fatalf("undocumented error %v", err)
+		}
+	})
+}
+
+// carriesTrueSignature is the fuzz oracle, independent of the verifier: the
+// header names a timestamp and contains the real HMAC for it under one of the
+// configured secrets.
+func carriesTrueSignature(header string, body []byte) bool {
+	lower := strings.ToLower(header)
+	for _, part := range strings.Split(header, ",") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(part), "t=")
+		if !ok {
+			continue
+		}
+		ts, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		for _, s := range []string{secret, oldSecret} {
+			if strings.Contains(lower, hex.EncodeToString(webhook.ComputeSignature(time.Unix(ts, 0), body, s))) {
+				return true
+			}
+		}
+	}
+	return false
+}

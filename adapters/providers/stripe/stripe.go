@@ -1,0 +1,163 @@
+// Package stripe verifies Stripe webhooks and normalizes them into
+// provider.Events.
+//
+// Verification follows Stripe's v1 scheme on the raw bytes: header
+// "Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>...]", HMAC-SHA256 over
+// t + "." + body keyed with the whole signing secret (including "whsec_").
+// Several secrets may be configured (rotation) and Stripe may send several v1
+// signatures while it rolls a secret; any match passes. The payload is parsed
+// by this package, not by stripe.ConstructEvent: that function also rejects
+// events whose API version differs from the SDK's, which is not our concern
+// (we read a handful of fields that are stable across versions).
+package stripe
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Name is the provider name in URLs, stream ids and the inbox.
+const Name = "stripe"
+
+// Adapter verifies and normalizes Stripe webhooks. It is safe for concurrent use.
+type Adapter struct {
+	secrets   [][]byte
+	tolerance time.Duration
+}
+
+var _ providers.Adapter = (*Adapter)(nil)
+
+// New returns an adapter accepting signatures made with any of secrets (the
+// whole "whsec_..." strings; blank entries are skipped) whose timestamp lies
+// within ±tolerance of the receive time. A timestamp too far in the future is
+// rejected like a stale one: it would otherwise extend the replay window.
+func New(secrets []string, tolerance time.Duration) (*Adapter, error) {
+	a := &Adapter{tolerance: tolerance}
+	for _, s := range secrets {
+		if s = strings.TrimSpace(s); s != "" {
+			a.secrets = append(a.secrets, []byte(s))
+		}
+	}
+	if len(a.secrets) == 0 {
+		return nil, errors.New("stripe: no signing secret configured")
+	}
+	if tolerance <= 0 {
+		return nil, fmt.Errorf("stripe: tolerance must be positive, got %v", tolerance)
+	}
+	return a, nil
+}
+
+// Name implements providers.Adapter.
+func (a *Adapter) Name() string { return Name }
+
+// Parse implements providers.Adapter: verify first, on the raw bytes, then
+// normalize. It returns exactly one event.
+func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+	now := r.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if err := a.verify(r.Header.Get("Stripe-Signature"), r.Body, now); err != nil {
+		return nil, err
+	}
+	ev, err := normalize(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return []provider.Event{ev}, nil
+}
+
+// Sign returns a Stripe-Signature header value for body signed with secret at
+// t, as Stripe would send it. For tests and local tooling; production code
+// only verifies.
+func Sign(secret string, t time.Time, body []byte) string {
+	return fmt.Sprintf("t=%d,v1=%s", t.Unix(), hex.EncodeToString(mac([]byte(secret), t.Unix(), body)))
+}
+
+func mac(secret []byte, t int64, body []byte) []byte {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte(strconv.FormatInt(t, 10)))
+	h.Write([]byte("."))
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+func unauthorized(why string) error {
+	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
+}
+
+// verify checks the signature before the timestamp, so that "timestamp
+// outside tolerance" is only ever said about an authentic delivery (useful to
+// spot clock skew), never confirmed to a forger.
+func (a *Adapter) verify(header string, body []byte, now time.Time) error {
+	if header == "" {
+		return unauthorized("missing Stripe-Signature header")
+	}
+	var (
+		ts    int64
+		haveT bool
+		sigs  [][]byte
+	)
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return unauthorized("invalid Stripe-Signature header")
+		}
+		switch k {
+		case "t":
+			if haveT {
+				return unauthorized("invalid Stripe-Signature header: several timestamps")
+			}
+			t, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return unauthorized("invalid Stripe-Signature header: bad timestamp")
+			}
+			ts, haveT = t, true
+		case "v1":
+			sig, err := hex.DecodeString(v)
+			if err != nil || len(sig) != sha256.Size {
+				continue // a garbled entry must not hide a valid one beside it
+			}
+			sigs = append(sigs, sig)
+		default:
+			// v0 and future schemes: not ours to trust.
+		}
+	}
+	if !haveT {
+		return unauthorized("invalid Stripe-Signature header: no timestamp")
+	}
+	if len(sigs) == 0 {
+		return unauthorized("no valid signature")
+	}
+	matched := false
+	for _, secret := range a.secrets {
+		expected := mac(secret, ts, body)
+		for _, sig := range sigs {
+			// Keep comparing after a match: the time taken must not depend
+			// on which secret or which signature matched.
+			if hmac.Equal(expected, sig) {
+				matched = true
+			}
+		}
+	}
+	if !matched {
+		return unauthorized("no valid signature")
+	}
+	// Sub saturates instead of overflowing, so absurd timestamps still compare.
+	if d := now.Sub(time.Unix(ts, 0)); d > a.tolerance || d < -a.tolerance {
+		return unauthorized("timestamp outside tolerance")
+	}
+	return nil
+}

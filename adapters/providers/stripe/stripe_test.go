@@ -1,0 +1,578 @@
+package stripe_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	stripego "github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+const (
+	secret    = "whsec_test_7c0f3d1b2a9e8f6d5c4b3a2918f7e6d5"
+	oldSecret = "whsec_test_old_0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+	tolerance = 5 * time.Minute
+)
+
+var now = time.Unix(1764410460, 0) // a moment after the fixtures' created times
+
+func newAdapter(t testing.TB, secrets ...string) *stripe.Adapter {
+	t.Helper()
+	if len(secrets) == 0 {
+		secrets = []string{secret}
+	}
+	a, err := stripe.New(secrets, tolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// signed builds a request signed by stripe-go, the provider's own library.
+func signed(body []byte, secret string, ts time.Time) providers.Request {
+	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: ts})
+	h := http.Header{}
+	h.Set("Stripe-Signature", sp.Header)
+	return providers.Request{Header: h, Body: body, Now: now}
+}
+
+func parseOne(t *testing.T, a *stripe.Adapter, r providers.Request) provider.Event {
+	t.Helper()
+	evs, err := a.Parse(r)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("Parse returned %d events, want 1", len(evs))
+	}
+	return evs[0]
+}
+
+func TestNew(t *testing.T) {
+	if _, err := stripe.New(nil, tolerance); err == nil {
+		t.Error("New with no secrets succeeded")
+	}
+	if _, err := stripe.New([]string{" ", ""}, tolerance); err == nil {
+		t.Error("New with blank secrets succeeded")
+	}
+	if _, err := stripe.New([]string{secret}, 0); err == nil {
+		t.Error("New with zero tolerance succeeded")
+	}
+	a := newAdapter(t)
+	if a.Name() != "stripe" {
+		t.Errorf("Name() = %q", a.Name())
+	}
+}
+
+func TestParseAcceptsStripeGoSignature(t *testing.T) {
+	body := fixture(t, "charge.succeeded.json")
+	ev := parseOne(t, newAdapter(t), signed(body, secret, now.Add(-10*time.Second)))
+	if ev.DedupKey != "evt_3QxYzA2eZvKYlo2C1x5Gh2aP" {
+		t.Errorf("DedupKey = %q", ev.DedupKey)
+	}
+}
+
+// Our Sign is the counterpart tests and tooling use; stripe-go must accept it
+// and compute the same bytes.
+func TestSignAcceptedByStripeGo(t *testing.T) {
+	body := fixture(t, "payment_intent.succeeded.json")
+	ts := time.Now()
+	header := stripe.Sign(secret, ts, body)
+	if err := webhook.ValidatePayloadWithTolerance(body, header, secret, tolerance); err != nil {
+		t.Fatalf("stripe-go rejects our signature: %v", err)
+	}
+	want := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: ts}).Header
+	if header != want {
+		t.Errorf("Sign = %q, stripe-go = %q", header, want)
+	}
+	// And the header stripe-go accepts passes our verifier too.
+	h := http.Header{}
+	h.Set("Stripe-Signature", header)
+	if _, err := newAdapter(t).Parse(providers.Request{Header: h, Body: body, Now: ts}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyRejects(t *testing.T) {
+	body := fixture(t, "charge.succeeded.json")
+	good := signed(body, secret, now).Header.Get("Stripe-Signature")
+	goodSig := good[strings.Index(good, "v1=")+3:]
+	ts := "t=" + strings.TrimPrefix(strings.Split(good, ",")[0], "t=")
+
+	cases := []struct {
+		name   string
+		req    providers.Request
+		reason string
+	}{
+		{"tampered body", withBody(signed(body, secret, now), bytes.Replace(body, []byte(`"amount": 2000`), []byte(`"amount": 2001`), 1)), "no valid signature"},
+		{"tampered body, one byte appended", withBody(signed(body, secret, now), append(append([]byte{}, body...), ' ')), "no valid signature"},
+		{"wrong secret", signed(body, "whsec_someone_else", now), "no valid signature"},
+		{"secret without whsec_ prefix", signed(body, strings.TrimPrefix(secret, "whsec_"), now), "no valid signature"},
+		{"stale", signed(body, secret, now.Add(-tolerance-time.Second)), "timestamp outside tolerance"},
+		{"too far in the future", signed(body, secret, now.Add(tolerance+time.Second)), "timestamp outside tolerance"},
+		{"absurd timestamp", withHeader(body, "t=-9223372036854775808,v1="+goodSig), "no valid signature"},
+		{"missing header", providers.Request{Header: http.Header{}, Body: body, Now: now}, "missing Stripe-Signature header"},
+		{"nil header map", providers.Request{Body: body, Now: now}, "missing Stripe-Signature header"},
+		{"no timestamp", withHeader(body, "v1="+goodSig), "no timestamp"},
+		{"two timestamps", withHeader(body, ts+",t=1,v1="+goodSig), "several timestamps"},
+		{"bad timestamp", withHeader(body, "t=yesterday,v1="+goodSig), "bad timestamp"},
+		{"no v1", withHeader(body, ts), "no valid signature"},
+		{"only v0", withHeader(body, ts+",v0="+goodSig), "no valid signature"},
+		{"garbage", withHeader(body, "garbage"), "invalid Stripe-Signature header"},
+		{"non-hex v1", withHeader(body, ts+",v1=zz"), "no valid signature"},
+		{"truncated v1", withHeader(body, ts+",v1="+goodSig[:32]), "no valid signature"},
+		{"signature of empty body", withBody(signed(nil, secret, now), body), "no valid signature"},
+	}
+	a := newAdapter(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, err := a.Parse(tc.req)
+			if !errors.Is(err, providers.ErrUnauthorized) {
+				t.Fatalf("err = %v, want ErrUnauthorized", err)
+			}
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("err %q does not say %q", err, tc.reason)
+			}
+			if evs != nil {
+				t.Errorf("events returned with error: %v", evs)
+			}
+		})
+	}
+}
+
+// Verification comes before parsing: garbage with a bad signature is a 401,
+// not a 400, and garbage correctly signed is a 400.
+func TestVerifyBeforeParse(t *testing.T) {
+	a := newAdapter(t)
+	junk := []byte("{not json")
+	if _, err := a.Parse(withBody(signed(fixture(t, "charge.succeeded.json"), secret, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
+	}
+	if _, err := a.Parse(signed(junk, secret, now)); !errors.Is(err, provider.ErrMalformed) {
+		t.Errorf("signed junk: err = %v, want ErrMalformed", err)
+	}
+}
+
+func TestToleranceBoundary(t *testing.T) {
+	a := newAdapter(t)
+	body := fixture(t, "charge.succeeded.json")
+	for _, ts := range []time.Time{now.Add(-tolerance), now.Add(tolerance), now} {
+		if _, err := a.Parse(signed(body, secret, ts)); err != nil {
+			t.Errorf("timestamp %v from now: %v", ts.Sub(now), err)
+		}
+	}
+}
+
+func TestZeroNowMeansWallClock(t *testing.T) {
+	body := fixture(t, "charge.succeeded.json")
+	r := signed(body, secret, time.Now())
+	r.Now = time.Time{}
+	if _, err := newAdapter(t).Parse(r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRotation(t *testing.T) {
+	body := fixture(t, "charge.succeeded.json")
+	both := newAdapter(t, oldSecret, secret)
+
+	t.Run("second configured secret matches", func(t *testing.T) {
+		parseOne(t, both, signed(body, secret, now))
+		parseOne(t, both, signed(body, oldSecret, now))
+	})
+	t.Run("several v1 in the header, one valid", func(t *testing.T) {
+		// What Stripe sends while rolling a secret: one signature per
+		// active secret. Only the new one is configured here.
+		oldHdr := signed(body, "whsec_retired", now).Header.Get("Stripe-Signature")
+		newHdr := signed(body, secret, now).Header.Get("Stripe-Signature")
+		hdr := oldHdr + "," + newHdr[strings.Index(newHdr, "v1="):]
+		if err := webhook.ValidatePayloadWithTolerance(body, hdr, secret, time.Duration(1<<62)); err != nil {
+			t.Fatalf("stripe-go rejects the rotated header too: %v", err)
+		}
+		parseOne(t, newAdapter(t), withHeader(body, hdr))
+		// garbled entries and unknown schemes next to the valid one are ignored
+		parseOne(t, newAdapter(t), withHeader(body, hdr+",v1=nothex,v0=abcd,x=y"))
+	})
+	t.Run("no configured secret matches any v1", func(t *testing.T) {
+		h1 := signed(body, "whsec_a", now).Header.Get("Stripe-Signature")
+		h2 := signed(body, "whsec_b", now).Header.Get("Stripe-Signature")
+		_, err := both.Parse(withHeader(body, h1+","+h2[strings.Index(h2, "v1="):]))
+		if !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func withBody(r providers.Request, body []byte) providers.Request {
+	r.Body = body
+	return r
+}
+
+func withHeader(body []byte, sig string) providers.Request {
+	h := http.Header{}
+	h.Set("Stripe-Signature", sig)
+	return providers.Request{Header: h, Body: body, Now: now}
+}
+
+// ---------------------------------------------------------------------------
+// Normalization
+
+func TestNormalize(t *testing.T) {
+	const (
+		pi      = "pi_3QxYzA2eZvKYlo2C1PJqQe7b"
+		piMan   = "pi_3QxZ0B2eZvKYlo2C0mManual"
+		piFail  = "pi_3QxZ1C2eZvKYlo2C1dEcLiNe"
+		ch      = "ch_3QxYzA2eZvKYlo2C1kTq9v0W"
+		chMan   = "ch_3QxZ0B2eZvKYlo2C0hHoldCh"
+		du      = "du_1QyAbC2eZvKYlo2CdIsPuTe1"
+		usd     = money.Currency("USD")
+		eur     = money.Currency("EUR")
+		noFacts = 0
+	)
+	_ = noFacts
+	cases := []struct {
+		file       string
+		paymentKey string
+		created    int64
+		facts      []provider.Fact
+	}{
+		{"payment_intent.succeeded.json", pi, 1764410400, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: ch, Amount: 2000, Currency: usd}}},
+		{"payment_intent.amount_capturable_updated.json", piMan, 1764410500, []provider.Fact{{Kind: provider.KindAuthorized, Amount: 5000, Currency: eur}}},
+		{"payment_intent.payment_failed.json", piFail, 1764410600, []provider.Fact{{Kind: provider.KindFailed, Amount: 1500, Currency: usd, Reason: "Your card has insufficient funds."}}},
+		{"payment_intent.canceled.json", piMan, 1764410700, []provider.Fact{{Kind: provider.KindCanceled, Amount: 5000, Currency: eur, Reason: "requested_by_customer"}}},
+		{"payment_intent.created.json", pi, 1764410398, nil},
+		{"charge.succeeded.json", pi, 1764410399, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: ch, Amount: 2000, Currency: usd}}},
+		{"charge.succeeded.expanded_fee.json", pi, 1764410399, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: ch, Amount: 2000, Fee: 88, Currency: usd}}},
+		{"charge.succeeded.uncaptured.json", piMan, 1764410499, []provider.Fact{{Kind: provider.KindAuthorized, BusinessID: chMan, Amount: 5000, Currency: eur}}},
+		{"charge.captured.json", piMan, 1764411000, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: chMan, Amount: 4200, Currency: eur}}},
+		{"charge.failed.json", piFail, 1764410598, []provider.Fact{{Kind: provider.KindFailed, BusinessID: "ch_3QxZ1C2eZvKYlo2C1dEcLiCh", Amount: 1500, Currency: usd, Reason: "Your card has insufficient funds."}}},
+		// amount_refunded alone is cumulative: no facts, refund.* carry them.
+		{"charge.refunded.json", pi, 1764496800, nil},
+		{"charge.refunded.expanded.json", pi, 1764496800, []provider.Fact{
+			{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1sEcOnD2", Amount: 1500, Currency: usd},
+			{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1fIrStR1", Amount: 500, Currency: usd},
+		}},
+		{"refund.created.json", pi, 1764496799, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1sEcOnD2", Amount: 1500, Currency: usd}}},
+		{"refund.created.pending.json", pi, 1764496799, nil},
+		{"refund.updated.json", pi, 1764500000, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1pEnDiNg", Amount: 100, Currency: usd}}},
+		{"charge.refund.updated.json", pi, 1764500000, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1pEnDiNg", Amount: 100, Currency: usd}}},
+		{"refund.failed.json", pi, 1764600000, []provider.Fact{{Kind: provider.KindRefundFailed, BusinessID: "re_3QxYzA2eZvKYlo2C1fAiLrEf", Amount: 700, Currency: usd, Reason: "expired_or_canceled_card"}}},
+		{"refund.updated.canceled.json", pi, 1764600100, []provider.Fact{{Kind: provider.KindRefundFailed, BusinessID: "re_3QxYzA2eZvKYlo2C1cAnCeLr", Amount: 300, Currency: usd}}},
+		{"charge.dispute.created.json", pi, 1764900001, []provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.closed.won.json", pi, 1765900000, []provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.closed.lost.json", pi, 1765900001, []provider.Fact{{Kind: provider.KindDisputeLost, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.closed.warning_closed.json", pi, 1765900002, nil},
+		{"charge.dispute.funds_withdrawn.json", pi, 1764900002, nil},
+		{"payout.paid.json", "", 1765000000, []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd}}},
+		{"customer.created.json", "", 1764410300, nil},
+	}
+	a := newAdapter(t)
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			body := fixture(t, tc.file)
+			var hdr struct {
+				ID   string `json:"id"`
+				Type string `json:"type"`
+			}
+			if err := json.Unmarshal(body, &hdr); err != nil {
+				t.Fatal(err)
+			}
+			ev := parseOne(t, a, signed(body, secret, now))
+			if ev.Provider != "stripe" || ev.DedupKey != hdr.ID || ev.Type != hdr.Type {
+				t.Errorf("Provider/DedupKey/Type = %q/%q/%q, want stripe/%q/%q", ev.Provider, ev.DedupKey, ev.Type, hdr.ID, hdr.Type)
+			}
+			if ev.PaymentKey != tc.paymentKey {
+				t.Errorf("PaymentKey = %q, want %q", ev.PaymentKey, tc.paymentKey)
+			}
+			if !ev.OccurredAt.Equal(time.Unix(tc.created, 0)) || ev.OccurredAt.Location() != time.UTC {
+				t.Errorf("OccurredAt = %v, want %v UTC", ev.OccurredAt, time.Unix(tc.created, 0).UTC())
+			}
+			if ev.PayloadHash != providers.PayloadHash(body) || !bytes.Equal(ev.Raw, body) {
+				t.Error("PayloadHash/Raw are not those of the verified body")
+			}
+			if len(ev.Facts) != len(tc.facts) {
+				t.Fatalf("facts = %+v, want %+v", ev.Facts, tc.facts)
+			}
+			for i := range tc.facts {
+				if ev.Facts[i] != tc.facts[i] {
+					t.Errorf("fact %d = %+v, want %+v", i, ev.Facts[i], tc.facts[i])
+				}
+			}
+			if ev.Ignored() != (len(tc.facts) == 0) {
+				t.Error("Ignored() disagrees with facts")
+			}
+			if err := ev.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// The same capture seen through charge.succeeded and payment_intent.succeeded
+// must land on one stream with one business id, or the domain would count it twice.
+func TestCaptureReportedTwiceAgrees(t *testing.T) {
+	a := newAdapter(t)
+	viaCharge := parseOne(t, a, signed(fixture(t, "charge.succeeded.json"), secret, now))
+	viaPI := parseOne(t, a, signed(fixture(t, "payment_intent.succeeded.json"), secret, now))
+	if viaCharge.StreamID() != viaPI.StreamID() {
+		t.Errorf("streams differ: %s vs %s", viaCharge.StreamID(), viaPI.StreamID())
+	}
+	if viaCharge.Facts[0] != viaPI.Facts[0] {
+		t.Errorf("facts differ: %+v vs %+v", viaCharge.Facts[0], viaPI.Facts[0])
+	}
+	if viaCharge.StreamID() != "payment-stripe-pi_3QxYzA2eZvKYlo2C1PJqQe7b" {
+		t.Errorf("StreamID = %s", viaCharge.StreamID())
+	}
+	payout := parseOne(t, a, signed(fixture(t, "payout.paid.json"), secret, now))
+	if payout.StreamID() != "payout-stripe-po_1QzPoU2eZvKYlo2CxPaYoUt1" {
+		t.Errorf("payout StreamID = %s", payout.StreamID())
+	}
+}
+
+// The fixtures must be shapes stripe-go itself decodes, and our reading of
+// ids and amounts must agree with its typed one.
+func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	a := newAdapter(t)
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e stripego.Event
+		if err := json.Unmarshal(body, &e); err != nil {
+			t.Fatalf("%s: stripe-go cannot decode: %v", f, err)
+		}
+		ev := parseOne(t, a, signed(body, secret, now))
+		if e.ID != ev.DedupKey || string(e.Type) != ev.Type || e.Created != ev.OccurredAt.Unix() {
+			t.Errorf("%s: header fields disagree with stripe-go", f)
+		}
+		if ev.Ignored() {
+			continue
+		}
+		fact := ev.Facts[0]
+		var gotID string
+		var gotAmount int64
+		switch {
+		case strings.HasPrefix(ev.Type, "payment_intent."):
+			var pi stripego.PaymentIntent
+			mustUnmarshal(t, e.Data.Raw, &pi)
+			gotID = pi.ID
+			switch fact.Kind {
+			case provider.KindCaptured:
+				gotAmount = pi.AmountReceived
+				if pi.LatestCharge == nil || pi.LatestCharge.ID != fact.BusinessID {
+					t.Errorf("%s: latest_charge disagrees", f)
+				}
+			case provider.KindAuthorized:
+				gotAmount = pi.AmountCapturable
+			default:
+				gotAmount = pi.Amount
+			}
+		case ev.Type == "charge.refunded":
+			var ch stripego.Charge
+			mustUnmarshal(t, e.Data.Raw, &ch)
+			gotID = ch.PaymentIntent.ID
+			gotAmount = ch.Refunds.Data[0].Amount
+			if ch.Refunds.Data[0].ID != fact.BusinessID {
+				t.Errorf("%s: refund id disagrees", f)
+			}
+		case strings.HasPrefix(ev.Type, "charge.dispute."):
+			var du stripego.Dispute
+			mustUnmarshal(t, e.Data.Raw, &du)
+			gotID, gotAmount = du.PaymentIntent.ID, du.Amount
+		case strings.HasPrefix(ev.Type, "charge.refund"), strings.HasPrefix(ev.Type, "refund."):
+			var re stripego.Refund
+			mustUnmarshal(t, e.Data.Raw, &re)
+			gotID, gotAmount = re.PaymentIntent.ID, re.Amount
+		case strings.HasPrefix(ev.Type, "charge."):
+			var ch stripego.Charge
+			mustUnmarshal(t, e.Data.Raw, &ch)
+			gotID, gotAmount = ch.PaymentIntent.ID, ch.Amount
+			if ch.Captured {
+				gotAmount = ch.AmountCaptured
+			}
+			if ch.BalanceTransaction != nil && ch.BalanceTransaction.Fee != fact.Fee {
+				t.Errorf("%s: fee %d, stripe-go %d", f, fact.Fee, ch.BalanceTransaction.Fee)
+			}
+		case ev.Type == "payout.paid":
+			var po stripego.Payout
+			mustUnmarshal(t, e.Data.Raw, &po)
+			if po.ID != fact.BusinessID {
+				t.Errorf("%s: payout id disagrees", f)
+			}
+			gotAmount = po.Amount
+		}
+		if ev.Type != "payout.paid" && gotID != ev.PaymentKey {
+			t.Errorf("%s: payment key %q, stripe-go %q", f, ev.PaymentKey, gotID)
+		}
+		if gotAmount != fact.Amount {
+			t.Errorf("%s: amount %d, stripe-go %d", f, fact.Amount, gotAmount)
+		}
+	}
+}
+
+func mustUnmarshal(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Bad input: every error is a 400-class sentinel and names the field.
+
+// mutate decodes a fixture, applies fn to it, and re-encodes it. Numbers stay
+// json.Number so out-of-range literals survive the round trip.
+func mutate(t *testing.T, file string, fn func(root map[string]any)) []byte {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(fixture(t, file)))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		t.Fatal(err)
+	}
+	fn(root)
+	b, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func obj(root map[string]any) map[string]any {
+	return root["data"].(map[string]any)["object"].(map[string]any)
+}
+
+func TestBadInput(t *testing.T) {
+	set := func(file, field string, v any) []byte {
+		return mutate(t, file, func(r map[string]any) { obj(r)[field] = v })
+	}
+	del := func(file, field string) []byte {
+		return mutate(t, file, func(r map[string]any) { delete(obj(r), field) })
+	}
+	cases := []struct {
+		name  string
+		body  []byte
+		want  error
+		field string
+	}{
+		{"invalid JSON", []byte(`{"id": "evt_1",`), provider.ErrMalformed, "invalid JSON"},
+		{"trailing data", append(fixture(t, "charge.succeeded.json"), []byte("{}")...), provider.ErrMalformed, "invalid JSON"},
+		{"not an object", []byte(`["evt_1"]`), provider.ErrMalformed, "not a JSON object"},
+		{"missing id", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "id") }), provider.ErrMissingField, "id"},
+		{"empty id", mutate(t, "customer.created.json", func(r map[string]any) { r["id"] = "" }), provider.ErrMissingField, "id"},
+		{"numeric id", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["id"] = json.Number("7") }), provider.ErrMalformed, "id must be a string"},
+		{"missing type", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "type") }), provider.ErrMissingField, "type"},
+		{"missing created", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "created") }), provider.ErrMissingField, "created"},
+		{"created not a number", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["created"] = "today" }), provider.ErrMalformed, "created"},
+		{"missing data.object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{} }), provider.ErrMissingField, "data.object"},
+		{"data.object not an object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{"object": "ch_1"} }), provider.ErrMalformed, "data.object must be an object"},
+		{"pi succeeded without latest_charge", set("payment_intent.succeeded.json", "latest_charge", nil), provider.ErrMissingField, "data.object.latest_charge"},
+		{"pi succeeded without amount_received", del("payment_intent.succeeded.json", "amount_received"), provider.ErrMissingField, "data.object.amount_received"},
+		{"pi negative amount_received", set("payment_intent.succeeded.json", "amount_received", json.Number("-2000")), provider.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi fractional amount", set("payment_intent.succeeded.json", "amount_received", json.Number("20.5")), provider.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi exponent amount", set("payment_intent.succeeded.json", "amount_received", json.Number("2e3")), provider.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi quoted amount", set("payment_intent.succeeded.json", "amount_received", "2000"), provider.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi overflowing amount", set("payment_intent.succeeded.json", "amount_received", json.Number("9223372036854775808")), provider.ErrInvalidAmount, "overflows"},
+		{"pi unknown currency", set("payment_intent.succeeded.json", "currency", "xyz"), money.ErrUnknownCurrency, "data.object.currency"},
+		{"pi missing currency", del("payment_intent.succeeded.json", "currency"), provider.ErrMissingField, "data.object.currency"},
+		{"pi missing id", del("payment_intent.succeeded.json", "id"), provider.ErrMissingField, "data.object.id"},
+		{"charge without payment_intent", set("charge.succeeded.json", "payment_intent", nil), provider.ErrMissingField, "data.object.payment_intent"},
+		{"charge without captured", del("charge.succeeded.json", "captured"), provider.ErrMissingField, "data.object.captured"},
+		{"charge captured not bool", set("charge.succeeded.json", "captured", "yes"), provider.ErrMalformed, "data.object.captured"},
+		{"charge negative amount_captured", set("charge.captured.json", "amount_captured", json.Number("-1")), provider.ErrInvalidAmount, "data.object.amount_captured"},
+		{"charge fee above amount", mutate(t, "charge.succeeded.expanded_fee.json", func(r map[string]any) {
+			obj(r)["balance_transaction"].(map[string]any)["fee"] = json.Number("5000")
+		}), provider.ErrInvalidAmount, "fee"},
+		{"charge negative fee", mutate(t, "charge.succeeded.expanded_fee.json", func(r map[string]any) {
+			obj(r)["balance_transaction"].(map[string]any)["fee"] = json.Number("-1")
+		}), provider.ErrInvalidAmount, "data.object.balance_transaction.fee"},
+		{"refund list entry without amount", mutate(t, "charge.refunded.expanded.json", func(r map[string]any) {
+			delete(obj(r)["refunds"].(map[string]any)["data"].([]any)[0].(map[string]any), "amount")
+		}), provider.ErrMissingField, "data.object.refunds.data[0].amount"},
+		{"refund list not a list", mutate(t, "charge.refunded.expanded.json", func(r map[string]any) {
+			obj(r)["refunds"].(map[string]any)["data"] = "re_1"
+		}), provider.ErrMalformed, "data.object.refunds.data"},
+		{"refund without payment_intent", set("refund.created.json", "payment_intent", nil), provider.ErrMissingField, "data.object.payment_intent"},
+		{"refund negative amount", set("refund.created.json", "amount", json.Number("-1500")), provider.ErrInvalidAmount, "data.object.amount"},
+		{"refund unknown currency", set("refund.failed.json", "currency", "zzz"), money.ErrUnknownCurrency, "data.object.currency"},
+		{"dispute without payment_intent", set("charge.dispute.created.json", "payment_intent", nil), provider.ErrMissingField, "data.object.payment_intent"},
+		{"dispute without id", del("charge.dispute.closed.lost.json", "id"), provider.ErrMissingField, "data.object.id"},
+		{"payout without id", del("payout.paid.json", "id"), provider.ErrMissingField, "data.object.id"},
+		{"payout overflowing amount", set("payout.paid.json", "amount", json.Number("99999999999999999999999")), provider.ErrInvalidAmount, "data.object.amount"},
+	}
+	a := newAdapter(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, err := a.Parse(signed(tc.body, secret, now))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if errors.Is(err, providers.ErrUnauthorized) {
+				t.Fatal("a signed body was reported as unauthorized")
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("err %q does not name %q", err, tc.field)
+			}
+			if evs != nil {
+				t.Error("events returned with an error")
+			}
+		})
+	}
+}
+
+// An expanded latest_charge (an object, not an id) is read through its id.
+func TestExpandedReferences(t *testing.T) {
+	body := mutate(t, "payment_intent.succeeded.json", func(r map[string]any) {
+		obj(r)["latest_charge"] = map[string]any{
+			"id": "ch_3QxYzA2eZvKYlo2C1kTq9v0W", "object": "charge",
+			"balance_transaction": map[string]any{"id": "txn_1", "object": "balance_transaction", "fee": json.Number("88")},
+		}
+	})
+	ev := parseOne(t, newAdapter(t), signed(body, secret, now))
+	if f := ev.Facts[0]; f.BusinessID != "ch_3QxYzA2eZvKYlo2C1kTq9v0W" || f.Fee != 88 {
+		t.Errorf("fact = %+v", f)
+	}
+	body = mutate(t, "charge.succeeded.json", func(r map[string]any) {
+		obj(r)["payment_intent"] = map[string]any{"id": "pi_expanded", "object": "payment_intent"}
+	})
+	if ev := parseOne(t, newAdapter(t), signed(body, secret, now)); ev.PaymentKey != "pi_expanded" {
+		t.Errorf("PaymentKey = %q", ev.PaymentKey)
+	}
+}
+
+func TestSignFormat(t *testing.T) {
+	h := stripe.Sign("whsec_x", time.Unix(1700000000, 0), []byte("{}"))
+	if !strings.HasPrefix(h, "t=1700000000,v1=") {
+		t.Fatalf("Sign = %q", h)
+	}
+	if sig, err := hex.DecodeString(strings.TrimPrefix(h, "t=1700000000,v1=")); err != nil || !bytes.Equal(sig, webhook.ComputeSignature(time.Unix(1700000000, 0), []byte("{}"), "whsec_x")) {
+		t.Errorf("Sign disagrees with webhook.ComputeSignature")
+	}
+}

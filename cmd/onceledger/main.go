@@ -1,0 +1,84 @@
+// Command onceledger is the payment ledger's single binary: the webhook and
+// query server, migrations, projection rebuilds, status, verification and
+// stream inspection. main is the only place that reads the environment: every
+// flag has an ONCELEDGER_* twin, documented in CONTRACT.md and the README.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// cli is the configuration: flags with environment twins and defaults.
+// kong reads it once at start; validate() checks what kong cannot.
+type cli struct {
+	DatabaseURL string `name:"database-url" env:"ONCELEDGER_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/onceledger?sslmode=disable" help:"Postgres: read models, inbox and the default event store."`
+	EventStore  string `name:"event-store" env:"ONCELEDGER_EVENT_STORE" default:"postgres" help:"'postgres', or an esdb://host:2113?tls=false connection string for EventStoreDB / KurrentDB."`
+	LogLevel    string `name:"log-level" env:"ONCELEDGER_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
+	LogFormat   string `name:"log-format" env:"ONCELEDGER_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
+
+	Serve   serveCmd   `cmd:"" help:"Run the HTTP server (webhooks, query API, health, metrics) and the projectors."`
+	Migrate migrateCmd `cmd:"" help:"Apply pending migrations and exit."`
+	Rebuild rebuildCmd `cmd:"" help:"Rebuild projections from history into shadow tables, compare with live, swap."`
+	Status  statusCmd  `cmd:"" help:"Each projection's position, the head, the lag; inbox counts by status."`
+	Verify  verifyCmd  `cmd:"" help:"Check ledger invariants; non-zero exit on any violation."`
+	Inspect inspectCmd `cmd:"" help:"Print the events of one stream, in order."`
+	Sample  sampleCmd  `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
+}
+
+// globals is what every subcommand gets.
+type globals struct {
+	ctx context.Context
+	log *slog.Logger
+	cli *cli
+}
+
+func main() {
+	var c cli
+	kctx := kong.Parse(&c,
+		kong.Name("onceledger"),
+		kong.Description("Event-sourced payment ledger: the provider delivers at least once; onceledger records exactly once."),
+		kong.UsageOnError(),
+	)
+	log := newLogger(c.LogLevel, c.LogFormat)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := kctx.Run(&globals{ctx: ctx, log: log, cli: &c}); err != nil {
+		fmt.Fprintln(os.Stderr, "onceledger:", err)
+		stop()
+		os.Exit(exitCode(err))
+	}
+}
+
+func newLogger(level, format string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// exitError carries a specific exit code (verification failures use 2, so
+// scripts can tell "the ledger is wrong" from "could not run").
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	if e, ok := err.(*exitError); ok {
+		return e.code
+	}
+	return 1
+}

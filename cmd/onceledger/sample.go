@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sampleCmd signs a sample capture with the configured secret and posts it,
+// so a newcomer can watch "accepted" then "duplicate" for the same id.
+type sampleCmd struct {
+	Provider        string   `name:"provider" default:"standard" enum:"standard,stripe" help:"Which provider's scheme to sign with."`
+	URL             string   `name:"url" default:"http://127.0.0.1:8080" help:"Base URL of a running onceledger serve."`
+	ID              string   `name:"id" default:"msg_sample_1" help:"Event id (dedup key); send the same one twice to see the duplicate."`
+	Payment         string   `name:"payment" default:"pay_sample_1" help:"Payment id."`
+	Amount          int64    `name:"amount" default:"1000" help:"Amount in minor units."`
+	Currency        string   `name:"currency" default:"USD" help:"ISO 4217 currency."`
+	StandardSecrets []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," help:"Signs with the first one."`
+	StripeSecrets   []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," help:"Signs with the first one."`
+}
+
+func (c *sampleCmd) Run(g *globals) error {
+	now := time.Now()
+	var body []byte
+	header := http.Header{"Content-Type": {"application/json"}}
+	switch c.Provider {
+	case "standard":
+		secrets := nonEmpty(c.StandardSecrets)
+		if len(secrets) == 0 {
+			return fmt.Errorf("set ONCELEDGER_STANDARD_SECRETS (the server's secret) to sign the sample")
+		}
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secrets[0], "whsec_"))
+		if err != nil {
+			return fmt.Errorf("ONCELEDGER_STANDARD_SECRETS: not whsec_<base64>: %w", err)
+		}
+		body, _ = json.Marshal(map[string]any{
+			"type": "payment.captured", "timestamp": now.UTC().Format(time.RFC3339),
+			"data": map[string]any{"payment_id": c.Payment, "capture_id": "cap_" + c.Payment,
+				"amount": c.Amount, "currency": c.Currency, "fee": c.Amount * 3 / 100},
+		})
+		ts := strconv.FormatInt(now.Unix(), 10)
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(c.ID + "." + ts + "."))
+		mac.Write(body)
+		header.Set("webhook-id", c.ID)
+		header.Set("webhook-timestamp", ts)
+		header.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	case "stripe":
+		secrets := nonEmpty(c.StripeSecrets)
+		if len(secrets) == 0 {
+			return fmt.Errorf("set ONCELEDGER_STRIPE_SECRETS (the server's secret) to sign the sample")
+		}
+		body, _ = json.Marshal(map[string]any{
+			"id": c.ID, "object": "event", "type": "charge.succeeded", "created": now.Unix(),
+			"data": map[string]any{"object": map[string]any{
+				"id": "ch_" + c.Payment, "object": "charge", "payment_intent": c.Payment,
+				"amount": c.Amount, "amount_captured": c.Amount, "captured": true,
+				"currency": strings.ToLower(c.Currency), "status": "succeeded"}},
+		})
+		ts := strconv.FormatInt(now.Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(secrets[0]))
+		mac.Write([]byte(ts + "."))
+		mac.Write(body)
+		header.Set("Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
+	}
+	req, err := http.NewRequestWithContext(g.ctx, http.MethodPost,
+		strings.TrimRight(c.URL, "/")+"/webhooks/"+c.Provider, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = header
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("send sample: %w", err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	fmt.Printf("POST %s → %s %s\n", req.URL, resp.Status, bytes.TrimSpace(answer))
+	if resp.StatusCode/100 != 2 {
+		return &exitError{code: 1, err: fmt.Errorf("server answered %s", resp.Status)}
+	}
+	return nil
+}

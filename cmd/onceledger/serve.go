@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/standard"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
+)
+
+type serveCmd struct {
+	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" help:"Listen address."`
+	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," help:"Bearer tokens for the /v1 query API; none = /v1 answers 401."`
+	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" help:"Max signature timestamp age."`
+	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" help:"Larger webhook bodies get 413."`
+	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" help:"Time to record a webhook before answering 503."`
+	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"64" help:"In-flight webhooks per provider before 503 + Retry-After."`
+	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" help:"How long to drain in-flight requests on SIGTERM."`
+	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" help:"Create the database and apply pending migrations at start."`
+	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" help:"Run the projectors in this process."`
+	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
+
+	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," help:"Stripe whsec_ signing secrets (several: rotation)."`
+	StandardSecrets         []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," help:"Standard Webhooks whsec_<base64> secrets."`
+	AdyenHMACKeys           []string `name:"adyen-hmac-keys" env:"ONCELEDGER_ADYEN_HMAC_KEYS" sep:"," help:"Adyen hex HMAC keys."`
+	PaypalWebhookID         string   `name:"paypal-webhook-id" env:"ONCELEDGER_PAYPAL_WEBHOOK_ID" help:"PayPal webhook id."`
+	PaypalCertFiles         []string `name:"paypal-cert-files" env:"ONCELEDGER_PAYPAL_CERT_FILES" sep:"," help:"PEM files of trusted PayPal signing certificates."`
+	SquareSignatureKeys     []string `name:"square-signature-keys" env:"ONCELEDGER_SQUARE_SIGNATURE_KEYS" sep:"," help:"Square signature keys."`
+	SquareNotificationURL   string   `name:"square-notification-url" env:"ONCELEDGER_SQUARE_NOTIFICATION_URL" help:"The exact notification URL subscribed at Square."`
+	CirclePublicKeys        []string `name:"circle-public-keys" env:"ONCELEDGER_CIRCLE_PUBLIC_KEYS" sep:"," help:"Circle KEY_ID=base64 SPKI ECDSA public keys."`
+	PaypalIPNVerifyURL      string   `name:"paypal-ipn-verify-url" env:"ONCELEDGER_PAYPAL_IPN_VERIFY_URL" default:"https://ipnpb.paypal.com/cgi-bin/webscr" help:"Where IPN messages are posted back for verification."`
+	PaypalIPNReceiverEmails []string `name:"paypal-ipn-receiver-emails" env:"ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS" sep:"," help:"Receiver emails the IPN listener accepts; none = paypal-ipn not configured."`
+}
+
+// Validate is called by kong after parsing: refuse a configuration that
+// cannot work before opening any connection.
+func (c *serveCmd) Validate() error {
+	var errs []error
+	if c.WebhookTolerance <= 0 {
+		errs = append(errs, fmt.Errorf("ONCELEDGER_WEBHOOK_TOLERANCE must be positive, got %v", c.WebhookTolerance))
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("ONCELEDGER_MAX_BODY_BYTES must be positive, got %d", c.MaxBodyBytes))
+	}
+	if c.IngestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ONCELEDGER_INGEST_TIMEOUT must be positive, got %v", c.IngestTimeout))
+	}
+	if len(nonEmpty(c.SquareSignatureKeys)) > 0 && c.SquareNotificationURL == "" {
+		errs = append(errs, errors.New("ONCELEDGER_SQUARE_SIGNATURE_KEYS needs ONCELEDGER_SQUARE_NOTIFICATION_URL (Square signs the URL)"))
+	}
+	if len(nonEmpty(c.PaypalCertFiles)) > 0 && c.PaypalWebhookID == "" {
+		errs = append(errs, errors.New("ONCELEDGER_PAYPAL_CERT_FILES needs ONCELEDGER_PAYPAL_WEBHOOK_ID"))
+	}
+	return errors.Join(errs...)
+}
+
+func nonEmpty(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// buildProviders returns the configured provider adapters; a provider with no
+// secrets is absent, so its endpoint answers 404.
+func (c *serveCmd) buildProviders() (map[string]providers.Adapter, error) {
+	out := map[string]providers.Adapter{}
+	add := func(a providers.Adapter, err error) error {
+		if err != nil {
+			return err
+		}
+		out[a.Name()] = a
+		return nil
+	}
+	if s := nonEmpty(c.StripeSecrets); len(s) > 0 {
+		if err := add(stripe.New(s, c.WebhookTolerance)); err != nil {
+			return nil, err
+		}
+	}
+	if s := nonEmpty(c.StandardSecrets); len(s) > 0 {
+		if err := add(standard.New(s, c.WebhookTolerance)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (c *serveCmd) Run(g *globals) error {
+	ctx, log := g.ctx, g.log
+	provs, err := c.buildProviders()
+	if err != nil {
+		return fmt.Errorf("provider configuration: %w", err)
+	}
+	if c.Migrate {
+		if err := postgres.EnsureDatabase(ctx, g.cli.DatabaseURL); err != nil {
+			return err
+		}
+		applied, err := postgres.Migrate(ctx, g.cli.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		log.Info("migrations applied", "count", len(applied))
+	}
+	pool, err := openPool(ctx, g.cli.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if g.cli.EventStore != "postgres" {
+		return fmt.Errorf("ONCELEDGER_EVENT_STORE=%q: only postgres is wired in this build", g.cli.EventStore)
+	}
+	store := postgres.NewEventStore(pool)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "onceledger_append_retries_total",
+		Help: "Appends retried after losing the race for a stream (wrong expected version).",
+	}, []string{"provider"})
+	reg.MustRegister(retries)
+	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{
+		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
+	})
+
+	handler := httpapi.NewHandler(httpapi.Config{
+		Providers:           provs,
+		Ingester:            svc,
+		MaxBodyBytes:        c.MaxBodyBytes,
+		IngestTimeout:       c.IngestTimeout,
+		ProviderConcurrency: c.ProviderConcurrency,
+		Logger:              log,
+		Registry:            reg,
+		Ready: func(ctx context.Context) error {
+			if err := pool.Ping(ctx); err != nil {
+				return fmt.Errorf("database: %w", err)
+			}
+			ok, err := postgres.MigrationsApplied(ctx, pool)
+			if err != nil {
+				return fmt.Errorf("migrations: %w", err)
+			}
+			if !ok {
+				return errors.New("migrations pending")
+			}
+			return nil
+		},
+	})
+
+	srv := &http.Server{
+		Addr:              c.Addr,
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      c.IngestTimeout + 15*time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	var wg sync.WaitGroup
+	if c.PprofAddr != "" {
+		startPprof(ctx, &wg, c.PprofAddr, log)
+	}
+	names := make([]string, 0, len(provs))
+	for n := range provs {
+		names = append(names, n)
+	}
+	log.Info("serving", "addr", c.Addr, "providers", names, "event_store", g.cli.EventStore)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("listen %s: %w", c.Addr, err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests", "timeout", c.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	wg.Wait()
+	log.Info("stopped")
+	return nil
+}
+
+func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("ONCELEDGER_DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+func startPprof(ctx context.Context, wg *sync.WaitGroup, addr string, log interface{ Info(string, ...any) }) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		log.Info("pprof listening", "addr", addr)
+		_ = srv.ListenAndServe()
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+}
+
+type migrateCmd struct{}
+
+func (migrateCmd) Run(g *globals) error {
+	if err := postgres.EnsureDatabase(g.ctx, g.cli.DatabaseURL); err != nil {
+		return err
+	}
+	applied, err := postgres.Migrate(g.ctx, g.cli.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Println("migrations: up to date")
+		return nil
+	}
+	fmt.Printf("migrations: applied %v\n", applied)
+	return nil
+}

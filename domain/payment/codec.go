@@ -1,0 +1,207 @@
+package payment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/onceledger/onceledger/domain/money"
+)
+
+// ErrUnknownEventType is returned (wrapped) by Encode and Decode for a type
+// they do not know.
+var ErrUnknownEventType = errors.New("unknown event type")
+
+// The wire structs below are the stored JSON shape of each event: snake_case,
+// flat, one struct per type. They are private so that the domain types carry
+// no tags and the stored shape changes only here, deliberately. Times are
+// RFC 3339 with nanoseconds, in UTC.
+
+type wireMeta struct {
+	Provider   string `json:"provider"`
+	PaymentKey string `json:"payment_key"`
+	DedupKey   string `json:"dedup_key"`
+	OccurredAt string `json:"occurred_at"`
+}
+
+type wireAuthorized struct {
+	wireMeta
+	AuthorizationID string `json:"authorization_id"`
+	Amount          int64  `json:"amount"`
+	Currency        string `json:"currency"`
+}
+
+type wireCaptured struct {
+	wireMeta
+	CaptureID string `json:"capture_id"`
+	Amount    int64  `json:"amount"`
+	Fee       int64  `json:"fee"`
+	Currency  string `json:"currency"`
+}
+
+type wireReason struct {
+	wireMeta
+	Reason string `json:"reason"`
+}
+
+type wireRefund struct {
+	wireMeta
+	RefundID   string `json:"refund_id"`
+	Amount     int64  `json:"amount"`
+	Currency   string `json:"currency"`
+	WasPending bool   `json:"was_pending"`
+}
+
+type wireDispute struct {
+	wireMeta
+	DisputeID string `json:"dispute_id"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+type wirePayout struct {
+	wireMeta
+	PayoutID string `json:"payout_id"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+type wireRecon struct {
+	wireMeta
+	Kind    string `json:"kind"`
+	Key     string `json:"key"`
+	Details string `json:"details"`
+}
+
+func toWireMeta(m Meta) wireMeta {
+	return wireMeta{
+		Provider:   m.Provider,
+		PaymentKey: m.PaymentKey,
+		DedupKey:   m.DedupKey,
+		OccurredAt: m.OccurredAt.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+func (w wireMeta) meta() (Meta, error) {
+	t, err := time.Parse(time.RFC3339Nano, w.OccurredAt)
+	if err != nil {
+		return Meta{}, fmt.Errorf("occurred_at: %w", err)
+	}
+	return Meta{Provider: w.Provider, PaymentKey: w.PaymentKey, DedupKey: w.DedupKey, OccurredAt: t.UTC()}, nil
+}
+
+// Encode returns the stable type name and JSON body of e. Events are values;
+// a pointer or a foreign Event implementation wraps ErrUnknownEventType.
+func Encode(e Event) (typ string, data []byte, err error) {
+	var w any
+	switch e := e.(type) {
+	case Authorized:
+		w = wireAuthorized{toWireMeta(e.Meta), e.AuthorizationID, e.Amount, string(e.Currency)}
+	case Captured:
+		w = wireCaptured{toWireMeta(e.Meta), e.CaptureID, e.Amount, e.Fee, string(e.Currency)}
+	case Failed:
+		w = wireReason{toWireMeta(e.Meta), e.Reason}
+	case Canceled:
+		w = wireReason{toWireMeta(e.Meta), e.Reason}
+	case RefundPending:
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false}
+	case RefundPosted:
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending}
+	case RefundReversed:
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending}
+	case DisputeOpened:
+		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
+	case DisputeWon:
+		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
+	case DisputeLost:
+		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
+	case PayoutPaid:
+		w = wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}
+	case Flagged:
+		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details}
+	case Cleared:
+		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details}
+	default:
+		return "", nil, fmt.Errorf("%w: %T", ErrUnknownEventType, e)
+	}
+	data, err = json.Marshal(w)
+	if err != nil {
+		return "", nil, fmt.Errorf("encode %s: %w", e.Type(), err)
+	}
+	return e.Type(), data, nil
+}
+
+// Decode is the inverse of Encode; an unknown type is an error wrapping
+// ErrUnknownEventType. Unknown JSON fields are ignored, so that events written
+// by a newer version with an added field still load.
+func Decode(typ string, data []byte) (Event, error) {
+	switch typ {
+	case TypeAuthorized:
+		return decode(typ, data, func(w wireAuthorized, m Meta) Event {
+			return Authorized{Meta: m, AuthorizationID: w.AuthorizationID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypeCaptured:
+		return decode(typ, data, func(w wireCaptured, m Meta) Event {
+			return Captured{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Fee: w.Fee, Currency: money.Currency(w.Currency)}
+		})
+	case TypeFailed:
+		return decode(typ, data, func(w wireReason, m Meta) Event { return Failed{Meta: m, Reason: w.Reason} })
+	case TypeCanceled:
+		return decode(typ, data, func(w wireReason, m Meta) Event { return Canceled{Meta: m, Reason: w.Reason} })
+	case TypeRefundPending:
+		return decode(typ, data, func(w wireRefund, m Meta) Event {
+			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypeRefundPosted:
+		return decode(typ, data, func(w wireRefund, m Meta) Event {
+			return RefundPosted{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending}
+		})
+	case TypeRefundReversed:
+		return decode(typ, data, func(w wireRefund, m Meta) Event {
+			return RefundReversed{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending}
+		})
+	case TypeDisputeOpened:
+		return decode(typ, data, func(w wireDispute, m Meta) Event {
+			return DisputeOpened{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypeDisputeWon:
+		return decode(typ, data, func(w wireDispute, m Meta) Event {
+			return DisputeWon{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypeDisputeLost:
+		return decode(typ, data, func(w wireDispute, m Meta) Event {
+			return DisputeLost{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypePayoutPaid:
+		return decode(typ, data, func(w wirePayout, m Meta) Event {
+			return PayoutPaid{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypeFlagged:
+		return decode(typ, data, func(w wireRecon, m Meta) Event {
+			return Flagged{Meta: m, Kind: w.Kind, Key: w.Key, Details: w.Details}
+		})
+	case TypeCleared:
+		return decode(typ, data, func(w wireRecon, m Meta) Event {
+			return Cleared{Meta: m, Kind: w.Kind, Key: w.Key, Details: w.Details}
+		})
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownEventType, typ)
+}
+
+// metaOf lets decode reach the embedded wireMeta of any wire struct.
+type metaOf interface{ wire() wireMeta }
+
+func (w wireMeta) wire() wireMeta { return w }
+
+func decode[W metaOf](typ string, data []byte, build func(W, Meta) Event) (Event, error) {
+	var w W
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", typ, err)
+	}
+	m, err := w.wire().meta()
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", typ, err)
+	}
+	return build(w, m), nil
+}

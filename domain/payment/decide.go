@@ -1,0 +1,46 @@
+package payment
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// ErrForeignEvent is returned by Decide when the history holds an event that
+// belongs to the other aggregate (a payout event in a payment stream or the
+// reverse): the caller loaded the wrong stream.
+var ErrForeignEvent = errors.New("event does not belong to this stream")
+
+// Decide folds history (the stream's events, in order) and returns the events
+// that the delivery in adds. It dispatches to the payout aggregate when in is a
+// payout. An empty result means the delivery adds nothing new (its facts were
+// already recorded). Pure: no clock, no ids.
+//
+// An invalid delivery (provider.Event.Validate) is an error; so is a history
+// that does not belong to the delivery's kind of stream.
+func Decide(history []Event, in provider.Event) ([]Event, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	if in.Ignored() {
+		return nil, nil
+	}
+	if in.IsPayout() {
+		po := newPayout()
+		for i, e := range history {
+			if err := po.apply(e); err != nil {
+				return nil, fmt.Errorf("history event %d: %w", i, err)
+			}
+		}
+		return po.decide(in)
+	}
+	p := newPayment()
+	for i, e := range history {
+		if _, ok := e.(PayoutPaid); ok {
+			return nil, fmt.Errorf("history event %d (%s) in a payment stream: %w", i, e.Type(), ErrForeignEvent)
+		}
+		p.apply(e)
+	}
+	return p.decide(in), nil
+}

@@ -1,0 +1,377 @@
+package payment
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/onceledger/onceledger/domain/ledger"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+func TestDecideCapture(t *testing.T) {
+	s := &stream{t: t}
+	out := s.deliver(delivery("evt_1", capture("ch_1", 1000, 30)))
+	want := Captured{
+		Meta:      Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "evt_1", OccurredAt: t0},
+		CaptureID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD",
+	}
+	if len(out) != 1 || !reflect.DeepEqual(out[0], want) {
+		t.Fatalf("got %#v, want %#v", out, want)
+	}
+}
+
+func TestDecideRedeliveryAddsNothing(t *testing.T) {
+	s := &stream{t: t}
+	ev := delivery("evt_1", capture("ch_1", 1000, 30), refundFact("re_1", 100))
+	wantTypes(t, s.deliver(ev), TypeCaptured, TypeRefundPosted)
+	wantTypes(t, s.deliver(ev))
+	// Even a changed payload under the same key adds nothing: the inbox
+	// reports the conflict, the stream has already decided this delivery.
+	wantTypes(t, s.deliver(delivery("evt_1", capture("ch_2", 5, 0))))
+}
+
+func TestDecideSameCaptureUnderAnotherKey(t *testing.T) {
+	s := &stream{t: t}
+	wantTypes(t, s.deliver(delivery("charge.succeeded", capture("ch_1", 1000, 30))), TypeCaptured)
+	wantTypes(t, s.deliver(delivery("payment_intent.succeeded", capture("ch_1", 1000, 30))))
+
+	out := s.deliver(delivery("evt_x", capture("ch_1", 999, 30)))
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "ch_1" || f.Details == "" {
+		t.Fatalf("flag = %+v", f)
+	}
+	wantTypes(t, s.deliver(delivery("evt_y", capture("ch_1", 998, 30)))) // flagged once
+	if got := balances(s.history)[balanceKey{ledger.RevenueSales, "USD"}]; got != -1000 {
+		t.Fatalf("revenue:sales = %d, want -1000 (first amount stands)", got)
+	}
+}
+
+func TestDecideCurrencyMismatch(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(delivery("e1", capture("ch_1", 1000, 0)))
+	eur := capture("ch_2", 500, 0)
+	eur.Currency = "EUR"
+	out := s.deliver(delivery("e2", eur))
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "ch_2" {
+		t.Fatalf("flag = %+v", f)
+	}
+	wantTypes(t, s.deliver(delivery("e3", eur)))
+
+	r := refundFact("re_1", 100)
+	r.Currency = "EUR"
+	out = s.deliver(delivery("e4", r))
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "re_1" {
+		t.Fatalf("flag = %+v", f)
+	}
+	// A failure of the refund that was never recorded is not remembered.
+	wantTypes(t, s.deliver(delivery("e5", refundFailed("re_1"))))
+	d := disputeFact(provider.KindDisputeOpened, "du_1", 100)
+	d.Currency = "EUR"
+	wantTypes(t, s.deliver(delivery("e6", d)), TypeFlagged)
+
+	for k := range balances(s.history) {
+		if k.currency != "USD" {
+			t.Fatalf("something posted in %s", k.currency)
+		}
+	}
+}
+
+func TestDecideRefundAfterCapture(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(delivery("e1", capture("ch_1", 1000, 0)))
+	out := s.deliver(delivery("e2", refundFact("re_1", 300)))
+	wantTypes(t, out, TypeRefundPosted)
+	if r := out[0].(RefundPosted); r.RefundID != "re_1" || r.Amount != 300 || r.WasPending {
+		t.Fatalf("got %+v", r)
+	}
+	wantTypes(t, s.deliver(delivery("e3", refundFact("re_1", 300)))) // charge.refunded repeats it
+}
+
+func TestDecideRefundBeforeCapture(t *testing.T) {
+	s := &stream{t: t}
+	out := s.deliver(delivery("e1", refundFact("re_1", 300)))
+	wantTypes(t, out, TypeRefundPending, TypeFlagged)
+	if f := out[1].(Flagged); f.Kind != ReconRefundBeforePayment || f.Key != "re_1" {
+		t.Fatalf("flag = %+v", f)
+	}
+	if len(balances(s.history)) != 0 {
+		t.Fatal("a pending refund posted")
+	}
+	wantTypes(t, s.deliver(delivery("e2", refundFact("re_1", 300))))
+	wantTypes(t, s.deliver(delivery("e3", refundFact("re_2", 200))), TypeRefundPending, TypeFlagged)
+
+	out = s.deliver(delivery("e4", capture("ch_1", 1000, 0)))
+	wantTypes(t, out, TypeCaptured,
+		TypeRefundPosted, TypeCleared, // re_1, in arrival order
+		TypeRefundPosted, TypeCleared) // re_2
+	for i, id := range []string{"re_1", "re_2"} {
+		rp := out[1+2*i].(RefundPosted)
+		c := out[2+2*i].(Cleared)
+		if rp.RefundID != id || !rp.WasPending || c.Kind != ReconRefundBeforePayment || c.Key != id {
+			t.Fatalf("%s: %+v %+v", id, rp, c)
+		}
+	}
+	if len(openItems(s.history)) != 0 {
+		t.Fatalf("open items: %v", openItems(s.history))
+	}
+	wantTypes(t, s.deliver(delivery("e5", capture("ch_2", 1000, 0))), TypeCaptured) // nothing left pending
+	if got := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; got != 500 {
+		t.Fatalf("revenue:refunds = %d", got)
+	}
+}
+
+func TestDecideOverRefund(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(delivery("e1", capture("ch_1", 100, 0)))
+	wantTypes(t, s.deliver(delivery("e2", refundFact("re_1", 60))), TypeRefundPosted)
+	out := s.deliver(delivery("e3", refundFact("re_2", 60)))
+	wantTypes(t, out, TypeRefundPosted, TypeFlagged)
+	if f := out[1].(Flagged); f.Kind != ReconOverRefund || f.Key != "refunds" {
+		t.Fatalf("flag = %+v", f)
+	}
+	wantTypes(t, s.deliver(delivery("e4", refundFact("re_3", 10))), TypeRefundPosted) // already open
+	out = s.deliver(delivery("e5", capture("ch_2", 100, 0)))
+	wantTypes(t, out, TypeCaptured, TypeCleared)
+	if c := out[1].(Cleared); c.Kind != ReconOverRefund || c.Key != "refunds" {
+		t.Fatalf("clear = %+v", c)
+	}
+	// Over-refunds still post.
+	if got := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; got != 130 {
+		t.Fatalf("revenue:refunds = %d", got)
+	}
+}
+
+func TestDecideOverRefundFromPendingRefunds(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(delivery("e1", refundFact("re_1", 150)))
+	out := s.deliver(delivery("e2", capture("ch_1", 100, 0)))
+	wantTypes(t, out, TypeCaptured, TypeRefundPosted, TypeCleared, TypeFlagged)
+	if f := out[3].(Flagged); f.Kind != ReconOverRefund {
+		t.Fatalf("flag = %+v", f)
+	}
+	// Reversing the refund brings refunds back within captures.
+	out = s.deliver(delivery("e3", refundFailed("re_1")))
+	wantTypes(t, out, TypeRefundReversed, TypeCleared)
+	if c := out[1].(Cleared); c.Kind != ReconOverRefund {
+		t.Fatalf("clear = %+v", c)
+	}
+}
+
+func TestDecideRefundFailedAfterPosting(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(delivery("e1", capture("ch_1", 1000, 0)))
+	s.deliver(delivery("e2", refundFact("re_1", 300)))
+	out := s.deliver(delivery("e3", refundFailed("re_1")))
+	wantTypes(t, out, TypeRefundReversed)
+	if r := out[0].(RefundReversed); r.Amount != 300 || r.WasPending || r.Currency != "USD" {
+		t.Fatalf("got %+v", r)
+	}
+	wantTypes(t, s.deliver(delivery("e4", refundFailed("re_1"))))
+	wantTypes(t, s.deliver(delivery("e5", refundFact("re_1", 300)))) // never posts again
+	if _, ok := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; ok {
+		t.Fatal("revenue:refunds should net to zero")
+	}
+}
+
+func TestDecideRefundFailedWhilePending(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(delivery("e1", refundFact("re_1", 300)))
+	out := s.deliver(delivery("e2", refundFailed("re_1")))
+	wantTypes(t, out, TypeRefundReversed, TypeCleared)
+	if r := out[0].(RefundReversed); !r.WasPending || r.Amount != 300 {
+		t.Fatalf("got %+v", r)
+	}
+	if Postings(out[0]) != nil {
+		t.Fatal("dropping a pending refund must post nothing")
+	}
+	wantTypes(t, s.deliver(delivery("e3", capture("ch_1", 1000, 0))), TypeCaptured) // it must never post
+	wantTypes(t, s.deliver(delivery("e4", refundFact("re_1", 300))))
+	if len(openItems(s.history)) != 0 {
+		t.Fatalf("open items: %v", openItems(s.history))
+	}
+	var sum Summary
+	for _, e := range s.history {
+		sum.Apply(e)
+	}
+	if sum.RefundsPending != 0 || sum.Refunded != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+}
+
+func TestDecideRefundFailedBeforeRefund(t *testing.T) {
+	// Natural order: capture, refund, failure. Reversed arrival must end with
+	// the same balances.
+	natural := &stream{t: t}
+	natural.deliver(delivery("c", capture("ch_1", 1000, 0)))
+	natural.deliver(delivery("r", refundFact("re_1", 300)))
+	natural.deliver(delivery("f", refundFailed("re_1")))
+
+	s := &stream{t: t}
+	out := s.deliver(delivery("f", refundFailed("re_1")))
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconUnknownRefundFailed || f.Key != "re_1" {
+		t.Fatalf("flag = %+v", f)
+	}
+	out = s.deliver(delivery("r", refundFact("re_1", 300)))
+	wantTypes(t, out, TypeCleared)
+	if c := out[0].(Cleared); c.Kind != ReconUnknownRefundFailed || c.Key != "re_1" {
+		t.Fatalf("clear = %+v", c)
+	}
+	wantTypes(t, s.deliver(delivery("r2", refundFact("re_1", 300))))
+	wantTypes(t, s.deliver(delivery("c", capture("ch_1", 1000, 0))), TypeCaptured)
+	if !reflect.DeepEqual(balances(s.history), balances(natural.history)) {
+		t.Fatalf("balances %v, natural %v", balances(s.history), balances(natural.history))
+	}
+	if len(openItems(s.history)) != 0 {
+		t.Fatalf("open items: %v", openItems(s.history))
+	}
+}
+
+func TestDecideDisputes(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(delivery("e0", capture("ch_1", 1000, 0)))
+	out := s.deliver(delivery("e1", disputeFact(provider.KindDisputeOpened, "du_1", 1000)))
+	wantTypes(t, out, TypeDisputeOpened)
+	wantTypes(t, s.deliver(delivery("e2", disputeFact(provider.KindDisputeOpened, "du_1", 1000))))
+	wantTypes(t, s.deliver(delivery("e3", disputeFact(provider.KindDisputeWon, "du_1", 1000))), TypeDisputeWon)
+	wantTypes(t, s.deliver(delivery("e4", disputeFact(provider.KindDisputeWon, "du_1", 1000))))
+	wantTypes(t, s.deliver(delivery("e5", disputeFact(provider.KindDisputeLost, "du_1", 1000)))) // first outcome wins
+
+	// Outcome before opening: the opening is recorded first.
+	out = s.deliver(delivery("e6", disputeFact(provider.KindDisputeLost, "du_2", 400)))
+	wantTypes(t, out, TypeDisputeOpened, TypeDisputeLost)
+	if o := out[0].(DisputeOpened); o.Amount != 400 || o.DisputeID != "du_2" {
+		t.Fatalf("got %+v", o)
+	}
+	wantTypes(t, s.deliver(delivery("e7", disputeFact(provider.KindDisputeOpened, "du_2", 400))))
+	wantTypes(t, s.deliver(delivery("e8", disputeFact(provider.KindDisputeWon, "du_2", 400))))
+
+	b := balances(s.history)
+	if _, ok := b[balanceKey{ledger.DisputeReceivable("stripe"), "USD"}]; ok {
+		t.Fatalf("receivable should net out: %v", b)
+	}
+	if b[balanceKey{ledger.ExpensesDispute, "USD"}] != 400 || b[balanceKey{ledger.ProviderBalance("stripe"), "USD"}] != 600 {
+		t.Fatalf("balances %v", b)
+	}
+
+	// An outcome with another amount moves the opened amount and is flagged.
+	s.deliver(delivery("e9", disputeFact(provider.KindDisputeOpened, "du_3", 100)))
+	out = s.deliver(delivery("e10", disputeFact(provider.KindDisputeWon, "du_3", 90)))
+	wantTypes(t, out, TypeFlagged, TypeDisputeWon)
+	if f, w := out[0].(Flagged), out[1].(DisputeWon); f.Kind != ReconAmountMismatch || f.Key != "du_3" || w.Amount != 100 {
+		t.Fatalf("got %+v %+v", f, w)
+	}
+}
+
+func TestDecideAuthorizedFailedCanceledOnce(t *testing.T) {
+	s := &stream{t: t}
+	auth := provider.Fact{Kind: provider.KindAuthorized, BusinessID: "auth_1", Amount: 1000, Currency: "USD"}
+	out := s.deliver(delivery("e1", auth))
+	wantTypes(t, out, TypeAuthorized)
+	if a := out[0].(Authorized); a.AuthorizationID != "auth_1" || a.Amount != 1000 || a.Currency != "USD" {
+		t.Fatalf("got %+v", a)
+	}
+	wantTypes(t, s.deliver(delivery("e2", auth)))
+	fail := provider.Fact{Kind: provider.KindFailed, Reason: "card_declined"}
+	out = s.deliver(delivery("e3", fail))
+	wantTypes(t, out, TypeFailed)
+	if f := out[0].(Failed); f.Reason != "card_declined" {
+		t.Fatalf("got %+v", f)
+	}
+	wantTypes(t, s.deliver(delivery("e4", fail)))
+	cancel := provider.Fact{Kind: provider.KindCanceled, Reason: "requested_by_customer"}
+	wantTypes(t, s.deliver(delivery("e5", cancel)), TypeCanceled)
+	wantTypes(t, s.deliver(delivery("e6", cancel)))
+	if len(balances(s.history)) != 0 {
+		t.Fatal("authorizations and failures post nothing")
+	}
+}
+
+func TestDecideFactsOfOneDeliveryInOrder(t *testing.T) {
+	s := &stream{t: t}
+	// The refund comes first and waits; the capture in the same delivery
+	// releases it.
+	out := s.deliver(delivery("e1", refundFact("re_1", 100), capture("ch_1", 1000, 0), refundFact("re_1", 100), refundFact("re_2", 50)))
+	wantTypes(t, out, TypeRefundPending, TypeFlagged, TypeCaptured, TypeRefundPosted, TypeCleared, TypeRefundPosted)
+	if rp := out[3].(RefundPosted); rp.RefundID != "re_1" || !rp.WasPending {
+		t.Fatalf("got %+v", rp)
+	}
+	if rp := out[5].(RefundPosted); rp.RefundID != "re_2" || rp.WasPending {
+		t.Fatalf("got %+v", rp)
+	}
+}
+
+func TestDecideInvalidAndIgnored(t *testing.T) {
+	if _, err := Decide(nil, provider.Event{Provider: "stripe", PaymentKey: "pi_1", Facts: []provider.Fact{capture("ch_1", 1, 0)}}); !errors.Is(err, provider.ErrMissingField) {
+		t.Fatalf("missing dedup key: %v", err)
+	}
+	if _, err := Decide(nil, delivery("e1", capture("", 1, 0))); !errors.Is(err, provider.ErrMissingField) {
+		t.Fatalf("missing capture id: %v", err)
+	}
+	out, err := Decide(nil, delivery("e1"))
+	if err != nil || out != nil {
+		t.Fatalf("ignored delivery: %v %v", out, err)
+	}
+	payout := PayoutPaid{Meta: Meta{Provider: "stripe", DedupKey: "p"}, PayoutID: "po_1", Amount: 1, Currency: "USD"}
+	if _, err := Decide([]Event{payout}, delivery("e1", capture("ch_1", 1, 0))); !errors.Is(err, ErrForeignEvent) {
+		t.Fatalf("payout in payment stream: %v", err)
+	}
+}
+
+func payoutDelivery(key, id string, amount int64) provider.Event {
+	return provider.Event{Provider: "stripe", DedupKey: key, Type: "payout.paid", OccurredAt: t0,
+		Facts: []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: "USD"}}}
+}
+
+func TestDecidePayout(t *testing.T) {
+	s := &stream{t: t}
+	out := s.deliver(payoutDelivery("e1", "po_1", 5000))
+	want := PayoutPaid{Meta: Meta{Provider: "stripe", PaymentKey: "po_1", DedupKey: "e1", OccurredAt: t0}, PayoutID: "po_1", Amount: 5000, Currency: "USD"}
+	if len(out) != 1 || !reflect.DeepEqual(out[0], want) {
+		t.Fatalf("got %#v", out)
+	}
+	wantTypes(t, s.deliver(payoutDelivery("e1", "po_1", 5000)))
+	wantTypes(t, s.deliver(payoutDelivery("e2", "po_1", 5000)))
+
+	mixed := payoutDelivery("e3", "po_1", 1)
+	mixed.Facts = append(mixed.Facts, provider.Fact{Kind: provider.KindPayoutPaid, BusinessID: "po_2", Amount: 1, Currency: "USD"})
+	if _, err := Decide(nil, mixed); !errors.Is(err, provider.ErrMalformed) {
+		t.Fatalf("mixed payouts: %v", err)
+	}
+	captured := Captured{Meta: Meta{Provider: "stripe", DedupKey: "c"}, CaptureID: "ch_1", Amount: 1, Currency: "USD"}
+	if _, err := Decide([]Event{captured}, payoutDelivery("e4", "po_1", 1)); !errors.Is(err, ErrForeignEvent) {
+		t.Fatalf("payment event in payout stream: %v", err)
+	}
+}
+
+// pinnedEventID was computed independently (Python uuid.uuid5).
+const pinnedEventID = "48eaf8db-a802-5722-8d81-3c4451f5f0c0"
+
+func TestEventID(t *testing.T) {
+	a := EventID("stripe", "evt_1", 0)
+	if a != EventID("stripe", "evt_1", 0) {
+		t.Fatal("not deterministic")
+	}
+	if a.Version() != 5 {
+		t.Fatalf("version %d", a.Version())
+	}
+	seen := map[string]bool{}
+	for _, id := range []struct {
+		p, k string
+		i    int
+	}{{"stripe", "evt_1", 0}, {"stripe", "evt_1", 1}, {"stripe", "evt_2", 0}, {"adyen", "evt_1", 0},
+		{"ab", "c", 0}, {"a", "bc", 0}, {"stripe", "evt_1", 10}, {"stripe", "evt_11", 0}} {
+		u := EventID(id.p, id.k, id.i).String()
+		if seen[u] {
+			t.Fatalf("collision for %+v", id)
+		}
+		seen[u] = true
+	}
+	// Pinned: the namespace and the name layout are part of the stored data.
+	if got := EventID("stripe", "evt_1", 0).String(); got != pinnedEventID {
+		t.Fatalf("EventID changed: %s", got)
+	}
+}

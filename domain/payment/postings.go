@@ -1,0 +1,61 @@
+package payment
+
+import (
+	"github.com/onceledger/onceledger/domain/ledger"
+	"github.com/onceledger/onceledger/domain/money"
+)
+
+// Postings returns the double-entry postings of e per CONTRACT.md's chart of
+// accounts, with the provider p taken from e's Meta (nil for events that post
+// nothing). They sum to zero per currency. Lines of amount zero are left out
+// (a capture without fee has no fee line; a capture of zero posts nothing):
+// they carry no information and would only clutter the entries table.
+func Postings(e Event) []ledger.Posting {
+	p := e.Metadata().Provider
+	switch e := e.(type) {
+	case Captured:
+		return lines(e.Currency,
+			ledger.ProviderBalance(p), e.Amount-e.Fee,
+			ledger.ProviderFees(p), e.Fee,
+			ledger.RevenueSales, -e.Amount)
+	case RefundPosted:
+		return lines(e.Currency,
+			ledger.RevenueRefunds, e.Amount,
+			ledger.ProviderBalance(p), -e.Amount)
+	case RefundReversed:
+		if e.WasPending {
+			return nil // it never posted; nothing to undo
+		}
+		return lines(e.Currency,
+			ledger.ProviderBalance(p), e.Amount,
+			ledger.RevenueRefunds, -e.Amount)
+	case DisputeOpened:
+		return lines(e.Currency,
+			ledger.DisputeReceivable(p), e.Amount,
+			ledger.ProviderBalance(p), -e.Amount)
+	case DisputeWon:
+		return lines(e.Currency,
+			ledger.ProviderBalance(p), e.Amount,
+			ledger.DisputeReceivable(p), -e.Amount)
+	case DisputeLost:
+		return lines(e.Currency,
+			ledger.ExpensesDispute, e.Amount,
+			ledger.DisputeReceivable(p), -e.Amount)
+	case PayoutPaid:
+		return lines(e.Currency,
+			ledger.BankPayouts, e.Amount,
+			ledger.ProviderBalance(p), -e.Amount)
+	}
+	return nil
+}
+
+// lines builds postings from (account, amount) pairs, dropping zero amounts.
+func lines(c money.Currency, pairs ...any) []ledger.Posting {
+	var out []ledger.Posting
+	for i := 0; i < len(pairs); i += 2 {
+		if a := pairs[i+1].(int64); a != 0 {
+			out = append(out, ledger.Posting{Account: pairs[i].(string), Currency: c, Amount: a})
+		}
+	}
+	return out
+}

@@ -1,0 +1,271 @@
+package payment
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/google/uuid"
+	"pgregory.net/rapid"
+
+	"github.com/onceledger/onceledger/domain/ledger"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// lifecycle is a generated payment history: its deliveries in natural order
+// and, independently of Decide, the balances that history must post to.
+type lifecycle struct {
+	natural  []provider.Event
+	captures int
+	refunds  int
+	disputes int
+	outcomes int
+	want     map[balanceKey]int64
+}
+
+func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
+	p := rapid.SampledFrom([]string{"stripe", "adyen", "paypal", "standard", "square", "circle"}).Draw(t, "provider")
+	cur := rapid.SampledFrom([]money.Currency{"USD", "JPY", "KWD", "EUR"}).Draw(t, "currency")
+	var l lifecycle
+	l.want = map[balanceKey]int64{}
+	post := func(account string, amount int64) { l.want[balanceKey{account, cur}] += amount }
+	n := 0
+	add := func(f provider.Fact) {
+		n++
+		f.Currency = cur
+		ev := provider.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", n), Type: string(f.Kind),
+			PaymentKey: "pay_1", OccurredAt: t0, Facts: []provider.Fact{f}}
+		l.natural = append(l.natural, ev)
+		// The same business fact reported again under another event id
+		// (Stripe: charge.succeeded and payment_intent.succeeded).
+		if rapid.Bool().Draw(t, "alias") {
+			alias := ev
+			alias.DedupKey = fmt.Sprintf("alias_%d", n)
+			alias.Type += ".alias"
+			l.natural = append(l.natural, alias)
+		}
+	}
+
+	ncap := rapid.IntRange(1, 3).Draw(t, "captures")
+	amounts := make([]int64, ncap)
+	var total, maxCapture int64
+	for i := range amounts {
+		amounts[i] = rapid.Int64Range(1, 1_000_000).Draw(t, "capture")
+		total += amounts[i]
+		maxCapture = max(maxCapture, amounts[i])
+	}
+	if rapid.Bool().Draw(t, "authorized") {
+		add(provider.Fact{Kind: provider.KindAuthorized, BusinessID: "auth_1", Amount: total})
+	}
+	for i, a := range amounts {
+		fee := rapid.Int64Range(0, a).Draw(t, "fee")
+		add(provider.Fact{Kind: provider.KindCaptured, BusinessID: fmt.Sprintf("cap_%d", i), Amount: a, Fee: fee})
+		post(ledger.ProviderBalance(p), a-fee)
+		post(ledger.ProviderFees(p), fee)
+		post(ledger.RevenueSales, -a)
+		l.captures++
+	}
+	for i := range rapid.IntRange(0, 3).Draw(t, "refunds") {
+		r := rapid.Int64Range(1, maxCapture).Draw(t, "refund")
+		id := fmt.Sprintf("re_%d", i)
+		add(provider.Fact{Kind: provider.KindRefunded, BusinessID: id, Amount: r})
+		if refundFailures && rapid.Bool().Draw(t, "refund fails") {
+			// Reported as failed after all: posted then reversed in natural
+			// order, never posted when the failure overtakes the refund.
+			add(provider.Fact{Kind: provider.KindRefundFailed, BusinessID: id})
+			continue
+		}
+		post(ledger.RevenueRefunds, r)
+		post(ledger.ProviderBalance(p), -r)
+		l.refunds++
+	}
+	for i := range rapid.IntRange(0, 2).Draw(t, "disputes") {
+		id := fmt.Sprintf("du_%d", i)
+		d := rapid.Int64Range(1, maxCapture).Draw(t, "dispute")
+		add(provider.Fact{Kind: provider.KindDisputeOpened, BusinessID: id, Amount: d})
+		post(ledger.DisputeReceivable(p), d)
+		post(ledger.ProviderBalance(p), -d)
+		l.disputes++
+		switch rapid.IntRange(0, 2).Draw(t, "outcome") {
+		case 1:
+			add(provider.Fact{Kind: provider.KindDisputeWon, BusinessID: id, Amount: d})
+			post(ledger.ProviderBalance(p), d)
+			post(ledger.DisputeReceivable(p), -d)
+			l.outcomes++
+		case 2:
+			add(provider.Fact{Kind: provider.KindDisputeLost, BusinessID: id, Amount: d})
+			post(ledger.ExpensesDispute, d)
+			post(ledger.DisputeReceivable(p), -d)
+			l.outcomes++
+		}
+	}
+	if rapid.Bool().Draw(t, "failed") {
+		add(provider.Fact{Kind: provider.KindFailed, Reason: "card_declined"})
+	}
+	for k, v := range l.want {
+		if v == 0 {
+			delete(l.want, k)
+		}
+	}
+	return l
+}
+
+// shuffle permutes the deliveries and redelivers some of them (same dedup
+// key, same payload) at random places, before or after the original.
+func shuffle(t *rapid.T, evs []provider.Event) []provider.Event {
+	out := rapid.Permutation(evs).Draw(t, "order")
+	for range rapid.IntRange(0, len(evs)).Draw(t, "redeliveries") {
+		dup := out[rapid.IntRange(0, len(out)-1).Draw(t, "dup")]
+		at := rapid.IntRange(0, len(out)).Draw(t, "at")
+		out = append(out[:at], append([]provider.Event{dup}, out[at:]...)...)
+	}
+	return out
+}
+
+// ingest decides the deliveries one by one, as the ingestion service does,
+// and checks what must hold of every decided event.
+func ingest(t *rapid.T, evs []provider.Event) []Event {
+	var history []Event
+	ids := map[uuid.UUID]bool{}
+	for _, ev := range evs {
+		out, err := Decide(history, ev)
+		if err != nil {
+			t.Fatalf("Decide(%s): %v", ev.DedupKey, err)
+		}
+		for i, e := range out {
+			if err := ledger.Check(Postings(e)); err != nil { // (c)
+				t.Fatalf("%s: %v", e.Type(), err)
+			}
+			typ, data, err := Encode(e) // (d)
+			if err != nil {
+				t.Fatalf("Encode(%#v): %v", e, err)
+			}
+			back, err := Decode(typ, data)
+			if err != nil || !reflect.DeepEqual(back, e) {
+				t.Fatalf("round trip of %#v: %#v, %v", e, back, err)
+			}
+			id := EventID(ev.Provider, ev.DedupKey, i)
+			if ids[id] {
+				t.Fatalf("event id %s decided twice (%s #%d)", id, ev.DedupKey, i)
+			}
+			ids[id] = true
+		}
+		history = append(history, out...)
+		if again, _ := Decide(history, ev); len(again) != 0 {
+			t.Fatalf("deciding %s again added %v", ev.DedupKey, types(again))
+		}
+	}
+	return history
+}
+
+// facts is what a history records, independent of the order it arrived in.
+type facts struct {
+	captures map[string]int64
+	refunds  map[string]int64 // posted and not reversed
+	disputes map[string]string
+	counts   map[string]int // business events by type
+	open     map[reconKey]bool
+	summary  Summary
+}
+
+func factsOf(history []Event) facts {
+	f := facts{captures: map[string]int64{}, refunds: map[string]int64{}, disputes: map[string]string{},
+		counts: map[string]int{}, open: openItems(history)}
+	for _, e := range history {
+		f.summary.Apply(e)
+		switch e := e.(type) {
+		case Captured:
+			f.captures[e.CaptureID] = e.Amount
+		case RefundPosted:
+			f.refunds[e.RefundID] = e.Amount
+		case RefundReversed:
+			delete(f.refunds, e.RefundID)
+		case DisputeOpened:
+			f.disputes[e.DisputeID] = fmt.Sprintf("opened %d", e.Amount)
+		case DisputeWon:
+			f.disputes[e.DisputeID] += " won"
+		case DisputeLost:
+			f.disputes[e.DisputeID] += " lost"
+		}
+		switch e.Type() {
+		// RefundPending, Flagged and Cleared depend on arrival order by
+		// design: they are how a refund before its capture waits.
+		case TypeRefundPending, TypeFlagged, TypeCleared:
+		default:
+			f.counts[e.Type()]++
+		}
+	}
+	return f
+}
+
+func TestPropertyOrderAndDuplicationDoNotMatter(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) { checkOrderIndependence(t, false) })
+}
+
+// With refund failures the ledger still ends the same, but the events that
+// get there differ: a failure that overtakes its refund means the refund never
+// posts, instead of posting and being reversed. Event counts are then not
+// compared.
+func TestPropertyOrderIndependenceWithRefundFailures(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) { checkOrderIndependence(t, true) })
+}
+
+func checkOrderIndependence(t *rapid.T, refundFailures bool) {
+	l := genLifecycle(t, refundFailures)
+	natural := ingest(t, l.natural)
+	permuted := ingest(t, shuffle(t, l.natural))
+
+	// The natural order posts what the lifecycle says, with no refund
+	// waiting for its capture.
+	if got := balances(natural); !reflect.DeepEqual(got, l.want) {
+		t.Fatalf("natural balances %v, want %v", got, l.want)
+	}
+	nf, pf := factsOf(natural), factsOf(permuted)
+	if nf.counts[TypeCaptured] != l.captures || nf.counts[TypeRefundPosted]-nf.counts[TypeRefundReversed] != l.refunds ||
+		nf.counts[TypeDisputeOpened] != l.disputes || nf.counts[TypeDisputeWon]+nf.counts[TypeDisputeLost] != l.outcomes {
+		t.Fatalf("natural counts %v for %d captures, %d refunds, %d disputes, %d outcomes",
+			nf.counts, l.captures, l.refunds, l.disputes, l.outcomes)
+	}
+
+	if got := balances(permuted); !reflect.DeepEqual(got, l.want) { // (a)
+		t.Fatalf("permuted balances %v, want %v", got, l.want)
+	}
+	if !reflect.DeepEqual(pf.captures, nf.captures) || !reflect.DeepEqual(pf.refunds, nf.refunds) ||
+		!reflect.DeepEqual(pf.disputes, nf.disputes) { // (b)
+		t.Fatalf("business facts differ:\npermuted %v %v %v\nnatural  %v %v %v",
+			pf.captures, pf.refunds, pf.disputes, nf.captures, nf.refunds, nf.disputes)
+	}
+	if !refundFailures && !reflect.DeepEqual(pf.counts, nf.counts) { // (e)
+		t.Fatalf("event counts %v, natural %v", pf.counts, nf.counts)
+	}
+	if !reflect.DeepEqual(pf.open, nf.open) {
+		t.Fatalf("open reconciliation items %v, natural %v", pf.open, nf.open)
+	}
+	if pf.summary != nf.summary || pf.summary.Status() != nf.summary.Status() {
+		t.Fatalf("summary %+v (%s), natural %+v (%s)", pf.summary, pf.summary.Status(), nf.summary, nf.summary.Status())
+	}
+	if pf.summary.RefundsPending != 0 {
+		t.Fatalf("refunds still pending after their capture: %+v", pf.summary)
+	}
+}
+
+func TestPropertyPayoutRecordedOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := rapid.SampledFrom([]string{"stripe", "adyen", "standard"}).Draw(t, "provider")
+		amount := rapid.Int64Range(0, 1<<40).Draw(t, "amount")
+		var evs []provider.Event
+		for i := range rapid.IntRange(1, 4).Draw(t, "keys") {
+			evs = append(evs, provider.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", i), Type: "payout.paid", OccurredAt: t0,
+				Facts: []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1", Amount: amount, Currency: "USD"}}})
+		}
+		history := ingest(t, shuffle(t, evs))
+		if len(history) != 1 {
+			t.Fatalf("payout recorded %d times: %v", len(history), types(history))
+		}
+		pp, ok := history[0].(PayoutPaid)
+		if !ok || pp.PayoutID != "po_1" || pp.Amount != amount || pp.PaymentKey != "po_1" {
+			t.Fatalf("got %#v", history[0])
+		}
+	})
+}

@@ -1,0 +1,112 @@
+package payment
+
+import "github.com/onceledger/onceledger/domain/money"
+
+// Summary is the read side's view of one payment: what the payments read
+// model stores per row. It is folded from the stream's events with Apply, and
+// every field maps to a column, so a projection can load a row, Apply one
+// event and write it back.
+type Summary struct {
+	Currency       money.Currency
+	Authorized     int64
+	Captured       int64
+	Fees           int64
+	Refunded       int64 // posted refunds, net of reversals
+	RefundsPending int64 // refunds waiting for a capture
+	DisputeOpen    int64 // disputed and not yet decided
+	DisputeLost    int64
+	Failed         bool
+	Canceled       bool
+}
+
+// Apply folds one event into the summary. Events that do not change amounts
+// (reconciliation items, payouts) leave it as it is.
+func (s *Summary) Apply(e Event) {
+	switch e := e.(type) {
+	case Authorized:
+		s.Authorized += e.Amount
+		s.currency(e.Currency)
+	case Captured:
+		s.Captured += e.Amount
+		s.Fees += e.Fee
+		s.currency(e.Currency)
+	case Failed:
+		s.Failed = true
+	case Canceled:
+		s.Canceled = true
+	case RefundPending:
+		s.RefundsPending += e.Amount
+		s.currency(e.Currency)
+	case RefundPosted:
+		s.Refunded += e.Amount
+		if e.WasPending {
+			s.RefundsPending -= e.Amount
+		}
+		s.currency(e.Currency)
+	case RefundReversed:
+		if e.WasPending {
+			s.RefundsPending -= e.Amount
+		} else {
+			s.Refunded -= e.Amount
+		}
+	case DisputeOpened:
+		s.DisputeOpen += e.Amount
+		s.currency(e.Currency)
+	case DisputeWon:
+		s.DisputeOpen -= e.Amount
+	case DisputeLost:
+		s.DisputeOpen -= e.Amount
+		s.DisputeLost += e.Amount
+	}
+}
+
+func (s *Summary) currency(c money.Currency) {
+	if s.Currency == "" {
+		s.Currency = c
+	}
+}
+
+// Payment statuses, as Status reports them.
+const (
+	StatusPending           = "pending"
+	StatusAuthorized        = "authorized"
+	StatusFailed            = "failed"
+	StatusCanceled          = "canceled"
+	StatusCaptured          = "captured"
+	StatusPartiallyRefunded = "partially_refunded"
+	StatusRefunded          = "refunded"
+	StatusDisputed          = "disputed"
+	StatusDisputeLost       = "dispute_lost"
+)
+
+// Status is derived from the amounts only, so it does not depend on the order
+// in which events arrived: one of "pending", "authorized", "failed",
+// "canceled", "captured", "partially_refunded", "refunded", "disputed",
+// "dispute_lost".
+//
+// Precedence, most telling first: an open dispute (money held) outranks
+// everything; then a lost dispute once nothing is open; then refunds against
+// captures; then a capture; then the terminal non-money outcomes (canceled,
+// failed: a payment that was captured after all is captured); then an
+// authorization. Otherwise pending, e.g. only a refund waiting for its capture.
+func (s Summary) Status() string {
+	switch {
+	case s.DisputeOpen > 0:
+		return StatusDisputed
+	case s.DisputeLost > 0:
+		return StatusDisputeLost
+	case s.Captured > 0 && s.Refunded >= s.Captured:
+		return StatusRefunded
+	case s.Refunded > 0:
+		return StatusPartiallyRefunded
+	case s.Captured > 0:
+		return StatusCaptured
+	case s.Canceled:
+		return StatusCanceled
+	case s.Failed:
+		return StatusFailed
+	case s.Authorized > 0:
+		return StatusAuthorized
+	}
+	return StatusPending
+}

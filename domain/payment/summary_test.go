@@ -1,0 +1,78 @@
+package payment
+
+import "testing"
+
+func TestSummaryStatus(t *testing.T) {
+	cases := []struct {
+		s    Summary
+		want string
+	}{
+		{Summary{}, StatusPending},
+		{Summary{RefundsPending: 100}, StatusPending},
+		{Summary{Authorized: 1000}, StatusAuthorized},
+		{Summary{Authorized: 1000, Failed: true}, StatusFailed},
+		{Summary{Authorized: 1000, Canceled: true}, StatusCanceled},
+		{Summary{Failed: true, Canceled: true}, StatusCanceled},
+		{Summary{Captured: 1000, Failed: true}, StatusCaptured},
+		{Summary{Authorized: 1000, Captured: 1000}, StatusCaptured},
+		{Summary{Captured: 1000, Refunded: 300}, StatusPartiallyRefunded},
+		{Summary{Captured: 1000, Refunded: 1000}, StatusRefunded},
+		{Summary{Captured: 1000, Refunded: 1200}, StatusRefunded},
+		{Summary{Captured: 1000, DisputeOpen: 1000}, StatusDisputed},
+		{Summary{Captured: 1000, DisputeOpen: 500, DisputeLost: 500}, StatusDisputed},
+		{Summary{Captured: 1000, DisputeLost: 1000}, StatusDisputeLost},
+		{Summary{Captured: 1000, Refunded: 1000, DisputeLost: 10}, StatusDisputeLost},
+		{Summary{DisputeOpen: 10}, StatusDisputed},
+	}
+	for _, tc := range cases {
+		if got := tc.s.Status(); got != tc.want {
+			t.Errorf("%+v: status %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestSummaryApply(t *testing.T) {
+	m := Meta{Provider: "stripe", DedupKey: "k"}
+	var s Summary
+	steps := []struct {
+		e    Event
+		want Summary
+	}{
+		{RefundPending{Meta: m, RefundID: "r1", Amount: 100, Currency: "USD"},
+			Summary{Currency: "USD", RefundsPending: 100}},
+		{Authorized{Meta: m, Amount: 1000, Currency: "USD"},
+			Summary{Currency: "USD", RefundsPending: 100, Authorized: 1000}},
+		{Captured{Meta: m, CaptureID: "c", Amount: 1000, Fee: 30, Currency: "USD"},
+			Summary{Currency: "USD", RefundsPending: 100, Authorized: 1000, Captured: 1000, Fees: 30}},
+		{RefundPosted{Meta: m, RefundID: "r1", Amount: 100, Currency: "USD", WasPending: true},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100}},
+		{RefundPosted{Meta: m, RefundID: "r2", Amount: 50, Currency: "USD"},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 150}},
+		{RefundReversed{Meta: m, RefundID: "r2", Amount: 50, Currency: "USD"},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100}},
+		{RefundPending{Meta: m, RefundID: "r3", Amount: 7, Currency: "USD"},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, RefundsPending: 7}},
+		{RefundReversed{Meta: m, RefundID: "r3", Amount: 7, Currency: "USD", WasPending: true},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100}},
+		{DisputeOpened{Meta: m, DisputeID: "d1", Amount: 400, Currency: "USD"},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, DisputeOpen: 400}},
+		{DisputeLost{Meta: m, DisputeID: "d1", Amount: 400, Currency: "USD"},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, DisputeLost: 400}},
+		{DisputeOpened{Meta: m, DisputeID: "d2", Amount: 10, Currency: "USD"},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, DisputeLost: 400, DisputeOpen: 10}},
+		{DisputeWon{Meta: m, DisputeID: "d2", Amount: 10, Currency: "USD"},
+			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, DisputeLost: 400}},
+		{Flagged{Meta: m, Kind: ReconOverRefund}, Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, DisputeLost: 400}},
+		{Failed{Meta: m}, Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, DisputeLost: 400, Failed: true}},
+		{Canceled{Meta: m}, Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100, DisputeLost: 400, Failed: true, Canceled: true}},
+	}
+	for i, st := range steps {
+		s.Apply(st.e)
+		if s != st.want {
+			t.Fatalf("step %d (%s): %+v, want %+v", i, st.e.Type(), s, st.want)
+		}
+	}
+	if s.Status() != StatusDisputeLost {
+		t.Fatalf("status %s", s.Status())
+	}
+}

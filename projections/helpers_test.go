@@ -1,0 +1,301 @@
+package projections_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/projections"
+)
+
+// fixture is one test database with the Postgres event store, the
+// read-model store and the projection service over them.
+type fixture struct {
+	t     *testing.T
+	pool  *pgxpool.Pool
+	es    *postgres.EventStore
+	db    *readmodel.Store
+	svc   *projections.Service
+	mu    sync.Mutex
+	count map[string]int // events appended per stream
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	es := postgres.NewEventStore(pool)
+	db := readmodel.New(pool)
+	return &fixture{t: t, pool: pool, es: es, db: db, svc: projections.NewService(es, db, nil), count: map[string]int{}}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// appendEvents appends domain events to stream with the right expected
+// version.
+func (f *fixture) appendEvents(ctx context.Context, stream string, evs ...payment.Event) {
+	f.t.Helper()
+	data := make([]eventstore.EventData, len(evs))
+	for i, e := range evs {
+		typ, body, err := payment.Encode(e)
+		if err != nil {
+			f.t.Fatalf("encode: %v", err)
+		}
+		data[i] = eventstore.EventData{ID: uuid.New(), Type: typ, Data: body}
+	}
+	f.appendRaw(ctx, stream, data...)
+}
+
+func (f *fixture) appendRaw(ctx context.Context, stream string, data ...eventstore.EventData) {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.es.Append(ctx, stream, eventstore.ExpectFor(f.count[stream]), data); err != nil {
+		f.t.Fatalf("append to %s: %v", stream, err)
+	}
+	f.count[stream] += len(data)
+}
+
+// run starts the service's projectors until the returned stop is called.
+func (f *fixture) run(ctx context.Context) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.svc.Run(ctx) }()
+	return func() error { cancel(); return <-done }
+}
+
+// waitCaughtUp waits until every projection's checkpoint is at the head.
+func (f *fixture) waitCaughtUp(ctx context.Context) {
+	f.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		head, err := f.es.Head(ctx)
+		if err != nil {
+			f.t.Fatalf("head: %v", err)
+		}
+		cps, err := f.db.Checkpoints(ctx)
+		if err == nil {
+			done := true
+			for _, cp := range cps {
+				done = done && cp.Position == head
+			}
+			if done {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("projections did not catch up with head %s: %+v (%v)", head, cps, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type acctCur struct{ account, currency string }
+
+// balances reads account_balances.
+func (f *fixture) balances(ctx context.Context) map[acctCur]int64 {
+	f.t.Helper()
+	rows, err := f.pool.Query(ctx, `SELECT account, currency, balance FROM account_balances`)
+	if err != nil {
+		f.t.Fatalf("balances: %v", err)
+	}
+	defer rows.Close()
+	out := map[acctCur]int64{}
+	for rows.Next() {
+		var k acctCur
+		var b int64
+		if err := rows.Scan(&k.account, &k.currency, &b); err != nil {
+			f.t.Fatal(err)
+		}
+		out[k] = b
+	}
+	if err := rows.Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// model is the test's own bookkeeping of what the generated events mean,
+// written from CONTRACT.md's chart of accounts without the domain's
+// Postings, so that the projection is checked against an independent sum.
+type model struct {
+	balances map[acctCur]int64
+	payments map[string]paymentModel // by stream
+	open     map[string]bool         // reconciliation items by stream/kind/key: open?
+}
+
+type paymentModel struct {
+	provider, id             string
+	captured, fees, refunded int64
+	disputeOpen, disputeLost int64
+	events                   int
+}
+
+func newModel() *model {
+	return &model{balances: map[acctCur]int64{}, payments: map[string]paymentModel{}, open: map[string]bool{}}
+}
+
+func (m *model) post(account string, c money.Currency, amount int64) {
+	m.balances[acctCur{account, string(c)}] += amount
+}
+
+// checkBalances compares the table with the model; an account missing on
+// one side counts as zero.
+func (m *model) checkBalances(t *testing.T, got map[acctCur]int64) {
+	t.Helper()
+	keys := map[acctCur]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range m.balances {
+		keys[k] = true
+	}
+	bad := 0
+	for k := range keys {
+		if got[k] != m.balances[k] {
+			bad++
+			t.Errorf("balance %s %s: got %d, want %d", k.account, k.currency, got[k], m.balances[k])
+		}
+	}
+	if len(got) == 0 {
+		t.Errorf("no balances at all")
+	}
+}
+
+// generator produces a mixed feed: payments of two providers in two
+// currencies with captures, fees, refunds, disputes, failures,
+// reconciliation items, and payouts; streams interleaved.
+type generator struct {
+	rng  *rand.Rand
+	m    *model
+	next int
+}
+
+func newGenerator(seed uint64) *generator {
+	return &generator{rng: rand.New(rand.NewPCG(seed, 42)), m: newModel()}
+}
+
+type appendOp struct {
+	stream string
+	events []payment.Event
+}
+
+// payments returns the appends for n more payments (and some payouts), in
+// an interleaved order, and updates the model.
+func (g *generator) payments(n int) []appendOp {
+	var perStream [][]appendOp
+	for range n {
+		i := g.next
+		g.next++
+		prov := []string{"stripe", "adyen"}[i%2]
+		cur := money.Currency([]string{"USD", "EUR"}[(i/2)%2])
+		id := fmt.Sprintf("pay_%d", i)
+		stream := "payment-" + prov + "-" + id
+		at := time.Date(2026, 11, 1+i%28, 10, 0, 0, 0, time.UTC)
+		meta := func(k string) payment.Meta {
+			return payment.Meta{Provider: prov, PaymentKey: id, DedupKey: id + "-" + k, OccurredAt: at}
+		}
+		amount := int64(1000 + g.rng.IntN(100000))
+		fee := int64(g.rng.IntN(300))
+		pm := paymentModel{provider: prov, id: id}
+		var ops []appendOp
+		add := func(evs ...payment.Event) {
+			ops = append(ops, appendOp{stream: stream, events: evs})
+			pm.events += len(evs)
+		}
+		add(payment.Authorized{Meta: meta("auth"), AuthorizationID: "auth_" + id, Amount: amount, Currency: cur})
+		if i%11 == 10 {
+			add(payment.Failed{Meta: meta("fail"), Reason: "declined"})
+			g.m.payments[stream] = pm
+			perStream = append(perStream, ops)
+			continue
+		}
+		add(payment.Captured{Meta: meta("cap"), CaptureID: "cap_" + id, Amount: amount, Fee: fee, Currency: cur})
+		g.m.post("provider:"+prov+":balance", cur, amount-fee)
+		g.m.post("expenses:fees:"+prov, cur, fee)
+		g.m.post("revenue:sales", cur, -amount)
+		pm.captured, pm.fees = amount, fee
+		if i%3 == 0 {
+			r := amount / int64(1+g.rng.IntN(2))
+			add(payment.RefundPosted{Meta: meta("ref"), RefundID: "re_" + id, Amount: r, Currency: cur})
+			g.m.post("revenue:refunds", cur, r)
+			g.m.post("provider:"+prov+":balance", cur, -r)
+			pm.refunded = r
+		}
+		if i%5 == 0 {
+			d := amount
+			add(payment.DisputeOpened{Meta: meta("dp"), DisputeID: "dp_" + id, Amount: d, Currency: cur})
+			g.m.post("receivable:disputes:"+prov, cur, d)
+			g.m.post("provider:"+prov+":balance", cur, -d)
+			pm.disputeOpen = d
+			switch i % 3 {
+			case 0:
+				add(payment.DisputeLost{Meta: meta("dl"), DisputeID: "dp_" + id, Amount: d, Currency: cur})
+				g.m.post("expenses:disputes", cur, d)
+				g.m.post("receivable:disputes:"+prov, cur, -d)
+				pm.disputeOpen, pm.disputeLost = 0, d
+			case 1:
+				add(payment.DisputeWon{Meta: meta("dw"), DisputeID: "dp_" + id, Amount: d, Currency: cur})
+				g.m.post("provider:"+prov+":balance", cur, d)
+				g.m.post("receivable:disputes:"+prov, cur, -d)
+				pm.disputeOpen = 0
+			}
+		}
+		if i%7 == 0 {
+			key := stream + "/" + payment.ReconAmountMismatch + "/cap_" + id
+			add(payment.Flagged{Meta: meta("flag"), Kind: payment.ReconAmountMismatch, Key: "cap_" + id, Details: "two amounts"})
+			g.m.open[key] = true
+			if i%14 == 0 {
+				add(payment.Cleared{Meta: meta("clear"), Kind: payment.ReconAmountMismatch, Key: "cap_" + id, Details: "settled"})
+				g.m.open[key] = false
+			}
+		}
+		g.m.payments[stream] = pm
+		perStream = append(perStream, ops)
+		if i%25 == 24 {
+			p := int64(500 + g.rng.IntN(1000))
+			pid := fmt.Sprintf("po_%d", i)
+			perStream = append(perStream, []appendOp{{stream: "payout-" + prov + "-" + pid, events: []payment.Event{
+				payment.PayoutPaid{Meta: payment.Meta{Provider: prov, PaymentKey: pid, DedupKey: pid, OccurredAt: at}, PayoutID: pid, Amount: p, Currency: cur},
+			}}})
+			g.m.post("bank:payouts", cur, p)
+			g.m.post("provider:"+prov+":balance", cur, -p)
+		}
+	}
+	// Interleave: round r takes every stream's r-th append.
+	var out []appendOp
+	for r := 0; ; r++ {
+		any := false
+		for _, ops := range perStream {
+			if r < len(ops) {
+				out = append(out, ops[r])
+				any = true
+			}
+		}
+		if !any {
+			return out
+		}
+	}
+}
+
+func (f *fixture) apply(ctx context.Context, ops []appendOp) {
+	f.t.Helper()
+	for _, op := range ops {
+		f.appendEvents(ctx, op.stream, op.events...)
+	}
+}

@@ -1,0 +1,160 @@
+// Package projections turns the global event feed into the Postgres read
+// models accountants query (ledger entries and balances, payments,
+// reconciliation items): the projector runtime (checkpointed batches, one
+// active projector per projection across processes, poison events stop a
+// projection instead of being skipped), the projections themselves, the
+// zero-downtime rebuild and the invariant checks behind `onceledger verify`
+// and `onceledger status`.
+//
+// The package holds no SQL: it decodes events, asks the domain what they
+// mean, and hands rows to the small ports declared here, which the read-model
+// adapter (adapters/postgres/readmodel) implements.
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
+)
+
+// Names of the projections, as stored in projection_checkpoints and accepted
+// by `onceledger rebuild`.
+const (
+	NameLedger         = "ledger"
+	NamePayments       = "payments"
+	NameReconciliation = "reconciliation"
+)
+
+// Checkpoint statuses (projection_checkpoints.status).
+const (
+	StatusLive       = "live"
+	StatusStopped    = "stopped"
+	StatusRebuilding = "rebuilding"
+)
+
+// Envelope is one feed event with its decoded domain event. The runtime
+// decodes once per batch, so a projection never sees an undecodable event.
+type Envelope struct {
+	Recorded eventstore.RecordedEvent
+	Event    payment.Event
+}
+
+// Projection maps a batch of events to read-model rows through w. Apply must
+// be deterministic (no clock, no randomness) so that a rebuild reproduces the
+// live tables, and must tolerate a batch whose rows it has partly written
+// before (the runtime replays at most the batch that was in flight).
+// An error wrapping ErrPoison means the batch cannot ever be applied.
+type Projection interface {
+	Name() string
+	// Tables are the read-model tables the projection owns: a rebuild
+	// recreates exactly these.
+	Tables() []string
+	Apply(ctx context.Context, w Writer, batch []Envelope) error
+}
+
+// Writer is what projections write through; one Writer is one database
+// transaction (live tables, or shadow tables during a rebuild).
+type Writer interface {
+	// InsertLedgerEntries stores entries, skipping those whose (EventID,
+	// PostingIndex) exists already, and adds exactly the inserted ones to
+	// account_balances.
+	InsertLedgerEntries(ctx context.Context, entries []LedgerEntry) error
+	// Payments returns the stored rows of these streams, by stream id.
+	Payments(ctx context.Context, streamIDs []string) (map[string]PaymentRow, error)
+	// UpsertPayments writes rows, each only if its Version is newer than
+	// the stored one.
+	UpsertPayments(ctx context.Context, rows []PaymentRow) error
+	// ApplyReconciliation opens (or re-opens) and resolves items, in order.
+	ApplyReconciliation(ctx context.Context, changes []ReconciliationChange) error
+}
+
+// LedgerEntry is one posting of one event, as a ledger_entries row.
+type LedgerEntry struct {
+	EventID      uuid.UUID
+	PostingIndex int
+	StreamID     string
+	EventType    string
+	Provider     string
+	Account      string
+	Currency     money.Currency
+	Amount       int64
+	OccurredAt   time.Time
+	RecordedAt   time.Time
+	Position     eventstore.Position
+}
+
+// PaymentRow is one payments row: the payment.Summary of a stream after the
+// event of version Version.
+type PaymentRow struct {
+	Provider  string
+	PaymentID string
+	StreamID  string
+	Summary   payment.Summary
+	Status    string
+	Version   uint64
+	UpdatedAt time.Time
+}
+
+// ReconciliationChange opens (Open) or resolves one reconciliation item.
+type ReconciliationChange struct {
+	StreamID  string
+	Kind      string
+	Key       string
+	Open      bool
+	Provider  string
+	PaymentID string
+	Details   string
+	At        time.Time
+	EventID   uuid.UUID
+}
+
+// ErrPoison marks an event that cannot be applied, now or on retry: the
+// projection stops at it instead of skipping it.
+var ErrPoison = errors.New("event cannot be projected")
+
+// PoisonError names the event a projection stopped at.
+type PoisonError struct {
+	Projection string
+	Event      eventstore.RecordedEvent // Data and Metadata may be large; Error prints ids only
+	Err        error
+}
+
+func (e *PoisonError) Error() string {
+	return fmt.Sprintf("projection %s stopped at event %s (%s %s@%d, position %s): %v",
+		e.Projection, e.Event.ID, e.Event.Type, e.Event.StreamID, e.Event.Version, e.Event.Position, e.Err)
+}
+
+func (e *PoisonError) Unwrap() error { return e.Err }
+
+func (e *PoisonError) Is(target error) bool { return target == ErrPoison }
+
+// poison marks err as permanent for the runtime.
+func poison(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrPoison}, args...)...)
+}
+
+// Default returns the projections onceledger runs, in a fixed order.
+func Default() []Projection {
+	return []Projection{Ledger(), Payments(), Reconciliation()}
+}
+
+// decode turns a batch into envelopes. It returns the envelopes of the
+// events before the first undecodable one, and a *PoisonError for that one.
+func decode(name string, batch []eventstore.RecordedEvent) ([]Envelope, error) {
+	out := make([]Envelope, 0, len(batch))
+	for _, r := range batch {
+		e, err := payment.Decode(r.Type, r.Data)
+		if err != nil {
+			return out, &PoisonError{Projection: name, Event: r, Err: fmt.Errorf("%w: decode: %w", ErrPoison, err)}
+		}
+		out = append(out, Envelope{Recorded: r, Event: e})
+	}
+	return out, nil
+}
