@@ -34,6 +34,7 @@ import (
 	"sync"
 
 	esdbclient "github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -62,6 +63,7 @@ type Store struct {
 	mu     sync.Mutex
 	client *esdbclient.Client
 	config *esdbclient.Configuration // set by Dial: lets the store replace a closed client
+	closed bool                      // Close was called: never replace the client again
 }
 
 // New wraps a client. The caller keeps ownership of it: Close does not close
@@ -109,7 +111,10 @@ func (s *Store) Close() error {
 	if s.config == nil {
 		return nil
 	}
-	return s.current().Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return s.client.Close()
 }
 
 func (s *Store) current() *esdbclient.Client {
@@ -139,6 +144,9 @@ func (s *Store) do(op func(c *esdbclient.Client) error) error {
 func (s *Store) replace(closed *esdbclient.Client) (*esdbclient.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("esdb: store closed")
+	}
 	if s.client != closed { // someone replaced it already
 		return s.client, nil
 	}
@@ -196,13 +204,21 @@ func expectedRevision(e eventstore.ExpectedVersion) esdbclient.ExpectedRevision 
 
 // Append writes events atomically if expected holds.
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
-	if len(events) == 0 {
-		// The server answers an empty append with "no stream" or the current
-		// revision, which the client cannot report faithfully; nothing to do.
-		return eventstore.AppendResult{}, errors.New("esdb: append: no events")
+	if stream == "" {
+		return eventstore.AppendResult{}, errors.New("esdb: append: empty stream id")
 	}
 	data := make([]esdbclient.EventData, len(events))
+	seen := make(map[uuid.UUID]bool, len(events))
 	for i, e := range events {
+		// Checked here as the Postgres adapter does: the server would take a
+		// duplicate id, and the client would invent an id for uuid.Nil.
+		if e.Type == "" {
+			return eventstore.AppendResult{}, fmt.Errorf("esdb: append to %s: event %d has no type", stream, i)
+		}
+		if e.ID == uuid.Nil || seen[e.ID] {
+			return eventstore.AppendResult{}, fmt.Errorf("esdb: append to %s: event %d: id %s is nil or appears twice", stream, i, e.ID)
+		}
+		seen[e.ID] = true
 		data[i] = esdbclient.EventData{
 			EventID:     e.ID,
 			EventType:   e.Type,
@@ -229,7 +245,32 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 		return eventstore.AppendResult{}, classify(ctx, "append to "+stream, err)
 	}
+	if len(events) == 0 {
+		// The server checked the expectation; the client reports an empty
+		// stream's "no stream" as revision 1, so ask for the last event.
+		return s.lastRevision(ctx, stream)
+	}
 	return eventstore.AppendResult{NextExpected: res.NextExpectedVersion}, nil
+}
+
+// lastRevision is the version of the stream's last event, 0 when it has none
+// (as the Postgres adapter answers an empty append).
+func (s *Store) lastRevision(ctx context.Context, stream string) (eventstore.AppendResult, error) {
+	var page []*esdbclient.ResolvedEvent
+	err := s.do(func(c *esdbclient.Client) error {
+		var err error
+		page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
+			return c.ReadStream(ctx, stream, esdbclient.ReadStreamOptions{Direction: esdbclient.Backwards, From: esdbclient.End{}}, 1)
+		})
+		return err
+	})
+	if isCode(err, esdbclient.ErrorCodeResourceNotFound) || (err == nil && len(page) == 0) {
+		return eventstore.AppendResult{}, nil
+	}
+	if err != nil {
+		return eventstore.AppendResult{}, classify(ctx, "read "+stream, err)
+	}
+	return eventstore.AppendResult{NextExpected: page[0].OriginalEvent().EventNumber}, nil
 }
 
 // wrongVersionRE reads the current revision out of the client's message

@@ -405,3 +405,52 @@ func TestLongStreamReadsAllPages(t *testing.T) {
 		t.Fatalf("feed: %d events, %v", len(feed), err)
 	}
 }
+
+// TestEmptyAppendChecksExpectation: an append of no events writes nothing
+// but still checks the expectation, and reports the stream's last version.
+func TestEmptyAppendChecksExpectation(t *testing.T) {
+	srv := esdbfake.Start(t)
+	s := dial(t, srv.URL())
+	c := ctx(t)
+	if res, err := s.Append(c, "payment-e-1", eventstore.NoStream, nil); err != nil || res.NextExpected != 0 {
+		t.Fatalf("empty append to a missing stream: %+v, %v", res, err)
+	}
+	if _, err := s.Append(c, "payment-e-1", eventstore.StreamExists, nil); !errors.Is(err, eventstore.ErrWrongVersion) {
+		t.Fatalf("empty StreamExists append to a missing stream: %v", err)
+	}
+	if _, err := s.Append(c, "payment-e-1", eventstore.NoStream, events(3)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Append(c, "payment-e-1", eventstore.Exact(2), nil); err != nil || res.NextExpected != 2 {
+		t.Fatalf("empty Exact(2) append: %+v, %v", res, err)
+	}
+	if _, err := s.Append(c, "payment-e-1", eventstore.Exact(1), nil); !errors.Is(err, eventstore.ErrWrongVersion) {
+		t.Fatalf("empty stale append: %v", err)
+	}
+	if n := srv.EventCount(); n != 3 {
+		t.Fatalf("log holds %d events, want 3", n)
+	}
+}
+
+func TestAppendRejectsBadEvents(t *testing.T) {
+	srv := esdbfake.Start(t)
+	s := dial(t, srv.URL())
+	c := ctx(t)
+	dup := events(2)
+	dup[1].ID = dup[0].ID
+	noType := events(1)
+	noType[0].Type = ""
+	nilID := events(1)
+	nilID[0].ID = uuid.Nil
+	for name, evs := range map[string][]eventstore.EventData{"duplicate id": dup, "no type": noType, "nil id": nilID} {
+		if _, err := s.Append(c, "payment-bad-1", eventstore.Any, evs); err == nil {
+			t.Errorf("%s: append succeeded", name)
+		}
+	}
+	if _, err := s.Append(c, "", eventstore.Any, events(1)); err == nil {
+		t.Error("empty stream name: append succeeded")
+	}
+	if n := srv.AppendRequests(); n != 0 {
+		t.Fatalf("%d bad appends reached the server", n)
+	}
+}

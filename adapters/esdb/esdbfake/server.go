@@ -14,8 +14,7 @@
 //
 // Semantics follow the EventStoreDB documentation on optimistic concurrency
 // and idempotence
-// (https://developers.eventstore.com/clients/grpc/appending-events.html,
-// https://eventstore.org/docs/dotnet-api/optimistic-concurrency-and-idempotence/index.html#idempotence,
+// (https://eventstore.org/docs/dotnet-api/optimistic-concurrency-and-idempotence/index.html#idempotence,
 // https://docs.kurrent.io/clients/node/v1.2/appending-events.html):
 //
 //   - an append with an exact expected revision or NoStream succeeds when the

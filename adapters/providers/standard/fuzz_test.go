@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -61,7 +60,7 @@ func FuzzStandardParse(f *testing.F) {
 		h.Set("webhook-id", id)
 		h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 		h.Set("webhook-signature", sig)
-		validID := h.Get("webhook-id") != "" // net/http keeps the value as given
+		validID := id != "" // an empty id is a missing header
 		evs, err := a.Parse(providers.Request{Header: h, Body: body, Now: now})
 		switch {
 		case err == nil:
@@ -123,5 +122,3 @@ func carriesTrueSignature(header, id string, body []byte) bool {
 	}
 	return false
 }
-
-var _ = time.Second

@@ -241,17 +241,15 @@ func withHeader(body []byte, sig string) providers.Request {
 
 func TestNormalize(t *testing.T) {
 	const (
-		pi      = "pi_3QxYzA2eZvKYlo2C1PJqQe7b"
-		piMan   = "pi_3QxZ0B2eZvKYlo2C0mManual"
-		piFail  = "pi_3QxZ1C2eZvKYlo2C1dEcLiNe"
-		ch      = "ch_3QxYzA2eZvKYlo2C1kTq9v0W"
-		chMan   = "ch_3QxZ0B2eZvKYlo2C0hHoldCh"
-		du      = "du_1QyAbC2eZvKYlo2CdIsPuTe1"
-		usd     = money.Currency("USD")
-		eur     = money.Currency("EUR")
-		noFacts = 0
+		pi     = "pi_3QxYzA2eZvKYlo2C1PJqQe7b"
+		piMan  = "pi_3QxZ0B2eZvKYlo2C0mManual"
+		piFail = "pi_3QxZ1C2eZvKYlo2C1dEcLiNe"
+		ch     = "ch_3QxYzA2eZvKYlo2C1kTq9v0W"
+		chMan  = "ch_3QxZ0B2eZvKYlo2C0hHoldCh"
+		du     = "du_1QyAbC2eZvKYlo2CdIsPuTe1"
+		usd    = money.Currency("USD")
+		eur    = money.Currency("EUR")
 	)
-	_ = noFacts
 	cases := []struct {
 		file       string
 		paymentKey string

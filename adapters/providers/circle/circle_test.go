@@ -1,0 +1,287 @@
+package circle
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Circle's published example ("How-to: Verify webhook signatures" /
+// Wallets webhook notifications docs, developers.circle.com): the key Circle
+// returns for key id 879dc113-..., and its signature over the documented
+// webhooks.test notification (testdata/official_webhooks_test.json, byte for
+// byte). The signature was checked against that key independently of this
+// package.
+const (
+	officialKeyID = "879dc113-5ca4-4ff7-a6b7-54652083fcf8"
+	officialKey   = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAESl76SZPBJemW0mJNN4KTvYkLT8bOT4UGhFhzNk3fJqf6iuPlLQLq533FelXwczJbjg2U1PHTvQTK7qOQnDL2Tg=="
+	officialSig   = "MEQCIBlJPX7t0FDOcozsRK6qIQwik5Fq6mhAtCSSgIB/yQO7AiB9U5lVpdufKvPhk3cz4TH2f5MP7ArnmPRBmhPztpsIFQ=="
+	testKeyID     = "0f6a3a4e-8f1b-4c5d-9e2f-3a4b5c6d7e8f"
+)
+
+var (
+	keyOnce sync.Once
+	testKey *ecdsa.PrivateKey
+	rogue   *ecdsa.PrivateKey
+)
+
+func keys(t testing.TB) (*ecdsa.PrivateKey, *ecdsa.PrivateKey) {
+	keyOnce.Do(func() {
+		var err error
+		if testKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+			t.Fatal(err)
+		}
+		if rogue, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return testKey, rogue
+}
+
+func spki(t testing.TB, k *ecdsa.PrivateKey) string {
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(der)
+}
+
+func sign(t testing.TB, k *ecdsa.PrivateKey, body []byte) string {
+	d := sha256.Sum256(body)
+	sig, err := ecdsa.SignASN1(rand.Reader, k, d[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(sig)
+}
+
+func adapter(t testing.TB) *Adapter {
+	k, _ := keys(t)
+	a, err := New(map[string]string{testKeyID: spki(t, k), officialKeyID: officialKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func req(keyID, sig string, body []byte) providers.Request {
+	h := http.Header{}
+	if keyID != "" {
+		h.Set("X-Circle-Key-Id", keyID)
+	}
+	if sig != "" {
+		h.Set("X-Circle-Signature", sig)
+	}
+	return providers.Request{Header: h, Body: body, Now: time.Now()}
+}
+
+func read(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestOfficialVector(t *testing.T) {
+	body := read(t, "official_webhooks_test.json")
+	evs, err := adapter(t).Parse(req(officialKeyID, officialSig, body))
+	if err != nil {
+		t.Fatalf("Circle's documented notification refused: %v", err)
+	}
+	ev := evs[0]
+	if !ev.Ignored() || ev.DedupKey != "00000000-0000-0000-0000-000000000000" || ev.Type != "webhooks.test" ||
+		!ev.OccurredAt.Equal(time.Date(2024, 1, 26, 18, 22, 19, 779834211, time.UTC)) {
+		t.Fatalf("got %+v", ev)
+	}
+	// One byte changed, or the documented signature under another key id.
+	changed := []byte(strings.Replace(string(body), "world", "World", 1))
+	if _, err := adapter(t).Parse(req(officialKeyID, officialSig, changed)); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Fatalf("changed body: %v", err)
+	}
+	if _, err := adapter(t).Parse(req(testKeyID, officialSig, body)); !errors.Is(err, providers.ErrUnauthorized) {
+		t.Fatalf("other key: %v", err)
+	}
+}
+
+func TestParseSamples(t *testing.T) {
+	k, _ := keys(t)
+	a := adapter(t)
+	const pay = "b8627ae8-732b-4d25-b947-1df8f4007a29"
+	cases := []struct {
+		file, dedup, key string
+		facts            []provider.Fact
+	}{
+		{"payment_confirmed.json", "5f1e9f0a-3e7b-4c0e-9d2b-1a8c7e6f5d40", pay,
+			[]provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: "USD"}}},
+		{"payment_paid.json", "7c2d8e1f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", pay,
+			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: pay, Amount: 1000, Fee: 59, Currency: "USD"}}},
+		{"payment_failed.json", "9e8d7c6b-5a4f-4e3d-2c1b-0a9f8e7d6c5b", "d1c4a3b2-0f9e-4d8c-b7a6-5e4f3a2b1c0d",
+			[]provider.Fact{{Kind: provider.KindFailed, Reason: "card_not_honored"}}},
+		{"refund_paid.json", "3a4b5c6d-7e8f-4a0b-9c1d-2e3f4a5b6c7d", pay,
+			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: "2cdc2e29-0c3a-4b51-8f1f-5d9a4e6c7b80", Amount: 250, Currency: "USD"}}},
+		{"chargeback_first.json", "6b7c8d9e-0f1a-4b2c-8d3e-4f5a6b7c8d9e", pay,
+			[]provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "72b6e8b3-6d43-4f3e-8d9f-3c7e2b1a0f99", Amount: 1000, Currency: "USD", Reason: "Fraud"}}},
+		{"chargeback_reversal.json", "8d9e0f1a-2b3c-4d4e-9f5a-6b7c8d9e0f1a", pay,
+			[]provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "72b6e8b3-6d43-4f3e-8d9f-3c7e2b1a0f99", Amount: 1000, Currency: "USD", Reason: "Fraud"}}},
+		{"payout_complete.json", "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b", "",
+			[]provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "b8627ae8-732b-4d25-b947-1df8f4007a30", Amount: 100000, Currency: "USD"}}},
+		{"transactions_inbound.json", "2a3b4c5d-6e7f-4809-9a1b-2c3d4e5f6a7b", "", nil},
+	}
+	for _, c := range cases {
+		body := read(t, c.file)
+		evs, err := a.Parse(req(testKeyID, sign(t, k, body), body))
+		if err != nil {
+			t.Errorf("%s: %v", c.file, err)
+			continue
+		}
+		ev := evs[0]
+		if err := ev.Validate(); err != nil {
+			t.Errorf("%s: invalid %v", c.file, err)
+		}
+		if ev.Provider != "circle" || ev.DedupKey != c.dedup || ev.PaymentKey != c.key || string(ev.Raw) != string(body) ||
+			ev.PayloadHash != providers.PayloadHash(body) || ev.OccurredAt.IsZero() {
+			t.Errorf("%s: event %+v", c.file, ev)
+		}
+		if len(ev.Facts) != len(c.facts) {
+			t.Errorf("%s: facts %+v, want %+v", c.file, ev.Facts, c.facts)
+			continue
+		}
+		for i := range c.facts {
+			if ev.Facts[i] != c.facts[i] {
+				t.Errorf("%s: fact %+v, want %+v", c.file, ev.Facts[i], c.facts[i])
+			}
+		}
+	}
+	body := read(t, "payout_complete.json")
+	evs, _ := a.Parse(req(testKeyID, sign(t, k, body), body))
+	if evs[0].StreamID() != "payout-circle-b8627ae8-732b-4d25-b947-1df8f4007a30" {
+		t.Errorf("payout stream %s", evs[0].StreamID())
+	}
+}
+
+func TestVerification(t *testing.T) {
+	k, r := keys(t)
+	a := adapter(t)
+	body := read(t, "payment_paid.json")
+	good := sign(t, k, body)
+	tampered := []byte(strings.Replace(string(body), `"0.59"`, `"0.05"`, 1))
+	for name, rq := range map[string]providers.Request{
+		"tampered body":  req(testKeyID, good, tampered),
+		"rogue key":      req(testKeyID, sign(t, r, body), body),
+		"unknown key id": req("not-configured", good, body),
+		"no key id":      req("", good, body),
+		"no signature":   req(testKeyID, "", body),
+		"not base64":     req(testKeyID, "@@@", body),
+		"not DER":        req(testKeyID, base64.StdEncoding.EncodeToString([]byte("garbage")), body),
+		"nil header":     {Body: body},
+	} {
+		if evs, err := a.Parse(rq); !errors.Is(err, providers.ErrUnauthorized) || evs != nil {
+			t.Errorf("%s: err %v, want ErrUnauthorized", name, err)
+		}
+	}
+}
+
+func TestNormalizationErrors(t *testing.T) {
+	k, _ := keys(t)
+	a := adapter(t)
+	edit := func(file, old, new string) []byte {
+		b := string(read(t, file))
+		if !strings.Contains(b, old) {
+			t.Fatalf("%s lacks %q", file, old)
+		}
+		return []byte(strings.Replace(b, old, new, 1))
+	}
+	cases := []struct {
+		name   string
+		body   []byte
+		target error
+		field  string
+	}{
+		{"excess decimals", edit("payment_paid.json", `"amount": "10.00"`, `"amount": "10.005"`), provider.ErrInvalidAmount, "notification.amount.amount"},
+		{"number not string", edit("payment_paid.json", `"amount": "10.00"`, `"amount": 10.00`), provider.ErrMalformed, "notification"},
+		{"crypto currency", edit("payment_paid.json", `"currency": "USD"`, `"currency": "USDC"`), money.ErrUnknownCurrency, "notification.amount.currency"},
+		{"fee over amount", edit("payment_paid.json", `"amount": "0.59"`, `"amount": "11.00"`), provider.ErrInvalidAmount, "fee"},
+		{"refund without original", edit("refund_paid.json", `"originalPayment": {`, `"original": {`), provider.ErrMissingField, "notification.originalPayment.id"},
+		{"chargeback without history", edit("chargeback_first.json", `"history": [`, `"historyX": [`), provider.ErrMissingField, "notification.history"},
+		{"missing notificationId", edit("payment_paid.json", `"notificationId": "7c2d8e1f-4a5b-4c6d-8e9f-0a1b2c3d4e5f",`, ``), provider.ErrMissingField, "notificationId"},
+		{"bad timestamp", edit("payment_paid.json", `"timestamp": "2026-11-29T10:30:00.456Z"`, `"timestamp": "soon"`), provider.ErrMalformed, "timestamp"},
+		{"no notification", edit("payment_paid.json", `"notification": {`, `"notificationX": {`), provider.ErrMissingField, "notification"},
+	}
+	for _, c := range cases {
+		_, err := a.Parse(req(testKeyID, sign(t, k, c.body), c.body))
+		if !errors.Is(err, c.target) || errors.Is(err, providers.ErrUnauthorized) {
+			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: error %q does not name %s", c.name, err, c.field)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	if _, err := New(nil); err == nil {
+		t.Error("no keys accepted")
+	}
+	if _, err := New(map[string]string{"k": "%%"}); err == nil {
+		t.Error("non-base64 key accepted")
+	}
+	if _, err := New(map[string]string{"k": base64.StdEncoding.EncodeToString([]byte("junk"))}); err == nil {
+		t.Error("non-SPKI key accepted")
+	}
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if _, err := New(map[string]string{"k": spki(t, p384)}); err == nil {
+		t.Error("P-384 key accepted")
+	}
+	if a, err := New(map[string]string{officialKeyID: officialKey}); err != nil || a.Name() != "circle" {
+		t.Fatal(a, err)
+	}
+}
+
+func FuzzCircleParse(f *testing.F) {
+	for _, name := range []string{"payment_paid.json", "refund_paid.json", "chargeback_reversal.json", "payout_complete.json", "official_webhooks_test.json"} {
+		f.Add(read(f, name), uint16(11))
+	}
+	k, r := keys(f)
+	a := adapter(f)
+	f.Fuzz(func(t *testing.T, body []byte, flip uint16) {
+		sig := sign(t, k, body)
+		evs, err := a.Parse(req(testKeyID, sig, body))
+		if errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("signed body refused: %v", err)
+		}
+		if err == nil && (len(evs) != 1 || evs[0].Validate() != nil) {
+			t.Fatalf("invalid event accepted: %+v", evs)
+		}
+		if len(body) > 0 {
+			tampered := append([]byte(nil), body...)
+			tampered[int(flip)%len(tampered)] ^= 0x04
+			if _, err := a.Parse(req(testKeyID, sig, tampered)); !errors.Is(err, providers.ErrUnauthorized) {
+				t.Fatalf("tampered body accepted: %v", err)
+			}
+		}
+		if _, err := a.Parse(req(testKeyID, sign(t, r, body), body)); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("rogue signature accepted: %v", err)
+		}
+		if _, err := a.Parse(req("", "", body)); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("unsigned accepted: %v", err)
+		}
+	})
+}

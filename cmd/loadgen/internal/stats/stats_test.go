@@ -1,0 +1,113 @@
+package stats
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func ms(xs ...int) []time.Duration {
+	out := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		out[i] = time.Duration(x) * time.Millisecond
+	}
+	return out
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	s := ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{
+		{50, 5 * time.Millisecond}, {90, 9 * time.Millisecond}, {99, 10 * time.Millisecond},
+		{100, 10 * time.Millisecond}, {10, 1 * time.Millisecond}, {11, 2 * time.Millisecond},
+		{0, 1 * time.Millisecond}, {0.1, 1 * time.Millisecond},
+	} {
+		if got := Percentile(s, c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if got := Percentile(nil, 99); got != 0 {
+		t.Errorf("empty p99 = %v", got)
+	}
+	if got := Percentile(ms(7), 50); got != 7*time.Millisecond {
+		t.Errorf("single p50 = %v", got)
+	}
+}
+
+// One slow request in a hundred must show at p99 only with more than 1% slow:
+// the classic off-by-one of percentile code.
+func TestPercentileTail(t *testing.T) {
+	s := make([]time.Duration, 1000)
+	for i := range s {
+		s[i] = time.Millisecond
+	}
+	for i := 990; i < 1000; i++ { // exactly 1% slow
+		s[i] = time.Second
+	}
+	if got := Percentile(s, 99); got != time.Millisecond {
+		t.Errorf("p99 with exactly 1%% slow = %v, want 1ms", got)
+	}
+	s[989] = time.Second // 1.1% slow
+	if got := Percentile(s, 99); got != time.Second {
+		t.Errorf("p99 with 1.1%% slow = %v, want 1s", got)
+	}
+}
+
+func TestPercentileMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		n := 1 + rng.IntN(500)
+		s := make([]time.Duration, n)
+		for i := range s {
+			s[i] = time.Duration(rng.IntN(1000))
+		}
+		slices.Sort(s)
+		p := 100 * rng.Float64()
+		got := Percentile(s, p)
+		below := 0
+		for _, v := range s {
+			if v <= got {
+				below++
+			}
+		}
+		if float64(below) < p/100*float64(n)-1e-9 {
+			t.Fatalf("p%.3f=%v covers %d/%d", p, got, below, n)
+		}
+		// No smaller sample value satisfies the definition.
+		strictly := 0
+		for _, v := range s {
+			if v < got {
+				strictly++
+			}
+		}
+		if strictly > 0 && float64(strictly) >= p/100*float64(n) {
+			t.Fatalf("p%.3f=%v is not the smallest: %d/%d below it", p, got, strictly, n)
+		}
+	}
+}
+
+func TestRecorderConcurrent(t *testing.T) {
+	var r Recorder
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= 100; i++ {
+				r.Record(time.Duration(g*100+i) * time.Microsecond)
+			}
+		}()
+	}
+	wg.Wait()
+	s := r.Summary()
+	if s.Count != 3200 || s.Max != 3200*time.Microsecond || s.P50 != 1600*time.Microsecond {
+		t.Fatalf("summary %+v", s)
+	}
+	if s.Mean != 1600500*time.Nanosecond {
+		t.Fatalf("mean %v", s.Mean)
+	}
+}
