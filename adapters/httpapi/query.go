@@ -42,7 +42,10 @@ const (
 	maxPageSize     = 1000
 )
 
-var errQueryNotConfigured = errors.New("query API not configured")
+var (
+	errQueryNotConfigured = errors.New("query API not configured")
+	errMethodNotAllowed   = errors.New("method not allowed")
+)
 
 // registerQuery mounts the bearer-protected /v1 query API.
 func (s *server) registerQuery(r *mux.Router) {
@@ -54,9 +57,18 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.HandleFunc("/ledger/entries", s.queryEntries).Methods(http.MethodGet)
 	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
-	// Any other /v1 path goes through the token check too, so that an
-	// unauthenticated caller cannot probe which paths exist.
-	v1.PathPrefix("/").Name(v1CatchAll).HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// Any other /v1 request goes through the token check too, so that an
+	// unauthenticated caller cannot probe which paths exist; then it is a
+	// 405 for a known path (every /v1 endpoint is GET), else a 404.
+	v1.PathPrefix("/").Name(v1CatchAll).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probe := r.Clone(r.Context())
+		probe.Method = http.MethodGet
+		var m mux.RouteMatch
+		if r.Method != http.MethodGet && v1.Match(probe, &m) && m.Route != nil && m.Route.GetName() != v1CatchAll {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, http.StatusMethodNotAllowed, errMethodNotAllowed)
+			return
+		}
 		writeError(w, http.StatusNotFound, errNotFound)
 	})
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
@@ -79,17 +80,23 @@ func parseLimit(q url.Values) (int, error) {
 
 // Ledger cursors are opaque to clients: base64url (no padding) of a small
 // JSON document with a version, so the format can change without old
-// cursors being misread. Decoding is strict (known version, no unknown
-// fields, positive id, canonical encoding); anything else is a 400 naming
-// the cursor.
+// cursors being misread, followed by a truncated SHA-256 of that document,
+// so that an edited or truncated cursor is refused rather than silently read
+// as another position. (The checksum is not a secret: a cursor grants
+// nothing a client could not reach by paging.) Decoding is strict (checksum,
+// known version, positive id, canonical JSON); anything else is a 400
+// naming the cursor.
 type cursorV1 struct {
 	V     int   `json:"v"`
 	After int64 `json:"after"`
 }
 
+const cursorSumLen = 6
+
 func encodeCursor(afterID int64) string {
 	b, _ := json.Marshal(cursorV1{V: 1, After: afterID})
-	return base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(append(b, sum[:cursorSumLen]...))
 }
 
 func decodeCursor(s string) (int64, error) {
@@ -98,13 +105,21 @@ func decodeCursor(s string) (int64, error) {
 	}
 	bad := fmt.Errorf("%w: cursor: not a cursor this API handed out", errBadParameter)
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
+	if err != nil || len(raw) <= cursorSumLen {
 		return 0, bad
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	doc, sum := raw[:len(raw)-cursorSumLen], raw[len(raw)-cursorSumLen:]
+	want := sha256.Sum256(doc)
+	if !bytes.Equal(sum, want[:cursorSumLen]) {
+		return 0, bad
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	var c cursorV1
-	if err := dec.Decode(&c); err != nil || dec.More() || c.V != 1 || c.After < 1 || encodeCursor(c.After) != s {
+	if err := dec.Decode(&c); err != nil || c.V != 1 || c.After < 1 {
+		return 0, bad
+	}
+	if canonical, _ := json.Marshal(c); !bytes.Equal(doc, canonical) {
 		return 0, bad
 	}
 	return c.After, nil

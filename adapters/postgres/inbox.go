@@ -35,6 +35,7 @@ type Key = ingest.InboxKey
 
 var (
 	_ ingest.HeldInbox = (*Inbox)(nil)
+	_ ingest.GateInbox = (*Inbox)(nil)
 	_ ingest.Redriver  = (*Recorder)(nil)
 )
 
@@ -54,12 +55,9 @@ func (in *Inbox) Gate(ctx context.Context, ev provider.Event, status string) (in
 	return inserted, existing, err
 }
 
-// Stored is what a redelivery learns about the first arrival.
-type Stored struct {
-	Status      string
-	PayloadHash string
-	StreamID    string
-}
+// Stored is what a redelivery learns about the first arrival. It is declared
+// by its consumer, the two-phase recorder in ingest.
+type Stored = ingest.Stored
 
 func countRedelivery(ctx context.Context, tx pgx.Tx, ev provider.Event) (Stored, error) {
 	var st Stored

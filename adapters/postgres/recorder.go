@@ -34,7 +34,7 @@ func NewRecorder(pool *pgxpool.Pool, events *EventStore) *Recorder {
 const (
 	StatusReceived   = ingest.StatusReceived   // stored, facts not yet in the stream (EventStoreDB mode, in flight)
 	StatusApplied    = ingest.StatusApplied    // facts recorded in the stream
-	StatusIgnored    = "ignored"               // type not handled; kept for audit
+	StatusIgnored    = ingest.StatusIgnored    // type not handled; kept for audit
 	StatusUnverified = ingest.StatusUnverified // PayPal IPN waiting for its postback
 	StatusInvalid    = ingest.StatusInvalid    // PayPal IPN answered INVALID: never posted
 )
@@ -105,6 +105,13 @@ func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev provider.Event
 		return res, nil
 	}
 	res.Conflict = true
+	if first.Status == StatusUnverified {
+		// The conflict event carries the dedup key, and the aggregate takes
+		// a key in its stream as applied: recorded now, it would swallow the
+		// held IPN's facts once PayPal verifies it. webhook_conflicts keeps
+		// the payload for reconciliation.
+		return res, nil
+	}
 	// The conflict is a reconciliation fact of the payment the first payload
 	// was about; if that one was ignored, of the payment the new one names.
 	stream := first.StreamID

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,11 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/adyen"
+	"github.com/onceledger/onceledger/adapters/providers/circle"
+	"github.com/onceledger/onceledger/adapters/providers/paypal"
+	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
+	"github.com/onceledger/onceledger/adapters/providers/square"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 )
@@ -99,7 +105,59 @@ func (c *serveCmd) buildProviders() (map[string]providers.Adapter, error) {
 			return nil, err
 		}
 	}
+	if k := nonEmpty(c.AdyenHMACKeys); len(k) > 0 {
+		if err := add(adyen.New(k)); err != nil {
+			return nil, err
+		}
+	}
+	if files := nonEmpty(c.PaypalCertFiles); len(files) > 0 {
+		var pems [][]byte
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("ONCELEDGER_PAYPAL_CERT_FILES: %w", err)
+			}
+			pems = append(pems, b)
+		}
+		if err := add(paypal.New(c.PaypalWebhookID, pems, c.WebhookTolerance)); err != nil {
+			return nil, err
+		}
+	}
+	if k := nonEmpty(c.SquareSignatureKeys); len(k) > 0 {
+		if err := add(square.New(k, c.SquareNotificationURL)); err != nil {
+			return nil, err
+		}
+	}
+	if k := nonEmpty(c.CirclePublicKeys); len(k) > 0 {
+		keys := map[string]string{}
+		for _, kv := range k {
+			id, key, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("ONCELEDGER_CIRCLE_PUBLIC_KEYS: %q is not KEY_ID=base64", kv)
+			}
+			keys[strings.TrimSpace(id)] = key
+		}
+		if err := add(circle.New(keys)); err != nil {
+			return nil, err
+		}
+	}
+	if e := nonEmpty(c.PaypalIPNReceiverEmails); len(e) > 0 {
+		if err := add(paypalipn.New(e)); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// ipnPostback adapts the PayPal IPN verifier to the inbox worker's port.
+type ipnPostback struct{ v paypalipn.Verifier }
+
+func (p ipnPostback) Verify(ctx context.Context, raw []byte) (bool, error) {
+	verdict, err := p.v.Verify(ctx, raw)
+	if err != nil {
+		return false, err
+	}
+	return verdict == paypalipn.Verified, nil
 }
 
 func (c *serveCmd) Run(g *globals) error {
@@ -142,6 +200,9 @@ func (c *serveCmd) Run(g *globals) error {
 	handler := httpapi.NewHandler(httpapi.Config{
 		Providers:           provs,
 		Ingester:            svc,
+		APITokens:           c.APITokens,
+		Query:               postgres.NewQuery(pool),
+		Events:              store,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		IngestTimeout:       c.IngestTimeout,
 		ProviderConcurrency: c.ProviderConcurrency,

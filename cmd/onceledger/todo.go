@@ -12,13 +12,9 @@ type statusCmd struct {
 	JSON bool `name:"json" help:"Machine-readable output."`
 }
 type verifyCmd struct{}
-type inspectCmd struct {
-	Stream string `arg:"" help:"Stream id, e.g. payment-stripe-pi_123."`
-}
 
 var errNotYet = errors.New("not implemented yet")
 
 func (rebuildCmd) Run(*globals) error { return errNotYet }
 func (statusCmd) Run(*globals) error  { return errNotYet }
 func (verifyCmd) Run(*globals) error  { return errNotYet }
-func (inspectCmd) Run(*globals) error { return errNotYet }
