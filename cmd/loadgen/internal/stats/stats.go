@@ -4,6 +4,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -12,11 +13,13 @@ import (
 
 // Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
 // sorted, which must be sorted ascending: the smallest value such that at
-// least p% of the samples are at or below it. It returns 0 for no samples.
-func Percentile(sorted []time.Duration, p float64) time.Duration {
+// least p% of the samples are at or below it. It returns the zero value for
+// no samples.
+func Percentile[T cmp.Ordered](sorted []T, p float64) T {
 	n := len(sorted)
 	if n == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	if p <= 0 {
 		return sorted[0]

@@ -30,7 +30,7 @@ func TestPercentileNearestRank(t *testing.T) {
 			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
 		}
 	}
-	if got := Percentile(nil, 99); got != 0 {
+	if got := Percentile([]time.Duration(nil), 99); got != 0 {
 		t.Errorf("empty p99 = %v", got)
 	}
 	if got := Percentile(ms(7), 50); got != 7*time.Millisecond {
@@ -109,5 +109,14 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	if s.Mean != 1600500*time.Nanosecond {
 		t.Fatalf("mean %v", s.Mean)
+	}
+}
+
+func TestPercentileOtherTypes(t *testing.T) {
+	if got := Percentile([]int64{3, 5, 8, 13}, 50); got != 5 {
+		t.Errorf("int64 p50 = %d", got)
+	}
+	if got := Percentile([]float64{0.1, 0.2, 0.3}, 99); got != 0.3 {
+		t.Errorf("float p99 = %v", got)
 	}
 }

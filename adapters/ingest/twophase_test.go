@@ -1,0 +1,705 @@
+package ingest_test
+
+// Tests of the two-phase recorder (inbox in Postgres, streams elsewhere):
+// the ingestion matrix at the service level and the crash windows between
+// the phases, each run against every event store backend: the Postgres
+// event store through the port, and the EventStoreDB adapter against the
+// in-process fake node. The inbox is always a real Postgres database.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/adapters/esdb"
+	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// backend constructs an event store for a test whose inbox lives in pool.
+type backend struct {
+	name  string
+	store func(t *testing.T, pool *pgxpool.Pool) eventstore.Store
+}
+
+var backends = []backend{
+	{"postgres", func(_ *testing.T, pool *pgxpool.Pool) eventstore.Store { return postgres.NewEventStore(pool) }},
+	{"esdbfake", func(t *testing.T, _ *pgxpool.Pool) eventstore.Store {
+		return dialESDB(t, esdbfake.Start(t).URL())
+	}},
+}
+
+func dialESDB(t *testing.T, url string) *esdb.Store {
+	t.Helper()
+	s, err := esdb.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func eachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+// probe wraps a store: it counts appends, can hold an append whose context
+// carries a *pause, and can fail every append.
+type probe struct {
+	eventstore.Store
+	appends atomic.Int64
+	fail    error
+}
+
+type pauseKey struct{}
+
+// pause holds the first append made with its context until released.
+type pause struct {
+	once             sync.Once
+	reached, release chan struct{}
+}
+
+func newPause() *pause { return &pause{reached: make(chan struct{}), release: make(chan struct{})} }
+
+func (p *probe) Append(ctx context.Context, stream string, exp eventstore.ExpectedVersion, evs []eventstore.EventData) (eventstore.AppendResult, error) {
+	p.appends.Add(1)
+	if ps, ok := ctx.Value(pauseKey{}).(*pause); ok {
+		ps.once.Do(func() {
+			close(ps.reached)
+			<-ps.release
+		})
+	}
+	if p.fail != nil {
+		return eventstore.AppendResult{}, p.fail
+	}
+	return p.Store.Append(ctx, stream, exp, evs)
+}
+
+type fixture struct {
+	t     *testing.T
+	pool  *pgxpool.Pool
+	inbox *postgres.Inbox
+	store *probe
+	rec   *ingest.TwoPhaseRecorder
+	svc   *ingest.Service
+}
+
+func newFixture(t *testing.T, b backend) *fixture {
+	pool := pgtest.NewPool(t)
+	f := &fixture{t: t, pool: pool, inbox: postgres.NewInbox(pool), store: &probe{Store: b.store(t, pool)}}
+	f.rec = ingest.NewTwoPhaseRecorder(f.inbox, f.store, ingest.Options{})
+	f.svc = ingest.New(f.rec, ingest.PaymentDecider{}, ingest.Options{})
+	return f
+}
+
+// sweeper is the production sweeper with an age the test can wait out.
+func (f *fixture) sweeper() *ingest.Worker {
+	w := f.rec.Sweeper(f.inbox, ingest.PaymentDecider{}, 0)
+	w.OlderThan, w.Lease, w.Interval = time.Millisecond, time.Minute, 5*time.Millisecond
+	time.Sleep(20 * time.Millisecond) // rows gated before now are due
+	return w
+}
+
+func tctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// --- deliveries ---
+
+func delivery(pay, id, typ string, facts ...provider.Fact) provider.Event {
+	ev := provider.Event{Provider: "standard", DedupKey: id, Type: typ, PaymentKey: pay,
+		OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), Facts: facts}
+	return withBody(ev, "")
+}
+
+// withBody sets the verified bytes (and their hash); salt makes a payload
+// that differs from the first one for the same dedup key.
+func withBody(ev provider.Event, salt string) provider.Event {
+	raw, _ := json.Marshal(map[string]any{"id": ev.DedupKey, "type": ev.Type, "payment": ev.PaymentKey, "facts": ev.Facts, "salt": salt})
+	sum := sha256.Sum256(raw)
+	ev.Raw, ev.PayloadHash = raw, hex.EncodeToString(sum[:])
+	return ev
+}
+
+func captured(capID string, amount, fee int64) provider.Fact {
+	return provider.Fact{Kind: provider.KindCaptured, BusinessID: capID, Amount: amount, Fee: fee, Currency: "USD"}
+}
+
+func refunded(refID string, amount int64) provider.Fact {
+	return provider.Fact{Kind: provider.KindRefunded, BusinessID: refID, Amount: amount, Currency: "USD"}
+}
+
+func capture(pay, id string, amount int64) provider.Event {
+	return delivery(pay, id, "payment.captured", captured("cap_"+pay, amount, 30))
+}
+
+// twoFacts is one delivery whose decision is a set of two events (Stripe's
+// charge.refunded after a missed charge.succeeded looks like this).
+func twoFacts(pay, id string) provider.Event {
+	return delivery(pay, id, "charge.refunded", captured("cap_"+pay, 1000, 30), refunded("re_"+pay, 400))
+}
+
+func stream(pay string) string { return "payment-standard-" + pay }
+
+// --- reading back ---
+
+func types(t *testing.T, s eventstore.Store, stream string) []string {
+	t.Helper()
+	evs, err := s.ReadStream(tctx(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for i, e := range evs {
+		if e.Version != uint64(i) {
+			t.Fatalf("%s: event %d has version %d: versions not contiguous", stream, i, e.Version)
+		}
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func balances(t *testing.T, s eventstore.Store, stream string) map[string]int64 {
+	t.Helper()
+	evs, err := s.ReadStream(tctx(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, r := range evs {
+		e, err := payment.Decode(r.Type, r.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range payment.Postings(e) {
+			out[p.Account+" "+string(p.Currency)] += p.Amount
+		}
+	}
+	return out
+}
+
+func inboxRow(t *testing.T, pool *pgxpool.Pool, id string) (status string, deliveries int) {
+	t.Helper()
+	err := pool.QueryRow(tctx(t), `SELECT status, delivery_count FROM webhook_inbox WHERE provider = 'standard' AND dedup_key = $1`, id).
+		Scan(&status, &deliveries)
+	if err != nil {
+		t.Fatalf("inbox row %s: %v", id, err)
+	}
+	return status, deliveries
+}
+
+func scalar(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := pool.QueryRow(tctx(t), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func equal[T comparable](t *testing.T, what string, got, want []T) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s:\n got  %v\n want %v", what, got, want)
+	}
+}
+
+func mustIngest(t *testing.T, svc *ingest.Service, ev provider.Event, want ingest.Outcome) ingest.Result {
+	t.Helper()
+	res, err := svc.Ingest(tctx(t), ev)
+	if err != nil {
+		t.Fatalf("ingest %s: %v", ev.DedupKey, err)
+	}
+	if res.Outcome != want {
+		t.Fatalf("ingest %s: outcome %s, want %s", ev.DedupKey, res.Outcome, want)
+	}
+	return res
+}
+
+// --- the ingestion matrix, for any recorder and store ---
+
+// harness is what a matrix row needs: a service over some recorder, the
+// store its facts land in, and the inbox's database.
+type harness struct {
+	svc   *ingest.Service
+	store eventstore.Store
+	pool  *pgxpool.Pool
+}
+
+var matrix = []struct {
+	name string
+	run  func(t *testing.T, h harness)
+}{
+	{"same event twice", func(t *testing.T, h harness) {
+		ev := capture("p1", "evt_1", 1000)
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		mustIngest(t, h.svc, ev, ingest.Duplicate)
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured})
+		if st, n := inboxRow(t, h.pool, "evt_1"); st != "applied" || n != 2 {
+			t.Fatalf("inbox: %s after %d deliveries", st, n)
+		}
+	}},
+	{"fifty identical at once", func(t *testing.T, h harness) {
+		ev := twoFacts("p1", "evt_1")
+		const n = 50
+		outcomes := make([]ingest.Outcome, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := h.svc.Ingest(tctx(t), ev)
+				outcomes[i], errs[i] = res.Outcome, err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		count := map[ingest.Outcome]int{}
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("delivery %d: %v", i, errs[i])
+			}
+			count[outcomes[i]]++
+		}
+		if count[ingest.Accepted] != 1 || count[ingest.Duplicate] != n-1 {
+			t.Fatalf("outcomes %v; want 1 accepted, %d duplicates", count, n-1)
+		}
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
+		if st, got := inboxRow(t, h.pool, "evt_1"); st != "applied" || got != n {
+			t.Fatalf("inbox: %s after %d deliveries, want applied after %d", st, got, n)
+		}
+	}},
+	{"refund before payment", func(t *testing.T, h harness) {
+		mustIngest(t, h.svc, delivery("late", "evt_r", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
+		equal(t, "before the capture", types(t, h.store, stream("late")), []string{payment.TypeRefundPending, payment.TypeFlagged})
+		mustIngest(t, h.svc, delivery("late", "evt_c", "payment.captured", captured("cap_1", 1000, 30)), ingest.Accepted)
+		equal(t, "after the capture", types(t, h.store, stream("late")), []string{payment.TypeRefundPending, payment.TypeFlagged,
+			payment.TypeCaptured, payment.TypeRefundPosted, payment.TypeCleared})
+
+		mustIngest(t, h.svc, delivery("inorder", "evt_c2", "payment.captured", captured("cap_1", 1000, 30)), ingest.Accepted)
+		mustIngest(t, h.svc, delivery("inorder", "evt_r2", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
+		late, natural := balances(t, h.store, stream("late")), balances(t, h.store, stream("inorder"))
+		if fmt.Sprint(late) != fmt.Sprint(natural) || late["provider:standard:balance USD"] != 670 {
+			t.Fatalf("balances depend on arrival order:\n refund first %v\n natural      %v", late, natural)
+		}
+	}},
+	{"twenty different events for one payment at once", func(t *testing.T, h harness) {
+		mustIngest(t, h.svc, capture("p1", "evt_cap", 10_000), ingest.Accepted)
+		const n = 20
+		errs := make([]error, n)
+		outcomes := make([]ingest.Outcome, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				ev := delivery("p1", fmt.Sprintf("evt_re_%02d", i), "refund.succeeded", refunded(fmt.Sprintf("re_%02d", i), 10))
+				res, err := h.svc.Ingest(tctx(t), ev)
+				outcomes[i], errs[i] = res.Outcome, err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil || outcomes[i] != ingest.Accepted {
+				t.Fatalf("refund %d: %s, %v", i, outcomes[i], errs[i])
+			}
+		}
+		evs, err := h.store.ReadStream(tctx(t), stream("p1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != n+1 {
+			t.Fatalf("%d events, want %d", len(evs), n+1)
+		}
+		refunds := map[string]int{}
+		for i, e := range evs {
+			if e.Version != uint64(i) {
+				t.Fatalf("event %d has version %d", i, e.Version)
+			}
+			if d, _ := payment.Decode(e.Type, e.Data); d != nil {
+				if r, ok := d.(payment.RefundPosted); ok {
+					refunds[r.RefundID]++
+				}
+			}
+		}
+		if len(refunds) != n {
+			t.Fatalf("refunds posted: %v", refunds)
+		}
+		if got := scalar(t, h.pool, `SELECT count(*) FROM webhook_inbox WHERE status <> 'applied'`); got != 0 {
+			t.Fatalf("%d inbox rows not applied", got)
+		}
+	}},
+	{"conflicting redelivery", func(t *testing.T, h harness) {
+		ev := capture("p1", "evt_1", 1000)
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		other := withBody(capture("p1", "evt_1", 1), "tampered")
+		for range 2 {
+			if res := mustIngest(t, h.svc, other, ingest.Duplicate); !res.Conflict {
+				t.Fatal("conflict not reported")
+			}
+		}
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeFlagged})
+		if got := scalar(t, h.pool, `SELECT delivery_count FROM webhook_conflicts WHERE dedup_key = 'evt_1'`); got != 2 {
+			t.Fatalf("conflict deliveries %d", got)
+		}
+	}},
+}
+
+// runMatrix runs every matrix row against a fresh harness.
+func runMatrix(t *testing.T, newHarness func(t *testing.T) harness) {
+	for _, row := range matrix {
+		t.Run(row.name, func(t *testing.T) { row.run(t, newHarness(t)) })
+	}
+}
+
+func TestIngestionMatrix(t *testing.T) {
+	for _, b := range backends {
+		t.Run("twophase/"+b.name, func(t *testing.T) {
+			runMatrix(t, func(t *testing.T) harness {
+				f := newFixture(t, b)
+				return harness{svc: f.svc, store: f.store, pool: f.pool}
+			})
+		})
+	}
+	// The one-transaction Postgres recorder answers the same matrix.
+	t.Run("onetx/postgres", func(t *testing.T) {
+		runMatrix(t, func(t *testing.T) harness {
+			pool := pgtest.NewPool(t)
+			store := postgres.NewEventStore(pool)
+			return harness{svc: ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{}), store: store, pool: pool}
+		})
+	})
+}
+
+// --- crash windows ---
+
+// crash leaves a delivery where a process killed between the phases leaves it.
+type crash struct {
+	name string
+	at   func(t *testing.T, f *fixture, ev provider.Event)
+}
+
+var crashes = []crash{
+	{"after the inbox commit, before the append", func(t *testing.T, f *fixture, ev provider.Event) {
+		if inserted, _, err := f.inbox.Gate(tctx(t), ev, ingest.StatusReceived); err != nil || !inserted {
+			t.Fatalf("gate: %v, %v", inserted, err)
+		}
+	}},
+	{"after the append, before the status update", func(t *testing.T, f *fixture, ev provider.Event) {
+		c := tctx(t)
+		if inserted, _, err := f.inbox.Gate(c, ev, ingest.StatusReceived); err != nil || !inserted {
+			t.Fatalf("gate: %v, %v", inserted, err)
+		}
+		history, err := f.store.ReadStream(c, ev.StreamID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		decided, err := ingest.PaymentDecider{}.Decide(history, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Append(c, ev.StreamID(), eventstore.ExpectFor(len(history)), decided); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
+var recoveries = []struct {
+	name string
+	run  func(t *testing.T, f *fixture, ev provider.Event)
+}{
+	{"sweeper", func(t *testing.T, f *fixture, ev provider.Event) {
+		// At the default age the row is still its first request's.
+		if n, err := f.rec.Sweeper(f.inbox, ingest.PaymentDecider{}, 0).Once(tctx(t)); err != nil || n != 0 {
+			t.Fatalf("sweeper at the default age took %d rows (%v) of a fresh row", n, err)
+		}
+		w := f.sweeper()
+		if n, err := w.Once(tctx(t)); err != nil || n != 1 {
+			t.Fatalf("sweeper took %d rows: %v", n, err)
+		}
+		if n, err := w.Once(tctx(t)); err != nil || n != 0 {
+			t.Fatalf("second pass took %d rows: %v", n, err)
+		}
+		mustIngest(t, f.svc, ev, ingest.Duplicate) // a late redelivery adds nothing
+	}},
+	{"provider redelivery", func(t *testing.T, f *fixture, ev provider.Event) {
+		mustIngest(t, f.svc, ev, ingest.Duplicate)
+		if n, err := f.sweeper().Once(tctx(t)); err != nil || n != 0 {
+			t.Fatalf("sweeper found %d rows after the redelivery: %v", n, err)
+		}
+	}},
+}
+
+func TestCrashWindows(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		for _, c := range crashes {
+			for _, r := range recoveries {
+				t.Run(c.name+"/"+r.name, func(t *testing.T) {
+					f := newFixture(t, b)
+					ev := twoFacts("p1", "evt_1")
+					c.at(t, f, ev)
+					appendsBefore := f.store.appends.Load()
+					eventsBefore := len(types(t, f.store, stream("p1")))
+
+					r.run(t, f, ev)
+
+					equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
+					if st, _ := inboxRow(t, f.pool, "evt_1"); st != "applied" {
+						t.Fatalf("inbox status %s", st)
+					}
+					if eventsBefore > 0 && f.store.appends.Load() != appendsBefore {
+						t.Fatalf("%d appends after the facts were in the stream", f.store.appends.Load()-appendsBefore)
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestConcurrentRedeliveriesWithSweeper: a row left "received" by a crash is
+// re-driven by twenty concurrent redeliveries while two sweepers run.
+func TestConcurrentRedeliveriesWithSweeper(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		for _, c := range crashes {
+			t.Run(c.name, func(t *testing.T) {
+				f := newFixture(t, b)
+				ev := twoFacts("p1", "evt_1")
+				c.at(t, f, ev)
+
+				ctx, stop := context.WithCancel(tctx(t))
+				var sweepers sync.WaitGroup
+				for range 2 {
+					w := f.sweeper()
+					w.Lease = time.Millisecond // let the sweepers compete for the row too
+					sweepers.Add(1)
+					go func() { defer sweepers.Done(); _ = w.Run(ctx) }()
+				}
+				const n = 20
+				errs := make([]error, n)
+				outcomes := make([]ingest.Outcome, n)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						res, err := f.svc.Ingest(tctx(t), ev)
+						outcomes[i], errs[i] = res.Outcome, err
+					}()
+				}
+				close(start)
+				wg.Wait()
+				time.Sleep(30 * time.Millisecond)
+				stop()
+				sweepers.Wait()
+				for i := range n {
+					if errs[i] != nil || outcomes[i] != ingest.Duplicate {
+						t.Fatalf("redelivery %d: %s, %v", i, outcomes[i], errs[i])
+					}
+				}
+				equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
+				if st, deliveries := inboxRow(t, f.pool, "evt_1"); st != "applied" || deliveries != n+1 {
+					t.Fatalf("inbox %s after %d deliveries", st, deliveries)
+				}
+			})
+		}
+	})
+}
+
+// TestInFlightFirstArrival: the first arrival is held just before its
+// append while a redelivery re-drives its row; whichever finishes first, the
+// facts are recorded once and both answers are 2xx.
+func TestInFlightFirstArrival(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		for _, other := range []bool{false, true} {
+			name := "redelivery wins"
+			if other {
+				name = "another delivery moves the stream on first"
+			}
+			t.Run(name, func(t *testing.T) {
+				f := newFixture(t, b)
+				ev := twoFacts("p1", "evt_1")
+				p := newPause()
+				type answer struct {
+					res ingest.Result
+					err error
+				}
+				done := make(chan answer, 1)
+				go func() {
+					res, err := f.svc.Ingest(context.WithValue(tctx(t), pauseKey{}, p), ev)
+					done <- answer{res, err}
+				}()
+				<-p.reached // the first arrival has decided on an empty stream
+
+				want := []string{payment.TypeCaptured, payment.TypeRefundPosted}
+				if other {
+					mustIngest(t, f.svc, delivery("p1", "evt_d", "dispute.created",
+						provider.Fact{Kind: provider.KindDisputeOpened, BusinessID: "dp_1", Amount: 100, Currency: "USD"}), ingest.Accepted)
+					want = append([]string{payment.TypeDisputeOpened}, want...)
+				}
+				mustIngest(t, f.svc, ev, ingest.Duplicate)
+				equal(t, "stream after the redelivery", types(t, f.store, stream("p1")), want)
+				if st, _ := inboxRow(t, f.pool, "evt_1"); st != "applied" {
+					t.Fatalf("inbox status %s after the redelivery", st)
+				}
+
+				close(p.release)
+				a := <-done
+				if a.err != nil || a.res.Outcome != ingest.Accepted {
+					t.Fatalf("first arrival: %+v, %v", a.res, a.err)
+				}
+				equal(t, "stream after the first arrival", types(t, f.store, stream("p1")), want)
+			})
+		}
+	})
+}
+
+// TestConflictWhileReceived: a different payload for a key whose first
+// arrival never reached the stream records the first one's facts first,
+// then the conflict; the first payload stands.
+func TestConflictWhileReceived(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		ev := twoFacts("p1", "evt_1")
+		crashes[0].at(t, f, ev)
+		res := mustIngest(t, f.svc, withBody(capture("p1", "evt_1", 5), "other"), ingest.Duplicate)
+		if !res.Conflict || res.StreamID != stream("p1") {
+			t.Fatalf("result %+v", res)
+		}
+		equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted, payment.TypeFlagged})
+		if st, _ := inboxRow(t, f.pool, "evt_1"); st != "applied" {
+			t.Fatalf("inbox status %s", st)
+		}
+	})
+}
+
+// TestConflictWhileUnverified: a held delivery (PayPal IPN awaiting its
+// postback) redelivered with another payload keeps the conflict out of the
+// stream, so the held facts still post once verified.
+func TestConflictWhileUnverified(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		ev := capture("p1", "ipn_1", 1000)
+		if res, err := f.inbox.Hold(tctx(t), ev); err != nil || res.Outcome != ingest.Accepted {
+			t.Fatalf("hold: %+v, %v", res, err)
+		}
+		if res := mustIngest(t, f.svc, withBody(ev, "other"), ingest.Duplicate); !res.Conflict {
+			t.Fatal("conflict not reported")
+		}
+		equal(t, "stream while held", types(t, f.store, stream("p1")), []string{})
+		res, err := f.rec.Redrive(tctx(t), ingest.InboxKey{Provider: "standard", DedupKey: "ipn_1"}, ingest.StatusUnverified, ingest.PaymentDecider{})
+		if err != nil || res.Outcome != ingest.Accepted || res.Appended != 1 {
+			t.Fatalf("redrive: %+v, %v", res, err)
+		}
+		equal(t, "stream once verified", types(t, f.store, stream("p1")), []string{payment.TypeCaptured})
+		if st, _ := inboxRow(t, f.pool, "ipn_1"); st != "applied" {
+			t.Fatalf("inbox status %s", st)
+		}
+	})
+}
+
+func TestIgnoredDelivery(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		ev := delivery("", "evt_x", "customer.created")
+		mustIngest(t, f.svc, ev, ingest.Ignored)
+		mustIngest(t, f.svc, ev, ingest.Duplicate)
+		if st, n := inboxRow(t, f.pool, "evt_x"); st != "ignored" || n != 2 {
+			t.Fatalf("inbox %s after %d", st, n)
+		}
+		if n := f.store.appends.Load(); n != 0 {
+			t.Fatalf("%d appends for an ignored delivery", n)
+		}
+	})
+}
+
+// TestLostRaceExhausted: a recorder that keeps losing the race for its
+// stream returns an error matching ErrWrongVersion after MaxAttempts tries;
+// the row stays "received" for the sweeper.
+func TestLostRaceExhausted(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	store := &probe{Store: postgres.NewEventStore(pool),
+		fail: &eventstore.WrongVersionError{Stream: stream("p1"), Expected: eventstore.NoStream, Actual: 0}}
+	inbox := postgres.NewInbox(pool)
+	retries := 0
+	rec := ingest.NewTwoPhaseRecorder(inbox, store, ingest.Options{MaxAttempts: 3, BaseBackoff: time.Microsecond,
+		OnRetry: func(string) { retries++ }})
+	_, err := rec.Record(tctx(t), capture("p1", "evt_1", 1000), ingest.PaymentDecider{})
+	if !errors.Is(err, eventstore.ErrWrongVersion) {
+		t.Fatalf("err %v, want ErrWrongVersion", err)
+	}
+	if store.appends.Load() != 3 || retries != 2 {
+		t.Fatalf("%d appends, %d retries; want 3, 2", store.appends.Load(), retries)
+	}
+	if st, n := inboxRow(t, pool, "evt_1"); st != "received" || n != 1 {
+		t.Fatalf("inbox %s after %d", st, n)
+	}
+}
+
+// TestStoreDown: with the EventStoreDB node down the delivery fails with
+// ErrUnavailable (503) after its inbox row committed; once the node is back
+// the sweeper records it, once.
+func TestStoreDown(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	srv := esdbfake.Start(t)
+	store := dialESDB(t, srv.URL()+"&maxDiscoverAttempts=2&discoveryInterval=10")
+	f := &fixture{t: t, pool: pool, inbox: postgres.NewInbox(pool), store: &probe{Store: store}}
+	f.rec = ingest.NewTwoPhaseRecorder(f.inbox, f.store, ingest.Options{})
+	f.svc = ingest.New(f.rec, ingest.PaymentDecider{}, ingest.Options{})
+	ev := twoFacts("p1", "evt_1")
+
+	addr := srv.Addr()
+	srv.Stop()
+	if _, err := f.svc.Ingest(tctx(t), ev); !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("ingest with the node down: %v; want ErrUnavailable", err)
+	}
+	if st, _ := inboxRow(t, pool, "evt_1"); st != "received" {
+		t.Fatalf("inbox status %s", st)
+	}
+	if err := srv.Start(addr); err != nil {
+		t.Fatal(err)
+	}
+	w := f.sweeper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, _ := inboxRow(t, pool, "evt_1")
+		if st == "applied" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("row still %s after the node came back", st)
+		}
+		_, _ = w.Once(tctx(t))
+		time.Sleep(20 * time.Millisecond)
+	}
+	equal(t, "stream", types(t, store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
+}
+
+// sorted keeps failure output stable.
+var _ = sort.Strings

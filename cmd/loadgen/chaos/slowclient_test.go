@@ -1,0 +1,243 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+)
+
+// bodySize is the Content-Length every raw request announces: each body is a
+// valid, signed delivery padded with JSON whitespace to exactly this size, so
+// only its incompleteness can keep it out.
+const bodySize = 1000
+
+// serverReadTimeout is serve's http.Server ReadTimeout (cmd/onceledger/serve.go);
+// ONCELEDGER_CHAOS_READ_TIMEOUT overrides it if serve's changes.
+func serverReadTimeout(t *testing.T) time.Duration {
+	t.Helper()
+	if s := os.Getenv("ONCELEDGER_CHAOS_READ_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("ONCELEDGER_CHAOS_READ_TIMEOUT=%q: %v", s, err)
+		}
+		return d
+	}
+	return 15 * time.Second
+}
+
+// rawHead is the request head of d with its signature, announcing bodySize bytes.
+func rawHead(t *testing.T, s *sender, addr string, d *delivery) []byte {
+	t.Helper()
+	h := http.Header{}
+	s.signer.Headers(h, d.id, time.Now(), d.body)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST /webhooks/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", provider, addr, len(d.body))
+	for _, k := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
+		fmt.Fprintf(&b, "%s: %s\r\n", k, h.Get(k))
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// padded copies d with its body padded to bodySize (trailing JSON whitespace).
+func padded(t *testing.T, d *delivery) *delivery {
+	t.Helper()
+	if len(d.body) > bodySize {
+		t.Fatalf("body of %s is %d bytes, above %d", d.id, len(d.body), bodySize)
+	}
+	c := *d
+	c.body = append(bytes.Clone(d.body), bytes.Repeat([]byte(" "), bodySize-len(d.body))...)
+	return &c
+}
+
+// TestSlowAndDisconnectingClients proves that an incomplete request leaves
+// nothing behind: clients that disconnect after the head, in the middle of
+// the body (FIN or RST), that half-close their side, or that trickle the body
+// past the server's read timeout produce no inbox row and no event. Then the
+// very same deliveries, sent properly, are accepted as first arrivals: the
+// bodies were valid, only incomplete.
+func TestSlowAndDisconnectingClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos: skipped in -short mode")
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	k := scale(t)
+	dbURL := pgtest.UnusedDatabaseURL(t)
+	srv := newServer(t, dbURL, newSecrets(t), true)
+	srv.start()
+	pool := openPool(t, dbURL)
+	s := newSender(t, srv, 8, func(answer) bool { return false })
+
+	// Captures only: each one, if it got in, would show as an inbox row and
+	// an event.
+	w := newWorkload(t, uint64(time.Now().UnixNano()), 60*k)
+	var ds []*delivery
+	for _, d := range w.all {
+		if d.typ == "payment.captured" && d.fact != nil {
+			ds = append(ds, padded(t, d))
+		}
+	}
+	readTimeout := serverReadTimeout(t)
+	nSlow := min(4*k, 16) // each holds one of serve's per-provider slots
+	if len(ds) < nSlow+8 {
+		t.Fatalf("workload too small: %d captures", len(ds))
+	}
+
+	type outcome struct {
+		id, mode, what string
+		bad        bool
+	}
+	var (
+		mu       sync.Mutex
+		outcomes []outcome
+		wg       sync.WaitGroup
+	)
+	record := func(o outcome) {
+		mu.Lock()
+		outcomes = append(outcomes, o)
+		mu.Unlock()
+	}
+	dial := func() (*net.TCPConn, error) {
+		c, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
+	modes := []string{"head-only", "half-body-fin", "half-body-rst", "half-body-closewrite"}
+	for i, d := range ds[nSlow:] {
+		mode := modes[i%len(modes)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := dial()
+			if err != nil {
+				record(outcome{d.id, mode, "dial: " + err.Error(), true})
+				return
+			}
+			defer c.Close()
+			msg := rawHead(t, s, srv.addr, d)
+			if mode != "head-only" {
+				msg = append(msg, d.body[:bodySize/2]...)
+			}
+			if _, err := c.Write(msg); err != nil {
+				record(outcome{d.id, mode, "write: " + err.Error(), true})
+				return
+			}
+			switch mode {
+			case "half-body-rst":
+				_ = c.SetLinger(0) // Close sends RST
+			case "half-body-closewrite":
+				// The server sees EOF before Content-Length: it must answer
+				// 400 (bad request), neither 2xx nor 503.
+				_ = c.CloseWrite()
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					record(outcome{d.id, mode, "no answer: " + err.Error(), true})
+					return
+				}
+				resp.Body.Close()
+				record(outcome{d.id, mode, resp.Status, resp.StatusCode != http.StatusBadRequest})
+				return
+			}
+			record(outcome{d.id, mode, "closed", false})
+		}()
+	}
+	for _, d := range ds[:nSlow] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := dial()
+			if err != nil {
+				record(outcome{d.id, "trickle", "dial: " + err.Error(), true})
+				return
+			}
+			defer c.Close()
+			answered := make(chan string, 1)
+			go func() {
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					answered <- "closed: " + err.Error()
+					return
+				}
+				resp.Body.Close()
+				answered <- resp.Status
+			}()
+			if _, err := c.Write(append(rawHead(t, s, srv.addr, d), d.body[:bodySize/2]...)); err != nil {
+				record(outcome{d.id, "trickle", "write: " + err.Error(), true})
+				return
+			}
+			// The rest one byte at a time, finishing well after the read
+			// timeout: a server without one would accept it at the end.
+			rest := d.body[bodySize/2:]
+			every := (readTimeout + 5*time.Second) / time.Duration(len(rest))
+			for i := range rest {
+				select {
+				case a := <-answered:
+					ok := !strings.HasPrefix(a, "2")
+					record(outcome{d.id, "trickle", fmt.Sprintf("cut off after %d of %d bytes after %v: %s", bodySize/2+i, bodySize, time.Since(start).Round(time.Millisecond), a), !ok})
+					return
+				case <-time.After(every):
+				}
+				if _, err := c.Write(rest[i : i+1]); err != nil {
+					record(outcome{d.id, "trickle", fmt.Sprintf("write refused after %d of %d bytes: %v", bodySize/2+i, bodySize, err), false})
+					return
+				}
+			}
+			select {
+			case a := <-answered:
+				record(outcome{d.id, "trickle", "whole body trickled over " + (readTimeout + 5*time.Second).String() + ", then: " + a, true})
+			case <-time.After(15 * time.Second):
+				record(outcome{d.id, "trickle", "whole body trickled, no answer", true})
+			}
+		}()
+	}
+	wg.Wait()
+
+	var bad []string
+	counts := map[string]int{}
+	for _, o := range outcomes {
+		counts[o.mode]++
+		if o.bad {
+			bad = append(bad, fmt.Sprintf("%s %s: %s", o.mode, o.id, o.what))
+		} else if o.mode == "trickle" {
+			t.Logf("trickle %s: %s", o.id, o.what)
+		}
+	}
+	t.Logf("incomplete requests per mode: %v", counts)
+	if len(bad) > 0 {
+		t.Errorf("%d clients were not refused as they should be:\n  %s", len(bad), strings.Join(bad, "\n  "))
+	}
+
+	// Handlers of the cut requests have returned by the time the server
+	// closed the connections; give stragglers a moment anyway.
+	time.Sleep(300 * time.Millisecond)
+	if inbox, events := countRows(ctx, t, pool); inbox != 0 || events != 0 {
+		t.Fatalf("incomplete requests left %d webhook_inbox rows and %d events behind; want none", inbox, events)
+	}
+
+	// The same deliveries, complete: every one is a first arrival.
+	for _, d := range ds {
+		if a := s.post(ctx, d); a.status != http.StatusOK || a.result != "accepted" {
+			t.Errorf("%s sent properly after its incomplete attempt: %d %q %v, want 200 accepted", d.id, a.status, a.result, a.err)
+		}
+	}
+	if inbox, events := countRows(ctx, t, pool); inbox != len(ds) || events < len(ds) {
+		t.Errorf("after proper delivery: %d inbox rows, %d events; want %d rows and at least as many events", inbox, events, len(ds))
+	}
+	t.Logf("%d incomplete requests (%d trickled past the %v read timeout), nothing stored; in %v",
+		len(ds), nSlow, readTimeout, time.Since(start).Round(time.Millisecond))
+}

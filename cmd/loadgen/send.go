@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/scenario"
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/sign"
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/stats"
+)
+
+// counters are the outcomes of every HTTP attempt, and of logical deliveries.
+type counters struct {
+	Requests    atomic.Int64 // HTTP attempts
+	Accepted    atomic.Int64
+	Duplicate   atomic.Int64
+	Ignored     atomic.Int64
+	Other2xx    atomic.Int64 // 2xx with an unexpected body
+	Status4xx   atomic.Int64
+	Status5xx   atomic.Int64
+	StatusOther atomic.Int64 // 1xx/3xx
+	Transport   atomic.Int64 // no HTTP answer (connection error, client timeout)
+	Retries     atomic.Int64
+	Delivered   atomic.Int64 // deliveries answered 2xx (each counts once, retries or not)
+	Undelivered atomic.Int64 // deliveries that exhausted their attempts
+}
+
+// answers checks the exactly-once contract on the wire: over all deliveries
+// of one dedup key, exactly one is answered as a first arrival ("accepted"
+// or "ignored"), every other one "duplicate". A key that saw a transport
+// error is exempt: the request may have been recorded without its answer
+// reaching us, and its retry then rightly says "duplicate".
+type answers struct {
+	mu   sync.Mutex
+	keys map[string]*keyAnswers
+	// conflicting redeliveries answered other than "duplicate"
+	conflictBad []string
+	conflictOK  int
+}
+
+type keyAnswers struct {
+	firsts    int
+	delivered bool
+	uncertain bool
+}
+
+func newAnswers() *answers { return &answers{keys: map[string]*keyAnswers{}} }
+
+func (a *answers) key(k string) *keyAnswers {
+	ka := a.keys[k]
+	if ka == nil {
+		ka = &keyAnswers{}
+		a.keys[k] = ka
+	}
+	return ka
+}
+
+func (a *answers) answered(k string, kind jobKind, outcome string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ka := a.key(k)
+	ka.delivered = true
+	if outcome == "accepted" || outcome == "ignored" {
+		ka.firsts++
+	}
+	if kind == kindConflict {
+		if outcome == "duplicate" {
+			a.conflictOK++
+		} else {
+			a.conflictBad = append(a.conflictBad, fmt.Sprintf("%s answered %q", k, outcome))
+		}
+	}
+}
+
+func (a *answers) uncertain(k string) {
+	a.mu.Lock()
+	a.key(k).uncertain = true
+	a.mu.Unlock()
+}
+
+// violations lists the keys that broke the rule, sorted for stable output.
+func (a *answers) violations() (checked int, bad []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, ka := range a.keys {
+		if ka.uncertain || !ka.delivered {
+			continue
+		}
+		checked++
+		if ka.firsts != 1 {
+			bad = append(bad, fmt.Sprintf("%s answered as a first arrival %d times", k, ka.firsts))
+		}
+	}
+	sortStrings(bad)
+	return checked, append(bad, a.conflictBad...)
+}
+
+// sender delivers webhooks like a provider: signs each attempt afresh,
+// retries every non-2xx with exponential backoff, and takes a 2xx as final.
+type sender struct {
+	base         string // server URL without trailing slash
+	client       *http.Client
+	stripeSecret string
+	standard     *sign.Standard
+	maxAttempts  int
+	backoff      time.Duration // first retry delay; doubles, capped at maxBackoff
+	maxBackoff   time.Duration
+
+	latency stats.Recorder
+	c       counters
+	ans     *answers
+	pace    *pacer
+
+	logMu  sync.Mutex
+	logged int
+	logf   func(format string, args ...any)
+}
+
+// note logs the first few problems, so a broken setup (bad secret, wrong
+// URL) is visible without flooding the output.
+func (s *sender) note(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	s.logged++
+	if s.logged <= 10 {
+		s.logf(format, args...)
+	} else if s.logged == 11 {
+		s.logf("(further delivery problems not shown)")
+	}
+}
+
+// work is one sender's loop.
+func (s *sender) work(ctx context.Context, q *queue) {
+	for {
+		j, ok := q.Next()
+		if !ok {
+			return
+		}
+		q.Done(s.run(ctx, j))
+	}
+}
+
+// run sends one job and returns its follow-ups.
+func (s *sender) run(ctx context.Context, j job) []job {
+	body := j.d.Body
+	if j.kind == kindConflict {
+		body = j.d.Conflict
+	}
+	if j.kind != kindFirst || !j.d.Twin {
+		s.pace.wait(ctx, 1)
+		ok := s.deliver(ctx, j.d, body, j.kind)
+		if j.kind != kindFirst || !ok {
+			return nil
+		}
+		return followups(j.d)
+	}
+	// A twin: the same delivery from two senders at the same instant, the
+	// race the inbox's primary key must decide.
+	s.pace.wait(ctx, 2)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var twinOK atomic.Bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-start
+		twinOK.Store(s.deliver(ctx, j.d, body, kindCopy))
+	}()
+	close(start)
+	ok := s.deliver(ctx, j.d, body, kindFirst)
+	wg.Wait()
+	if !ok && !twinOK.Load() {
+		return nil
+	}
+	return followups(j.d)
+}
+
+func followups(d *scenario.Delivery) []job {
+	var out []job
+	for range d.Copies {
+		out = append(out, job{d: d, kind: kindCopy})
+	}
+	if d.Conflict != nil {
+		out = append(out, job{d: d, kind: kindConflict})
+	}
+	return out
+}
+
+// deliver sends body until a 2xx or maxAttempts, and reports whether it got
+// a 2xx.
+func (s *sender) deliver(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind) bool {
+	key := d.Provider + "/" + d.ID
+	for attempt := 1; ; attempt++ {
+		status, outcome, retryAfter, err := s.attempt(ctx, d, body)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return false // aborted: neither delivered nor a failure of the server
+			}
+			s.c.Transport.Add(1)
+			s.ans.uncertain(key)
+			s.note("%s %s attempt %d: %v", key, d.Type, attempt, err)
+		case status >= 200 && status < 300:
+			switch outcome {
+			case "accepted":
+				s.c.Accepted.Add(1)
+			case "duplicate":
+				s.c.Duplicate.Add(1)
+			case "ignored":
+				s.c.Ignored.Add(1)
+			default:
+				s.c.Other2xx.Add(1)
+			}
+			s.c.Delivered.Add(1)
+			s.ans.answered(key, kind, outcome)
+			return true
+		case status >= 400 && status < 500:
+			s.c.Status4xx.Add(1)
+			s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
+		case status >= 500:
+			s.c.Status5xx.Add(1)
+			if status != http.StatusServiceUnavailable {
+				s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
+			}
+		default:
+			s.c.StatusOther.Add(1)
+		}
+		if attempt >= s.maxAttempts {
+			s.c.Undelivered.Add(1)
+			s.note("%s %s: gave up after %d attempts", key, d.Type, attempt)
+			return false
+		}
+		s.c.Retries.Add(1)
+		if !sleep(ctx, s.delay(attempt, retryAfter)) {
+			return false
+		}
+	}
+}
+
+// delay is the wait before retry number attempt: exponential with jitter
+// (half fixed, half random, so synchronized failures spread out), at least
+// the server's Retry-After when it sent one, within the cap.
+func (s *sender) delay(attempt int, retryAfter time.Duration) time.Duration {
+	d := s.backoff << min(attempt-1, 20)
+	if d > s.maxBackoff || d <= 0 {
+		d = s.maxBackoff
+	}
+	d = d/2 + rand.N(d/2+1)
+	if retryAfter > d {
+		d = min(retryAfter, s.maxBackoff)
+	}
+	return d
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// attempt is one signed HTTP request. outcome is the body's "status" (or
+// "error") field.
+func (s *sender) attempt(ctx context.Context, d *scenario.Delivery, body []byte) (status int, outcome string, retryAfter time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/webhooks/"+d.Provider, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	now := time.Now()
+	switch d.Provider {
+	case scenario.Stripe:
+		req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+		req.Header.Set("Stripe-Signature", sign.Stripe(s.stripeSecret, now, body))
+	case scenario.Standard:
+		req.Header.Set("User-Agent", "onceledger-loadgen")
+		s.standard.Headers(req.Header, d.ID, now, body)
+	default:
+		return 0, "", 0, fmt.Errorf("no signer for provider %q", d.Provider)
+	}
+	s.c.Requests.Add(1)
+	t0 := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.latency.Record(time.Since(t0))
+		return 0, "", 0, err
+	}
+	raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	s.latency.Record(time.Since(t0)) // the answer, body included
+	if rerr != nil {
+		return 0, "", 0, fmt.Errorf("read answer: %w", rerr)
+	}
+	var ans struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if json.Unmarshal(raw, &ans) == nil {
+		outcome = ans.Status
+		if outcome == "" && ans.Error != "" {
+			outcome = ans.Error
+		}
+	}
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+			retryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	return resp.StatusCode, outcome, retryAfter, nil
+}
+
+// pacer spaces deliveries at a fixed rate across all senders: the n-th
+// delivery leaves at start + n/rate. nil means as fast as possible.
+type pacer struct {
+	start    time.Time
+	interval time.Duration
+	n        atomic.Int64
+}
+
+func newPacer(rate float64) *pacer {
+	if rate <= 0 {
+		return nil
+	}
+	return &pacer{start: time.Now(), interval: time.Duration(float64(time.Second) / rate)}
+}
+
+func (p *pacer) wait(ctx context.Context, k int64) {
+	if p == nil {
+		return
+	}
+	n := p.n.Add(k) - k
+	if d := time.Until(p.start.Add(time.Duration(n) * p.interval)); d > 0 {
+		sleep(ctx, d)
+	}
+}
+
+var errNoSecret = errors.New("missing signing secret")
