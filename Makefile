@@ -25,3 +25,7 @@ vet:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# Benchmarks (make bench) and the fault suite (make chaos) live in their own files.
+-include bench.mk
+-include chaos.mk

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -101,6 +102,9 @@ func (r *TwoPhaseRecorder) Sweeper(inbox HeldInbox, d Decider, olderThan time.Du
 		Decider:   d,
 		Status:    StatusReceived,
 		OlderThan: olderThan,
+		Lease:     time.Minute,
+		Interval:  time.Second,
+		Log:       slog.Default(), // Once, unlike Run, does not default it
 	}
 }
 

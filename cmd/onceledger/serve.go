@@ -18,6 +18,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/adyen"
 	"github.com/onceledger/onceledger/adapters/providers/circle"
@@ -26,6 +27,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/square"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/projections"
 )
 
 type serveCmd struct {
@@ -167,24 +169,20 @@ func (c *serveCmd) Run(g *globals) error {
 		return fmt.Errorf("provider configuration: %w", err)
 	}
 	if c.Migrate {
-		if err := postgres.EnsureDatabase(ctx, g.cli.DatabaseURL); err != nil {
+		if err := migrateDatabase(ctx, g.cli.DatabaseURL, log); err != nil {
 			return err
 		}
-		applied, err := postgres.Migrate(ctx, g.cli.DatabaseURL)
-		if err != nil {
-			return err
-		}
-		log.Info("migrations applied", "count", len(applied))
 	}
 	pool, err := openPool(ctx, g.cli.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if g.cli.EventStore != "postgres" {
-		return fmt.Errorf("ONCELEDGER_EVENT_STORE=%q: only postgres is wired in this build", g.cli.EventStore)
+	store, closeStore, isPostgres, err := openEventStore(ctx, g.cli.EventStore, pool)
+	if err != nil {
+		return err
 	}
-	store := postgres.NewEventStore(pool)
+	defer func() { _ = closeStore() }()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -193,13 +191,45 @@ func (c *serveCmd) Run(g *globals) error {
 		Help: "Appends retried after losing the race for a stream (wrong expected version).",
 	}, []string{"provider"})
 	reg.MustRegister(retries)
-	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{
+
+	// The recorder: one transaction when the events live in Postgres; inbox
+	// then append (with a sweeper for the window between) otherwise.
+	inbox := postgres.NewInbox(pool)
+	var (
+		recorder ingest.Recorder
+		redriver ingest.Redriver
+		workers  []*ingest.Worker
+	)
+	if isPostgres {
+		pgRecorder := postgres.NewRecorder(pool, store.(*postgres.EventStore))
+		recorder, redriver = pgRecorder, pgRecorder
+	} else {
+		twoPhase := ingest.NewTwoPhaseRecorder(inbox, store, ingest.Options{})
+		recorder, redriver = twoPhase, twoPhase
+		workers = append(workers, &ingest.Worker{
+			Name: "sweeper", Inbox: inbox, Redriver: twoPhase, Decider: ingest.PaymentDecider{},
+			Status: ingest.StatusReceived, OlderThan: 30 * time.Second, Lease: time.Minute,
+			Interval: 5 * time.Second, Log: log,
+		})
+	}
+	svc := ingest.New(recorder, ingest.PaymentDecider{}, ingest.Options{
 		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
 	})
+	var holder httpapi.Holder
+	if _, ok := provs[paypalipn.Name]; ok {
+		holder = inbox
+		workers = append(workers, &ingest.Worker{
+			Name: "paypal-ipn-verifier", Inbox: inbox, Redriver: redriver, Decider: ingest.PaymentDecider{},
+			Provider: paypalipn.Name, Status: ingest.StatusUnverified,
+			Postback: ipnPostback{paypalipn.Verifier{URL: c.PaypalIPNVerifyURL}},
+			Lease:    time.Minute, Interval: 2 * time.Second, Log: log,
+		})
+	}
 
 	handler := httpapi.NewHandler(httpapi.Config{
 		Providers:           provs,
 		Ingester:            svc,
+		Holder:              holder,
 		APITokens:           c.APITokens,
 		Query:               postgres.NewQuery(pool),
 		Events:              store,
@@ -219,6 +249,9 @@ func (c *serveCmd) Run(g *globals) error {
 			if !ok {
 				return errors.New("migrations pending")
 			}
+			if _, err := store.Head(ctx); err != nil {
+				return fmt.Errorf("event store: %w", err)
+			}
 			return nil
 		},
 	})
@@ -231,15 +264,32 @@ func (c *serveCmd) Run(g *globals) error {
 		WriteTimeout:      c.IngestTimeout + 15*time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
+
+	// Background work stops only after the HTTP server has drained, so a
+	// request in flight still finds its dependencies.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
 	var wg sync.WaitGroup
 	if c.PprofAddr != "" {
-		startPprof(ctx, &wg, c.PprofAddr, log)
+		startPprof(bgCtx, &wg, c.PprofAddr, log)
+	}
+	if c.Projections {
+		projs := projections.NewService(store, readmodel.New(pool), log)
+		wg.Go(func() {
+			if err := projs.Run(bgCtx); err != nil {
+				log.Error("projections stopped", "error", err)
+			}
+		})
+	}
+	for _, w := range workers {
+		wg.Go(func() { _ = w.Run(bgCtx) })
 	}
 	names := make([]string, 0, len(provs))
 	for n := range provs {
 		names = append(names, n)
 	}
-	log.Info("serving", "addr", c.Addr, "providers", names, "event_store", g.cli.EventStore)
+	log.Info("serving", "addr", c.Addr, "providers", names, "event_store", redactSetting(g.cli.EventStore),
+		"projections", c.Projections)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
@@ -251,11 +301,25 @@ func (c *serveCmd) Run(g *globals) error {
 	log.Info("shutting down: draining in-flight requests", "timeout", c.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("graceful shutdown: %w", err)
-	}
+	shutdownErr := srv.Shutdown(shutdownCtx)
+	stopBackground()
 	wg.Wait()
+	if shutdownErr != nil {
+		return fmt.Errorf("graceful shutdown: %w", shutdownErr)
+	}
 	log.Info("stopped")
+	return nil
+}
+
+func migrateDatabase(ctx context.Context, url string, log interface{ Info(string, ...any) }) error {
+	if err := postgres.EnsureDatabase(ctx, url); err != nil {
+		return err
+	}
+	applied, err := postgres.Migrate(ctx, url)
+	if err != nil {
+		return err
+	}
+	log.Info("migrations applied", "count", len(applied))
 	return nil
 }
 

@@ -247,6 +247,21 @@ func (s *server) kill9() {
 	s.cmd, s.done = nil, nil
 }
 
+// alive reports whether the process started last is still running.
+func (s *server) alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // stop sends SIGTERM (graceful drain) and waits; it fails the test if serve
 // does not exit in time or exits with an error.
 func (s *server) stop() {

@@ -97,7 +97,7 @@ func TestSlowAndDisconnectingClients(t *testing.T) {
 
 	type outcome struct {
 		id, mode, what string
-		bad        bool
+		bad            bool
 	}
 	var (
 		mu       sync.Mutex

@@ -1,0 +1,483 @@
+// Command loadgen drives a running onceledger server like a fleet of payment
+// providers would: signed Stripe and Standard Webhooks deliveries for
+// realistic payment lifecycles, with redeliveries (some concurrent),
+// refunds and disputes ahead of their capture, and conflicting
+// redeliveries. It keeps its own model of the ledger those lifecycles must
+// produce (package internal/model, written from CONTRACT.md and sharing no
+// code with the server's domain), and at the end compares it with
+// GET /v1/balances, printing every difference.
+//
+// It also measures: deliveries per second, latency percentiles, outcome
+// counts, retries, and the projections' lag while loading. bench/run.sh
+// uses its --json summary.
+//
+//	go run ./cmd/loadgen --payments 1000 --concurrency 64 --duplicates 0.2
+//
+// Exit status: 0 ledger matches, 1 mismatch or a broken exactly-once
+// answer, 2 could not run.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/model"
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/scenario"
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/sign"
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/stats"
+)
+
+type options struct {
+	URL            string
+	Token          string
+	Providers      string
+	StandardSecret string
+	StripeSecret   string
+	Payments       int
+	Concurrency    int
+	Window         int
+	Rate           float64
+	Duplicates     float64
+	Reorder        float64
+	Conflicts      float64
+	Duration       time.Duration
+	Wait           time.Duration
+	Seed           uint64
+	RunID          string
+	Baseline       bool
+	MaxAttempts    int
+	Backoff        time.Duration
+	MaxBackoff     time.Duration
+	Timeout        time.Duration
+	LagInterval    time.Duration
+	JSON           bool
+}
+
+// firstOf returns the first non-empty element of a comma-separated env var:
+// the server takes lists (for rotation), the generator signs with one.
+func firstOf(env string) string {
+	for _, s := range strings.Split(os.Getenv(env), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// defaultURL follows the server's ONCELEDGER_ADDR (":8080" → 127.0.0.1:8080).
+func defaultURL() string {
+	addr := os.Getenv("ONCELEDGER_ADDR")
+	if addr == "" {
+		addr = ":8080"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://127.0.0.1:8080"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 1 // fits int64 for --seed round-trips
+}
+
+// parseFlags reads the command line; env twins provide the defaults.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.URL, "url", defaultURL(), "server base URL (default from ONCELEDGER_ADDR)")
+	fs.StringVar(&o.Token, "token", firstOf("ONCELEDGER_API_TOKENS"), "bearer token for /v1 (default: first of ONCELEDGER_API_TOKENS)")
+	fs.StringVar(&o.Providers, "providers", "standard,stripe", "comma-separated providers to simulate: standard, stripe")
+	fs.StringVar(&o.StandardSecret, "standard-secret", firstOf("ONCELEDGER_STANDARD_SECRETS"), "Standard Webhooks secret whsec_<base64> (default: first of ONCELEDGER_STANDARD_SECRETS)")
+	fs.StringVar(&o.StripeSecret, "stripe-secret", firstOf("ONCELEDGER_STRIPE_SECRETS"), "Stripe signing secret whsec_… (default: first of ONCELEDGER_STRIPE_SECRETS)")
+	fs.IntVar(&o.Payments, "payments", 1000, "payments to generate (0 = until --duration)")
+	fs.IntVar(&o.Concurrency, "concurrency", 64, "concurrent senders")
+	fs.IntVar(&o.Window, "window", 0, "payments in flight at once, interleaved (default 4 × concurrency)")
+	fs.Float64Var(&o.Rate, "rate", 0, "deliveries per second across all senders (0 = as fast as possible)")
+	fs.Float64Var(&o.Duplicates, "duplicates", 0.2, "extra identical deliveries per delivery; about 30% of them concurrent with the first")
+	fs.Float64Var(&o.Reorder, "reorder", 0.1, "share of payments whose refunds/disputes are sent before their capture")
+	fs.Float64Var(&o.Conflicts, "conflicts", 0.01, "share of deliveries redelivered with the same id and a changed payload (must not change the ledger)")
+	fs.DurationVar(&o.Duration, "duration", 0, "stop starting payments after this long (started ones finish; 0 = no cap)")
+	fs.DurationVar(&o.Wait, "wait", 60*time.Second, "how long to wait for the projections to catch up before comparing")
+	fs.Uint64Var(&o.Seed, "seed", 0, "random seed (0 = random; printed so a run can be repeated)")
+	fs.StringVar(&o.RunID, "run-id", "", "prefix making this run's ids unique (default random; reusing one replays the ids)")
+	fs.BoolVar(&o.Baseline, "baseline", true, "compare the change since the start (a shared database); --baseline=false compares absolute balances (a fresh database)")
+	fs.IntVar(&o.MaxAttempts, "max-attempts", 8, "attempts per delivery before giving up")
+	fs.DurationVar(&o.Backoff, "backoff", 100*time.Millisecond, "first retry delay (doubles per attempt)")
+	fs.DurationVar(&o.MaxBackoff, "max-backoff", 5*time.Second, "retry delay cap")
+	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "per-request timeout")
+	fs.DurationVar(&o.LagInterval, "lag-interval", 250*time.Millisecond, "poll /v1/projections this often while loading (0 = off)")
+	fs.BoolVar(&o.JSON, "json", false, "print a machine-readable JSON summary instead of text")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.Seed == 0 {
+		o.Seed = randomSeed()
+	}
+	if o.RunID == "" {
+		o.RunID = strconv.FormatUint(randomSeed()%(36*36*36*36*36*36), 36)
+	}
+	o.URL = strings.TrimRight(o.URL, "/")
+	var errs []error
+	if o.Concurrency < 1 {
+		errs = append(errs, errors.New("--concurrency must be at least 1"))
+	}
+	if o.Payments < 0 || (o.Payments == 0 && o.Duration <= 0) {
+		errs = append(errs, errors.New("--payments must be positive, or 0 with a --duration"))
+	}
+	if o.MaxAttempts < 1 {
+		errs = append(errs, errors.New("--max-attempts must be at least 1"))
+	}
+	if o.Token == "" {
+		errs = append(errs, errors.New("--token (or ONCELEDGER_API_TOKENS) is needed to read /v1/balances"))
+	}
+	for _, p := range o.providers() {
+		switch p {
+		case scenario.Stripe:
+			if o.StripeSecret == "" {
+				errs = append(errs, fmt.Errorf("%w: --stripe-secret or ONCELEDGER_STRIPE_SECRETS", errNoSecret))
+			}
+		case scenario.Standard:
+			if o.StandardSecret == "" {
+				errs = append(errs, fmt.Errorf("%w: --standard-secret or ONCELEDGER_STANDARD_SECRETS", errNoSecret))
+			}
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+func (o options) providers() []string {
+	var out []string
+	for _, p := range strings.Split(o.Providers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	os.Exit(run(ctx, o, os.Stdout, os.Stderr))
+}
+
+// summary is the run's result; --json prints it as is.
+type summary struct {
+	RunID       string  `json:"run_id"`
+	Seed        uint64  `json:"seed"`
+	URL         string  `json:"url"`
+	Providers   string  `json:"providers"`
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate"`
+	Duplicates  float64 `json:"duplicates"`
+	Reorder     float64 `json:"reorder"`
+	Conflicts   float64 `json:"conflicts"`
+
+	Payments  int  `json:"payments"`
+	Payouts   int  `json:"payouts"`
+	Reordered int  `json:"reordered_payments"`
+	Planned   plan `json:"planned_deliveries"`
+
+	SendSeconds        float64  `json:"send_seconds"`
+	Requests           int64    `json:"requests"`
+	Delivered          int64    `json:"delivered"`
+	DeliveriesPerSec   float64  `json:"deliveries_per_second"`
+	RequestsPerSec     float64  `json:"requests_per_second"`
+	LatencyMs          latency  `json:"latency_ms"`
+	Outcomes           outcome  `json:"outcomes"`
+	AnswersChecked     int      `json:"answers_checked"`
+	AnswerViolations   []string `json:"answer_violations"`
+	ConflictsDuplicate int      `json:"conflicts_answered_duplicate"`
+
+	Lag              lagReport `json:"projection_lag"`
+	CatchUpSeconds   float64   `json:"catch_up_seconds"`
+	ProjectionsError string    `json:"projections_error,omitempty"`
+	Baseline         bool      `json:"baseline"`
+	BalancesCompared int       `json:"balances_compared"`
+	Differences      []diff    `json:"differences"`
+	Verdict          string    `json:"verdict"`
+	Error            string    `json:"error,omitempty"`
+}
+
+type latency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+type outcome struct {
+	Accepted    int64 `json:"accepted"`
+	Duplicate   int64 `json:"duplicate"`
+	Ignored     int64 `json:"ignored"`
+	Other2xx    int64 `json:"other_2xx"`
+	Status4xx   int64 `json:"4xx"`
+	Status5xx   int64 `json:"5xx"`
+	StatusOther int64 `json:"other_status"`
+	Transport   int64 `json:"transport_errors"`
+	Retries     int64 `json:"retries"`
+	Undelivered int64 `json:"undelivered"`
+}
+
+type diff struct {
+	Account  string `json:"account"`
+	Currency string `json:"currency"`
+	Expected int64  `json:"expected"`
+	Actual   int64  `json:"actual"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// run is the whole program after flag parsing; it returns the exit status.
+func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "loadgen: "+format+"\n", args...) }
+	sum := summary{RunID: o.RunID, Seed: o.Seed, URL: o.URL, Providers: o.Providers, Concurrency: o.Concurrency,
+		Rate: o.Rate, Duplicates: o.Duplicates, Reorder: o.Reorder, Conflicts: o.Conflicts, Baseline: o.Baseline}
+	fail := func(err error) int {
+		sum.Error, sum.Verdict = err.Error(), "ERROR"
+		logf("%v", err)
+		if o.JSON {
+			printJSON(stdout, sum)
+		}
+		return 2
+	}
+
+	gen, err := scenario.New(scenario.Config{Providers: o.providers(), Duplicates: o.Duplicates, Reorder: o.Reorder,
+		Conflicts: o.Conflicts, RunID: o.RunID, Seed: o.Seed})
+	if err != nil {
+		return fail(err)
+	}
+	var std *sign.Standard
+	if o.StandardSecret != "" {
+		if std, err = sign.NewStandard(o.StandardSecret); err != nil {
+			return fail(err)
+		}
+	}
+	transport := &http.Transport{
+		Proxy:               nil, // loopback benchmarks must not detour through a proxy
+		MaxIdleConns:        4 * o.Concurrency,
+		MaxIdleConnsPerHost: 4 * o.Concurrency,
+		IdleConnTimeout:     90 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	}
+	client := &http.Client{Transport: transport, Timeout: o.Timeout}
+	q := &api{base: o.URL, token: o.Token, client: client}
+
+	// The baseline must be a settled ledger: wait for the projections first.
+	base := model.New()
+	if _, err := waitCaughtUp(ctx, q, o.Wait, nil); err != nil {
+		return fail(fmt.Errorf("before the run: %w", err))
+	}
+	if o.Baseline {
+		if base, _, err = q.balances(ctx); err != nil {
+			return fail(fmt.Errorf("baseline: %w", err))
+		}
+	}
+
+	window := o.Window
+	if window <= 0 {
+		window = 4 * o.Concurrency
+	}
+	var deadline time.Time
+	if o.Duration > 0 {
+		deadline = time.Now().Add(o.Duration)
+	}
+	work := newQueue(gen, o.Seed, window, o.Payments, deadline)
+	s := &sender{base: o.URL, client: client, stripeSecret: o.StripeSecret, standard: std,
+		maxAttempts: o.MaxAttempts, backoff: o.Backoff, maxBackoff: o.MaxBackoff,
+		ans: newAnswers(), pace: newPacer(o.Rate), logf: logf}
+
+	// First Ctrl-C: start no more payments, finish the started ones and
+	// compare. Second: abort.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	sendCtx, abort := context.WithCancel(ctx)
+	defer abort()
+	var aborted sync.Once
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-sigs:
+				if n == 0 {
+					logf("interrupted: finishing the started payments (again to abort)")
+					work.Stop()
+					continue
+				}
+				aborted.Do(func() { work.Abort(); abort() })
+			case <-sendCtx.Done():
+				return
+			}
+		}
+	}()
+
+	lags := newLagTracker()
+	samplerCtx, stopSampler := context.WithCancel(ctx)
+	var samplerDone sync.WaitGroup
+	if o.LagInterval > 0 {
+		samplerDone.Add(1)
+		go func() { defer samplerDone.Done(); lags.sample(samplerCtx, q, o.LagInterval) }()
+	}
+
+	start := time.Now()
+	var senders sync.WaitGroup
+	for range o.Concurrency {
+		senders.Add(1)
+		go func() { defer senders.Done(); s.work(sendCtx, work) }()
+	}
+	senders.Wait()
+	elapsed := time.Since(start)
+	stopSampler()
+	samplerDone.Wait()
+	if sendCtx.Err() != nil {
+		return fail(errors.New("aborted: no comparison"))
+	}
+	if work.err != nil {
+		return fail(fmt.Errorf("generator: %w", work.err))
+	}
+
+	sum.Payments, sum.Payouts, sum.Reordered, sum.Planned = work.payments, work.payouts, work.reordered, work.planned
+	sum.SendSeconds = elapsed.Seconds()
+	sum.Requests, sum.Delivered = s.c.Requests.Load(), s.c.Delivered.Load()
+	sum.DeliveriesPerSec = float64(sum.Delivered) / elapsed.Seconds()
+	sum.RequestsPerSec = float64(sum.Requests) / elapsed.Seconds()
+	l := s.latency.Summary()
+	sum.LatencyMs = latency{P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max), Mean: ms(l.Mean)}
+	sum.Outcomes = outcome{Accepted: s.c.Accepted.Load(), Duplicate: s.c.Duplicate.Load(), Ignored: s.c.Ignored.Load(),
+		Other2xx: s.c.Other2xx.Load(), Status4xx: s.c.Status4xx.Load(), Status5xx: s.c.Status5xx.Load(),
+		StatusOther: s.c.StatusOther.Load(), Transport: s.c.Transport.Load(), Retries: s.c.Retries.Load(),
+		Undelivered: s.c.Undelivered.Load()}
+	sum.AnswersChecked, sum.AnswerViolations = s.ans.violations()
+	sum.ConflictsDuplicate = s.ans.conflictOK
+
+	caught, err := waitCaughtUp(ctx, q, o.Wait, lags)
+	sum.CatchUpSeconds = caught.Seconds()
+	if err != nil {
+		sum.ProjectionsError = err.Error() // compare anyway: the differences say what is missing
+	}
+	sum.Lag = lags.report()
+
+	end, n, err := q.balances(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("final balances: %w", err))
+	}
+	actual, err := end.Sub(base)
+	if err != nil {
+		return fail(err)
+	}
+	sum.BalancesCompared = n
+	for _, d := range model.Diff(work.expected, actual) {
+		sum.Differences = append(sum.Differences, diff{Account: d.Account, Currency: d.Currency, Expected: d.Expected, Actual: d.Actual})
+	}
+	if len(sum.Differences) == 0 {
+		sum.Verdict = "MATCH"
+	} else {
+		sum.Verdict = fmt.Sprintf("MISMATCH (%d differences)", len(sum.Differences))
+	}
+	if sum.Differences == nil {
+		sum.Differences = []diff{}
+	}
+	if sum.AnswerViolations == nil {
+		sum.AnswerViolations = []string{}
+	}
+
+	if o.JSON {
+		printJSON(stdout, sum)
+	} else {
+		printText(stdout, sum, work.expected)
+	}
+	if len(sum.Differences) > 0 || len(sum.AnswerViolations) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func printJSON(w io.Writer, s summary) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(s)
+}
+
+func printText(w io.Writer, s summary, expected *model.Ledger) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("run %s  seed %d  providers %s  url %s", s.RunID, s.Seed, s.Providers, s.URL)
+	p("traffic: %d payments (%d reordered) + %d payouts; deliveries planned %d = %d first + %d copies + %d concurrent twins + %d conflicting",
+		s.Payments, s.Reordered, s.Payouts, s.Planned.total(), s.Planned.First, s.Planned.Copies, s.Planned.Twins, s.Planned.Conflicts)
+	rate := "as fast as possible"
+	if s.Rate > 0 {
+		rate = fmt.Sprintf("paced at %g/s", s.Rate)
+	}
+	p("throughput: %.1f deliveries/s (2xx), %.1f requests/s; %d delivered in %.2fs, %d senders, %s",
+		s.DeliveriesPerSec, s.RequestsPerSec, s.Delivered, s.SendSeconds, s.Concurrency, rate)
+	p("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  (mean %.2f, %d requests)",
+		s.LatencyMs.P50, s.LatencyMs.P90, s.LatencyMs.P99, s.LatencyMs.Max, s.LatencyMs.Mean, s.Requests)
+	o := s.Outcomes
+	p("outcomes: accepted %d  duplicate %d  ignored %d  other-2xx %d | 4xx %d  5xx %d  transport errors %d | retries %d  undelivered %d",
+		o.Accepted, o.Duplicate, o.Ignored, o.Other2xx, o.Status4xx, o.Status5xx, o.Transport, o.Retries, o.Undelivered)
+	if len(s.AnswerViolations) == 0 {
+		p("answers: OK (%d dedup keys answered as a first arrival exactly once; %d conflicting redeliveries answered duplicate)",
+			s.AnswersChecked, s.ConflictsDuplicate)
+	} else {
+		p("answers: VIOLATION (%d)", len(s.AnswerViolations))
+		for _, v := range s.AnswerViolations {
+			p("  %s", v)
+		}
+	}
+	if s.Lag.Polls > 0 {
+		p("projection lag while loading (%d polls): events p50 %d  p99 %d  max %d; seconds (approx.) p50 %.2f  p99 %.2f  max %.2f",
+			s.Lag.Polls, s.Lag.EventsP50, s.Lag.EventsP99, s.Lag.EventsMax, s.Lag.SecondsP50, s.Lag.SecondsP99, s.Lag.SecondsMax)
+	}
+	if s.ProjectionsError != "" {
+		p("projections: %s", s.ProjectionsError)
+	} else {
+		p("projections: caught up %.2fs after the last delivery", s.CatchUpSeconds)
+	}
+	mode := "change since the start of the run"
+	if !s.Baseline {
+		mode = "absolute balances"
+	}
+	p("ledger: %d expected balances vs %d server balances (%s)", len(expected.Balances()), s.BalancesCompared, mode)
+	if len(s.Differences) > 0 {
+		p("  %-32s %-8s %16s %16s %16s", "account", "currency", "expected", "actual", "actual-expected")
+		for _, d := range s.Differences {
+			p("  %-32s %-8s %16d %16d %16d", d.Account, d.Currency, d.Expected, d.Actual, d.Actual-d.Expected)
+		}
+	}
+	p("ledger: %s", s.Verdict)
+}
+
+var _ = stats.Summary{}
