@@ -353,6 +353,33 @@ var matrix = []struct {
 			t.Fatalf("%d inbox rows not applied", got)
 		}
 	}},
+	{"one capture reported by different event types at once", func(t *testing.T, h harness) {
+		// Stripe sends charge.succeeded and payment_intent.succeeded for one
+		// capture: different dedup keys, different event ids, one fact.
+		const n = 10
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = h.svc.Ingest(tctx(t), delivery("p1", fmt.Sprintf("evt_%d", i), "charge.succeeded", captured("ch_1", 1000, 30)))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("delivery %d: %v", i, err)
+			}
+		}
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured})
+		if b := balances(t, h.store, stream("p1")); b["revenue:sales USD"] != -1000 {
+			t.Fatalf("balances %v", b)
+		}
+	}},
 	{"conflicting redelivery", func(t *testing.T, h harness) {
 		ev := capture("p1", "evt_1", 1000)
 		mustIngest(t, h.svc, ev, ingest.Accepted)

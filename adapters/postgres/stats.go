@@ -126,11 +126,11 @@ func NewStatsCollector(pool *pgxpool.Pool, head func(context.Context) (eventstor
 		lagSeconds: prometheus.NewDesc("onceledger_projection_lag_seconds",
 			"Age of the oldest event the projection has not applied; 0 when caught up.", proj, nil),
 		position: prometheus.NewDesc("onceledger_projection_position",
-			"Commit part of the projection's checkpoint position (the feed's primary order).", proj, nil),
+			"Global sequence number (the prepare half of the feed position) of the last event the projection applied, as in /v1/projections.", proj, nil),
 		errs: prometheus.NewDesc("onceledger_projection_errors",
 			"1 when the projection stopped on an event it cannot apply (last_error set).", proj, nil),
 		headPos: prometheus.NewDesc("onceledger_feed_head_position",
-			"Commit part of the event store's head position.", nil, nil),
+			"Global sequence number (prepare half) of the last event of the feed.", nil, nil),
 	}
 }
 
@@ -156,7 +156,7 @@ func (c *StatsCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, p := range st.Projections {
 			ch <- prometheus.MustNewConstMetric(c.lagEvents, prometheus.GaugeValue, float64(p.LagEvents), p.Name)
 			ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, p.LagSeconds, p.Name)
-			ch <- prometheus.MustNewConstMetric(c.position, prometheus.GaugeValue, float64(p.Position.Commit), p.Name)
+			ch <- prometheus.MustNewConstMetric(c.position, prometheus.GaugeValue, float64(p.Position.Prepare), p.Name)
 			stopped := 0.0
 			if p.LastError != "" {
 				stopped = 1
@@ -168,7 +168,7 @@ func (c *StatsCollector) Collect(ch chan<- prometheus.Metric) {
 		if h, err := c.head(ctx); err != nil {
 			up = 0
 		} else {
-			ch <- prometheus.MustNewConstMetric(c.headPos, prometheus.GaugeValue, float64(h.Commit))
+			ch <- prometheus.MustNewConstMetric(c.headPos, prometheus.GaugeValue, float64(h.Prepare))
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)

@@ -133,10 +133,10 @@ func TestStatsCollectorInboxAndLag(t *testing.T) {
 	require.True(t, ok)
 	require.Zero(t, lag, "caught up means 0 seconds of lag")
 
-	require.Equal(t, float64(at.Commit), got["onceledger_projection_position{projection=ledger}"])
+	require.Equal(t, float64(at.Prepare), got["onceledger_projection_position{projection=ledger}"])
 	require.Equal(t, 1.0, got["onceledger_projection_errors{projection=payments}"])
 	require.Equal(t, 0.0, got["onceledger_projection_errors{projection=ledger}"])
-	require.Equal(t, float64(last.Commit), got["onceledger_feed_head_position"])
+	require.Equal(t, float64(last.Prepare), got["onceledger_feed_head_position"])
 
 	// ReadStats is the same reading, for the CLI.
 	st, err := postgres.ReadStats(ctx, pool)

@@ -39,7 +39,6 @@ import (
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/model"
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/scenario"
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/sign"
-	"github.com/onceledger/onceledger/cmd/loadgen/internal/stats"
 )
 
 type options struct {
@@ -479,5 +478,3 @@ func printText(w io.Writer, s summary, expected *model.Ledger) {
 	}
 	p("ledger: %s", s.Verdict)
 }
-
-var _ = stats.Summary{}

@@ -190,7 +190,7 @@ func (c *serveCmd) Run(g *globals) error {
 		Name: "onceledger_append_retries_total",
 		Help: "Appends retried after losing the race for a stream (wrong expected version).",
 	}, []string{"provider"})
-	reg.MustRegister(retries)
+	reg.MustRegister(retries, postgres.NewStatsCollector(pool, store.Head))
 
 	// The recorder: one transaction when the events live in Postgres; inbox
 	// then append (with a sweeper for the window between) otherwise.

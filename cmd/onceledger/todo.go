@@ -8,13 +8,9 @@ type rebuildCmd struct {
 	All        bool     `help:"Rebuild every projection."`
 	VerifyOnly bool     `name:"verify-only" help:"Report differences, do not swap."`
 }
-type statusCmd struct {
-	JSON bool `name:"json" help:"Machine-readable output."`
-}
 type verifyCmd struct{}
 
 var errNotYet = errors.New("not implemented yet")
 
 func (rebuildCmd) Run(*globals) error { return errNotYet }
-func (statusCmd) Run(*globals) error  { return errNotYet }
 func (verifyCmd) Run(*globals) error  { return errNotYet }

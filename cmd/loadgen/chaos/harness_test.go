@@ -188,6 +188,8 @@ func (s *server) start() {
 		"ONCELEDGER_API_TOKENS="+s.sec.apiToken,
 		"ONCELEDGER_PROJECTIONS="+strconv.FormatBool(s.projections),
 		"ONCELEDGER_SHUTDOWN_TIMEOUT=20s",
+		// Warnings and errors only: the tail shown on failure is what went wrong.
+		"ONCELEDGER_LOG_LEVEL=warn",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group: kill -9 reaches anything serve might spawn, and a

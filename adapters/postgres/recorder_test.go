@@ -1,0 +1,56 @@
+package postgres_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// recCapture is a verified capture delivery with body as its bytes.
+func recCapture(id, body string) provider.Event {
+	sum := sha256.Sum256([]byte(body))
+	return provider.Event{Provider: "paypal", DedupKey: id, Type: "PAYMENT.CAPTURE.COMPLETED", PaymentKey: "pay_1",
+		OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), PayloadHash: hex.EncodeToString(sum[:]), Raw: []byte(body),
+		Facts: []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: "USD"}}}
+}
+
+// TestRecorderConflictWhileUnverified: a held IPN redelivered with another
+// payload is kept in webhook_conflicts but not flagged on the stream (the
+// flag carries the dedup key and would make the aggregate skip the held
+// delivery once verified); the verified IPN then posts.
+func TestRecorderConflictWhileUnverified(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	ctx := testCtx(t)
+	store := postgres.NewEventStore(pool)
+	rec := postgres.NewRecorder(pool, store)
+	inbox := postgres.NewInbox(pool)
+
+	held := recCapture("ipn_1", "first")
+	if res, err := inbox.Hold(ctx, held); err != nil || res.Outcome != ingest.Accepted {
+		t.Fatalf("hold: %+v, %v", res, err)
+	}
+	res, err := rec.Record(ctx, recCapture("ipn_1", "second"), ingest.PaymentDecider{})
+	if err != nil || res.Outcome != ingest.Duplicate || !res.Conflict || res.Appended != 0 {
+		t.Fatalf("conflicting redelivery: %+v, %v", res, err)
+	}
+	var conflicts int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'ipn_1'`).Scan(&conflicts); err != nil || conflicts != 1 {
+		t.Fatalf("webhook_conflicts rows %d, %v", conflicts, err)
+	}
+
+	res, err = rec.Redrive(ctx, postgres.Key{Provider: "paypal", DedupKey: "ipn_1"}, postgres.StatusUnverified, ingest.PaymentDecider{})
+	if err != nil || res.Outcome != ingest.Accepted || res.Appended != 1 {
+		t.Fatalf("redrive: %+v, %v", res, err)
+	}
+	evs, err := store.ReadStream(ctx, held.StreamID())
+	if err != nil || len(evs) != 1 || evs[0].Type != payment.TypeCaptured {
+		t.Fatalf("stream %v, %v", evs, err)
+	}
+}

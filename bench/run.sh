@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Benchmarks onceledger against the database's own ceiling, on this machine.
+#
+#   1. pgbench runs the SQL of one webhook ingest (bench/ingest.pgbench) on a
+#      fresh migrated database: the transactions/s Postgres itself allows.
+#   2. onceledger serve (built once) on a throwaway database and a free port,
+#      driven by cmd/loadgen at the same concurrency with 20% redeliveries:
+#      webhooks/s end to end (HTTP, signatures, dedup, decide, append), and
+#      the ledger compared with the generator's own model.
+#   3. Projection lag under a steady 1,000 webhooks/s: /v1/projections polled
+#      while loading; p99 in events and (approximately) seconds.
+#   4. (placeholder) rebuild benchmark.
+#
+# Everything runs on one machine: Postgres, the server and the generator
+# share its cores. Settings (environment):
+#   BENCH_SECONDS=20       pgbench duration
+#   BENCH_CONCURRENCY=64   pgbench clients and loadgen senders
+#   BENCH_PAYMENTS=5000    payments for the throughput run (about 3.7 deliveries each + 20%)
+#   BENCH_LAG_RATE=1000    webhooks/s for the lag run
+#   BENCH_LAG_SECONDS=20   duration of the lag run
+#   BENCH_KEEP=1           keep the databases (dropped by default)
+#   PGHOST/PGPORT/PGUSER   the Postgres server (default 127.0.0.1:5432, postgres)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_PGB=${BENCH_SECONDS:-20}
+CONC=${BENCH_CONCURRENCY:-64}
+PAYMENTS=${BENCH_PAYMENTS:-5000}
+LAG_RATE=${BENCH_LAG_RATE:-1000}
+LAG_SECONDS=${BENCH_LAG_SECONDS:-20}
+export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
+pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
+
+for tool in go pgbench createdb dropdb psql curl jq; do
+	command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 2; }
+done
+
+tag="$(date +%Y%m%d%H%M%S)_$$"
+serve_db="onceledger_bench_serve_${tag}"
+pgb_db="onceledger_bench_pgbench_${tag}"
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+	if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
+		dropdb --if-exists "$serve_db" 2>/dev/null || true
+		dropdb --if-exists "$pgb_db" 2>/dev/null || true
+	else
+		echo "bench: kept databases $serve_db $pgb_db" >&2
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+		|| echo $((20000 + RANDOM % 20000))
+}
+
+echo "== build"
+go build -o "$work/onceledger" ./cmd/onceledger
+go build -o "$work/loadgen" ./cmd/loadgen
+
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit="${commit}-dirty"; fi
+mem="$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+cpu="$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+pgver="$(psql -Atc 'show server_version' postgres)"
+
+echo "== 1. pgbench: the SQL of one ingest, $CONC clients, ${SECONDS_PGB}s"
+createdb "$pgb_db"
+ONCELEDGER_DATABASE_URL="$(pgurl "$pgb_db")" "$work/onceledger" migrate
+pgbench -n -M prepared -c "$CONC" -j 2 -T "$SECONDS_PGB" -D run="$RANDOM" -D seq=0 \
+	-f bench/ingest.pgbench "$pgb_db" | tee "$work/pgbench.txt"
+tps="$(awk '/^tps = / {print $3; exit}' "$work/pgbench.txt")"
+[[ -n "$tps" ]] || { echo "bench: no tps in pgbench output" >&2; exit 1; }
+dropdb --if-exists "$pgb_db" # idle now; keep it from sharing the disk with the next run
+
+echo "== 2. onceledger serve + loadgen: $PAYMENTS payments, $CONC senders, 20% redeliveries"
+port="$(free_port)"
+export ONCELEDGER_DATABASE_URL="$(pgurl "$serve_db")"
+export ONCELEDGER_ADDR="127.0.0.1:${port}"
+export ONCELEDGER_API_TOKENS="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export ONCELEDGER_STANDARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
+export ONCELEDGER_STRIPE_SECRETS="whsec_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export ONCELEDGER_LOG_LEVEL=warn
+createdb "$serve_db"
+"$work/onceledger" serve >"$work/serve.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do
+	curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null 2>&1 && break
+	kill -0 "$server_pid" 2>/dev/null || { cat "$work/serve.log" >&2; echo "bench: server exited" >&2; exit 1; }
+	sleep 0.2
+done
+curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+
+status=0
+"$work/loadgen" --payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
+	--json >"$work/ingest.json" || status=$?
+jq -r '"verdict: \(.verdict)  deliveries/s: \(.deliveries_per_second|floor)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest.json"
+wps="$(jq -r '.deliveries_per_second' "$work/ingest.json")"
+
+echo "== 3. projection lag at $LAG_RATE webhooks/s for ${LAG_SECONDS}s"
+"$work/loadgen" --payments 0 --duration "${LAG_SECONDS}s" --rate "$LAG_RATE" --concurrency "$CONC" \
+	--duplicates 0.2 --lag-interval 100ms --json >"$work/lag.json" || status=$?
+jq -r '"verdict: \(.verdict)  achieved: \(.deliveries_per_second|floor)/s  lag events p50 \(.projection_lag.events_p50) p99 \(.projection_lag.events_p99) max \(.projection_lag.events_max)  seconds p99 ~\(.projection_lag.seconds_p99*100|round/100)  catch-up \(.catch_up_seconds*100|round/100)s"' "$work/lag.json"
+
+# == 4. rebuild benchmark ====================================================
+# PLACEHOLDER: to be added by the rebuild engineer (onceledger rebuild --all
+# on the database above: events/s replayed, time to swap, query latency
+# during the rebuild). Keep the summary lines below in the same format.
+# ============================================================================
+
+echo
+echo "== summary (paste into BENCHMARKS.md)"
+echo "machine: $(nproc) cores ($cpu), $mem RAM; Postgres $pgver; $(go version | awk '{print $3}'); commit $commit; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "command: make bench (BENCH_SECONDS=$SECONDS_PGB BENCH_CONCURRENCY=$CONC BENCH_PAYMENTS=$PAYMENTS BENCH_LAG_RATE=$LAG_RATE BENCH_LAG_SECONDS=$LAG_SECONDS)"
+printf 'pgbench ingest SQL:    %8.1f tps\n' "$tps"
+printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
+printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
+jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls; \(.verdict))"' "$work/lag.json"
+exit "$status"

@@ -1,0 +1,490 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/onceledger/onceledger/cmd/loadgen/internal/scenario"
+)
+
+const (
+	testStandardSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	testStripeSecret   = "whsec_loadgen_test"
+)
+
+// fakeLedger is a minimal stand-in for the server, for the Standard
+// provider only: it verifies signatures with the reference library, dedups
+// by webhook-id (first payload wins), records each business id once, and
+// posts per CONTRACT.md. It lets the generator's own machinery (queue,
+// retries, twins, baseline, comparison) be tested without the real server.
+type fakeLedger struct {
+	t        *testing.T
+	verifier *standardwebhooks.Webhook
+
+	mu       sync.Mutex
+	seen     map[string]bool // webhook-id
+	facts    map[string]bool // business ids applied
+	opened   map[string]int64
+	balances map[[2]string]int64
+	inflight atomic.Int64
+	peak     atomic.Int64
+
+	// Fault injection.
+	fail503       float64 // share of requests answered 503 before anything is stored
+	applyConflict bool    // a buggy server: applies a changed payload as a new fact
+	requests      atomic.Int64
+	rng           *rand.Rand
+}
+
+func newFake(t *testing.T) *fakeLedger {
+	v, err := standardwebhooks.NewWebhook(testStandardSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeLedger{t: t, verifier: v, seen: map[string]bool{}, facts: map[string]bool{},
+		opened: map[string]int64{}, balances: map[[2]string]int64{}, rng: rand.New(rand.NewPCG(1, 1))}
+}
+
+func (f *fakeLedger) post(account, cur string, amount int64) {
+	f.balances[[2]string{account, cur}] += amount
+}
+
+func (f *fakeLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
+	n := f.inflight.Add(1)
+	defer f.inflight.Add(-1)
+	for p := f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
+	}
+	switch r.URL.Path {
+	case "/v1/projections":
+		fmt.Fprint(w, `{"projections":[{"name":"ledger","position":7,"lag":0,"status":"live"}]}`)
+		return
+	case "/v1/balances":
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		f.mu.Lock()
+		var out struct {
+			Balances []map[string]any `json:"balances"`
+		}
+		for k, v := range f.balances {
+			out.Balances = append(out.Balances, map[string]any{"account": k[0], "currency": k[1], "balance": v})
+		}
+		f.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(out)
+		return
+	case "/webhooks/standard":
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	time.Sleep(time.Millisecond) // outside the lock: lets concurrent requests overlap
+	if err := f.verifier.Verify(body, r.Header); err != nil {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":%q}`, err.Error())
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rng.Float64() < f.fail503 {
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"error":"try later"}`)
+		return
+	}
+	id := r.Header.Get("webhook-id")
+	if f.seen[id] && !f.applyConflict {
+		fmt.Fprint(w, `{"status":"duplicate"}`)
+		return
+	}
+	first := !f.seen[id]
+	f.seen[id] = true
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			CaptureID string `json:"capture_id"`
+			RefundID  string `json:"refund_id"`
+			DisputeID string `json:"dispute_id"`
+			PayoutID  string `json:"payout_id"`
+			Amount    int64  `json:"amount"`
+			Fee       int64  `json:"fee"`
+			Currency  string `json:"currency"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	d, p := ev.Data, "standard"
+	once := func(id string) bool {
+		if f.applyConflict && !first {
+			return true // the bug: a redelivery with a changed payload posts again
+		}
+		if f.facts[id] {
+			return false
+		}
+		f.facts[id] = true
+		return true
+	}
+	open := func() {
+		if _, ok := f.opened[d.DisputeID]; !ok {
+			f.opened[d.DisputeID] = d.Amount
+			f.post("receivable:disputes:"+p, d.Currency, d.Amount)
+			f.post("provider:"+p+":balance", d.Currency, -d.Amount)
+		}
+	}
+	status := "accepted"
+	switch ev.Type {
+	case "payment.captured":
+		if once(d.CaptureID) {
+			f.post("provider:"+p+":balance", d.Currency, d.Amount-d.Fee)
+			f.post("expenses:fees:"+p, d.Currency, d.Fee)
+			f.post("revenue:sales", d.Currency, -d.Amount)
+		}
+	case "refund.succeeded":
+		if once(d.RefundID) {
+			f.post("revenue:refunds", d.Currency, d.Amount)
+			f.post("provider:"+p+":balance", d.Currency, -d.Amount)
+		}
+	case "dispute.opened":
+		open()
+	case "dispute.won", "dispute.lost":
+		open()
+		if once(d.DisputeID + "/outcome") {
+			a := f.opened[d.DisputeID]
+			if ev.Type == "dispute.won" {
+				f.post("provider:"+p+":balance", d.Currency, a)
+			} else {
+				f.post("expenses:disputes", d.Currency, a)
+			}
+			f.post("receivable:disputes:"+p, d.Currency, -a)
+		}
+	case "payout.paid":
+		if once(d.PayoutID) {
+			f.post("bank:payouts", d.Currency, d.Amount)
+			f.post("provider:"+p+":balance", d.Currency, -d.Amount)
+		}
+	case "payment.authorized", "payment.failed":
+	default:
+		status = "ignored"
+	}
+	fmt.Fprintf(w, `{"status":%q}`, status)
+}
+
+func testOptions(url string) options {
+	return options{URL: url, Token: "tok", Providers: "standard", StandardSecret: testStandardSecret,
+		Payments: 400, Concurrency: 16, Duplicates: 0.3, Reorder: 0.5, Conflicts: 0.05, Wait: 5 * time.Second,
+		Seed: 11, RunID: "tst", Baseline: true, MaxAttempts: 10, Backoff: time.Millisecond,
+		MaxBackoff: 5 * time.Millisecond, Timeout: 5 * time.Second, LagInterval: 5 * time.Millisecond, JSON: true}
+}
+
+func runJSON(t *testing.T, o options) (summary, int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), o, &out, &errOut)
+	var s summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s\nstderr: %s", err, out.String(), errOut.String())
+	}
+	return s, code, errOut.String()
+}
+
+func TestRunMatchesACorrectLedgerDespite503s(t *testing.T) {
+	fake := newFake(t)
+	fake.fail503 = 0.1
+	// A pre-existing ledger: the baseline must take it out.
+	fake.balances[[2]string{"revenue:sales", "USD"}] = -123456
+	fake.balances[[2]string{"provider:standard:balance", "USD"}] = 123456
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+
+	s, code, stderr := runJSON(t, testOptions(srv.URL))
+	if code != 0 || s.Verdict != "MATCH" {
+		t.Fatalf("exit %d, verdict %s, differences %+v, violations %v\nstderr: %s", code, s.Verdict, s.Differences, s.AnswerViolations, stderr)
+	}
+	if s.Payments != 400 || s.Planned.Copies == 0 || s.Planned.Twins == 0 || s.Planned.Conflicts == 0 || s.Reordered == 0 {
+		t.Fatalf("traffic not as configured: %+v", s)
+	}
+	if got, want := s.Delivered, int64(s.Planned.total()); got != want {
+		t.Fatalf("delivered %d of %d planned", got, want)
+	}
+	o := s.Outcomes
+	if o.Status5xx == 0 || o.Retries != o.Status5xx || o.Undelivered != 0 {
+		t.Fatalf("503s must be retried, each once counted: %+v", o)
+	}
+	if s.Requests != s.Delivered+o.Retries {
+		t.Fatalf("requests %d, delivered %d + retries %d", s.Requests, s.Delivered, o.Retries)
+	}
+	if o.Accepted+o.Ignored != int64(s.Planned.First) || o.Duplicate != int64(s.Planned.Copies+s.Planned.Twins+s.Planned.Conflicts) {
+		t.Fatalf("outcomes %+v for plan %+v", o, s.Planned)
+	}
+	if s.ConflictsDuplicate != s.Planned.Conflicts || s.AnswersChecked != s.Planned.First {
+		t.Fatalf("answers: %d conflicts duplicate, %d keys checked; plan %+v", s.ConflictsDuplicate, s.AnswersChecked, s.Planned)
+	}
+	if s.LatencyMs.P50 <= 0 || s.LatencyMs.P99 < s.LatencyMs.P50 || s.LatencyMs.Max < s.LatencyMs.P99 {
+		t.Fatalf("latency %+v", s.LatencyMs)
+	}
+	if p := fake.peak.Load(); p < 4 {
+		t.Fatalf("peak concurrency %d with 16 senders", p)
+	}
+}
+
+func TestRunReportsEveryDifference(t *testing.T) {
+	fake := newFake(t)
+	fake.applyConflict = true // conflicting redeliveries post again
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	o := testOptions(srv.URL)
+	o.Duplicates, o.Conflicts = 0, 0.2
+	s, code, _ := runJSON(t, o)
+	if code != 1 || !strings.HasPrefix(s.Verdict, "MISMATCH (") || len(s.Differences) == 0 {
+		t.Fatalf("exit %d, verdict %q, %d differences", code, s.Verdict, len(s.Differences))
+	}
+	if want := fmt.Sprintf("MISMATCH (%d differences)", len(s.Differences)); s.Verdict != want {
+		t.Fatalf("verdict %q, want %q", s.Verdict, want)
+	}
+	// A conflict answered "accepted" is itself a broken answer.
+	if len(s.AnswerViolations) == 0 {
+		t.Fatal("conflicts answered accepted, no answer violation reported")
+	}
+	for _, d := range s.Differences {
+		if d.Expected == d.Actual || d.Account == "" || d.Currency == "" {
+			t.Fatalf("bogus difference %+v", d)
+		}
+	}
+}
+
+func TestRunAbsoluteModeSeesTheExistingLedger(t *testing.T) {
+	fake := newFake(t)
+	fake.balances[[2]string{"bank:payouts", "EUR"}] = 999
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	o := testOptions(srv.URL)
+	o.Baseline, o.Payments = false, 20
+	s, code, _ := runJSON(t, o)
+	found := false
+	for _, d := range s.Differences {
+		if d.Account == "bank:payouts" && d.Currency == "EUR" {
+			found = d.Actual-d.Expected == 999
+		}
+	}
+	if code != 1 || !found {
+		t.Fatalf("exit %d, differences %+v", code, s.Differences)
+	}
+}
+
+func TestSenderGivesUpAfterMaxAttempts(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	s := &sender{base: srv.URL, client: srv.Client(), stripeSecret: testStripeSecret, maxAttempts: 4,
+		backoff: time.Millisecond, maxBackoff: 2 * time.Millisecond, ans: newAnswers(), logf: func(string, ...any) {}}
+	d := &scenario.Delivery{Provider: scenario.Stripe, ID: "evt_1", Type: "payout.paid", Body: []byte(`{}`)}
+	if s.deliver(context.Background(), d, d.Body, kindFirst) {
+		t.Fatal("a 500 counted as delivered")
+	}
+	if hits.Load() != 4 || s.c.Retries.Load() != 3 || s.c.Status5xx.Load() != 4 || s.c.Undelivered.Load() != 1 {
+		t.Fatalf("hits %d retries %d 5xx %d undelivered %d", hits.Load(), s.c.Retries.Load(), s.c.Status5xx.Load(), s.c.Undelivered.Load())
+	}
+}
+
+// Every attempt is signed afresh and verifies with Stripe's SDK, retries
+// included (a provider re-signs each attempt with a new timestamp).
+func TestStripeAttemptsVerifyWithStripeSDK(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.ValidatePayload(body, r.Header.Get("Stripe-Signature"), testStripeSecret); err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if n.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, `{"status":"accepted"}`)
+	}))
+	defer srv.Close()
+	s := &sender{base: srv.URL, client: srv.Client(), stripeSecret: testStripeSecret, maxAttempts: 5,
+		backoff: time.Millisecond, maxBackoff: 2 * time.Millisecond, ans: newAnswers(), logf: t.Logf}
+	d := &scenario.Delivery{Provider: scenario.Stripe, ID: "evt_1", Type: "payout.paid", Body: []byte(`{"id":"evt_1"}`)}
+	if !s.deliver(context.Background(), d, d.Body, kindFirst) {
+		t.Fatal("not delivered")
+	}
+	if s.c.Status4xx.Load() != 0 || s.c.Retries.Load() != 2 || s.c.Accepted.Load() != 1 {
+		t.Fatalf("4xx %d retries %d accepted %d", s.c.Status4xx.Load(), s.c.Retries.Load(), s.c.Accepted.Load())
+	}
+}
+
+func TestBackoffGrowsAndIsCapped(t *testing.T) {
+	s := &sender{backoff: 100 * time.Millisecond, maxBackoff: 2 * time.Second}
+	for attempt := 1; attempt <= 40; attempt++ {
+		want := min(100*time.Millisecond<<min(attempt-1, 20), 2*time.Second)
+		for range 50 {
+			d := s.delay(attempt, 0)
+			if d < want/2 || d > want {
+				t.Fatalf("attempt %d: delay %v outside [%v, %v]", attempt, d, want/2, want)
+			}
+		}
+	}
+	if d := s.delay(1, time.Second); d != time.Second {
+		t.Fatalf("Retry-After 1s gave %v", d)
+	}
+	if d := s.delay(1, time.Hour); d != 2*time.Second {
+		t.Fatalf("Retry-After beyond the cap gave %v", d)
+	}
+}
+
+func TestQueueHandsOutEverythingOnceAndStops(t *testing.T) {
+	gen, err := scenario.New(scenario.Config{Providers: []string{"stripe", "standard"}, RunID: "q", Seed: 3, Duplicates: 0.5, Conflicts: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(gen, 3, 8, 300, time.Time{})
+	var mu sync.Mutex
+	firsts := map[*scenario.Delivery]int{}
+	var follow int
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, ok := q.Next()
+				if !ok {
+					return
+				}
+				mu.Lock()
+				var fu []job
+				if j.kind == kindFirst {
+					firsts[j.d]++
+					fu = followups(j.d)
+				} else {
+					follow++
+				}
+				mu.Unlock()
+				q.Done(fu)
+			}
+		}()
+	}
+	wg.Wait()
+	if q.payments != 300 || len(firsts) != q.planned.First {
+		t.Fatalf("payments %d, distinct firsts %d, planned %+v", q.payments, len(firsts), q.planned)
+	}
+	for d, n := range firsts {
+		if n != 1 {
+			t.Fatalf("%s handed out %d times", d.ID, n)
+		}
+	}
+	if follow != q.planned.Copies+q.planned.Conflicts {
+		t.Fatalf("follow-ups %d, planned %+v", follow, q.planned)
+	}
+	if _, ok := q.Next(); ok {
+		t.Fatal("work after the end")
+	}
+}
+
+func TestQueueStopFinishesStartedPayments(t *testing.T) {
+	gen, _ := scenario.New(scenario.Config{Providers: []string{"standard"}, RunID: "s", Seed: 1})
+	q := newQueue(gen, 1, 4, 0, time.Time{}) // no payment limit
+	n := 0
+	for range 10 {
+		j, _ := q.Next()
+		n++
+		q.Done(followups(j.d))
+	}
+	q.Stop()
+	started := q.payments
+	for {
+		j, ok := q.Next()
+		if !ok {
+			break
+		}
+		n++
+		q.Done(followups(j.d))
+	}
+	if q.payments != started || n != q.planned.First {
+		t.Fatalf("after Stop: payments %d→%d, sent %d of %d planned", started, q.payments, n, q.planned.First)
+	}
+}
+
+func TestAnswersFlagDoubleFirstArrivals(t *testing.T) {
+	a := newAnswers()
+	a.answered("standard/m1", kindFirst, "accepted")
+	a.answered("standard/m1", kindCopy, "duplicate")
+	a.answered("standard/m2", kindFirst, "accepted")
+	a.answered("standard/m2", kindCopy, "accepted") // the incident: two firsts
+	a.answered("standard/m3", kindFirst, "duplicate")
+	a.uncertain("standard/m3") // a lost answer earlier: exempt
+	a.answered("standard/m4", kindFirst, "ignored")
+	a.answered("standard/m4", kindConflict, "duplicate")
+	a.answered("standard/m5", kindFirst, "accepted")
+	a.answered("standard/m5", kindConflict, "accepted")
+	checked, bad := a.violations()
+	// m5 twice: two first arrivals, and a conflict not answered duplicate.
+	if checked != 4 || len(bad) != 3 || !strings.Contains(bad[0], "m2") || !strings.Contains(bad[1], "m5") || !strings.Contains(bad[2], `m5 answered "accepted"`) {
+		t.Fatalf("checked %d, violations %v", checked, bad)
+	}
+}
+
+func TestPacerSpacesDeliveries(t *testing.T) {
+	p := newPacer(1000)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				p.wait(context.Background(), 1)
+			}
+		}()
+	}
+	wg.Wait()
+	if el := time.Since(start); el < 190*time.Millisecond {
+		t.Fatalf("200 deliveries at 1000/s took %v", el)
+	}
+	if newPacer(0) != nil {
+		t.Fatal("rate 0 must not pace")
+	}
+}
+
+func TestFlags(t *testing.T) {
+	t.Setenv("ONCELEDGER_ADDR", ":9999")
+	t.Setenv("ONCELEDGER_API_TOKENS", " ,t1,t2")
+	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "whsec_a,whsec_b")
+	t.Setenv("ONCELEDGER_STANDARD_SECRETS", testStandardSecret)
+	o, err := parseFlags([]string{"--payments", "5", "--providers", "stripe"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.URL != "http://127.0.0.1:9999" || o.Token != "t1" || o.StripeSecret != "whsec_a" || o.Payments != 5 || !o.Baseline || o.Seed == 0 || o.RunID == "" {
+		t.Fatalf("options %+v", o)
+	}
+	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "")
+	if _, err := parseFlags([]string{"--providers", "stripe"}, io.Discard); err == nil {
+		t.Fatal("stripe without a secret accepted")
+	}
+	if _, err := parseFlags([]string{"--payments", "0"}, io.Discard); err == nil {
+		t.Fatal("--payments 0 without --duration accepted")
+	}
+}

@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/providers/standard"
+	"github.com/onceledger/onceledger/domain/payment"
+)
+
+// Load and timing bounds of the shutdown test.
+const (
+	loadWorkers       = 32
+	maxPerWorker      = 2000             // deliveries per worker, at most
+	ackedBeforeSignal = 150              // SIGTERM once this many deliveries were acknowledged
+	shutdownTimeout   = 15 * time.Second // ONCELEDGER_SHUTDOWN_TIMEOUT of the server
+	exitSlack         = 5 * time.Second  // closing the pool and projectors after the drain
+	loadDeadline      = 90 * time.Second // whole load phase, whatever happens
+)
+
+// buildBinary builds cmd/onceledger into a temporary directory, with the
+// race detector when this test binary has it, so that a data race in serve
+// under load fails the test (the race runtime exits 66).
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err, "the go tool is needed to build the binary")
+	bin := filepath.Join(t.TempDir(), "onceledger")
+	args := []string{"build", "-o", bin}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
+	args = append(args, ".")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goTool, args...).CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// syncBuffer collects the server's log for failure messages.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// server is a running `onceledger serve`.
+type server struct {
+	cmd    *exec.Cmd
+	base   string
+	log    *syncBuffer
+	exited chan struct{}
+	err    error // Wait's result, set before exited closes
+}
+
+func startServer(t *testing.T, bin, dbURL, secret string) *server {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	cmd := exec.Command(bin, "serve")
+	// Only this test's configuration: no ONCELEDGER_* of the environment.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ONCELEDGER_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env,
+		"ONCELEDGER_DATABASE_URL="+dbURL,
+		"ONCELEDGER_ADDR="+addr,
+		"ONCELEDGER_STANDARD_SECRETS="+secret,
+		"ONCELEDGER_SHUTDOWN_TIMEOUT="+shutdownTimeout.String(),
+		"ONCELEDGER_INGEST_TIMEOUT=10s",
+		"ONCELEDGER_LOG_LEVEL=info",
+	)
+	s := &server{cmd: cmd, base: "http://" + addr, log: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	// Its own process group, so that cleanup can kill it and anything it
+	// started, whatever state the test ends in.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	go func() {
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", s.log.String())
+		}
+	})
+	return s
+}
+
+// waitHealthy polls /healthz until it answers 200, the process exits, or
+// a minute passes.
+func (s *server) waitHealthy(t *testing.T) {
+	t.Helper()
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			t.Fatalf("server exited before it was healthy: %v\n%s", s.err, s.log.String())
+		default:
+		}
+		resp, err := client.Get(s.base + "/healthz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("server not healthy within a minute\n%s", s.log.String())
+}
+
+// delivery is one signed Standard Webhooks capture.
+type delivery struct {
+	msgID, paymentID string
+	body             []byte
+}
+
+func newDelivery(worker, i int) delivery {
+	pay := fmt.Sprintf("pay_%d_%d", worker, i)
+	return delivery{
+		msgID:     fmt.Sprintf("msg_%d_%d", worker, i),
+		paymentID: pay,
+		body: fmt.Appendf(nil, `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z",`+
+			`"data":{"payment_id":%q,"capture_id":"cap_1","amount":1000,"currency":"USD","fee":30}}`, pay),
+	}
+}
+
+// outcome of one POST: the status code, or a transport error.
+type outcome struct {
+	d           delivery
+	status      int
+	err         error
+	afterSignal bool // answered after SIGTERM was sent
+}
+
+func TestServeGracefulShutdownUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary against Postgres")
+	}
+	dbURL := pgtest.NewDatabase(t)
+	bin := buildBinary(t)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("onceledger-shutdown-test-key-32b"))
+	srv := startServer(t, bin, dbURL, secret)
+	srv.waitHealthy(t)
+
+	client := &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: loadWorkers, MaxConnsPerHost: loadWorkers},
+	}
+	t.Cleanup(client.CloseIdleConnections)
+
+	var (
+		acked     atomic.Int64
+		signaled  atomic.Bool
+		mu        sync.Mutex
+		outcomes  []outcome
+		wg        sync.WaitGroup
+		loadCtx   context.Context
+		stopLoad  context.CancelFunc
+		signalled = make(chan struct{})
+	)
+	loadCtx, stopLoad = context.WithTimeout(context.Background(), loadDeadline)
+	defer stopLoad()
+
+	send := func(d delivery) outcome {
+		req, err := http.NewRequestWithContext(loadCtx, http.MethodPost, srv.base+"/webhooks/standard", bytes.NewReader(d.body))
+		if err != nil {
+			return outcome{d: d, err: err}
+		}
+		h, err := standard.Sign(secret, d.msgID, time.Now(), d.body)
+		if err != nil {
+			return outcome{d: d, err: err}
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		o := outcome{d: d, err: err}
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			o.status = resp.StatusCode
+		}
+		o.afterSignal = signaled.Load()
+		return o
+	}
+
+	for w := 0; w < loadWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var prev *delivery
+			for i := 0; i < maxPerWorker && loadCtx.Err() == nil; i++ {
+				d := newDelivery(w, i)
+				// Every fifth request redelivers the previous one: an
+				// acknowledged duplicate must be on record just the same.
+				if i%5 == 4 && prev != nil {
+					d = *prev
+				}
+				o := send(d)
+				mu.Lock()
+				outcomes = append(outcomes, o)
+				mu.Unlock()
+				if o.err == nil && o.status/100 == 2 {
+					acked.Add(1)
+				}
+				prev = &d
+				// The port is closed: the server stopped accepting.
+				if errors.Is(o.err, syscall.ECONNREFUSED) {
+					return
+				}
+				if o.err != nil && !signaled.Load() {
+					// Before SIGTERM, transport errors are not expected;
+					// stop this worker, the assertions report it.
+					return
+				}
+			}
+		}()
+	}
+
+	// SIGTERM mid-load, once the server has acknowledged a fair number.
+	var signalAt time.Time
+	go func() {
+		defer close(signalled)
+		for acked.Load() < ackedBeforeSignal && loadCtx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if loadCtx.Err() != nil {
+			return
+		}
+		signalAt = time.Now()
+		signaled.Store(true)
+		_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+	}()
+	<-signalled
+	require.False(t, signalAt.IsZero(), "never reached %d acknowledged deliveries before the load deadline", ackedBeforeSignal)
+
+	wg.Wait()
+	select {
+	case <-srv.exited:
+	case <-time.After(shutdownTimeout + exitSlack):
+		t.Fatalf("server still running %v after SIGTERM", time.Since(signalAt))
+	}
+	exitedAfter := time.Since(signalAt)
+	require.NoError(t, srv.err, "server exit")
+	require.Equal(t, 0, srv.cmd.ProcessState.ExitCode())
+	require.Less(t, exitedAfter, shutdownTimeout+exitSlack)
+
+	// Classify the answers.
+	var (
+		ackedSet               = map[string]delivery{}
+		refused, otherErr      int
+		unavailable, afterSig  int
+		preSignalErrs, badCode []string
+	)
+	for _, o := range outcomes {
+		if o.afterSignal {
+			afterSig++
+		}
+		switch {
+		case o.err != nil && errors.Is(o.err, syscall.ECONNREFUSED):
+			refused++
+		case o.err != nil:
+			otherErr++
+			if !o.afterSignal {
+				preSignalErrs = append(preSignalErrs, o.err.Error())
+			}
+		case o.status/100 == 2:
+			ackedSet[o.d.msgID] = o.d
+		case o.status == http.StatusServiceUnavailable:
+			unavailable++
+		default:
+			// A 5xx other than 503 breaks the contract; a 4xx means a
+			// valid signed delivery was refused.
+			badCode = append(badCode, fmt.Sprintf("%s: %d", o.d.msgID, o.status))
+		}
+	}
+	t.Logf("requests %d: acknowledged %d distinct, 503 %d, refused %d, other transport errors %d; answered after SIGTERM %d; exit %v after SIGTERM",
+		len(outcomes), len(ackedSet), unavailable, refused, otherErr, afterSig, exitedAfter.Round(time.Millisecond))
+	require.Empty(t, badCode, "answers other than 2xx or 503")
+	require.Empty(t, preSignalErrs, "transport errors before SIGTERM")
+	require.Positive(t, refused, "load stopped before the port closed")
+	require.GreaterOrEqual(t, len(ackedSet), ackedBeforeSignal)
+
+	// Every acknowledged delivery is on record, applied, with its event.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var missing []string
+	for _, d := range ackedSet {
+		var status string
+		err := pool.QueryRow(ctx, `SELECT status FROM webhook_inbox WHERE provider = 'standard' AND dedup_key = $1`, d.msgID).Scan(&status)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("%s: inbox: %v", d.msgID, err))
+			continue
+		}
+		if status != "applied" {
+			missing = append(missing, fmt.Sprintf("%s: inbox status %s", d.msgID, status))
+		}
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE event_id = $1 AND stream_id = $2`,
+			payment.EventID("standard", d.msgID, 0), "payment-standard-"+d.paymentID).Scan(&n))
+		if n != 1 {
+			missing = append(missing, fmt.Sprintf("%s: %d events", d.msgID, n))
+		}
+	}
+	require.Empty(t, missing, "acknowledged deliveries not durably recorded")
+}
