@@ -118,5 +118,6 @@ echo "command: make bench (BENCH_SECONDS=$SECONDS_PGB BENCH_CONCURRENCY=$CONC BE
 printf 'pgbench ingest SQL:    %8.1f tps\n' "$tps"
 printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
 printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
-jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls; \(.verdict))"' "$work/lag.json"
+jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

@@ -73,14 +73,5 @@ REVOKE ALL ON payments, ledger_entries, account_balances, reconciliation_items,
     projection_checkpoints, webhook_inbox FROM onceledger_readonly;
 REVOKE USAGE ON SCHEMA public FROM onceledger_readonly;
 
--- Other databases on the server may still grant it something; then the role
--- stays (dropping it would fail), which is harmless.
--- +goose StatementBegin
-DO $$
-BEGIN
-    DROP ROLE IF EXISTS onceledger_readonly;
-EXCEPTION
-    WHEN dependent_objects_still_exist THEN NULL;
-END
-$$;
--- +goose StatementEnd
+-- The role stays: roles are cluster-wide, and other databases on the server
+-- (or a concurrent migration of one) may rely on it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -77,28 +78,70 @@ func (f *fixture) run(ctx context.Context) (stop func() error) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- f.svc.Run(ctx) }()
-	return func() error { cancel(); return <-done }
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
 }
 
-// waitCaughtUp waits until every projection's checkpoint is at the head.
-func (f *fixture) waitCaughtUp(ctx context.Context) {
+// feed waits until every event appended so far is readable (an open
+// transaction anywhere on the server holds the feed back), and returns the
+// whole feed.
+func (f *fixture) feed(ctx context.Context) []eventstore.RecordedEvent {
 	f.t.Helper()
+	want := f.total()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var all []eventstore.RecordedEvent
+		var err error
+		for at := eventstore.Start; ; {
+			var evs []eventstore.RecordedEvent
+			evs, err = f.es.ReadAll(ctx, at, 10000)
+			if err != nil || len(evs) == 0 {
+				break
+			}
+			all = append(all, evs...)
+			at = evs[len(evs)-1].Position
+		}
+		if err == nil && len(all) == want {
+			return all
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("feed has %d events, want %d (%v)", len(all), want, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitCaughtUp waits until the named projections (all when none) have
+// projected every event appended so far.
+func (f *fixture) waitCaughtUp(ctx context.Context, names ...string) {
+	f.t.Helper()
+	all := f.feed(ctx)
+	head := eventstore.Start
+	if len(all) > 0 {
+		head = all[len(all)-1].Position
+	}
+	if len(names) == 0 {
+		names = f.svc.Names()
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		// Errors are tolerated: tests kill connections.
-		head, herr := f.es.Head(ctx)
 		cps, err := f.db.Checkpoints(ctx)
-		if err == nil && herr == nil {
-			done := true
-			for _, cp := range cps {
+		done := err == nil
+		for _, cp := range cps {
+			if slices.Contains(names, cp.Name) {
 				done = done && cp.Position == head
 			}
-			if done {
-				return
-			}
+		}
+		if done {
+			return
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("projections did not catch up with head %s: %+v (%v)", head, cps, err)
+			f.t.Fatalf("projections did not catch up with %s: %+v (%v)", head, cps, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -143,7 +143,9 @@ func (p *Projector) Run(ctx context.Context) error {
 		if ok {
 			err = p.runLocked(ctx, lock)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalWriteLimit)
-			if _, poisoned := errors.AsType[*PoisonError](err); !poisoned {
+			// A clean stop, while still holding the lock, says so; after a
+			// lost lock another projector may be live already.
+			if ctx.Err() != nil {
 				if serr := p.db.SetStatus(rctx, name, StatusStopped); serr != nil {
 					p.log.Warn("set status", "err", serr)
 				}
@@ -166,6 +168,8 @@ func (p *Projector) Run(ctx context.Context) error {
 
 // runLocked is the loop of the active projector.
 func (p *Projector) runLocked(ctx context.Context, lock Lock) error {
+	ctx, cancel := context.WithCancel(ctx) // ends the change listener with the turn
+	defer cancel()
 	name := p.proj.Name()
 	p.log.Info("projector active")
 	if err := p.db.SetStatus(ctx, name, StatusLive); err != nil {

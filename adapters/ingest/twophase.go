@@ -77,7 +77,7 @@ var (
 
 // NewTwoPhaseRecorder wires a recorder with the inbox in inbox and the
 // streams in store. opts bounds its own retries of a lost race for a stream
-// (see Record); zero values take the Service's defaults.
+// (raceBudget·MaxAttempts, see Record); zero values take the Service's defaults.
 func NewTwoPhaseRecorder(inbox GateInbox, store Streams, opts Options) *TwoPhaseRecorder {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
@@ -114,11 +114,12 @@ func (r *TwoPhaseRecorder) Sweeper(inbox HeldInbox, d Decider, olderThan time.Du
 // after the inbox row committed is retried here (bounded, jittered), not by
 // the Service: the row is this delivery's and must not be gated again (that
 // would count a redelivery that never happened and answer "duplicate" to the
-// first arrival). Only when those attempts are used up does the error, which
+// first arrival). The budget is raceBudget·MaxAttempts, as every lost race means
+// another writer progressed. Only when it is used up does the error, which
 // matches eventstore.ErrWrongVersion, reach the Service; its retry then
-// finds the row "received" and re-drives it. Errors reaching the storage
-// match eventstore.ErrUnavailable; the row then stays "received" and the
-// sweeper or the provider's retry finishes it.
+// finds the row "received", re-drives it and answers "duplicate". Errors
+// reaching the storage match eventstore.ErrUnavailable; the row then stays
+// "received" and the sweeper or the provider's retry finishes it.
 func (r *TwoPhaseRecorder) Record(ctx context.Context, ev provider.Event, d Decider) (Result, error) {
 	status := StatusReceived
 	if ev.Ignored() {
@@ -225,7 +226,8 @@ func (r *TwoPhaseRecorder) Redrive(ctx context.Context, k InboxKey, from string,
 // decideAndAppend reads stream, decides and appends with the version the
 // decision was made on (a concrete expectation, so EventStoreDB treats a
 // repeated append of the same ids as idempotent). A lost race is decided
-// again on the new history, up to MaxAttempts times. It returns how many
+// again on the new history, up to raceBudget·MaxAttempts times (the inbox row is
+// committed, so giving up costs a re-gate; see Record). It returns how many
 // events the decision held (an idempotent repeat counts them too).
 func (r *TwoPhaseRecorder) decideAndAppend(ctx context.Context, providerName, stream string,
 	decide func([]eventstore.RecordedEvent) ([]eventstore.EventData, error)) (int, error) {
@@ -248,13 +250,15 @@ func (r *TwoPhaseRecorder) decideAndAppend(ctx context.Context, providerName, st
 		if !errors.Is(err, eventstore.ErrWrongVersion) {
 			return 0, unavailable(ctx, err)
 		}
-		if attempt >= r.opts.MaxAttempts {
+		if attempt >= raceBudget*r.opts.MaxAttempts {
 			return 0, fmt.Errorf("%s: lost the race %d times: %w", stream, attempt, err)
 		}
 		if r.opts.OnRetry != nil {
 			r.opts.OnRetry(providerName)
 		}
-		ceiling := r.opts.BaseBackoff << min(attempt, 8)
+		// Full jitter up to base·2^attempt, capped lower than the Service's
+		// pauses: there are more attempts, and each lost one means progress.
+		ceiling := r.opts.BaseBackoff << min(attempt, 6)
 		select {
 		case <-time.After(time.Duration(rand.Int64N(int64(ceiling)) + 1)):
 		case <-ctx.Done():
@@ -271,3 +275,11 @@ func unavailable(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("%w: %w", eventstore.ErrUnavailable, err)
 }
+
+// raceBudget multiplies MaxAttempts for a delivery whose inbox row is
+// already committed. Giving up there would make the provider's retry look
+// like a redelivery and answer "duplicate" to a first arrival, so in practice
+// the request's deadline (→ 503) ends the loop first: with the default
+// 2 ms base and the 128 ms cap, 64·8 attempts take far longer than the
+// ingest timeout.
+const raceBudget = 64

@@ -43,10 +43,14 @@ const (
 // snapshot (pg_snapshot_xmin(pg_current_snapshot())) has finished, and every
 // transaction that has not finished, or has not started, has an xid >= xmin.
 // So the feed is ordered by (tx_id, global_position), and ReadAll and Head
-// only consider rows with tx_id < xmin. Everything a reader can see is final,
-// and anything that commits later sorts after it. The cost: any transaction
-// holding an xid (in any database of the server) delays visibility of later
-// events until it ends; keep write transactions short.
+// only consider rows with tx_id below that horizon. Everything a reader can
+// see is final, and anything that commits later sorts after it. xmin is
+// cluster-wide, so the horizon actually used is feed_horizon()
+// (migrations/00004_feed_horizon.sql): the same rule restricted to
+// transactions that can belong to this database, so a long transaction in
+// another database does not hold this feed back. The cost that remains: a
+// write transaction of this database delays visibility of later events until
+// it ends; keep write transactions short.
 type EventStore struct {
 	pool *pgxpool.Pool
 }
@@ -308,7 +312,7 @@ func (s *EventStore) ReadAll(ctx context.Context, after eventstore.Position, lim
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+eventColumns+`
 		FROM events
-		WHERE tx_id < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+		WHERE tx_id < (SELECT feed_horizon())
 		  AND (tx_id, global_position) > ($1, $2)
 		ORDER BY tx_id, global_position
 		LIMIT $3`, commit, prepare, limit)
@@ -328,7 +332,7 @@ func (s *EventStore) Head(ctx context.Context) (eventstore.Position, error) {
 	err := s.pool.QueryRow(ctx, `
 		SELECT tx_id, global_position
 		FROM events
-		WHERE tx_id < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+		WHERE tx_id < (SELECT feed_horizon())
 		ORDER BY tx_id DESC, global_position DESC
 		LIMIT 1`).Scan(&commit, &prepare)
 	if errors.Is(err, pgx.ErrNoRows) {

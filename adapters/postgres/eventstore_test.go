@@ -429,3 +429,53 @@ func TestMetadataRoundTrip(t *testing.T) {
 		t.Fatalf("metadata = %q, %q", got[0].Metadata, got[1].Metadata)
 	}
 }
+
+// TestOtherDatabasesDoNotHoldTheFeedBack: the visibility horizon is narrowed
+// to this database (feed_horizon), so a long write transaction in another
+// database of the same server does not stall this feed — while one in this
+// database still does (the late-commit rule).
+func TestOtherDatabasesDoNotHoldTheFeedBack(t *testing.T) {
+	ctx := testCtx(t)
+	pool := pgtest.NewPool(t)
+	other := pgtest.NewPool(t) // another database on the same server
+	s := postgres.NewEventStore(pool)
+
+	foreign, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Rollback(context.Background())
+	var foreignXID int64
+	if err := foreign.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&foreignXID); err != nil {
+		t.Fatal(err)
+	}
+
+	evs := events(1)
+	if _, err := s.Append(ctx, "s-after-foreign", eventstore.NoStream, evs); err != nil {
+		t.Fatal(err)
+	}
+	got := readAllOurs(t, ctx, s)
+	if len(got) != 1 || got[0].ID != evs[0].ID {
+		t.Fatalf("feed = %v while another database's transaction %d is open; want the committed event", got, foreignXID)
+	}
+	if got[0].Position.Commit <= uint64(foreignXID) {
+		t.Fatalf("test premise: our event's transaction %d should be younger than the foreign one %d", got[0].Position.Commit, foreignXID)
+	}
+
+	// A transaction of this database still holds the feed back.
+	held, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(context.Background())
+	if _, err := held.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	later := events(1)
+	if _, err := s.Append(ctx, "s-after-own", eventstore.NoStream, later); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAllOurs(t, ctx, s); len(got) != 1 {
+		t.Fatalf("feed shows %d events while a transaction of this database is open; want 1", len(got))
+	}
+}

@@ -232,10 +232,8 @@ func (q *Query) Projections(ctx context.Context) ([]ProjectionState, error) {
 		SELECT c.name, c.position_commit, c.position_prepare, c.status, c.last_error,
 			c.error_position_commit, c.error_position_prepare, c.updated_at,
 			(SELECT count(*) FROM events e
-			 WHERE (e.tx_id, e.global_position) > (c.position_commit, c.position_prepare)
-				AND e.tx_id < x.xmin)
-		FROM projection_checkpoints c,
-			(SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin) x
+			 WHERE (e.tx_id, e.global_position) > (c.position_commit, c.position_prepare))
+		FROM projection_checkpoints c
 		ORDER BY c.name COLLATE "C"`)
 	if err != nil {
 		return nil, qwrap("query projections", err)

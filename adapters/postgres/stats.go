@@ -65,17 +65,16 @@ func ReadStats(ctx context.Context, pool *pgxpool.Pool) (Stats, error) {
 		return st, qwrap("inbox counts", err)
 	}
 
-	// The same tuple order and xmin visibility rule as ReadAll and
-	// Query.Projections: an event not visible yet is not lag yet.
+	// Every committed event after the checkpoint is lag, including events
+	// the feed does not hand out yet because an older transaction is still
+	// open: a projection held back that way is behind, and must say so.
 	rows, err = pool.Query(ctx, `
 		SELECT c.name, c.position_commit, c.position_prepare, c.status, coalesce(c.last_error, ''),
 			lag.n, coalesce(greatest(extract(epoch FROM now() - lag.oldest), 0), 0)::float8
 		FROM projection_checkpoints c
-		CROSS JOIN (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin) x
 		CROSS JOIN LATERAL (
 			SELECT count(*) AS n, min(e.recorded_at) AS oldest FROM events e
-			WHERE (e.tx_id, e.global_position) > (c.position_commit, c.position_prepare)
-				AND e.tx_id < x.xmin) lag
+			WHERE (e.tx_id, e.global_position) > (c.position_commit, c.position_prepare)) lag
 		ORDER BY c.name COLLATE "C"`)
 	if err != nil {
 		return st, qwrap("projection lag", err)

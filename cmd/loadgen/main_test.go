@@ -46,6 +46,9 @@ type fakeLedger struct {
 	// Fault injection.
 	fail503       float64 // share of requests answered 503 before anything is stored
 	applyConflict bool    // a buggy server: applies a changed payload as a new fact
+	staleReads    int     // after the baseline, this many balance reads still show the baseline
+	reads         int
+	baseline      []byte
 	requests      atomic.Int64
 	rng           *rand.Rand
 }
@@ -79,14 +82,20 @@ func (f *fakeLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.reads++
+		if f.reads > 1 && f.reads <= 1+f.staleReads {
+			_, _ = w.Write(f.baseline) // a projector held back: the ledger settles later
+			return
+		}
 		var out struct {
 			Balances []map[string]any `json:"balances"`
 		}
 		for k, v := range f.balances {
 			out.Balances = append(out.Balances, map[string]any{"account": k[0], "currency": k[1], "balance": v})
 		}
-		f.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(out)
+		f.baseline, _ = json.Marshal(out)
+		_, _ = w.Write(f.baseline)
 		return
 	case "/webhooks/standard":
 	default:
@@ -208,6 +217,7 @@ func runJSON(t *testing.T, o options) (summary, int, string) {
 func TestRunMatchesACorrectLedgerDespite503s(t *testing.T) {
 	fake := newFake(t)
 	fake.fail503 = 0.1
+	fake.staleReads = 3
 	// A pre-existing ledger: the baseline must take it out.
 	fake.balances[[2]string{"revenue:sales", "USD"}] = -123456
 	fake.balances[[2]string{"provider:standard:balance", "USD"}] = 123456
@@ -217,6 +227,9 @@ func TestRunMatchesACorrectLedgerDespite503s(t *testing.T) {
 	s, code, stderr := runJSON(t, testOptions(srv.URL))
 	if code != 0 || s.Verdict != "MATCH" {
 		t.Fatalf("exit %d, verdict %s, differences %+v, violations %v\nstderr: %s", code, s.Verdict, s.Differences, s.AnswerViolations, stderr)
+	}
+	if s.BalanceReads != 4 {
+		t.Fatalf("%d balance reads; the ledger settled on the 4th", s.BalanceReads)
 	}
 	if s.Payments != 400 || s.Planned.Copies == 0 || s.Planned.Twins == 0 || s.Planned.Conflicts == 0 || s.Reordered == 0 {
 		t.Fatalf("traffic not as configured: %+v", s)
@@ -251,7 +264,7 @@ func TestRunReportsEveryDifference(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	o := testOptions(srv.URL)
-	o.Duplicates, o.Conflicts = 0, 0.2
+	o.Duplicates, o.Conflicts, o.Wait = 0, 0.2, 600*time.Millisecond
 	s, code, _ := runJSON(t, o)
 	if code != 1 || !strings.HasPrefix(s.Verdict, "MISMATCH (") || len(s.Differences) == 0 {
 		t.Fatalf("exit %d, verdict %q, %d differences", code, s.Verdict, len(s.Differences))
@@ -276,7 +289,7 @@ func TestRunAbsoluteModeSeesTheExistingLedger(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	o := testOptions(srv.URL)
-	o.Baseline, o.Payments = false, 20
+	o.Baseline, o.Payments, o.Wait = false, 20, 300*time.Millisecond
 	s, code, _ := runJSON(t, o)
 	found := false
 	for _, d := range s.Differences {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -303,12 +304,15 @@ func compareRows(ctx context.Context, tx pgx.Tx, table string, limit int) (int64
 	return total, out, rows.Err()
 }
 
-// Swap attempts: the swap needs an exclusive lock on each live table, which
-// a long accountant query can hold off; rather than queue every other query
-// behind a waiting swap, it gives up quickly and tries again.
+// The swap needs an exclusive lock on each live table and view, which a
+// running accountant query holds off. Rather than queue every new query
+// behind a waiting swap (or deadlock with a query that reads two of the
+// tables in another order), it waits briefly, gives up, and tries again.
+// The wait must stay below Postgres' deadlock_timeout (1s by default) so
+// that in a lock cycle it is the swap that yields, never the query.
 const (
-	swapAttempts    = 20
-	swapLockTimeout = "2s"
+	swapLockTimeout = "250ms"
+	swapBudget      = 2 * time.Minute
 )
 
 // Swap replaces the live tables by their shadows, in one transaction.
@@ -316,20 +320,22 @@ func (s *Store) Swap(ctx context.Context, tables []string, checkpoints map[strin
 	if err := checkTables(tables); err != nil {
 		return err
 	}
-	var err error
-	for range swapAttempts {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return swap(ctx, tx, tables, checkpoints) })
+	deadline := time.Now().Add(swapBudget)
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return swap(ctx, tx, tables, checkpoints) })
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+		if !errors.As(err, &pgErr) || (pgErr.Code != "55P03" && pgErr.Code != "40P01") { // lock_not_available, deadlock_detected
 			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("tables stayed busy for %s (%d attempts): %w", swapBudget, attempt, err)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(time.Duration(20+rand.IntN(100)) * time.Millisecond):
 		}
 	}
-	return err
 }
 
 func swap(ctx context.Context, tx pgx.Tx, tables []string, checkpoints map[string]eventstore.Position) error {
@@ -351,6 +357,18 @@ func swap(ctx context.Context, tx pgx.Tx, tables []string, checkpoints map[strin
 	}
 	views, err := pgx.CollectRows(rows, pgx.RowToStructByPos[view])
 	if err != nil {
+		return err
+	}
+	// All locks at once, views first: queries lock a view before its
+	// tables.
+	var locks []string
+	for _, v := range views {
+		locks = append(locks, v.Name)
+	}
+	for _, t := range tables {
+		locks = append(locks, quoted(t), quoted(t+shadowSuffix))
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(locks, ", ")+` IN ACCESS EXCLUSIVE MODE`); err != nil {
 		return err
 	}
 	type grant struct{ Table, Grantee, Privilege string }

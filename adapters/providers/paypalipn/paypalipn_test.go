@@ -335,10 +335,15 @@ func TestVerifierTransportErrors(t *testing.T) {
 	if _, err := (Verifier{URL: url}).Verify(context.Background(), []byte("a=b")); !errors.Is(err, ErrPostback) {
 		t.Fatalf("closed server: %v", err)
 	}
+	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
 	}))
 	defer slow.Close()
+	defer close(release) // runs first: lets the handler return so Close does not wait
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := (Verifier{URL: slow.URL, Client: slow.Client()}).Verify(ctx, []byte("a=b")); !errors.Is(err, ErrPostback) {

@@ -102,12 +102,14 @@ func TestProjectorKilledMidCatchUp(t *testing.T) {
 	} else if n != 0 || len(l.Balances()) != 0 {
 		t.Fatalf("serve --projections=false projected anyway: %d ledger_entries, %d balances", n, len(l.Balances()))
 	}
+	sent := time.Since(start)
 	srv.stop()
 	var events int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("backlog: %d deliveries, %d events, built in %v", len(w.all), events, time.Since(start).Round(time.Millisecond))
+	t.Logf("backlog: %d deliveries, %d events, sent in %v, serve stopped (SIGTERM) after %v",
+		len(w.all), events, sent.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 
 	srv.projections = true
 	kills := 0

@@ -304,12 +304,6 @@ func (s *sender) redeliver(ctx context.Context, ds []*delivery, workers int, p p
 	s.deliver(ctx, seqs, workers, p)
 }
 
-func (s *sender) isAcked(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.acked[id]
-}
-
 func (s *sender) ackedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -327,7 +321,7 @@ func (s *sender) ackedSet() map[string]bool {
 	return out
 }
 
-// unacked returns the deliveries of w never acknowledged, and a share of the
+// redeliveryList returns the deliveries of w never acknowledged, and a share of the
 // acknowledged ones (providers redeliver some of those too: their ack was
 // lost, or an operator replays).
 func (s *sender) redeliveryList(w *workload, rng *rand.Rand, ackedShare float64) (unacked, again []*delivery) {

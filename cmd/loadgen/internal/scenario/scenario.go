@@ -289,7 +289,8 @@ func (g *Generator) deliveries(drafts []draft) []Delivery {
 func (g *Generator) next() string {
 	g.seq++
 	g.clock = g.clock.Add(time.Duration(g.rng.IntN(200)) * time.Millisecond)
-	return g.cfg.RunID + strconv.FormatInt(int64(g.seq), 36)
+	// "_" cannot occur in a run id: "ab"+"c1" and "abc"+"1" stay apart.
+	return g.cfg.RunID + "_" + strconv.FormatInt(int64(g.seq), 36)
 }
 
 func mustJSON(v any) []byte {

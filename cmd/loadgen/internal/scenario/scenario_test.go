@@ -393,3 +393,19 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// Run ids of different lengths must not produce the same ids ("ab"+"c1"
+// against "abc"+"1").
+func TestRunIDPrefixesDoNotCollide(t *testing.T) {
+	ids := map[string]bool{}
+	for _, run := range []string{"ab", "abc", "a"} {
+		for _, lc := range lifecycles(gen(t, Config{Seed: 8, RunID: run}), 1500) {
+			for _, d := range lc.Deliveries {
+				if ids[d.ID] {
+					t.Fatalf("id %s produced by two runs", d.ID)
+				}
+				ids[d.ID] = true
+			}
+		}
+	}
+}

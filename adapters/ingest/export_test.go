@@ -1,0 +1,4 @@
+package ingest
+
+// RaceBudget exposes raceBudget to the external tests.
+const RaceBudget = raceBudget
