@@ -177,9 +177,16 @@ func classify(ctx context.Context, op string, err error) error {
 	if errors.As(err, &e) {
 		switch e.Code() {
 		case esdbclient.ErrorUnavailable, esdbclient.ErrorCodeDeadlineExceeded,
-			esdbclient.ErrorCodeConnectionClosed, esdbclient.ErrorCodeNotLeader, esdbclient.ErrorAborted:
+			esdbclient.ErrorCodeConnectionClosed, esdbclient.ErrorCodeNotLeader, esdbclient.ErrorAborted,
+			// The client reports a transport that broke mid-call ("could
+			// not send append request header … EOF") with the unknown code:
+			// nothing says the request was refused, so it may be retried.
+			esdbclient.ErrorCodeUnknown:
 			return fmt.Errorf("esdb: %s: %w: %w", op, eventstore.ErrUnavailable, err)
 		}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("esdb: %s: %w: %w", op, eventstore.ErrUnavailable, err)
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:

@@ -26,8 +26,9 @@ func captureBody(paymentID, captureID string, amount, fee int64) []byte {
 	})
 }
 
-func TestSameEventDeliveredTwice(t *testing.T) {
-	s := newStack(t)
+func TestSameEventDeliveredTwice(t *testing.T) { eachStore(t, testSameEventDeliveredTwice) }
+
+func testSameEventDeliveredTwice(t *testing.T, s *stack) {
 	pay, id := uniq("pay"), uniq("msg")
 	body := captureBody(pay, "cap_1", 1000, 30)
 
@@ -48,7 +49,10 @@ func TestSameEventDeliveredTwice(t *testing.T) {
 }
 
 func TestFiftyIdenticalDeliveriesAtTheSameMoment(t *testing.T) {
-	s := newStack(t)
+	eachStore(t, testFiftyIdenticalDeliveriesAtTheSameMoment)
+}
+
+func testFiftyIdenticalDeliveriesAtTheSameMoment(t *testing.T, s *stack) {
 	pay, id := uniq("pay"), uniq("msg")
 	body := captureBody(pay, "cap_1", 2500, 0)
 	header := standardDelivery(t, id, body, time.Now())
@@ -79,22 +83,23 @@ func TestFiftyIdenticalDeliveriesAtTheSameMoment(t *testing.T) {
 }
 
 func TestRestartSameEventStillDuplicate(t *testing.T) {
-	s := newStack(t)
+	eachStore(t, testRestartSameEventStillDuplicate)
+}
+
+func testRestartSameEventStillDuplicate(t *testing.T, s *stack) {
 	pay, id := uniq("pay"), uniq("msg")
 	body := captureBody(pay, "cap_1", 700, 0)
 	require.Equal(t, "accepted", s.sendStandard(id, body).outcome(t))
-	s.srv.Close()
-	s.pool.Close()
-
-	restarted := startStack(t, s.dbURL)
+	restarted := s.restart()
 	again := restarted.sendStandard(id, body)
 	require.Equal(t, http.StatusOK, again.Status, again.Body)
 	assert.Equal(t, "duplicate", again.outcome(t))
 	assert.Equal(t, []string{payment.TypeCaptured}, restarted.streamTypes("payment-standard-"+pay))
 }
 
-func TestMissingEventIDConstraintHolds(t *testing.T) {
-	s := newStack(t)
+func TestMissingEventIDConstraintHolds(t *testing.T) { eachStore(t, testMissingEventIDConstraintHolds) }
+
+func testMissingEventIDConstraintHolds(t *testing.T, s *stack) {
 	pay := uniq("pay")
 
 	// Stripe: the event id is required.
@@ -127,8 +132,9 @@ func TestMissingEventIDConstraintHolds(t *testing.T) {
 	require.Error(t, err, "empty provider must be refused")
 }
 
-func TestRefundArrivesBeforeItsPayment(t *testing.T) {
-	s := newStack(t)
+func TestRefundArrivesBeforeItsPayment(t *testing.T) { eachStore(t, testRefundArrivesBeforeItsPayment) }
+
+func testRefundArrivesBeforeItsPayment(t *testing.T, s *stack) {
 	pay := uniq("pay")
 	stream := "payment-standard-" + pay
 	refund := standardBody("refund.succeeded", map[string]any{"payment_id": pay, "refund_id": "re_1", "amount": 400, "currency": "USD"})
@@ -152,8 +158,9 @@ func TestRefundArrivesBeforeItsPayment(t *testing.T) {
 	assert.Equal(t, int64(600), s.balances(stream)["provider:standard:balance USD"])
 }
 
-func TestProviderRetryWithSameEventID(t *testing.T) {
-	s := newStack(t)
+func TestProviderRetryWithSameEventID(t *testing.T) { eachStore(t, testProviderRetryWithSameEventID) }
+
+func testProviderRetryWithSameEventID(t *testing.T, s *stack) {
 	pay := uniq("pay")
 	evt := uniq("evt")
 	body := []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":"charge.succeeded","created":%d,"data":{"object":{"id":"ch_retry","object":"charge","payment_intent":%q,"amount":5000,"amount_captured":5000,"captured":true,"currency":"eur"}}}`, evt, time.Now().Unix(), pay))
@@ -169,7 +176,10 @@ func TestProviderRetryWithSameEventID(t *testing.T) {
 }
 
 func TestOneCaptureReportedByTwoEventTypesAndTwoEventIDs(t *testing.T) {
-	s := newStack(t)
+	eachStore(t, testOneCaptureReportedByTwoEventTypesAndTwoEventIDs)
+}
+
+func testOneCaptureReportedByTwoEventTypesAndTwoEventIDs(t *testing.T, s *stack) {
 	pi := uniq("pi")
 	now := time.Now().Unix()
 	charge := []byte(fmt.Sprintf(`{"id":%q,"object":"event","type":"charge.succeeded","created":%d,"data":{"object":{"id":"ch_one","object":"charge","payment_intent":%q,"amount":1999,"amount_captured":1999,"captured":true,"currency":"usd"}}}`, uniq("evt"), now, pi))
@@ -182,7 +192,10 @@ func TestOneCaptureReportedByTwoEventTypesAndTwoEventIDs(t *testing.T) {
 }
 
 func TestTwentyDifferentEventsForOnePaymentAtOnce(t *testing.T) {
-	s := newStack(t)
+	eachStore(t, testTwentyDifferentEventsForOnePaymentAtOnce)
+}
+
+func testTwentyDifferentEventsForOnePaymentAtOnce(t *testing.T, s *stack) {
 	pay := uniq("pay")
 	stream := "payment-standard-" + pay
 	// 10 captures of 1,000 (fee 10), 8 refunds of 100, 2 disputes of 50
@@ -235,8 +248,9 @@ func TestTwentyDifferentEventsForOnePaymentAtOnce(t *testing.T) {
 	assert.Equal(t, 2, count[payment.TypeDisputeOpened])
 }
 
-func TestSameIDDifferentPayload(t *testing.T) {
-	s := newStack(t)
+func TestSameIDDifferentPayload(t *testing.T) { eachStore(t, testSameIDDifferentPayload) }
+
+func testSameIDDifferentPayload(t *testing.T, s *stack) {
 	pay, id := uniq("pay"), uniq("msg")
 	stream := "payment-standard-" + pay
 	require.Equal(t, "accepted", s.sendStandard(id, captureBody(pay, "cap_1", 1000, 0)).outcome(t))
@@ -263,7 +277,10 @@ func TestSameIDDifferentPayload(t *testing.T) {
 }
 
 func TestBadSignatureStaleTimestampOversizeMalformed(t *testing.T) {
-	s := newStack(t)
+	eachStore(t, testBadSignatureStaleTimestampOversizeMalformed)
+}
+
+func testBadSignatureStaleTimestampOversizeMalformed(t *testing.T, s *stack) {
 	pay := uniq("pay")
 	body := captureBody(pay, "cap_1", 1000, 0)
 
@@ -303,8 +320,9 @@ func TestBadSignatureStaleTimestampOversizeMalformed(t *testing.T) {
 	assert.Zero(t, s.eventCount(), "nothing stored")
 }
 
-func TestDatabaseUnavailable(t *testing.T) {
-	s := newStack(t)
+func TestDatabaseUnavailable(t *testing.T) { eachStore(t, testDatabaseUnavailable) }
+
+func testDatabaseUnavailable(t *testing.T, s *stack) {
 	pay, id := uniq("pay"), uniq("msg")
 	body := captureBody(pay, "cap_1", 1234, 0)
 	dbName := s.scalarText(`SELECT current_database()`)

@@ -19,6 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/onceledger/onceledger/adapters/esdb"
+	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
+	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
@@ -36,29 +39,72 @@ const (
 	maxBody        = 64 << 10
 )
 
+// eventStoreKind selects where a stack keeps its events: the Postgres event
+// store (inbox and append in one transaction) or EventStoreDB, played by the
+// in-process gRPC test double esdbfake (inbox in Postgres, then the append).
+type eventStoreKind string
+
+const (
+	onPostgres eventStoreKind = "postgres"
+	onESDB     eventStoreKind = "esdb-fake"
+)
+
+// eachStore runs a matrix row against both event stores.
+func eachStore(t *testing.T, row func(t *testing.T, s *stack)) {
+	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
+		t.Run(string(kind), func(t *testing.T) { row(t, newStack(t, kind)) })
+	}
+}
+
 // stack is the whole ingestion path on a real database behind a real socket.
 type stack struct {
 	t     *testing.T
+	kind  eventStoreKind
 	dbURL string
+	fake  *esdbfake.Server // onESDB only
 	pool  *pgxpool.Pool
 	srv   *httptest.Server
-	store *postgres.EventStore
+	store eventstore.Store
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t *testing.T, kind eventStoreKind) *stack {
 	t.Helper()
-	return startStack(t, pgtest.NewDatabase(t))
+	var fake *esdbfake.Server
+	if kind == onESDB {
+		fake = esdbfake.Start(t)
+	}
+	return startStack(t, kind, pgtest.NewDatabase(t), fake)
 }
 
-// startStack starts a server on an existing database: a second call on the
-// same URL is a restart as far as the data is concerned.
-func startStack(t *testing.T, dbURL string) *stack {
+// restart starts a new server on the same data (database and, for
+// EventStoreDB, the same node): what a process restart sees.
+func (s *stack) restart() *stack {
+	s.srv.Close()
+	s.pool.Close()
+	return startStack(s.t, s.kind, s.dbURL, s.fake)
+}
+
+func startStack(t *testing.T, kind eventStoreKind, dbURL string, fake *esdbfake.Server) *stack {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	store := postgres.NewEventStore(pool)
-	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{})
+	var (
+		store    eventstore.Store
+		recorder ingest.Recorder
+	)
+	switch kind {
+	case onPostgres:
+		pgStore := postgres.NewEventStore(pool)
+		store, recorder = pgStore, postgres.NewRecorder(pool, pgStore)
+	case onESDB:
+		esStore, err := esdb.Dial(fake.URL())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = esStore.Close() })
+		store = esStore
+		recorder = ingest.NewTwoPhaseRecorder(postgres.NewInbox(pool), esStore, ingest.Options{})
+	}
+	svc := ingest.New(recorder, ingest.PaymentDecider{}, ingest.Options{})
 	st, err := stripe.New([]string{stripeSecret}, 5*time.Minute)
 	require.NoError(t, err)
 	sw, err := standard.New([]string{standardSecret}, 5*time.Minute)
@@ -74,7 +120,7 @@ func startStack(t *testing.T, dbURL string) *stack {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &stack{t: t, dbURL: dbURL, pool: pool, srv: srv, store: store}
+	return &stack{t: t, kind: kind, dbURL: dbURL, fake: fake, pool: pool, srv: srv, store: store}
 }
 
 type answer struct {
@@ -202,7 +248,12 @@ func (s *stack) scalar(q string, args ...any) int64 {
 }
 
 func (s *stack) inboxCount() int64 { return s.scalar(`SELECT count(*) FROM webhook_inbox`) }
-func (s *stack) eventCount() int64 { return s.scalar(`SELECT count(*) FROM events`) }
+func (s *stack) eventCount() int64 {
+	if s.kind == onESDB {
+		return int64(s.fake.EventCount())
+	}
+	return s.scalar(`SELECT count(*) FROM events`)
+}
 
 func (s *stack) scalarText(q string, args ...any) string {
 	s.t.Helper()
