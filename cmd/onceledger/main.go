@@ -26,6 +26,7 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the HTTP server (webhooks, query API, health, metrics) and the projectors."`
 	Migrate migrateCmd `cmd:"" help:"Apply pending migrations and exit."`
 	Rebuild rebuildCmd `cmd:"" help:"Rebuild projections from history into shadow tables, compare with live, swap."`
+	Project projectCmd `cmd:"" help:"Run only the projectors (no HTTP server) until interrupted."`
 	Status  statusCmd  `cmd:"" help:"Each projection's position, the head, the lag; inbox counts by status."`
 	Verify  verifyCmd  `cmd:"" help:"Check ledger invariants; non-zero exit on any violation."`
 	Inspect inspectCmd `cmd:"" help:"Print the events of one stream, in order."`

@@ -37,6 +37,7 @@ type serveCmd struct {
 	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" help:"Larger webhook bodies get 413."`
 	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" help:"Time to record a webhook before answering 503."`
 	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"64" help:"In-flight webhooks per provider before 503 + Retry-After."`
+	ReadTimeout         time.Duration `name:"read-timeout" env:"ONCELEDGER_READ_TIMEOUT" default:"15s" help:"Time to read a whole request; a client that trickles its body is cut off."`
 	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" help:"How long to drain in-flight requests on SIGTERM."`
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" help:"Run the projectors in this process."`
@@ -63,6 +64,9 @@ func (c *serveCmd) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_MAX_BODY_BYTES must be positive, got %d", c.MaxBodyBytes))
+	}
+	if c.ReadTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ONCELEDGER_READ_TIMEOUT must be positive, got %v", c.ReadTimeout))
 	}
 	if c.IngestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_INGEST_TIMEOUT must be positive, got %v", c.IngestTimeout))
@@ -260,7 +264,7 @@ func (c *serveCmd) Run(g *globals) error {
 		Addr:              c.Addr,
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
+		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.IngestTimeout + 15*time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
