@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -43,6 +44,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
 	"github.com/onceledger/onceledger/adapters/providers/square"
+	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
 )
 
@@ -114,10 +116,21 @@ func providerKeys(t testing.TB) e2eKeys {
 	return e2eKeysVal
 }
 
+// e2eStack is serve.go's ingestion path on a real Postgres database behind a
+// real socket. It is this file's own (the matrix's stack runs other
+// providers against both event stores); its helpers mirror that one's.
+type e2eStack struct {
+	t     *testing.T
+	dbURL string
+	pool  *pgxpool.Pool
+	srv   *httptest.Server
+	store *postgres.EventStore
+}
+
 // newProviderStack is the production wiring of serve.go for the four signed
 // providers and PayPal IPN (held in the inbox, applied by a worker), on
 // dbURL. A second call on the same URL is a restart.
-func newProviderStack(t *testing.T, dbURL string) *stack {
+func newProviderStack(t *testing.T, dbURL string) *e2eStack {
 	t.Helper()
 	keys := providerKeys(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)
@@ -150,7 +163,7 @@ func newProviderStack(t *testing.T, dbURL string) *stack {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &stack{t: t, dbURL: dbURL, pool: pool, srv: srv, store: store}
+	return &e2eStack{t: t, dbURL: dbURL, pool: pool, srv: srv, store: store}
 }
 
 func spkiB64(t testing.TB, k *ecdsa.PrivateKey) string {
@@ -176,9 +189,9 @@ type e2eProvider struct {
 	forge func(t testing.TB, pay string) (http.Header, []byte)
 }
 
-func (p e2eProvider) path() string                   { return "/webhooks/" + p.name }
-func (p e2eProvider) stream(pay string) string       { return "payment-" + p.name + "-" + pay }
-func (p e2eProvider) send(s *stack, b []byte) answer { return s.post(p.path(), p.sign(s.t, b), b) }
+func (p e2eProvider) path() string                      { return "/webhooks/" + p.name }
+func (p e2eProvider) stream(pay string) string          { return "payment-" + p.name + "-" + pay }
+func (p e2eProvider) send(s *e2eStack, b []byte) answer { return s.post(p.path(), p.sign(s.t, b), b) }
 
 // outcome checks a 200 and returns the reported outcome; Adyen reports none
 // ("[accepted]" for everything it should not resend), so "" for Adyen.
@@ -485,16 +498,37 @@ var circleE2E = e2eProvider{
 
 var e2eProviders = []e2eProvider{adyenE2E, paypalE2E, squareE2E, circleE2E}
 
-// forEachProvider runs row once per provider, each on a fresh database.
-func forEachProvider(t *testing.T, row func(t *testing.T, p e2eProvider, s *stack)) {
+// forEachProvider runs row once per provider, on one database (each
+// provider's rows and streams are its own; assertions are scoped to them).
+func forEachProvider(t *testing.T, row func(t *testing.T, p e2eProvider, s *e2eStack)) {
+	shared := newProviderStack(t, pgtest.NewDatabase(t))
 	for _, p := range e2eProviders {
 		t.Run(p.name, func(t *testing.T) {
-			row(t, p, newProviderStack(t, pgtest.NewDatabase(t)))
+			row(t, p, shared.in(t))
 		})
 	}
 }
 
-func (s *stack) deliveryCount(providerName string) int64 {
+// in returns s with its helpers failing t: a subtest must not fail its
+// parent from its own goroutine.
+func (s *e2eStack) in(t *testing.T) *e2eStack {
+	c := *s
+	c.t = t
+	return &c
+}
+
+// inboxRows and events count what p stored.
+func (s *e2eStack) inboxRows(p e2eProvider) int64 {
+	s.t.Helper()
+	return s.scalar(`SELECT count(*) FROM webhook_inbox WHERE provider = $1`, p.name)
+}
+
+func (s *e2eStack) events(p e2eProvider) int64 {
+	s.t.Helper()
+	return s.scalar(`SELECT count(*) FROM events WHERE stream_id LIKE $1`, "payment-"+p.name+"-%")
+}
+
+func (s *e2eStack) deliveryCount(providerName string) int64 {
 	s.t.Helper()
 	return s.scalar(`SELECT COALESCE(sum(delivery_count), 0) FROM webhook_inbox WHERE provider = $1`, providerName)
 }
@@ -510,7 +544,7 @@ func countTypes(types []string) map[string]int {
 // Row: the same event delivered twice → accepted then duplicate, one set of
 // events. Adyen answers "[accepted]" to both (anything else makes it resend).
 func TestProvidersSameEventDeliveredTwice(t *testing.T) {
-	forEachProvider(t, func(t *testing.T, p e2eProvider, s *stack) {
+	forEachProvider(t, func(t *testing.T, p e2eProvider, s *e2eStack) {
 		pay := uniq("pay")
 		body := p.capture(t, pay, 1000, 30)
 
@@ -519,15 +553,15 @@ func TestProvidersSameEventDeliveredTwice(t *testing.T) {
 
 		assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(p.stream(pay)))
 		assert.Equal(t, p.balancesOf(1000, 30, 0, 0, 0), s.balances(p.stream(pay)))
-		assert.EqualValues(t, 1, s.scalar(`SELECT count(*) FROM webhook_inbox WHERE provider = $1`, p.name))
+		assert.EqualValues(t, 1, s.inboxRows(p))
 		assert.EqualValues(t, 2, s.deliveryCount(p.name))
-		assert.EqualValues(t, 1, s.eventCount())
+		assert.EqualValues(t, 1, s.events(p))
 	})
 }
 
 // Row: 20 identical deliveries at the same moment → exactly one applied, no 5xx.
 func TestProvidersTwentyIdenticalDeliveriesAtOnce(t *testing.T) {
-	forEachProvider(t, func(t *testing.T, p e2eProvider, s *stack) {
+	forEachProvider(t, func(t *testing.T, p e2eProvider, s *e2eStack) {
 		pay := uniq("pay")
 		body := p.capture(t, pay, 2500, 75)
 		header := p.sign(t, body)
@@ -557,7 +591,7 @@ func TestProvidersTwentyIdenticalDeliveriesAtOnce(t *testing.T) {
 		assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(p.stream(pay)))
 		assert.Equal(t, p.balancesOf(2500, 75, 0, 0, 0), s.balances(p.stream(pay)))
 		assert.EqualValues(t, n, s.deliveryCount(p.name))
-		assert.EqualValues(t, 1, s.scalar(`SELECT count(*) FROM webhook_inbox WHERE provider = $1`, p.name))
+		assert.EqualValues(t, 1, s.inboxRows(p))
 	})
 }
 
@@ -565,7 +599,7 @@ func TestProvidersTwentyIdenticalDeliveriesAtOnce(t *testing.T) {
 // opened, one of them lost) at once, each also delivered twice → every event
 // applied once, versions contiguous, balances exact whatever the order.
 func TestProvidersDifferentEventsForOnePaymentAtOnce(t *testing.T) {
-	forEachProvider(t, func(t *testing.T, p e2eProvider, s *stack) {
+	forEachProvider(t, func(t *testing.T, p e2eProvider, s *e2eStack) {
 		pay := uniq("pay")
 		const (
 			captured      = 10000
@@ -639,7 +673,7 @@ func TestProvidersDifferentEventsForOnePaymentAtOnce(t *testing.T) {
 // exactly once when the capture arrives; the refund's later redelivery, or
 // the same refund reported under a new event id, changes nothing.
 func TestProvidersRefundBeforeItsCapture(t *testing.T) {
-	forEachProvider(t, func(t *testing.T, p e2eProvider, s *stack) {
+	forEachProvider(t, func(t *testing.T, p e2eProvider, s *e2eStack) {
 		pay := uniq("pay")
 		stream := p.stream(pay)
 		refund := p.refund(t, pay, pay+"-re1", 400)
@@ -666,7 +700,7 @@ func TestProvidersRefundBeforeItsCapture(t *testing.T) {
 // Row: a tampered body, a tampered signature, an untrusted key → 401 and
 // nothing stored.
 func TestProvidersTamperedSignature(t *testing.T) {
-	forEachProvider(t, func(t *testing.T, p e2eProvider, s *stack) {
+	forEachProvider(t, func(t *testing.T, p e2eProvider, s *e2eStack) {
 		pay := uniq("pay")
 		body := p.capture(t, pay, 1000, 30)
 		header := p.sign(t, body)
@@ -709,8 +743,8 @@ func TestProvidersTamperedSignature(t *testing.T) {
 			assert.Equal(t, http.StatusUnauthorized, a.Status, "%s: %s", name, a.Body)
 			assert.Contains(t, a.Body, "error", name)
 		}
-		assert.Zero(t, s.inboxCount(), "nothing stored")
-		assert.Zero(t, s.eventCount(), "nothing stored")
+		assert.Zero(t, s.inboxRows(p), "nothing stored")
+		assert.Zero(t, s.events(p), "nothing stored")
 
 		// The genuine delivery still goes through afterwards.
 		p.expectOutcome(t, s.post(p.path(), header, body), "accepted")
@@ -735,6 +769,7 @@ func TestAdyenBatches(t *testing.T) {
 	}
 
 	t.Run("one bad item refuses the batch", func(t *testing.T) {
+		s := s.in(t)
 		bad := append([]adyenItem(nil), items...)
 		bad[3].key = adyenRogueKey
 		a := s.post("/webhooks/adyen", nil, adyenBatch(t, bad...))
@@ -745,6 +780,7 @@ func TestAdyenBatches(t *testing.T) {
 	})
 
 	t.Run("N good items are N inbox rows", func(t *testing.T) {
+		s := s.in(t)
 		a := s.post("/webhooks/adyen", nil, adyenBatch(t, items...))
 		require.Equal(t, http.StatusOK, a.Status, a.Body)
 		assert.Equal(t, "[accepted]", a.Body)
@@ -759,6 +795,7 @@ func TestAdyenBatches(t *testing.T) {
 	})
 
 	t.Run("redelivered in another layout: duplicates", func(t *testing.T) {
+		s := s.in(t)
 		events := s.eventCount()
 		// Reversed and split in two requests, sent at once.
 		var rev []adyenItem
@@ -795,6 +832,7 @@ func TestProviderOfficialVectorsThroughHTTP(t *testing.T) {
 	s := newProviderStack(t, pgtest.NewDatabase(t))
 
 	t.Run("adyen", func(t *testing.T) {
+		s := s.in(t)
 		// adyen-php-api-library's item, with its published signature.
 		body := []byte(`{"live":"false","notificationItems":[{"NotificationRequestItem":{"additionalData":{"hmacSignature":"Ny9gS2veKo5E4w8/OL6xz1/wvT/hYkAXy1xNc/QvO4I="},"amount":{"currency":"EUR","value":1130},"eventCode":"AUTHORISATION","eventDate":"2026-11-29T10:00:00+01:00","merchantAccountCode":"TestMerchant","merchantReference":"TestPayment-1407325143704","pspReference":"7914073381342284","success":"true"}}]}`)
 		for range 2 {
@@ -806,6 +844,7 @@ func TestProviderOfficialVectorsThroughHTTP(t *testing.T) {
 		assert.EqualValues(t, 2, s.scalar(`SELECT delivery_count FROM webhook_inbox WHERE provider = 'adyen' AND dedup_key = '7914073381342284:AUTHORISATION:true'`))
 	})
 	t.Run("square", func(t *testing.T) {
+		s := s.in(t)
 		body := readProviderTestdata(t, "square", "official_test_notification.json")
 		h := http.Header{square.SignatureHeader: {squareOfficialSig}}
 		a := s.post("/webhooks/square", h, body)
@@ -815,6 +854,7 @@ func TestProviderOfficialVectorsThroughHTTP(t *testing.T) {
 		assert.Equal(t, "ignored", s.scalarText(`SELECT status FROM webhook_inbox WHERE provider = 'square' AND dedup_key = 'ac3ac95b-f97d-458c-a6e6-18981597e05f'`))
 	})
 	t.Run("circle", func(t *testing.T) {
+		s := s.in(t)
 		body := readProviderTestdata(t, "circle", "official_webhooks_test.json")
 		h := http.Header{circle.HeaderKeyID: {circleOfficialKeyID}, circle.HeaderSignature: {circleOfficialSig}}
 		a := s.post("/webhooks/circle", h, body)
@@ -826,3 +866,83 @@ func TestProviderOfficialVectorsThroughHTTP(t *testing.T) {
 	})
 	assert.EqualValues(t, 1, s.eventCount(), "test notifications post nothing")
 }
+
+func (s *e2eStack) post(path string, header http.Header, body []byte) answer {
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return s.do(req)
+}
+
+func (s *e2eStack) do(req *http.Request) answer {
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		return answer{Status: -1, Body: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{Status: resp.StatusCode, Body: string(b)}
+}
+
+// balances sums the postings of every stored event of the streams, through
+// the domain's rules: what the projections will show. Zero sums are left out.
+func (s *e2eStack) balances(streams ...string) map[string]int64 {
+	s.t.Helper()
+	out := map[string]int64{}
+	for _, stream := range streams {
+		evs, err := s.store.ReadStream(context.Background(), stream)
+		require.NoError(s.t, err)
+		for _, r := range evs {
+			e, err := payment.Decode(r.Type, r.Data)
+			require.NoError(s.t, err)
+			ps := payment.Postings(e)
+			require.NoError(s.t, ledger.Check(ps))
+			for _, p := range ps {
+				out[p.Account+" "+string(p.Currency)] += p.Amount
+			}
+		}
+	}
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// streamTypes returns the stream's event types, asserting contiguous versions.
+func (s *e2eStack) streamTypes(stream string) []string {
+	s.t.Helper()
+	evs, err := s.store.ReadStream(context.Background(), stream)
+	require.NoError(s.t, err)
+	types := make([]string, 0, len(evs))
+	for i, e := range evs {
+		require.Equal(s.t, uint64(i), e.Version, "versions are contiguous from 0")
+		types = append(types, e.Type)
+	}
+	return types
+}
+
+func (s *e2eStack) scalar(q string, args ...any) int64 {
+	s.t.Helper()
+	var n int64
+	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&n))
+	return n
+}
+
+func (s *e2eStack) scalarText(q string, args ...any) string {
+	s.t.Helper()
+	var v string
+	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&v))
+	return v
+}
+
+func (s *e2eStack) inboxCount() int64 { return s.scalar(`SELECT count(*) FROM webhook_inbox`) }
+func (s *e2eStack) eventCount() int64 { return s.scalar(`SELECT count(*) FROM events`) }

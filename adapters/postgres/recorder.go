@@ -85,7 +85,7 @@ func (r *Recorder) apply(ctx context.Context, tx pgx.Tx, ev provider.Event, d in
 		}
 	}
 	if _, err := tx.Exec(ctx, `
-		UPDATE webhook_inbox SET status = $3, applied_at = now()
+		UPDATE webhook_inbox SET status = $3, applied_at = now(), last_error = NULL, next_attempt_at = NULL
 		WHERE provider = $1 AND dedup_key = $2`, ev.Provider, ev.DedupKey, StatusApplied); err != nil {
 		return ingest.Result{}, fmt.Errorf("mark %s applied: %w", ev.DedupKey, classify(err))
 	}

@@ -1,0 +1,395 @@
+package httpapi_test
+
+// PayPal IPN end to end: the listener through the real HTTP server, the
+// postback to a loopback verify server this file controls, the verifier
+// worker as serve.go wires it, all on a real Postgres database. The incident
+// this project exists for: one transaction, three identical IPNs → one fact.
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
+	"github.com/onceledger/onceledger/domain/payment"
+)
+
+// verifyServer stands in for ipnpb.paypal.com: it answers what the test
+// sets and keeps every postback's exact bytes.
+type verifyServer struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	answer string // "VERIFIED", "INVALID", "500" or anything else (sent as is)
+	posted [][]byte
+}
+
+func newVerifyServer(t *testing.T, answer string) *verifyServer {
+	t.Helper()
+	v := &verifyServer{answer: answer}
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || r.Method != http.MethodPost ||
+			r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" || r.Header.Get("User-Agent") == "" {
+			http.Error(w, "bad postback", http.StatusBadRequest)
+			return
+		}
+		v.mu.Lock()
+		v.posted = append(v.posted, body)
+		answer := v.answer
+		v.mu.Unlock()
+		if answer == "500" {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(v.srv.Close)
+	return v
+}
+
+func (v *verifyServer) set(answer string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.answer = answer
+}
+
+func (v *verifyServer) postbacks() [][]byte {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([][]byte(nil), v.posted...)
+}
+
+// ipnVerdict adapts paypalipn.Verifier to the worker's port, as serve.go's
+// ipnPostback does.
+type ipnVerdict struct{ v paypalipn.Verifier }
+
+func (p ipnVerdict) Verify(ctx context.Context, raw []byte) (bool, error) {
+	verdict, err := p.v.Verify(ctx, raw)
+	if err != nil {
+		return false, err
+	}
+	return verdict == paypalipn.Verified, nil
+}
+
+// ipnWorker is the verifier worker of serve.go on s's database; base is the
+// first retry's delay (the worker's Interval).
+func ipnWorker(s *e2eStack, v *verifyServer, base time.Duration) *ingest.Worker {
+	return &ingest.Worker{
+		Name: "paypal-ipn-verifier", Inbox: postgres.NewInbox(s.pool),
+		Redriver: postgres.NewRecorder(s.pool, s.store), Decider: ingest.PaymentDecider{},
+		Provider: paypalipn.Name, Status: ingest.StatusUnverified,
+		Postback: ipnVerdict{paypalipn.Verifier{URL: v.srv.URL, Client: v.srv.Client()}},
+		Lease:    time.Minute, Interval: base, Log: testLogger(),
+	}
+}
+
+func once(t *testing.T, w *ingest.Worker) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := w.Once(ctx)
+	require.NoError(t, err)
+	return n
+}
+
+// postIPN sends body as PayPal does: a form POST.
+func (s *e2eStack) postIPN(body []byte) answer {
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+"/webhooks/paypal-ipn", bytes.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return s.do(req)
+}
+
+func requireIPNStored(t *testing.T, a answer) {
+	t.Helper()
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	require.Empty(t, a.Body, "PayPal wants 200 and an empty body")
+}
+
+// ipnPaymentBody is a Completed web_accept IPN in PayPal's field order, with
+// bytes a re-encoding would change (%E9 in windows-1252, +, %3A, %40), so
+// that only an unchanged postback matches.
+func ipnPaymentBody(txn string) []byte {
+	return []byte("mc_gross=19.95&protection_eligibility=Eligible&address_status=confirmed&payer_id=LPLWNMTBWMFAY" +
+		"&address_street=1+Main+St&payment_date=20%3A12%3A59+Jan+13%2C+2026+PST&payment_status=Completed" +
+		"&charset=windows-1252&first_name=Jos%E9&mc_fee=0.88&notify_version=3.9&custom=order-2001" +
+		"&business=seller%40onceledger.example&payer_email=buyer%40example.com&txn_id=" + txn +
+		"&payment_type=instant&last_name=User&receiver_email=seller%40onceledger.example&txn_type=web_accept" +
+		"&item_name=Widget&mc_currency=USD&residence_country=US&test_ipn=1&payment_gross=19.95&ipn_track_id=b5c3d7e2f1a0")
+}
+
+// ipnRefundBody refunds 5.00 of parent (PayPal reports it negative).
+func ipnRefundBody(txn, parent string) []byte {
+	return []byte("mc_gross=-5.00&payment_date=09%3A15%3A02+Jan+15%2C+2026+PST&payment_status=Refunded" +
+		"&charset=windows-1252&mc_fee=-0.15&parent_txn_id=" + parent + "&txn_id=" + txn + "&reason_code=refund" +
+		"&receiver_email=seller%40onceledger.example&mc_currency=USD&test_ipn=1&ipn_track_id=c1d2e3f4a5b6")
+}
+
+var ipnCaptured = map[string]int64{
+	"provider:paypal-ipn:balance USD": 1995 - 88,
+	"expenses:fees:paypal-ipn USD":    88,
+	"revenue:sales USD":               -1995,
+}
+
+func ipnRow(s *e2eStack, key string) (status string, deliveries int64) {
+	s.t.Helper()
+	require.NoError(s.t, s.pool.QueryRow(context.Background(),
+		`SELECT status, delivery_count FROM webhook_inbox WHERE provider = 'paypal-ipn' AND dedup_key = $1`, key).
+		Scan(&status, &deliveries))
+	return status, deliveries
+}
+
+// The incident: three identical IPNs for one transaction, one after another.
+func TestIPNThreeIdenticalSequential(t *testing.T) {
+	s := newProviderStack(t, pgtest.NewDatabase(t))
+	v := newVerifyServer(t, "VERIFIED")
+	txn := uniq("TXN")
+	body := ipnPaymentBody(txn)
+
+	for range 3 {
+		requireIPNStored(t, s.postIPN(body))
+	}
+	status, n := ipnRow(s, txn+":Completed")
+	assert.Equal(t, ingest.StatusUnverified, status)
+	assert.EqualValues(t, 3, n)
+	assert.Zero(t, s.eventCount(), "nothing applied before PayPal verified it")
+
+	w := ipnWorker(s, v, time.Second)
+	assert.Equal(t, 1, once(t, w))
+	assert.Zero(t, once(t, w), "nothing left to verify")
+
+	posted := v.postbacks()
+	require.Len(t, posted, 1, "one postback for one message")
+	assert.Equal(t, "cmd=_notify-validate&"+string(body), string(posted[0]), "the raw body, unchanged")
+	stream := "payment-paypal-ipn-" + txn
+	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
+	assert.Equal(t, ipnCaptured, s.balances(stream))
+	status, _ = ipnRow(s, txn+":Completed")
+	assert.Equal(t, ingest.StatusApplied, status)
+
+	// A fourth copy after it was applied: stored answer, nothing new.
+	requireIPNStored(t, s.postIPN(body))
+	assert.Zero(t, once(t, w))
+	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
+	_, n = ipnRow(s, txn+":Completed")
+	assert.EqualValues(t, 4, n)
+}
+
+// The incident, concurrently: 3 IPNs × 10 goroutines at once, while three
+// verifier instances poll → one row, one postback, one fact.
+func TestIPNThreeIdenticalConcurrent(t *testing.T) {
+	s := newProviderStack(t, pgtest.NewDatabase(t))
+	v := newVerifyServer(t, "VERIFIED")
+	txn := uniq("TXN")
+	body := ipnPaymentBody(txn)
+	key := txn + ":Completed"
+
+	const copies, senders = 3, 10
+	answers := make([]answer, copies*senders)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			<-start
+			answers[i] = s.postIPN(body)
+		})
+	}
+	// Verifiers racing the deliveries (other instances of the service).
+	done := make(chan struct{})
+	var workers sync.WaitGroup
+	for range 3 {
+		w := ipnWorker(s, v, time.Second)
+		workers.Go(func() {
+			<-start
+			for range 200 { // bounded: at most ~2 s
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := w.Once(context.Background()); err != nil {
+					t.Errorf("worker: %v", err)
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.Eventually(t, func() bool {
+		status, _ := ipnRow(s, key)
+		return status == ingest.StatusApplied
+	}, 5*time.Second, 20*time.Millisecond)
+	close(done)
+	workers.Wait()
+
+	for _, a := range answers {
+		requireIPNStored(t, a)
+	}
+	_, n := ipnRow(s, key)
+	assert.EqualValues(t, copies*senders, n, "every delivery counted on the one row")
+	assert.EqualValues(t, 1, s.inboxCount())
+	posted := v.postbacks()
+	require.Len(t, posted, 1, "the claim lease lets one verifier post back")
+	assert.Equal(t, "cmd=_notify-validate&"+string(body), string(posted[0]))
+	stream := "payment-paypal-ipn-" + txn
+	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
+	assert.Equal(t, ipnCaptured, s.balances(stream))
+	assert.EqualValues(t, 1, s.eventCount())
+}
+
+// INVALID: kept, marked invalid, never posted, never verified again.
+func TestIPNInvalid(t *testing.T) {
+	s := newProviderStack(t, pgtest.NewDatabase(t))
+	v := newVerifyServer(t, "INVALID")
+	txn := uniq("TXN")
+	body := ipnPaymentBody(txn)
+	requireIPNStored(t, s.postIPN(body))
+
+	w := ipnWorker(s, v, time.Second)
+	assert.Equal(t, 1, once(t, w))
+	status, _ := ipnRow(s, txn+":Completed")
+	assert.Equal(t, ingest.StatusInvalid, status)
+
+	// PayPal would now say VERIFIED to a genuine copy; the stored one stays
+	// invalid: a redelivery is a duplicate of it, and no worker picks it up.
+	v.set("VERIFIED")
+	requireIPNStored(t, s.postIPN(body))
+	assert.Zero(t, once(t, ipnWorker(s, v, time.Second)))
+	status, n := ipnRow(s, txn+":Completed")
+	assert.Equal(t, ingest.StatusInvalid, status)
+	assert.EqualValues(t, 2, n)
+	assert.Len(t, v.postbacks(), 1)
+	assert.Zero(t, s.eventCount(), "never posted")
+	assert.Equal(t, "cmd=_notify-validate&"+string(body), string(v.postbacks()[0]))
+}
+
+// A failing postback is retried with growing delays, the row keeps its
+// state across a restart (new server, new pool, new worker on the same
+// database), and is applied once when PayPal answers again.
+func TestIPNPostbackFailuresRetryAndSurviveRestart(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	s := newProviderStack(t, dbURL)
+	v := newVerifyServer(t, "500")
+	txn := uniq("TXN")
+	key := txn + ":Completed"
+	body := ipnPaymentBody(txn)
+	requireIPNStored(t, s.postIPN(body))
+
+	const base = 300 * time.Millisecond
+	w := ipnWorker(s, v, base)
+	// delay reads the row's retry schedule: seconds until the next attempt.
+	delay := func() (attempts int64, lastError string, wait float64) {
+		t.Helper()
+		require.NoError(t, s.pool.QueryRow(context.Background(), `
+			SELECT attempts, COALESCE(last_error, ''), EXTRACT(EPOCH FROM next_attempt_at - now())::float8
+			FROM webhook_inbox WHERE provider = 'paypal-ipn' AND dedup_key = $1`, key).Scan(&attempts, &lastError, &wait))
+		return attempts, lastError, wait
+	}
+
+	assert.Equal(t, 1, once(t, w))
+	attempts, lastErr, wait := delay()
+	assert.EqualValues(t, 1, attempts)
+	assert.Contains(t, lastErr, "status 500")
+	assert.Greater(t, wait, 0.0, "next attempt in the future")
+	assert.LessOrEqual(t, wait, base.Seconds())
+	assert.Zero(t, once(t, w), "not due yet: no hammering")
+
+	// The next attempt, once due, gets garbage: still no verdict, longer wait.
+	v.set("<html>Service Unavailable</html>")
+	require.Eventually(t, func() bool { return once(t, w) == 1 }, 3*time.Second, 25*time.Millisecond)
+	attempts, lastErr, wait = delay()
+	assert.EqualValues(t, 2, attempts)
+	assert.Contains(t, lastErr, "unexpected answer")
+	assert.Greater(t, wait, base.Seconds(), "backoff doubles")
+	assert.LessOrEqual(t, wait, 2*base.Seconds())
+	status, _ := ipnRow(s, key)
+	assert.Equal(t, ingest.StatusUnverified, status)
+	assert.Zero(t, s.eventCount())
+	require.Len(t, v.postbacks(), 2)
+
+	// Restart: everything in memory is gone; PayPal is back.
+	s.srv.Close()
+	s.pool.Close()
+	v.set("VERIFIED")
+	restarted := newProviderStack(t, dbURL)
+	w2 := ipnWorker(restarted, v, base)
+	requireIPNStored(t, restarted.postIPN(body)) // PayPal resent it meanwhile
+	require.Eventually(t, func() bool { return once(t, w2) == 1 }, 5*time.Second, 25*time.Millisecond)
+	assert.Zero(t, once(t, w2))
+
+	status, n := ipnRow(restarted, key)
+	assert.Equal(t, ingest.StatusApplied, status)
+	assert.EqualValues(t, 2, n)
+	stream := "payment-paypal-ipn-" + txn
+	assert.Equal(t, []string{payment.TypeCaptured}, restarted.streamTypes(stream))
+	assert.Equal(t, ipnCaptured, restarted.balances(stream))
+	posted := v.postbacks()
+	require.Len(t, posted, 3)
+	for _, p := range posted {
+		assert.Equal(t, "cmd=_notify-validate&"+string(body), string(p), "every attempt posts the same bytes")
+	}
+}
+
+// A refund IPN (parent_txn_id) before its payment's IPN: verified, pending,
+// then posted once the payment's IPN is verified.
+func TestIPNRefundBeforeItsPayment(t *testing.T) {
+	s := newProviderStack(t, pgtest.NewDatabase(t))
+	v := newVerifyServer(t, "VERIFIED")
+	w := ipnWorker(s, v, time.Second)
+	txn, refundTxn := uniq("TXN"), uniq("RFD")
+	stream := "payment-paypal-ipn-" + txn
+
+	refund := ipnRefundBody(refundTxn, txn)
+	requireIPNStored(t, s.postIPN(refund))
+	assert.Equal(t, 1, once(t, w))
+	assert.Equal(t, []string{payment.TypeRefundPending, payment.TypeFlagged}, s.streamTypes(stream))
+	assert.Empty(t, s.balances(stream), "a refund of an unknown payment posts nothing yet")
+
+	requireIPNStored(t, s.postIPN(ipnPaymentBody(txn)))
+	requireIPNStored(t, s.postIPN(refund)) // PayPal resends the refund too
+	assert.Equal(t, 1, once(t, w))
+	assert.Equal(t, map[string]int64{
+		"provider:paypal-ipn:balance USD": 1995 - 88 - 500,
+		"expenses:fees:paypal-ipn USD":    88,
+		"revenue:sales USD":               -1995,
+		"revenue:refunds USD":             500,
+	}, s.balances(stream))
+	count := countTypes(s.streamTypes(stream))
+	assert.Equal(t, 1, count[payment.TypeCaptured])
+	assert.Equal(t, 1, count[payment.TypeRefundPosted])
+	assert.Equal(t, 1, count[payment.TypeCleared])
+	assert.Len(t, v.postbacks(), 2)
+	assert.Equal(t, "cmd=_notify-validate&"+string(refund), string(v.postbacks()[0]))
+}
+
+// An IPN for a receiver that is not ours: 400, nothing stored, nothing
+// posted back.
+func TestIPNUnknownReceiver(t *testing.T) {
+	s := newProviderStack(t, pgtest.NewDatabase(t))
+	v := newVerifyServer(t, "VERIFIED")
+	body := []byte(strings.Replace(string(ipnPaymentBody(uniq("TXN"))),
+		"receiver_email=seller%40onceledger.example", "receiver_email=someone%40elsewhere.example", 1))
+	a := s.postIPN(body)
+	assert.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+	assert.Contains(t, a.Body, "receiver_email")
+	assert.Zero(t, s.inboxCount())
+	assert.Zero(t, once(t, ipnWorker(s, v, time.Second)))
+	assert.Empty(t, v.postbacks())
+	assert.Zero(t, s.eventCount())
+}
