@@ -388,6 +388,7 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 		},
 		Events: make([]paymentEventJSON, 0, len(events)),
 	}
+	body.paymentAmounts = body.Amounts
 	if p.Currency != "" {
 		c := p.Currency
 		body.Currency = &c
@@ -424,18 +425,21 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 type paymentJSON struct {
-	Provider       string             `json:"provider"`
-	PaymentID      string             `json:"payment_id"`
-	StreamID       string             `json:"stream_id"`
-	Status         string             `json:"status"`
-	Currency       *string            `json:"currency"`
-	Amounts        paymentAmounts     `json:"amounts"`
-	AmountsDecimal map[string]string  `json:"amounts_decimal,omitempty"`
-	Failed         bool               `json:"failed"`
-	Canceled       bool               `json:"canceled"`
-	Version        uint64             `json:"version"`
-	UpdatedAt      time.Time          `json:"updated_at"`
-	Events         []paymentEventJSON `json:"events"`
+	Provider       string            `json:"provider"`
+	PaymentID      string            `json:"payment_id"`
+	StreamID       string            `json:"stream_id"`
+	Status         string            `json:"status"`
+	Currency       *string           `json:"currency"`
+	Amounts        paymentAmounts    `json:"amounts"`
+	AmountsDecimal map[string]string `json:"amounts_decimal,omitempty"`
+	// The same amounts at the top level too ("captured": 1000), for clients
+	// that read the contract's list of amounts as fields of the payment.
+	paymentAmounts
+	Failed    bool               `json:"failed"`
+	Canceled  bool               `json:"canceled"`
+	Version   uint64             `json:"version"`
+	UpdatedAt time.Time          `json:"updated_at"`
+	Events    []paymentEventJSON `json:"events"`
 }
 
 // paymentAmounts: disputed is the amount under an open dispute; a lost
