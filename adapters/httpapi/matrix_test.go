@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/domain/payment"
 )
 
@@ -349,4 +350,50 @@ func testDatabaseUnavailable(t *testing.T, s *stack) {
 	assert.Equal(t, "accepted", a.outcome(t), "the redelivery after recovery is the first recorded arrival")
 	assert.Equal(t, "duplicate", s.sendStandard(id, body).outcome(t))
 	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes("payment-standard-"+pay))
+}
+
+// TestProviderConcurrencyCap: a burst from one provider beyond its cap is
+// refused with 503 and Retry-After (so the provider retries later) instead
+// of queueing on the pool, and another provider is not affected.
+func TestProviderConcurrencyCap(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	s := startCappedStack(t, dbURL, 1)
+	pay, id := uniq("pay"), uniq("msg")
+	body := captureBody(pay, "cap_1", 100, 0)
+
+	// Hold the inbox row's key in an open transaction: the first delivery
+	// waits on the primary key, occupying the provider's only slot.
+	ctx := context.Background()
+	blocker, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer blocker.Rollback(ctx)
+	_, err = blocker.Exec(ctx, `INSERT INTO webhook_inbox (provider, dedup_key, payload_hash, raw_body, status)
+		VALUES ('standard', $1, 'held', '\x00', 'received')`, id)
+	require.NoError(t, err)
+
+	first := make(chan answer, 1)
+	go func() { first <- s.sendStandard(id, body) }()
+	require.Eventually(t, func() bool {
+		return s.scalar(`SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE a.datname = current_database() AND NOT l.granted`) > 0
+	}, 5*time.Second, 10*time.Millisecond, "the first delivery waits on the held key")
+
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+"/webhooks/standard", bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range standardDelivery(t, uniq("msg"), body, time.Now()) {
+		req.Header[k] = v
+	}
+	resp, err := s.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "over the cap")
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+
+	other := s.sendStripe([]byte(fmt.Sprintf(`{"id":%q,"object":"event","type":"charge.succeeded","created":%d,"data":{"object":{"id":"ch_cap","object":"charge","payment_intent":%q,"amount":100,"amount_captured":100,"captured":true,"currency":"usd"}}}`, uniq("evt"), time.Now().Unix(), uniq("pi"))))
+	assert.Equal(t, http.StatusOK, other.Status, "another provider keeps its own slots: %s", other.Body)
+
+	require.NoError(t, blocker.Rollback(ctx))
+	a := <-first
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	assert.Equal(t, "accepted", a.outcome(t))
 }

@@ -86,6 +86,18 @@ func (s *stack) restart() *stack {
 
 func startStack(t *testing.T, kind eventStoreKind, dbURL string, fake *esdbfake.Server) *stack {
 	t.Helper()
+	return startStackWith(t, kind, dbURL, fake, -1)
+}
+
+// startCappedStack is a Postgres stack whose providers may have at most
+// capPerProvider webhooks in flight.
+func startCappedStack(t *testing.T, dbURL string, capPerProvider int) *stack {
+	t.Helper()
+	return startStackWith(t, onPostgres, dbURL, nil, capPerProvider)
+}
+
+func startStackWith(t *testing.T, kind eventStoreKind, dbURL string, fake *esdbfake.Server, capPerProvider int) *stack {
+	t.Helper()
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -115,8 +127,8 @@ func startStack(t *testing.T, kind eventStoreKind, dbURL string, fake *esdbfake.
 		MaxBodyBytes:  maxBody,
 		Logger:        testLogger(),
 		IngestTimeout: 3 * time.Second,
-		// The concurrency tests send more than the production cap at once.
-		ProviderConcurrency: -1,
+		// -1: the concurrency tests send more than the production cap at once.
+		ProviderConcurrency: capPerProvider,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
