@@ -50,13 +50,13 @@ func (a *bearerAuth) middleware(next http.Handler) http.Handler {
 		switch {
 		case !ok:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="onceledger"`)
-			writeError(w, http.StatusUnauthorized, fmt.Errorf("%w: send Authorization: Bearer <token>", errUnauthenticated))
+			fail(w, fmt.Errorf("%w: send Authorization: Bearer <token>", errUnauthenticated))
 		case len(a.digests) == 0:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="onceledger", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, fmt.Errorf("%w: no API token is configured on this server (ONCELEDGER_API_TOKENS)", errUnauthenticated))
+			fail(w, fmt.Errorf("%w: no API token is configured on this server (ONCELEDGER_API_TOKENS)", errUnauthenticated))
 		case !a.valid(token):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="onceledger", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, errUnauthenticated)
+			fail(w, errUnauthenticated)
 		default:
 			next.ServeHTTP(w, r)
 		}

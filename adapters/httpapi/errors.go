@@ -26,6 +26,9 @@ var (
 // retries, because a 2xx must never be given for a fact that is not durable
 // and a 500 invites no retry from some providers.
 func statusFor(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -34,6 +37,8 @@ func statusFor(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, errMethodNotAllowed):
+		return http.StatusMethodNotAllowed
 	case errors.Is(err, provider.ErrMalformed),
 		errors.Is(err, provider.ErrMissingField),
 		errors.Is(err, provider.ErrInvalidAmount),
@@ -44,6 +49,7 @@ func statusFor(err error) int {
 	case errors.Is(err, eventstore.ErrUnavailable),
 		errors.Is(err, ingest.ErrContention),
 		errors.Is(err, errOverloaded),
+		errors.Is(err, errQueryNotConfigured),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable

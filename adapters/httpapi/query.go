@@ -66,10 +66,10 @@ func (s *server) registerQuery(r *mux.Router) {
 		var m mux.RouteMatch
 		if r.Method != http.MethodGet && v1.Match(probe, &m) && m.Route != nil && m.Route.GetName() != v1CatchAll {
 			w.Header().Set("Allow", http.MethodGet)
-			writeError(w, http.StatusMethodNotAllowed, errMethodNotAllowed)
+			fail(w, errMethodNotAllowed)
 			return
 		}
-		writeError(w, http.StatusNotFound, errNotFound)
+		fail(w, errNotFound)
 	})
 }
 
@@ -87,7 +87,7 @@ func noStore(next http.Handler) http.Handler {
 
 func (s *server) queryStore(w http.ResponseWriter) (QueryStore, bool) {
 	if s.cfg.Query == nil {
-		writeError(w, http.StatusServiceUnavailable, errQueryNotConfigured)
+		fail(w, errQueryNotConfigured)
 		return nil, false
 	}
 	return s.cfg.Query, true

@@ -114,7 +114,7 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.Routes(r)
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, errNotFound)
+		fail(w, errNotFound)
 	})
 	return r
 }
@@ -173,7 +173,7 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("panic in handler", "path", r.URL.Path, "panic", v, "request_id", requestID(r.Context()))
-				writeError(w, http.StatusServiceUnavailable, errors.New("internal error"))
+				fail(w, errors.New("internal error"))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -217,6 +217,11 @@ func writeText(w http.ResponseWriter, status int, s string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(s))
+}
+
+// fail answers err with the status statusFor gives it.
+func fail(w http.ResponseWriter, err error) {
+	writeError(w, statusFor(err), err)
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
