@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -43,9 +44,36 @@ type Request struct {
 	URL    string    // the URL as subscribed, for schemes that sign it (Square)
 }
 
+// ReceivedAt is the time the delivery's replay window is measured against:
+// Now, or the wall clock when Now is unset.
+func (r Request) ReceivedAt() time.Time {
+	if r.Now.IsZero() {
+		return time.Now()
+	}
+	return r.Now
+}
+
 // ErrUnauthorized is wrapped by every verification failure: missing or bad
 // signature headers, no matching signature, timestamp outside the window.
 var ErrUnauthorized = errors.New("signature verification failed")
+
+// Unauthorized returns a verification failure (wrapping ErrUnauthorized)
+// saying why.
+func Unauthorized(why string) error {
+	return fmt.Errorf("%w: %s", ErrUnauthorized, why)
+}
+
+// Single is the result of Parse for a provider that sends one event per
+// delivery: the normalized event, once it passes Validate, or the error.
+func Single(ev provider.Event, err error) ([]provider.Event, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return []provider.Event{ev}, nil
+}
 
 // PayloadHash is the hex SHA-256 of the bytes a delivery was verified on. The
 // inbox compares it on redelivery to tell an exact duplicate from a conflict.

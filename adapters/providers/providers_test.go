@@ -3,10 +3,13 @@ package providers_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/provider"
 )
 
 func TestPayloadHash(t *testing.T) {
@@ -61,5 +64,47 @@ func TestFallbackKey(t *testing.T) {
 	}
 	if providers.FallbackKey([]byte("{\"a\":\"\xff\"}")) == providers.FallbackKey([]byte("{\"a\":\"\xfe\"}")) {
 		t.Error("invalid UTF-8 payloads merged")
+	}
+}
+
+func TestKeys(t *testing.T) {
+	keys, err := providers.Keys([]string{" a ", "", "  ", "b"}, nil)
+	if err != nil || len(keys) != 2 || string(keys[0]) != "a" || string(keys[1]) != "b" {
+		t.Fatalf("Keys = %q, %v", keys, err)
+	}
+	var positions []int
+	_, err = providers.Keys([]string{"", "ok", "bad"}, func(pos int, s string) ([]byte, error) {
+		positions = append(positions, pos)
+		if s == "bad" {
+			return nil, errors.New("entry " + strconv.Itoa(pos))
+		}
+		return []byte(s), nil
+	})
+	if err == nil || err.Error() != "entry 3" || len(positions) != 2 || positions[0] != 2 {
+		t.Fatalf("positions %v, err %v: blank entries must be skipped but counted", positions, err)
+	}
+}
+
+func TestMatchAny(t *testing.T) {
+	mac := func(k []byte) []byte { return append([]byte("mac:"), k...) }
+	keys := [][]byte{[]byte("old"), []byte("new")}
+	if !providers.MatchAny(keys, mac, []byte("garbage"), []byte("mac:new")) {
+		t.Error("second key, second signature: no match")
+	}
+	if providers.MatchAny(keys, mac, []byte("mac:other")) || providers.MatchAny(keys, mac) || providers.MatchAny(nil, mac, []byte("mac:")) {
+		t.Error("matched without a matching pair")
+	}
+}
+
+func TestSingleValidates(t *testing.T) {
+	if evs, err := providers.Single(provider.Event{}, nil); err == nil || evs != nil {
+		t.Errorf("invalid event passed: %v %v", evs, err)
+	}
+	want := errors.New("normalize failed")
+	if _, err := providers.Single(provider.Event{}, want); !errors.Is(err, want) {
+		t.Errorf("err = %v", err)
+	}
+	if err := providers.Unauthorized("why"); !errors.Is(err, providers.ErrUnauthorized) || !strings.Contains(err.Error(), "why") {
+		t.Errorf("Unauthorized = %v", err)
 	}
 }

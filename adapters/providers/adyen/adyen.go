@@ -75,6 +75,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -93,18 +94,17 @@ var _ providers.Adapter = (*Adapter)(nil)
 // (blank entries skipped). A key that is not valid hex is a configuration
 // error, reported here rather than as 401s later.
 func New(hmacKeysHex []string) (*Adapter, error) {
-	a := &Adapter{}
-	for i, k := range hmacKeysHex {
-		k = strings.TrimSpace(k)
-		if k == "" {
-			continue
-		}
+	keys, err := providers.Keys(hmacKeysHex, func(pos int, k string) ([]byte, error) {
 		b, err := hex.DecodeString(k)
 		if err != nil || len(b) == 0 {
-			return nil, fmt.Errorf("adyen: HMAC key %d is not hex", i+1)
+			return nil, fmt.Errorf("adyen: HMAC key %d is not hex", pos)
 		}
-		a.keys = append(a.keys, b)
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	a := &Adapter{keys: keys}
 	if len(a.keys) == 0 {
 		return nil, errors.New("adyen: no HMAC key configured")
 	}
@@ -119,11 +119,11 @@ func (a *Adapter) Name() string { return Name }
 func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
 	items, err := decodeBatch(r.Body)
 	if err != nil {
-		return nil, unauthorized(err.Error())
+		return nil, providers.Unauthorized(err.Error())
 	}
 	for i, it := range items {
 		if !a.verify(it) {
-			return nil, unauthorized(fmt.Sprintf("notificationItems[%d]: hmacSignature does not match", i))
+			return nil, providers.Unauthorized(fmt.Sprintf("notificationItems[%d]: hmacSignature does not match", i))
 		}
 	}
 	events := make([]provider.Event, 0, len(items))
@@ -138,10 +138,6 @@ func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
 		events = append(events, ev)
 	}
 	return events, nil
-}
-
-func unauthorized(why string) error {
-	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
 }
 
 // item is one NotificationRequestItem. Text fields that take part in the
@@ -254,14 +250,7 @@ func (a *Adapter) verify(it item) bool {
 		return false
 	}
 	data := signingString(it)
-	match := false
-	for _, k := range a.keys {
-		// No early exit: the time taken does not reveal which key matched.
-		if hmac.Equal(sig, mac(k, data)) {
-			match = true
-		}
-	}
-	return match
+	return providers.MatchAny(a.keys, func(k []byte) []byte { return mac(k, data) }, sig)
 }
 
 // Sign returns the hmacSignature Adyen would put in an item with these
@@ -418,12 +407,9 @@ func amountOf(it item) (int64, money.Currency, error) {
 	if it.Amount == nil {
 		return 0, "", fmt.Errorf("%w: amount", provider.ErrMissingField)
 	}
-	if it.Amount.Currency == "" {
-		return 0, "", fmt.Errorf("%w: amount.currency", provider.ErrMissingField)
-	}
-	cur, err := money.ParseCurrency(string(it.Amount.Currency))
+	cur, err := payload.Currency("amount.currency", string(it.Amount.Currency))
 	if err != nil {
-		return 0, "", fmt.Errorf("amount.currency: %w", err)
+		return 0, "", err
 	}
 	v := string(it.Amount.Value)
 	if v == "" {

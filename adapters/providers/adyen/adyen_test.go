@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -28,15 +28,6 @@ func mustNew(t testing.TB, keys ...string) *Adapter {
 		t.Fatal(err)
 	}
 	return a
-}
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func parse(a *Adapter, body []byte) ([]provider.Event, error) {
@@ -83,7 +74,7 @@ func TestOfficialSignatureVectors(t *testing.T) {
 func TestOfficialJavaItems(t *testing.T) {
 	// Adyen/adyen-java-api-library src/test/java/com/adyen/util/HMACValidatorTest.java testValidateHMAC
 	evs, err := parse(mustNew(t, "9064450A8892A093D9E97EFCC9639DE31B74F3A7803135555A3C96F5A57915D6"),
-		read(t, "java_report_available.json"))
+		providertest.Fixture(t, "java_report_available.json"))
 	if err != nil {
 		t.Fatalf("REPORT_AVAILABLE vector refused: %v", err)
 	}
@@ -93,7 +84,7 @@ func TestOfficialJavaItems(t *testing.T) {
 
 	// ... testValidateHMACWithoutEscaping with mocks/hmac-validation-webhook.json
 	evs, err = parse(mustNew(t, "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174"),
-		read(t, "java_authorisation_slashes.json"))
+		providertest.Fixture(t, "java_authorisation_slashes.json"))
 	if err != nil {
 		t.Fatalf("slashes vector refused: %v", err)
 	}
@@ -107,20 +98,17 @@ func TestOfficialJavaItems(t *testing.T) {
 	}
 
 	// The same vectors with another key are refused.
-	if _, err := parse(mustNew(t, otherKey), read(t, "java_authorisation_slashes.json")); !errors.Is(err, providers.ErrUnauthorized) {
+	if _, err := parse(mustNew(t, otherKey), providertest.Fixture(t, "java_authorisation_slashes.json")); !errors.Is(err, providers.ErrUnauthorized) {
 		t.Fatalf("wrong key: err %v, want ErrUnauthorized", err)
 	}
 }
 
 func TestLifecycleBatch(t *testing.T) {
-	evs, err := parse(mustNew(t, testKey), read(t, "lifecycle.json"))
+	evs, err := parse(mustNew(t, testKey), providertest.Fixture(t, "lifecycle.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		dedup, typ, key string
-		facts           []provider.Fact
-	}{
+	want := []wantEvent{
 		{"QFQTPCQ8HXSKGK82:AUTHORISATION:true", "AUTHORISATION", "QFQTPCQ8HXSKGK82",
 			[]provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: "EUR"}}},
 		{"LWX3JCWDNRRBNZ65:CAPTURE:true", "CAPTURE", "QFQTPCQ8HXSKGK82",
@@ -135,17 +123,14 @@ func TestLifecycleBatch(t *testing.T) {
 }
 
 func TestDisputes(t *testing.T) {
-	evs, err := parse(mustNew(t, testKey), read(t, "disputes.json"))
+	evs, err := parse(mustNew(t, testKey), providertest.Fixture(t, "disputes.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := func(k provider.Kind) []provider.Fact {
 		return []provider.Fact{{Kind: k, BusinessID: "DZ4DPSHB4WD2WN82", Amount: 1000, Currency: "EUR"}}
 	}
-	checkEvents(t, evs, []struct {
-		dedup, typ, key string
-		facts           []provider.Fact
-	}{
+	checkEvents(t, evs, []wantEvent{
 		{"DZ4DPSHB4WD2WN82:NOTIFICATION_OF_CHARGEBACK:true", "NOTIFICATION_OF_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeOpened)},
 		{"DZ4DPSHB4WD2WN82:CHARGEBACK:true", "CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeOpened)},
 		{"DZ4DPSHB4WD2WN82:CHARGEBACK_REVERSED:true", "CHARGEBACK_REVERSED", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeWon)},
@@ -154,14 +139,11 @@ func TestDisputes(t *testing.T) {
 }
 
 func TestFailuresAndCancellation(t *testing.T) {
-	evs, err := parse(mustNew(t, testKey), read(t, "failures.json"))
+	evs, err := parse(mustNew(t, testKey), providertest.Fixture(t, "failures.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEvents(t, evs, []struct {
-		dedup, typ, key string
-		facts           []provider.Fact
-	}{
+	checkEvents(t, evs, []wantEvent{
 		{"R7KZ2V7G3HN2WN82:AUTHORISATION:false", "AUTHORISATION", "R7KZ2V7G3HN2WN82",
 			[]provider.Fact{{Kind: provider.KindFailed, Reason: "Not enough balance"}}},
 		{"M8V5VX3SCNGXGN82:CANCELLATION:true", "CANCELLATION", "T3WBXQ6C5JGXGN82",
@@ -172,40 +154,28 @@ func TestFailuresAndCancellation(t *testing.T) {
 	})
 }
 
-func checkEvents(t *testing.T, evs []provider.Event, want []struct {
+type wantEvent struct {
 	dedup, typ, key string
 	facts           []provider.Fact
-}) {
+}
+
+func checkEvents(t *testing.T, evs []provider.Event, want []wantEvent) {
 	t.Helper()
 	if len(evs) != len(want) {
 		t.Fatalf("%d events, want %d", len(evs), len(want))
 	}
 	for i, w := range want {
-		ev := evs[i]
-		if err := ev.Validate(); err != nil {
-			t.Errorf("event %d invalid: %v", i, err)
-		}
-		if ev.Provider != "adyen" || ev.DedupKey != w.dedup || ev.Type != w.typ || ev.PaymentKey != w.key {
-			t.Errorf("event %d: provider %q dedup %q type %q key %q; want dedup %q type %q key %q",
-				i, ev.Provider, ev.DedupKey, ev.Type, ev.PaymentKey, w.dedup, w.typ, w.key)
-		}
-		if len(ev.Facts) != len(w.facts) {
-			t.Errorf("event %d: facts %+v, want %+v", i, ev.Facts, w.facts)
-			continue
-		}
-		for j := range w.facts {
-			if ev.Facts[j] != w.facts[j] {
-				t.Errorf("event %d fact %d: %+v, want %+v", i, j, ev.Facts[j], w.facts[j])
-			}
-		}
-		if ev.OccurredAt.IsZero() || ev.PayloadHash != providers.PayloadHash(ev.Raw) || !json.Valid(ev.Raw) {
-			t.Errorf("event %d: OccurredAt %v, hash/raw inconsistent", i, ev.OccurredAt)
+		label := fmt.Sprintf("event %d", i)
+		// Raw is the item's canonical JSON, not bytes of the request.
+		providertest.CheckEvent(t, label, evs[i], providertest.Want{Provider: "adyen", DedupKey: w.dedup, Type: w.typ, PaymentKey: w.key, Facts: w.facts})
+		if !json.Valid(evs[i].Raw) {
+			t.Errorf("%s: Raw is not JSON", label)
 		}
 	}
 }
 
 func TestKeyRotation(t *testing.T) {
-	body := read(t, "lifecycle.json")
+	body := providertest.Fixture(t, "lifecycle.json")
 	if _, err := parse(mustNew(t, otherKey, testKey), body); err != nil {
 		t.Fatalf("second configured key should verify: %v", err)
 	}
@@ -220,7 +190,7 @@ func TestKeyRotation(t *testing.T) {
 // One tampered item refuses the whole batch: no event at all comes back, even
 // for the items that verify.
 func TestTamperedItemRefusesWholeBatch(t *testing.T) {
-	body := read(t, "lifecycle.json")
+	body := providertest.Fixture(t, "lifecycle.json")
 	tampers := map[string][]byte{
 		"refund amount":       bytes.Replace(body, []byte(`"value": 250`), []byte(`"value": 2500`), 1),
 		"capture reference":   bytes.Replace(body, []byte(`"pspReference": "LWX3JCWDNRRBNZ65"`), []byte(`"pspReference": "LWX3JCWDNRRBNZ66"`), 1),
@@ -254,7 +224,7 @@ func TestUnverifiableBodies(t *testing.T) {
 		"empty items":   `{"live":"false","notificationItems":[]}`,
 		"null item":     `{"live":"false","notificationItems":[{"NotificationRequestItem":null}]}`,
 		"no signature":  `{"live":"false","notificationItems":[{"NotificationRequestItem":{"pspReference":"A","eventCode":"CAPTURE","success":"true","amount":{"value":1,"currency":"EUR"}}}]}`,
-		"trailing data": string(read(t, "lifecycle.json")) + `{}`,
+		"trailing data": string(providertest.Fixture(t, "lifecycle.json")) + `{}`,
 	} {
 		if _, err := parse(a, []byte(b)); !errors.Is(err, providers.ErrUnauthorized) {
 			t.Errorf("%s: err %v, want ErrUnauthorized", name, err)
@@ -266,12 +236,12 @@ func TestUnverifiableBodies(t *testing.T) {
 // its layout; a different item hashes differently.
 func TestPayloadHashIsPerItem(t *testing.T) {
 	a := mustNew(t, testKey)
-	full, err := parse(a, read(t, "lifecycle.json"))
+	full, err := parse(a, providertest.Fixture(t, "lifecycle.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var env map[string]any
-	if err := json.Unmarshal(read(t, "lifecycle.json"), &env); err != nil {
+	if err := json.Unmarshal(providertest.Fixture(t, "lifecycle.json"), &env); err != nil {
 		t.Fatal(err)
 	}
 	items := env["notificationItems"].([]any)
@@ -324,14 +294,10 @@ func TestNormalizationErrors(t *testing.T) {
 			m[k] = v
 		}
 		c.edit(m)
-		body := signed(t, m)
-		_, err := parse(a, body)
-		if !errors.Is(err, c.target) || errors.Is(err, providers.ErrUnauthorized) {
-			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "notificationItems[0]") {
-			t.Errorf("%s: error %q does not name %s and the item", c.name, err, c.field)
+		evs, err := parse(a, signed(t, m))
+		providertest.CheckFieldError(t, c.name, evs, err, c.target, c.field)
+		if err != nil && !strings.Contains(err.Error(), "notificationItems[0]") {
+			t.Errorf("%s: error %q does not name the item", c.name, err)
 		}
 	}
 }
@@ -386,7 +352,7 @@ func TestNew(t *testing.T) {
 
 func FuzzAdyenParse(f *testing.F) {
 	for _, name := range []string{"lifecycle.json", "disputes.json", "failures.json"} {
-		f.Add(read(f, name))
+		f.Add(providertest.Fixture(f, name))
 	}
 	f.Add([]byte(`{"notificationItems":[{"NotificationRequestItem":{}}]}`))
 	f.Add([]byte(`{"notificationItems":[{"NotificationRequestItem":{"amount":{"value":"1e3"}}}]}`))

@@ -38,7 +38,6 @@
 package circle
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha256"
@@ -47,11 +46,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -109,18 +107,7 @@ func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
 	if err := a.verify(r); err != nil {
 		return nil, err
 	}
-	ev, err := normalize(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	if err := ev.Validate(); err != nil {
-		return nil, err
-	}
-	return []provider.Event{ev}, nil
-}
-
-func unauthorized(why string) error {
-	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
+	return providers.Single(normalize(r.Body))
 }
 
 func (a *Adapter) verify(r providers.Request) error {
@@ -129,19 +116,19 @@ func (a *Adapter) verify(r providers.Request) error {
 		keyID, sigB64 = r.Header.Get(HeaderKeyID), r.Header.Get(HeaderSignature)
 	}
 	if keyID == "" || sigB64 == "" {
-		return unauthorized("missing X-Circle-Key-Id or X-Circle-Signature header")
+		return providers.Unauthorized("missing X-Circle-Key-Id or X-Circle-Signature header")
 	}
 	key, ok := a.keys[keyID]
 	if !ok {
-		return unauthorized("X-Circle-Key-Id names no configured key")
+		return providers.Unauthorized("X-Circle-Key-Id names no configured key")
 	}
 	sig, err := base64.StdEncoding.DecodeString(sigB64)
 	if err != nil {
-		return unauthorized("X-Circle-Signature is not base64")
+		return providers.Unauthorized("X-Circle-Signature is not base64")
 	}
 	digest := sha256.Sum256(r.Body)
 	if !ecdsa.VerifyASN1(key, digest[:], sig) {
-		return unauthorized("X-Circle-Signature does not verify")
+		return providers.Unauthorized("X-Circle-Signature does not verify")
 	}
 	return nil
 }
@@ -188,12 +175,8 @@ type payoutObj struct {
 
 func normalize(raw []byte) (provider.Event, error) {
 	var env envelope
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&env); err != nil {
-		return provider.Event{}, fmt.Errorf("%w: body: %v", provider.ErrMalformed, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return provider.Event{}, fmt.Errorf("%w: body: data after the JSON value", provider.ErrMalformed)
+	if err := payload.DecodeBody(raw, &env); err != nil {
+		return provider.Event{}, err
 	}
 	if env.NotificationID == "" {
 		return provider.Event{}, fmt.Errorf("%w: notificationId", provider.ErrMissingField)
@@ -201,25 +184,22 @@ func normalize(raw []byte) (provider.Event, error) {
 	if env.NotificationType == "" {
 		return provider.Event{}, fmt.Errorf("%w: notificationType", provider.ErrMissingField)
 	}
-	if env.Timestamp == "" {
-		return provider.Event{}, fmt.Errorf("%w: timestamp", provider.ErrMissingField)
-	}
-	at, err := time.Parse(time.RFC3339, env.Timestamp)
+	at, err := payload.RFC3339("timestamp", env.Timestamp)
 	if err != nil {
-		return provider.Event{}, fmt.Errorf("%w: timestamp %q is not RFC 3339", provider.ErrMalformed, env.Timestamp)
+		return provider.Event{}, err
 	}
 	ev := provider.Event{
 		Provider:    Name,
 		DedupKey:    env.NotificationID,
 		Type:        env.NotificationType,
-		OccurredAt:  at.UTC(),
+		OccurredAt:  at,
 		PayloadHash: providers.PayloadHash(raw),
 		Raw:         raw,
 	}
 	switch env.NotificationType {
 	case "payments":
 		var p paymentObj
-		if err = decodeNotification(env.Notification, &p); err == nil {
+		if err = payload.DecodeMember(env.Notification, &p, "notification"); err == nil {
 			if strings.EqualFold(p.Type, "refund") {
 				err = refundFacts(&ev, p)
 			} else {
@@ -228,17 +208,17 @@ func normalize(raw []byte) (provider.Event, error) {
 		}
 	case "refunds":
 		var p paymentObj
-		if err = decodeNotification(env.Notification, &p); err == nil {
+		if err = payload.DecodeMember(env.Notification, &p, "notification"); err == nil {
 			err = refundFacts(&ev, p)
 		}
 	case "chargebacks":
 		var c chargebackObj
-		if err = decodeNotification(env.Notification, &c); err == nil {
+		if err = payload.DecodeMember(env.Notification, &c, "notification"); err == nil {
 			err = chargebackFacts(&ev, c)
 		}
 	case "payouts":
 		var p payoutObj
-		if err = decodeNotification(env.Notification, &p); err == nil {
+		if err = payload.DecodeMember(env.Notification, &p, "notification"); err == nil {
 			err = payoutFacts(&ev, p)
 		}
 	}
@@ -246,16 +226,6 @@ func normalize(raw []byte) (provider.Event, error) {
 		return provider.Event{}, err
 	}
 	return ev, nil
-}
-
-func decodeNotification(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return fmt.Errorf("%w: notification", provider.ErrMissingField)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: notification: %v", provider.ErrMalformed, err)
-	}
-	return nil
 }
 
 func paymentFacts(ev *provider.Event, p paymentObj) error {
@@ -381,22 +351,5 @@ func parseAmount(a *amountT, field string) (int64, money.Currency, error) {
 	if a == nil {
 		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
 	}
-	if a.Currency == "" {
-		return 0, "", fmt.Errorf("%w: %s.currency", provider.ErrMissingField, field)
-	}
-	cur, err := money.ParseCurrency(a.Currency)
-	if err != nil {
-		return 0, "", fmt.Errorf("%s.currency: %w", field, err)
-	}
-	if a.Amount == "" {
-		return 0, "", fmt.Errorf("%w: %s.amount", provider.ErrMissingField, field)
-	}
-	v, err := money.ParseMajor(a.Amount, cur)
-	if err != nil {
-		return 0, "", fmt.Errorf("%w: %s.amount: %w", provider.ErrInvalidAmount, field, err)
-	}
-	if v < 0 {
-		return 0, "", fmt.Errorf("%w: %s.amount %q is negative", provider.ErrInvalidAmount, field, a.Amount)
-	}
-	return v, cur, nil
+	return payload.Decimal{ValueKey: "amount", Value: a.Amount, CurrencyKey: "currency", Currency: a.Currency}.Parse(field)
 }

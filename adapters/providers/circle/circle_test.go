@@ -9,14 +9,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -90,17 +89,8 @@ func req(keyID, sig string, body []byte) providers.Request {
 	return providers.Request{Header: h, Body: body, Now: time.Now()}
 }
 
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestOfficialVector(t *testing.T) {
-	body := read(t, "official_webhooks_test.json")
+	body := providertest.Fixture(t, "official_webhooks_test.json")
 	evs, err := adapter(t).Parse(req(officialKeyID, officialSig, body))
 	if err != nil {
 		t.Fatalf("Circle's documented notification refused: %v", err)
@@ -145,31 +135,15 @@ func TestParseSamples(t *testing.T) {
 		{"transactions_inbound.json", "2a3b4c5d-6e7f-4809-9a1b-2c3d4e5f6a7b", "", nil},
 	}
 	for _, c := range cases {
-		body := read(t, c.file)
+		body := providertest.Fixture(t, c.file)
 		evs, err := a.Parse(req(testKeyID, sign(t, k, body), body))
 		if err != nil {
 			t.Errorf("%s: %v", c.file, err)
 			continue
 		}
-		ev := evs[0]
-		if err := ev.Validate(); err != nil {
-			t.Errorf("%s: invalid %v", c.file, err)
-		}
-		if ev.Provider != "circle" || ev.DedupKey != c.dedup || ev.PaymentKey != c.key || string(ev.Raw) != string(body) ||
-			ev.PayloadHash != providers.PayloadHash(body) || ev.OccurredAt.IsZero() {
-			t.Errorf("%s: event %+v", c.file, ev)
-		}
-		if len(ev.Facts) != len(c.facts) {
-			t.Errorf("%s: facts %+v, want %+v", c.file, ev.Facts, c.facts)
-			continue
-		}
-		for i := range c.facts {
-			if ev.Facts[i] != c.facts[i] {
-				t.Errorf("%s: fact %+v, want %+v", c.file, ev.Facts[i], c.facts[i])
-			}
-		}
+		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{Provider: "circle", DedupKey: c.dedup, PaymentKey: c.key, Raw: body, Facts: c.facts})
 	}
-	body := read(t, "payout_complete.json")
+	body := providertest.Fixture(t, "payout_complete.json")
 	evs, _ := a.Parse(req(testKeyID, sign(t, k, body), body))
 	if evs[0].StreamID() != "payout-circle-b8627ae8-732b-4d25-b947-1df8f4007a30" {
 		t.Errorf("payout stream %s", evs[0].StreamID())
@@ -179,7 +153,7 @@ func TestParseSamples(t *testing.T) {
 func TestVerification(t *testing.T) {
 	k, r := keys(t)
 	a := adapter(t)
-	body := read(t, "payment_paid.json")
+	body := providertest.Fixture(t, "payment_paid.json")
 	good := sign(t, k, body)
 	tampered := []byte(strings.Replace(string(body), `"0.59"`, `"0.05"`, 1))
 	for name, rq := range map[string]providers.Request{
@@ -201,13 +175,7 @@ func TestVerification(t *testing.T) {
 func TestNormalizationErrors(t *testing.T) {
 	k, _ := keys(t)
 	a := adapter(t)
-	edit := func(file, old, new string) []byte {
-		b := string(read(t, file))
-		if !strings.Contains(b, old) {
-			t.Fatalf("%s lacks %q", file, old)
-		}
-		return []byte(strings.Replace(b, old, new, 1))
-	}
+	edit := func(file, old, new string) []byte { return providertest.Edit(t, file, old, new) }
 	cases := []struct {
 		name   string
 		body   []byte
@@ -225,14 +193,8 @@ func TestNormalizationErrors(t *testing.T) {
 		{"no notification", edit("payment_paid.json", `"notification": {`, `"notificationX": {`), provider.ErrMissingField, "notification"},
 	}
 	for _, c := range cases {
-		_, err := a.Parse(req(testKeyID, sign(t, k, c.body), c.body))
-		if !errors.Is(err, c.target) || errors.Is(err, providers.ErrUnauthorized) {
-			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.field) {
-			t.Errorf("%s: error %q does not name %s", c.name, err, c.field)
-		}
+		evs, err := a.Parse(req(testKeyID, sign(t, k, c.body), c.body))
+		providertest.CheckFieldError(t, c.name, evs, err, c.target, c.field)
 	}
 }
 
@@ -257,7 +219,7 @@ func TestNew(t *testing.T) {
 
 func FuzzCircleParse(f *testing.F) {
 	for _, name := range []string{"payment_paid.json", "refund_paid.json", "chargeback_reversal.json", "payout_complete.json", "official_webhooks_test.json"} {
-		f.Add(read(f, name), uint16(11))
+		f.Add(providertest.Fixture(f, name), uint16(11))
 	}
 	k, r := keys(f)
 	a := adapter(f)
@@ -270,12 +232,8 @@ func FuzzCircleParse(f *testing.F) {
 		if err == nil && (len(evs) != 1 || evs[0].Validate() != nil) {
 			t.Fatalf("invalid event accepted: %+v", evs)
 		}
-		if len(body) > 0 {
-			tampered := append([]byte(nil), body...)
-			tampered[int(flip)%len(tampered)] ^= 0x04
-			if _, err := a.Parse(req(testKeyID, sig, tampered)); !errors.Is(err, providers.ErrUnauthorized) {
-				t.Fatalf("tampered body accepted: %v", err)
-			}
+		if _, err := a.Parse(req(testKeyID, sig, providertest.Tampered(body, int(flip), 0x04))); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("tampered body accepted: %v", err)
 		}
 		if _, err := a.Parse(req(testKeyID, sign(t, r, body), body)); !errors.Is(err, providers.ErrUnauthorized) {
 			t.Fatalf("rogue signature accepted: %v", err)

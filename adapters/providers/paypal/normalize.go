@@ -1,16 +1,13 @@
 package paypal
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -58,21 +55,10 @@ type disputeResource struct {
 	} `json:"dispute_outcome"`
 }
 
-func decodeStrict(raw []byte, v any, what string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %s: %v", provider.ErrMalformed, what, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %s: data after the JSON value", provider.ErrMalformed, what)
-	}
-	return nil
-}
-
 // normalize maps one verified PayPal event.
 func normalize(raw []byte) (provider.Event, error) {
 	var env envelope
-	if err := decodeStrict(raw, &env, "body"); err != nil {
+	if err := payload.DecodeBody(raw, &env); err != nil {
 		return provider.Event{}, err
 	}
 	if env.ID == "" {
@@ -81,25 +67,22 @@ func normalize(raw []byte) (provider.Event, error) {
 	if env.EventType == "" {
 		return provider.Event{}, fmt.Errorf("%w: event_type", provider.ErrMissingField)
 	}
-	if env.CreateTime == "" {
-		return provider.Event{}, fmt.Errorf("%w: create_time", provider.ErrMissingField)
-	}
-	at, err := time.Parse(time.RFC3339, env.CreateTime)
+	at, err := payload.RFC3339("create_time", env.CreateTime)
 	if err != nil {
-		return provider.Event{}, fmt.Errorf("%w: create_time %q is not RFC 3339", provider.ErrMalformed, env.CreateTime)
+		return provider.Event{}, err
 	}
 	ev := provider.Event{
 		Provider:    Name,
 		DedupKey:    env.ID,
 		Type:        env.EventType,
-		OccurredAt:  at.UTC(),
+		OccurredAt:  at,
 		PayloadHash: providers.PayloadHash(raw),
 		Raw:         raw,
 	}
 	switch env.EventType {
 	case "PAYMENT.CAPTURE.COMPLETED", "PAYMENT.CAPTURE.DENIED", "PAYMENT.CAPTURE.REFUNDED", "PAYMENT.CAPTURE.REVERSED":
 		var res paymentResource
-		if err := decodeResource(env.Resource, &res); err != nil {
+		if err := payload.DecodeMember(env.Resource, &res, "resource"); err != nil {
 			return provider.Event{}, err
 		}
 		if res.ID == "" {
@@ -108,7 +91,7 @@ func normalize(raw []byte) (provider.Event, error) {
 		err = paymentEvent(&ev, env.EventType, res)
 	case "CUSTOMER.DISPUTE.CREATED", "CUSTOMER.DISPUTE.RESOLVED":
 		var res disputeResource
-		if err := decodeResource(env.Resource, &res); err != nil {
+		if err := payload.DecodeMember(env.Resource, &res, "resource"); err != nil {
 			return provider.Event{}, err
 		}
 		err = disputeEvent(&ev, env.EventType, res)
@@ -119,16 +102,6 @@ func normalize(raw []byte) (provider.Event, error) {
 		return provider.Event{}, err
 	}
 	return ev, nil
-}
-
-func decodeResource(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return fmt.Errorf("%w: resource", provider.ErrMissingField)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: resource: %v", provider.ErrMalformed, err)
-	}
-	return nil
 }
 
 func paymentEvent(ev *provider.Event, typ string, res paymentResource) error {
@@ -226,24 +199,7 @@ func parseAmount(a *amountT, field string) (int64, money.Currency, error) {
 	if a == nil {
 		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
 	}
-	if a.CurrencyCode == "" {
-		return 0, "", fmt.Errorf("%w: %s.currency_code", provider.ErrMissingField, field)
-	}
-	cur, err := money.ParseCurrency(a.CurrencyCode)
-	if err != nil {
-		return 0, "", fmt.Errorf("%s.currency_code: %w", field, err)
-	}
-	if a.Value == "" {
-		return 0, "", fmt.Errorf("%w: %s.value", provider.ErrMissingField, field)
-	}
-	v, err := money.ParseMajor(a.Value, cur)
-	if err != nil {
-		return 0, "", fmt.Errorf("%w: %s.value: %w", provider.ErrInvalidAmount, field, err)
-	}
-	if v < 0 {
-		return 0, "", fmt.Errorf("%w: %s.value %q is negative", provider.ErrInvalidAmount, field, a.Value)
-	}
-	return v, cur, nil
+	return payload.Decimal{ValueKey: "value", Value: a.Value, CurrencyKey: "currency_code", Currency: a.CurrencyCode}.Parse(field)
 }
 
 // upCaptureID returns the capture id named by the rel "up" link

@@ -143,25 +143,10 @@ func (a *Adapter) Name() string { return Name }
 
 // Parse implements providers.Adapter: verify, then normalize one event.
 func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
-	now := r.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if err := a.verify(r.Header, r.Body, now); err != nil {
+	if err := a.verify(r.Header, r.Body, r.ReceivedAt()); err != nil {
 		return nil, err
 	}
-	ev, err := normalize(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	if err := ev.Validate(); err != nil {
-		return nil, err
-	}
-	return []provider.Event{ev}, nil
-}
-
-func unauthorized(why string) error {
-	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
+	return providers.Single(normalize(r.Body))
 }
 
 // signedString is what PayPal signs for one transmission.
@@ -178,22 +163,22 @@ func (a *Adapter) verify(h http.Header, body []byte, now time.Time) error {
 	certURL, algo := h.Get(HeaderCertURL), h.Get(HeaderAuthAlgo)
 	switch {
 	case id == "":
-		return unauthorized("missing PAYPAL-TRANSMISSION-ID header")
+		return providers.Unauthorized("missing PAYPAL-TRANSMISSION-ID header")
 	case ts == "":
-		return unauthorized("missing PAYPAL-TRANSMISSION-TIME header")
+		return providers.Unauthorized("missing PAYPAL-TRANSMISSION-TIME header")
 	case sigB64 == "":
-		return unauthorized("missing PAYPAL-TRANSMISSION-SIG header")
+		return providers.Unauthorized("missing PAYPAL-TRANSMISSION-SIG header")
 	case certURL == "":
-		return unauthorized("missing PAYPAL-CERT-URL header")
+		return providers.Unauthorized("missing PAYPAL-CERT-URL header")
 	case algo != AuthAlgo:
-		return unauthorized(fmt.Sprintf("PAYPAL-AUTH-ALGO %q is not %s", algo, AuthAlgo))
+		return providers.Unauthorized(fmt.Sprintf("PAYPAL-AUTH-ALGO %q is not %s", algo, AuthAlgo))
 	}
 	if err := checkCertURL(certURL); err != nil {
-		return unauthorized(err.Error())
+		return providers.Unauthorized(err.Error())
 	}
 	sig, err := base64.StdEncoding.DecodeString(sigB64)
 	if err != nil {
-		return unauthorized("PAYPAL-TRANSMISSION-SIG is not base64")
+		return providers.Unauthorized("PAYPAL-TRANSMISSION-SIG is not base64")
 	}
 	digest := sha256.Sum256([]byte(signedString(id, ts, a.webhookID, body)))
 	ok := false
@@ -207,14 +192,14 @@ func (a *Adapter) verify(h http.Header, body []byte, now time.Time) error {
 		}
 	}
 	if !ok {
-		return unauthorized("no trusted certificate verifies PAYPAL-TRANSMISSION-SIG")
+		return providers.Unauthorized("no trusted certificate verifies PAYPAL-TRANSMISSION-SIG")
 	}
 	at, err := time.Parse(time.RFC3339, ts)
 	if err != nil {
-		return unauthorized("PAYPAL-TRANSMISSION-TIME is not an RFC 3339 time")
+		return providers.Unauthorized("PAYPAL-TRANSMISSION-TIME is not an RFC 3339 time")
 	}
 	if d := now.Sub(at); d > a.tolerance || d < -a.tolerance {
-		return unauthorized(fmt.Sprintf("transmission time %s is outside the %v tolerance", ts, a.tolerance))
+		return providers.Unauthorized(fmt.Sprintf("transmission time %s is outside the %v tolerance", ts, a.tolerance))
 	}
 	return nil
 }

@@ -9,14 +9,13 @@ import (
 	"errors"
 	"math/big"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -74,15 +73,6 @@ func adapter(t testing.TB, certs ...[]byte) *Adapter {
 	return a
 }
 
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func signed(t testing.TB, s signer, body []byte, at time.Time) http.Header {
 	t.Helper()
 	h, err := SignHeaders(s.key, webhookID, "0d3bc7b0-cd35-11f0-9d6e-2b6a4c8a1f3e", at, body)
@@ -115,7 +105,7 @@ func TestParseSamples(t *testing.T) {
 		{"checkout_order_approved.json", "WH-COC11055RA711503B-4YM959094A144403T", "CHECKOUT.ORDER.APPROVED", "", nil},
 	}
 	for _, c := range cases {
-		body := read(t, c.file)
+		body := providertest.Fixture(t, c.file)
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
 		if err != nil {
 			t.Errorf("%s: %v", c.file, err)
@@ -124,25 +114,7 @@ func TestParseSamples(t *testing.T) {
 		if len(evs) != 1 {
 			t.Fatalf("%s: %d events", c.file, len(evs))
 		}
-		ev := evs[0]
-		if err := ev.Validate(); err != nil {
-			t.Errorf("%s: invalid: %v", c.file, err)
-		}
-		if ev.Provider != "paypal" || ev.DedupKey != c.dedup || ev.Type != c.typ || ev.PaymentKey != c.key {
-			t.Errorf("%s: provider %q dedup %q type %q key %q", c.file, ev.Provider, ev.DedupKey, ev.Type, ev.PaymentKey)
-		}
-		if len(ev.Facts) != len(c.facts) {
-			t.Errorf("%s: facts %+v, want %+v", c.file, ev.Facts, c.facts)
-			continue
-		}
-		for i := range c.facts {
-			if ev.Facts[i] != c.facts[i] {
-				t.Errorf("%s: fact %+v, want %+v", c.file, ev.Facts[i], c.facts[i])
-			}
-		}
-		if string(ev.Raw) != string(body) || ev.PayloadHash != providers.PayloadHash(body) || ev.OccurredAt.IsZero() {
-			t.Errorf("%s: raw/hash/time not kept", c.file)
-		}
+		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{Provider: "paypal", DedupKey: c.dedup, Type: c.typ, PaymentKey: c.key, Raw: body, Facts: c.facts})
 	}
 }
 
@@ -153,7 +125,7 @@ func TestOneStreamPerCapture(t *testing.T) {
 	a := adapter(t, s[0].certPEM)
 	streams := map[string]bool{}
 	for _, f := range []string{"capture_completed.json", "capture_refunded.json", "dispute_created.json", "dispute_resolved_buyer.json"} {
-		body := read(t, f)
+		body := providertest.Fixture(t, f)
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
 		if err != nil {
 			t.Fatal(f, err)
@@ -176,7 +148,7 @@ func TestSignedStringUsesUnsignedDecimalCRC32(t *testing.T) {
 func TestRejections(t *testing.T) {
 	s := testSigners(t)
 	a := adapter(t, s[0].certPEM)
-	body := read(t, "capture_completed.json")
+	body := providertest.Fixture(t, "capture_completed.json")
 	good := func() http.Header { return signed(t, s[0], body, now) }
 	with := func(k, v string) http.Header {
 		h := good()
@@ -241,7 +213,7 @@ func TestRejections(t *testing.T) {
 
 func TestCertificateRotationAndExpiry(t *testing.T) {
 	s := testSigners(t)
-	body := read(t, "capture_completed.json")
+	body := providertest.Fixture(t, "capture_completed.json")
 	a := adapter(t, s[0].certPEM, s[1].certPEM)
 	if _, err := a.Parse(providers.Request{Header: signed(t, s[1], body, now), Body: body, Now: now}); err != nil {
 		t.Fatalf("second trusted cert: %v", err)
@@ -261,13 +233,7 @@ func TestCertificateRotationAndExpiry(t *testing.T) {
 func TestNormalizationErrors(t *testing.T) {
 	s := testSigners(t)
 	a := adapter(t, s[0].certPEM)
-	edit := func(file, old, new string) []byte {
-		b := read(t, file)
-		if !strings.Contains(string(b), old) {
-			t.Fatalf("%s does not contain %q", file, old)
-		}
-		return []byte(strings.Replace(string(b), old, new, 1))
-	}
+	edit := func(file, old, new string) []byte { return providertest.Edit(t, file, old, new) }
 	cases := []struct {
 		name   string
 		body   []byte
@@ -290,14 +256,8 @@ func TestNormalizationErrors(t *testing.T) {
 		{"not json", []byte(`{"id": "WH-1"`), provider.ErrMalformed, "body"},
 	}
 	for _, c := range cases {
-		_, err := a.Parse(providers.Request{Header: signed(t, s[0], c.body, now), Body: c.body, Now: now})
-		if !errors.Is(err, c.target) || errors.Is(err, providers.ErrUnauthorized) {
-			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.field) {
-			t.Errorf("%s: error %q does not name %s", c.name, err, c.field)
-		}
+		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], c.body, now), Body: c.body, Now: now})
+		providertest.CheckFieldError(t, c.name, evs, err, c.target, c.field)
 	}
 }
 
@@ -305,7 +265,7 @@ func TestRefundStatuses(t *testing.T) {
 	s := testSigners(t)
 	a := adapter(t, s[0].certPEM)
 	for status, want := range map[string]provider.Kind{"PENDING": "", "FAILED": provider.KindRefundFailed, "CANCELLED": provider.KindRefundFailed} {
-		body := []byte(strings.Replace(string(read(t, "capture_refunded.json")), `"status": "COMPLETED"`, `"status": "`+status+`"`, 1))
+		body := []byte(strings.Replace(string(providertest.Fixture(t, "capture_refunded.json")), `"status": "COMPLETED"`, `"status": "`+status+`"`, 1))
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
 		if err != nil {
 			t.Fatal(status, err)
@@ -344,7 +304,7 @@ func FuzzPayPalParse(f *testing.F) {
 	s := testSigners(f)
 	a := adapter(f, s[0].certPEM)
 	for _, name := range []string{"capture_completed.json", "capture_refunded.json", "dispute_created.json", "dispute_resolved_buyer.json", "capture_denied.json"} {
-		f.Add(read(f, name), uint16(0))
+		f.Add(providertest.Fixture(f, name), uint16(0))
 	}
 	f.Add([]byte(`{"id":"WH-1","event_type":"PAYMENT.CAPTURE.COMPLETED","create_time":"2026-11-29T10:00:00Z","resource":{"id":"C1","amount":{"value":"00.0","currency_code":"jpy"}}}`), uint16(3))
 	f.Fuzz(func(t *testing.T, body []byte, flip uint16) {
@@ -359,12 +319,8 @@ func FuzzPayPalParse(f *testing.F) {
 			}
 		}
 		// The same headers over a body with one byte changed never pass.
-		if len(body) > 0 {
-			tampered := append([]byte(nil), body...)
-			tampered[int(flip)%len(tampered)] ^= 0x01
-			if _, err := a.Parse(providers.Request{Header: h, Body: tampered, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
-				t.Fatalf("tampered body not refused: %v", err)
-			}
+		if _, err := a.Parse(providers.Request{Header: h, Body: providertest.Tampered(body, int(flip), 0x01), Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("tampered body not refused: %v", err)
 		}
 		// A signature from an untrusted key never passes.
 		if _, err := a.Parse(providers.Request{Header: signed(t, s[2], body, now), Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {

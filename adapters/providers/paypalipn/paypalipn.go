@@ -51,6 +51,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -91,18 +92,7 @@ func (a *Adapter) Name() string { return Name }
 // signature): the event it returns must be held until Verifier.Verify says
 // VERIFIED.
 func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
-	now := r.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	ev, err := a.normalize(r.Body, now)
-	if err != nil {
-		return nil, err
-	}
-	if err := ev.Validate(); err != nil {
-		return nil, err
-	}
-	return []provider.Event{ev}, nil
+	return providers.Single(a.normalize(r.Body, r.ReceivedAt()))
 }
 
 // form is the decoded message; values are converted from the message's
@@ -244,7 +234,7 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (provider.Event, error) {
 	case provider.KindAuthorized:
 		fact.Reason = fields["pending_reason"]
 	}
-	if fact.Currency, err = currency(fields["mc_currency"]); err != nil {
+	if fact.Currency, err = payload.Currency("mc_currency", fields["mc_currency"]); err != nil {
 		return provider.Event{}, err
 	}
 	if fact.Amount, err = amount(fields["mc_gross"], "mc_gross", fact.Currency, true); err != nil {
@@ -272,17 +262,6 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (provider.Event, error) {
 	}
 	ev.Facts = []provider.Fact{fact}
 	return ev, nil
-}
-
-func currency(s string) (money.Currency, error) {
-	if s == "" {
-		return "", fmt.Errorf("%w: mc_currency", provider.ErrMissingField)
-	}
-	c, err := money.ParseCurrency(s)
-	if err != nil {
-		return "", fmt.Errorf("mc_currency: %w", err)
-	}
-	return c, nil
 }
 
 // amount parses a decimal in major units. PayPal reports refunds and
@@ -327,9 +306,9 @@ func parsePaymentDate(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= 0x80 {
+func isASCII[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] >= 0x80 {
 			return false
 		}
 	}
@@ -340,14 +319,7 @@ func isASCII(b []byte) bool {
 // every charset PayPal offers, so only values with other bytes need a known
 // charset; the ids, statuses, amounts and dates read here are ASCII.
 func decodeCharset(s, charset string) (string, error) {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(s) {
 		return s, nil
 	}
 	switch strings.ToLower(strings.TrimSpace(charset)) {

@@ -6,14 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -21,15 +20,6 @@ import (
 const receiver = "seller@onceledger.example"
 
 var now = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func mustNew(t testing.TB, emails ...string) *Adapter {
 	t.Helper()
@@ -67,31 +57,15 @@ func TestParseSamples(t *testing.T) {
 		{"new_case.txt", pay + ":new_case:PP-D-1234", "new_case", pay, time.Date(2026, 7, 1, 15, 0, 0, 0, time.UTC), nil},
 	}
 	for _, c := range cases {
-		body := read(t, c.file)
+		body := providertest.Fixture(t, c.file)
 		evs, err := parse(a, body)
 		if err != nil {
 			t.Errorf("%s: %v", c.file, err)
 			continue
 		}
-		ev := evs[0]
-		if err := ev.Validate(); err != nil {
-			t.Errorf("%s: invalid %v", c.file, err)
-		}
-		if ev.Provider != "paypal-ipn" || ev.DedupKey != c.dedup || ev.Type != c.typ || ev.PaymentKey != c.key || !ev.OccurredAt.Equal(c.at) {
-			t.Errorf("%s: dedup %q type %q key %q at %v", c.file, ev.DedupKey, ev.Type, ev.PaymentKey, ev.OccurredAt)
-		}
-		if string(ev.Raw) != string(body) || ev.PayloadHash != providers.PayloadHash(body) {
-			t.Errorf("%s: raw bytes not kept unchanged", c.file)
-		}
-		if len(ev.Facts) != len(c.facts) {
-			t.Errorf("%s: facts %+v, want %+v", c.file, ev.Facts, c.facts)
-			continue
-		}
-		for i := range c.facts {
-			if ev.Facts[i] != c.facts[i] {
-				t.Errorf("%s: fact %+v, want %+v", c.file, ev.Facts[i], c.facts[i])
-			}
-		}
+		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{
+			Provider: "paypal-ipn", DedupKey: c.dedup, Type: c.typ, PaymentKey: c.key, OccurredAt: c.at, Raw: body, Facts: c.facts,
+		})
 	}
 }
 
@@ -101,7 +75,7 @@ func TestParseSamples(t *testing.T) {
 // transaction is a different message.
 func TestThreeIdenticalIPNsShareOneKey(t *testing.T) {
 	a := mustNew(t, receiver)
-	body := read(t, "completed.txt")
+	body := providertest.Fixture(t, "completed.txt")
 	var keys, hashes = map[string]bool{}, map[string]bool{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -134,12 +108,12 @@ func TestThreeIdenticalIPNsShareOneKey(t *testing.T) {
 }
 
 func TestReceiverEmail(t *testing.T) {
-	body := read(t, "completed.txt")
+	body := providertest.Fixture(t, "completed.txt")
 	if _, err := parse(mustNew(t, "other@onceledger.example"), body); !errors.Is(err, ErrUnknownReceiver) || !errors.Is(err, provider.ErrMalformed) {
 		t.Fatalf("unknown receiver: err %v, want ErrUnknownReceiver (400-class)", err)
 	}
 	// Case-insensitive: pending_authorization.txt says Seller@OnceLedger.example.
-	if _, err := parse(mustNew(t, "other@x.example", receiver), read(t, "pending_authorization.txt")); err != nil {
+	if _, err := parse(mustNew(t, "other@x.example", receiver), providertest.Fixture(t, "pending_authorization.txt")); err != nil {
 		t.Fatalf("case-insensitive receiver: %v", err)
 	}
 	noReceiver := strings.Replace(string(body), "receiver_email=seller%40onceledger.example&", "", 1)
@@ -198,13 +172,7 @@ func TestPaymentDate(t *testing.T) {
 
 func TestNormalizationErrors(t *testing.T) {
 	a := mustNew(t, receiver)
-	edit := func(file, old, new string) []byte {
-		b := string(read(t, file))
-		if !strings.Contains(b, old) {
-			t.Fatalf("%s lacks %q", file, old)
-		}
-		return []byte(strings.Replace(b, old, new, 1))
-	}
+	edit := func(file, old, new string) []byte { return providertest.Edit(t, file, old, new) }
 	cases := []struct {
 		name   string
 		body   []byte
@@ -225,14 +193,8 @@ func TestNormalizationErrors(t *testing.T) {
 		{"raw non-ascii", edit("completed.txt", "first_name=Test", "first_name=Jos\xe9"), provider.ErrMalformed, "form"},
 	}
 	for _, c := range cases {
-		_, err := parse(a, c.body)
-		if !errors.Is(err, c.target) {
-			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.field) {
-			t.Errorf("%s: error %q does not name %s", c.name, err, c.field)
-		}
+		evs, err := parse(a, c.body)
+		providertest.CheckFieldError(t, c.name, evs, err, c.target, c.field)
 	}
 }
 
@@ -289,7 +251,7 @@ func (p *postback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestVerifierPostsBackExactBytes(t *testing.T) {
 	// windows-1252 bytes, '+' for spaces, unusual field order: all must be
 	// repeated exactly.
-	raw := read(t, "denied_windows1252.txt")
+	raw := providertest.Fixture(t, "denied_windows1252.txt")
 	cases := []struct {
 		status  int
 		answer  string
@@ -355,7 +317,7 @@ func TestVerifierTransportErrors(t *testing.T) {
 // never panics, keeps the raw bytes, and only returns valid events.
 func FuzzPayPalIPNParse(f *testing.F) {
 	for _, name := range []string{"completed.txt", "refunded.txt", "reversed.txt", "canceled_reversal.txt", "pending_authorization.txt", "denied_windows1252.txt", "new_case.txt"} {
-		f.Add(read(f, name))
+		f.Add(providertest.Fixture(f, name))
 	}
 	a := mustNew(f, receiver)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -364,8 +326,7 @@ func FuzzPayPalIPNParse(f *testing.F) {
 			if evs != nil {
 				t.Fatal("events with an error")
 			}
-			if !errors.Is(err, provider.ErrMalformed) && !errors.Is(err, provider.ErrMissingField) &&
-				!errors.Is(err, provider.ErrInvalidAmount) && !errors.Is(err, money.ErrUnknownCurrency) {
+			if !providertest.ClientError(err) {
 				t.Fatalf("error is not 400-class: %v", err)
 			}
 			return

@@ -30,18 +30,16 @@
 package square
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -64,12 +62,8 @@ var _ providers.Adapter = (*Adapter)(nil)
 // (blank entries skipped) over notificationURL + body. notificationURL must be
 // the subscription's URL exactly; if empty, each request's URL is used.
 func New(signatureKeys []string, notificationURL string) (*Adapter, error) {
-	a := &Adapter{url: strings.TrimSpace(notificationURL)}
-	for _, k := range signatureKeys {
-		if k = strings.TrimSpace(k); k != "" {
-			a.keys = append(a.keys, []byte(k))
-		}
-	}
+	keys, _ := providers.Keys(signatureKeys, nil) // raw bytes: cannot fail
+	a := &Adapter{keys: keys, url: strings.TrimSpace(notificationURL)}
 	if len(a.keys) == 0 {
 		return nil, errors.New("square: no signature key configured")
 	}
@@ -86,27 +80,16 @@ func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
 		url = r.URL
 	}
 	if url == "" {
-		return nil, unauthorized("no notification URL to verify against")
+		return nil, providers.Unauthorized("no notification URL to verify against")
 	}
 	var sig string
 	if r.Header != nil {
 		sig = r.Header.Get(SignatureHeader)
 	}
 	if !a.verify(url, r.Body, sig) {
-		return nil, unauthorized("x-square-hmacsha256-signature missing or does not match")
+		return nil, providers.Unauthorized("x-square-hmacsha256-signature missing or does not match")
 	}
-	ev, err := normalize(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	if err := ev.Validate(); err != nil {
-		return nil, err
-	}
-	return []provider.Event{ev}, nil
-}
-
-func unauthorized(why string) error {
-	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
+	return providers.Single(normalize(r.Body))
 }
 
 func mac(key []byte, url string, body []byte) []byte {
@@ -124,13 +107,7 @@ func (a *Adapter) verify(url string, body []byte, sigB64 string) bool {
 	if err != nil {
 		return false
 	}
-	ok := false
-	for _, k := range a.keys {
-		if hmac.Equal(sig, mac(k, url, body)) {
-			ok = true
-		}
-	}
-	return ok
+	return providers.MatchAny(a.keys, func(k []byte) []byte { return mac(k, url, body) }, sig)
 }
 
 // Sign returns the x-square-hmacsha256-signature value Square would send. For
@@ -185,12 +162,8 @@ type dispute struct {
 
 func normalize(raw []byte) (provider.Event, error) {
 	var env envelope
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&env); err != nil {
-		return provider.Event{}, fmt.Errorf("%w: body: %v", provider.ErrMalformed, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return provider.Event{}, fmt.Errorf("%w: body: data after the JSON value", provider.ErrMalformed)
+	if err := payload.DecodeBody(raw, &env); err != nil {
+		return provider.Event{}, err
 	}
 	if env.EventID == "" {
 		return provider.Event{}, fmt.Errorf("%w: event_id", provider.ErrMissingField)
@@ -198,18 +171,15 @@ func normalize(raw []byte) (provider.Event, error) {
 	if env.Type == "" {
 		return provider.Event{}, fmt.Errorf("%w: type", provider.ErrMissingField)
 	}
-	if env.CreatedAt == "" {
-		return provider.Event{}, fmt.Errorf("%w: created_at", provider.ErrMissingField)
-	}
-	at, err := time.Parse(time.RFC3339, env.CreatedAt)
+	at, err := payload.RFC3339("created_at", env.CreatedAt)
 	if err != nil {
-		return provider.Event{}, fmt.Errorf("%w: created_at %q is not RFC 3339", provider.ErrMalformed, env.CreatedAt)
+		return provider.Event{}, err
 	}
 	ev := provider.Event{
 		Provider:    Name,
 		DedupKey:    env.EventID,
 		Type:        env.Type,
-		OccurredAt:  at.UTC(),
+		OccurredAt:  at,
 		PayloadHash: providers.PayloadHash(raw),
 		Raw:         raw,
 	}
@@ -245,14 +215,7 @@ func object(env envelope, name string, v any) error {
 	if env.Data == nil || env.Data.Object == nil {
 		return fmt.Errorf("%w: %s", provider.ErrMissingField, field)
 	}
-	raw, ok := env.Data.Object[name]
-	if !ok || bytes.Equal(raw, []byte("null")) {
-		return fmt.Errorf("%w: %s", provider.ErrMissingField, field)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: %s: %v", provider.ErrMalformed, field, err)
-	}
-	return nil
+	return payload.DecodeMember(env.Data.Object[name], v, field)
 }
 
 func paymentFacts(ev *provider.Event, p payment) error {
@@ -375,12 +338,9 @@ func parseMoney(m *moneyT, field string) (int64, money.Currency, error) {
 	if *m.Amount < 0 {
 		return 0, "", fmt.Errorf("%w: %s.amount %d is negative", provider.ErrInvalidAmount, field, *m.Amount)
 	}
-	if m.Currency == "" {
-		return 0, "", fmt.Errorf("%w: %s.currency", provider.ErrMissingField, field)
-	}
-	cur, err := money.ParseCurrency(m.Currency)
+	cur, err := payload.Currency(field+".currency", m.Currency)
 	if err != nil {
-		return 0, "", fmt.Errorf("%s.currency: %w", field, err)
+		return 0, "", err
 	}
 	return *m.Amount, cur, nil
 }

@@ -3,13 +3,12 @@ package square
 import (
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -18,15 +17,6 @@ const (
 	testKey = "w7Xq9v1c3pLm0ZbN5tRy2A"
 	testURL = "https://ledger.example.com/webhooks/square"
 )
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func mustNew(t testing.TB, keys []string, url string) *Adapter {
 	t.Helper()
@@ -54,7 +44,7 @@ func TestOfficialVectors(t *testing.T) {
 		key = "Ibxx_5AKakO-3qeNVR61Dw"
 		url = "https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9"
 	)
-	body := read(t, "official_test_notification.json")
+	body := providertest.Fixture(t, "official_test_notification.json")
 	evs, err := mustNew(t, []string{key}, url).Parse(req(sig, body))
 	if err != nil {
 		t.Fatalf("official test notification refused: %v", err)
@@ -121,34 +111,18 @@ func TestParseSamples(t *testing.T) {
 			[]provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "XDgyFu7yo1E2S5lQGGpYn", Amount: 1200, Currency: "USD", Reason: "NOT_AS_DESCRIBED"}}},
 	}
 	for _, c := range cases {
-		body := read(t, c.file)
+		body := providertest.Fixture(t, c.file)
 		evs, err := a.Parse(req(Sign(testKey, testURL, body), body))
 		if err != nil {
 			t.Errorf("%s: %v", c.file, err)
 			continue
 		}
-		ev := evs[0]
-		if err := ev.Validate(); err != nil {
-			t.Errorf("%s: invalid %v", c.file, err)
-		}
-		if ev.Provider != "square" || ev.DedupKey != c.dedup || ev.PaymentKey != c.key || string(ev.Raw) != string(body) ||
-			ev.PayloadHash != providers.PayloadHash(body) || ev.OccurredAt.IsZero() {
-			t.Errorf("%s: event %+v", c.file, ev)
-		}
-		if len(ev.Facts) != len(c.facts) {
-			t.Errorf("%s: facts %+v, want %+v", c.file, ev.Facts, c.facts)
-			continue
-		}
-		for i := range c.facts {
-			if ev.Facts[i] != c.facts[i] {
-				t.Errorf("%s: fact %+v, want %+v", c.file, ev.Facts[i], c.facts[i])
-			}
-		}
+		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{Provider: "square", DedupKey: c.dedup, PaymentKey: c.key, Raw: body, Facts: c.facts})
 	}
 }
 
 func TestVerification(t *testing.T) {
-	body := read(t, "payment_updated_completed.json")
+	body := providertest.Fixture(t, "payment_updated_completed.json")
 	good := Sign(testKey, testURL, body)
 	// Rotation: the second key verifies.
 	if _, err := mustNew(t, []string{"old-key", testKey}, testURL).Parse(req(good, body)); err != nil {
@@ -182,13 +156,7 @@ func TestVerification(t *testing.T) {
 
 func TestNormalizationErrors(t *testing.T) {
 	a := mustNew(t, []string{testKey}, testURL)
-	edit := func(file, old, new string) []byte {
-		b := string(read(t, file))
-		if !strings.Contains(b, old) {
-			t.Fatalf("%s lacks %q", file, old)
-		}
-		return []byte(strings.Replace(b, old, new, 1))
-	}
+	edit := func(file, old, new string) []byte { return providertest.Edit(t, file, old, new) }
 	cases := []struct {
 		name   string
 		body   []byte
@@ -206,14 +174,8 @@ func TestNormalizationErrors(t *testing.T) {
 		{"not json", []byte(`{"event_id":`), provider.ErrMalformed, "body"},
 	}
 	for _, c := range cases {
-		_, err := a.Parse(req(Sign(testKey, testURL, c.body), c.body))
-		if !errors.Is(err, c.target) || errors.Is(err, providers.ErrUnauthorized) {
-			t.Errorf("%s: err %v, want %v", c.name, err, c.target)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.field) {
-			t.Errorf("%s: error %q does not name %s", c.name, err, c.field)
-		}
+		evs, err := a.Parse(req(Sign(testKey, testURL, c.body), c.body))
+		providertest.CheckFieldError(t, c.name, evs, err, c.target, c.field)
 	}
 }
 
@@ -231,7 +193,7 @@ func TestNew(t *testing.T) {
 
 func FuzzSquareParse(f *testing.F) {
 	for _, name := range []string{"payment_updated_completed.json", "refund_updated_completed.json", "dispute_created.json", "official_test_notification.json"} {
-		f.Add(read(f, name), uint16(7))
+		f.Add(providertest.Fixture(f, name), uint16(7))
 	}
 	a := mustNew(f, []string{testKey}, testURL)
 	f.Fuzz(func(t *testing.T, body []byte, flip uint16) {
@@ -243,12 +205,8 @@ func FuzzSquareParse(f *testing.F) {
 		if err == nil && (len(evs) != 1 || evs[0].Validate() != nil) {
 			t.Fatalf("invalid event accepted: %+v", evs)
 		}
-		if len(body) > 0 {
-			tampered := append([]byte(nil), body...)
-			tampered[int(flip)%len(tampered)] ^= 0x20
-			if _, err := a.Parse(req(sig, tampered)); !errors.Is(err, providers.ErrUnauthorized) {
-				t.Fatalf("tampered body accepted: %v", err)
-			}
+		if _, err := a.Parse(req(sig, providertest.Tampered(body, int(flip), 0x20))); !errors.Is(err, providers.ErrUnauthorized) {
+			t.Fatalf("tampered body accepted: %v", err)
 		}
 		if _, err := a.Parse(req(Sign("not-the-key", testURL, body), body)); !errors.Is(err, providers.ErrUnauthorized) {
 			t.Fatalf("wrong key accepted: %v", err)

@@ -14,18 +14,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 )
-
-func errorIsDocumented(err error) bool {
-	for _, s := range []error{providers.ErrUnauthorized, provider.ErrMalformed, provider.ErrMissingField, provider.ErrInvalidAmount, money.ErrUnknownCurrency} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
 
 // FuzzStandardParse: Parse never panics; a body signed by the reference
 // library either normalizes into a valid event or fails with a 400-class
@@ -78,17 +68,12 @@ func FuzzStandardParse(f *testing.F) {
 			if validID {
 				t.Fatalf("reference signature rejected: %v", err)
 			}
-		case !errorIsDocumented(err):
+		case !providertest.Documented(err):
 			t.Fatalf("undocumented error %v", err)
 		}
 
 		// 2. The same headers over a tampered body.
-		tampered := append([]byte{}, body...)
-		if len(tampered) == 0 {
-			tampered = []byte{flip}
-		} else {
-			tampered[int(flip)%len(tampered)] ^= 1 << (flip % 8)
-		}
+		tampered := providertest.Tampered(body, int(flip), 1<<(flip%8))
 		if _, err := a.Parse(providers.Request{Header: h, Body: tampered, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
 			t.Fatalf("tampered body accepted or misreported: %v", err)
 		}

@@ -1,10 +1,8 @@
 package standard
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/provider"
 )
 
@@ -28,78 +26,78 @@ var kinds = map[string]struct {
 }
 
 func normalize(msgID string, raw []byte) (provider.Event, error) {
-	root, err := decodeObject(raw)
+	root, err := payload.DecodeObject(raw)
 	if err != nil {
 		return provider.Event{}, err
 	}
-	typ, err := root.reqString("type")
+	typ, err := root.ReqString("type")
 	if err != nil {
 		return provider.Event{}, err
 	}
-	tsText, err := root.reqString("timestamp")
+	tsText, err := root.ReqString("timestamp")
 	if err != nil {
 		return provider.Event{}, err
 	}
-	occurred, err := time.Parse(time.RFC3339, tsText)
+	occurred, err := payload.RFC3339("timestamp", tsText)
 	if err != nil {
-		return provider.Event{}, fmt.Errorf("%w: timestamp %q is not RFC 3339", provider.ErrMalformed, tsText)
+		return provider.Event{}, err
 	}
 	ev := provider.Event{
 		Provider:    Name,
 		DedupKey:    msgID,
 		Type:        typ,
-		OccurredAt:  occurred.UTC(),
+		OccurredAt:  occurred,
 		PayloadHash: providers.PayloadHash(raw),
 		Raw:         raw,
 	}
 	spec, handled := kinds[typ]
 	if !handled {
 		// Ignored, raw kept in the inbox; the payment key is best effort.
-		if data, ok, _ := root.optObject("data"); ok {
-			ev.PaymentKey, _, _ = data.optString("payment_id")
+		if data, ok, _ := root.OptObject("data"); ok {
+			ev.PaymentKey, _, _ = data.OptString("payment_id")
 		}
 		return ev, nil
 	}
-	data, err := root.reqObject("data")
+	data, err := root.ReqObject("data")
 	if err != nil {
 		return provider.Event{}, err
 	}
 	f := provider.Fact{Kind: spec.kind}
 	if spec.kind != provider.KindPayoutPaid {
 		// A payout belongs to no payment; any payment_id on it is ignored.
-		if ev.PaymentKey, err = data.reqString("payment_id"); err != nil {
+		if ev.PaymentKey, err = data.ReqString("payment_id"); err != nil {
 			return provider.Event{}, err
 		}
 	}
 	if spec.idField != "" {
-		if f.BusinessID, err = data.reqString(spec.idField); err != nil {
+		if f.BusinessID, err = data.ReqString(spec.idField); err != nil {
 			return provider.Event{}, err
 		}
 	}
 	if spec.needsPay {
-		if f.Amount, err = data.reqInt("amount"); err != nil {
+		if f.Amount, err = data.ReqInt("amount"); err != nil {
 			return provider.Event{}, err
 		}
-		if f.Currency, err = data.reqCurrency("currency"); err != nil {
+		if f.Currency, err = data.ReqCurrency("currency"); err != nil {
 			return provider.Event{}, err
 		}
 	} else {
-		if f.Amount, _, err = data.optInt("amount"); err != nil {
+		if f.Amount, _, err = data.OptInt("amount"); err != nil {
 			return provider.Event{}, err
 		}
-		if _, ok := data.get("currency"); ok {
-			if f.Currency, err = data.reqCurrency("currency"); err != nil {
+		if _, ok := data.Get("currency"); ok {
+			if f.Currency, err = data.ReqCurrency("currency"); err != nil {
 				return provider.Event{}, err
 			}
 		}
 	}
 	if spec.kind == provider.KindCaptured {
 		// Only a capture carries a fee (CONTRACT: fee optional).
-		if f.Fee, _, err = data.optInt("fee"); err != nil {
+		if f.Fee, _, err = data.OptInt("fee"); err != nil {
 			return provider.Event{}, err
 		}
 	}
-	if s, ok, _ := data.optString("reason"); ok {
+	if s, ok, _ := data.OptString("reason"); ok {
 		f.Reason = s
 	}
 	ev.Facts = []provider.Fact{f}

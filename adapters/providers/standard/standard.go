@@ -43,21 +43,20 @@ var _ providers.Adapter = (*Adapter)(nil)
 // blank entries are skipped). It fails on a secret that is not base64, so a
 // typo is found at startup rather than as 401s in production.
 func New(secrets []string, tolerance time.Duration) (*Adapter, error) {
-	a := &Adapter{tolerance: tolerance}
-	for i, s := range secrets {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, secretPrefix))
+	keys, err := providers.Keys(secrets, func(pos int, s string) ([]byte, error) {
+		key, err := decodeSecret(s)
 		if err != nil {
-			return nil, fmt.Errorf("standard: secret %d is not whsec_<base64>: %v", i+1, err)
+			return nil, fmt.Errorf("standard: secret %d is not whsec_<base64>: %v", pos, err)
 		}
 		if len(key) == 0 {
-			return nil, fmt.Errorf("standard: secret %d is empty", i+1)
+			return nil, fmt.Errorf("standard: secret %d is empty", pos)
 		}
-		a.keys = append(a.keys, key)
+		return key, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	a := &Adapter{keys: keys, tolerance: tolerance}
 	if len(a.keys) == 0 {
 		return nil, errors.New("standard: no signing secret configured")
 	}
@@ -73,29 +72,18 @@ func (a *Adapter) Name() string { return Name }
 // Parse implements providers.Adapter: verify first, on the raw bytes, then
 // normalize. It returns exactly one event.
 func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
-	now := r.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	id, err := a.verify(r.Header, r.Body, now)
+	id, err := a.verify(r.Header, r.Body, r.ReceivedAt())
 	if err != nil {
 		return nil, err
 	}
-	ev, err := normalize(id, r.Body)
-	if err != nil {
-		return nil, err
-	}
-	if err := ev.Validate(); err != nil {
-		return nil, err
-	}
-	return []provider.Event{ev}, nil
+	return providers.Single(normalize(id, r.Body))
 }
 
 // Sign returns the three webhook-* headers for body signed with secret, as a
 // Standard Webhooks sender would send them. For tests and local tooling;
 // production code only verifies.
 func Sign(secret, msgID string, ts time.Time, body []byte) (http.Header, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(strings.TrimSpace(secret), secretPrefix))
+	key, err := decodeSecret(strings.TrimSpace(secret))
 	if err != nil {
 		return nil, fmt.Errorf("standard: secret is not whsec_<base64>: %v", err)
 	}
@@ -106,6 +94,11 @@ func Sign(secret, msgID string, ts time.Time, body []byte) (http.Header, error) 
 	return h, nil
 }
 
+// decodeSecret decodes "whsec_<base64>" (the prefix is optional).
+func decodeSecret(s string) ([]byte, error) {
+	return base64.StdEncoding.DecodeString(strings.TrimPrefix(s, secretPrefix))
+}
+
 func mac(key []byte, id string, ts int64, body []byte) []byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(id))
@@ -114,10 +107,6 @@ func mac(key []byte, id string, ts int64, body []byte) []byte {
 	h.Write([]byte("."))
 	h.Write(body)
 	return h.Sum(nil)
-}
-
-func unauthorized(why string) error {
-	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
 }
 
 // headers returns id, timestamp and signature from the webhook-* set, or from
@@ -140,15 +129,15 @@ func (a *Adapter) verify(h http.Header, body []byte, now time.Time) (string, err
 	id, tsText, sigs, prefix := headers(h)
 	switch {
 	case id == "":
-		return "", unauthorized("missing " + prefix + "id header")
+		return "", providers.Unauthorized("missing " + prefix + "id header")
 	case tsText == "":
-		return "", unauthorized("missing " + prefix + "timestamp header")
+		return "", providers.Unauthorized("missing " + prefix + "timestamp header")
 	case sigs == "":
-		return "", unauthorized("missing " + prefix + "signature header")
+		return "", providers.Unauthorized("missing " + prefix + "signature header")
 	}
 	ts, err := strconv.ParseInt(tsText, 10, 64)
 	if err != nil {
-		return "", unauthorized("invalid " + prefix + "timestamp header")
+		return "", providers.Unauthorized("invalid " + prefix + "timestamp header")
 	}
 	var candidates [][]byte
 	for _, entry := range strings.Fields(sigs) {
@@ -163,24 +152,14 @@ func (a *Adapter) verify(h http.Header, body []byte, now time.Time) (string, err
 		candidates = append(candidates, raw)
 	}
 	if len(candidates) == 0 {
-		return "", unauthorized("no valid signature")
+		return "", providers.Unauthorized("no valid signature")
 	}
-	matched := false
-	for _, key := range a.keys {
-		expected := mac(key, id, ts, body)
-		for _, c := range candidates {
-			// No early exit: time must not depend on which key matched.
-			if hmac.Equal(expected, c) {
-				matched = true
-			}
-		}
-	}
-	if !matched {
-		return "", unauthorized("no valid signature")
+	if !providers.MatchAny(a.keys, func(key []byte) []byte { return mac(key, id, ts, body) }, candidates...) {
+		return "", providers.Unauthorized("no valid signature")
 	}
 	// Sub saturates instead of overflowing, so absurd timestamps still compare.
 	if d := now.Sub(time.Unix(ts, 0)); d > a.tolerance || d < -a.tolerance {
-		return "", unauthorized("timestamp outside tolerance")
+		return "", providers.Unauthorized("timestamp outside tolerance")
 	}
 	return id, nil
 }

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
@@ -44,15 +43,6 @@ func newAdapter(t testing.TB, secrets ...string) *standard.Adapter {
 	return a
 }
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // signed builds a request signed by the reference library.
 func signed(t testing.TB, body []byte, secret, id string, ts time.Time) providers.Request {
 	t.Helper()
@@ -71,18 +61,6 @@ func signed(t testing.TB, body []byte, secret, id string, ts time.Time) provider
 	return providers.Request{Header: h, Body: body, Now: now}
 }
 
-func parseOne(t *testing.T, a *standard.Adapter, r providers.Request) provider.Event {
-	t.Helper()
-	evs, err := a.Parse(r)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	if len(evs) != 1 {
-		t.Fatalf("Parse returned %d events, want 1", len(evs))
-	}
-	return evs[0]
-}
-
 func TestNew(t *testing.T) {
 	for name, secrets := range map[string][]string{
 		"none":       nil,
@@ -99,7 +77,7 @@ func TestNew(t *testing.T) {
 	}
 	// The prefix is optional, as in the reference library.
 	a := newAdapter(t, strings.TrimPrefix(secret, "whsec_"))
-	parseOne(t, a, signed(t, fixture(t, "payment.captured.json"), secret, msgID, now))
+	providertest.ParseOne(t, a, signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now))
 	if a.Name() != "standard" {
 		t.Errorf("Name() = %q", a.Name())
 	}
@@ -140,7 +118,7 @@ func TestPublishedVector(t *testing.T) {
 
 // Our Sign must be accepted by the reference library's Verify.
 func TestSignAcceptedByReferenceLibrary(t *testing.T) {
-	body := fixture(t, "payment.captured.json")
+	body := providertest.Fixture(t, "payment.captured.json")
 	ts := time.Now()
 	h, err := standard.Sign(secret, msgID, ts, body)
 	if err != nil {
@@ -159,20 +137,20 @@ func TestSignAcceptedByReferenceLibrary(t *testing.T) {
 }
 
 func TestParseAcceptsReferenceSignature(t *testing.T) {
-	ev := parseOne(t, newAdapter(t), signed(t, fixture(t, "payment.captured.json"), secret, msgID, now.Add(-time.Minute)))
+	ev := providertest.ParseOne(t, newAdapter(t), signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now.Add(-time.Minute)))
 	if ev.DedupKey != msgID {
 		t.Errorf("DedupKey = %q, want webhook-id %q", ev.DedupKey, msgID)
 	}
 }
 
 func TestSvixHeaders(t *testing.T) {
-	body := fixture(t, "payment.captured.json")
+	body := providertest.Fixture(t, "payment.captured.json")
 	r := signed(t, body, secret, msgID, now)
 	svix := http.Header{}
 	for _, k := range []string{"id", "timestamp", "signature"} {
 		svix.Set("svix-"+k, r.Header.Get("webhook-"+k))
 	}
-	ev := parseOne(t, newAdapter(t), providers.Request{Header: svix, Body: body, Now: now})
+	ev := providertest.ParseOne(t, newAdapter(t), providers.Request{Header: svix, Body: body, Now: now})
 	if ev.DedupKey != msgID {
 		t.Errorf("DedupKey = %q", ev.DedupKey)
 	}
@@ -184,7 +162,7 @@ func TestSvixHeaders(t *testing.T) {
 }
 
 func TestVerifyRejects(t *testing.T) {
-	body := fixture(t, "payment.captured.json")
+	body := providertest.Fixture(t, "payment.captured.json")
 	good := signed(t, body, secret, msgID, now)
 	goodSig := good.Header.Get("webhook-signature")
 	with := func(mod func(h http.Header)) providers.Request {
@@ -241,7 +219,7 @@ func withBody(r providers.Request, body []byte) providers.Request {
 func TestVerifyBeforeParse(t *testing.T) {
 	a := newAdapter(t)
 	junk := []byte("{not json")
-	if _, err := a.Parse(withBody(signed(t, fixture(t, "payment.captured.json"), secret, msgID, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
+	if _, err := a.Parse(withBody(signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
 		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
 	}
 	if _, err := a.Parse(signed(t, junk, secret, msgID, now)); !errors.Is(err, provider.ErrMalformed) {
@@ -251,7 +229,7 @@ func TestVerifyBeforeParse(t *testing.T) {
 
 func TestToleranceBoundary(t *testing.T) {
 	a := newAdapter(t)
-	body := fixture(t, "payment.captured.json")
+	body := providertest.Fixture(t, "payment.captured.json")
 	for _, ts := range []time.Time{now.Add(-tolerance), now.Add(tolerance), now} {
 		if _, err := a.Parse(signed(t, body, secret, msgID, ts)); err != nil {
 			t.Errorf("timestamp %v from now: %v", ts.Sub(now), err)
@@ -265,11 +243,11 @@ func TestToleranceBoundary(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
-	body := fixture(t, "payment.captured.json")
+	body := providertest.Fixture(t, "payment.captured.json")
 	both := newAdapter(t, oldSecret, secret)
 	t.Run("either configured secret", func(t *testing.T) {
-		parseOne(t, both, signed(t, body, secret, msgID, now))
-		parseOne(t, both, signed(t, body, oldSecret, msgID, now))
+		providertest.ParseOne(t, both, signed(t, body, secret, msgID, now))
+		providertest.ParseOne(t, both, signed(t, body, oldSecret, msgID, now))
 	})
 	t.Run("several signatures in the header", func(t *testing.T) {
 		retired := "whsec_" + base64.StdEncoding.EncodeToString([]byte("retired"))
@@ -281,7 +259,7 @@ func TestRotation(t *testing.T) {
 		if err := wh.VerifyIgnoringTimestamp(body, r.Header); err != nil {
 			t.Fatalf("reference library rejects the multi-signature header too: %v", err)
 		}
-		parseOne(t, newAdapter(t), r)
+		providertest.ParseOne(t, newAdapter(t), r)
 		// None of the listed signatures is ours: rejected.
 		r.Header.Set("webhook-signature", sOld+" v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=")
 		if _, err := both.Parse(r); !errors.Is(err, providers.ErrUnauthorized) {
@@ -316,36 +294,16 @@ func TestNormalize(t *testing.T) {
 	a := newAdapter(t)
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
-			body := fixture(t, tc.file)
+			body := providertest.Fixture(t, tc.file)
 			var hdr struct{ Type string }
 			if err := json.Unmarshal(body, &hdr); err != nil {
 				t.Fatal(err)
 			}
 			id := "msg_" + strings.TrimSuffix(tc.file, ".json")
-			ev := parseOne(t, a, signed(t, body, secret, id, now))
-			if ev.Provider != "standard" || ev.DedupKey != id || ev.Type != hdr.Type {
-				t.Errorf("Provider/DedupKey/Type = %q/%q/%q", ev.Provider, ev.DedupKey, ev.Type)
-			}
-			if ev.PaymentKey != tc.paymentKey {
-				t.Errorf("PaymentKey = %q, want %q", ev.PaymentKey, tc.paymentKey)
-			}
-			if !ev.OccurredAt.Equal(tc.occurred) || ev.OccurredAt.Location() != time.UTC {
-				t.Errorf("OccurredAt = %v, want %v", ev.OccurredAt, tc.occurred)
-			}
-			if ev.PayloadHash != providers.PayloadHash(body) || !bytes.Equal(ev.Raw, body) {
-				t.Error("PayloadHash/Raw are not those of the verified body")
-			}
-			if len(ev.Facts) != len(tc.facts) {
-				t.Fatalf("facts = %+v, want %+v", ev.Facts, tc.facts)
-			}
-			for i := range tc.facts {
-				if ev.Facts[i] != tc.facts[i] {
-					t.Errorf("fact %d = %+v, want %+v", i, ev.Facts[i], tc.facts[i])
-				}
-			}
-			if err := ev.Validate(); err != nil {
-				t.Error(err)
-			}
+			ev := providertest.ParseOne(t, a, signed(t, body, secret, id, now))
+			providertest.CheckEvent(t, tc.file, ev, providertest.Want{
+				Provider: "standard", DedupKey: id, Type: hdr.Type, PaymentKey: tc.paymentKey, OccurredAt: tc.occurred, Raw: body, Facts: tc.facts,
+			})
 		})
 	}
 }
@@ -354,16 +312,16 @@ func TestNormalize(t *testing.T) {
 // and one stream, so the domain records it once.
 func TestSameFactUnderTwoWebhookIDs(t *testing.T) {
 	a := newAdapter(t)
-	body := fixture(t, "payment.captured.json")
-	e1 := parseOne(t, a, signed(t, body, secret, "msg_1", now))
-	e2 := parseOne(t, a, signed(t, body, secret, "msg_2", now))
+	body := providertest.Fixture(t, "payment.captured.json")
+	e1 := providertest.ParseOne(t, a, signed(t, body, secret, "msg_1", now))
+	e2 := providertest.ParseOne(t, a, signed(t, body, secret, "msg_2", now))
 	if e1.DedupKey == e2.DedupKey || e1.Facts[0] != e2.Facts[0] || e1.StreamID() != e2.StreamID() {
 		t.Errorf("e1 %+v / e2 %+v", e1, e2)
 	}
 	if e1.StreamID() != "payment-standard-pay_123" {
 		t.Errorf("StreamID = %s", e1.StreamID())
 	}
-	po := parseOne(t, a, signed(t, fixture(t, "payout.paid.json"), secret, "msg_3", now))
+	po := providertest.ParseOne(t, a, signed(t, providertest.Fixture(t, "payout.paid.json"), secret, "msg_3", now))
 	if po.StreamID() != "payout-standard-po_1" {
 		t.Errorf("payout StreamID = %s", po.StreamID())
 	}
@@ -413,18 +371,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := a.Parse(signed(t, []byte(tc.body), secret, msgID, now))
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
-			}
-			if errors.Is(err, providers.ErrUnauthorized) {
-				t.Fatal("signed body reported as unauthorized")
-			}
-			if !strings.Contains(err.Error(), tc.field) {
-				t.Errorf("err %q does not name %q", err, tc.field)
-			}
-			if evs != nil {
-				t.Error("events returned with an error")
-			}
+			providertest.CheckFieldError(t, tc.name, evs, err, tc.want, tc.field)
 		})
 	}
 }

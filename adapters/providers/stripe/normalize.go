@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/provider"
 )
 
@@ -17,15 +18,15 @@ import (
 // the same stream with the same business id (the charge id) so the domain
 // records it once.
 func normalize(raw []byte) (provider.Event, error) {
-	root, err := decodeObject(raw)
+	root, err := payload.DecodeObject(raw)
 	if err != nil {
 		return provider.Event{}, err
 	}
-	id, err := root.reqString("id")
+	id, err := root.ReqString("id")
 	if err != nil {
 		return provider.Event{}, err
 	}
-	typ, err := root.reqString("type")
+	typ, err := root.ReqString("type")
 	if err != nil {
 		return provider.Event{}, err
 	}
@@ -41,11 +42,11 @@ func normalize(raw []byte) (provider.Event, error) {
 		PayloadHash: providers.PayloadHash(raw),
 		Raw:         raw,
 	}
-	data, err := root.reqObject("data")
+	data, err := root.ReqObject("data")
 	if err != nil {
 		return provider.Event{}, err
 	}
-	obj, err := data.reqObject("object")
+	obj, err := data.ReqObject("object")
 	if err != nil {
 		return provider.Event{}, err
 	}
@@ -76,9 +77,9 @@ func normalize(raw []byte) (provider.Event, error) {
 // A normalizer reads data.object for one family of event types and returns
 // the payment key and the facts. With no facts the key is best effort: an
 // ignored delivery needs none.
-type normalizer func(typ string, obj object) (paymentKey string, facts []provider.Fact, err error)
+type normalizer func(typ string, obj payload.Object) (paymentKey string, facts []provider.Fact, err error)
 
-func paymentIntent(typ string, pi object) (string, []provider.Fact, error) {
+func paymentIntent(typ string, pi payload.Object) (string, []provider.Fact, error) {
 	var kind provider.Kind
 	switch typ {
 	case "payment_intent.succeeded":
@@ -90,14 +91,14 @@ func paymentIntent(typ string, pi object) (string, []provider.Fact, error) {
 	case "payment_intent.canceled":
 		kind = provider.KindCanceled
 	default: // created, processing, requires_action, partially_funded, ...
-		key, _, _ := pi.optString("id")
+		key, _, _ := pi.OptString("id")
 		return key, nil, nil
 	}
-	key, err := pi.reqString("id")
+	key, err := pi.ReqString("id")
 	if err != nil {
 		return "", nil, err
 	}
-	cur, err := pi.reqCurrency("currency")
+	cur, err := pi.ReqCurrency("currency")
 	if err != nil {
 		return "", nil, err
 	}
@@ -105,35 +106,35 @@ func paymentIntent(typ string, pi object) (string, []provider.Fact, error) {
 	switch kind {
 	case provider.KindCaptured:
 		// The capture's identity is the charge, as on charge.succeeded.
-		if f.BusinessID, err = pi.reqID("latest_charge"); err != nil {
+		if f.BusinessID, err = reqID(pi, "latest_charge"); err != nil {
 			return "", nil, err
 		}
-		if f.Amount, err = pi.reqInt("amount_received"); err != nil {
+		if f.Amount, err = pi.ReqInt("amount_received"); err != nil {
 			return "", nil, err
 		}
 		// Webhooks do not expand objects, but if latest_charge and its
 		// balance transaction were expanded, take the fee from there so the
 		// fact agrees with the same capture seen through charge.succeeded.
-		if ch, ok := pi.expanded("latest_charge"); ok {
+		if ch, ok := expanded(pi, "latest_charge"); ok {
 			if f.Fee, err = chargeFee(ch); err != nil {
 				return "", nil, err
 			}
 		}
 	case provider.KindAuthorized:
-		if f.Amount, err = pi.reqInt("amount_capturable"); err != nil {
+		if f.Amount, err = pi.ReqInt("amount_capturable"); err != nil {
 			return "", nil, err
 		}
 	case provider.KindFailed:
-		if f.Amount, _, err = pi.optInt("amount"); err != nil {
+		if f.Amount, _, err = pi.OptInt("amount"); err != nil {
 			return "", nil, err
 		}
-		if lpe, ok, err := pi.optObject("last_payment_error"); err != nil {
+		if lpe, ok, err := pi.OptObject("last_payment_error"); err != nil {
 			return "", nil, err
 		} else if ok {
 			f.Reason = reason(lpe, "message", "code")
 		}
 	case provider.KindCanceled:
-		if f.Amount, _, err = pi.optInt("amount"); err != nil {
+		if f.Amount, _, err = pi.OptInt("amount"); err != nil {
 			return "", nil, err
 		}
 		f.Reason = reason(pi, "cancellation_reason")
@@ -141,23 +142,23 @@ func paymentIntent(typ string, pi object) (string, []provider.Fact, error) {
 	return key, []provider.Fact{f}, nil
 }
 
-func charge(typ string, ch object) (string, []provider.Fact, error) {
+func charge(typ string, ch payload.Object) (string, []provider.Fact, error) {
 	if typ == "charge.refunded" {
 		return chargeRefunded(ch)
 	}
-	key, err := ch.reqID("payment_intent")
+	key, err := reqID(ch, "payment_intent")
 	if err != nil {
 		return "", nil, err
 	}
-	chargeID, err := ch.reqString("id")
+	chargeID, err := ch.ReqString("id")
 	if err != nil {
 		return "", nil, err
 	}
-	cur, err := ch.reqCurrency("currency")
+	cur, err := ch.ReqCurrency("currency")
 	if err != nil {
 		return "", nil, err
 	}
-	amount, err := ch.reqInt("amount")
+	amount, err := ch.ReqInt("amount")
 	if err != nil {
 		return "", nil, err
 	}
@@ -168,12 +169,12 @@ func charge(typ string, ch object) (string, []provider.Fact, error) {
 		f.Reason = reason(ch, "failure_message", "failure_code")
 		return key, []provider.Fact{f}, nil
 	case "charge.succeeded":
-		captured, ok, err := ch.optBool("captured")
+		captured, ok, err := ch.OptBool("captured")
 		if err != nil {
 			return "", nil, err
 		}
 		if !ok {
-			return "", nil, fmt.Errorf("%w: %s", provider.ErrMissingField, ch.name("captured"))
+			return "", nil, fmt.Errorf("%w: %s", provider.ErrMissingField, ch.Name("captured"))
 		}
 		if !captured { // authorize now, capture later (capture_method=manual)
 			f.Kind = provider.KindAuthorized
@@ -182,7 +183,7 @@ func charge(typ string, ch object) (string, []provider.Fact, error) {
 	}
 	// charge.captured, or charge.succeeded with automatic capture.
 	f.Kind = provider.KindCaptured
-	if captured, ok, err := ch.optInt("amount_captured"); err != nil {
+	if captured, ok, err := ch.OptInt("amount_captured"); err != nil {
 		return "", nil, err
 	} else if ok {
 		f.Amount = captured
@@ -196,12 +197,12 @@ func charge(typ string, ch object) (string, []provider.Fact, error) {
 // chargeFee reads Stripe's processing fee. Stripe keeps it on the balance
 // transaction, which a webhook carries only as an id; then the fee is not
 // known here and is recorded as 0.
-func chargeFee(ch object) (int64, error) {
-	bt, ok := ch.expanded("balance_transaction")
+func chargeFee(ch payload.Object) (int64, error) {
+	bt, ok := expanded(ch, "balance_transaction")
 	if !ok {
 		return 0, nil
 	}
-	fee, _, err := bt.optInt("fee")
+	fee, _, err := bt.OptInt("fee")
 	return fee, err
 }
 
@@ -211,54 +212,44 @@ func chargeFee(ch object) (int64, error) {
 // option: it is cumulative over all refunds of the charge and names no refund
 // id, so it would double count against the refund.* events, which carry each
 // refund with its id.
-func chargeRefunded(ch object) (string, []provider.Fact, error) {
-	refunds, ok, err := ch.optObject("refunds")
+func chargeRefunded(ch payload.Object) (string, []provider.Fact, error) {
+	refunds, ok, err := ch.OptObject("refunds")
 	if err != nil || !ok {
-		key, _, _ := ch.optID("payment_intent")
+		key, _, _ := optID(ch, "payment_intent")
 		return key, nil, err
 	}
-	list, ok := refunds.get("data")
-	if !ok {
-		key, _, _ := ch.optID("payment_intent")
-		return key, nil, nil
-	}
-	items, isList := list.([]any)
-	if !isList {
-		return "", nil, fmt.Errorf("%w: %s must be a list", provider.ErrMalformed, refunds.name("data"))
-	}
 	var facts []provider.Fact
-	for i, it := range items {
-		m, isObj := it.(map[string]any)
-		if !isObj {
-			return "", nil, fmt.Errorf("%w: %s[%d] must be an object", provider.ErrMalformed, refunds.name("data"), i)
-		}
-		re := object{path: fmt.Sprintf("%s[%d]", refunds.name("data"), i), m: m}
-		status, _, err := re.optString("status")
+	err = refunds.EachObject("data", func(re payload.Object) error {
+		status, _, err := re.OptString("status")
 		if err != nil {
-			return "", nil, err
+			return err
 		}
 		if status != "succeeded" {
-			continue // pending ones arrive later through refund.updated
+			return nil // pending ones arrive later through refund.updated
 		}
 		f, err := refundFact(re, provider.KindRefunded)
 		if err != nil {
-			return "", nil, err
+			return err
 		}
 		facts = append(facts, f)
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
 	}
 	if len(facts) == 0 {
-		key, _, _ := ch.optID("payment_intent")
+		key, _, _ := optID(ch, "payment_intent")
 		return key, nil, nil
 	}
-	key, err := ch.reqID("payment_intent")
+	key, err := reqID(ch, "payment_intent")
 	if err != nil {
 		return "", nil, err
 	}
 	return key, facts, nil
 }
 
-func refund(typ string, re object) (string, []provider.Fact, error) {
-	status, _, err := re.optString("status")
+func refund(typ string, re payload.Object) (string, []provider.Fact, error) {
+	status, _, err := re.OptString("status")
 	if err != nil {
 		return "", nil, err
 	}
@@ -269,10 +260,10 @@ func refund(typ string, re object) (string, []provider.Fact, error) {
 	case status == "succeeded":
 		kind = provider.KindRefunded
 	default: // pending, requires_action: the outcome comes in a later event
-		key, _, _ := re.optID("payment_intent")
+		key, _, _ := optID(re, "payment_intent")
 		return key, nil, nil
 	}
-	key, err := re.reqID("payment_intent")
+	key, err := reqID(re, "payment_intent")
 	if err != nil {
 		return "", nil, err
 	}
@@ -286,29 +277,29 @@ func refund(typ string, re object) (string, []provider.Fact, error) {
 	return key, []provider.Fact{f}, nil
 }
 
-func refundFact(re object, kind provider.Kind) (provider.Fact, error) {
-	id, err := re.reqString("id")
+func refundFact(re payload.Object, kind provider.Kind) (provider.Fact, error) {
+	id, err := re.ReqString("id")
 	if err != nil {
 		return provider.Fact{}, err
 	}
-	amount, err := re.reqInt("amount")
+	amount, err := re.ReqInt("amount")
 	if err != nil {
 		return provider.Fact{}, err
 	}
-	cur, err := re.reqCurrency("currency")
+	cur, err := re.ReqCurrency("currency")
 	if err != nil {
 		return provider.Fact{}, err
 	}
 	return provider.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}, nil
 }
 
-func dispute(typ string, du object) (string, []provider.Fact, error) {
+func dispute(typ string, du payload.Object) (string, []provider.Fact, error) {
 	var kind provider.Kind
 	switch typ {
 	case "charge.dispute.created":
 		kind = provider.KindDisputeOpened
 	case "charge.dispute.closed":
-		status, _, err := du.optString("status")
+		status, _, err := du.OptString("status")
 		if err != nil {
 			return "", nil, err
 		}
@@ -320,22 +311,22 @@ func dispute(typ string, du object) (string, []provider.Fact, error) {
 		}
 	}
 	if kind == "" { // updated, funds_withdrawn, warning_closed, ...
-		key, _, _ := du.optID("payment_intent")
+		key, _, _ := optID(du, "payment_intent")
 		return key, nil, nil
 	}
-	key, err := du.reqID("payment_intent")
+	key, err := reqID(du, "payment_intent")
 	if err != nil {
 		return "", nil, err
 	}
-	id, err := du.reqString("id")
+	id, err := du.ReqString("id")
 	if err != nil {
 		return "", nil, err
 	}
-	amount, err := du.reqInt("amount")
+	amount, err := du.ReqInt("amount")
 	if err != nil {
 		return "", nil, err
 	}
-	cur, err := du.reqCurrency("currency")
+	cur, err := du.ReqCurrency("currency")
 	if err != nil {
 		return "", nil, err
 	}
@@ -344,44 +335,77 @@ func dispute(typ string, du object) (string, []provider.Fact, error) {
 	return key, []provider.Fact{f}, nil
 }
 
-func payout(_ string, po object) (string, []provider.Fact, error) {
-	id, err := po.reqString("id")
+func payout(_ string, po payload.Object) (string, []provider.Fact, error) {
+	id, err := po.ReqString("id")
 	if err != nil {
 		return "", nil, err
 	}
-	amount, err := po.reqInt("amount")
+	amount, err := po.ReqInt("amount")
 	if err != nil {
 		return "", nil, err
 	}
-	cur, err := po.reqCurrency("currency")
+	cur, err := po.ReqCurrency("currency")
 	if err != nil {
 		return "", nil, err
 	}
 	return "", []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}}, nil
 }
 
-// unixField reads a unix timestamp in seconds.
-func unixField(o object, field string) (int64, error) {
-	v, ok := o.get(field)
+// expanded returns the object behind an expandable reference when Stripe
+// sent it expanded, and false when it sent just the id (or nothing).
+func expanded(o payload.Object, field string) (payload.Object, bool) {
+	obj, ok, err := o.OptObject(field)
+	return obj, ok && err == nil
+}
+
+// optID reads an expandable reference: Stripe sends either the id string or,
+// when expanded, the whole object with its "id".
+func optID(o payload.Object, field string) (string, bool, error) {
+	v, ok := o.Get(field)
 	if !ok {
-		return 0, fmt.Errorf("%w: %s", provider.ErrMissingField, o.name(field))
+		return "", false, nil
+	}
+	switch x := v.(type) {
+	case string:
+		return x, x != "", nil
+	case map[string]any:
+		ref, _ := expanded(o, field)
+		return ref.OptString("id")
+	default:
+		return "", false, fmt.Errorf("%w: %s must be an id string or an object", provider.ErrMalformed, o.Name(field))
+	}
+}
+
+func reqID(o payload.Object, field string) (string, error) {
+	id, ok, err := optID(o, field)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s", provider.ErrMissingField, o.Name(field))
+	}
+	return id, err
+}
+
+// unixField reads a unix timestamp in seconds.
+func unixField(o payload.Object, field string) (int64, error) {
+	v, ok := o.Get(field)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", provider.ErrMissingField, o.Name(field))
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		return 0, fmt.Errorf("%w: %s must be a unix timestamp", provider.ErrMalformed, o.name(field))
+		return 0, fmt.Errorf("%w: %s must be a unix timestamp", provider.ErrMalformed, o.Name(field))
 	}
 	t, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil || t < 0 {
-		return 0, fmt.Errorf("%w: %s %s is not a unix timestamp", provider.ErrMalformed, o.name(field), n)
+		return 0, fmt.Errorf("%w: %s %s is not a unix timestamp", provider.ErrMalformed, o.Name(field), n)
 	}
 	return t, nil
 }
 
 // reason returns the first non-empty string among fields; it is free text
 // for audit, so a wrongly typed value is dropped rather than rejected.
-func reason(o object, fields ...string) string {
+func reason(o payload.Object, fields ...string) string {
 	for _, f := range fields {
-		if s, ok, _ := o.optString(f); ok {
+		if s, ok, _ := o.OptString(f); ok {
 			return s
 		}
 	}

@@ -41,12 +41,8 @@ var _ providers.Adapter = (*Adapter)(nil)
 // within ±tolerance of the receive time. A timestamp too far in the future is
 // rejected like a stale one: it would otherwise extend the replay window.
 func New(secrets []string, tolerance time.Duration) (*Adapter, error) {
-	a := &Adapter{tolerance: tolerance}
-	for _, s := range secrets {
-		if s = strings.TrimSpace(s); s != "" {
-			a.secrets = append(a.secrets, []byte(s))
-		}
-	}
+	keys, _ := providers.Keys(secrets, nil) // raw bytes: cannot fail
+	a := &Adapter{secrets: keys, tolerance: tolerance}
 	if len(a.secrets) == 0 {
 		return nil, errors.New("stripe: no signing secret configured")
 	}
@@ -62,21 +58,10 @@ func (a *Adapter) Name() string { return Name }
 // Parse implements providers.Adapter: verify first, on the raw bytes, then
 // normalize. It returns exactly one event.
 func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
-	now := r.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if err := a.verify(r.Header.Get("Stripe-Signature"), r.Body, now); err != nil {
+	if err := a.verify(r.Header.Get("Stripe-Signature"), r.Body, r.ReceivedAt()); err != nil {
 		return nil, err
 	}
-	ev, err := normalize(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	if err := ev.Validate(); err != nil {
-		return nil, err
-	}
-	return []provider.Event{ev}, nil
+	return providers.Single(normalize(r.Body))
 }
 
 // Sign returns a Stripe-Signature header value for body signed with secret at
@@ -94,16 +79,12 @@ func mac(secret []byte, t int64, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-func unauthorized(why string) error {
-	return fmt.Errorf("%w: %s", providers.ErrUnauthorized, why)
-}
-
 // verify checks the signature before the timestamp, so that "timestamp
 // outside tolerance" is only ever said about an authentic delivery (useful to
 // spot clock skew), never confirmed to a forger.
 func (a *Adapter) verify(header string, body []byte, now time.Time) error {
 	if header == "" {
-		return unauthorized("missing Stripe-Signature header")
+		return providers.Unauthorized("missing Stripe-Signature header")
 	}
 	var (
 		ts    int64
@@ -113,16 +94,16 @@ func (a *Adapter) verify(header string, body []byte, now time.Time) error {
 	for _, part := range strings.Split(header, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
-			return unauthorized("invalid Stripe-Signature header")
+			return providers.Unauthorized("invalid Stripe-Signature header")
 		}
 		switch k {
 		case "t":
 			if haveT {
-				return unauthorized("invalid Stripe-Signature header: several timestamps")
+				return providers.Unauthorized("invalid Stripe-Signature header: several timestamps")
 			}
 			t, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return unauthorized("invalid Stripe-Signature header: bad timestamp")
+				return providers.Unauthorized("invalid Stripe-Signature header: bad timestamp")
 			}
 			ts, haveT = t, true
 		case "v1":
@@ -136,28 +117,17 @@ func (a *Adapter) verify(header string, body []byte, now time.Time) error {
 		}
 	}
 	if !haveT {
-		return unauthorized("invalid Stripe-Signature header: no timestamp")
+		return providers.Unauthorized("invalid Stripe-Signature header: no timestamp")
 	}
 	if len(sigs) == 0 {
-		return unauthorized("no valid signature")
+		return providers.Unauthorized("no valid signature")
 	}
-	matched := false
-	for _, secret := range a.secrets {
-		expected := mac(secret, ts, body)
-		for _, sig := range sigs {
-			// Keep comparing after a match: the time taken must not depend
-			// on which secret or which signature matched.
-			if hmac.Equal(expected, sig) {
-				matched = true
-			}
-		}
-	}
-	if !matched {
-		return unauthorized("no valid signature")
+	if !providers.MatchAny(a.secrets, func(secret []byte) []byte { return mac(secret, ts, body) }, sigs...) {
+		return providers.Unauthorized("no valid signature")
 	}
 	// Sub saturates instead of overflowing, so absurd timestamps still compare.
 	if d := now.Sub(time.Unix(ts, 0)); d > a.tolerance || d < -a.tolerance {
-		return unauthorized("timestamp outside tolerance")
+		return providers.Unauthorized("timestamp outside tolerance")
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
@@ -41,33 +42,12 @@ func newAdapter(t testing.TB, secrets ...string) *stripe.Adapter {
 	return a
 }
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // signed builds a request signed by stripe-go, the provider's own library.
 func signed(body []byte, secret string, ts time.Time) providers.Request {
 	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: ts})
 	h := http.Header{}
 	h.Set("Stripe-Signature", sp.Header)
 	return providers.Request{Header: h, Body: body, Now: now}
-}
-
-func parseOne(t *testing.T, a *stripe.Adapter, r providers.Request) provider.Event {
-	t.Helper()
-	evs, err := a.Parse(r)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	if len(evs) != 1 {
-		t.Fatalf("Parse returned %d events, want 1", len(evs))
-	}
-	return evs[0]
 }
 
 func TestNew(t *testing.T) {
@@ -87,8 +67,8 @@ func TestNew(t *testing.T) {
 }
 
 func TestParseAcceptsStripeGoSignature(t *testing.T) {
-	body := fixture(t, "charge.succeeded.json")
-	ev := parseOne(t, newAdapter(t), signed(body, secret, now.Add(-10*time.Second)))
+	body := providertest.Fixture(t, "charge.succeeded.json")
+	ev := providertest.ParseOne(t, newAdapter(t), signed(body, secret, now.Add(-10*time.Second)))
 	if ev.DedupKey != "evt_3QxYzA2eZvKYlo2C1x5Gh2aP" {
 		t.Errorf("DedupKey = %q", ev.DedupKey)
 	}
@@ -97,7 +77,7 @@ func TestParseAcceptsStripeGoSignature(t *testing.T) {
 // Our Sign is the counterpart tests and tooling use; stripe-go must accept it
 // and compute the same bytes.
 func TestSignAcceptedByStripeGo(t *testing.T) {
-	body := fixture(t, "payment_intent.succeeded.json")
+	body := providertest.Fixture(t, "payment_intent.succeeded.json")
 	ts := time.Now()
 	header := stripe.Sign(secret, ts, body)
 	if err := webhook.ValidatePayloadWithTolerance(body, header, secret, tolerance); err != nil {
@@ -116,7 +96,7 @@ func TestSignAcceptedByStripeGo(t *testing.T) {
 }
 
 func TestVerifyRejects(t *testing.T) {
-	body := fixture(t, "charge.succeeded.json")
+	body := providertest.Fixture(t, "charge.succeeded.json")
 	good := signed(body, secret, now).Header.Get("Stripe-Signature")
 	goodSig := good[strings.Index(good, "v1=")+3:]
 	ts := "t=" + strings.TrimPrefix(strings.Split(good, ",")[0], "t=")
@@ -167,7 +147,7 @@ func TestVerifyRejects(t *testing.T) {
 func TestVerifyBeforeParse(t *testing.T) {
 	a := newAdapter(t)
 	junk := []byte("{not json")
-	if _, err := a.Parse(withBody(signed(fixture(t, "charge.succeeded.json"), secret, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
+	if _, err := a.Parse(withBody(signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
 		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
 	}
 	if _, err := a.Parse(signed(junk, secret, now)); !errors.Is(err, provider.ErrMalformed) {
@@ -177,7 +157,7 @@ func TestVerifyBeforeParse(t *testing.T) {
 
 func TestToleranceBoundary(t *testing.T) {
 	a := newAdapter(t)
-	body := fixture(t, "charge.succeeded.json")
+	body := providertest.Fixture(t, "charge.succeeded.json")
 	for _, ts := range []time.Time{now.Add(-tolerance), now.Add(tolerance), now} {
 		if _, err := a.Parse(signed(body, secret, ts)); err != nil {
 			t.Errorf("timestamp %v from now: %v", ts.Sub(now), err)
@@ -186,7 +166,7 @@ func TestToleranceBoundary(t *testing.T) {
 }
 
 func TestZeroNowMeansWallClock(t *testing.T) {
-	body := fixture(t, "charge.succeeded.json")
+	body := providertest.Fixture(t, "charge.succeeded.json")
 	r := signed(body, secret, time.Now())
 	r.Now = time.Time{}
 	if _, err := newAdapter(t).Parse(r); err != nil {
@@ -195,12 +175,12 @@ func TestZeroNowMeansWallClock(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
-	body := fixture(t, "charge.succeeded.json")
+	body := providertest.Fixture(t, "charge.succeeded.json")
 	both := newAdapter(t, oldSecret, secret)
 
 	t.Run("second configured secret matches", func(t *testing.T) {
-		parseOne(t, both, signed(body, secret, now))
-		parseOne(t, both, signed(body, oldSecret, now))
+		providertest.ParseOne(t, both, signed(body, secret, now))
+		providertest.ParseOne(t, both, signed(body, oldSecret, now))
 	})
 	t.Run("several v1 in the header, one valid", func(t *testing.T) {
 		// What Stripe sends while rolling a secret: one signature per
@@ -211,9 +191,9 @@ func TestRotation(t *testing.T) {
 		if err := webhook.ValidatePayloadWithTolerance(body, hdr, secret, time.Duration(1<<62)); err != nil {
 			t.Fatalf("stripe-go rejects the rotated header too: %v", err)
 		}
-		parseOne(t, newAdapter(t), withHeader(body, hdr))
+		providertest.ParseOne(t, newAdapter(t), withHeader(body, hdr))
 		// garbled entries and unknown schemes next to the valid one are ignored
-		parseOne(t, newAdapter(t), withHeader(body, hdr+",v1=nothex,v0=abcd,x=y"))
+		providertest.ParseOne(t, newAdapter(t), withHeader(body, hdr+",v1=nothex,v0=abcd,x=y"))
 	})
 	t.Run("no configured secret matches any v1", func(t *testing.T) {
 		h1 := signed(body, "whsec_a", now).Header.Get("Stripe-Signature")
@@ -289,7 +269,7 @@ func TestNormalize(t *testing.T) {
 	a := newAdapter(t)
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
-			body := fixture(t, tc.file)
+			body := providertest.Fixture(t, tc.file)
 			var hdr struct {
 				ID   string `json:"id"`
 				Type string `json:"type"`
@@ -297,32 +277,12 @@ func TestNormalize(t *testing.T) {
 			if err := json.Unmarshal(body, &hdr); err != nil {
 				t.Fatal(err)
 			}
-			ev := parseOne(t, a, signed(body, secret, now))
-			if ev.Provider != "stripe" || ev.DedupKey != hdr.ID || ev.Type != hdr.Type {
-				t.Errorf("Provider/DedupKey/Type = %q/%q/%q, want stripe/%q/%q", ev.Provider, ev.DedupKey, ev.Type, hdr.ID, hdr.Type)
-			}
-			if ev.PaymentKey != tc.paymentKey {
-				t.Errorf("PaymentKey = %q, want %q", ev.PaymentKey, tc.paymentKey)
-			}
-			if !ev.OccurredAt.Equal(time.Unix(tc.created, 0)) || ev.OccurredAt.Location() != time.UTC {
-				t.Errorf("OccurredAt = %v, want %v UTC", ev.OccurredAt, time.Unix(tc.created, 0).UTC())
-			}
-			if ev.PayloadHash != providers.PayloadHash(body) || !bytes.Equal(ev.Raw, body) {
-				t.Error("PayloadHash/Raw are not those of the verified body")
-			}
-			if len(ev.Facts) != len(tc.facts) {
-				t.Fatalf("facts = %+v, want %+v", ev.Facts, tc.facts)
-			}
-			for i := range tc.facts {
-				if ev.Facts[i] != tc.facts[i] {
-					t.Errorf("fact %d = %+v, want %+v", i, ev.Facts[i], tc.facts[i])
-				}
-			}
+			ev := providertest.ParseOne(t, a, signed(body, secret, now))
+			providertest.CheckEvent(t, tc.file, ev, providertest.Want{
+				Provider: "stripe", DedupKey: hdr.ID, Type: hdr.Type, PaymentKey: tc.paymentKey, OccurredAt: time.Unix(tc.created, 0), Raw: body, Facts: tc.facts,
+			})
 			if ev.Ignored() != (len(tc.facts) == 0) {
 				t.Error("Ignored() disagrees with facts")
-			}
-			if err := ev.Validate(); err != nil {
-				t.Error(err)
 			}
 		})
 	}
@@ -332,8 +292,8 @@ func TestNormalize(t *testing.T) {
 // must land on one stream with one business id, or the domain would count it twice.
 func TestCaptureReportedTwiceAgrees(t *testing.T) {
 	a := newAdapter(t)
-	viaCharge := parseOne(t, a, signed(fixture(t, "charge.succeeded.json"), secret, now))
-	viaPI := parseOne(t, a, signed(fixture(t, "payment_intent.succeeded.json"), secret, now))
+	viaCharge := providertest.ParseOne(t, a, signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now))
+	viaPI := providertest.ParseOne(t, a, signed(providertest.Fixture(t, "payment_intent.succeeded.json"), secret, now))
 	if viaCharge.StreamID() != viaPI.StreamID() {
 		t.Errorf("streams differ: %s vs %s", viaCharge.StreamID(), viaPI.StreamID())
 	}
@@ -343,7 +303,7 @@ func TestCaptureReportedTwiceAgrees(t *testing.T) {
 	if viaCharge.StreamID() != "payment-stripe-pi_3QxYzA2eZvKYlo2C1PJqQe7b" {
 		t.Errorf("StreamID = %s", viaCharge.StreamID())
 	}
-	payout := parseOne(t, a, signed(fixture(t, "payout.paid.json"), secret, now))
+	payout := providertest.ParseOne(t, a, signed(providertest.Fixture(t, "payout.paid.json"), secret, now))
 	if payout.StreamID() != "payout-stripe-po_1QzPoU2eZvKYlo2CxPaYoUt1" {
 		t.Errorf("payout StreamID = %s", payout.StreamID())
 	}
@@ -366,7 +326,7 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 		if err := json.Unmarshal(body, &e); err != nil {
 			t.Fatalf("%s: stripe-go cannot decode: %v", f, err)
 		}
-		ev := parseOne(t, a, signed(body, secret, now))
+		ev := providertest.ParseOne(t, a, signed(body, secret, now))
 		if e.ID != ev.DedupKey || string(e.Type) != ev.Type || e.Created != ev.OccurredAt.Unix() {
 			t.Errorf("%s: header fields disagree with stripe-go", f)
 		}
@@ -449,7 +409,7 @@ func mustUnmarshal(t *testing.T, b []byte, v any) {
 // json.Number so out-of-range literals survive the round trip.
 func mutate(t *testing.T, file string, fn func(root map[string]any)) []byte {
 	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(fixture(t, file)))
+	dec := json.NewDecoder(bytes.NewReader(providertest.Fixture(t, file)))
 	dec.UseNumber()
 	var root map[string]any
 	if err := dec.Decode(&root); err != nil {
@@ -481,7 +441,7 @@ func TestBadInput(t *testing.T) {
 		field string
 	}{
 		{"invalid JSON", []byte(`{"id": "evt_1",`), provider.ErrMalformed, "invalid JSON"},
-		{"trailing data", append(fixture(t, "charge.succeeded.json"), []byte("{}")...), provider.ErrMalformed, "invalid JSON"},
+		{"trailing data", append(providertest.Fixture(t, "charge.succeeded.json"), []byte("{}")...), provider.ErrMalformed, "invalid JSON"},
 		{"not an object", []byte(`["evt_1"]`), provider.ErrMalformed, "not a JSON object"},
 		{"missing id", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "id") }), provider.ErrMissingField, "id"},
 		{"empty id", mutate(t, "customer.created.json", func(r map[string]any) { r["id"] = "" }), provider.ErrMissingField, "id"},
@@ -529,18 +489,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := a.Parse(signed(tc.body, secret, now))
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
-			}
-			if errors.Is(err, providers.ErrUnauthorized) {
-				t.Fatal("a signed body was reported as unauthorized")
-			}
-			if !strings.Contains(err.Error(), tc.field) {
-				t.Errorf("err %q does not name %q", err, tc.field)
-			}
-			if evs != nil {
-				t.Error("events returned with an error")
-			}
+			providertest.CheckFieldError(t, tc.name, evs, err, tc.want, tc.field)
 		})
 	}
 }
@@ -553,14 +502,14 @@ func TestExpandedReferences(t *testing.T) {
 			"balance_transaction": map[string]any{"id": "txn_1", "object": "balance_transaction", "fee": json.Number("88")},
 		}
 	})
-	ev := parseOne(t, newAdapter(t), signed(body, secret, now))
+	ev := providertest.ParseOne(t, newAdapter(t), signed(body, secret, now))
 	if f := ev.Facts[0]; f.BusinessID != "ch_3QxYzA2eZvKYlo2C1kTq9v0W" || f.Fee != 88 {
 		t.Errorf("fact = %+v", f)
 	}
 	body = mutate(t, "charge.succeeded.json", func(r map[string]any) {
 		obj(r)["payment_intent"] = map[string]any{"id": "pi_expanded", "object": "payment_intent"}
 	})
-	if ev := parseOne(t, newAdapter(t), signed(body, secret, now)); ev.PaymentKey != "pi_expanded" {
+	if ev := providertest.ParseOne(t, newAdapter(t), signed(body, secret, now)); ev.PaymentKey != "pi_expanded" {
 		t.Errorf("PaymentKey = %q", ev.PaymentKey)
 	}
 }

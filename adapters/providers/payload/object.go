@@ -1,0 +1,187 @@
+package payload
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Object is one decoded JSON object plus its path from the payload root, so
+// that every error names the exact field ("data.object.amount").
+//
+// The payload is decoded generically (with json.Number) rather than into
+// typed structs: encoding/json accepts a quoted number into a json.Number
+// field and its errors do not name the field's path; we want each wrong shape
+// reported, by name, as the 400 it is.
+//
+// Readers come in pairs: Opt... reports whether the field is there (absent,
+// null and, for strings, "" are not), Req... makes absence an
+// ErrMissingField. A field that is there with the wrong type is an error for
+// both.
+type Object struct {
+	path string
+	m    map[string]any
+}
+
+// DecodeObject decodes raw as exactly one JSON object, numbers kept exact.
+func DecodeObject(raw []byte) (Object, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return Object{}, fmt.Errorf("%w: invalid JSON: %v", provider.ErrMalformed, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Object{}, fmt.Errorf("%w: invalid JSON: data after the top-level value", provider.ErrMalformed)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Object{}, fmt.Errorf("%w: payload is not a JSON object", provider.ErrMalformed)
+	}
+	return Object{m: m}, nil
+}
+
+// Name is field's path from the payload root, for errors.
+func (o Object) Name(field string) string {
+	if o.path == "" {
+		return field
+	}
+	return o.path + "." + field
+}
+
+// Get returns the decoded value (numbers as json.Number), treating JSON null
+// as absent: providers such as Stripe send null for unset fields.
+func (o Object) Get(field string) (any, bool) {
+	v, ok := o.m[field]
+	if !ok || v == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+func (o Object) missing(field string) error {
+	return fmt.Errorf("%w: %s", provider.ErrMissingField, o.Name(field))
+}
+
+func (o Object) OptString(field string) (string, bool, error) {
+	v, ok := o.Get(field)
+	if !ok {
+		return "", false, nil
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return "", false, fmt.Errorf("%w: %s must be a string", provider.ErrMalformed, o.Name(field))
+	}
+	return s, s != "", nil
+}
+
+func (o Object) ReqString(field string) (string, error) {
+	s, ok, err := o.OptString(field)
+	if err == nil && !ok {
+		err = o.missing(field)
+	}
+	return s, err
+}
+
+func (o Object) OptObject(field string) (Object, bool, error) {
+	v, ok := o.Get(field)
+	if !ok {
+		return Object{}, false, nil
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		return Object{}, false, fmt.Errorf("%w: %s must be an object", provider.ErrMalformed, o.Name(field))
+	}
+	return Object{path: o.Name(field), m: m}, true, nil
+}
+
+func (o Object) ReqObject(field string) (Object, error) {
+	obj, ok, err := o.OptObject(field)
+	if err == nil && !ok {
+		err = o.missing(field)
+	}
+	return obj, err
+}
+
+// EachObject calls fn with each element, in order, of the list in field
+// (absent: none), stopping at the first error; an element that is not an
+// object is one.
+func (o Object) EachObject(field string, fn func(Object) error) error {
+	v, ok := o.Get(field)
+	if !ok {
+		return nil
+	}
+	items, isList := v.([]any)
+	if !isList {
+		return fmt.Errorf("%w: %s must be a list", provider.ErrMalformed, o.Name(field))
+	}
+	for i, it := range items {
+		m, isObj := it.(map[string]any)
+		if !isObj {
+			return fmt.Errorf("%w: %s[%d] must be an object", provider.ErrMalformed, o.Name(field), i)
+		}
+		if err := fn(Object{path: fmt.Sprintf("%s[%d]", o.Name(field), i), m: m}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o Object) OptBool(field string) (bool, bool, error) {
+	v, ok := o.Get(field)
+	if !ok {
+		return false, false, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, false, fmt.Errorf("%w: %s must be a boolean", provider.ErrMalformed, o.Name(field))
+	}
+	return b, true, nil
+}
+
+// OptInt reads a non-negative integer in minor units. Only an integer JSON
+// number is accepted: 10.5, 1e3, "1000", negatives and values beyond int64
+// are rejected rather than rounded or wrapped.
+func (o Object) OptInt(field string) (int64, bool, error) {
+	v, ok := o.Get(field)
+	if !ok {
+		return 0, false, nil
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return 0, false, fmt.Errorf("%w: %s must be an integer number of minor units", provider.ErrInvalidAmount, o.Name(field))
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, false, fmt.Errorf("%w: %s %s overflows int64", provider.ErrInvalidAmount, o.Name(field), n)
+		}
+		return 0, false, fmt.Errorf("%w: %s %s is not an integer", provider.ErrInvalidAmount, o.Name(field), n)
+	}
+	if i < 0 {
+		return 0, false, fmt.Errorf("%w: %s %d is negative", provider.ErrInvalidAmount, o.Name(field), i)
+	}
+	return i, true, nil
+}
+
+func (o Object) ReqInt(field string) (int64, error) {
+	i, ok, err := o.OptInt(field)
+	if err == nil && !ok {
+		err = o.missing(field)
+	}
+	return i, err
+}
+
+func (o Object) ReqCurrency(field string) (money.Currency, error) {
+	s, err := o.ReqString(field)
+	if err != nil {
+		return "", err
+	}
+	return Currency(o.Name(field), s)
+}

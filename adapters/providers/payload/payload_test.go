@@ -1,0 +1,90 @@
+package payload_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// Every error wraps the sentinel the HTTP layer maps to 400 and names the
+// field by its full path.
+func TestErrorsNameTheField(t *testing.T) {
+	root, err := payload.DecodeObject([]byte(`{"data":{"amount":-1,"list":[{"id":7},"x"],"cur":"XXQ","flag":"yes"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := root.ReqObject("data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, missing := data.ReqString("nope")
+	_, negative := data.ReqInt("amount")
+	_, currency := data.ReqCurrency("cur")
+	_, _, notBool := data.OptBool("flag")
+	var ids []string
+	listErr := data.EachObject("list", func(o payload.Object) error {
+		id, _, err := o.OptString("id")
+		ids = append(ids, id)
+		return err
+	})
+	_, _, decimal := payload.Decimal{ValueKey: "value", Value: "1.001", CurrencyKey: "currency_code", Currency: "USD"}.Parse("resource.amount")
+	_, rfc := payload.RFC3339("created_at", "today")
+	var v struct{ A int }
+	member := payload.DecodeMember([]byte(`"x"`), &v, "resource")
+	for _, c := range []struct {
+		err    error
+		target error
+		field  string
+	}{
+		{missing, provider.ErrMissingField, "data.nope"},
+		{negative, provider.ErrInvalidAmount, "data.amount"},
+		{currency, money.ErrUnknownCurrency, "data.cur"},
+		{notBool, provider.ErrMalformed, "data.flag"},
+		{listErr, provider.ErrMalformed, "data.list[0].id"},
+		{decimal, provider.ErrInvalidAmount, "resource.amount.value"},
+		{rfc, provider.ErrMalformed, "created_at"},
+		{member, provider.ErrMalformed, "resource"},
+		{payload.DecodeBody([]byte(`{} {}`), &v), provider.ErrMalformed, "body"},
+		{payload.DecodeMember([]byte(`null`), &v, "notification"), provider.ErrMissingField, "notification"},
+	} {
+		if !errors.Is(c.err, c.target) || !strings.Contains(fmtErr(c.err), c.field) {
+			t.Errorf("err %v, want %v naming %s", c.err, c.target, c.field)
+		}
+	}
+	if len(ids) != 1 {
+		t.Errorf("EachObject went on after an error: %v", ids)
+	}
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestDecimalIsExact(t *testing.T) {
+	for _, c := range []struct {
+		value, cur string
+		want       int64
+		ok         bool
+	}{
+		{"10.00", "USD", 1000, true},
+		{"0.59", "USD", 59, true},
+		{"1500", "JPY", 1500, true},
+		{"15.5", "JPY", 0, false},
+		{"-1.00", "USD", 0, false},
+		{"1e3", "USD", 0, false},
+		{"", "USD", 0, false},
+		{"1.00", "", 0, false},
+	} {
+		got, cur, err := payload.Decimal{ValueKey: "amount", Value: c.value, CurrencyKey: "currency", Currency: c.cur}.Parse("notification.amount")
+		if (err == nil) != c.ok || got != c.want || (c.ok && string(cur) != c.cur) {
+			t.Errorf("%q %q: %d %s %v", c.value, c.cur, got, cur, err)
+		}
+	}
+}
