@@ -22,13 +22,17 @@ func (s *Store) filter() *esdbclient.SubscriptionFilter {
 }
 
 func (s *Store) subscribe(ctx context.Context, from esdbclient.AllPosition) (*esdbclient.Subscription, error) {
-	var sub *esdbclient.Subscription
-	err := s.do(func(c *esdbclient.Client) error {
-		var err error
-		sub, err = c.SubscribeToAll(ctx, esdbclient.SubscribeToAllOptions{From: from, Filter: s.filter()})
-		return err
+	filter := s.filter()
+	return do(ctx, s, func(callCtx context.Context, c *esdbclient.Client) (*esdbclient.Subscription, error) {
+		// The subscription outlives the call: it lives in ctx, the
+		// listener's context, not in the call's.
+		sub, err := c.SubscribeToAll(ctx, esdbclient.SubscribeToAllOptions{From: from, Filter: filter})
+		if err == nil && callCtx.Err() != nil {
+			_ = sub.Close() // made after the caller gave up on it
+			return nil, callCtx.Err()
+		}
+		return sub, err
 	})
-	return sub, err
 }
 
 // Changes subscribes to $all from the end, filtered to the feed's streams,

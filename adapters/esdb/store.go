@@ -15,11 +15,14 @@
 //     connection failure or a deadline wraps eventstore.ErrUnavailable.
 //
 // Client pitfalls handled here: esdb.FromError does not unwrap and reports
-// success inverted, so errors are classified with errors.As; a failed node
-// discovery closes the client for good, so a Store made by Dial replaces its
-// client when it finds it closed; reads of $all cannot be filtered
-// server-side by this client version (only subscriptions can), so ReadAll
-// and Head filter client-side.
+// success inverted, so errors are classified with errors.As; the client's
+// calls wait for node discovery deaf to their contexts, a failed discovery
+// closes the client for good and strands the calls queued behind it, and
+// closing a client under a queued call panics, so every call runs in its own
+// goroutine bounded by its context, Dial never lets discovery give up, a
+// closed client is replaced and a client is closed only when idle (see
+// calls.go); reads of $all cannot be filtered server-side by this client
+// version (only subscriptions can), so ReadAll and Head filter client-side.
 package esdb
 
 import (
@@ -28,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -61,15 +65,15 @@ type Store struct {
 	prefixes []string
 
 	mu     sync.Mutex
-	client *esdbclient.Client
-	config *esdbclient.Configuration // set by Dial: lets the store replace a closed client
-	closed bool                      // Close was called: never replace the client again
+	gen    *generation
+	config *esdbclient.Configuration // set by Dial: the store owns its clients and may replace one
+	closed bool                      // Close was called: no more calls, no replacement
 }
 
 // New wraps a client. The caller keeps ownership of it: Close does not close
 // it, and a client closed by a failed discovery stays closed.
 func New(client *esdbclient.Client, opts ...Option) *Store {
-	s := &Store{client: client, prefixes: DefaultStreamPrefixes}
+	s := &Store{gen: newGeneration(client), prefixes: DefaultStreamPrefixes}
 	for _, o := range opts {
 		o(s)
 	}
@@ -79,12 +83,22 @@ func New(client *esdbclient.Client, opts ...Option) *Store {
 // Dial parses an EventStoreDB connection string (e.g.
 // "esdb://kurrentdb:2113?tls=false") and returns a Store that owns its
 // client. No connection is made until the first call.
+//
+// Unless the connection string sets maxDiscoverAttempts, the client is told
+// never to give up discovering the node: a client whose discovery fails
+// stops serving its internal request queue without releasing the calls
+// already queued on it (they wait forever, deaf to their contexts), so an
+// outage under concurrent load would strand callers. Every call of the
+// Store is bounded by its context instead (see run).
 func Dial(connString string, opts ...Option) (*Store, error) {
 	cfg, err := esdbclient.ParseConnectionString(connString)
 	if err != nil {
 		return nil, fmt.Errorf("esdb: connection string: %w", err)
 	}
 	cfg.Logger = slogLogger
+	if !strings.Contains(strings.ToLower(connString), "maxdiscoverattempts=") {
+		cfg.MaxDiscoverAttempts = math.MaxInt32
+	}
 	client, err := esdbclient.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("esdb: client: %w", err)
@@ -98,15 +112,25 @@ func Dial(connString string, opts ...Option) (*Store, error) {
 // prints every discovery attempt to the standard logger.
 func slogLogger(level esdbclient.LogLevel, format string, args ...interface{}) {
 	msg := fmt.Sprintf(format, args...)
+	// The client reports every subscription it drops as an error, even one
+	// dropped because its context ended (Changes' listener, at every clean
+	// stop of a projector): that is no news. Its warnings are about single
+	// discovery attempts, several a second while the node is away; the
+	// calls that fail meanwhile say so to their callers.
+	if level == esdbclient.LogWarn || (level == esdbclient.LogError && strings.Contains(msg, "context canceled")) {
+		level = esdbclient.LogDebug
+	}
 	switch level {
-	case esdbclient.LogError, esdbclient.LogWarn:
+	case esdbclient.LogError:
 		slog.Warn("esdb client: " + msg)
 	default:
 		slog.Debug("esdb client: " + msg)
 	}
 }
 
-// Close closes the client if the store owns it (Dial).
+// Close closes the client if the store owns it (Dial): at once when no call
+// is running on it, else when the last one ends (closing the client under a
+// running call makes that call panic inside the client).
 func (s *Store) Close() error {
 	if s.config == nil {
 		return nil
@@ -114,49 +138,8 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	return s.client.Close()
-}
-
-func (s *Store) current() *esdbclient.Client {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.client
-}
-
-// do runs op with the current client. When the client turns out to be
-// closed (a discovery failed earlier: the client never recovers from that)
-// and the store owns its configuration, it replaces the client and runs op
-// once more. That retry is safe even for appends: a closed client fails
-// before sending anything.
-func (s *Store) do(op func(c *esdbclient.Client) error) error {
-	c := s.current()
-	err := op(c)
-	if err == nil || s.config == nil || !isCode(err, esdbclient.ErrorCodeConnectionClosed) {
-		return err
-	}
-	fresh, nerr := s.replace(c)
-	if nerr != nil {
-		return err
-	}
-	return op(fresh)
-}
-
-func (s *Store) replace(closed *esdbclient.Client) (*esdbclient.Client, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errors.New("esdb: store closed")
-	}
-	if s.client != closed { // someone replaced it already
-		return s.client, nil
-	}
-	fresh, err := esdbclient.NewClient(s.config)
-	if err != nil {
-		return nil, err
-	}
-	_ = closed.Close()
-	s.client = fresh
-	return fresh, nil
+	s.retireLocked(s.gen)
+	return nil
 }
 
 func isCode(err error, code esdbclient.ErrorCode) bool {
@@ -235,11 +218,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 	}
 	opts := esdbclient.AppendToStreamOptions{ExpectedRevision: expectedRevision(expected)}
-	var res *esdbclient.WriteResult
-	err := s.do(func(c *esdbclient.Client) error {
-		var err error
-		res, err = c.AppendToStream(ctx, stream, opts, data...)
-		return err
+	res, err := do(ctx, s, func(ctx context.Context, c *esdbclient.Client) (*esdbclient.WriteResult, error) {
+		return c.AppendToStream(ctx, stream, opts, data...)
 	})
 	if err != nil {
 		var e *esdbclient.Error
@@ -263,13 +243,10 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 // lastRevision is the version of the stream's last event, 0 when it has none
 // (as the Postgres adapter answers an empty append).
 func (s *Store) lastRevision(ctx context.Context, stream string) (eventstore.AppendResult, error) {
-	var page []*esdbclient.ResolvedEvent
-	err := s.do(func(c *esdbclient.Client) error {
-		var err error
-		page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
+	page, err := do(ctx, s, func(ctx context.Context, c *esdbclient.Client) ([]*esdbclient.ResolvedEvent, error) {
+		return readN(func() (*esdbclient.ReadStream, error) {
 			return c.ReadStream(ctx, stream, esdbclient.ReadStreamOptions{Direction: esdbclient.Backwards, From: esdbclient.End{}}, 1)
 		})
-		return err
 	})
 	if isCode(err, esdbclient.ErrorCodeResourceNotFound) || (err == nil && len(page) == 0) {
 		return eventstore.AppendResult{}, nil
@@ -311,16 +288,11 @@ const streamPage = 512
 func (s *Store) ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error) {
 	var out []eventstore.RecordedEvent
 	for {
-		var page []*esdbclient.ResolvedEvent
-		err := s.do(func(c *esdbclient.Client) error {
-			var err error
-			page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
-				return c.ReadStream(ctx, stream, esdbclient.ReadStreamOptions{
-					Direction: esdbclient.Forwards,
-					From:      esdbclient.Revision(uint64(len(out))),
-				}, streamPage)
+		from := esdbclient.Revision(uint64(len(out))) // a copy: the call may outlive this iteration
+		page, err := do(ctx, s, func(ctx context.Context, c *esdbclient.Client) ([]*esdbclient.ResolvedEvent, error) {
+			return readN(func() (*esdbclient.ReadStream, error) {
+				return c.ReadStream(ctx, stream, esdbclient.ReadStreamOptions{Direction: esdbclient.Forwards, From: from}, streamPage)
 			})
-			return err
 		})
 		if isCode(err, esdbclient.ErrorCodeResourceNotFound) {
 			return out, nil
@@ -340,7 +312,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string) ([]eventstore.Rec
 }
 
 // readN drains one read call.
-func readN(ctx context.Context, open func() (*esdbclient.ReadStream, error)) ([]*esdbclient.ResolvedEvent, error) {
+func readN(open func() (*esdbclient.ReadStream, error)) ([]*esdbclient.ResolvedEvent, error) {
 	rs, err := open()
 	if err != nil {
 		return nil, err
@@ -417,13 +389,11 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, limit in
 	}
 	var out []eventstore.RecordedEvent
 	for {
-		var page []*esdbclient.ResolvedEvent
-		err := s.do(func(c *esdbclient.Client) error {
-			var err error
-			page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
-				return c.ReadAll(ctx, esdbclient.ReadAllOptions{Direction: esdbclient.Forwards, From: from}, size)
+		at := from // a copy: the call may outlive this iteration
+		page, err := do(ctx, s, func(ctx context.Context, c *esdbclient.Client) ([]*esdbclient.ResolvedEvent, error) {
+			return readN(func() (*esdbclient.ReadStream, error) {
+				return c.ReadAll(ctx, esdbclient.ReadAllOptions{Direction: esdbclient.Forwards, From: at}, size)
 			})
-			return err
 		})
 		if err != nil {
 			return nil, classify(ctx, "read $all", err)
@@ -465,13 +435,11 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 	var from esdbclient.AllPosition = esdbclient.End{}
 	var bound *esdbclient.Position // events must lie strictly before it
 	for {
-		var page []*esdbclient.ResolvedEvent
-		err := s.do(func(c *esdbclient.Client) error {
-			var err error
-			page, err = readN(ctx, func() (*esdbclient.ReadStream, error) {
-				return c.ReadAll(ctx, esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: from}, headPage)
+		at := from // a copy: the call may outlive this iteration
+		page, err := do(ctx, s, func(ctx context.Context, c *esdbclient.Client) ([]*esdbclient.ResolvedEvent, error) {
+			return readN(func() (*esdbclient.ReadStream, error) {
+				return c.ReadAll(ctx, esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: at}, headPage)
 			})
-			return err
 		})
 		if err != nil {
 			return eventstore.Start, classify(ctx, "read $all backwards", err)

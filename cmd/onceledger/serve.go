@@ -41,6 +41,7 @@ type serveCmd struct {
 	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" help:"How long to drain in-flight requests on SIGTERM."`
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" help:"Run the projectors in this process."`
+	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," help:"Stripe whsec_ signing secrets (several: rotation)."`
@@ -212,7 +213,7 @@ func (c *serveCmd) Run(g *globals) error {
 		recorder, redriver = twoPhase, twoPhase
 		workers = append(workers, &ingest.Worker{
 			Name: "sweeper", Inbox: inbox, Redriver: twoPhase, Decider: ingest.PaymentDecider{},
-			Status: ingest.StatusReceived, OlderThan: 30 * time.Second, Lease: time.Minute,
+			Status: ingest.StatusReceived, OlderThan: c.SweepAge, Lease: time.Minute,
 			Interval: 5 * time.Second, Log: log,
 		})
 	}

@@ -162,6 +162,22 @@ func (s *Server) SetAppendDelay(d time.Duration) {
 	s.delay = d
 }
 
+// SetNextPosition makes the next appended event start at log position p
+// (commit and prepare), so that a test can reach positions a real node
+// reaches only after years, or never: the server keeps positions as signed
+// 64-bit numbers, so its commit positions stay below 2^63, while the
+// protocol and the client carry them as uint64. The log only grows: a p
+// below the next position is refused.
+func (s *Server) SetNextPosition(p uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p < s.nextPos {
+		return fmt.Errorf("esdbfake: next position %d is below the log's end %d", p, s.nextPos)
+	}
+	s.nextPos = p
+	return nil
+}
+
 // EventCount is the number of events in the log ($all).
 func (s *Server) EventCount() int {
 	s.mu.Lock()

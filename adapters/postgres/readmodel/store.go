@@ -171,11 +171,16 @@ func (s *Store) SetStatus(ctx context.Context, name, status string) error {
 
 // RecordPoison stores why and where the projection stopped.
 func (s *Store) RecordPoison(ctx context.Context, name string, at eventstore.Position, msg string) error {
-	c, p, err := position64(at)
-	if err != nil {
-		return err
+	// A position the columns cannot hold is itself the poison (see
+	// position64): record the stop with the position in the message and
+	// none in the columns, rather than failing to record it at all.
+	var c, p *int64
+	if ci, pi, err := position64(at); err == nil {
+		c, p = &ci, &pi
+	} else {
+		msg = fmt.Sprintf("%s (at position %s, beyond the checkpoint columns)", msg, at)
 	}
-	_, err = s.pool.Exec(ctx, `
+	_, err := s.pool.Exec(ctx, `
 		UPDATE projection_checkpoints
 		SET status = 'stopped', last_error = $2, error_position_commit = $3, error_position_prepare = $4, updated_at = now()
 		WHERE name = $1`, name, msg, c, p)
