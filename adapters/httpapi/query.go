@@ -45,6 +45,7 @@ const (
 var (
 	errQueryNotConfigured = errors.New("query API not configured")
 	errMethodNotAllowed   = errors.New("method not allowed")
+	errQueryUnavailable   = errors.New("the read models are unavailable; retry later")
 )
 
 // registerQuery mounts the bearer-protected /v1 query API.
@@ -508,6 +509,7 @@ func (s *server) queryError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		s.log.Warn("query failed", "path", r.URL.Path, "error", err, "request_id", requestID(r.Context()))
 		w.Header().Set("Retry-After", "5")
+		err = errQueryUnavailable
 	}
 	writeError(w, status, err)
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,9 +114,17 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.Routes != nil {
 		cfg.Routes(r)
 	}
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	r.NotFoundHandler = s.withRequestID(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fail(w, errNotFound)
-	})
+	}))
+	r.MethodNotAllowedHandler = s.withRequestID(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		allow := "GET"
+		if strings.HasPrefix(req.URL.Path, "/webhooks/") {
+			allow = "POST, HEAD"
+		}
+		w.Header().Set("Allow", allow)
+		fail(w, errMethodNotAllowed)
+	}))
 	return r
 }
 
@@ -132,12 +141,30 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
 		if err := s.cfg.Ready(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": err.Error()})
+			// Unauthenticated: say which dependency, not its address or user.
+			s.log.Warn("not ready", "error", err, "request_id", requestID(r.Context()))
+			var nr *NotReady
+			reason := "not ready"
+			if errors.As(err, &nr) {
+				reason = nr.Component + " not ready"
+			}
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": reason})
 			return
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
+
+// NotReady names the dependency that is not ready ("database",
+// "migrations", "event store"); Config.Ready returns it so /readyz can say
+// which without exposing connection details to unauthenticated callers.
+type NotReady struct {
+	Component string
+	Err       error
+}
+
+func (e *NotReady) Error() string { return e.Component + ": " + e.Err.Error() }
+func (e *NotReady) Unwrap() error { return e.Err }
 
 type ctxKey int
 
@@ -207,10 +234,16 @@ func (l *limiter) acquire(key string) (release func(), err error) {
 	}, nil
 }
 
+// writeJSON writes v as the whole body, without the trailing newline
+// json.Encoder would add: the body is exactly the JSON value.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"could not encode the answer"}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(b)
 }
 
 func writeText(w http.ResponseWriter, status int, s string) {

@@ -120,7 +120,7 @@ func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name strin
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "5")
 	}
-	writeError(w, status, err)
+	writeError(w, status, publicError(status, err))
 }
 
 func outcomeLabel(status int) string {
@@ -136,4 +136,17 @@ func outcomeLabel(status int) string {
 	default:
 		return "unavailable"
 	}
+}
+
+// errNotDurable is what a provider is told when its delivery could not be
+// recorded: the cause (a database error, an address) stays in the logs.
+var errNotDurable = errors.New("could not record the delivery durably; retry later")
+
+// publicError is the error shown in an answer: the error itself for the
+// sender's mistakes (4xx) and for overload, a generic one for the rest.
+func publicError(status int, err error) error {
+	if status < 500 || errors.Is(err, errOverloaded) || errors.Is(err, ingest.ErrContention) {
+		return err
+	}
+	return errNotDurable
 }

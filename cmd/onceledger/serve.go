@@ -75,8 +75,16 @@ func (c *serveCmd) Validate() error {
 	if len(nonEmpty(c.SquareSignatureKeys)) > 0 && c.SquareNotificationURL == "" {
 		errs = append(errs, errors.New("ONCELEDGER_SQUARE_SIGNATURE_KEYS needs ONCELEDGER_SQUARE_NOTIFICATION_URL (Square signs the URL)"))
 	}
-	if len(nonEmpty(c.PaypalCertFiles)) > 0 && c.PaypalWebhookID == "" {
+	if len(nonEmpty(c.PaypalCertFiles)) > 0 && strings.TrimSpace(c.PaypalWebhookID) == "" {
 		errs = append(errs, errors.New("ONCELEDGER_PAYPAL_CERT_FILES needs ONCELEDGER_PAYPAL_WEBHOOK_ID"))
+	}
+	// Half a provider configuration would start with the provider silently
+	// answering 404: refuse it instead.
+	if strings.TrimSpace(c.PaypalWebhookID) != "" && len(nonEmpty(c.PaypalCertFiles)) == 0 {
+		errs = append(errs, errors.New("ONCELEDGER_PAYPAL_WEBHOOK_ID needs ONCELEDGER_PAYPAL_CERT_FILES (the trusted signing certificates)"))
+	}
+	if strings.TrimSpace(c.SquareNotificationURL) != "" && len(nonEmpty(c.SquareSignatureKeys)) == 0 {
+		errs = append(errs, errors.New("ONCELEDGER_SQUARE_NOTIFICATION_URL needs ONCELEDGER_SQUARE_SIGNATURE_KEYS"))
 	}
 	return errors.Join(errs...)
 }
@@ -245,17 +253,17 @@ func (c *serveCmd) Run(g *globals) error {
 		Registry:            reg,
 		Ready: func(ctx context.Context) error {
 			if err := pool.Ping(ctx); err != nil {
-				return fmt.Errorf("database: %w", err)
+				return &httpapi.NotReady{Component: "database", Err: err}
 			}
 			ok, err := postgres.MigrationsApplied(ctx, pool)
 			if err != nil {
-				return fmt.Errorf("migrations: %w", err)
+				return &httpapi.NotReady{Component: "migrations", Err: err}
 			}
 			if !ok {
-				return errors.New("migrations pending")
+				return &httpapi.NotReady{Component: "migrations", Err: errors.New("migrations pending")}
 			}
 			if _, err := store.Head(ctx); err != nil {
-				return fmt.Errorf("event store: %w", err)
+				return &httpapi.NotReady{Component: "event store", Err: err}
 			}
 			return nil
 		},
