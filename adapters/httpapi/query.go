@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -248,6 +250,11 @@ func (s *server) queryReconciliation(w http.ResponseWriter, r *http.Request) {
 	case "", "open", "resolved":
 	default:
 		s.queryError(w, r, fmt.Errorf("%w: status: must be open or resolved, got %q", errBadParameter, f.Status))
+		return
+	}
+	if f.Kind != "" && !slices.Contains(payment.ReconKinds(), f.Kind) {
+		s.queryError(w, r, fmt.Errorf("%w: kind: must be one of %s, got %q",
+			errBadParameter, strings.Join(payment.ReconKinds(), ", "), f.Kind))
 		return
 	}
 	store, ok := s.queryStore(w)

@@ -746,6 +746,7 @@ func TestQueryBadParameters(t *testing.T) {
 		{"/v1/ledger/entries?cursor=" + b64(`{"v":1,"after":"5"}`), "cursor"},
 		{"/v1/ledger/entries?cursor=" + b64(`{"v":1,"after":5} `), "cursor"},
 		{"/v1/reconciliation?status=closed", "status"},
+		{"/v1/reconciliation?kind=refund_befor_payment", "kind"},
 		{"/v1/projections?format=pdf", "format"},
 		{"/v1/payments/stripe/pi_1?format=yaml", "format"},
 	}

@@ -224,6 +224,12 @@ func describe(e payment.Event) ([]field, []amountView) {
 	case payment.DisputeLost:
 		str("dispute_id", e.DisputeID)
 		amount("amount", e.Amount, e.Currency)
+		if e.ReversesWin {
+			str("reverses_win", "true")
+		}
+	case payment.FeeRecorded:
+		str("capture_id", e.CaptureID)
+		amount("fee", e.Fee, e.Currency)
 	case payment.PayoutPaid:
 		str("payout_id", e.PayoutID)
 		amount("amount", e.Amount, e.Currency)

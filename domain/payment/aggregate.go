@@ -51,7 +51,10 @@ type reconKey struct{ kind, key string }
 // The rules are built so that the ledger does not depend on arrival order: a
 // refund before its capture waits (RefundPending) and posts with the capture;
 // a dispute outcome before its opening records the opening first; a refund
-// failure before the refund keeps the refund from ever posting.
+// failure before the refund keeps the refund from ever posting; a capture's
+// fee reported after the capture (fee 0 meaning unknown) is recorded on its
+// own; a loss after a win is recorded, a win after a loss is not (lost is
+// final).
 type Payment struct {
 	applied map[string]bool // dedup keys of deliveries that produced events
 
@@ -60,6 +63,7 @@ type Payment struct {
 	authorized, failed, canceled bool
 
 	captures map[string]int64 // capture id → amount
+	fees     map[string]int64 // capture id → fee; 0 means not known yet
 	captured int64            // sum of captures
 
 	refunds     map[string]*refund
@@ -76,6 +80,7 @@ func newPayment() *Payment {
 	return &Payment{
 		applied:  map[string]bool{},
 		captures: map[string]int64{},
+		fees:     map[string]int64{},
 		refunds:  map[string]*refund{},
 		disputes: map[string]*dispute{},
 		open:     map[reconKey]bool{},
@@ -94,9 +99,12 @@ func (p *Payment) apply(e Event) {
 	case Captured:
 		if _, ok := p.captures[e.CaptureID]; !ok {
 			p.captures[e.CaptureID] = e.Amount
+			p.fees[e.CaptureID] = e.Fee
 			p.captured += e.Amount
 		}
 		p.setCurrency(e.Currency)
+	case FeeRecorded:
+		p.fees[e.CaptureID] = e.Fee
 	case Failed:
 		p.failed = true
 	case Canceled:
@@ -208,11 +216,11 @@ func (d *decision) fact(f provider.Fact) {
 		d.captured(f)
 	case provider.KindFailed:
 		if !d.p.failed {
-			d.emit(Failed{Meta: d.meta, Reason: f.Reason})
+			d.emit(Failed{Meta: d.meta, Reason: provider.TruncateReason(f.Reason)})
 		}
 	case provider.KindCanceled:
 		if !d.p.canceled {
-			d.emit(Canceled{Meta: d.meta, Reason: f.Reason})
+			d.emit(Canceled{Meta: d.meta, Reason: provider.TruncateReason(f.Reason)})
 		}
 	case provider.KindRefunded:
 		d.refunded(f)
@@ -271,7 +279,9 @@ func (d *decision) captured(f provider.Fact) {
 		if amt != f.Amount {
 			d.flagOnce(ReconAmountMismatch, f.BusinessID, fmt.Sprintf("capture %s reported as %s and as %s",
 				f.BusinessID, money.FormatMinor(amt, f.Currency), money.FormatMinor(f.Amount, f.Currency)))
+			return
 		}
+		d.captureFee(f)
 		return
 	}
 	d.emit(Captured{Meta: d.meta, CaptureID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Currency: f.Currency})
@@ -285,6 +295,23 @@ func (d *decision) captured(f provider.Fact) {
 		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true})
 		d.emit(Cleared{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: id,
 			Details: "capture " + f.BusinessID + " arrived; refund posted"})
+	}
+}
+
+// captureFee handles a capture reported again with the same amount. A fee of
+// 0 means the report did not know the fee, so the first non-zero fee is the
+// fee: recorded on its own when the capture was recorded without one, so that
+// the ledger does not depend on which report came first. Another non-zero fee
+// later is flagged and not posted.
+func (d *decision) captureFee(f provider.Fact) {
+	fee := d.p.fees[f.BusinessID]
+	switch {
+	case f.Fee == 0 || f.Fee == fee:
+	case fee == 0:
+		d.emit(FeeRecorded{Meta: d.meta, CaptureID: f.BusinessID, Fee: f.Fee, Currency: f.Currency})
+	default:
+		d.flagOnce(ReconAmountMismatch, f.BusinessID+":fee", fmt.Sprintf("fee of capture %s reported as %s and as %s",
+			f.BusinessID, money.FormatMinor(fee, f.Currency), money.FormatMinor(f.Fee, f.Currency)))
 	}
 }
 
@@ -340,8 +367,13 @@ func (d *decision) refundFailed(f provider.Fact) {
 
 // disputed handles an opening (outcome "") or an outcome. An outcome for a
 // dispute never opened records the opening first, with the outcome's amount,
-// so the receivable account nets out whatever the order. The first outcome
-// wins; outcomes always move the amount the dispute was opened with.
+// so the receivable account nets out whatever the order. Outcomes always move
+// the amount the dispute was opened with.
+//
+// Lost is final (Adyen: CHARGEBACK, CHARGEBACK_REVERSED, SECOND_CHARGEBACK):
+// a loss after a win is recorded as a DisputeLost that reverses the win, so
+// the ledger ends as after a plain loss; a win after a loss posts nothing and
+// opens a dispute_outcome_conflict item. Either order ends on the loss.
 func (d *decision) disputed(f provider.Fact, outcome string) {
 	p := d.p
 	ds, ok := p.disputes[f.BusinessID]
@@ -355,14 +387,18 @@ func (d *decision) disputed(f provider.Fact, outcome string) {
 		d.flagOnce(ReconAmountMismatch, f.BusinessID, fmt.Sprintf("dispute %s reported as %s and as %s",
 			f.BusinessID, money.FormatMinor(ds.amount, ds.currency), money.FormatMinor(f.Amount, f.Currency)))
 	}
-	if outcome == "" || ds.outcome != "" {
+	if outcome == "" || outcome == ds.outcome {
 		return
 	}
-	switch outcome {
-	case TypeDisputeWon:
+	switch {
+	case ds.outcome == "" && outcome == TypeDisputeWon:
 		d.emit(DisputeWon{Meta: d.meta, DisputeID: f.BusinessID, Amount: ds.amount, Currency: ds.currency})
-	case TypeDisputeLost:
-		d.emit(DisputeLost{Meta: d.meta, DisputeID: f.BusinessID, Amount: ds.amount, Currency: ds.currency})
+	case outcome == TypeDisputeLost:
+		d.emit(DisputeLost{Meta: d.meta, DisputeID: f.BusinessID, Amount: ds.amount, Currency: ds.currency,
+			ReversesWin: ds.outcome == TypeDisputeWon})
+	default: // won after lost
+		d.flagOnce(ReconDisputeOutcomeConflict, f.BusinessID, fmt.Sprintf("dispute %s reported won after it was lost; the loss stands",
+			f.BusinessID))
 	}
 }
 

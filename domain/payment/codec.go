@@ -40,6 +40,13 @@ type wireCaptured struct {
 	Currency  string `json:"currency"`
 }
 
+type wireFee struct {
+	wireMeta
+	CaptureID string `json:"capture_id"`
+	Fee       int64  `json:"fee"`
+	Currency  string `json:"currency"`
+}
+
 type wireReason struct {
 	wireMeta
 	Reason string `json:"reason"`
@@ -58,6 +65,13 @@ type wireDispute struct {
 	DisputeID string `json:"dispute_id"`
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
+}
+
+// wireDisputeLost adds reverses_win to the dispute shape; absent in events
+// written before it existed, which were plain losses.
+type wireDisputeLost struct {
+	wireDispute
+	ReversesWin bool `json:"reverses_win"`
 }
 
 type wirePayout struct {
@@ -100,6 +114,8 @@ func Encode(e Event) (typ string, data []byte, err error) {
 		w = wireAuthorized{toWireMeta(e.Meta), e.AuthorizationID, e.Amount, string(e.Currency)}
 	case Captured:
 		w = wireCaptured{toWireMeta(e.Meta), e.CaptureID, e.Amount, e.Fee, string(e.Currency)}
+	case FeeRecorded:
+		w = wireFee{toWireMeta(e.Meta), e.CaptureID, e.Fee, string(e.Currency)}
 	case Failed:
 		w = wireReason{toWireMeta(e.Meta), e.Reason}
 	case Canceled:
@@ -115,7 +131,7 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case DisputeWon:
 		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
 	case DisputeLost:
-		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
+		w = wireDisputeLost{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.ReversesWin}
 	case PayoutPaid:
 		w = wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}
 	case Flagged:
@@ -145,6 +161,10 @@ func Decode(typ string, data []byte) (Event, error) {
 		return decode(typ, data, func(w wireCaptured, m Meta) Event {
 			return Captured{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Fee: w.Fee, Currency: money.Currency(w.Currency)}
 		})
+	case TypeFeeRecorded:
+		return decode(typ, data, func(w wireFee, m Meta) Event {
+			return FeeRecorded{Meta: m, CaptureID: w.CaptureID, Fee: w.Fee, Currency: money.Currency(w.Currency)}
+		})
 	case TypeFailed:
 		return decode(typ, data, func(w wireReason, m Meta) Event { return Failed{Meta: m, Reason: w.Reason} })
 	case TypeCanceled:
@@ -170,8 +190,8 @@ func Decode(typ string, data []byte) (Event, error) {
 			return DisputeWon{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
 		})
 	case TypeDisputeLost:
-		return decode(typ, data, func(w wireDispute, m Meta) Event {
-			return DisputeLost{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		return decode(typ, data, func(w wireDisputeLost, m Meta) Event {
+			return DisputeLost{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency), ReversesWin: w.ReversesWin}
 		})
 	case TypePayoutPaid:
 		return decode(typ, data, func(w wirePayout, m Meta) Event {

@@ -15,6 +15,7 @@ func allEvents() []Event {
 	return []Event{
 		Authorized{Meta: m, AuthorizationID: "auth_1", Amount: 1000, Currency: "USD"},
 		Captured{Meta: m, CaptureID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD"},
+		FeeRecorded{Meta: m, CaptureID: "ch_1", Fee: 117, Currency: "USD"},
 		Failed{Meta: m, Reason: "card_declined"},
 		Canceled{Meta: m, Reason: "requested_by_customer"},
 		RefundPending{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD"},
@@ -22,7 +23,8 @@ func allEvents() []Event {
 		RefundReversed{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD", WasPending: true},
 		DisputeOpened{Meta: m, DisputeID: "du_1", Amount: 500, Currency: "USD"},
 		DisputeWon{Meta: m, DisputeID: "du_1", Amount: 500, Currency: "USD"},
-		DisputeLost{Meta: m, DisputeID: "du_1", Amount: 500, Currency: "USD"},
+		DisputeLost{Meta: m, DisputeID: "du_1", Amount: 500, Currency: "USD", ReversesWin: true},
+		DisputeLost{Meta: m, DisputeID: "du_2", Amount: 500, Currency: "USD"},
 		PayoutPaid{Meta: Meta{Provider: "stripe", PaymentKey: "po_1", DedupKey: "evt_2", OccurredAt: t0}, PayoutID: "po_1", Amount: 9000, Currency: "USD"},
 		Flagged{Meta: m, Kind: ReconOverRefund, Key: "refunds", Details: "refunds exceed captures"},
 		Cleared{Meta: m, Kind: ReconOverRefund, Key: "refunds", Details: "captures caught up"},
@@ -48,7 +50,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			t.Errorf("%s round trip:\n got %#v\nwant %#v", typ, back, e)
 		}
 	}
-	for _, typ := range []string{TypeAuthorized, TypeCaptured, TypeFailed, TypeCanceled, TypeRefundPending,
+	for _, typ := range []string{TypeAuthorized, TypeCaptured, TypeFeeRecorded, TypeFailed, TypeCanceled, TypeRefundPending,
 		TypeRefundPosted, TypeRefundReversed, TypeDisputeOpened, TypeDisputeWon, TypeDisputeLost,
 		TypePayoutPaid, TypeFlagged, TypeCleared} {
 		if !seen[typ] {
@@ -119,5 +121,24 @@ func TestCodecErrors(t *testing.T) {
 	e, err := Decode(TypeFailed, []byte(`{"dedup_key":"k","occurred_at":"2026-01-01T00:00:00Z","reason":"x","new_field":1}`))
 	if err != nil || e.(Failed).Reason != "x" {
 		t.Errorf("unknown field: %v %v", e, err)
+	}
+}
+
+// Losses stored before reverses_win existed were plain losses.
+func TestCodecDisputeLostWithoutReversesWin(t *testing.T) {
+	e, err := Decode(TypeDisputeLost, []byte(`{"dedup_key":"k","occurred_at":"2026-01-01T00:00:00Z","dispute_id":"du_1","amount":5,"currency":"USD"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := e.(DisputeLost); l.ReversesWin || l.Amount != 5 || l.DisputeID != "du_1" {
+		t.Fatalf("got %+v", l)
+	}
+	_, data, err := Encode(DisputeLost{Meta: Meta{OccurredAt: t0}, DisputeID: "du_1", Amount: 5, Currency: "USD", ReversesWin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil || got["reverses_win"] != true || got["dispute_id"] != "du_1" {
+		t.Fatalf("wire shape %s: %v", data, err)
 	}
 }

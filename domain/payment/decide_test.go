@@ -3,7 +3,9 @@ package payment
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/provider"
@@ -238,7 +240,14 @@ func TestDecideDisputes(t *testing.T) {
 	wantTypes(t, s.deliver(delivery("e2", disputeFact(provider.KindDisputeOpened, "du_1", 1000))))
 	wantTypes(t, s.deliver(delivery("e3", disputeFact(provider.KindDisputeWon, "du_1", 1000))), TypeDisputeWon)
 	wantTypes(t, s.deliver(delivery("e4", disputeFact(provider.KindDisputeWon, "du_1", 1000))))
-	wantTypes(t, s.deliver(delivery("e5", disputeFact(provider.KindDisputeLost, "du_1", 1000)))) // first outcome wins
+	// Lost is final: a loss after the win is recorded, reversing the win.
+	out = s.deliver(delivery("e5", disputeFact(provider.KindDisputeLost, "du_1", 1000)))
+	wantTypes(t, out, TypeDisputeLost)
+	if l := out[0].(DisputeLost); !l.ReversesWin || l.Amount != 1000 {
+		t.Fatalf("got %+v", l)
+	}
+	wantTypes(t, s.deliver(delivery("e5b", disputeFact(provider.KindDisputeLost, "du_1", 1000))))
+	wantTypes(t, s.deliver(delivery("e5c", disputeFact(provider.KindDisputeWon, "du_1", 1000))), TypeFlagged)
 
 	// Outcome before opening: the opening is recorded first.
 	out = s.deliver(delivery("e6", disputeFact(provider.KindDisputeLost, "du_2", 400)))
@@ -247,14 +256,29 @@ func TestDecideDisputes(t *testing.T) {
 		t.Fatalf("got %+v", o)
 	}
 	wantTypes(t, s.deliver(delivery("e7", disputeFact(provider.KindDisputeOpened, "du_2", 400))))
-	wantTypes(t, s.deliver(delivery("e8", disputeFact(provider.KindDisputeWon, "du_2", 400))))
+	// A win after the loss posts nothing and is flagged, once.
+	out = s.deliver(delivery("e8", disputeFact(provider.KindDisputeWon, "du_2", 400)))
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconDisputeOutcomeConflict || f.Key != "du_2" {
+		t.Fatalf("got %+v", f)
+	}
+	wantTypes(t, s.deliver(delivery("e8b", disputeFact(provider.KindDisputeWon, "du_2", 400))))
 
 	b := balances(s.history)
 	if _, ok := b[balanceKey{ledger.DisputeReceivable("stripe"), "USD"}]; ok {
 		t.Fatalf("receivable should net out: %v", b)
 	}
-	if b[balanceKey{ledger.ExpensesDispute, "USD"}] != 400 || b[balanceKey{ledger.ProviderBalance("stripe"), "USD"}] != 600 {
+	// Both disputes end lost: 1000 + 400 of expenses, taken from the
+	// balance the 1000 capture had filled.
+	if b[balanceKey{ledger.ExpensesDispute, "USD"}] != 1400 || b[balanceKey{ledger.ProviderBalance("stripe"), "USD"}] != -400 {
 		t.Fatalf("balances %v", b)
+	}
+	var sum Summary
+	for _, e := range s.history {
+		sum.Apply(e)
+	}
+	if sum.DisputeOpen != 0 || sum.DisputeLost != 1400 || sum.Status() != StatusDisputeLost {
+		t.Fatalf("summary %+v (%s)", sum, sum.Status())
 	}
 
 	// An outcome with another amount moves the opened amount and is flagged.
@@ -374,4 +398,111 @@ func TestEventID(t *testing.T) {
 	if got := EventID("stripe", "evt_1", 0).String(); got != pinnedEventID {
 		t.Fatalf("EventID changed: %s", got)
 	}
+}
+
+// A fee of 0 on a capture means "not known": the first non-zero fee is the
+// fee, whichever report of the capture carries it, and the ledger ends the
+// same in both orders.
+func TestDecideFeeReportedLater(t *testing.T) {
+	late := &stream{t: t} // Stripe: payment_intent.succeeded, then charge.succeeded
+	wantTypes(t, late.deliver(delivery("payment_intent.succeeded", capture("ch_1", 1000, 0))), TypeCaptured)
+	out := late.deliver(delivery("charge.succeeded", capture("ch_1", 1000, 117)))
+	wantTypes(t, out, TypeFeeRecorded)
+	want := FeeRecorded{Meta: Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "charge.succeeded", OccurredAt: t0},
+		CaptureID: "ch_1", Fee: 117, Currency: "USD"}
+	if !reflect.DeepEqual(out[0], want) {
+		t.Fatalf("got %#v, want %#v", out[0], want)
+	}
+	wantTypes(t, late.deliver(delivery("payment.updated", capture("ch_1", 1000, 117)))) // same fee again
+	wantTypes(t, late.deliver(delivery("payment.updated.2", capture("ch_1", 1000, 0)))) // unknown again
+
+	early := &stream{t: t}
+	wantTypes(t, early.deliver(delivery("charge.succeeded", capture("ch_1", 1000, 117))), TypeCaptured)
+	wantTypes(t, early.deliver(delivery("payment_intent.succeeded", capture("ch_1", 1000, 0))))
+
+	bl, be := balances(late.history), balances(early.history)
+	if !reflect.DeepEqual(bl, be) {
+		t.Fatalf("balances %v, other order %v", bl, be)
+	}
+	if bl[balanceKey{ledger.ProviderFees("stripe"), "USD"}] != 117 || bl[balanceKey{ledger.ProviderBalance("stripe"), "USD"}] != 883 {
+		t.Fatalf("balances %v", bl)
+	}
+
+	// Another non-zero fee later is flagged once and not posted.
+	out = late.deliver(delivery("e_other_fee", capture("ch_1", 1000, 120)))
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "ch_1:fee" {
+		t.Fatalf("flag = %+v", f)
+	}
+	wantTypes(t, late.deliver(delivery("e_other_fee_2", capture("ch_1", 1000, 121))))
+	if !reflect.DeepEqual(balances(late.history), bl) {
+		t.Fatalf("a conflicting fee posted: %v", balances(late.history))
+	}
+	var sum Summary
+	for _, e := range late.history {
+		sum.Apply(e)
+	}
+	if sum.Fees != 117 || sum.Captured != 1000 {
+		t.Fatalf("summary %+v", sum)
+	}
+
+	// A report with another amount is an amount mismatch of the capture;
+	// its fee is not taken.
+	s := &stream{t: t}
+	s.deliver(delivery("e1", capture("ch_2", 1000, 0)))
+	wantTypes(t, s.deliver(delivery("e2", capture("ch_2", 900, 50))), TypeFlagged)
+	if _, ok := balances(s.history)[balanceKey{ledger.ProviderFees("stripe"), "USD"}]; ok {
+		t.Fatalf("fee of a mismatched report posted: %v", balances(s.history))
+	}
+}
+
+func TestDecideReasonTruncated(t *testing.T) {
+	long := strings.Repeat("é", provider.MaxReasonBytes) // 2 bytes each
+	s := &stream{t: t}
+	out := s.deliver(delivery("e1", provider.Fact{Kind: provider.KindFailed, Reason: long}))
+	r := out[0].(Failed).Reason
+	if len(r) > provider.MaxReasonBytes || len(r) < provider.MaxReasonBytes-3 || !utf8.ValidString(r) || !strings.HasPrefix(long, r) {
+		t.Fatalf("reason of %d bytes, valid %v", len(r), utf8.ValidString(r))
+	}
+	out = s.deliver(delivery("e2", provider.Fact{Kind: provider.KindCanceled, Reason: "x" + long}))
+	if r := out[0].(Canceled).Reason; len(r) != provider.MaxReasonBytes-1 || !utf8.ValidString(r) {
+		t.Fatalf("reason of %d bytes", len(r))
+	}
+}
+
+func TestDecidePayoutMismatch(t *testing.T) {
+	s := &stream{t: t}
+	wantTypes(t, s.deliver(payoutDelivery("e1", "po_1", 5000)), TypePayoutPaid)
+
+	out := s.deliver(payoutDelivery("e2", "po_1", 5001))
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "po_1" || f.PaymentKey != "po_1" || f.DedupKey != "e2" {
+		t.Fatalf("flag = %+v", f)
+	}
+	wantTypes(t, s.deliver(payoutDelivery("e3", "po_1", 5002))) // once
+
+	eur := payoutDelivery("e4", "po_1", 5000)
+	eur.Facts[0].Currency = "EUR"
+	out = s.deliver(eur)
+	wantTypes(t, out, TypeFlagged)
+	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "po_1" {
+		t.Fatalf("flag = %+v", f)
+	}
+	eur.DedupKey = "e5"
+	eur.Facts[0].Amount = 1
+	wantTypes(t, s.deliver(eur)) // once
+	wantTypes(t, s.deliver(payoutDelivery("e6", "po_1", 5000)))
+	b := balances(s.history)
+	if len(b) != 2 || b[balanceKey{ledger.BankPayouts, "USD"}] != 5000 {
+		t.Fatalf("balances %v", b)
+	}
+
+	// A conflicting redelivery item, appended to a payout stream by the
+	// ingestion service, is part of the stream's history, not a foreign event.
+	s = &stream{t: t}
+	s.deliver(payoutDelivery("e1", "po_2", 10))
+	s.history = append(s.history, Flagged{Meta: Meta{Provider: "stripe", PaymentKey: "po_2", DedupKey: "e1"},
+		Kind: ReconConflictingRedelivery, Key: "e1@abc"})
+	wantTypes(t, s.deliver(payoutDelivery("e2", "po_2", 10)))
+	wantTypes(t, s.deliver(payoutDelivery("e3", "po_2", 11)), TypeFlagged)
 }

@@ -33,6 +33,7 @@ func (m Meta) Metadata() Meta { return m }
 const (
 	TypeAuthorized     = "payment.authorized"
 	TypeCaptured       = "payment.captured"
+	TypeFeeRecorded    = "payment.fee_recorded"
 	TypeFailed         = "payment.failed"
 	TypeCanceled       = "payment.canceled"
 	TypeRefundPending  = "refund.pending"
@@ -53,6 +54,9 @@ const (
 	ReconConflictingRedelivery = "conflicting_redelivery"
 	ReconCurrencyMismatch      = "currency_mismatch"
 	ReconAmountMismatch        = "amount_mismatch"
+	// A dispute reported won after it was reported lost: lost is final, the
+	// win posts nothing and is flagged for a human.
+	ReconDisputeOutcomeConflict = "dispute_outcome_conflict"
 )
 
 // Authorized: funds reserved. Posts nothing.
@@ -68,6 +72,18 @@ type Captured struct {
 	Meta
 	CaptureID string
 	Amount    int64
+	Fee       int64
+	Currency  money.Currency
+}
+
+// FeeRecorded: the provider's fee of a capture recorded with fee 0, reported
+// by a later report of the same capture (Stripe: payment_intent.succeeded
+// carries no fee, charge.succeeded does; Square fills it in a later
+// payment.updated). A fee of 0 on a capture means "not known yet", so the
+// ledger ends as if the capture had carried the fee from the start.
+type FeeRecorded struct {
+	Meta
+	CaptureID string
 	Fee       int64
 	Currency  money.Currency
 }
@@ -127,11 +143,17 @@ type DisputeWon struct {
 	Currency  money.Currency
 }
 
+// DisputeLost: the dispute is lost, which is final. With ReversesWin the
+// dispute had been recorded as won (Adyen: CHARGEBACK_REVERSED, then
+// SECOND_CHARGEBACK): the won amount went back to the provider balance, so the
+// loss takes it from there instead of from the receivable, and the ledger
+// ends as after a plain loss.
 type DisputeLost struct {
 	Meta
-	DisputeID string
-	Amount    int64
-	Currency  money.Currency
+	DisputeID   string
+	Amount      int64
+	Currency    money.Currency
+	ReversesWin bool
 }
 
 // PayoutPaid: the provider paid our balance out to the bank. Payout streams
@@ -162,6 +184,7 @@ type Cleared struct {
 
 func (Authorized) Type() string     { return TypeAuthorized }
 func (Captured) Type() string       { return TypeCaptured }
+func (FeeRecorded) Type() string    { return TypeFeeRecorded }
 func (Failed) Type() string         { return TypeFailed }
 func (Canceled) Type() string       { return TypeCanceled }
 func (RefundPending) Type() string  { return TypeRefundPending }

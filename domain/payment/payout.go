@@ -3,28 +3,41 @@ package payment
 import (
 	"fmt"
 
+	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // payout is the aggregate of a payout stream (payout-{provider}-{payout id}):
 // it records one PayoutPaid per payout id, however often and under however
-// many dedup keys the payout is reported.
+// many dedup keys the payout is reported. A payout reported again with
+// another amount or currency posts nothing and opens an amount_mismatch or
+// currency_mismatch item keyed by the payout id, once.
 type payout struct {
-	applied map[string]bool // dedup keys of the deliveries already recorded
-	paid    map[string]bool // payout ids already recorded
+	applied map[string]bool       // dedup keys of the deliveries already recorded
+	paid    map[string]PayoutPaid // payout ids already recorded
+	flagged map[reconKey]bool     // items ever opened: mismatches are flagged once
 }
 
 func newPayout() *payout {
-	return &payout{applied: map[string]bool{}, paid: map[string]bool{}}
+	return &payout{applied: map[string]bool{}, paid: map[string]PayoutPaid{}, flagged: map[reconKey]bool{}}
 }
 
+// apply folds one recorded event. Besides PayoutPaid a payout stream holds
+// reconciliation items: its own mismatches, and the conflicting_redelivery
+// items the ingestion service appends to any stream.
 func (po *payout) apply(e Event) error {
-	pp, ok := e.(PayoutPaid)
-	if !ok {
+	switch e := e.(type) {
+	case PayoutPaid:
+		if _, ok := po.paid[e.PayoutID]; !ok {
+			po.paid[e.PayoutID] = e
+		}
+	case Flagged:
+		po.flagged[reconKey{e.Kind, e.Key}] = true
+	case Cleared:
+	default:
 		return fmt.Errorf("%s in a payout stream: %w", e.Type(), ErrForeignEvent)
 	}
-	po.applied[pp.DedupKey] = true
-	po.paid[pp.PayoutID] = true
+	po.applied[e.Metadata().DedupKey] = true
 	return nil
 }
 
@@ -41,19 +54,27 @@ func (po *payout) decide(in provider.Event) ([]Event, error) {
 	if po.applied[in.DedupKey] {
 		return nil, nil
 	}
+	meta := Meta{Provider: in.Provider, PaymentKey: id, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
 	var out []Event
+	emit := func(e Event) error {
+		out = append(out, e)
+		return po.apply(e)
+	}
 	for _, f := range in.Facts {
-		if po.paid[f.BusinessID] {
+		var e Event
+		if first, ok := po.paid[f.BusinessID]; !ok {
+			e = PayoutPaid{Meta: meta, PayoutID: f.BusinessID, Amount: f.Amount, Currency: f.Currency}
+		} else if k := (reconKey{ReconCurrencyMismatch, f.BusinessID}); f.Currency != first.Currency && !po.flagged[k] {
+			e = Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("payout %s reported in %s and in %s",
+				f.BusinessID, first.Currency, f.Currency)}
+		} else if k := (reconKey{ReconAmountMismatch, f.BusinessID}); f.Currency == first.Currency && f.Amount != first.Amount && !po.flagged[k] {
+			e = Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("payout %s reported as %s and as %s",
+				f.BusinessID, money.FormatMinor(first.Amount, first.Currency), money.FormatMinor(f.Amount, f.Currency))}
+		}
+		if e == nil {
 			continue
 		}
-		e := PayoutPaid{
-			Meta:     Meta{Provider: in.Provider, PaymentKey: f.BusinessID, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt},
-			PayoutID: f.BusinessID,
-			Amount:   f.Amount,
-			Currency: f.Currency,
-		}
-		out = append(out, e)
-		if err := po.apply(e); err != nil {
+		if err := emit(e); err != nil {
 			return nil, err
 		}
 	}

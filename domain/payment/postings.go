@@ -18,6 +18,10 @@ func Postings(e Event) []ledger.Posting {
 			ledger.ProviderBalance(p), e.Amount-e.Fee,
 			ledger.ProviderFees(p), e.Fee,
 			ledger.RevenueSales, -e.Amount)
+	case FeeRecorded:
+		return lines(e.Currency,
+			ledger.ProviderFees(p), e.Fee,
+			ledger.ProviderBalance(p), -e.Fee)
 	case RefundPosted:
 		return lines(e.Currency,
 			ledger.RevenueRefunds, e.Amount,
@@ -38,6 +42,13 @@ func Postings(e Event) []ledger.Posting {
 			ledger.ProviderBalance(p), e.Amount,
 			ledger.DisputeReceivable(p), -e.Amount)
 	case DisputeLost:
+		if e.ReversesWin {
+			// The win had moved the amount from the receivable back to
+			// the balance; the loss takes it from the balance.
+			return lines(e.Currency,
+				ledger.ExpensesDispute, e.Amount,
+				ledger.ProviderBalance(p), -e.Amount)
+		}
 		return lines(e.Currency,
 			ledger.ExpensesDispute, e.Amount,
 			ledger.DisputeReceivable(p), -e.Amount)

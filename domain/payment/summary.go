@@ -30,6 +30,8 @@ func (s *Summary) Apply(e Event) {
 		s.Captured += e.Amount
 		s.Fees += e.Fee
 		s.currency(e.Currency)
+	case FeeRecorded:
+		s.Fees += e.Fee
 	case Failed:
 		s.Failed = true
 	case Canceled:
@@ -55,7 +57,9 @@ func (s *Summary) Apply(e Event) {
 	case DisputeWon:
 		s.DisputeOpen -= e.Amount
 	case DisputeLost:
-		s.DisputeOpen -= e.Amount
+		if !e.ReversesWin { // a win had already closed it
+			s.DisputeOpen -= e.Amount
+		}
 		s.DisputeLost += e.Amount
 	}
 }

@@ -44,6 +44,8 @@ func TestSummaryApply(t *testing.T) {
 			Summary{Currency: "USD", RefundsPending: 100, Authorized: 1000}},
 		{Captured{Meta: m, CaptureID: "c", Amount: 1000, Fee: 30, Currency: "USD"},
 			Summary{Currency: "USD", RefundsPending: 100, Authorized: 1000, Captured: 1000, Fees: 30}},
+		{FeeRecorded{Meta: m, CaptureID: "c", Fee: 0, Currency: "USD"},
+			Summary{Currency: "USD", RefundsPending: 100, Authorized: 1000, Captured: 1000, Fees: 30}},
 		{RefundPosted{Meta: m, RefundID: "r1", Amount: 100, Currency: "USD", WasPending: true},
 			Summary{Currency: "USD", Authorized: 1000, Captured: 1000, Fees: 30, Refunded: 100}},
 		{RefundPosted{Meta: m, RefundID: "r2", Amount: 50, Currency: "USD"},
@@ -74,5 +76,33 @@ func TestSummaryApply(t *testing.T) {
 	}
 	if s.Status() != StatusDisputeLost {
 		t.Fatalf("status %s", s.Status())
+	}
+}
+
+func TestSummaryLateFeeAndLossAfterWin(t *testing.T) {
+	m := Meta{Provider: "adyen", DedupKey: "k"}
+	var late, plain Summary
+	for _, e := range []Event{
+		Captured{Meta: m, CaptureID: "c", Amount: 1000, Currency: "EUR"},
+		FeeRecorded{Meta: m, CaptureID: "c", Fee: 117, Currency: "EUR"},
+		DisputeOpened{Meta: m, DisputeID: "d", Amount: 400, Currency: "EUR"},
+		DisputeWon{Meta: m, DisputeID: "d", Amount: 400, Currency: "EUR"},
+		DisputeLost{Meta: m, DisputeID: "d", Amount: 400, Currency: "EUR", ReversesWin: true},
+	} {
+		late.Apply(e)
+	}
+	for _, e := range []Event{
+		Captured{Meta: m, CaptureID: "c", Amount: 1000, Fee: 117, Currency: "EUR"},
+		DisputeOpened{Meta: m, DisputeID: "d", Amount: 400, Currency: "EUR"},
+		DisputeLost{Meta: m, DisputeID: "d", Amount: 400, Currency: "EUR"},
+	} {
+		plain.Apply(e)
+	}
+	want := Summary{Currency: "EUR", Captured: 1000, Fees: 117, DisputeLost: 400}
+	if late != want || plain != want {
+		t.Fatalf("late %+v, plain %+v, want %+v", late, plain, want)
+	}
+	if late.Status() != StatusDisputeLost {
+		t.Fatalf("status %s", late.Status())
 	}
 }

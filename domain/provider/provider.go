@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/domain/money"
 )
@@ -79,14 +80,42 @@ func (e Event) StreamID() string {
 	return "payment-" + e.Provider + "-" + e.PaymentKey
 }
 
+// MaxIDBytes bounds every identifier of a delivery (provider, dedup key,
+// type, payment key, business ids). They end up in text columns under btree
+// indexes (events (stream_id, version), webhook_inbox (provider, dedup_key),
+// payments, reconciliation_items (stream_id, kind, item_key)), and a btree row
+// larger than about 2.7 KB is refused by Postgres. A stream id is
+// "payment-" + provider + "-" + payment key and an item key is a business id
+// plus a short suffix, so 512 bytes per id keeps every index row far below
+// that limit, while real provider ids are under 100 bytes. Without the bound
+// the database would refuse the delivery on every retry: a permanent 503
+// instead of a 4xx the provider stops retrying.
+const MaxIDBytes = 512
+
+// MaxReasonBytes is the longest free-text reason the domain keeps. A reason is
+// stored in JSON only, never indexed, so a longer one is not refused by the
+// database; it is truncated (payment.Decide does it, at a UTF-8 boundary)
+// rather than rejected, because a verbose decline message is legitimate input
+// and rejecting it would lose the whole delivery.
+const MaxReasonBytes = 1024
+
 // Validate checks what every provider adapter must guarantee, so that a
-// mistake in one adapter is bad input rather than a corrupt ledger.
+// mistake in one adapter is bad input rather than a corrupt ledger, and so
+// that nothing the database would refuse gets past it (a refusal there would
+// be retried forever).
 func (e Event) Validate() error {
 	if e.Provider == "" {
 		return fmt.Errorf("%w: provider", ErrMissingField)
 	}
 	if e.DedupKey == "" {
 		return fmt.Errorf("%w: event id (dedup key)", ErrMissingField)
+	}
+	for _, s := range []struct{ name, v string }{
+		{"provider", e.Provider}, {"event id (dedup key)", e.DedupKey}, {"type", e.Type}, {"payment id", e.PaymentKey},
+	} {
+		if err := checkID(s.name, s.v); err != nil {
+			return err
+		}
 	}
 	if e.Ignored() {
 		return nil
@@ -98,6 +127,15 @@ func (e Event) Validate() error {
 	for i, f := range e.Facts {
 		if (f.Kind == KindPayoutPaid) != payout {
 			return fmt.Errorf("%w: fact %d mixes payout and payment facts", ErrMalformed, i)
+		}
+		if err := checkID(fmt.Sprintf("fact %d id", i), f.BusinessID); err != nil {
+			return err
+		}
+		if err := checkID(fmt.Sprintf("fact %d currency", i), string(f.Currency)); err != nil {
+			return err
+		}
+		if err := checkText(fmt.Sprintf("fact %d reason", i), f.Reason); err != nil {
+			return err
 		}
 		if f.Amount < 0 {
 			return fmt.Errorf("%w: amount %d is negative", ErrInvalidAmount, f.Amount)
@@ -122,10 +160,66 @@ func (e Event) Validate() error {
 			return fmt.Errorf("%w: unknown fact kind %q", ErrMalformed, f.Kind)
 		}
 		if f.Currency != "" {
-			if _, err := money.ParseCurrency(string(f.Currency)); err != nil {
+			c, err := money.ParseCurrency(string(f.Currency))
+			if err != nil {
 				return err
+			}
+			// ParseCurrency accepts "usd"; the read models' currency
+			// columns accept only the canonical "USD".
+			if c != f.Currency {
+				return fmt.Errorf("%w: fact %d currency %q is not upper case", ErrMalformed, i, f.Currency)
 			}
 		}
 	}
 	return nil
+}
+
+// checkID rejects what no identifier may hold: more than MaxIDBytes, bytes
+// that are not UTF-8 (Postgres text refuses them), and control characters.
+// NUL is refused by Postgres text and by jsonb ("\u0000"); the other C0
+// controls and DEL are accepted by the database but are never part of a
+// legitimate id and would make ids that look equal differ in logs and
+// reports, so an id is printable or it is malformed.
+func checkID(field, s string) error {
+	if len(s) > MaxIDBytes {
+		return fmt.Errorf("%w: %s is %d bytes, more than %d", ErrMalformed, field, len(s), MaxIDBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrMalformed, field)
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b == 0x7f {
+			return fmt.Errorf("%w: %s holds control character 0x%02x at byte %d", ErrMalformed, field, b, i)
+		}
+	}
+	return nil
+}
+
+// checkText rejects what free text may not hold: NUL and bytes that are not
+// UTF-8, both refused by the database. Other control characters (a newline
+// in a decline message) are harmless there and kept. Length is not checked:
+// see MaxReasonBytes.
+func checkText(field, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrMalformed, field)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return fmt.Errorf("%w: %s holds a NUL byte at byte %d", ErrMalformed, field, i)
+		}
+	}
+	return nil
+}
+
+// TruncateReason returns r cut to at most MaxReasonBytes, at a UTF-8
+// boundary so that the result is still valid text.
+func TruncateReason(r string) string {
+	if len(r) <= MaxReasonBytes {
+		return r
+	}
+	cut := MaxReasonBytes
+	for cut > 0 && !utf8.RuneStart(r[cut]) {
+		cut--
+	}
+	return r[:cut]
 }

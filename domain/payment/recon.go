@@ -1,0 +1,15 @@
+package payment
+
+// ReconKinds lists every reconciliation item kind the aggregate can open, so
+// that readers can tell a misspelt filter from an empty result.
+func ReconKinds() []string {
+	return []string{
+		ReconRefundBeforePayment,
+		ReconOverRefund,
+		ReconConflictingRedelivery,
+		ReconCurrencyMismatch,
+		ReconAmountMismatch,
+		ReconUnknownRefundFailed,
+		ReconDisputeOutcomeConflict,
+	}
+}

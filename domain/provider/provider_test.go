@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func valid() Event {
+	return Event{Provider: "stripe", DedupKey: "evt_1", Type: "charge.succeeded", PaymentKey: "pi_1",
+		Facts: []Fact{{Kind: KindCaptured, BusinessID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD", Reason: "ok"}}}
+}
+
+func TestValidateAcceptsValid(t *testing.T) {
+	if err := valid().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := valid()
+	e.Facts[0].Reason = "line one\nline two\ttabbed, ünïcode"
+	e.DedupKey = strings.Repeat("k", MaxIDBytes)
+	e.Facts[0].BusinessID = strings.Repeat("é", MaxIDBytes/2)
+	if err := e.Validate(); err != nil {
+		t.Fatalf("newline in reason, ids at the limit: %v", err)
+	}
+}
+
+// Every string the database would refuse, or that no id may hold, is bad
+// input (ErrMalformed naming the field), never a retryable failure.
+func TestValidateRejectsWhatTheDatabaseRefuses(t *testing.T) {
+	long := strings.Repeat("x", MaxIDBytes+1)
+	cases := []struct {
+		name  string
+		field string
+		edit  func(*Event)
+	}{
+		{"NUL in provider", "provider", func(e *Event) { e.Provider = "str\x00ipe" }},
+		{"NUL in dedup key", "dedup key", func(e *Event) { e.DedupKey = "evt\x00" }},
+		{"newline in dedup key", "dedup key", func(e *Event) { e.DedupKey = "evt\n1" }},
+		{"DEL in dedup key", "dedup key", func(e *Event) { e.DedupKey = "evt\x7f" }},
+		{"NUL in type", "type", func(e *Event) { e.Type = "charge\x00" }},
+		{"tab in payment key", "payment id", func(e *Event) { e.PaymentKey = "pi\t1" }},
+		{"NUL in business id", "fact 0 id", func(e *Event) { e.Facts[0].BusinessID = "ch\x00" }},
+		{"NUL in currency", "fact 0 currency", func(e *Event) { e.Facts[0].Currency = "US\x00" }},
+		{"NUL in reason", "fact 0 reason", func(e *Event) { e.Facts[0].Reason = "declined\x00" }},
+		{"invalid UTF-8 in reason", "fact 0 reason", func(e *Event) { e.Facts[0].Reason = "\xff" }},
+		{"invalid UTF-8 in payment key", "payment id", func(e *Event) { e.PaymentKey = "pi_\xc3" }},
+		{"long dedup key", "dedup key", func(e *Event) { e.DedupKey = long }},
+		{"long type", "type", func(e *Event) { e.Type = long }},
+		{"long payment key", "payment id", func(e *Event) { e.PaymentKey = long }},
+		{"long business id", "fact 0 id", func(e *Event) { e.Facts[0].BusinessID = long }},
+		{"lower-case currency", "currency", func(e *Event) { e.Facts[0].Currency = "usd" }},
+	}
+	for _, tc := range cases {
+		e := valid()
+		tc.edit(&e)
+		err := e.Validate()
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: %v, want ErrMalformed naming %q", tc.name, err, tc.field)
+		}
+	}
+	// Ignored deliveries are recorded in the inbox too: their ids are checked.
+	e := valid()
+	e.Facts = nil
+	e.DedupKey = "evt\x00"
+	if err := e.Validate(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("ignored delivery with NUL dedup key: %v", err)
+	}
+	// A payout's id names its stream.
+	e = Event{Provider: "stripe", DedupKey: "evt_1", Type: "payout.paid",
+		Facts: []Fact{{Kind: KindPayoutPaid, BusinessID: long, Amount: 1, Currency: "USD"}}}
+	if err := e.Validate(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("long payout id: %v", err)
+	}
+}
+
+func TestTruncateReason(t *testing.T) {
+	if r := TruncateReason("short"); r != "short" {
+		t.Fatal(r)
+	}
+	exact := strings.Repeat("a", MaxReasonBytes)
+	if r := TruncateReason(exact); r != exact {
+		t.Fatal("a reason at the limit was cut")
+	}
+	// "€" is 3 bytes; 1024 is not a multiple of 3, so the cut falls inside
+	// a rune and must move back to its start.
+	r := TruncateReason(strings.Repeat("€", MaxReasonBytes))
+	if len(r) != MaxReasonBytes/3*3 || !strings.HasPrefix(strings.Repeat("€", MaxReasonBytes), r) {
+		t.Fatalf("cut to %d bytes", len(r))
+	}
+}
