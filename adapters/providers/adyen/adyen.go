@@ -21,6 +21,12 @@
 //     (invalid JSON, no items) cannot be verified either and is refused the
 //     same way: unauthenticated bytes never get a 400 that describes them.
 //
+//   - Repeated keys refuse the batch the same way (401): a key sent twice in
+//     one object (at any depth; outside additionalData also two keys that
+//     differ only in case, which the struct decoder takes for one field)
+//     leaves it open which value was meant, and the HMAC covers only
+//     selected values, not the bytes, so it cannot settle that.
+//
 //   - One provider.Event per item. PayloadHash and Raw are the item's
 //     canonical JSON (sorted keys, numbers as written), so a redelivered item
 //     compares equal whatever batch it arrives in and however it is laid out.
@@ -202,6 +208,12 @@ func decodeBatch(body []byte) ([]item, error) {
 	if len(env.NotificationItems) == 0 {
 		return nil, errors.New("notificationItems is missing or empty")
 	}
+	// A repeated key makes an item say two things (encoding/json keeps the
+	// last; Adyen's own parsers may not), and canonical would silently drop
+	// the first; such a batch is not one we can verify.
+	if err := payload.UniqueKeys(body, structFields); err != nil {
+		return nil, err
+	}
 	items := make([]item, 0, len(env.NotificationItems))
 	for i, w := range env.NotificationItems {
 		if len(w.Item) == 0 || bytes.Equal(w.Item, []byte("null")) {
@@ -216,6 +228,12 @@ func decodeBatch(body []byte) ([]item, error) {
 	}
 	return items, nil
 }
+
+// structFields is the payload.KeyRule for a batch: everything is decoded
+// into structs, whose fields encoding/json matches ignoring case, except the
+// contents of additionalData, a map whose keys are exact (and partly chosen
+// by the merchant).
+var structFields = payload.KeyRule{Fold: true, ExactUnder: []string{"additionalData"}}
 
 // signingString is the text Adyen signs for one item.
 func signingString(it item) string {

@@ -356,6 +356,8 @@ func FuzzAdyenParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"notificationItems":[{"NotificationRequestItem":{}}]}`))
 	f.Add([]byte(`{"notificationItems":[{"NotificationRequestItem":{"amount":{"value":"1e3"}}}]}`))
+	f.Add([]byte(`{"notificationItems":[{"NotificationRequestItem":{"eventCode":"CAPTURE","EventCode":"REFUND","additionalData":{"a":"1","A":"2"}}}]}`))
+	f.Add([]byte(`{"notificationItems":[],"notificationItems":[{"NotificationRequestItem":{"pspReference":"1","pspReference":"2"}}]}`))
 	right := mustNew(f, testKey)
 	wrong := mustNew(f, otherKey)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -383,4 +385,49 @@ func FuzzAdyenParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A key repeated in one object (or, where a struct field reads it, repeated
+// in another case) refuses the batch as unverifiable, even though every
+// item's HMAC still matches: the signature covers selected values, not the
+// bytes, so it cannot say which of two values was meant. additionalData is a
+// map with exact keys: keys there differing in case are fine.
+func TestDuplicateKeysRefuseTheBatch(t *testing.T) {
+	body := providertest.Fixture(t, "lifecycle.json")
+	a := mustNew(t, testKey)
+	if _, err := parse(a, body); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(old, new string) []byte {
+		t.Helper()
+		b := bytes.Replace(body, []byte(old), []byte(new), 1)
+		if bytes.Equal(b, body) {
+			t.Fatalf("fixture lacks %q", old)
+		}
+		return b
+	}
+	for name, c := range map[string]struct {
+		body []byte
+		path string
+	}{
+		// The HMAC is over the last value; the first says otherwise.
+		"signed field repeated":     {edit(`"eventCode": "REFUND"`, `"eventCode": "CAPTURE", "eventCode": "REFUND"`), "notificationItems[2].NotificationRequestItem.eventCode"},
+		"same value repeated":       {edit(`"eventCode": "REFUND"`, `"eventCode": "REFUND", "eventCode": "REFUND"`), "eventCode"},
+		"repeated in another case":  {edit(`"eventCode": "REFUND"`, `"EventCode": "CAPTURE", "eventCode": "REFUND"`), "notificationItems[2].NotificationRequestItem.eventCode"},
+		"unsigned field repeated":   {edit(`"eventDate": "`, `"reason": "x", "reason": "y", "eventDate": "`), "NotificationRequestItem.reason"},
+		"signature repeated":        {edit(`"hmacSignature": "`, `"hmacSignature": "AAAA", "hmacSignature": "`), "additionalData.hmacSignature"},
+		"amount value repeated":     {edit(`"value": 250`, `"value": 2500, "value": 250`), "amount.value"},
+		"envelope repeated":         {edit(`"notificationItems"`, `"notificationItems": [], "notificationItems"`), "notificationItems"},
+		"wrapper repeated by case":  {edit(`"NotificationRequestItem": {`, `"notificationRequestItem": {}, "NotificationRequestItem": {`), "NotificationRequestItem"},
+		"additionalData, exact dup": {edit(`"hmacSignature": "`, `"shopperReference": "a", "shopperReference": "b", "hmacSignature": "`), "additionalData.shopperReference"},
+	} {
+		evs, err := parse(a, c.body)
+		if !errors.Is(err, providers.ErrUnauthorized) || evs != nil || !strings.Contains(err.Error(), "duplicate key") || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("%s: events %v err %v, want ErrUnauthorized naming %s", name, evs, err, c.path)
+		}
+	}
+	caseOnly := edit(`"hmacSignature": "`, `"metadata.orderId": "a", "metadata.orderid": "b", "hmacSignature": "`)
+	if evs, err := parse(a, caseOnly); err != nil || len(evs) != 3 {
+		t.Errorf("additionalData keys differing in case: %v", err)
+	}
 }

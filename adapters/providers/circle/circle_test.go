@@ -16,6 +16,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -191,6 +192,8 @@ func TestNormalizationErrors(t *testing.T) {
 		{"missing notificationId", edit("payment_paid.json", `"notificationId": "7c2d8e1f-4a5b-4c6d-8e9f-0a1b2c3d4e5f",`, ``), provider.ErrMissingField, "notificationId"},
 		{"bad timestamp", edit("payment_paid.json", `"timestamp": "2026-11-29T10:30:00.456Z"`, `"timestamp": "soon"`), provider.ErrMalformed, "timestamp"},
 		{"no notification", edit("payment_paid.json", `"notification": {`, `"notificationX": {`), provider.ErrMissingField, "notification"},
+		{"duplicate key", edit("payment_paid.json", `"amount": "10.00"`, `"amount": "1.00", "amount": "10.00"`), payload.ErrDuplicateKey, "notification.amount.amount"},
+		{"duplicate key in another case", edit("payment_paid.json", `"notificationId": "`, `"NotificationID": "x", "notificationId": "`), payload.ErrDuplicateKey, "notificationId"},
 	}
 	for _, c := range cases {
 		evs, err := a.Parse(req(testKeyID, sign(t, k, c.body), c.body))

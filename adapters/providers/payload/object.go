@@ -30,6 +30,8 @@ type Object struct {
 }
 
 // DecodeObject decodes raw as exactly one JSON object, numbers kept exact.
+// A key repeated in one object, at any depth, is refused (ErrDuplicateKey);
+// keys differing in case are distinct, as they are to Object's readers.
 func DecodeObject(raw []byte) (Object, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -43,6 +45,9 @@ func DecodeObject(raw []byte) (Object, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return Object{}, fmt.Errorf("%w: payload is not a JSON object", provider.ErrMalformed)
+	}
+	if err := UniqueKeys(raw, KeyRule{}); err != nil {
+		return Object{}, err
 	}
 	return Object{m: m}, nil
 }

@@ -19,7 +19,9 @@ import (
 )
 
 // DecodeBody decodes raw, which must be exactly one JSON value, into v (a
-// provider's typed envelope).
+// provider's typed envelope). A key repeated in one object at any depth is
+// refused (ErrDuplicateKey), and so are keys differing only in case: the
+// struct decoder would take either for the same field, keeping the last.
 func DecodeBody(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(v); err != nil {
@@ -28,11 +30,13 @@ func DecodeBody(raw []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: body: data after the JSON value", provider.ErrMalformed)
 	}
-	return nil
+	return UniqueKeys(raw, KeyRule{Fold: true})
 }
 
 // DecodeMember decodes the member field of an envelope, kept raw until the
 // envelope's type said what it holds, into v. Absent and null are missing.
+// Repeated keys are refused as by DecodeBody (which has usually checked them
+// already, with the rest of the body).
 func DecodeMember(raw json.RawMessage, v any, field string) error {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return fmt.Errorf("%w: %s", provider.ErrMissingField, field)
@@ -40,7 +44,7 @@ func DecodeMember(raw json.RawMessage, v any, field string) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("%w: %s: %v", provider.ErrMalformed, field, err)
 	}
-	return nil
+	return uniqueKeys(raw, field, KeyRule{Fold: true})
 }
 
 // RFC3339 reads the required time field, sent as text s, in UTC.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -254,6 +255,8 @@ func TestNormalizationErrors(t *testing.T) {
 		{"bad create_time", edit("capture_completed.json", `"create_time": "2026-11-29T10:00:07.940Z"`, `"create_time": "today"`), provider.ErrMalformed, "create_time"},
 		{"resource wrong type", edit("capture_completed.json", `"resource": {`, `"resource": [1], "x": {`), provider.ErrMalformed, "resource"},
 		{"not json", []byte(`{"id": "WH-1"`), provider.ErrMalformed, "body"},
+		{"duplicate key", edit("capture_completed.json", `"value": "10.00"`, `"value": "1.00", "value": "10.00"`), payload.ErrDuplicateKey, "resource.amount.value"},
+		{"duplicate key in another case", edit("capture_completed.json", `"event_type": "`, `"Event_Type": "PAYMENT.CAPTURE.DENIED", "event_type": "`), payload.ErrDuplicateKey, "event_type"},
 	}
 	for _, c := range cases {
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], c.body, now), Body: c.body, Now: now})

@@ -37,6 +37,9 @@
 // visible there for the accountant to write off, instead of being guessed
 // lost or won.
 //
+// A message that names any field twice is refused (400), even with equal
+// values: PayPal never repeats a field, so a repeat is someone else's.
+//
 // payment_date ("HH:MM:SS Mon DD, YYYY PST") is read with the fixed offset
 // its abbreviation states (PST -08:00, PDT -07:00): that is exact, needs no
 // tzdata, and unlike a zone lookup it keeps the repeated autumn hour apart.
@@ -46,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -102,17 +106,12 @@ type form struct {
 	charset string
 }
 
-// get returns the single value of field, converted to UTF-8. A field sent
-// twice with different values is ambiguous and refused.
+// get returns the value of field, converted to UTF-8. (normalize has made
+// sure no field is repeated.)
 func (f form) get(field string) (string, error) {
 	vals := f.v[field]
 	if len(vals) == 0 {
 		return "", nil
-	}
-	for _, v := range vals[1:] {
-		if v != vals[0] {
-			return "", fmt.Errorf("%w: %s is sent twice with different values", provider.ErrMalformed, field)
-		}
 	}
 	s, err := decodeCharset(vals[0], f.charset)
 	if err != nil {
@@ -137,6 +136,9 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (provider.Event, error) {
 	vals, err := url.ParseQuery(string(raw))
 	if err != nil {
 		return provider.Event{}, fmt.Errorf("%w: body is not a valid form: %v", provider.ErrMalformed, err)
+	}
+	if err := singleValued(vals); err != nil {
+		return provider.Event{}, err
 	}
 	f := form{v: vals}
 	cs, err := f.get("charset") // ASCII by nature; read before it applies
@@ -304,6 +306,27 @@ func parsePaymentDate(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: payment_date %q is not \"HH:MM:SS Mon DD, YYYY PST\"", provider.ErrMalformed, s)
 	}
 	return t.UTC(), nil
+}
+
+// singleValued refuses a form that names a field twice. PayPal never
+// repeats an IPN field (cart items are numbered: item_name1, item_name2), so
+// a repeat is not PayPal's, and it is ambiguous: readers differ on whether
+// the first or the last counts, and PayPal's postback would vouch for the
+// message as a whole, not for our choice. Names are compared after
+// percent-decoding ("txn%5Fid" is txn_id). The first repeated name in sorted
+// order is reported, so the error does not depend on map order.
+func singleValued(vals url.Values) error {
+	var repeated []string
+	for name, vs := range vals {
+		if len(vs) > 1 {
+			repeated = append(repeated, name)
+		}
+	}
+	if len(repeated) == 0 {
+		return nil
+	}
+	slices.Sort(repeated)
+	return fmt.Errorf("%w: field %q is sent %d times", provider.ErrMalformed, repeated[0], len(vals[repeated[0]]))
 }
 
 func isASCII[T string | []byte](b T) bool {

@@ -189,6 +189,13 @@ func TestNormalizationErrors(t *testing.T) {
 		{"bad date", edit("completed.txt", "payment_date=20%3A12%3A59+Jan+13%2C+2026+PST", "payment_date=yesterday"), provider.ErrMalformed, "payment_date"},
 		{"refund without parent", edit("refunded.txt", "parent_txn_id=61E67681CH3238416&", ""), provider.ErrMissingField, "parent_txn_id"},
 		{"ambiguous txn_id", edit("completed.txt", "txn_id=61E67681CH3238416", "txn_id=61E67681CH3238416&txn_id=OTHER"), provider.ErrMalformed, "txn_id"},
+		// PayPal never repeats a field: even an equal repeat is refused, and so
+		// is one of a field we do not read, or one spelled percent-encoded.
+		{"txn_id repeated, same value", edit("completed.txt", "txn_id=61E67681CH3238416", "txn_id=61E67681CH3238416&txn_id=61E67681CH3238416"), provider.ErrMalformed, `"txn_id" is sent 2 times`},
+		{"mc_gross repeated", edit("completed.txt", "mc_gross=19.95", "mc_gross=1.00&mc_gross=19.95"), provider.ErrMalformed, "mc_gross"},
+		{"unread field repeated", edit("completed.txt", "custom=order-2001", "custom=order-2001&custom=order-2002&custom=x"), provider.ErrMalformed, `"custom" is sent 3 times`},
+		{"repeat spelled percent-encoded", edit("completed.txt", "mc_gross=19.95", "mc_gross=19.95&mc%5Fgross=1.00"), provider.ErrMalformed, "mc_gross"},
+		{"empty name repeated", edit("completed.txt", "tax=0.00", "tax=0.00&=a&=b"), provider.ErrMalformed, `""`},
 		{"bad escape", edit("completed.txt", "tax=0.00", "tax=%zz"), provider.ErrMalformed, "form"},
 		{"raw non-ascii", edit("completed.txt", "first_name=Test", "first_name=Jos\xe9"), provider.ErrMalformed, "form"},
 	}
@@ -319,6 +326,8 @@ func FuzzPayPalIPNParse(f *testing.F) {
 	for _, name := range []string{"completed.txt", "refunded.txt", "reversed.txt", "canceled_reversal.txt", "pending_authorization.txt", "denied_windows1252.txt", "new_case.txt"} {
 		f.Add(providertest.Fixture(f, name))
 	}
+	f.Add([]byte("txn_id=A&txn_id=A&payment_status=Completed&receiver_email=seller%40onceledger.example"))
+	f.Add([]byte("mc_gross=1.00&mc%5Fgross=2.00&receiver_email=seller%40onceledger.example&=&="))
 	a := mustNew(f, receiver)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		evs, err := parse(a, body)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
 )
@@ -172,6 +173,7 @@ func TestNormalizationErrors(t *testing.T) {
 		{"missing event_id", edit("payment_updated_completed.json", `"event_id": "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc",`, ``), provider.ErrMissingField, "event_id"},
 		{"bad created_at", edit("payment_updated_completed.json", `"created_at": "2026-11-29T10:01:02.615Z"`, `"created_at": "later"`), provider.ErrMalformed, "created_at"},
 		{"not json", []byte(`{"event_id":`), provider.ErrMalformed, "body"},
+		{"duplicate key", edit("payment_updated_completed.json", `"total_money": {"amount": 1200`, `"total_money": {"amount": 1, "amount": 1200`), payload.ErrDuplicateKey, "data.object.payment.total_money.amount"},
 	}
 	for _, c := range cases {
 		evs, err := a.Parse(req(Sign(testKey, testURL, c.body), c.body))

@@ -33,6 +33,8 @@ func FuzzStandardParse(f *testing.F) {
 	f.Add([]byte(`{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"p","capture_id":"c","amount":10,"currency":"USD","fee":11}}`), "msg_x", "v1,", byte(1))
 	f.Add([]byte(`{"type":"payout.paid","timestamp":"9999-12-31T23:59:59Z","data":{"payout_id":"po","amount":1e999,"currency":"usd"}}`), "", "v1a,xyz v1,==", byte(2))
 	f.Add([]byte(`[]`), "msg with spaces", " ", byte(3))
+	f.Add([]byte(`{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"p","capture_id":"c","amount":1,"amount":2,"currency":"USD"}}`), "msg_dup", "v1,", byte(5))
+	f.Add([]byte(`{"type":"refund.succeeded","type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"p","refund_id":"r","amount":1,"currency":"USD","Amount":2,"x":{"y":[{"z":1,"z":2}]}}}`), "msg_dup2", "v1,", byte(6))
 	f.Add([]byte{}, "m", "v1,"+strings.Repeat("A", 44), byte(4))
 
 	a := newAdapter(f, oldSecret, secret)

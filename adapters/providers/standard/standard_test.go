@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
+	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/provider"
@@ -366,6 +367,14 @@ func TestBadInput(t *testing.T) {
 		{"dispute without dispute_id", `{"type":"dispute.lost","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.dispute_id"},
 		{"payout without payout_id", `{"type":"payout.paid","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.payout_id"},
 		{"authorized without payment_id", `{"type":"payment.authorized","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.payment_id"},
+		// A key named twice in one object, at any depth: the audit's
+		// "amount":1,"amount":2 was recorded as 2.
+		{"amount twice", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1,"amount":2,"currency":"USD"}`)), payload.ErrDuplicateKey, "data.amount"},
+		{"amount twice, escaped", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1,"\u0061mount":2,"currency":"USD"}`)), payload.ErrDuplicateKey, "data.amount"},
+		{"type twice", `{"type":"payment.failed","type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":{}}`, payload.ErrDuplicateKey, "type"},
+		{"data twice", `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":{},"data":{}}`, payload.ErrDuplicateKey, "data"},
+		{"deep in an unread list", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1,"currency":"USD","lines":[{"sku":"a"},{"sku":"a","sku":"b"}]}`)), payload.ErrDuplicateKey, "data.lines[1].sku"},
+		{"ignored type", `{"type":"customer.updated","timestamp":"2026-11-29T10:00:00Z","data":{"x":{"y":1,"y":2}}}`, payload.ErrDuplicateKey, "data.x.y"},
 	}
 	a := newAdapter(t)
 	for _, tc := range cases {

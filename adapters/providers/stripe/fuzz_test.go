@@ -52,6 +52,11 @@ func FuzzStripeParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"id":"evt_1","type":"payout.paid","created":1,"data":{"object":{"id":"po_1","amount":-1,"currency":"usd"}}}`), "", byte(1))
 	f.Add([]byte(`{"id":"evt_1","type":"charge.refunded","created":1,"data":{"object":{"payment_intent":"pi_1","refunds":{"data":[{"status":"succeeded","id":"re_1","amount":1e400,"currency":"usd"}]}}}}`), "t=1,v1=zz,v1=", byte(2))
+	// Repeated keys, plain, escaped and nested, and a legacy charges list.
+	f.Add([]byte(`{"id":"evt_1","id":"evt_2","type":"payout.paid","created":1,"data":{"object":{"id":"po_1","amount":1,"currency":"usd"}}}`), "", byte(5))
+	f.Add([]byte(`{"id":"evt_1","type":"payout.paid","created":1,"data":{"object":{"id":"po_1","amount":1,"amount":2,"currency":"usd"}}}`), "", byte(6))
+	f.Add([]byte(`{"id":"evt_1","type":"payment_intent.succeeded","created":1,"data":{"object":{"id":"pi_1","amount_received":5,"currency":"usd","charges":{"data":[{"id":"ch_1","status":"failed"},{"id":"ch_2","status":"succeeded","captured":true,"id":"ch_3"}]}}}}`), "", byte(7))
+	f.Add([]byte(`{"id":"evt_1","type":"charge.dispute.created","created":1,"data":{"object":{"id":"du_1","amount":1,"currency":"usd","payment_intent":null,"charge":{"id":"ch_1"}}}}`), "", byte(8))
 	f.Add([]byte(`null`), "t=,v1", byte(3))
 	f.Add([]byte{}, ",,,", byte(4))
 

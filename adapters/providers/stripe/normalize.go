@@ -13,9 +13,10 @@ import (
 )
 
 // normalize turns a verified Stripe event into a provider.Event. The payment
-// key is always the PaymentIntent id (pi_...): one capture is reported by
-// both charge.succeeded and payment_intent.succeeded, and both must land on
-// the same stream with the same business id (the charge id) so the domain
+// key is the PaymentIntent id (pi_...), or the charge id for a charge made
+// without one (see the package doc): one capture is reported by both
+// charge.succeeded and payment_intent.succeeded, and both must land on the
+// same stream with the same business id (the charge id) so the domain
 // records it once.
 func normalize(raw []byte) (provider.Event, error) {
 	root, err := payload.DecodeObject(raw)
@@ -106,17 +107,27 @@ func paymentIntent(typ string, pi payload.Object) (string, []provider.Fact, erro
 	switch kind {
 	case provider.KindCaptured:
 		// The capture's identity is the charge, as on charge.succeeded.
-		if f.BusinessID, err = reqID(pi, "latest_charge"); err != nil {
+		chargeID, ch, hasCharge, err := capturedCharge(pi)
+		if err != nil {
 			return "", nil, err
 		}
+		if !hasCharge {
+			// Nothing names the charge, so no fact can carry the identity
+			// charge.succeeded gives the same capture: record the delivery
+			// without facts and let charge.succeeded post it, rather than
+			// refuse it and have Stripe retry it for days.
+			return key, nil, nil
+		}
+		f.BusinessID = chargeID
 		if f.Amount, err = pi.ReqInt("amount_received"); err != nil {
 			return "", nil, err
 		}
-		// Webhooks do not expand objects, but if latest_charge and its
-		// balance transaction were expanded, take the fee from there so the
+		// Webhooks do not expand latest_charge, but if it was expanded, or
+		// the charge came embedded in a legacy charges list, take the fee
+		// from its balance transaction (when that is expanded too) so the
 		// fact agrees with the same capture seen through charge.succeeded.
-		if ch, ok := expanded(pi, "latest_charge"); ok {
-			if f.Fee, err = chargeFee(ch); err != nil {
+		if ch != nil {
+			if f.Fee, err = chargeFee(*ch); err != nil {
 				return "", nil, err
 			}
 		}
@@ -142,11 +153,59 @@ func paymentIntent(typ string, pi payload.Object) (string, []provider.Fact, erro
 	return key, []provider.Fact{f}, nil
 }
 
+// capturedCharge finds the charge a succeeded PaymentIntent captured:
+// latest_charge (API versions from 2022-11-15 on), else, for accounts pinned
+// to an older version, the embedded list charges.data. That list holds every
+// attempt, failed ones included, newest first; a lone entry is the one,
+// otherwise the first with status "succeeded" and captured not false is. ch
+// is the charge object when the payload carries it (expanded or embedded).
+// ok is false when the payload names no charge at all.
+func capturedCharge(pi payload.Object) (id string, ch *payload.Object, ok bool, err error) {
+	if id, ok, err = optID(pi, "latest_charge"); err != nil || ok {
+		if obj, isObj := expanded(pi, "latest_charge"); isObj {
+			ch = &obj
+		}
+		return id, ch, ok, err
+	}
+	charges, ok, err := pi.OptObject("charges")
+	if err != nil || !ok {
+		return "", nil, false, err
+	}
+	var list []payload.Object
+	if err := charges.EachObject("data", func(c payload.Object) error {
+		list = append(list, c)
+		return nil
+	}); err != nil {
+		return "", nil, false, err
+	}
+	for _, c := range list {
+		if len(list) > 1 {
+			status, _, err := c.OptString("status")
+			if err != nil {
+				return "", nil, false, err
+			}
+			captured, hasCaptured, err := c.OptBool("captured")
+			if err != nil {
+				return "", nil, false, err
+			}
+			if status != "succeeded" || (hasCaptured && !captured) {
+				continue
+			}
+		}
+		id, err := c.ReqString("id")
+		if err != nil {
+			return "", nil, false, err
+		}
+		return id, &c, true, nil
+	}
+	return "", nil, false, nil
+}
+
 func charge(typ string, ch payload.Object) (string, []provider.Fact, error) {
 	if typ == "charge.refunded" {
 		return chargeRefunded(ch)
 	}
-	key, err := reqID(ch, "payment_intent")
+	key, err := reqPaymentKey(ch, "id")
 	if err != nil {
 		return "", nil, err
 	}
@@ -215,7 +274,7 @@ func chargeFee(ch payload.Object) (int64, error) {
 func chargeRefunded(ch payload.Object) (string, []provider.Fact, error) {
 	refunds, ok, err := ch.OptObject("refunds")
 	if err != nil || !ok {
-		key, _, _ := optID(ch, "payment_intent")
+		key, _, _ := optPaymentKey(ch, "id")
 		return key, nil, err
 	}
 	var facts []provider.Fact
@@ -238,10 +297,10 @@ func chargeRefunded(ch payload.Object) (string, []provider.Fact, error) {
 		return "", nil, err
 	}
 	if len(facts) == 0 {
-		key, _, _ := optID(ch, "payment_intent")
+		key, _, _ := optPaymentKey(ch, "id")
 		return key, nil, nil
 	}
-	key, err := reqID(ch, "payment_intent")
+	key, err := reqPaymentKey(ch, "id")
 	if err != nil {
 		return "", nil, err
 	}
@@ -260,10 +319,10 @@ func refund(typ string, re payload.Object) (string, []provider.Fact, error) {
 	case status == "succeeded":
 		kind = provider.KindRefunded
 	default: // pending, requires_action: the outcome comes in a later event
-		key, _, _ := optID(re, "payment_intent")
+		key, _, _ := optPaymentKey(re, "charge")
 		return key, nil, nil
 	}
-	key, err := reqID(re, "payment_intent")
+	key, err := reqPaymentKey(re, "charge")
 	if err != nil {
 		return "", nil, err
 	}
@@ -311,10 +370,10 @@ func dispute(typ string, du payload.Object) (string, []provider.Fact, error) {
 		}
 	}
 	if kind == "" { // updated, funds_withdrawn, warning_closed, ...
-		key, _, _ := optID(du, "payment_intent")
+		key, _, _ := optPaymentKey(du, "charge")
 		return key, nil, nil
 	}
-	key, err := reqID(du, "payment_intent")
+	key, err := reqPaymentKey(du, "charge")
 	if err != nil {
 		return "", nil, err
 	}
@@ -349,6 +408,26 @@ func payout(_ string, po payload.Object) (string, []provider.Fact, error) {
 		return "", nil, err
 	}
 	return "", []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}}, nil
+}
+
+// optPaymentKey reads the payment key of a charge, refund or dispute object:
+// its PaymentIntent, or, when payment_intent is null (a legacy charge made
+// through the Charges API, and its refunds and disputes), the charge id,
+// found in chargeField: "id" on a charge, "charge" on refunds and disputes.
+// See the package doc.
+func optPaymentKey(o payload.Object, chargeField string) (string, bool, error) {
+	if key, ok, err := optID(o, "payment_intent"); err != nil || ok {
+		return key, ok, err
+	}
+	return optID(o, chargeField)
+}
+
+func reqPaymentKey(o payload.Object, chargeField string) (string, error) {
+	key, ok, err := optPaymentKey(o, chargeField)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s (or, without a PaymentIntent, %s)", provider.ErrMissingField, o.Name("payment_intent"), o.Name(chargeField))
+	}
+	return key, err
 }
 
 // expanded returns the object behind an expandable reference when Stripe

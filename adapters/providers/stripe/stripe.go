@@ -9,6 +9,27 @@
 // by this package, not by stripe.ConstructEvent: that function also rejects
 // events whose API version differs from the SDK's, which is not our concern
 // (we read a handful of fields that are stable across versions).
+//
+// The payload must not name a key twice in one object, at any depth (400):
+// see payload.UniqueKeys.
+//
+// Payment key (the stream). A payment is keyed by its PaymentIntent id
+// (pi_...): data.object.id on payment_intent.*, data.object.payment_intent
+// on charge.*, refund.* and charge.dispute.*. A charge made through the
+// legacy Charges API has no PaymentIntent (payment_intent null), and
+// neither have its refunds and disputes; such a payment is keyed by its
+// charge id (ch_... or py_...): data.object.id on charge.*,
+// data.object.charge on refunds and disputes. Both rules name the same
+// charge, so a legacy charge, its refunds and its disputes share one
+// stream. (Stripe sets payment_intent on a charge's refunds and disputes
+// whenever the charge has one, so a PaymentIntent payment never falls back.)
+//
+// API versions. Accounts pinned to a version before 2022-11-15 send
+// payment_intent.succeeded without latest_charge but with the list
+// charges.data; the captured charge is then taken from that list (the
+// succeeded, captured entry when it holds several). If neither names a
+// charge, the delivery is recorded with no facts rather than refused:
+// charge.succeeded reports the same capture, under the charge id.
 package stripe
 
 import (

@@ -221,14 +221,16 @@ func withHeader(body []byte, sig string) providers.Request {
 
 func TestNormalize(t *testing.T) {
 	const (
-		pi     = "pi_3QxYzA2eZvKYlo2C1PJqQe7b"
-		piMan  = "pi_3QxZ0B2eZvKYlo2C0mManual"
-		piFail = "pi_3QxZ1C2eZvKYlo2C1dEcLiNe"
-		ch     = "ch_3QxYzA2eZvKYlo2C1kTq9v0W"
-		chMan  = "ch_3QxZ0B2eZvKYlo2C0hHoldCh"
-		du     = "du_1QyAbC2eZvKYlo2CdIsPuTe1"
-		usd    = money.Currency("USD")
-		eur    = money.Currency("EUR")
+		pi       = "pi_3QxYzA2eZvKYlo2C1PJqQe7b"
+		piMan    = "pi_3QxZ0B2eZvKYlo2C0mManual"
+		piFail   = "pi_3QxZ1C2eZvKYlo2C1dEcLiNe"
+		ch       = "ch_3QxYzA2eZvKYlo2C1kTq9v0W"
+		chMan    = "ch_3QxZ0B2eZvKYlo2C0hHoldCh"
+		du       = "du_1QyAbC2eZvKYlo2CdIsPuTe1"
+		legacyCh = "ch_1GqLeG2eZvKYlo2CnOpIoNlY"
+		legacyRe = "re_1GrLeG2eZvKYlo2CrEfUnD01"
+		usd      = money.Currency("USD")
+		eur      = money.Currency("EUR")
 	)
 	cases := []struct {
 		file       string
@@ -265,6 +267,14 @@ func TestNormalize(t *testing.T) {
 		{"charge.dispute.funds_withdrawn.json", pi, 1764900002, nil},
 		{"payout.paid.json", "", 1765000000, []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd}}},
 		{"customer.created.json", "", 1764410300, nil},
+		// API version 2020-08-27: no latest_charge; the captured charge is
+		// the succeeded entry of charges.data, not the declined attempt.
+		{"payment_intent.succeeded.legacy_charges.json", "pi_1HhLfA2eZvKYlo2CzLeGaCy1", 1603972860, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "ch_1HhLgB2eZvKYlo2CsUcCeSs1", Amount: 3500, Currency: eur}}},
+		// Charges API, no PaymentIntent: keyed by the charge id throughout.
+		{"charge.succeeded.legacy_no_pi.json", legacyCh, 1591200001, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: legacyCh, Amount: 1200, Currency: usd}}},
+		{"charge.refunded.legacy_no_pi.json", legacyCh, 1591300001, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: legacyRe, Amount: 500, Currency: usd}}},
+		{"charge.refund.updated.legacy_no_pi.json", legacyCh, 1591300500, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: legacyRe, Amount: 500, Currency: usd}}},
+		{"charge.dispute.created.legacy_no_pi.json", legacyCh, 1591400001, []provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "du_1GsLeG2eZvKYlo2CdIsPuTe9", Amount: 700, Currency: usd, Reason: "product_not_received"}}},
 	}
 	a := newAdapter(t)
 	for _, tc := range cases {
@@ -344,8 +354,27 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 			switch fact.Kind {
 			case provider.KindCaptured:
 				gotAmount = pi.AmountReceived
-				if pi.LatestCharge == nil || pi.LatestCharge.ID != fact.BusinessID {
-					t.Errorf("%s: latest_charge disagrees", f)
+				// stripe-go no longer has the pre-2022-11-15 charges list.
+				var legacy struct {
+					Charges struct {
+						Data []struct {
+							ID     string `json:"id"`
+							Status string `json:"status"`
+						} `json:"data"`
+					} `json:"charges"`
+				}
+				mustUnmarshal(t, e.Data.Raw, &legacy)
+				switch {
+				case pi.LatestCharge != nil:
+					if pi.LatestCharge.ID != fact.BusinessID {
+						t.Errorf("%s: latest_charge disagrees", f)
+					}
+				case len(legacy.Charges.Data) > 0:
+					if c := legacy.Charges.Data[0]; c.ID != fact.BusinessID || c.Status != "succeeded" {
+						t.Errorf("%s: charges.data disagrees", f)
+					}
+				default:
+					t.Errorf("%s: captured without a charge", f)
 				}
 			case provider.KindAuthorized:
 				gotAmount = pi.AmountCapturable
@@ -355,7 +384,7 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 		case ev.Type == "charge.refunded":
 			var ch stripego.Charge
 			mustUnmarshal(t, e.Data.Raw, &ch)
-			gotID = ch.PaymentIntent.ID
+			gotID = chargeKey(ch.PaymentIntent, ch.ID)
 			gotAmount = ch.Refunds.Data[0].Amount
 			if ch.Refunds.Data[0].ID != fact.BusinessID {
 				t.Errorf("%s: refund id disagrees", f)
@@ -363,15 +392,15 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 		case strings.HasPrefix(ev.Type, "charge.dispute."):
 			var du stripego.Dispute
 			mustUnmarshal(t, e.Data.Raw, &du)
-			gotID, gotAmount = du.PaymentIntent.ID, du.Amount
+			gotID, gotAmount = chargeKey(du.PaymentIntent, du.Charge.ID), du.Amount
 		case strings.HasPrefix(ev.Type, "charge.refund"), strings.HasPrefix(ev.Type, "refund."):
 			var re stripego.Refund
 			mustUnmarshal(t, e.Data.Raw, &re)
-			gotID, gotAmount = re.PaymentIntent.ID, re.Amount
+			gotID, gotAmount = chargeKey(re.PaymentIntent, re.Charge.ID), re.Amount
 		case strings.HasPrefix(ev.Type, "charge."):
 			var ch stripego.Charge
 			mustUnmarshal(t, e.Data.Raw, &ch)
-			gotID, gotAmount = ch.PaymentIntent.ID, ch.Amount
+			gotID, gotAmount = chargeKey(ch.PaymentIntent, ch.ID), ch.Amount
 			if ch.Captured {
 				gotAmount = ch.AmountCaptured
 			}
@@ -393,6 +422,15 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 			t.Errorf("%s: amount %d, stripe-go %d", f, fact.Amount, gotAmount)
 		}
 	}
+}
+
+// chargeKey is the package doc's payment key rule, applied to stripe-go's
+// typed objects: the PaymentIntent, else the charge.
+func chargeKey(pi *stripego.PaymentIntent, chargeID string) string {
+	if pi != nil {
+		return pi.ID
+	}
+	return chargeID
 }
 
 func mustUnmarshal(t *testing.T, b []byte, v any) {
@@ -451,7 +489,6 @@ func TestBadInput(t *testing.T) {
 		{"created not a number", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["created"] = "today" }), provider.ErrMalformed, "created"},
 		{"missing data.object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{} }), provider.ErrMissingField, "data.object"},
 		{"data.object not an object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{"object": "ch_1"} }), provider.ErrMalformed, "data.object must be an object"},
-		{"pi succeeded without latest_charge", set("payment_intent.succeeded.json", "latest_charge", nil), provider.ErrMissingField, "data.object.latest_charge"},
 		{"pi succeeded without amount_received", del("payment_intent.succeeded.json", "amount_received"), provider.ErrMissingField, "data.object.amount_received"},
 		{"pi negative amount_received", set("payment_intent.succeeded.json", "amount_received", json.Number("-2000")), provider.ErrInvalidAmount, "data.object.amount_received"},
 		{"pi fractional amount", set("payment_intent.succeeded.json", "amount_received", json.Number("20.5")), provider.ErrInvalidAmount, "data.object.amount_received"},
@@ -461,7 +498,10 @@ func TestBadInput(t *testing.T) {
 		{"pi unknown currency", set("payment_intent.succeeded.json", "currency", "xyz"), money.ErrUnknownCurrency, "data.object.currency"},
 		{"pi missing currency", del("payment_intent.succeeded.json", "currency"), provider.ErrMissingField, "data.object.currency"},
 		{"pi missing id", del("payment_intent.succeeded.json", "id"), provider.ErrMissingField, "data.object.id"},
-		{"charge without payment_intent", set("charge.succeeded.json", "payment_intent", nil), provider.ErrMissingField, "data.object.payment_intent"},
+		{"charge without payment_intent or id", mutate(t, "charge.succeeded.json", func(r map[string]any) {
+			obj(r)["payment_intent"], obj(r)["id"] = nil, ""
+		}), provider.ErrMissingField, "data.object.payment_intent"},
+		{"charge payment_intent a number", set("charge.succeeded.json", "payment_intent", json.Number("7")), provider.ErrMalformed, "data.object.payment_intent"},
 		{"charge without captured", del("charge.succeeded.json", "captured"), provider.ErrMissingField, "data.object.captured"},
 		{"charge captured not bool", set("charge.succeeded.json", "captured", "yes"), provider.ErrMalformed, "data.object.captured"},
 		{"charge negative amount_captured", set("charge.captured.json", "amount_captured", json.Number("-1")), provider.ErrInvalidAmount, "data.object.amount_captured"},
@@ -477,10 +517,24 @@ func TestBadInput(t *testing.T) {
 		{"refund list not a list", mutate(t, "charge.refunded.expanded.json", func(r map[string]any) {
 			obj(r)["refunds"].(map[string]any)["data"] = "re_1"
 		}), provider.ErrMalformed, "data.object.refunds.data"},
-		{"refund without payment_intent", set("refund.created.json", "payment_intent", nil), provider.ErrMissingField, "data.object.payment_intent"},
+		{"refund without payment_intent or charge", mutate(t, "refund.created.json", func(r map[string]any) {
+			obj(r)["payment_intent"], obj(r)["charge"] = nil, nil
+		}), provider.ErrMissingField, "data.object.charge"},
+		{"legacy refund, charge not an id", set("charge.refund.updated.legacy_no_pi.json", "charge", true), provider.ErrMalformed, "data.object.charge"},
 		{"refund negative amount", set("refund.created.json", "amount", json.Number("-1500")), provider.ErrInvalidAmount, "data.object.amount"},
 		{"refund unknown currency", set("refund.failed.json", "currency", "zzz"), money.ErrUnknownCurrency, "data.object.currency"},
-		{"dispute without payment_intent", set("charge.dispute.created.json", "payment_intent", nil), provider.ErrMissingField, "data.object.payment_intent"},
+		{"dispute without payment_intent or charge", mutate(t, "charge.dispute.created.json", func(r map[string]any) {
+			obj(r)["payment_intent"], obj(r)["charge"] = nil, ""
+		}), provider.ErrMissingField, "data.object.payment_intent"},
+		{"legacy pi, charges.data not a list", mutate(t, "payment_intent.succeeded.legacy_charges.json", func(r map[string]any) {
+			obj(r)["charges"].(map[string]any)["data"] = "ch_1"
+		}), provider.ErrMalformed, "data.object.charges.data"},
+		{"legacy pi, lone charge without id", mutate(t, "payment_intent.succeeded.legacy_charges.json", func(r map[string]any) {
+			c := obj(r)["charges"].(map[string]any)
+			c["data"] = c["data"].([]any)[:1]
+			delete(c["data"].([]any)[0].(map[string]any), "id")
+		}), provider.ErrMissingField, "data.object.charges.data[0].id"},
+		{"legacy pi, charges not an object", set("payment_intent.succeeded.legacy_charges.json", "charges", "ch_1"), provider.ErrMalformed, "data.object.charges"},
 		{"dispute without id", del("charge.dispute.closed.lost.json", "id"), provider.ErrMissingField, "data.object.id"},
 		{"payout without id", del("payout.paid.json", "id"), provider.ErrMissingField, "data.object.id"},
 		{"payout overflowing amount", set("payout.paid.json", "amount", json.Number("99999999999999999999999")), provider.ErrInvalidAmount, "data.object.amount"},
