@@ -29,8 +29,10 @@ func stripeEvent(id, typ string, created time.Time, object map[string]any) []byt
 // charge.succeeded with its balance_transaction expanded, and
 // payment_intent.succeeded with latest_charge (and its balance transaction)
 // expanded. Without expansion Stripe sends ids only and the normalized fee is
-// 0; sending the fee on one of the two only would make the ledger depend on
-// arrival order.
+// 0 ("unknown"); onceledger then records the fee from whichever report
+// carries it (payment.fee_recorded), so either way the ledger does not depend
+// on arrival order — this generator sends it on both to exercise the capture
+// path with fees.
 func (g *Generator) stripePayment(s shape) (string, []draft) {
 	pi, ch, txn := g.stripeID("pi"), g.stripeID("ch"), g.stripeID("txn")
 	cur := strings.ToLower(s.currency)
