@@ -9,7 +9,14 @@
 #      the ledger compared with the generator's own model.
 #   3. Projection lag under a steady 1,000 webhooks/s: /v1/projections polled
 #      while loading; p99 in events and (approximately) seconds.
-#   4. (placeholder) rebuild benchmark.
+#   4. Rebuild: a throwaway database seeded with BENCH_REBUILD_EVENTS real
+#      domain events (bench/seed, COPY), then `onceledger rebuild --all`:
+#      events/s, peak RSS, and the raw read rate of the events table
+#      (psql \copy ... TO /dev/null) for the ratio.
+#
+#   bench/run.sh            all four
+#   bench/run.sh ingest     1-3 only
+#   bench/run.sh rebuild    4 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -18,16 +25,25 @@
 #   BENCH_PAYMENTS=5000    payments for the throughput run (about 3.7 deliveries each + 20%)
 #   BENCH_LAG_RATE=1000    webhooks/s for the lag run
 #   BENCH_LAG_SECONDS=20   duration of the lag run
+#   BENCH_REBUILD_EVENTS=1000000  events seeded for the rebuild (about 3.8 per payment)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   PGHOST/PGPORT/PGUSER   the Postgres server (default 127.0.0.1:5432, postgres)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+what=${1:-all}
+case "$what" in
+all | ingest | rebuild) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild]" >&2; exit 2 ;;
+esac
+want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
 SECONDS_PGB=${BENCH_SECONDS:-20}
 CONC=${BENCH_CONCURRENCY:-64}
 PAYMENTS=${BENCH_PAYMENTS:-5000}
 LAG_RATE=${BENCH_LAG_RATE:-1000}
 LAG_SECONDS=${BENCH_LAG_SECONDS:-20}
+REBUILD_EVENTS=${BENCH_REBUILD_EVENTS:-1000000}
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
 
@@ -38,6 +54,7 @@ done
 tag="$(date +%Y%m%d%H%M%S)_$$"
 serve_db="onceledger_bench_serve_${tag}"
 pgb_db="onceledger_bench_pgbench_${tag}"
+rb_db="onceledger_bench_rebuild_${tag}"
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {
@@ -45,8 +62,9 @@ cleanup() {
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
 		dropdb --if-exists "$serve_db" 2>/dev/null || true
 		dropdb --if-exists "$pgb_db" 2>/dev/null || true
+		dropdb --if-exists "$rb_db" 2>/dev/null || true
 	else
-		echo "bench: kept databases $serve_db $pgb_db" >&2
+		echo "bench: kept databases $serve_db $pgb_db $rb_db" >&2
 	fi
 	rm -rf "$work"
 }
@@ -60,6 +78,7 @@ free_port() {
 echo "== build"
 go build -o "$work/onceledger" ./cmd/onceledger
 go build -o "$work/loadgen" ./cmd/loadgen
+go build -o "$work/seed" ./bench/seed
 
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit="${commit}-dirty"; fi
@@ -67,57 +86,120 @@ mem="$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 cpu="$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
 pgver="$(psql -Atc 'show server_version' postgres)"
 
-echo "== 1. pgbench: the SQL of one ingest, $CONC clients, ${SECONDS_PGB}s"
-createdb "$pgb_db"
-ONCELEDGER_DATABASE_URL="$(pgurl "$pgb_db")" "$work/onceledger" migrate
-pgbench -n -M prepared -c "$CONC" -j 2 -T "$SECONDS_PGB" -D run="$RANDOM" -D seq=0 \
-	-f bench/ingest.pgbench "$pgb_db" | tee "$work/pgbench.txt"
-tps="$(awk '/^tps = / {print $3; exit}' "$work/pgbench.txt")"
-[[ -n "$tps" ]] || { echo "bench: no tps in pgbench output" >&2; exit 1; }
-dropdb --if-exists "$pgb_db" # idle now; keep it from sharing the disk with the next run
-
-echo "== 2. onceledger serve + loadgen: $PAYMENTS payments, $CONC senders, 20% redeliveries"
-port="$(free_port)"
-export ONCELEDGER_DATABASE_URL="$(pgurl "$serve_db")"
-export ONCELEDGER_ADDR="127.0.0.1:${port}"
-export ONCELEDGER_API_TOKENS="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export ONCELEDGER_STANDARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
-export ONCELEDGER_STRIPE_SECRETS="whsec_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export ONCELEDGER_LOG_LEVEL=warn
-createdb "$serve_db"
-"$work/onceledger" serve >"$work/serve.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 100); do
-	curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null 2>&1 && break
-	kill -0 "$server_pid" 2>/dev/null || { cat "$work/serve.log" >&2; echo "bench: server exited" >&2; exit 1; }
-	sleep 0.2
-done
-curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
-
 status=0
-"$work/loadgen" --payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
-	--json >"$work/ingest.json" || status=$?
-jq -r '"verdict: \(.verdict)  deliveries/s: \(.deliveries_per_second|floor)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest.json"
-wps="$(jq -r '.deliveries_per_second' "$work/ingest.json")"
+if want ingest; then
+	echo "== 1. pgbench: the SQL of one ingest, $CONC clients, ${SECONDS_PGB}s"
+	createdb "$pgb_db"
+	ONCELEDGER_DATABASE_URL="$(pgurl "$pgb_db")" "$work/onceledger" migrate
+	pgbench -n -M prepared -c "$CONC" -j 2 -T "$SECONDS_PGB" -D run="$RANDOM" -D seq=0 \
+		-f bench/ingest.pgbench "$pgb_db" | tee "$work/pgbench.txt"
+	tps="$(awk '/^tps = / {print $3; exit}' "$work/pgbench.txt")"
+	[[ -n "$tps" ]] || { echo "bench: no tps in pgbench output" >&2; exit 1; }
+	dropdb --if-exists "$pgb_db" # idle now; keep it from sharing the disk with the next run
 
-echo "== 3. projection lag at $LAG_RATE webhooks/s for ${LAG_SECONDS}s"
-"$work/loadgen" --payments 0 --duration "${LAG_SECONDS}s" --rate "$LAG_RATE" --concurrency "$CONC" \
-	--duplicates 0.2 --lag-interval 100ms --json >"$work/lag.json" || status=$?
-jq -r '"verdict: \(.verdict)  achieved: \(.deliveries_per_second|floor)/s  lag events p50 \(.projection_lag.events_p50) p99 \(.projection_lag.events_p99) max \(.projection_lag.events_max)  seconds p99 ~\(.projection_lag.seconds_p99*100|round/100)  catch-up \(.catch_up_seconds*100|round/100)s"' "$work/lag.json"
+	echo "== 2. onceledger serve + loadgen: $PAYMENTS payments, $CONC senders, 20% redeliveries"
+	port="$(free_port)"
+	export ONCELEDGER_DATABASE_URL="$(pgurl "$serve_db")"
+	export ONCELEDGER_ADDR="127.0.0.1:${port}"
+	export ONCELEDGER_API_TOKENS="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	export ONCELEDGER_STANDARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
+	export ONCELEDGER_STRIPE_SECRETS="whsec_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	export ONCELEDGER_LOG_LEVEL=warn
+	createdb "$serve_db"
+	"$work/onceledger" serve >"$work/serve.log" 2>&1 &
+	server_pid=$!
+	for _ in $(seq 1 100); do
+		curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null 2>&1 && break
+		kill -0 "$server_pid" 2>/dev/null || { cat "$work/serve.log" >&2; echo "bench: server exited" >&2; exit 1; }
+		sleep 0.2
+	done
+	curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
 
-# == 4. rebuild benchmark ====================================================
-# PLACEHOLDER: to be added by the rebuild engineer (onceledger rebuild --all
-# on the database above: events/s replayed, time to swap, query latency
-# during the rebuild). Keep the summary lines below in the same format.
+	"$work/loadgen" --payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
+		--json >"$work/ingest.json" || status=$?
+	jq -r '"verdict: \(.verdict)  deliveries/s: \(.deliveries_per_second|floor)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest.json"
+	wps="$(jq -r '.deliveries_per_second' "$work/ingest.json")"
+
+	echo "== 3. projection lag at $LAG_RATE webhooks/s for ${LAG_SECONDS}s"
+	"$work/loadgen" --payments 0 --duration "${LAG_SECONDS}s" --rate "$LAG_RATE" --concurrency "$CONC" \
+		--duplicates 0.2 --lag-interval 100ms --json >"$work/lag.json" || status=$?
+	jq -r '"verdict: \(.verdict)  achieved: \(.deliveries_per_second|floor)/s  lag events p50 \(.projection_lag.events_p50) p99 \(.projection_lag.events_p99) max \(.projection_lag.events_max)  seconds p99 ~\(.projection_lag.seconds_p99*100|round/100)  catch-up \(.catch_up_seconds*100|round/100)s"' "$work/lag.json"
+
+fi
+
+# == 4. rebuild ===============================================================
+if want rebuild; then
+	echo "== 4. rebuild: $REBUILD_EVENTS events seeded, onceledger rebuild --all"
+	rb_url="$(pgurl "$rb_db")"
+	createdb "$rb_db"
+	ONCELEDGER_DATABASE_URL="$rb_url" "$work/onceledger" migrate
+	"$work/seed" --database-url "$rb_url" --events "$REBUILD_EVENTS" | tee "$work/seed.txt"
+	psql -q -c VACUUM "$rb_db" # a real events table is vacuumed; a fresh COPY leaves hint bits to set
+	# The live projectors have never run here. Put their checkpoints at the
+	# head so that the first rebuild does not replay the feed through the
+	# live path first: it finds the live tables empty (differences, exit 2,
+	# expected), swaps its tables in, and leaves a healthy ledger.
+	psql -q -v ON_ERROR_STOP=1 "$rb_db" <<'SQL'
+INSERT INTO projection_checkpoints (name, position_commit, position_prepare)
+SELECT n, e.tx_id, e.global_position
+FROM unnest(ARRAY['ledger', 'payments', 'reconciliation']) AS n,
+     (SELECT tx_id, global_position FROM events ORDER BY tx_id DESC, global_position DESC LIMIT 1) AS e
+ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, position_prepare = excluded.position_prepare;
+SQL
+	rb_run() { # $1: label; runs the rebuild under /usr/bin/time -v (or polls VmHWM)
+		local out="$work/rebuild_$1.txt" rc=0
+		if [[ -x /usr/bin/time ]]; then
+			ONCELEDGER_DATABASE_URL="$rb_url" ONCELEDGER_LOG_LEVEL=warn /usr/bin/time -v "$work/onceledger" rebuild --all >"$out" 2>&1 || rc=$?
+			awk '/Maximum resident set size/ {print $NF}' "$out" >"$work/rss_$1"
+		else
+			ONCELEDGER_DATABASE_URL="$rb_url" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" rebuild --all >"$out" 2>&1 &
+			local pid=$! hwm=0
+			while kill -0 "$pid" 2>/dev/null; do
+				hwm=$(awk -v h="$hwm" '/VmHWM/ {print ($2 > h ? $2 : h)}' "/proc/$pid/status" 2>/dev/null || echo "$hwm")
+				sleep 0.1
+			done
+			wait "$pid" || rc=$?
+			echo "$hwm" >"$work/rss_$1"
+		fi
+		grep -E '^rebuilt|^comparison|^swap' "$out" || { cat "$out" >&2; return 1; }
+		echo "exit $rc; peak RSS $(($(cat "$work/rss_$1") / 1024)) MiB"
+		sed -E -n 's/^rebuilt .* in ([^ ]+) \(([0-9]+) events\/s\).*/\2/p' "$out" >"$work/rate_$1"
+		return "$rc"
+	}
+	echo "-- first rebuild (live tables empty: differences expected)"
+	# Differences make it exit non-zero (2 is documented; 1 has been seen):
+	# what matters here is that it swapped.
+	rb_run first || true
+	grep -q '^swap: rebuilt tables are live' "$work/rebuild_first.txt" || { echo "bench: first rebuild did not swap" >&2; status=1; }
+	echo "-- rebuild of a healthy ledger (measured)"
+	rb_run measured || status=$?
+	echo "-- raw read: \\copy (SELECT * FROM events) TO /dev/null"
+	t0=$(date +%s.%N)
+	psql -q -c "\\copy (SELECT * FROM events) TO '/dev/null'" "$rb_db"
+	t1=$(date +%s.%N)
+	raw_rate=$(awk -v n="$REBUILD_EVENTS" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')
+	echo "raw read: $raw_rate events/s"
+	rb_load="$(cut -d' ' -f1-3 /proc/loadavg)"
+	dropdb --if-exists "$rb_db"
+fi
 # ============================================================================
 
 echo
 echo "== summary (paste into BENCHMARKS.md)"
 echo "machine: $(nproc) cores ($cpu), $mem RAM; Postgres $pgver; $(go version | awk '{print $3}'); commit $commit; $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "command: make bench (BENCH_SECONDS=$SECONDS_PGB BENCH_CONCURRENCY=$CONC BENCH_PAYMENTS=$PAYMENTS BENCH_LAG_RATE=$LAG_RATE BENCH_LAG_SECONDS=$LAG_SECONDS)"
-printf 'pgbench ingest SQL:    %8.1f tps\n' "$tps"
-printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
-printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
-jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
+if want ingest; then
+	printf 'pgbench ingest SQL:    %8.1f tps\n' "$tps"
+	printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
+	printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
+	jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
+fi
+if want rebuild; then
+	printf 'rebuild %d events:    %8d events/s, peak RSS %d MiB (first, into empty live tables: %d events/s, %d MiB)\n' \
+		"$REBUILD_EVENTS" "$(cat "$work/rate_measured")" $(($(cat "$work/rss_measured") / 1024)) \
+		"$(cat "$work/rate_first")" $(($(cat "$work/rss_first") / 1024))
+	printf 'raw events read:       %8d events/s; rebuild ratio %.2f (load after the rebuild: %s)\n' \
+		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load"
+fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

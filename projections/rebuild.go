@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
@@ -239,24 +240,61 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 // replayShadow applies the feed after from (up to and including *upTo, if
 // set) to the shadow tables of projs, one transaction per batch, and
 // returns the position reached.
+//
+// Reading and decoding the next batch overlaps with writing the current
+// one (one batch read ahead): the read is a query on another connection
+// and the decoding is this process's CPU, while the write mostly waits on
+// the database, so the two share the machine instead of taking turns.
 func replayShadow(ctx context.Context, feed Feed, db ShadowDB, projs []Projection, from eventstore.Position, upTo *eventstore.Position, size int, bulk bool, progress func(int)) (eventstore.Position, error) {
-	for {
-		evs, err := readUpTo(ctx, feed, from, upTo, size)
-		if err != nil || len(evs) == 0 {
-			return from, err
+	type read struct {
+		envs []Envelope
+		err  error
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // runs after cancel: the reader is gone before we return
+	readCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reads := make(chan read, 1)
+	wg.Go(func() {
+		defer close(reads)
+		at := from
+		for {
+			evs, err := readUpTo(readCtx, feed, at, upTo, size)
+			if err == nil && len(evs) == 0 {
+				return
+			}
+			var r read
+			if err != nil {
+				r.err = err
+			} else {
+				r.envs, r.err = decode("rebuild", evs)
+			}
+			select {
+			case reads <- r:
+			case <-readCtx.Done():
+				return
+			}
+			if r.err != nil {
+				return
+			}
+			at = r.envs[len(r.envs)-1].Recorded.Position
 		}
-		envs, derr := decode("rebuild", evs)
-		if len(envs) > 0 {
-			if err := applyShadow(ctx, db, projs, envs, bulk); err != nil {
+	})
+	for r := range reads {
+		if len(r.envs) > 0 {
+			if err := applyShadow(ctx, db, projs, r.envs, bulk); err != nil {
 				return from, err
 			}
-			from = envs[len(envs)-1].Recorded.Position
-			progress(len(envs))
+			from = r.envs[len(r.envs)-1].Recorded.Position
+			progress(len(r.envs))
 		}
-		if derr != nil {
-			return from, derr
+		if r.err != nil {
+			return from, r.err
 		}
 	}
+	// The reader also stops when ctx ends, without a word: not the end of
+	// the feed.
+	return from, ctx.Err()
 }
 
 func applyShadow(ctx context.Context, db ShadowDB, projs []Projection, envs []Envelope, bulk bool) (err error) {

@@ -112,23 +112,9 @@ func (s *EventStore) AppendTx(ctx context.Context, tx pgx.Tx, stream string, exp
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("postgres event store: append: empty stream id")
 	}
-	ids := make([]uuid.UUID, len(events))
-	types := make([]string, len(events))
-	datas := make([][]byte, len(events))
-	metas := make([][]byte, len(events))
-	seen := make(map[uuid.UUID]bool, len(events))
-	for i, e := range events {
-		if e.Type == "" {
-			return eventstore.AppendResult{}, fmt.Errorf("postgres event store: append to %s: event %d has no type", stream, i)
-		}
-		if seen[e.ID] {
-			return eventstore.AppendResult{}, fmt.Errorf("postgres event store: append to %s: event id %s appears twice", stream, e.ID)
-		}
-		seen[e.ID] = true
-		ids[i], types[i], datas[i] = e.ID, e.Type, e.Data
-		if len(e.Metadata) > 0 {
-			metas[i] = e.Metadata
-		}
+	ids, types, datas, metas, err := columns(stream, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
 	}
 
 	for {
@@ -180,6 +166,66 @@ func (s *EventStore) AppendTx(ctx context.Context, tx pgx.Tx, stream string, exp
 	}
 }
 
+// columns checks events and splits them into the insert's arrays.
+func columns(stream string, events []eventstore.EventData) (ids []uuid.UUID, types []string, datas, metas [][]byte, err error) {
+	ids = make([]uuid.UUID, len(events))
+	types = make([]string, len(events))
+	datas = make([][]byte, len(events))
+	metas = make([][]byte, len(events))
+	seen := make(map[uuid.UUID]bool, len(events))
+	for i, e := range events {
+		if e.Type == "" {
+			return nil, nil, nil, nil, fmt.Errorf("postgres event store: append to %s: event %d has no type", stream, i)
+		}
+		if seen[e.ID] {
+			return nil, nil, nil, nil, fmt.Errorf("postgres event store: append to %s: event id %s appears twice", stream, e.ID)
+		}
+		seen[e.ID] = true
+		ids[i], types[i], datas[i] = e.ID, e.Type, e.Data
+		if len(e.Metadata) > 0 {
+			metas[i] = e.Metadata
+		}
+	}
+	return ids, types, datas, metas, nil
+}
+
+// appendAfterRead is AppendTx with expected eventstore.ExpectFor(read) for a
+// caller that has just read the stream's read events inside tx (the
+// recorder). Streams only grow and have no gaps, so that expectation holds
+// exactly when versions read.. are free: the insert is tried at once, its
+// unique constraint judging, without the version query, and savepoint,
+// insert and release travel in one round trip. A unique violation (a
+// concurrent append won, or these ids are stored) rolls back to the
+// savepoint and hands over to AppendTx, which reports the wrong version or
+// recognises the idempotent retry exactly as it always does.
+func (s *EventStore) appendAfterRead(ctx context.Context, tx pgx.Tx, stream string, read int, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	if stream == "" || len(events) == 0 {
+		return s.AppendTx(ctx, tx, stream, eventstore.ExpectFor(read), events)
+	}
+	ids, types, datas, metas, err := columns(stream, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SAVEPOINT onceledger_append`)
+	b.Queue(insertEventsSQL, stream, int64(read), ids, types, datas, metas, NotifyChannel)
+	b.Queue(`RELEASE SAVEPOINT onceledger_append`)
+	err = tx.SendBatch(ctx, b).Close()
+	if err == nil {
+		return eventstore.AppendResult{NextExpected: uint64(read + len(events) - 1)}, nil
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return eventstore.AppendResult{}, wrap("append to "+stream, err)
+	}
+	for _, sql := range []string{`ROLLBACK TO SAVEPOINT onceledger_append`, `RELEASE SAVEPOINT onceledger_append`} {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return eventstore.AppendResult{}, wrap("append to "+stream, err)
+		}
+	}
+	return s.AppendTx(ctx, tx, stream, eventstore.ExpectFor(read), events)
+}
+
 // holds reports whether expected is satisfied by a stream whose last version
 // is cur (-1: no stream).
 func holds(expected eventstore.ExpectedVersion, cur int64) bool {
@@ -204,6 +250,18 @@ func currentVersion(ctx context.Context, q querier, stream string) (int64, error
 	return cur, nil
 }
 
+// insertEventsSQL writes events at versions $2.. and asks for the wake-up.
+const insertEventsSQL = `
+	WITH ins AS (
+		INSERT INTO events (stream_id, version, event_id, type, data, metadata)
+		SELECT $1, $2 + e.ord - 1, e.id, e.type, e.data, e.metadata
+		FROM unnest($3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])
+			WITH ORDINALITY AS e(id, type, data, metadata, ord)
+		ORDER BY e.ord
+		RETURNING 1
+	)
+	SELECT count(*), pg_notify($7, '') FROM ins`
+
 // insertEvents writes the events at versions first.. under a savepoint, so
 // a unique violation leaves the caller's transaction usable. The
 // pg_notify is delivered by Postgres at commit, and not at all on rollback.
@@ -212,17 +270,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, stream string, first int64, id
 	if err != nil {
 		return err
 	}
-	_, err = sp.Exec(ctx, `
-		WITH ins AS (
-			INSERT INTO events (stream_id, version, event_id, type, data, metadata)
-			SELECT $1, $2 + e.ord - 1, e.id, e.type, e.data, e.metadata
-			FROM unnest($3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])
-				WITH ORDINALITY AS e(id, type, data, metadata, ord)
-			ORDER BY e.ord
-			RETURNING 1
-		)
-		SELECT count(*), pg_notify($7, '') FROM ins`,
-		stream, first, ids, types, datas, metas, NotifyChannel)
+	_, err = sp.Exec(ctx, insertEventsSQL, stream, first, ids, types, datas, metas, NotifyChannel)
 	if err != nil {
 		_ = sp.Rollback(ctx)
 		return err

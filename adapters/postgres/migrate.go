@@ -19,11 +19,22 @@ import (
 // maintenanceDatabases are tried, in order, to issue CREATE DATABASE from.
 var maintenanceDatabases = []string{"postgres", "template1"}
 
+// connConfig parses a database URL as the pool does, so the pool's own
+// settings in it (pool_max_conns=…) are accepted rather than sent to the
+// server as unknown run-time parameters.
+func connConfig(url string) (*pgx.ConnConfig, error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return pcfg.ConnConfig, nil
+}
+
 // EnsureDatabase creates the database named in url if it does not exist, by
 // connecting to a maintenance database on the same server with the same
 // credentials. It is safe to race: a concurrent creator winning is success.
 func EnsureDatabase(ctx context.Context, url string) error {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := connConfig(url)
 	if err != nil {
 		return fmt.Errorf("ensure database: parse url: %w", err)
 	}
@@ -61,7 +72,7 @@ func EnsureDatabase(ctx context.Context, url string) error {
 // Concurrent callers, in this process or others, are serialized by a
 // Postgres session advisory lock; the losers find nothing left to apply.
 func Migrate(ctx context.Context, url string) ([]int64, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := connConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: parse url: %w", err)
 	}
@@ -85,7 +96,7 @@ func Migrate(ctx context.Context, url string) ([]int64, error) {
 // MigrationStatus reports whether every embedded migration is applied to the
 // database at url.
 func MigrationStatus(ctx context.Context, url string) (upToDate bool, err error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := connConfig(url)
 	if err != nil {
 		return false, fmt.Errorf("migration status: parse url: %w", err)
 	}

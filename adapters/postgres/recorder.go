@@ -40,14 +40,20 @@ const (
 )
 
 // Record implements ingest.Recorder.
+//
+// A first arrival costs four round trips: BEGIN; the inbox insert and the
+// stream read, pipelined in one batch; the append (see appendAfterRead);
+// COMMIT. The inbox row is written with its final status at once: nothing
+// can see it before the commit, and if anything after the insert fails the
+// whole transaction rolls back with it.
 func (r *Recorder) Record(ctx context.Context, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
 	var res ingest.Result
 	err := inTx(ctx, r.pool, func(tx pgx.Tx) error {
-		status := StatusReceived
+		status := StatusApplied
 		if ev.Ignored() {
 			status = StatusIgnored
 		}
-		inserted, err := insertInbox(ctx, tx, ev, status)
+		inserted, history, err := insertInboxAndRead(ctx, tx, ev, status)
 		if err != nil {
 			return err
 		}
@@ -59,7 +65,7 @@ func (r *Recorder) Record(ctx context.Context, ev provider.Event, d ingest.Decid
 			res = ingest.Result{Outcome: ingest.Ignored}
 			return nil
 		}
-		res, err = r.apply(ctx, tx, ev, d)
+		res, err = r.decideAndAppend(ctx, tx, ev, d, history)
 		return err
 	})
 	if err != nil {
@@ -68,26 +74,37 @@ func (r *Recorder) Record(ctx context.Context, ev provider.Event, d ingest.Decid
 	return res, nil
 }
 
-// apply decides and appends a first arrival inside tx and marks it applied.
+// apply decides and appends a delivery whose inbox row is on record inside
+// tx and marks it applied (Redrive: the row was stored earlier).
 func (r *Recorder) apply(ctx context.Context, tx pgx.Tx, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
-	stream := ev.StreamID()
-	history, err := r.events.ReadStreamTx(ctx, tx, stream)
+	history, err := r.events.ReadStreamTx(ctx, tx, ev.StreamID())
 	if err != nil {
 		return ingest.Result{}, err
 	}
+	res, err := r.decideAndAppend(ctx, tx, ev, d, history)
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE webhook_inbox SET status = $3, applied_at = now()
+		WHERE provider = $1 AND dedup_key = $2`, ev.Provider, ev.DedupKey, StatusApplied); err != nil {
+		return ingest.Result{}, fmt.Errorf("mark %s applied: %w", ev.DedupKey, classify(err))
+	}
+	return res, nil
+}
+
+// decideAndAppend decides ev on history, the stream as read in tx, and
+// appends the decision after it.
+func (r *Recorder) decideAndAppend(ctx context.Context, tx pgx.Tx, ev provider.Event, d ingest.Decider, history []eventstore.RecordedEvent) (ingest.Result, error) {
+	stream := ev.StreamID()
 	decided, err := d.Decide(history, ev)
 	if err != nil {
 		return ingest.Result{}, err
 	}
 	if len(decided) > 0 {
-		if _, err := r.events.AppendTx(ctx, tx, stream, eventstore.ExpectFor(len(history)), decided); err != nil {
+		if _, err := r.events.appendAfterRead(ctx, tx, stream, len(history), decided); err != nil {
 			return ingest.Result{}, err
 		}
-	}
-	if _, err := tx.Exec(ctx, `
-		UPDATE webhook_inbox SET status = $3, applied_at = now(), last_error = NULL, next_attempt_at = NULL
-		WHERE provider = $1 AND dedup_key = $2`, ev.Provider, ev.DedupKey, StatusApplied); err != nil {
-		return ingest.Result{}, fmt.Errorf("mark %s applied: %w", ev.DedupKey, classify(err))
 	}
 	return ingest.Result{Outcome: ingest.Accepted, StreamID: stream, Appended: len(decided)}, nil
 }
@@ -131,7 +148,7 @@ func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev provider.Event
 		return ingest.Result{}, err
 	}
 	if len(decided) > 0 {
-		if _, err := r.events.AppendTx(ctx, tx, stream, eventstore.ExpectFor(len(history)), decided); err != nil {
+		if _, err := r.events.appendAfterRead(ctx, tx, stream, len(history), decided); err != nil {
 			return ingest.Result{}, err
 		}
 		res.Appended = len(decided)
@@ -139,10 +156,57 @@ func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev provider.Event
 	return res, nil
 }
 
-// insertInbox is the dedup gate: the primary key (provider, dedup_key)
-// decides, never a prior SELECT. A concurrent first arrival makes this
-// statement wait for that transaction: if it commits, this one sees the
+// insertInboxAndRead is the dedup gate: the primary key (provider,
+// dedup_key) decides, never a prior SELECT. A concurrent first arrival makes
+// the insert wait for that transaction: if it commits, this one sees the
 // conflict (0 rows, a duplicate); if it rolls back, this one inserts.
+//
+// The read of the delivery's stream travels in the same round trip (a
+// pipelined batch, run in order after the insert, so it sees what the wait
+// let through); a duplicate just does not use it.
+func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev provider.Event, status string) (bool, []eventstore.RecordedEvent, error) {
+	normalized, err := json.Marshal(encodeNormalized(ev))
+	if err != nil {
+		return false, nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
+	}
+	var stream *string
+	if !ev.Ignored() {
+		s := ev.StreamID()
+		stream = &s
+	}
+	b := &pgx.Batch{}
+	b.Queue(`
+		INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, raw_body, normalized, status, applied_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 = '`+StatusApplied+`' THEN now() END)
+		ON CONFLICT (provider, dedup_key) DO NOTHING`,
+		ev.Provider, ev.DedupKey, ev.Type, stream, ev.PayloadHash, ev.Raw, normalized, status)
+	if stream != nil {
+		b.Queue(`SELECT `+eventColumns+` FROM events WHERE stream_id = $1 ORDER BY version`, *stream)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	tag, err := br.Exec()
+	if err != nil {
+		return false, nil, fmt.Errorf("inbox insert %s/%s: %w", ev.Provider, ev.DedupKey, classify(err))
+	}
+	var history []eventstore.RecordedEvent
+	if stream != nil {
+		rows, err := br.Query()
+		if err == nil {
+			history, err = scanEvents(rows)
+		}
+		if err != nil {
+			return false, nil, wrap("read stream "+*stream, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return false, nil, fmt.Errorf("inbox insert %s/%s: %w", ev.Provider, ev.DedupKey, classify(err))
+	}
+	return tag.RowsAffected() == 1, history, nil
+}
+
+// insertInbox is the dedup gate alone (see insertInboxAndRead), for
+// deliveries stored before they are applied (Inbox.Hold).
 func insertInbox(ctx context.Context, tx pgx.Tx, ev provider.Event, status string) (bool, error) {
 	normalized, err := json.Marshal(encodeNormalized(ev))
 	if err != nil {

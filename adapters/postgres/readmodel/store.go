@@ -228,9 +228,19 @@ func (s *Store) BeginLive(ctx context.Context, name string, from eventstore.Posi
 // mode ledger entries are copied without touching balances (FinishBulk
 // computes them) and without conflict checks (the shadow has no unique
 // index yet; the feed holds each event once).
+//
+// Shadow batches commit without waiting for their WAL flush
+// (synchronous_commit off): a shadow is worth nothing until the swap, a
+// rebuild that does not finish starts over from an empty shadow, and the
+// swap's own commit is synchronous, which flushes every earlier commit
+// with it (the WAL is written in order).
 func (s *Store) BeginShadow(ctx context.Context, bulk bool) (projections.Batch, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
+		return nil, classify(err)
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, classify(err)
 	}
 	return &writer{tx: tx, shadow: true, bulk: bulk}, nil

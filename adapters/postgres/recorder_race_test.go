@@ -1,0 +1,104 @@
+package postgres_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/provider"
+)
+
+// TestRecorderConcurrentDeliveriesOneStream: many different deliveries of
+// one payment (and a copy of each) race for the stream. The recorder's
+// append goes straight to the insert after its read; every lost race must
+// fall back to the version check and retry, never lose or double a fact:
+// each refund is in the stream exactly once, versions are 0..n without
+// gaps, each delivery is answered as a first arrival exactly once, and the
+// inbox rows are all applied.
+func TestRecorderConcurrentDeliveriesOneStream(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	ctx := testCtx(t)
+	store := postgres.NewEventStore(pool)
+	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 1000, BaseBackoff: time.Millisecond})
+
+	delivery := func(id string, f provider.Fact) provider.Event {
+		sum := sha256.Sum256([]byte(id))
+		return provider.Event{Provider: "stripe", DedupKey: id, Type: "test", PaymentKey: "pay_race",
+			OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), PayloadHash: hex.EncodeToString(sum[:]),
+			Raw: []byte(id), Facts: []provider.Fact{f}}
+	}
+	capture := delivery("evt_cap", provider.Fact{Kind: provider.KindCaptured, BusinessID: "ch_1", Amount: 100_000, Fee: 300, Currency: "USD"})
+	if res, err := svc.Ingest(ctx, capture); err != nil || res.Appended != 1 {
+		t.Fatalf("capture: %+v, %v", res, err)
+	}
+
+	const refunds = 24
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	errs := make(chan error, 2*refunds)
+	for i := range refunds {
+		ev := delivery(fmt.Sprintf("evt_re%d", i), provider.Fact{Kind: provider.KindRefunded, BusinessID: fmt.Sprintf("re_%d", i), Amount: 100, Currency: "USD"})
+		for range 2 { // the delivery and its concurrent twin
+			wg.Go(func() {
+				res, err := svc.Ingest(ctx, ev)
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", ev.DedupKey, err)
+					return
+				}
+				if res.Outcome == ingest.Accepted {
+					mu.Lock()
+					accepted[ev.DedupKey]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i := range refunds {
+		if n := accepted[fmt.Sprintf("evt_re%d", i)]; n != 1 {
+			t.Errorf("evt_re%d accepted %d times, want 1", i, n)
+		}
+	}
+
+	evs, err := store.ReadStream(ctx, capture.StreamID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1+refunds {
+		t.Fatalf("stream has %d events, want %d", len(evs), 1+refunds)
+	}
+	seen := map[string]bool{}
+	for i, e := range evs {
+		if e.Version != uint64(i) {
+			t.Fatalf("event %d has version %d", i, e.Version)
+		}
+		if i == 0 {
+			continue
+		}
+		d, err := payment.Decode(e.Type, e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := d.(payment.RefundPosted)
+		if !ok || seen[r.RefundID] {
+			t.Fatalf("event %d: %#v (twice, or not a refund)", i, d)
+		}
+		seen[r.RefundID] = true
+	}
+	var notApplied int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE status <> 'applied' OR applied_at IS NULL`).Scan(&notApplied); err != nil || notApplied != 0 {
+		t.Fatalf("inbox rows not applied: %d, %v", notApplied, err)
+	}
+}
