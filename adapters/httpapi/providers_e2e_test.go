@@ -44,7 +44,6 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
 	"github.com/onceledger/onceledger/adapters/providers/square"
-	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
 )
 
@@ -891,57 +890,16 @@ func (s *e2eStack) do(req *http.Request) answer {
 	return answer{Status: resp.StatusCode, Body: string(b)}
 }
 
-// balances sums the postings of every stored event of the streams, through
-// the domain's rules: what the projections will show. Zero sums are left out.
 func (s *e2eStack) balances(streams ...string) map[string]int64 {
-	s.t.Helper()
-	out := map[string]int64{}
-	for _, stream := range streams {
-		evs, err := s.store.ReadStream(context.Background(), stream)
-		require.NoError(s.t, err)
-		for _, r := range evs {
-			e, err := payment.Decode(r.Type, r.Data)
-			require.NoError(s.t, err)
-			ps := payment.Postings(e)
-			require.NoError(s.t, ledger.Check(ps))
-			for _, p := range ps {
-				out[p.Account+" "+string(p.Currency)] += p.Amount
-			}
-		}
-	}
-	for k, v := range out {
-		if v == 0 {
-			delete(out, k)
-		}
-	}
-	return out
+	return streamBalances(s.t, s.store, streams...)
 }
 
-// streamTypes returns the stream's event types, asserting contiguous versions.
-func (s *e2eStack) streamTypes(stream string) []string {
-	s.t.Helper()
-	evs, err := s.store.ReadStream(context.Background(), stream)
-	require.NoError(s.t, err)
-	types := make([]string, 0, len(evs))
-	for i, e := range evs {
-		require.Equal(s.t, uint64(i), e.Version, "versions are contiguous from 0")
-		types = append(types, e.Type)
-	}
-	return types
-}
+func (s *e2eStack) streamTypes(stream string) []string { return streamTypes(s.t, s.store, stream) }
 
-func (s *e2eStack) scalar(q string, args ...any) int64 {
-	s.t.Helper()
-	var n int64
-	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&n))
-	return n
-}
+func (s *e2eStack) scalar(q string, args ...any) int64 { return queryInt(s.t, s.pool, q, args...) }
 
 func (s *e2eStack) scalarText(q string, args ...any) string {
-	s.t.Helper()
-	var v string
-	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&v))
-	return v
+	return queryText(s.t, s.pool, q, args...)
 }
 
 func (s *e2eStack) inboxCount() int64 { return s.scalar(`SELECT count(*) FROM webhook_inbox`) }

@@ -217,16 +217,26 @@ func standardBody(typ string, data map[string]any) []byte {
 // balances sums the postings of every stored event of the given streams,
 // through the domain's rules: what the projections will show.
 func (s *stack) balances(streams ...string) map[string]int64 {
-	s.t.Helper()
+	return streamBalances(s.t, s.store, streams...)
+}
+
+func (s *stack) streamTypes(stream string) []string { return streamTypes(s.t, s.store, stream) }
+
+func (s *stack) scalar(q string, args ...any) int64 { return queryInt(s.t, s.pool, q, args...) }
+
+// streamBalances sums the postings of every stored event of the streams, by
+// account and currency; zero sums are left out.
+func streamBalances(t *testing.T, store eventstore.Store, streams ...string) map[string]int64 {
+	t.Helper()
 	out := map[string]int64{}
 	for _, stream := range streams {
-		evs, err := s.store.ReadStream(context.Background(), stream)
-		require.NoError(s.t, err)
+		evs, err := store.ReadStream(context.Background(), stream)
+		require.NoError(t, err)
 		for _, r := range evs {
 			e, err := payment.Decode(r.Type, r.Data)
-			require.NoError(s.t, err)
+			require.NoError(t, err)
 			ps := payment.Postings(e)
-			require.NoError(s.t, ledger.Check(ps))
+			require.NoError(t, ledger.Check(ps))
 			for _, p := range ps {
 				out[p.Account+" "+string(p.Currency)] += p.Amount
 			}
@@ -240,23 +250,31 @@ func (s *stack) balances(streams ...string) map[string]int64 {
 	return out
 }
 
-func (s *stack) streamTypes(stream string) []string {
-	s.t.Helper()
-	evs, err := s.store.ReadStream(context.Background(), stream)
-	require.NoError(s.t, err)
+// streamTypes returns the stream's event types, asserting contiguous versions.
+func streamTypes(t *testing.T, store eventstore.Store, stream string) []string {
+	t.Helper()
+	evs, err := store.ReadStream(context.Background(), stream)
+	require.NoError(t, err)
 	types := make([]string, 0, len(evs))
 	for i, e := range evs {
-		require.Equal(s.t, uint64(i), e.Version, "versions are contiguous from 0")
+		require.Equal(t, uint64(i), e.Version, "versions are contiguous from 0")
 		types = append(types, e.Type)
 	}
 	return types
 }
 
-func (s *stack) scalar(q string, args ...any) int64 {
-	s.t.Helper()
+func queryInt(t *testing.T, pool *pgxpool.Pool, q string, args ...any) int64 {
+	t.Helper()
 	var n int64
-	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&n))
+	require.NoError(t, pool.QueryRow(context.Background(), q, args...).Scan(&n))
 	return n
+}
+
+func queryText(t *testing.T, pool *pgxpool.Pool, q string, args ...any) string {
+	t.Helper()
+	var v string
+	require.NoError(t, pool.QueryRow(context.Background(), q, args...).Scan(&v))
+	return v
 }
 
 func (s *stack) inboxCount() int64 { return s.scalar(`SELECT count(*) FROM webhook_inbox`) }
@@ -267,12 +285,7 @@ func (s *stack) eventCount() int64 {
 	return s.scalar(`SELECT count(*) FROM events`)
 }
 
-func (s *stack) scalarText(q string, args ...any) string {
-	s.t.Helper()
-	var v string
-	require.NoError(s.t, s.pool.QueryRow(context.Background(), q, args...).Scan(&v))
-	return v
-}
+func (s *stack) scalarText(q string, args ...any) string { return queryText(s.t, s.pool, q, args...) }
 
 // adminPool connects to the server's maintenance database, to act on the
 // test database from outside it.

@@ -346,7 +346,9 @@ func TestServeGracefulShutdownUnderLoad(t *testing.T) {
 	require.Empty(t, badCode, "answers other than 2xx or 503")
 	require.Empty(t, preSignalErrs, "transport errors before SIGTERM")
 	require.Positive(t, refused, "load stopped before the port closed")
-	require.GreaterOrEqual(t, len(ackedSet), ackedBeforeSignal)
+	// acked counts every 2xx, the redeliveries included; ackedSet only the
+	// distinct deliveries, which can be fewer than the SIGTERM threshold.
+	require.GreaterOrEqual(t, acked.Load(), int64(ackedBeforeSignal), "the load ran before SIGTERM")
 
 	// Every acknowledged delivery is on record, applied, with its event.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
