@@ -29,6 +29,36 @@ type Stored struct {
 	StreamID    string // "" when the first arrival was ignored
 }
 
+// Redelivery is what a redelivery of a recorded dedup key means, for every
+// recorder: the answer (always a duplicate; a conflict when the payload
+// differs), and the stream a conflict fact must be appended to, "" when
+// there is nothing to append.
+func Redelivery(first Stored, ev provider.Event) (Result, string) {
+	res := Result{Outcome: Duplicate, StreamID: first.StreamID}
+	if first.PayloadHash == ev.PayloadHash {
+		return res, ""
+	}
+	res.Conflict = true
+	if first.Status == StatusUnverified {
+		// The conflict event carries the dedup key, and the aggregate takes
+		// a key in its stream as applied: recorded now, it would swallow the
+		// held delivery's facts once it is verified. webhook_conflicts keeps
+		// the payload for reconciliation.
+		return res, ""
+	}
+	// The conflict is a reconciliation fact of the payment the first payload
+	// was about; if that one was ignored, of the payment the new one names;
+	// if neither names one, webhook_conflicts alone keeps it.
+	stream := first.StreamID
+	if stream == "" && !ev.Ignored() {
+		stream = ev.StreamID()
+	}
+	if stream != "" {
+		res.StreamID = stream
+	}
+	return res, stream
+}
+
 // GateInbox is the inbox as the two-phase recorder uses it (postgres.Inbox).
 type GateInbox interface {
 	// Gate inserts ev with status unless its (provider, dedup key) is on
@@ -161,26 +191,10 @@ func (r *TwoPhaseRecorder) redelivered(ctx context.Context, ev provider.Event, f
 			return Result{}, err
 		}
 	}
-	res := Result{Outcome: Duplicate, StreamID: first.StreamID}
-	if first.PayloadHash == ev.PayloadHash {
-		return res, nil
-	}
-	res.Conflict = true
-	if first.Status == StatusUnverified {
-		// The conflict event carries the dedup key, and the aggregate takes
-		// a key in its stream as applied: recorded now, it would swallow the
-		// held delivery's facts once it is verified. webhook_conflicts keeps
-		// the payload for reconciliation.
-		return res, nil
-	}
-	stream := first.StreamID
-	if stream == "" && !ev.Ignored() {
-		stream = ev.StreamID()
-	}
+	res, stream := Redelivery(first, ev)
 	if stream == "" {
-		return res, nil // nothing in the ledger to reconcile against; kept by Gate
+		return res, nil
 	}
-	res.StreamID = stream
 	n, err := r.decideAndAppend(ctx, ev.Provider, stream, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
 		return d.Conflict(h, ev, first.PayloadHash)
 	})

@@ -117,28 +117,10 @@ func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev provider.Event
 	if err != nil {
 		return ingest.Result{}, err
 	}
-	res := ingest.Result{Outcome: ingest.Duplicate, StreamID: first.StreamID}
-	if first.PayloadHash == ev.PayloadHash {
-		return res, nil
-	}
-	res.Conflict = true
-	if first.Status == StatusUnverified {
-		// The conflict event carries the dedup key, and the aggregate takes
-		// a key in its stream as applied: recorded now, it would swallow the
-		// held IPN's facts once PayPal verifies it. webhook_conflicts keeps
-		// the payload for reconciliation.
-		return res, nil
-	}
-	// The conflict is a reconciliation fact of the payment the first payload
-	// was about; if that one was ignored, of the payment the new one names.
-	stream := first.StreamID
-	if stream == "" && !ev.Ignored() {
-		stream = ev.StreamID()
-	}
+	res, stream := ingest.Redelivery(first, ev)
 	if stream == "" {
-		return res, nil // nothing in the ledger to reconcile against; kept in webhook_conflicts
+		return res, nil
 	}
-	res.StreamID = stream
 	history, err := r.events.ReadStreamTx(ctx, tx, stream)
 	if err != nil {
 		return ingest.Result{}, err
