@@ -38,6 +38,46 @@ type StreamReader interface {
 	ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error)
 }
 
+// LagFunc counts the events of the configured feed after a projection's
+// checkpoint. capped reports that it stopped counting at a limit, so the lag
+// is at least n.
+type LagFunc func(ctx context.Context, after eventstore.Position) (n int64, capped bool, err error)
+
+// FeedReader reads the global feed (any eventstore.Store).
+type FeedReader interface {
+	ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error)
+}
+
+// lagPage is how many events FeedLag reads per call.
+const lagPage = 1000
+
+// FeedLag returns a LagFunc that counts the events feed returns after a
+// checkpoint, page by page, stopping at limit events: the feed has no count,
+// and a far-behind projection must not make every status request read the
+// whole history.
+func FeedLag(feed FeedReader, limit int64) LagFunc {
+	return func(ctx context.Context, after eventstore.Position) (int64, bool, error) {
+		var n int64
+		for n < limit {
+			evs, err := feed.ReadAll(ctx, after, int(min(lagPage, limit-n)))
+			if err != nil {
+				return n, false, fmt.Errorf("count lag after %v: %w", after, err)
+			}
+			if len(evs) == 0 {
+				return n, false, nil
+			}
+			n += int64(len(evs))
+			after = evs[len(evs)-1].Position
+		}
+		// At the limit: capped only if there is more.
+		more, err := feed.ReadAll(ctx, after, 1)
+		if err != nil {
+			return n, false, fmt.Errorf("count lag after %v: %w", after, err)
+		}
+		return n, len(more) > 0, nil
+	}
+}
+
 // Ledger pages: the default and the largest page size.
 const (
 	defaultPageSize = 100
@@ -304,13 +344,35 @@ func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
 		s.queryError(w, r, err)
 		return
 	}
+	// The read model's lag counts the Postgres events table; with another
+	// event store that table is empty, so count the configured feed instead.
+	capped := make([]bool, len(states))
+	if s.cfg.Lag != nil {
+		type lagResult struct {
+			n      int64
+			capped bool
+		}
+		// Projections often share a checkpoint: read the feed once for each.
+		seen := map[eventstore.Position]lagResult{}
+		for i := range states {
+			res, ok := seen[states[i].Position]
+			if !ok {
+				if res.n, res.capped, err = s.cfg.Lag(r.Context(), states[i].Position); err != nil {
+					s.queryError(w, r, err)
+					return
+				}
+				seen[states[i].Position] = res
+			}
+			states[i].Lag, capped[i] = res.n, res.capped
+		}
+	}
 	out := newRowWriter(w, format, "projections", []string{
 		"name", "position", "position_commit", "lag", "status", "error", "updated_at",
 	})
-	for _, p := range states {
+	for i, p := range states {
 		pj := projectionJSON{
 			Name: p.Name, Position: p.Position.Prepare, PositionCommit: p.Position.Commit,
-			Lag: p.Lag, Status: p.Status, Error: p.LastError, UpdatedAt: p.UpdatedAt.UTC(),
+			Lag: p.Lag, LagCapped: capped[i], Status: p.Status, Error: p.LastError, UpdatedAt: p.UpdatedAt.UTC(),
 		}
 		if p.ErrorPosition != nil {
 			pj.ErrorPosition = &positionJSON{Commit: p.ErrorPosition.Commit, Prepare: p.ErrorPosition.Prepare}
@@ -328,12 +390,14 @@ func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
 // projectionJSON: position is the global sequence number of the last event
 // the projection applied (the Prepare half of the feed position; the Commit
 // half, a transaction id, is position_commit). lag counts the events of the
-// feed after it that are visible now.
+// feed after it that are visible now; lag_capped says the count stopped at
+// the cap of Config.Lag (so the real lag is at least lag).
 type projectionJSON struct {
 	Name           string        `json:"name"`
 	Position       uint64        `json:"position"`
 	PositionCommit uint64        `json:"position_commit"`
 	Lag            int64         `json:"lag"`
+	LagCapped      bool          `json:"lag_capped,omitempty"`
 	Status         string        `json:"status"`
 	Error          string        `json:"error,omitempty"`
 	ErrorPosition  *positionJSON `json:"error_position,omitempty"`

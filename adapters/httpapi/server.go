@@ -55,6 +55,10 @@ type Config struct {
 	// Events reads a payment's stream for GET /v1/payments/... (the
 	// configured event store); nil = the answer lists no events.
 	Events StreamReader
+	// Lag, if set, counts each projection's lag in GET /v1/projections from
+	// the configured feed (FeedLag); nil = the read model's count on the
+	// Postgres events table, which is right only for the Postgres event store.
+	Lag LagFunc
 }
 
 type server struct {

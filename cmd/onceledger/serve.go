@@ -30,6 +30,10 @@ import (
 	"github.com/onceledger/onceledger/projections"
 )
 
+// feedLagCap bounds how many events GET /v1/projections reads to count one
+// projection's lag on a feed that cannot count (EventStoreDB).
+const feedLagCap = 100_000
+
 type serveCmd struct {
 	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" help:"Listen address."`
 	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," help:"Bearer tokens for the /v1 query API; none = /v1 answers 401."`
@@ -239,6 +243,12 @@ func (c *serveCmd) Run(g *globals) error {
 		})
 	}
 
+	// The read model counts lag on the Postgres events table; for any other
+	// event store, count the feed itself (capped: it has no count).
+	var lag httpapi.LagFunc
+	if !isPostgres {
+		lag = httpapi.FeedLag(store, feedLagCap)
+	}
 	handler := httpapi.NewHandler(httpapi.Config{
 		Providers:           provs,
 		Ingester:            svc,
@@ -246,6 +256,7 @@ func (c *serveCmd) Run(g *globals) error {
 		APITokens:           c.APITokens,
 		Query:               postgres.NewQuery(pool),
 		Events:              store,
+		Lag:                 lag,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		IngestTimeout:       c.IngestTimeout,
 		ProviderConcurrency: c.ProviderConcurrency,

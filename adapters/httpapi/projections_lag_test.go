@@ -1,0 +1,123 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/esdb"
+	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+)
+
+// lagEvents is more than two of FeedLag's pages, so the count has to page.
+const lagEvents = 2345
+
+// esdbFeed is an EventStoreDB store (the in-process test double) holding
+// lagEvents events over a few streams, and those events in feed order.
+func esdbFeed(t *testing.T) (*esdb.Store, []eventstore.RecordedEvent) {
+	t.Helper()
+	fake := esdbfake.Start(t)
+	store, err := esdb.Dial(fake.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	ctx := context.Background()
+	for i := 0; i < lagEvents; {
+		batch := make([]eventstore.EventData, 0, 500)
+		for ; len(batch) < cap(batch) && i < lagEvents; i++ {
+			batch = append(batch, eventstore.EventData{ID: uuid.New(), Type: "test.event", Data: []byte(`{}`)})
+		}
+		_, err := store.Append(ctx, fmt.Sprintf("payment-test-%d", i%3), eventstore.Any, batch)
+		require.NoError(t, err)
+	}
+	var feed []eventstore.RecordedEvent
+	for after := eventstore.Start; ; {
+		evs, err := store.ReadAll(ctx, after, 1000)
+		require.NoError(t, err)
+		if len(evs) == 0 {
+			break
+		}
+		feed = append(feed, evs...)
+		after = evs[len(evs)-1].Position
+	}
+	require.Len(t, feed, lagEvents)
+	return store, feed
+}
+
+// projectionLags GETs /v1/projections and returns lag and lag_capped by name.
+func projectionLags(a *qapi) (map[string]int64, map[string]bool) {
+	a.t.Helper()
+	var body struct {
+		Projections []struct {
+			Name      string `json:"name"`
+			Lag       int64  `json:"lag"`
+			LagCapped bool   `json:"lag_capped"`
+		} `json:"projections"`
+	}
+	a.getJSON("/v1/projections", &body)
+	lags, capped := map[string]int64{}, map[string]bool{}
+	for _, p := range body.Projections {
+		lags[p.Name], capped[p.Name] = p.Lag, p.LagCapped
+	}
+	return lags, capped
+}
+
+// With EventStoreDB the Postgres events table is empty, so the lag has to
+// come from the configured feed: the events after each checkpoint.
+func TestProjectionsLagFromEventStoreDB(t *testing.T) {
+	store, feed := esdbFeed(t)
+	pool := pgtest.NewPool(t)
+	setCheckpoint := func(name string, p eventstore.Position) {
+		_, err := pool.Exec(context.Background(),
+			`UPDATE projection_checkpoints SET position_commit = $1, position_prepare = $2, status = 'live' WHERE name = $3`,
+			int64(p.Commit), int64(p.Prepare), name)
+		require.NoError(t, err)
+	}
+	// payments stays at the start: it lags by every event.
+	setCheckpoint("ledger", feed[344].Position)
+	setCheckpoint("reconciliation", feed[len(feed)-1].Position)
+
+	start := func(t *testing.T, lag httpapi.LagFunc) *qapi {
+		return startQAPI(t, pool, httpapi.Config{
+			APITokens: []string{qToken1, qToken2}, Query: postgres.NewQuery(pool), Events: store, Lag: lag,
+		})
+	}
+
+	t.Run("counted from the feed", func(t *testing.T) {
+		a := start(t, httpapi.FeedLag(store, 100_000))
+		lags, capped := projectionLags(a)
+		require.Equal(t, map[string]int64{"ledger": lagEvents - 345, "payments": lagEvents, "reconciliation": 0}, lags)
+		require.Equal(t, map[string]bool{"ledger": false, "payments": false, "reconciliation": false}, capped)
+
+		header, rows, _ := a.getCSV("/v1/projections")
+		require.Equal(t, "lag", header[3])
+		require.Equal(t, "ledger", rows[0][0])
+		require.Equal(t, strconv.Itoa(lagEvents-345), rows[0][3])
+	})
+
+	t.Run("capped", func(t *testing.T) {
+		lags, capped := projectionLags(start(t, httpapi.FeedLag(store, 1500)))
+		require.Equal(t, map[string]int64{"ledger": 1500, "payments": 1500, "reconciliation": 0}, lags)
+		require.Equal(t, map[string]bool{"ledger": true, "payments": true, "reconciliation": false}, capped)
+	})
+
+	t.Run("exactly at the cap is not capped", func(t *testing.T) {
+		lags, capped := projectionLags(start(t, httpapi.FeedLag(store, lagEvents)))
+		require.Equal(t, int64(lagEvents), lags["payments"])
+		require.False(t, capped["payments"])
+	})
+
+	// Without Lag the read model counts the (empty) Postgres events table:
+	// the reading this fixes.
+	t.Run("without Lag the events table says 0", func(t *testing.T) {
+		lags, _ := projectionLags(start(t, nil))
+		require.Equal(t, int64(0), lags["payments"])
+	})
+}
