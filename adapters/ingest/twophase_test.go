@@ -102,7 +102,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, b backend) *fixture {
 	pool := pgtest.NewPool(t)
-	f := &fixture{t: t, pool: pool, inbox: postgres.NewInbox(pool), store: &probe{Store: b.store(t, pool)}}
+	return fixtureOver(t, pool, b.store(t, pool))
+}
+
+// fixtureOver is the two-phase service over an inbox in pool and store.
+func fixtureOver(t *testing.T, pool *pgxpool.Pool, store eventstore.Store) *fixture {
+	f := &fixture{t: t, pool: pool, inbox: postgres.NewInbox(pool), store: &probe{Store: store}}
 	f.rec = ingest.NewTwoPhaseRecorder(f.inbox, f.store, ingest.Options{})
 	f.svc = ingest.New(f.rec, ingest.PaymentDecider{}, ingest.Options{})
 	return f
@@ -234,6 +239,35 @@ func mustIngest(t *testing.T, svc *ingest.Service, ev provider.Event, want inges
 	return res
 }
 
+// wantInboxStatus fails the test unless the inbox row of id has status want.
+func wantInboxStatus(t *testing.T, pool *pgxpool.Pool, id, want, when string) {
+	t.Helper()
+	if st, _ := inboxRow(t, pool, id); st != want {
+		t.Fatalf("inbox status %s%s", st, when)
+	}
+}
+
+// ingestConcurrently sends n deliveries at once (ev(i) is the i-th), all
+// released together, and returns every answer once all have come back.
+func ingestConcurrently(t *testing.T, svc *ingest.Service, n int, ev func(i int) provider.Event) ([]ingest.Outcome, []error) {
+	outcomes := make([]ingest.Outcome, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := svc.Ingest(tctx(t), ev(i))
+			outcomes[i], errs[i] = res.Outcome, err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return outcomes, errs
+}
+
 // --- the ingestion matrix, for any recorder and store ---
 
 // harness is what a matrix row needs: a service over some recorder, the
@@ -260,21 +294,7 @@ var matrix = []struct {
 	{"fifty identical at once", func(t *testing.T, h harness) {
 		ev := twoFacts("p1", "evt_1")
 		const n = 50
-		outcomes := make([]ingest.Outcome, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				res, err := h.svc.Ingest(tctx(t), ev)
-				outcomes[i], errs[i] = res.Outcome, err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		outcomes, errs := ingestConcurrently(t, h.svc, n, func(int) provider.Event { return ev })
 		count := map[ingest.Outcome]int{}
 		for i := range n {
 			if errs[i] != nil {
@@ -307,22 +327,9 @@ var matrix = []struct {
 	{"twenty different events for one payment at once", func(t *testing.T, h harness) {
 		mustIngest(t, h.svc, capture("p1", "evt_cap", 10_000), ingest.Accepted)
 		const n = 20
-		errs := make([]error, n)
-		outcomes := make([]ingest.Outcome, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				ev := delivery("p1", fmt.Sprintf("evt_re_%02d", i), "refund.succeeded", refunded(fmt.Sprintf("re_%02d", i), 10))
-				res, err := h.svc.Ingest(tctx(t), ev)
-				outcomes[i], errs[i] = res.Outcome, err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		outcomes, errs := ingestConcurrently(t, h.svc, n, func(i int) provider.Event {
+			return delivery("p1", fmt.Sprintf("evt_re_%02d", i), "refund.succeeded", refunded(fmt.Sprintf("re_%02d", i), 10))
+		})
 		for i := range n {
 			if errs[i] != nil || outcomes[i] != ingest.Accepted {
 				t.Fatalf("refund %d: %s, %v", i, outcomes[i], errs[i])
@@ -357,19 +364,9 @@ var matrix = []struct {
 		// Stripe sends charge.succeeded and payment_intent.succeeded for one
 		// capture: different dedup keys, different event ids, one fact.
 		const n = 10
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, errs[i] = h.svc.Ingest(tctx(t), delivery("p1", fmt.Sprintf("evt_%d", i), "charge.succeeded", captured("ch_1", 1000, 30)))
-			}()
-		}
-		close(start)
-		wg.Wait()
+		_, errs := ingestConcurrently(t, h.svc, n, func(i int) provider.Event {
+			return delivery("p1", fmt.Sprintf("evt_%d", i), "charge.succeeded", captured("ch_1", 1000, 30))
+		})
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("delivery %d: %v", i, err)
@@ -430,17 +427,21 @@ type crash struct {
 	at   func(t *testing.T, f *fixture, ev provider.Event)
 }
 
+// gate commits ev's inbox row as "received", as the first phase does.
+func (f *fixture) gate(t *testing.T, ev provider.Event) {
+	t.Helper()
+	if inserted, _, err := f.inbox.Gate(tctx(t), ev, ingest.StatusReceived); err != nil || !inserted {
+		t.Fatalf("gate: %v, %v", inserted, err)
+	}
+}
+
 var crashes = []crash{
 	{"after the inbox commit, before the append", func(t *testing.T, f *fixture, ev provider.Event) {
-		if inserted, _, err := f.inbox.Gate(tctx(t), ev, ingest.StatusReceived); err != nil || !inserted {
-			t.Fatalf("gate: %v, %v", inserted, err)
-		}
+		f.gate(t, ev)
 	}},
 	{"after the append, before the status update", func(t *testing.T, f *fixture, ev provider.Event) {
+		f.gate(t, ev)
 		c := tctx(t)
-		if inserted, _, err := f.inbox.Gate(c, ev, ingest.StatusReceived); err != nil || !inserted {
-			t.Fatalf("gate: %v, %v", inserted, err)
-		}
 		history, err := f.store.ReadStream(c, ev.StreamID())
 		if err != nil {
 			t.Fatal(err)
@@ -495,9 +496,7 @@ func TestCrashWindows(t *testing.T) {
 					r.run(t, f, ev)
 
 					equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
-					if st, _ := inboxRow(t, f.pool, "evt_1"); st != "applied" {
-						t.Fatalf("inbox status %s", st)
-					}
+					wantInboxStatus(t, f.pool, "evt_1", "applied", "")
 					if eventsBefore > 0 && f.store.appends.Load() != appendsBefore {
 						t.Fatalf("%d appends after the facts were in the stream", f.store.appends.Load()-appendsBefore)
 					}
@@ -526,21 +525,7 @@ func TestConcurrentRedeliveriesWithSweeper(t *testing.T) {
 					go func() { defer sweepers.Done(); _ = w.Run(ctx) }()
 				}
 				const n = 20
-				errs := make([]error, n)
-				outcomes := make([]ingest.Outcome, n)
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for i := range n {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						<-start
-						res, err := f.svc.Ingest(tctx(t), ev)
-						outcomes[i], errs[i] = res.Outcome, err
-					}()
-				}
-				close(start)
-				wg.Wait()
+				outcomes, errs := ingestConcurrently(t, f.svc, n, func(int) provider.Event { return ev })
 				time.Sleep(30 * time.Millisecond)
 				stop()
 				sweepers.Wait()
@@ -591,9 +576,7 @@ func TestInFlightFirstArrival(t *testing.T) {
 				}
 				mustIngest(t, f.svc, ev, ingest.Duplicate)
 				equal(t, "stream after the redelivery", types(t, f.store, stream("p1")), want)
-				if st, _ := inboxRow(t, f.pool, "evt_1"); st != "applied" {
-					t.Fatalf("inbox status %s after the redelivery", st)
-				}
+				wantInboxStatus(t, f.pool, "evt_1", "applied", " after the redelivery")
 
 				close(p.release)
 				a := <-done
@@ -619,9 +602,7 @@ func TestConflictWhileReceived(t *testing.T) {
 			t.Fatalf("result %+v", res)
 		}
 		equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted, payment.TypeFlagged})
-		if st, _ := inboxRow(t, f.pool, "evt_1"); st != "applied" {
-			t.Fatalf("inbox status %s", st)
-		}
+		wantInboxStatus(t, f.pool, "evt_1", "applied", "")
 	})
 }
 
@@ -644,9 +625,7 @@ func TestConflictWhileUnverified(t *testing.T) {
 			t.Fatalf("redrive: %+v, %v", res, err)
 		}
 		equal(t, "stream once verified", types(t, f.store, stream("p1")), []string{payment.TypeCaptured})
-		if st, _ := inboxRow(t, f.pool, "ipn_1"); st != "applied" {
-			t.Fatalf("inbox status %s", st)
-		}
+		wantInboxStatus(t, f.pool, "ipn_1", "applied", "")
 	})
 }
 
@@ -695,9 +674,7 @@ func TestStoreDown(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	srv := esdbfake.Start(t)
 	store := dialESDB(t, srv.URL()+"&maxDiscoverAttempts=2&discoveryInterval=10")
-	f := &fixture{t: t, pool: pool, inbox: postgres.NewInbox(pool), store: &probe{Store: store}}
-	f.rec = ingest.NewTwoPhaseRecorder(f.inbox, f.store, ingest.Options{})
-	f.svc = ingest.New(f.rec, ingest.PaymentDecider{}, ingest.Options{})
+	f := fixtureOver(t, pool, store)
 	ev := twoFacts("p1", "evt_1")
 
 	addr := srv.Addr()
@@ -705,9 +682,7 @@ func TestStoreDown(t *testing.T) {
 	if _, err := f.svc.Ingest(tctx(t), ev); !errors.Is(err, eventstore.ErrUnavailable) {
 		t.Fatalf("ingest with the node down: %v; want ErrUnavailable", err)
 	}
-	if st, _ := inboxRow(t, pool, "evt_1"); st != "received" {
-		t.Fatalf("inbox status %s", st)
-	}
+	wantInboxStatus(t, pool, "evt_1", "received", "")
 	if err := srv.Start(addr); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -31,13 +30,7 @@ import (
 // status and inspect commands run beside it) with the events in
 // EventStoreDB: only this test's ONCELEDGER_* settings.
 func esdbServeEnv(dbURL, eventStore, addr, secret, token string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ONCELEDGER_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
+	return serveEnv(
 		"ONCELEDGER_DATABASE_URL="+dbURL,
 		"ONCELEDGER_EVENT_STORE="+eventStore,
 		"ONCELEDGER_ADDR="+addr,
@@ -47,34 +40,6 @@ func esdbServeEnv(dbURL, eventStore, addr, secret, token string) []string {
 		"ONCELEDGER_SHUTDOWN_TIMEOUT=10s",
 		"ONCELEDGER_LOG_LEVEL=info",
 	)
-}
-
-// startServeWithEnv starts `onceledger serve` in its own process group and
-// kills the group when the test ends.
-func startServeWithEnv(t *testing.T, bin, addr string, env []string) *server {
-	t.Helper()
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = env
-	s := &server{cmd: cmd, base: "http://" + addr, log: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start())
-	go func() {
-		s.err = cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-s.exited
-		}
-		if t.Failed() {
-			t.Logf("server log:\n%s", s.log.String())
-		}
-	})
-	return s
 }
 
 // esdbE2E is the running server, its fake EventStoreDB node and what the

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 )
 
 const workers = 16
@@ -46,19 +44,10 @@ func waitAcked(ctx context.Context, s *sender, n int, done <-chan struct{}) bool
 // redelivered acknowledged delivery must answer "duplicate"), and the read
 // models must equal the independent model exactly.
 func TestCrashKill9Redeliver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chaos: skipped in -short mode")
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	r, cancel := beginChaos(t, 10*time.Minute, true)
 	defer cancel()
-	k := scale(t)
-	dbURL := pgtest.UnusedDatabaseURL(t)
-	srv := newServer(t, dbURL, newSecrets(t), true)
-	srv.start()
-	pool := openPool(t, dbURL)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	start, ctx, k, srv, pool := r.start, r.ctx, r.k, r.srv, r.pool
+	seed := loggedSeed(t)
 	w := newWorkload(t, seed, 150*k)
 	s := newSender(t, srv, workers, duringOutage)
 

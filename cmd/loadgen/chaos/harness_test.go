@@ -21,6 +21,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 )
 
 // binDir holds the onceledger binary built for this test run.
@@ -85,6 +89,45 @@ func scale(t *testing.T) int {
 		t.Fatalf("ONCELEDGER_CHAOS_SCALE=%q: want an integer in 1..1000", s)
 	}
 	return n
+}
+
+// chaosRun is the opening the single-server chaos tests share: serve over a
+// fresh database of its own (projecting or not), the test's pool on that
+// database, the load scale, the test's deadline and when it began.
+type chaosRun struct {
+	start time.Time
+	ctx   context.Context
+	k     int
+	srv   *server
+	pool  *pgxpool.Pool
+}
+
+// beginChaos skips under -short, else starts serve and connects; the
+// caller defers the returned cancel, which ends the run's context.
+func beginChaos(t *testing.T, limit time.Duration, projections bool) (*chaosRun, context.CancelFunc) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("chaos: skipped in -short mode")
+	}
+	r := &chaosRun{start: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	r.ctx = ctx
+	t.Cleanup(cancel) // should the opening fail; the caller's defer comes first otherwise
+	r.k = scale(t)
+	dbURL := pgtest.UnusedDatabaseURL(t)
+	r.srv = newServer(t, dbURL, newSecrets(t), projections)
+	r.srv.start()
+	r.pool = openPool(t, dbURL)
+	return r, cancel
+}
+
+// loggedSeed is a fresh workload seed, logged so that a failing run can be
+// replayed.
+func loggedSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return seed
 }
 
 // freePort returns a TCP port that was free on 127.0.0.1 a moment ago.

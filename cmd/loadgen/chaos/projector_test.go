@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 )
 
 // catchUp is how far the projectors are: per projection, the number of
@@ -76,19 +74,10 @@ func readCatchUp(ctx context.Context, pool *pgxpool.Pool) (catchUp, error) {
 // account_balances, one payments row per payment. A batch and its checkpoint
 // commit together, so a replayed batch must not count twice.
 func TestProjectorKilledMidCatchUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chaos: skipped in -short mode")
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	r, cancel := beginChaos(t, 10*time.Minute, false)
 	defer cancel()
-	k := scale(t)
-	dbURL := pgtest.UnusedDatabaseURL(t)
-	srv := newServer(t, dbURL, newSecrets(t), false)
-	srv.start()
-	pool := openPool(t, dbURL)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	start, ctx, k, srv, pool := r.start, r.ctx, r.k, r.srv, r.pool
+	seed := loggedSeed(t)
 	w := newWorkload(t, seed, 400*k)
 	s := newSender(t, srv, workers, func(answer) bool { return false })
 	s.deliver(ctx, w.seqs, workers, policy{tries: 3, backoff: 20 * time.Millisecond, until: time.Now().Add(5 * time.Minute)})

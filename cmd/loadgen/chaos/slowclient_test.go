@@ -3,7 +3,6 @@ package chaos
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 )
 
 // bodySize is the Content-Length every raw request announces: each body is a
@@ -67,17 +64,9 @@ func padded(t *testing.T, d *delivery) *delivery {
 // very same deliveries, sent properly, are accepted as first arrivals: the
 // bodies were valid, only incomplete.
 func TestSlowAndDisconnectingClients(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chaos: skipped in -short mode")
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	r, cancel := beginChaos(t, 5*time.Minute, true)
 	defer cancel()
-	k := scale(t)
-	dbURL := pgtest.UnusedDatabaseURL(t)
-	srv := newServer(t, dbURL, newSecrets(t), true)
-	srv.start()
-	pool := openPool(t, dbURL)
+	start, ctx, k, srv, pool := r.start, r.ctx, r.k, r.srv, r.pool
 	s := newSender(t, srv, 8, func(answer) bool { return false })
 
 	// Captures only: each one, if it got in, would show as an inbox row and
