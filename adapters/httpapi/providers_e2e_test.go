@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -867,28 +866,10 @@ func TestProviderOfficialVectorsThroughHTTP(t *testing.T) {
 }
 
 func (s *e2eStack) post(path string, header http.Header, body []byte) answer {
-	req, err := http.NewRequest(http.MethodPost, s.srv.URL+path, bytes.NewReader(body))
-	if err != nil {
-		panic(err)
-	}
-	for k, vs := range header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return s.do(req)
+	return postTo(s.srv, path, header, body)
 }
 
-func (s *e2eStack) do(req *http.Request) answer {
-	resp, err := s.srv.Client().Do(req)
-	if err != nil {
-		return answer{Status: -1, Body: err.Error()}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{Status: resp.StatusCode, Body: string(b)}
-}
+func (s *e2eStack) do(req *http.Request) answer { return doRequest(s.srv, req) }
 
 func (s *e2eStack) balances(streams ...string) map[string]int64 {
 	return streamBalances(s.t, s.store, streams...)

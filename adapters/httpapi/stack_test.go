@@ -151,7 +151,13 @@ func (a answer) outcome(t *testing.T) string {
 }
 
 func (s *stack) post(path string, header http.Header, body []byte) answer {
-	req, err := http.NewRequest(http.MethodPost, s.srv.URL+path, bytes.NewReader(body))
+	return postTo(s.srv, path, header, body)
+}
+
+// postTo POSTs body with header (and a JSON content type) to srv over its
+// real socket; a transport failure is answer{Status: -1}.
+func postTo(srv *httptest.Server, path string, header http.Header, body []byte) answer {
+	req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
 	if err != nil {
 		panic(err)
 	}
@@ -161,7 +167,11 @@ func (s *stack) post(path string, header http.Header, body []byte) answer {
 		}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.srv.Client().Do(req)
+	return doRequest(srv, req)
+}
+
+func doRequest(srv *httptest.Server, req *http.Request) answer {
+	resp, err := srv.Client().Do(req)
 	if err != nil {
 		return answer{Status: -1, Body: err.Error()}
 	}

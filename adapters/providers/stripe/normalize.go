@@ -455,14 +455,6 @@ func optID(o payload.Object, field string) (string, bool, error) {
 	}
 }
 
-func reqID(o payload.Object, field string) (string, error) {
-	id, ok, err := optID(o, field)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: %s", provider.ErrMissingField, o.Name(field))
-	}
-	return id, err
-}
-
 // unixField reads a unix timestamp in seconds.
 func unixField(o payload.Object, field string) (int64, error) {
 	v, ok := o.Get(field)
