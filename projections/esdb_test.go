@@ -22,9 +22,9 @@ import (
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/domain/provider"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -164,7 +164,7 @@ func (f *esdbFixture) waitAt(ctx context.Context, pos eventstore.Position) {
 // recordDeliveries sends provider deliveries through the two-phase recorder
 // serve uses with EventStoreDB (inbox row first, then the append), and
 // returns the outcome of each.
-func (f *esdbFixture) recordDeliveries(ctx context.Context, evs ...provider.Event) []ingest.Outcome {
+func (f *esdbFixture) recordDeliveries(ctx context.Context, evs ...delivery.Event) []ingest.Outcome {
 	f.t.Helper()
 	rec := ingest.NewTwoPhaseRecorder(postgres.NewInbox(f.pool), f.store, ingest.Options{})
 	out := make([]ingest.Outcome, len(evs))
@@ -182,12 +182,12 @@ func (f *esdbFixture) recordDeliveries(ctx context.Context, evs ...provider.Even
 }
 
 // standardDelivery is a normalized Standard Webhooks delivery of one fact.
-func standardDelivery(msgID, typ, paymentKey string, at time.Time, fact provider.Fact) provider.Event {
+func standardDelivery(msgID, typ, paymentKey string, at time.Time, fact delivery.Fact) delivery.Event {
 	raw := []byte(fmt.Sprintf(`{"type":%q,"msg":%q}`, typ, msgID))
 	sum := sha256.Sum256(raw)
-	return provider.Event{
+	return delivery.Event{
 		Provider: "standard", DedupKey: msgID, Type: typ, PaymentKey: paymentKey, OccurredAt: at,
-		PayloadHash: hex.EncodeToString(sum[:]), Raw: raw, Facts: []provider.Fact{fact},
+		PayloadHash: hex.EncodeToString(sum[:]), Raw: raw, Facts: []delivery.Fact{fact},
 	}
 }
 
@@ -283,10 +283,10 @@ func TestESDBProjectionsMatchIndependentModel(t *testing.T) {
 	// under another message id, a payout.
 	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 	usd := money.Currency("USD")
-	refund := standardDelivery("msg_ref", "refund.succeeded", "pw_1", at, provider.Fact{Kind: provider.KindRefunded, BusinessID: "re_w1", Amount: 400, Currency: usd})
-	capture := standardDelivery("msg_cap", "payment.captured", "pw_1", at.Add(time.Minute), provider.Fact{Kind: provider.KindCaptured, BusinessID: "cap_w1", Amount: 1000, Fee: 30, Currency: usd})
-	captureAgain := standardDelivery("msg_cap_again", "payment.captured", "pw_1", at.Add(2*time.Minute), provider.Fact{Kind: provider.KindCaptured, BusinessID: "cap_w1", Amount: 1000, Fee: 30, Currency: usd})
-	payout := standardDelivery("msg_po", "payout.paid", "", at.Add(3*time.Minute), provider.Fact{Kind: provider.KindPayoutPaid, BusinessID: "po_w1", Amount: 2000, Currency: usd})
+	refund := standardDelivery("msg_ref", "refund.succeeded", "pw_1", at, delivery.Fact{Kind: delivery.KindRefunded, BusinessID: "re_w1", Amount: 400, Currency: usd})
+	capture := standardDelivery("msg_cap", "payment.captured", "pw_1", at.Add(time.Minute), delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "cap_w1", Amount: 1000, Fee: 30, Currency: usd})
+	captureAgain := standardDelivery("msg_cap_again", "payment.captured", "pw_1", at.Add(2*time.Minute), delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "cap_w1", Amount: 1000, Fee: 30, Currency: usd})
+	payout := standardDelivery("msg_po", "payout.paid", "", at.Add(3*time.Minute), delivery.Fact{Kind: delivery.KindPayoutPaid, BusinessID: "po_w1", Amount: 2000, Currency: usd})
 	outcomes := f.recordDeliveries(ctx, refund, capture, refund, captureAgain, payout)
 	want := []ingest.Outcome{ingest.Accepted, ingest.Accepted, ingest.Duplicate, ingest.Accepted, ingest.Accepted}
 	if fmt.Sprint(outcomes) != fmt.Sprint(want) {

@@ -8,7 +8,7 @@ import (
 	"github.com/onceledger/onceledger/domain/payment"
 )
 
-// Streams the projections tell apart (provider.Event.StreamID).
+// Streams the projections tell apart (delivery.Event.StreamID).
 const (
 	paymentStreamPrefix = "payment-"
 )

@@ -48,7 +48,7 @@ import (
 var _ eventstore.Store = (*Store)(nil)
 
 // DefaultStreamPrefixes are the streams of the global feed: payments and
-// payouts (see provider.Event.StreamID).
+// payouts (see delivery.Event.StreamID).
 var DefaultStreamPrefixes = []string{"payment-", "payout-"}
 
 // Option configures a Store.

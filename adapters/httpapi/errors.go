@@ -8,8 +8,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Sentinel errors of the HTTP layer itself.
@@ -39,9 +39,9 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed
-	case errors.Is(err, provider.ErrMalformed),
-		errors.Is(err, provider.ErrMissingField),
-		errors.Is(err, provider.ErrInvalidAmount),
+	case errors.Is(err, delivery.ErrMalformed),
+		errors.Is(err, delivery.ErrMissingField),
+		errors.Is(err, delivery.ErrInvalidAmount),
 		errors.Is(err, money.ErrUnknownCurrency),
 		errors.Is(err, money.ErrInvalidAmount),
 		errors.Is(err, errBadParameter):

@@ -13,18 +13,18 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Ingester records one verified delivery durably (ingest.Service).
 type Ingester interface {
-	Ingest(ctx context.Context, ev provider.Event) (ingest.Result, error)
+	Ingest(ctx context.Context, ev delivery.Event) (ingest.Result, error)
 }
 
 // Holder stores a delivery that cannot be verified by signature (PayPal IPN)
 // durably as unverified; a background verifier applies it later.
 type Holder interface {
-	Hold(ctx context.Context, ev provider.Event) (ingest.Result, error)
+	Hold(ctx context.Context, ev delivery.Event) (ingest.Result, error)
 }
 
 // ipnProvider is the one provider whose deliveries are held, not ingested:
@@ -53,7 +53,7 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if !errors.As(err, &tooLarge) {
-			err = fmt.Errorf("%w: reading body: %v", provider.ErrMalformed, err)
+			err = fmt.Errorf("%w: reading body: %v", delivery.ErrMalformed, err)
 		}
 		s.webhookError(w, r, name, start, log, err)
 		return

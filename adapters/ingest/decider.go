@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // PaymentDecider is the Decider of the payment domain: it decodes a stream's
@@ -17,7 +17,7 @@ type PaymentDecider struct{}
 
 var _ Decider = PaymentDecider{}
 
-func (PaymentDecider) Decide(history []eventstore.RecordedEvent, ev provider.Event) ([]eventstore.EventData, error) {
+func (PaymentDecider) Decide(history []eventstore.RecordedEvent, ev delivery.Event) ([]eventstore.EventData, error) {
 	past, err := decodeHistory(history)
 	if err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func (PaymentDecider) Decide(history []eventstore.RecordedEvent, ev provider.Eve
 	return encode(ev, decided, "")
 }
 
-func (PaymentDecider) Conflict(history []eventstore.RecordedEvent, ev provider.Event, firstHash string) ([]eventstore.EventData, error) {
+func (PaymentDecider) Conflict(history []eventstore.RecordedEvent, ev delivery.Event, firstHash string) ([]eventstore.EventData, error) {
 	key := ev.DedupKey + "@" + ev.PayloadHash
 	for _, h := range history {
 		if h.Type != payment.TypeFlagged {
@@ -80,7 +80,7 @@ type metadata struct {
 	PayloadHash  string `json:"payload_hash"`
 }
 
-func encode(ev provider.Event, events []payment.Event, idSalt string) ([]eventstore.EventData, error) {
+func encode(ev delivery.Event, events []payment.Event, idSalt string) ([]eventstore.EventData, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}

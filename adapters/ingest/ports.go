@@ -9,7 +9,7 @@ import (
 	"context"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Outcome of recording one delivery, as the webhook answer reports it.
@@ -33,11 +33,11 @@ type Result struct {
 // It is pure; Record calls it inside its unit of work, and again after a lost race.
 type Decider interface {
 	// Decide returns the events a first-arrival delivery adds.
-	Decide(history []eventstore.RecordedEvent, ev provider.Event) ([]eventstore.EventData, error)
+	Decide(history []eventstore.RecordedEvent, ev delivery.Event) ([]eventstore.EventData, error)
 	// Conflict returns the events that record a redelivery of an already
 	// recorded dedup key with a different payload hash (firstHash is the
 	// original's). Deterministic ids make a repeated conflict a no-op.
-	Conflict(history []eventstore.RecordedEvent, ev provider.Event, firstHash string) ([]eventstore.EventData, error)
+	Conflict(history []eventstore.RecordedEvent, ev delivery.Event, firstHash string) ([]eventstore.EventData, error)
 }
 
 // Recorder is the unit of work behind one delivery: insert into the inbox
@@ -47,5 +47,5 @@ type Decider interface {
 // lost (nothing was committed; the caller retries), and one matching
 // eventstore.ErrUnavailable when the storage could not be reached.
 type Recorder interface {
-	Record(ctx context.Context, ev provider.Event, d Decider) (Result, error)
+	Record(ctx context.Context, ev delivery.Event, d Decider) (Result, error)
 }

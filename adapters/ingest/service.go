@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Options tune the retry loop. Zero values take the defaults.
@@ -49,7 +49,7 @@ var ErrContention = errors.New("stream contention: too many concurrent writers")
 // Ingest validates ev and records it. It returns only after the facts are
 // durable, or with an error, in which case nothing of this attempt is
 // acknowledged.
-func (s *Service) Ingest(ctx context.Context, ev provider.Event) (Result, error) {
+func (s *Service) Ingest(ctx context.Context, ev delivery.Event) (Result, error) {
 	if err := ev.Validate(); err != nil {
 		return Result{}, err
 	}

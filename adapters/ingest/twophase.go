@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // StatusIgnored marks an inbox row whose delivery carries no fact we handle;
@@ -33,7 +33,7 @@ type Stored struct {
 // recorder: the answer (always a duplicate; a conflict when the payload
 // differs), and the stream a conflict fact must be appended to, "" when
 // there is nothing to append.
-func Redelivery(first Stored, ev provider.Event) (Result, string) {
+func Redelivery(first Stored, ev delivery.Event) (Result, string) {
 	res := Result{Outcome: Duplicate, StreamID: first.StreamID}
 	if first.PayloadHash == ev.PayloadHash {
 		return res, ""
@@ -65,9 +65,9 @@ type GateInbox interface {
 	// record (the primary key judges), in its own transaction. For a
 	// redelivery it counts the delivery, keeps a conflicting payload for
 	// reconciliation and returns the stored row.
-	Gate(ctx context.Context, ev provider.Event, status string) (inserted bool, existing Stored, err error)
+	Gate(ctx context.Context, ev delivery.Event, status string) (inserted bool, existing Stored, err error)
 	// Load returns a row's stored delivery and its status.
-	Load(ctx context.Context, k InboxKey) (provider.Event, string, error)
+	Load(ctx context.Context, k InboxKey) (delivery.Event, string, error)
 	// SetStatus moves a row from one status to another; false when it was
 	// not in status from.
 	SetStatus(ctx context.Context, k InboxKey, from, to string) (bool, error)
@@ -150,7 +150,7 @@ func (r *TwoPhaseRecorder) Sweeper(inbox HeldInbox, d Decider, olderThan time.Du
 // finds the row "received", re-drives it and answers "duplicate". Errors
 // reaching the storage match eventstore.ErrUnavailable; the row then stays
 // "received" and the sweeper or the provider's retry finishes it.
-func (r *TwoPhaseRecorder) Record(ctx context.Context, ev provider.Event, d Decider) (Result, error) {
+func (r *TwoPhaseRecorder) Record(ctx context.Context, ev delivery.Event, d Decider) (Result, error) {
 	status := StatusReceived
 	if ev.Ignored() {
 		status = StatusIgnored
@@ -185,7 +185,7 @@ func (r *TwoPhaseRecorder) Record(ctx context.Context, ev provider.Event, d Deci
 // delivery of the key means its facts are in the stream. A different payload
 // is kept (by Gate) and recorded as a conflict on the first one's stream,
 // after the first one's facts, never instead of them.
-func (r *TwoPhaseRecorder) redelivered(ctx context.Context, ev provider.Event, first Stored, d Decider) (Result, error) {
+func (r *TwoPhaseRecorder) redelivered(ctx context.Context, ev delivery.Event, first Stored, d Decider) (Result, error) {
 	if first.Status == StatusReceived {
 		if _, err := r.Redrive(ctx, InboxKey{ev.Provider, ev.DedupKey}, StatusReceived, d); err != nil {
 			return Result{}, err

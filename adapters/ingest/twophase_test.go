@@ -26,8 +26,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // backend constructs an event store for a test whose inbox lives in pool.
@@ -129,37 +129,37 @@ func tctx(t *testing.T) context.Context {
 
 // --- deliveries ---
 
-func delivery(pay, id, typ string, facts ...provider.Fact) provider.Event {
-	ev := provider.Event{Provider: "standard", DedupKey: id, Type: typ, PaymentKey: pay,
+func deliveryOf(pay, id, typ string, facts ...delivery.Fact) delivery.Event {
+	ev := delivery.Event{Provider: "standard", DedupKey: id, Type: typ, PaymentKey: pay,
 		OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), Facts: facts}
 	return withBody(ev, "")
 }
 
 // withBody sets the verified bytes (and their hash); salt makes a payload
 // that differs from the first one for the same dedup key.
-func withBody(ev provider.Event, salt string) provider.Event {
+func withBody(ev delivery.Event, salt string) delivery.Event {
 	raw, _ := json.Marshal(map[string]any{"id": ev.DedupKey, "type": ev.Type, "payment": ev.PaymentKey, "facts": ev.Facts, "salt": salt})
 	sum := sha256.Sum256(raw)
 	ev.Raw, ev.PayloadHash = raw, hex.EncodeToString(sum[:])
 	return ev
 }
 
-func captured(capID string, amount, fee int64) provider.Fact {
-	return provider.Fact{Kind: provider.KindCaptured, BusinessID: capID, Amount: amount, Fee: fee, Currency: "USD"}
+func captured(capID string, amount, fee int64) delivery.Fact {
+	return delivery.Fact{Kind: delivery.KindCaptured, BusinessID: capID, Amount: amount, Fee: fee, Currency: "USD"}
 }
 
-func refunded(refID string, amount int64) provider.Fact {
-	return provider.Fact{Kind: provider.KindRefunded, BusinessID: refID, Amount: amount, Currency: "USD"}
+func refunded(refID string, amount int64) delivery.Fact {
+	return delivery.Fact{Kind: delivery.KindRefunded, BusinessID: refID, Amount: amount, Currency: "USD"}
 }
 
-func capture(pay, id string, amount int64) provider.Event {
-	return delivery(pay, id, "payment.captured", captured("cap_"+pay, amount, 30))
+func capture(pay, id string, amount int64) delivery.Event {
+	return deliveryOf(pay, id, "payment.captured", captured("cap_"+pay, amount, 30))
 }
 
 // twoFacts is one delivery whose decision is a set of two events (Stripe's
 // charge.refunded after a missed charge.succeeded looks like this).
-func twoFacts(pay, id string) provider.Event {
-	return delivery(pay, id, "charge.refunded", captured("cap_"+pay, 1000, 30), refunded("re_"+pay, 400))
+func twoFacts(pay, id string) delivery.Event {
+	return deliveryOf(pay, id, "charge.refunded", captured("cap_"+pay, 1000, 30), refunded("re_"+pay, 400))
 }
 
 func stream(pay string) string { return "payment-standard-" + pay }
@@ -227,7 +227,7 @@ func equal[T comparable](t *testing.T, what string, got, want []T) {
 	}
 }
 
-func mustIngest(t *testing.T, svc *ingest.Service, ev provider.Event, want ingest.Outcome) ingest.Result {
+func mustIngest(t *testing.T, svc *ingest.Service, ev delivery.Event, want ingest.Outcome) ingest.Result {
 	t.Helper()
 	res, err := svc.Ingest(tctx(t), ev)
 	if err != nil {
@@ -249,7 +249,7 @@ func wantInboxStatus(t *testing.T, pool *pgxpool.Pool, id, want, when string) {
 
 // ingestConcurrently sends n deliveries at once (ev(i) is the i-th), all
 // released together, and returns every answer once all have come back.
-func ingestConcurrently(t *testing.T, svc *ingest.Service, n int, ev func(i int) provider.Event) ([]ingest.Outcome, []error) {
+func ingestConcurrently(t *testing.T, svc *ingest.Service, n int, ev func(i int) delivery.Event) ([]ingest.Outcome, []error) {
 	outcomes := make([]ingest.Outcome, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -294,7 +294,7 @@ var matrix = []struct {
 	{"fifty identical at once", func(t *testing.T, h harness) {
 		ev := twoFacts("p1", "evt_1")
 		const n = 50
-		outcomes, errs := ingestConcurrently(t, h.svc, n, func(int) provider.Event { return ev })
+		outcomes, errs := ingestConcurrently(t, h.svc, n, func(int) delivery.Event { return ev })
 		count := map[ingest.Outcome]int{}
 		for i := range n {
 			if errs[i] != nil {
@@ -311,14 +311,14 @@ var matrix = []struct {
 		}
 	}},
 	{"refund before payment", func(t *testing.T, h harness) {
-		mustIngest(t, h.svc, delivery("late", "evt_r", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
+		mustIngest(t, h.svc, deliveryOf("late", "evt_r", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
 		equal(t, "before the capture", types(t, h.store, stream("late")), []string{payment.TypeRefundPending, payment.TypeFlagged})
-		mustIngest(t, h.svc, delivery("late", "evt_c", "payment.captured", captured("cap_1", 1000, 30)), ingest.Accepted)
+		mustIngest(t, h.svc, deliveryOf("late", "evt_c", "payment.captured", captured("cap_1", 1000, 30)), ingest.Accepted)
 		equal(t, "after the capture", types(t, h.store, stream("late")), []string{payment.TypeRefundPending, payment.TypeFlagged,
 			payment.TypeCaptured, payment.TypeRefundPosted, payment.TypeCleared})
 
-		mustIngest(t, h.svc, delivery("inorder", "evt_c2", "payment.captured", captured("cap_1", 1000, 30)), ingest.Accepted)
-		mustIngest(t, h.svc, delivery("inorder", "evt_r2", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
+		mustIngest(t, h.svc, deliveryOf("inorder", "evt_c2", "payment.captured", captured("cap_1", 1000, 30)), ingest.Accepted)
+		mustIngest(t, h.svc, deliveryOf("inorder", "evt_r2", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
 		late, natural := balances(t, h.store, stream("late")), balances(t, h.store, stream("inorder"))
 		if fmt.Sprint(late) != fmt.Sprint(natural) || late["provider:standard:balance USD"] != 670 {
 			t.Fatalf("balances depend on arrival order:\n refund first %v\n natural      %v", late, natural)
@@ -327,8 +327,8 @@ var matrix = []struct {
 	{"twenty different events for one payment at once", func(t *testing.T, h harness) {
 		mustIngest(t, h.svc, capture("p1", "evt_cap", 10_000), ingest.Accepted)
 		const n = 20
-		outcomes, errs := ingestConcurrently(t, h.svc, n, func(i int) provider.Event {
-			return delivery("p1", fmt.Sprintf("evt_re_%02d", i), "refund.succeeded", refunded(fmt.Sprintf("re_%02d", i), 10))
+		outcomes, errs := ingestConcurrently(t, h.svc, n, func(i int) delivery.Event {
+			return deliveryOf("p1", fmt.Sprintf("evt_re_%02d", i), "refund.succeeded", refunded(fmt.Sprintf("re_%02d", i), 10))
 		})
 		for i := range n {
 			if errs[i] != nil || outcomes[i] != ingest.Accepted {
@@ -364,8 +364,8 @@ var matrix = []struct {
 		// Stripe sends charge.succeeded and payment_intent.succeeded for one
 		// capture: different dedup keys, different event ids, one fact.
 		const n = 10
-		_, errs := ingestConcurrently(t, h.svc, n, func(i int) provider.Event {
-			return delivery("p1", fmt.Sprintf("evt_%d", i), "charge.succeeded", captured("ch_1", 1000, 30))
+		_, errs := ingestConcurrently(t, h.svc, n, func(i int) delivery.Event {
+			return deliveryOf("p1", fmt.Sprintf("evt_%d", i), "charge.succeeded", captured("ch_1", 1000, 30))
 		})
 		for i, err := range errs {
 			if err != nil {
@@ -424,11 +424,11 @@ func TestIngestionMatrix(t *testing.T) {
 // crash leaves a delivery where a process killed between the phases leaves it.
 type crash struct {
 	name string
-	at   func(t *testing.T, f *fixture, ev provider.Event)
+	at   func(t *testing.T, f *fixture, ev delivery.Event)
 }
 
 // gate commits ev's inbox row as "received", as the first phase does.
-func (f *fixture) gate(t *testing.T, ev provider.Event) {
+func (f *fixture) gate(t *testing.T, ev delivery.Event) {
 	t.Helper()
 	if inserted, _, err := f.inbox.Gate(tctx(t), ev, ingest.StatusReceived); err != nil || !inserted {
 		t.Fatalf("gate: %v, %v", inserted, err)
@@ -436,10 +436,10 @@ func (f *fixture) gate(t *testing.T, ev provider.Event) {
 }
 
 var crashes = []crash{
-	{"after the inbox commit, before the append", func(t *testing.T, f *fixture, ev provider.Event) {
+	{"after the inbox commit, before the append", func(t *testing.T, f *fixture, ev delivery.Event) {
 		f.gate(t, ev)
 	}},
-	{"after the append, before the status update", func(t *testing.T, f *fixture, ev provider.Event) {
+	{"after the append, before the status update", func(t *testing.T, f *fixture, ev delivery.Event) {
 		f.gate(t, ev)
 		c := tctx(t)
 		history, err := f.store.ReadStream(c, ev.StreamID())
@@ -458,9 +458,9 @@ var crashes = []crash{
 
 var recoveries = []struct {
 	name string
-	run  func(t *testing.T, f *fixture, ev provider.Event)
+	run  func(t *testing.T, f *fixture, ev delivery.Event)
 }{
-	{"sweeper", func(t *testing.T, f *fixture, ev provider.Event) {
+	{"sweeper", func(t *testing.T, f *fixture, ev delivery.Event) {
 		// At the default age the row is still its first request's.
 		if n, err := f.rec.Sweeper(f.inbox, ingest.PaymentDecider{}, 0).Once(tctx(t)); err != nil || n != 0 {
 			t.Fatalf("sweeper at the default age took %d rows (%v) of a fresh row", n, err)
@@ -474,7 +474,7 @@ var recoveries = []struct {
 		}
 		mustIngest(t, f.svc, ev, ingest.Duplicate) // a late redelivery adds nothing
 	}},
-	{"provider redelivery", func(t *testing.T, f *fixture, ev provider.Event) {
+	{"provider redelivery", func(t *testing.T, f *fixture, ev delivery.Event) {
 		mustIngest(t, f.svc, ev, ingest.Duplicate)
 		if n, err := f.sweeper().Once(tctx(t)); err != nil || n != 0 {
 			t.Fatalf("sweeper found %d rows after the redelivery: %v", n, err)
@@ -525,7 +525,7 @@ func TestConcurrentRedeliveriesWithSweeper(t *testing.T) {
 					go func() { defer sweepers.Done(); _ = w.Run(ctx) }()
 				}
 				const n = 20
-				outcomes, errs := ingestConcurrently(t, f.svc, n, func(int) provider.Event { return ev })
+				outcomes, errs := ingestConcurrently(t, f.svc, n, func(int) delivery.Event { return ev })
 				time.Sleep(30 * time.Millisecond)
 				stop()
 				sweepers.Wait()
@@ -570,8 +570,8 @@ func TestInFlightFirstArrival(t *testing.T) {
 
 				want := []string{payment.TypeCaptured, payment.TypeRefundPosted}
 				if other {
-					mustIngest(t, f.svc, delivery("p1", "evt_d", "dispute.created",
-						provider.Fact{Kind: provider.KindDisputeOpened, BusinessID: "dp_1", Amount: 100, Currency: "USD"}), ingest.Accepted)
+					mustIngest(t, f.svc, deliveryOf("p1", "evt_d", "dispute.created",
+						delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: "dp_1", Amount: 100, Currency: "USD"}), ingest.Accepted)
 					want = append([]string{payment.TypeDisputeOpened}, want...)
 				}
 				mustIngest(t, f.svc, ev, ingest.Duplicate)
@@ -632,7 +632,7 @@ func TestConflictWhileUnverified(t *testing.T) {
 func TestIgnoredDelivery(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)
-		ev := delivery("", "evt_x", "customer.created")
+		ev := deliveryOf("", "evt_x", "customer.created")
 		mustIngest(t, f.svc, ev, ingest.Ignored)
 		mustIngest(t, f.svc, ev, ingest.Duplicate)
 		if st, n := inboxRow(t, f.pool, "evt_x"); st != "ignored" || n != 2 {

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // InboxKey names one inbox row.
@@ -28,7 +28,7 @@ const (
 type HeldInbox interface {
 	// Claim leases due rows of provider ("" = any) in status.
 	Claim(ctx context.Context, providerName, status string, olderThan, lease time.Duration, limit int) ([]InboxKey, error)
-	Load(ctx context.Context, k InboxKey) (provider.Event, string, error)
+	Load(ctx context.Context, k InboxKey) (delivery.Event, string, error)
 	SetStatus(ctx context.Context, k InboxKey, from, to string) (bool, error)
 	// Retry schedules the next attempt after base·2^(attempts−1), capped.
 	Retry(ctx context.Context, k InboxKey, base time.Duration, cause error) error

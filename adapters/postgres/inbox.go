@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Inbox is webhook_inbox for the paths that cannot record a delivery in one
@@ -43,7 +43,7 @@ var (
 // judges) in its own transaction. For a redelivery it counts the delivery,
 // keeps a conflicting payload in webhook_conflicts, and returns the stored
 // row's status and hash.
-func (in *Inbox) Gate(ctx context.Context, ev provider.Event, status string) (inserted bool, existing Stored, err error) {
+func (in *Inbox) Gate(ctx context.Context, ev delivery.Event, status string) (inserted bool, existing Stored, err error) {
 	err = inTx(ctx, in.pool, func(tx pgx.Tx) error {
 		inserted, err = insertInbox(ctx, tx, ev, status)
 		if err != nil || inserted {
@@ -59,7 +59,7 @@ func (in *Inbox) Gate(ctx context.Context, ev provider.Event, status string) (in
 // by its consumer, the two-phase recorder in ingest.
 type Stored = ingest.Stored
 
-func countRedelivery(ctx context.Context, tx pgx.Tx, ev provider.Event) (Stored, error) {
+func countRedelivery(ctx context.Context, tx pgx.Tx, ev delivery.Event) (Stored, error) {
 	var st Stored
 	var stream *string
 	err := tx.QueryRow(ctx, `
@@ -81,7 +81,7 @@ func countRedelivery(ctx context.Context, tx pgx.Tx, ev provider.Event) (Stored,
 	return st, nil
 }
 
-func recordConflict(ctx context.Context, tx pgx.Tx, ev provider.Event) error {
+func recordConflict(ctx context.Context, tx pgx.Tx, ev delivery.Event) error {
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO webhook_conflicts (provider, dedup_key, payload_hash, raw_body)
 		VALUES ($1, $2, $3, $4)
@@ -99,11 +99,11 @@ func recordConflict(ctx context.Context, tx pgx.Tx, ev provider.Event) error {
 }
 
 // Load returns the stored, normalized delivery of a row and its status.
-func (in *Inbox) Load(ctx context.Context, k Key) (provider.Event, string, error) {
+func (in *Inbox) Load(ctx context.Context, k Key) (delivery.Event, string, error) {
 	return loadInbox(ctx, in.pool, k, false)
 }
 
-func loadInbox(ctx context.Context, q querier, k Key, forUpdate bool) (provider.Event, string, error) {
+func loadInbox(ctx context.Context, q querier, k Key, forUpdate bool) (delivery.Event, string, error) {
 	sql := `SELECT status, payload_hash, raw_body, normalized FROM webhook_inbox WHERE provider = $1 AND dedup_key = $2`
 	if forUpdate {
 		sql += ` FOR UPDATE`
@@ -112,14 +112,14 @@ func loadInbox(ctx context.Context, q querier, k Key, forUpdate bool) (provider.
 	var raw, normalized []byte
 	err := q.QueryRow(ctx, sql, k.Provider, k.DedupKey).Scan(&status, &hash, &raw, &normalized)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return provider.Event{}, "", fmt.Errorf("%w: %s/%s", ErrInboxRowMissing, k.Provider, k.DedupKey)
+		return delivery.Event{}, "", fmt.Errorf("%w: %s/%s", ErrInboxRowMissing, k.Provider, k.DedupKey)
 	}
 	if err != nil {
-		return provider.Event{}, "", fmt.Errorf("load inbox %s/%s: %w", k.Provider, k.DedupKey, classify(err))
+		return delivery.Event{}, "", fmt.Errorf("load inbox %s/%s: %w", k.Provider, k.DedupKey, classify(err))
 	}
 	ev, err := decodeNormalized(normalized)
 	if err != nil {
-		return provider.Event{}, "", fmt.Errorf("inbox %s/%s: %w", k.Provider, k.DedupKey, err)
+		return delivery.Event{}, "", fmt.Errorf("inbox %s/%s: %w", k.Provider, k.DedupKey, err)
 	}
 	ev.PayloadHash, ev.Raw = hash, raw
 	return ev, status, nil
@@ -189,7 +189,7 @@ func (in *Inbox) Retry(ctx context.Context, k Key, base time.Duration, cause err
 // Hold stores a delivery that cannot be verified by signature as
 // unverified; it is applied only after verification (IPN postback). It
 // implements the HTTP layer's Holder.
-func (in *Inbox) Hold(ctx context.Context, ev provider.Event) (ingest.Result, error) {
+func (in *Inbox) Hold(ctx context.Context, ev delivery.Event) (ingest.Result, error) {
 	if err := ev.Validate(); err != nil {
 		return ingest.Result{}, err
 	}
@@ -218,15 +218,15 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error 
 	return nil
 }
 
-func decodeNormalized(b []byte) (provider.Event, error) {
+func decodeNormalized(b []byte) (delivery.Event, error) {
 	var n normalizedEvent
 	if err := json.Unmarshal(b, &n); err != nil {
-		return provider.Event{}, fmt.Errorf("decode normalized delivery: %w", err)
+		return delivery.Event{}, fmt.Errorf("decode normalized delivery: %w", err)
 	}
-	ev := provider.Event{Provider: n.Provider, DedupKey: n.DedupKey, Type: n.Type,
+	ev := delivery.Event{Provider: n.Provider, DedupKey: n.DedupKey, Type: n.Type,
 		PaymentKey: n.PaymentKey, OccurredAt: n.OccurredAt}
 	for _, f := range n.Facts {
-		ev.Facts = append(ev.Facts, provider.Fact{Kind: provider.Kind(f.Kind), BusinessID: f.BusinessID,
+		ev.Facts = append(ev.Facts, delivery.Fact{Kind: delivery.Kind(f.Kind), BusinessID: f.BusinessID,
 			Amount: f.Amount, Fee: f.Fee, Currency: money.Currency(f.Currency), Reason: f.Reason})
 	}
 	return ev, nil

@@ -11,7 +11,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Recorder is the ingestion unit of work on Postgres: inbox row, stream
@@ -46,7 +46,7 @@ const (
 // COMMIT. The inbox row is written with its final status at once: nothing
 // can see it before the commit, and if anything after the insert fails the
 // whole transaction rolls back with it.
-func (r *Recorder) Record(ctx context.Context, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
+func (r *Recorder) Record(ctx context.Context, ev delivery.Event, d ingest.Decider) (ingest.Result, error) {
 	var res ingest.Result
 	err := inTx(ctx, r.pool, func(tx pgx.Tx) error {
 		status := StatusApplied
@@ -76,7 +76,7 @@ func (r *Recorder) Record(ctx context.Context, ev provider.Event, d ingest.Decid
 
 // apply decides and appends a delivery whose inbox row is on record inside
 // tx and marks it applied (Redrive: the row was stored earlier).
-func (r *Recorder) apply(ctx context.Context, tx pgx.Tx, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
+func (r *Recorder) apply(ctx context.Context, tx pgx.Tx, ev delivery.Event, d ingest.Decider) (ingest.Result, error) {
 	history, err := r.events.ReadStreamTx(ctx, tx, ev.StreamID())
 	if err != nil {
 		return ingest.Result{}, err
@@ -95,7 +95,7 @@ func (r *Recorder) apply(ctx context.Context, tx pgx.Tx, ev provider.Event, d in
 
 // decideAndAppend decides ev on history, the stream as read in tx, and
 // appends the decision after it.
-func (r *Recorder) decideAndAppend(ctx context.Context, tx pgx.Tx, ev provider.Event, d ingest.Decider, history []eventstore.RecordedEvent) (ingest.Result, error) {
+func (r *Recorder) decideAndAppend(ctx context.Context, tx pgx.Tx, ev delivery.Event, d ingest.Decider, history []eventstore.RecordedEvent) (ingest.Result, error) {
 	stream := ev.StreamID()
 	decided, err := d.Decide(history, ev)
 	if err != nil {
@@ -112,7 +112,7 @@ func (r *Recorder) decideAndAppend(ctx context.Context, tx pgx.Tx, ev provider.E
 // redelivered handles a dedup key that is on record: count the delivery and,
 // when the payload differs, keep it and record the conflict as a
 // reconciliation fact instead of applying it.
-func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev provider.Event, d ingest.Decider) (ingest.Result, error) {
+func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev delivery.Event, d ingest.Decider) (ingest.Result, error) {
 	first, err := countRedelivery(ctx, tx, ev)
 	if err != nil {
 		return ingest.Result{}, err
@@ -146,7 +146,7 @@ func (r *Recorder) redelivered(ctx context.Context, tx pgx.Tx, ev provider.Event
 // The read of the delivery's stream travels in the same round trip (a
 // pipelined batch, run in order after the insert, so it sees what the wait
 // let through); a duplicate just does not use it.
-func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev provider.Event, status string) (bool, []eventstore.RecordedEvent, error) {
+func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev delivery.Event, status string) (bool, []eventstore.RecordedEvent, error) {
 	normalized, err := json.Marshal(encodeNormalized(ev))
 	if err != nil {
 		return false, nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
@@ -189,7 +189,7 @@ func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev provider.Event, statu
 
 // insertInbox is the dedup gate alone (see insertInboxAndRead), for
 // deliveries stored before they are applied (Inbox.Hold).
-func insertInbox(ctx context.Context, tx pgx.Tx, ev provider.Event, status string) (bool, error) {
+func insertInbox(ctx context.Context, tx pgx.Tx, ev delivery.Event, status string) (bool, error) {
 	normalized, err := json.Marshal(encodeNormalized(ev))
 	if err != nil {
 		return false, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
@@ -230,7 +230,7 @@ type normalizedFact struct {
 	Reason     string `json:"reason,omitempty"`
 }
 
-func encodeNormalized(ev provider.Event) normalizedEvent {
+func encodeNormalized(ev delivery.Event) normalizedEvent {
 	n := normalizedEvent{Provider: ev.Provider, DedupKey: ev.DedupKey, Type: ev.Type,
 		PaymentKey: ev.PaymentKey, OccurredAt: ev.OccurredAt, Facts: []normalizedFact{}}
 	for _, f := range ev.Facts {

@@ -11,8 +11,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // TestRecorderConcurrentDeliveriesOneStream: many different deliveries of
@@ -28,13 +28,13 @@ func TestRecorderConcurrentDeliveriesOneStream(t *testing.T) {
 	store := postgres.NewEventStore(pool)
 	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 1000, BaseBackoff: time.Millisecond})
 
-	delivery := func(id string, f provider.Fact) provider.Event {
+	deliveryOf := func(id string, f delivery.Fact) delivery.Event {
 		sum := sha256.Sum256([]byte(id))
-		return provider.Event{Provider: "stripe", DedupKey: id, Type: "test", PaymentKey: "pay_race",
+		return delivery.Event{Provider: "stripe", DedupKey: id, Type: "test", PaymentKey: "pay_race",
 			OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), PayloadHash: hex.EncodeToString(sum[:]),
-			Raw: []byte(id), Facts: []provider.Fact{f}}
+			Raw: []byte(id), Facts: []delivery.Fact{f}}
 	}
-	capture := delivery("evt_cap", provider.Fact{Kind: provider.KindCaptured, BusinessID: "ch_1", Amount: 100_000, Fee: 300, Currency: "USD"})
+	capture := deliveryOf("evt_cap", delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "ch_1", Amount: 100_000, Fee: 300, Currency: "USD"})
 	if res, err := svc.Ingest(ctx, capture); err != nil || res.Appended != 1 {
 		t.Fatalf("capture: %+v, %v", res, err)
 	}
@@ -45,7 +45,7 @@ func TestRecorderConcurrentDeliveriesOneStream(t *testing.T) {
 	accepted := map[string]int{}
 	errs := make(chan error, 2*refunds)
 	for i := range refunds {
-		ev := delivery(fmt.Sprintf("evt_re%d", i), provider.Fact{Kind: provider.KindRefunded, BusinessID: fmt.Sprintf("re_%d", i), Amount: 100, Currency: "USD"})
+		ev := deliveryOf(fmt.Sprintf("evt_re%d", i), delivery.Fact{Kind: delivery.KindRefunded, BusinessID: fmt.Sprintf("re_%d", i), Amount: 100, Currency: "USD"})
 		for range 2 { // the delivery and its concurrent twin
 			wg.Go(func() {
 				res, err := svc.Ingest(ctx, ev)

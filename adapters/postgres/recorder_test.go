@@ -9,16 +9,16 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // recCapture is a verified capture delivery with body as its bytes.
-func recCapture(id, body string) provider.Event {
+func recCapture(id, body string) delivery.Event {
 	sum := sha256.Sum256([]byte(body))
-	return provider.Event{Provider: "paypal", DedupKey: id, Type: "PAYMENT.CAPTURE.COMPLETED", PaymentKey: "pay_1",
+	return delivery.Event{Provider: "paypal", DedupKey: id, Type: "PAYMENT.CAPTURE.COMPLETED", PaymentKey: "pay_1",
 		OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), PayloadHash: hex.EncodeToString(sum[:]), Raw: []byte(body),
-		Facts: []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: "USD"}}}
+		Facts: []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: "USD"}}}
 }
 
 // TestRecorderConflictWhileUnverified: a held IPN redelivered with another

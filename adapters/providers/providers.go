@@ -1,7 +1,7 @@
 // Package providers is the seam between the HTTP layer and the per-provider
 // adapters (one package each under adapters/providers). An adapter verifies a
 // webhook on the exact bytes received, before anything is parsed, and then
-// normalizes it into provider.Event values the domain understands. The HTTP
+// normalizes it into delivery.Event values the domain understands. The HTTP
 // layer maps ErrUnauthorized to 401 (nothing stored) and the provider/money
 // normalization errors to 400.
 package providers
@@ -18,7 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Adapter verifies a request's signature on the raw bytes and normalizes it.
@@ -28,11 +28,11 @@ type Adapter interface {
 	Name() string
 	// Parse verifies (constant time, key rotation, replay window) and then
 	// normalizes. Errors wrap ErrUnauthorized (→ 401, nothing stored) or
-	// provider.ErrMalformed / provider.ErrMissingField /
-	// provider.ErrInvalidAmount / money.ErrUnknownCurrency (→ 400). Most
+	// delivery.ErrMalformed / delivery.ErrMissingField /
+	// delivery.ErrInvalidAmount / money.ErrUnknownCurrency (→ 400). Most
 	// providers return exactly one event; batch providers (Adyen) several.
 	// Every returned event has passed Validate.
-	Parse(r Request) ([]provider.Event, error)
+	Parse(r Request) ([]delivery.Event, error)
 }
 
 // Request is what an adapter needs from one HTTP delivery. Body must be the
@@ -65,14 +65,14 @@ func Unauthorized(why string) error {
 
 // Single is the result of Parse for a provider that sends one event per
 // delivery: the normalized event, once it passes Validate, or the error.
-func Single(ev provider.Event, err error) ([]provider.Event, error) {
+func Single(ev delivery.Event, err error) ([]delivery.Event, error) {
 	if err != nil {
 		return nil, err
 	}
 	if err := ev.Validate(); err != nil {
 		return nil, err
 	}
-	return []provider.Event{ev}, nil
+	return []delivery.Event{ev}, nil
 }
 
 // PayloadHash is the hex SHA-256 of the bytes a delivery was verified on. The

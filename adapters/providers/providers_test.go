@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 func TestPayloadHash(t *testing.T) {
@@ -97,11 +97,11 @@ func TestMatchAny(t *testing.T) {
 }
 
 func TestSingleValidates(t *testing.T) {
-	if evs, err := providers.Single(provider.Event{}, nil); err == nil || evs != nil {
+	if evs, err := providers.Single(delivery.Event{}, nil); err == nil || evs != nil {
 		t.Errorf("invalid event passed: %v %v", evs, err)
 	}
 	want := errors.New("normalize failed")
-	if _, err := providers.Single(provider.Event{}, want); !errors.Is(err, want) {
+	if _, err := providers.Single(delivery.Event{}, want); !errors.Is(err, want) {
 		t.Errorf("err = %v", err)
 	}
 	if err := providers.Unauthorized("why"); !errors.Is(err, providers.ErrUnauthorized) || !strings.Contains(err.Error(), "why") {

@@ -31,8 +31,8 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 func main() {
@@ -128,7 +128,7 @@ type row struct {
 // its history so far, which the decider folds like the recorder would.
 type flow struct {
 	stream     string
-	deliveries []provider.Event
+	deliveries []delivery.Event
 	history    []eventstore.RecordedEvent
 	queue      []row // decided events not yet emitted
 }
@@ -202,46 +202,46 @@ func (g *generator) newFlow() *flow {
 		amount := g.unpaid[key] / 2
 		g.unpaid[key] -= amount
 		id := "po_seed" + strconv.Itoa(g.seq)
-		ev := provider.Event{Provider: prov, DedupKey: "evt_seed" + strconv.Itoa(g.seq) + "_payout", Type: "payout.paid",
+		ev := delivery.Event{Provider: prov, DedupKey: "evt_seed" + strconv.Itoa(g.seq) + "_payout", Type: "payout.paid",
 			OccurredAt: at, PayloadHash: hash(g.seq, 0),
-			Facts: []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}}}
-		return &flow{stream: ev.StreamID(), deliveries: []provider.Event{ev}}
+			Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}}}
+		return &flow{stream: ev.StreamID(), deliveries: []delivery.Event{ev}}
 	}
 	g.payments++
 	pay := "pay_seed" + strconv.Itoa(g.seq)
 	amount := int64(500 + g.rng.IntN(100_000))
 	fee := amount*29/1000 + 30
 	n := 0
-	deliver := func(typ string, facts ...provider.Fact) provider.Event {
+	deliver := func(typ string, facts ...delivery.Fact) delivery.Event {
 		n++
-		return provider.Event{Provider: prov, DedupKey: "evt_seed" + strconv.Itoa(g.seq) + "_" + strconv.Itoa(n),
+		return delivery.Event{Provider: prov, DedupKey: "evt_seed" + strconv.Itoa(g.seq) + "_" + strconv.Itoa(n),
 			Type: typ, PaymentKey: pay, OccurredAt: at.Add(time.Duration(n) * time.Minute),
 			PayloadHash: hash(g.seq, n), Facts: facts}
 	}
-	ds := []provider.Event{
-		deliver("payment_intent.amount_capturable_updated", provider.Fact{Kind: provider.KindAuthorized, BusinessID: "auth_" + pay, Amount: amount, Currency: cur}),
-		deliver("charge.succeeded", provider.Fact{Kind: provider.KindCaptured, BusinessID: "ch_" + pay, Amount: amount, Fee: fee, Currency: cur}),
+	ds := []delivery.Event{
+		deliver("payment_intent.amount_capturable_updated", delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_" + pay, Amount: amount, Currency: cur}),
+		deliver("charge.succeeded", delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "ch_" + pay, Amount: amount, Fee: fee, Currency: cur}),
 	}
 	g.unpaid[key] += amount - fee
 	refunded := int64(0)
 	if g.rng.IntN(100) < 70 {
 		r := amount / int64(2+g.rng.IntN(3))
 		refunded += r
-		ds = append(ds, deliver("refund.created", provider.Fact{Kind: provider.KindRefunded, BusinessID: "re1_" + pay, Amount: r, Currency: cur}))
+		ds = append(ds, deliver("refund.created", delivery.Fact{Kind: delivery.KindRefunded, BusinessID: "re1_" + pay, Amount: r, Currency: cur}))
 		if g.rng.IntN(100) < 50 {
 			r2 := (amount - refunded) / 2
-			ds = append(ds, deliver("refund.created", provider.Fact{Kind: provider.KindRefunded, BusinessID: "re2_" + pay, Amount: r2, Currency: cur}))
+			ds = append(ds, deliver("refund.created", delivery.Fact{Kind: delivery.KindRefunded, BusinessID: "re2_" + pay, Amount: r2, Currency: cur}))
 			refunded += r2
 		}
 		g.unpaid[key] -= refunded
 	}
 	if g.rng.IntN(100) < 30 {
 		d := amount - refunded
-		ds = append(ds, deliver("charge.dispute.created", provider.Fact{Kind: provider.KindDisputeOpened, BusinessID: "dp_" + pay, Amount: d, Currency: cur}))
+		ds = append(ds, deliver("charge.dispute.created", delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: "dp_" + pay, Amount: d, Currency: cur}))
 		if g.rng.IntN(2) == 0 {
-			ds = append(ds, deliver("charge.dispute.closed", provider.Fact{Kind: provider.KindDisputeWon, BusinessID: "dp_" + pay, Amount: d, Currency: cur}))
+			ds = append(ds, deliver("charge.dispute.closed", delivery.Fact{Kind: delivery.KindDisputeWon, BusinessID: "dp_" + pay, Amount: d, Currency: cur}))
 		} else {
-			ds = append(ds, deliver("charge.dispute.closed", provider.Fact{Kind: provider.KindDisputeLost, BusinessID: "dp_" + pay, Amount: d, Currency: cur}))
+			ds = append(ds, deliver("charge.dispute.closed", delivery.Fact{Kind: delivery.KindDisputeLost, BusinessID: "dp_" + pay, Amount: d, Currency: cur}))
 		}
 	}
 	ev := ds[0]

@@ -3,8 +3,8 @@ package payment
 import (
 	"fmt"
 
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // ReconUnknownRefundFailed is the reconciliation kind opened when a provider
@@ -180,7 +180,7 @@ func (p *Payment) dispute(id string) *dispute {
 // decide returns the events the delivery adds, applying each to p as it is
 // emitted so that later facts of the same delivery see the earlier ones.
 // A delivery already applied (same dedup key) adds nothing.
-func (p *Payment) decide(in provider.Event) []Event {
+func (p *Payment) decide(in delivery.Event) []Event {
 	if p.applied[in.DedupKey] {
 		return nil
 	}
@@ -208,29 +208,29 @@ func (d *decision) emit(e Event) {
 	d.p.apply(e)
 }
 
-func (d *decision) fact(f provider.Fact) {
+func (d *decision) fact(f delivery.Fact) {
 	switch f.Kind {
-	case provider.KindAuthorized:
+	case delivery.KindAuthorized:
 		d.authorized(f)
-	case provider.KindCaptured:
+	case delivery.KindCaptured:
 		d.captured(f)
-	case provider.KindFailed:
+	case delivery.KindFailed:
 		if !d.p.failed {
-			d.emit(Failed{Meta: d.meta, Reason: provider.TruncateReason(f.Reason)})
+			d.emit(Failed{Meta: d.meta, Reason: delivery.TruncateReason(f.Reason)})
 		}
-	case provider.KindCanceled:
+	case delivery.KindCanceled:
 		if !d.p.canceled {
-			d.emit(Canceled{Meta: d.meta, Reason: provider.TruncateReason(f.Reason)})
+			d.emit(Canceled{Meta: d.meta, Reason: delivery.TruncateReason(f.Reason)})
 		}
-	case provider.KindRefunded:
+	case delivery.KindRefunded:
 		d.refunded(f)
-	case provider.KindRefundFailed:
+	case delivery.KindRefundFailed:
 		d.refundFailed(f)
-	case provider.KindDisputeOpened:
+	case delivery.KindDisputeOpened:
 		d.disputed(f, "")
-	case provider.KindDisputeWon:
+	case delivery.KindDisputeWon:
 		d.disputed(f, TypeDisputeWon)
-	case provider.KindDisputeLost:
+	case delivery.KindDisputeLost:
 		d.disputed(f, TypeDisputeLost)
 	}
 	// Refund totals move with captures, refunds and reversals; checking after
@@ -250,7 +250,7 @@ func (d *decision) flagOnce(kind, key, details string) {
 // payment's (set by the first money fact) or it carries none. A fact in
 // another currency posts nothing and opens a currency_mismatch item, once per
 // business id.
-func (d *decision) currencyOK(f provider.Fact) bool {
+func (d *decision) currencyOK(f delivery.Fact) bool {
 	if f.Currency == "" || d.p.currency == "" || f.Currency == d.p.currency {
 		return true
 	}
@@ -263,14 +263,14 @@ func (d *decision) currencyOK(f provider.Fact) bool {
 	return false
 }
 
-func (d *decision) authorized(f provider.Fact) {
+func (d *decision) authorized(f delivery.Fact) {
 	if d.p.authorized || !d.currencyOK(f) {
 		return
 	}
 	d.emit(Authorized{Meta: d.meta, AuthorizationID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
 }
 
-func (d *decision) captured(f provider.Fact) {
+func (d *decision) captured(f delivery.Fact) {
 	p := d.p
 	if !d.currencyOK(f) {
 		return
@@ -303,7 +303,7 @@ func (d *decision) captured(f provider.Fact) {
 // fee: recorded on its own when the capture was recorded without one, so that
 // the ledger does not depend on which report came first. Another non-zero fee
 // later is flagged and not posted.
-func (d *decision) captureFee(f provider.Fact) {
+func (d *decision) captureFee(f delivery.Fact) {
 	fee := d.p.fees[f.BusinessID]
 	switch {
 	case f.Fee == 0 || f.Fee == fee:
@@ -315,7 +315,7 @@ func (d *decision) captureFee(f provider.Fact) {
 	}
 }
 
-func (d *decision) refunded(f provider.Fact) {
+func (d *decision) refunded(f delivery.Fact) {
 	p := d.p
 	if r, ok := p.refunds[f.BusinessID]; ok {
 		if r.state == refundFailedEarly {
@@ -344,7 +344,7 @@ func (d *decision) refunded(f provider.Fact) {
 	d.emit(RefundPosted{Meta: d.meta, RefundID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
 }
 
-func (d *decision) refundFailed(f provider.Fact) {
+func (d *decision) refundFailed(f delivery.Fact) {
 	p := d.p
 	r, ok := p.refunds[f.BusinessID]
 	if !ok {
@@ -374,7 +374,7 @@ func (d *decision) refundFailed(f provider.Fact) {
 // a loss after a win is recorded as a DisputeLost that reverses the win, so
 // the ledger ends as after a plain loss; a win after a loss posts nothing and
 // opens a dispute_outcome_conflict item. Either order ends on the loss.
-func (d *decision) disputed(f provider.Fact, outcome string) {
+func (d *decision) disputed(f delivery.Fact, outcome string) {
 	p := d.p
 	ds, ok := p.disputes[f.BusinessID]
 	if !ok {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // ErrForeignEvent is returned by Decide when the history holds an event that
@@ -17,9 +17,9 @@ var ErrForeignEvent = errors.New("event does not belong to this stream")
 // payout. An empty result means the delivery adds nothing new (its facts were
 // already recorded). Pure: no clock, no ids.
 //
-// An invalid delivery (provider.Event.Validate) is an error; so is a history
+// An invalid delivery (delivery.Event.Validate) is an error; so is a history
 // that does not belong to the delivery's kind of stream.
-func Decide(history []Event, in provider.Event) ([]Event, error) {
+func Decide(history []Event, in delivery.Event) ([]Event, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 func TestDecideCapture(t *testing.T) {
 	s := &stream{t: t}
-	out := s.deliver(delivery("evt_1", capture("ch_1", 1000, 30)))
+	out := s.deliver(deliveryOf("evt_1", capture("ch_1", 1000, 30)))
 	want := Captured{
 		Meta:      Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "evt_1", OccurredAt: t0},
 		CaptureID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD",
@@ -25,25 +25,25 @@ func TestDecideCapture(t *testing.T) {
 
 func TestDecideRedeliveryAddsNothing(t *testing.T) {
 	s := &stream{t: t}
-	ev := delivery("evt_1", capture("ch_1", 1000, 30), refundFact("re_1", 100))
+	ev := deliveryOf("evt_1", capture("ch_1", 1000, 30), refundFact("re_1", 100))
 	wantTypes(t, s.deliver(ev), TypeCaptured, TypeRefundPosted)
 	wantTypes(t, s.deliver(ev))
 	// Even a changed payload under the same key adds nothing: the inbox
 	// reports the conflict, the stream has already decided this delivery.
-	wantTypes(t, s.deliver(delivery("evt_1", capture("ch_2", 5, 0))))
+	wantTypes(t, s.deliver(deliveryOf("evt_1", capture("ch_2", 5, 0))))
 }
 
 func TestDecideSameCaptureUnderAnotherKey(t *testing.T) {
 	s := &stream{t: t}
-	wantTypes(t, s.deliver(delivery("charge.succeeded", capture("ch_1", 1000, 30))), TypeCaptured)
-	wantTypes(t, s.deliver(delivery("payment_intent.succeeded", capture("ch_1", 1000, 30))))
+	wantTypes(t, s.deliver(deliveryOf("charge.succeeded", capture("ch_1", 1000, 30))), TypeCaptured)
+	wantTypes(t, s.deliver(deliveryOf("payment_intent.succeeded", capture("ch_1", 1000, 30))))
 
-	out := s.deliver(delivery("evt_x", capture("ch_1", 999, 30)))
+	out := s.deliver(deliveryOf("evt_x", capture("ch_1", 999, 30)))
 	wantTypes(t, out, TypeFlagged)
 	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "ch_1" || f.Details == "" {
 		t.Fatalf("flag = %+v", f)
 	}
-	wantTypes(t, s.deliver(delivery("evt_y", capture("ch_1", 998, 30)))) // flagged once
+	wantTypes(t, s.deliver(deliveryOf("evt_y", capture("ch_1", 998, 30)))) // flagged once
 	if got := balances(s.history)[balanceKey{ledger.RevenueSales, "USD"}]; got != -1000 {
 		t.Fatalf("revenue:sales = %d, want -1000 (first amount stands)", got)
 	}
@@ -51,28 +51,28 @@ func TestDecideSameCaptureUnderAnotherKey(t *testing.T) {
 
 func TestDecideCurrencyMismatch(t *testing.T) {
 	s := &stream{t: t}
-	s.deliver(delivery("e1", capture("ch_1", 1000, 0)))
+	s.deliver(deliveryOf("e1", capture("ch_1", 1000, 0)))
 	eur := capture("ch_2", 500, 0)
 	eur.Currency = "EUR"
-	out := s.deliver(delivery("e2", eur))
+	out := s.deliver(deliveryOf("e2", eur))
 	wantTypes(t, out, TypeFlagged)
 	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "ch_2" {
 		t.Fatalf("flag = %+v", f)
 	}
-	wantTypes(t, s.deliver(delivery("e3", eur)))
+	wantTypes(t, s.deliver(deliveryOf("e3", eur)))
 
 	r := refundFact("re_1", 100)
 	r.Currency = "EUR"
-	out = s.deliver(delivery("e4", r))
+	out = s.deliver(deliveryOf("e4", r))
 	wantTypes(t, out, TypeFlagged)
 	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "re_1" {
 		t.Fatalf("flag = %+v", f)
 	}
 	// A failure of the refund that was never recorded is not remembered.
-	wantTypes(t, s.deliver(delivery("e5", refundFailed("re_1"))))
-	d := disputeFact(provider.KindDisputeOpened, "du_1", 100)
+	wantTypes(t, s.deliver(deliveryOf("e5", refundFailed("re_1"))))
+	d := disputeFact(delivery.KindDisputeOpened, "du_1", 100)
 	d.Currency = "EUR"
-	wantTypes(t, s.deliver(delivery("e6", d)), TypeFlagged)
+	wantTypes(t, s.deliver(deliveryOf("e6", d)), TypeFlagged)
 
 	for k := range balances(s.history) {
 		if k.currency != "USD" {
@@ -83,18 +83,18 @@ func TestDecideCurrencyMismatch(t *testing.T) {
 
 func TestDecideRefundAfterCapture(t *testing.T) {
 	s := &stream{t: t}
-	s.deliver(delivery("e1", capture("ch_1", 1000, 0)))
-	out := s.deliver(delivery("e2", refundFact("re_1", 300)))
+	s.deliver(deliveryOf("e1", capture("ch_1", 1000, 0)))
+	out := s.deliver(deliveryOf("e2", refundFact("re_1", 300)))
 	wantTypes(t, out, TypeRefundPosted)
 	if r := out[0].(RefundPosted); r.RefundID != "re_1" || r.Amount != 300 || r.WasPending {
 		t.Fatalf("got %+v", r)
 	}
-	wantTypes(t, s.deliver(delivery("e3", refundFact("re_1", 300)))) // charge.refunded repeats it
+	wantTypes(t, s.deliver(deliveryOf("e3", refundFact("re_1", 300)))) // charge.refunded repeats it
 }
 
 func TestDecideRefundBeforeCapture(t *testing.T) {
 	s := &stream{t: t}
-	out := s.deliver(delivery("e1", refundFact("re_1", 300)))
+	out := s.deliver(deliveryOf("e1", refundFact("re_1", 300)))
 	wantTypes(t, out, TypeRefundPending, TypeFlagged)
 	if f := out[1].(Flagged); f.Kind != ReconRefundBeforePayment || f.Key != "re_1" {
 		t.Fatalf("flag = %+v", f)
@@ -102,10 +102,10 @@ func TestDecideRefundBeforeCapture(t *testing.T) {
 	if len(balances(s.history)) != 0 {
 		t.Fatal("a pending refund posted")
 	}
-	wantTypes(t, s.deliver(delivery("e2", refundFact("re_1", 300))))
-	wantTypes(t, s.deliver(delivery("e3", refundFact("re_2", 200))), TypeRefundPending, TypeFlagged)
+	wantTypes(t, s.deliver(deliveryOf("e2", refundFact("re_1", 300))))
+	wantTypes(t, s.deliver(deliveryOf("e3", refundFact("re_2", 200))), TypeRefundPending, TypeFlagged)
 
-	out = s.deliver(delivery("e4", capture("ch_1", 1000, 0)))
+	out = s.deliver(deliveryOf("e4", capture("ch_1", 1000, 0)))
 	wantTypes(t, out, TypeCaptured,
 		TypeRefundPosted, TypeCleared, // re_1, in arrival order
 		TypeRefundPosted, TypeCleared) // re_2
@@ -119,7 +119,7 @@ func TestDecideRefundBeforeCapture(t *testing.T) {
 	if len(openItems(s.history)) != 0 {
 		t.Fatalf("open items: %v", openItems(s.history))
 	}
-	wantTypes(t, s.deliver(delivery("e5", capture("ch_2", 1000, 0))), TypeCaptured) // nothing left pending
+	wantTypes(t, s.deliver(deliveryOf("e5", capture("ch_2", 1000, 0))), TypeCaptured) // nothing left pending
 	if got := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; got != 500 {
 		t.Fatalf("revenue:refunds = %d", got)
 	}
@@ -127,15 +127,15 @@ func TestDecideRefundBeforeCapture(t *testing.T) {
 
 func TestDecideOverRefund(t *testing.T) {
 	s := &stream{t: t}
-	s.deliver(delivery("e1", capture("ch_1", 100, 0)))
-	wantTypes(t, s.deliver(delivery("e2", refundFact("re_1", 60))), TypeRefundPosted)
-	out := s.deliver(delivery("e3", refundFact("re_2", 60)))
+	s.deliver(deliveryOf("e1", capture("ch_1", 100, 0)))
+	wantTypes(t, s.deliver(deliveryOf("e2", refundFact("re_1", 60))), TypeRefundPosted)
+	out := s.deliver(deliveryOf("e3", refundFact("re_2", 60)))
 	wantTypes(t, out, TypeRefundPosted, TypeFlagged)
 	if f := out[1].(Flagged); f.Kind != ReconOverRefund || f.Key != "refunds" {
 		t.Fatalf("flag = %+v", f)
 	}
-	wantTypes(t, s.deliver(delivery("e4", refundFact("re_3", 10))), TypeRefundPosted) // already open
-	out = s.deliver(delivery("e5", capture("ch_2", 100, 0)))
+	wantTypes(t, s.deliver(deliveryOf("e4", refundFact("re_3", 10))), TypeRefundPosted) // already open
+	out = s.deliver(deliveryOf("e5", capture("ch_2", 100, 0)))
 	wantTypes(t, out, TypeCaptured, TypeCleared)
 	if c := out[1].(Cleared); c.Kind != ReconOverRefund || c.Key != "refunds" {
 		t.Fatalf("clear = %+v", c)
@@ -148,14 +148,14 @@ func TestDecideOverRefund(t *testing.T) {
 
 func TestDecideOverRefundFromPendingRefunds(t *testing.T) {
 	s := &stream{t: t}
-	s.deliver(delivery("e1", refundFact("re_1", 150)))
-	out := s.deliver(delivery("e2", capture("ch_1", 100, 0)))
+	s.deliver(deliveryOf("e1", refundFact("re_1", 150)))
+	out := s.deliver(deliveryOf("e2", capture("ch_1", 100, 0)))
 	wantTypes(t, out, TypeCaptured, TypeRefundPosted, TypeCleared, TypeFlagged)
 	if f := out[3].(Flagged); f.Kind != ReconOverRefund {
 		t.Fatalf("flag = %+v", f)
 	}
 	// Reversing the refund brings refunds back within captures.
-	out = s.deliver(delivery("e3", refundFailed("re_1")))
+	out = s.deliver(deliveryOf("e3", refundFailed("re_1")))
 	wantTypes(t, out, TypeRefundReversed, TypeCleared)
 	if c := out[1].(Cleared); c.Kind != ReconOverRefund {
 		t.Fatalf("clear = %+v", c)
@@ -164,15 +164,15 @@ func TestDecideOverRefundFromPendingRefunds(t *testing.T) {
 
 func TestDecideRefundFailedAfterPosting(t *testing.T) {
 	s := &stream{t: t}
-	s.deliver(delivery("e1", capture("ch_1", 1000, 0)))
-	s.deliver(delivery("e2", refundFact("re_1", 300)))
-	out := s.deliver(delivery("e3", refundFailed("re_1")))
+	s.deliver(deliveryOf("e1", capture("ch_1", 1000, 0)))
+	s.deliver(deliveryOf("e2", refundFact("re_1", 300)))
+	out := s.deliver(deliveryOf("e3", refundFailed("re_1")))
 	wantTypes(t, out, TypeRefundReversed)
 	if r := out[0].(RefundReversed); r.Amount != 300 || r.WasPending || r.Currency != "USD" {
 		t.Fatalf("got %+v", r)
 	}
-	wantTypes(t, s.deliver(delivery("e4", refundFailed("re_1"))))
-	wantTypes(t, s.deliver(delivery("e5", refundFact("re_1", 300)))) // never posts again
+	wantTypes(t, s.deliver(deliveryOf("e4", refundFailed("re_1"))))
+	wantTypes(t, s.deliver(deliveryOf("e5", refundFact("re_1", 300)))) // never posts again
 	if _, ok := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; ok {
 		t.Fatal("revenue:refunds should net to zero")
 	}
@@ -180,8 +180,8 @@ func TestDecideRefundFailedAfterPosting(t *testing.T) {
 
 func TestDecideRefundFailedWhilePending(t *testing.T) {
 	s := &stream{t: t}
-	s.deliver(delivery("e1", refundFact("re_1", 300)))
-	out := s.deliver(delivery("e2", refundFailed("re_1")))
+	s.deliver(deliveryOf("e1", refundFact("re_1", 300)))
+	out := s.deliver(deliveryOf("e2", refundFailed("re_1")))
 	wantTypes(t, out, TypeRefundReversed, TypeCleared)
 	if r := out[0].(RefundReversed); !r.WasPending || r.Amount != 300 {
 		t.Fatalf("got %+v", r)
@@ -189,8 +189,8 @@ func TestDecideRefundFailedWhilePending(t *testing.T) {
 	if Postings(out[0]) != nil {
 		t.Fatal("dropping a pending refund must post nothing")
 	}
-	wantTypes(t, s.deliver(delivery("e3", capture("ch_1", 1000, 0))), TypeCaptured) // it must never post
-	wantTypes(t, s.deliver(delivery("e4", refundFact("re_1", 300))))
+	wantTypes(t, s.deliver(deliveryOf("e3", capture("ch_1", 1000, 0))), TypeCaptured) // it must never post
+	wantTypes(t, s.deliver(deliveryOf("e4", refundFact("re_1", 300))))
 	if len(openItems(s.history)) != 0 {
 		t.Fatalf("open items: %v", openItems(s.history))
 	}
@@ -207,23 +207,23 @@ func TestDecideRefundFailedBeforeRefund(t *testing.T) {
 	// Natural order: capture, refund, failure. Reversed arrival must end with
 	// the same balances.
 	natural := &stream{t: t}
-	natural.deliver(delivery("c", capture("ch_1", 1000, 0)))
-	natural.deliver(delivery("r", refundFact("re_1", 300)))
-	natural.deliver(delivery("f", refundFailed("re_1")))
+	natural.deliver(deliveryOf("c", capture("ch_1", 1000, 0)))
+	natural.deliver(deliveryOf("r", refundFact("re_1", 300)))
+	natural.deliver(deliveryOf("f", refundFailed("re_1")))
 
 	s := &stream{t: t}
-	out := s.deliver(delivery("f", refundFailed("re_1")))
+	out := s.deliver(deliveryOf("f", refundFailed("re_1")))
 	wantTypes(t, out, TypeFlagged)
 	if f := out[0].(Flagged); f.Kind != ReconUnknownRefundFailed || f.Key != "re_1" {
 		t.Fatalf("flag = %+v", f)
 	}
-	out = s.deliver(delivery("r", refundFact("re_1", 300)))
+	out = s.deliver(deliveryOf("r", refundFact("re_1", 300)))
 	wantTypes(t, out, TypeCleared)
 	if c := out[0].(Cleared); c.Kind != ReconUnknownRefundFailed || c.Key != "re_1" {
 		t.Fatalf("clear = %+v", c)
 	}
-	wantTypes(t, s.deliver(delivery("r2", refundFact("re_1", 300))))
-	wantTypes(t, s.deliver(delivery("c", capture("ch_1", 1000, 0))), TypeCaptured)
+	wantTypes(t, s.deliver(deliveryOf("r2", refundFact("re_1", 300))))
+	wantTypes(t, s.deliver(deliveryOf("c", capture("ch_1", 1000, 0))), TypeCaptured)
 	if !reflect.DeepEqual(balances(s.history), balances(natural.history)) {
 		t.Fatalf("balances %v, natural %v", balances(s.history), balances(natural.history))
 	}
@@ -234,35 +234,35 @@ func TestDecideRefundFailedBeforeRefund(t *testing.T) {
 
 func TestDecideDisputes(t *testing.T) {
 	s := &stream{t: t}
-	s.deliver(delivery("e0", capture("ch_1", 1000, 0)))
-	out := s.deliver(delivery("e1", disputeFact(provider.KindDisputeOpened, "du_1", 1000)))
+	s.deliver(deliveryOf("e0", capture("ch_1", 1000, 0)))
+	out := s.deliver(deliveryOf("e1", disputeFact(delivery.KindDisputeOpened, "du_1", 1000)))
 	wantTypes(t, out, TypeDisputeOpened)
-	wantTypes(t, s.deliver(delivery("e2", disputeFact(provider.KindDisputeOpened, "du_1", 1000))))
-	wantTypes(t, s.deliver(delivery("e3", disputeFact(provider.KindDisputeWon, "du_1", 1000))), TypeDisputeWon)
-	wantTypes(t, s.deliver(delivery("e4", disputeFact(provider.KindDisputeWon, "du_1", 1000))))
+	wantTypes(t, s.deliver(deliveryOf("e2", disputeFact(delivery.KindDisputeOpened, "du_1", 1000))))
+	wantTypes(t, s.deliver(deliveryOf("e3", disputeFact(delivery.KindDisputeWon, "du_1", 1000))), TypeDisputeWon)
+	wantTypes(t, s.deliver(deliveryOf("e4", disputeFact(delivery.KindDisputeWon, "du_1", 1000))))
 	// Lost is final: a loss after the win is recorded, reversing the win.
-	out = s.deliver(delivery("e5", disputeFact(provider.KindDisputeLost, "du_1", 1000)))
+	out = s.deliver(deliveryOf("e5", disputeFact(delivery.KindDisputeLost, "du_1", 1000)))
 	wantTypes(t, out, TypeDisputeLost)
 	if l := out[0].(DisputeLost); !l.ReversesWin || l.Amount != 1000 {
 		t.Fatalf("got %+v", l)
 	}
-	wantTypes(t, s.deliver(delivery("e5b", disputeFact(provider.KindDisputeLost, "du_1", 1000))))
-	wantTypes(t, s.deliver(delivery("e5c", disputeFact(provider.KindDisputeWon, "du_1", 1000))), TypeFlagged)
+	wantTypes(t, s.deliver(deliveryOf("e5b", disputeFact(delivery.KindDisputeLost, "du_1", 1000))))
+	wantTypes(t, s.deliver(deliveryOf("e5c", disputeFact(delivery.KindDisputeWon, "du_1", 1000))), TypeFlagged)
 
 	// Outcome before opening: the opening is recorded first.
-	out = s.deliver(delivery("e6", disputeFact(provider.KindDisputeLost, "du_2", 400)))
+	out = s.deliver(deliveryOf("e6", disputeFact(delivery.KindDisputeLost, "du_2", 400)))
 	wantTypes(t, out, TypeDisputeOpened, TypeDisputeLost)
 	if o := out[0].(DisputeOpened); o.Amount != 400 || o.DisputeID != "du_2" {
 		t.Fatalf("got %+v", o)
 	}
-	wantTypes(t, s.deliver(delivery("e7", disputeFact(provider.KindDisputeOpened, "du_2", 400))))
+	wantTypes(t, s.deliver(deliveryOf("e7", disputeFact(delivery.KindDisputeOpened, "du_2", 400))))
 	// A win after the loss posts nothing and is flagged, once.
-	out = s.deliver(delivery("e8", disputeFact(provider.KindDisputeWon, "du_2", 400)))
+	out = s.deliver(deliveryOf("e8", disputeFact(delivery.KindDisputeWon, "du_2", 400)))
 	wantTypes(t, out, TypeFlagged)
 	if f := out[0].(Flagged); f.Kind != ReconDisputeOutcomeConflict || f.Key != "du_2" {
 		t.Fatalf("got %+v", f)
 	}
-	wantTypes(t, s.deliver(delivery("e8b", disputeFact(provider.KindDisputeWon, "du_2", 400))))
+	wantTypes(t, s.deliver(deliveryOf("e8b", disputeFact(delivery.KindDisputeWon, "du_2", 400))))
 
 	b := balances(s.history)
 	if _, ok := b[balanceKey{ledger.DisputeReceivable("stripe"), "USD"}]; ok {
@@ -282,8 +282,8 @@ func TestDecideDisputes(t *testing.T) {
 	}
 
 	// An outcome with another amount moves the opened amount and is flagged.
-	s.deliver(delivery("e9", disputeFact(provider.KindDisputeOpened, "du_3", 100)))
-	out = s.deliver(delivery("e10", disputeFact(provider.KindDisputeWon, "du_3", 90)))
+	s.deliver(deliveryOf("e9", disputeFact(delivery.KindDisputeOpened, "du_3", 100)))
+	out = s.deliver(deliveryOf("e10", disputeFact(delivery.KindDisputeWon, "du_3", 90)))
 	wantTypes(t, out, TypeFlagged, TypeDisputeWon)
 	if f, w := out[0].(Flagged), out[1].(DisputeWon); f.Kind != ReconAmountMismatch || f.Key != "du_3" || w.Amount != 100 {
 		t.Fatalf("got %+v %+v", f, w)
@@ -292,23 +292,23 @@ func TestDecideDisputes(t *testing.T) {
 
 func TestDecideAuthorizedFailedCanceledOnce(t *testing.T) {
 	s := &stream{t: t}
-	auth := provider.Fact{Kind: provider.KindAuthorized, BusinessID: "auth_1", Amount: 1000, Currency: "USD"}
-	out := s.deliver(delivery("e1", auth))
+	auth := delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_1", Amount: 1000, Currency: "USD"}
+	out := s.deliver(deliveryOf("e1", auth))
 	wantTypes(t, out, TypeAuthorized)
 	if a := out[0].(Authorized); a.AuthorizationID != "auth_1" || a.Amount != 1000 || a.Currency != "USD" {
 		t.Fatalf("got %+v", a)
 	}
-	wantTypes(t, s.deliver(delivery("e2", auth)))
-	fail := provider.Fact{Kind: provider.KindFailed, Reason: "card_declined"}
-	out = s.deliver(delivery("e3", fail))
+	wantTypes(t, s.deliver(deliveryOf("e2", auth)))
+	fail := delivery.Fact{Kind: delivery.KindFailed, Reason: "card_declined"}
+	out = s.deliver(deliveryOf("e3", fail))
 	wantTypes(t, out, TypeFailed)
 	if f := out[0].(Failed); f.Reason != "card_declined" {
 		t.Fatalf("got %+v", f)
 	}
-	wantTypes(t, s.deliver(delivery("e4", fail)))
-	cancel := provider.Fact{Kind: provider.KindCanceled, Reason: "requested_by_customer"}
-	wantTypes(t, s.deliver(delivery("e5", cancel)), TypeCanceled)
-	wantTypes(t, s.deliver(delivery("e6", cancel)))
+	wantTypes(t, s.deliver(deliveryOf("e4", fail)))
+	cancel := delivery.Fact{Kind: delivery.KindCanceled, Reason: "requested_by_customer"}
+	wantTypes(t, s.deliver(deliveryOf("e5", cancel)), TypeCanceled)
+	wantTypes(t, s.deliver(deliveryOf("e6", cancel)))
 	if len(balances(s.history)) != 0 {
 		t.Fatal("authorizations and failures post nothing")
 	}
@@ -318,7 +318,7 @@ func TestDecideFactsOfOneDeliveryInOrder(t *testing.T) {
 	s := &stream{t: t}
 	// The refund comes first and waits; the capture in the same delivery
 	// releases it.
-	out := s.deliver(delivery("e1", refundFact("re_1", 100), capture("ch_1", 1000, 0), refundFact("re_1", 100), refundFact("re_2", 50)))
+	out := s.deliver(deliveryOf("e1", refundFact("re_1", 100), capture("ch_1", 1000, 0), refundFact("re_1", 100), refundFact("re_2", 50)))
 	wantTypes(t, out, TypeRefundPending, TypeFlagged, TypeCaptured, TypeRefundPosted, TypeCleared, TypeRefundPosted)
 	if rp := out[3].(RefundPosted); rp.RefundID != "re_1" || !rp.WasPending {
 		t.Fatalf("got %+v", rp)
@@ -329,25 +329,25 @@ func TestDecideFactsOfOneDeliveryInOrder(t *testing.T) {
 }
 
 func TestDecideInvalidAndIgnored(t *testing.T) {
-	if _, err := Decide(nil, provider.Event{Provider: "stripe", PaymentKey: "pi_1", Facts: []provider.Fact{capture("ch_1", 1, 0)}}); !errors.Is(err, provider.ErrMissingField) {
+	if _, err := Decide(nil, delivery.Event{Provider: "stripe", PaymentKey: "pi_1", Facts: []delivery.Fact{capture("ch_1", 1, 0)}}); !errors.Is(err, delivery.ErrMissingField) {
 		t.Fatalf("missing dedup key: %v", err)
 	}
-	if _, err := Decide(nil, delivery("e1", capture("", 1, 0))); !errors.Is(err, provider.ErrMissingField) {
+	if _, err := Decide(nil, deliveryOf("e1", capture("", 1, 0))); !errors.Is(err, delivery.ErrMissingField) {
 		t.Fatalf("missing capture id: %v", err)
 	}
-	out, err := Decide(nil, delivery("e1"))
+	out, err := Decide(nil, deliveryOf("e1"))
 	if err != nil || out != nil {
 		t.Fatalf("ignored delivery: %v %v", out, err)
 	}
 	payout := PayoutPaid{Meta: Meta{Provider: "stripe", DedupKey: "p"}, PayoutID: "po_1", Amount: 1, Currency: "USD"}
-	if _, err := Decide([]Event{payout}, delivery("e1", capture("ch_1", 1, 0))); !errors.Is(err, ErrForeignEvent) {
+	if _, err := Decide([]Event{payout}, deliveryOf("e1", capture("ch_1", 1, 0))); !errors.Is(err, ErrForeignEvent) {
 		t.Fatalf("payout in payment stream: %v", err)
 	}
 }
 
-func payoutDelivery(key, id string, amount int64) provider.Event {
-	return provider.Event{Provider: "stripe", DedupKey: key, Type: "payout.paid", OccurredAt: t0,
-		Facts: []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: "USD"}}}
+func payoutDelivery(key, id string, amount int64) delivery.Event {
+	return delivery.Event{Provider: "stripe", DedupKey: key, Type: "payout.paid", OccurredAt: t0,
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: "USD"}}}
 }
 
 func TestDecidePayout(t *testing.T) {
@@ -361,8 +361,8 @@ func TestDecidePayout(t *testing.T) {
 	wantTypes(t, s.deliver(payoutDelivery("e2", "po_1", 5000)))
 
 	mixed := payoutDelivery("e3", "po_1", 1)
-	mixed.Facts = append(mixed.Facts, provider.Fact{Kind: provider.KindPayoutPaid, BusinessID: "po_2", Amount: 1, Currency: "USD"})
-	if _, err := Decide(nil, mixed); !errors.Is(err, provider.ErrMalformed) {
+	mixed.Facts = append(mixed.Facts, delivery.Fact{Kind: delivery.KindPayoutPaid, BusinessID: "po_2", Amount: 1, Currency: "USD"})
+	if _, err := Decide(nil, mixed); !errors.Is(err, delivery.ErrMalformed) {
 		t.Fatalf("mixed payouts: %v", err)
 	}
 	captured := Captured{Meta: Meta{Provider: "stripe", DedupKey: "c"}, CaptureID: "ch_1", Amount: 1, Currency: "USD"}
@@ -405,20 +405,20 @@ func TestEventID(t *testing.T) {
 // same in both orders.
 func TestDecideFeeReportedLater(t *testing.T) {
 	late := &stream{t: t} // Stripe: payment_intent.succeeded, then charge.succeeded
-	wantTypes(t, late.deliver(delivery("payment_intent.succeeded", capture("ch_1", 1000, 0))), TypeCaptured)
-	out := late.deliver(delivery("charge.succeeded", capture("ch_1", 1000, 117)))
+	wantTypes(t, late.deliver(deliveryOf("payment_intent.succeeded", capture("ch_1", 1000, 0))), TypeCaptured)
+	out := late.deliver(deliveryOf("charge.succeeded", capture("ch_1", 1000, 117)))
 	wantTypes(t, out, TypeFeeRecorded)
 	want := FeeRecorded{Meta: Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "charge.succeeded", OccurredAt: t0},
 		CaptureID: "ch_1", Fee: 117, Currency: "USD"}
 	if !reflect.DeepEqual(out[0], want) {
 		t.Fatalf("got %#v, want %#v", out[0], want)
 	}
-	wantTypes(t, late.deliver(delivery("payment.updated", capture("ch_1", 1000, 117)))) // same fee again
-	wantTypes(t, late.deliver(delivery("payment.updated.2", capture("ch_1", 1000, 0)))) // unknown again
+	wantTypes(t, late.deliver(deliveryOf("payment.updated", capture("ch_1", 1000, 117)))) // same fee again
+	wantTypes(t, late.deliver(deliveryOf("payment.updated.2", capture("ch_1", 1000, 0)))) // unknown again
 
 	early := &stream{t: t}
-	wantTypes(t, early.deliver(delivery("charge.succeeded", capture("ch_1", 1000, 117))), TypeCaptured)
-	wantTypes(t, early.deliver(delivery("payment_intent.succeeded", capture("ch_1", 1000, 0))))
+	wantTypes(t, early.deliver(deliveryOf("charge.succeeded", capture("ch_1", 1000, 117))), TypeCaptured)
+	wantTypes(t, early.deliver(deliveryOf("payment_intent.succeeded", capture("ch_1", 1000, 0))))
 
 	bl, be := balances(late.history), balances(early.history)
 	if !reflect.DeepEqual(bl, be) {
@@ -429,12 +429,12 @@ func TestDecideFeeReportedLater(t *testing.T) {
 	}
 
 	// Another non-zero fee later is flagged once and not posted.
-	out = late.deliver(delivery("e_other_fee", capture("ch_1", 1000, 120)))
+	out = late.deliver(deliveryOf("e_other_fee", capture("ch_1", 1000, 120)))
 	wantTypes(t, out, TypeFlagged)
 	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "ch_1:fee" {
 		t.Fatalf("flag = %+v", f)
 	}
-	wantTypes(t, late.deliver(delivery("e_other_fee_2", capture("ch_1", 1000, 121))))
+	wantTypes(t, late.deliver(deliveryOf("e_other_fee_2", capture("ch_1", 1000, 121))))
 	if !reflect.DeepEqual(balances(late.history), bl) {
 		t.Fatalf("a conflicting fee posted: %v", balances(late.history))
 	}
@@ -449,23 +449,23 @@ func TestDecideFeeReportedLater(t *testing.T) {
 	// A report with another amount is an amount mismatch of the capture;
 	// its fee is not taken.
 	s := &stream{t: t}
-	s.deliver(delivery("e1", capture("ch_2", 1000, 0)))
-	wantTypes(t, s.deliver(delivery("e2", capture("ch_2", 900, 50))), TypeFlagged)
+	s.deliver(deliveryOf("e1", capture("ch_2", 1000, 0)))
+	wantTypes(t, s.deliver(deliveryOf("e2", capture("ch_2", 900, 50))), TypeFlagged)
 	if _, ok := balances(s.history)[balanceKey{ledger.ProviderFees("stripe"), "USD"}]; ok {
 		t.Fatalf("fee of a mismatched report posted: %v", balances(s.history))
 	}
 }
 
 func TestDecideReasonTruncated(t *testing.T) {
-	long := strings.Repeat("é", provider.MaxReasonBytes) // 2 bytes each
+	long := strings.Repeat("é", delivery.MaxReasonBytes) // 2 bytes each
 	s := &stream{t: t}
-	out := s.deliver(delivery("e1", provider.Fact{Kind: provider.KindFailed, Reason: long}))
+	out := s.deliver(deliveryOf("e1", delivery.Fact{Kind: delivery.KindFailed, Reason: long}))
 	r := out[0].(Failed).Reason
-	if len(r) > provider.MaxReasonBytes || len(r) < provider.MaxReasonBytes-3 || !utf8.ValidString(r) || !strings.HasPrefix(long, r) {
+	if len(r) > delivery.MaxReasonBytes || len(r) < delivery.MaxReasonBytes-3 || !utf8.ValidString(r) || !strings.HasPrefix(long, r) {
 		t.Fatalf("reason of %d bytes, valid %v", len(r), utf8.ValidString(r))
 	}
-	out = s.deliver(delivery("e2", provider.Fact{Kind: provider.KindCanceled, Reason: "x" + long}))
-	if r := out[0].(Canceled).Reason; len(r) != provider.MaxReasonBytes-1 || !utf8.ValidString(r) {
+	out = s.deliver(deliveryOf("e2", delivery.Fact{Kind: delivery.KindCanceled, Reason: "x" + long}))
+	if r := out[0].(Canceled).Reason; len(r) != delivery.MaxReasonBytes-1 || !utf8.ValidString(r) {
 		t.Fatalf("reason of %d bytes", len(r))
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC)
@@ -19,7 +19,7 @@ type stream struct {
 	history []Event
 }
 
-func (s *stream) deliver(ev provider.Event) []Event {
+func (s *stream) deliver(ev delivery.Event) []Event {
 	s.t.Helper()
 	out, err := Decide(s.history, ev)
 	if err != nil {
@@ -34,8 +34,8 @@ func (s *stream) deliver(ev provider.Event) []Event {
 	return out
 }
 
-func delivery(key string, facts ...provider.Fact) provider.Event {
-	return provider.Event{
+func deliveryOf(key string, facts ...delivery.Fact) delivery.Event {
+	return delivery.Event{
 		Provider:   "stripe",
 		DedupKey:   key,
 		Type:       "test",
@@ -45,20 +45,20 @@ func delivery(key string, facts ...provider.Fact) provider.Event {
 	}
 }
 
-func capture(id string, amount, fee int64) provider.Fact {
-	return provider.Fact{Kind: provider.KindCaptured, BusinessID: id, Amount: amount, Fee: fee, Currency: "USD"}
+func capture(id string, amount, fee int64) delivery.Fact {
+	return delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: amount, Fee: fee, Currency: "USD"}
 }
 
-func refundFact(id string, amount int64) provider.Fact {
-	return provider.Fact{Kind: provider.KindRefunded, BusinessID: id, Amount: amount, Currency: "USD"}
+func refundFact(id string, amount int64) delivery.Fact {
+	return delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: "USD"}
 }
 
-func refundFailed(id string) provider.Fact {
-	return provider.Fact{Kind: provider.KindRefundFailed, BusinessID: id, Currency: "USD"}
+func refundFailed(id string) delivery.Fact {
+	return delivery.Fact{Kind: delivery.KindRefundFailed, BusinessID: id, Currency: "USD"}
 }
 
-func disputeFact(k provider.Kind, id string, amount int64) provider.Fact {
-	return provider.Fact{Kind: k, BusinessID: id, Amount: amount, Currency: "USD"}
+func disputeFact(k delivery.Kind, id string, amount int64) delivery.Fact {
+	return delivery.Fact{Kind: k, BusinessID: id, Amount: amount, Currency: "USD"}
 }
 
 func types(es []Event) []string {

@@ -3,8 +3,8 @@ package payment
 import (
 	"fmt"
 
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // payout is the aggregate of a payout stream (payout-{provider}-{payout id}):
@@ -41,14 +41,14 @@ func (po *payout) apply(e Event) error {
 	return nil
 }
 
-func (po *payout) decide(in provider.Event) ([]Event, error) {
+func (po *payout) decide(in delivery.Event) ([]Event, error) {
 	id := in.Facts[0].BusinessID
 	for i, f := range in.Facts {
 		// The stream is named after the first payout id; a delivery naming
 		// several payouts would record the others in the wrong stream.
 		if f.BusinessID != id {
 			return nil, fmt.Errorf("%w: fact %d names payout %q, the delivery is about payout %q",
-				provider.ErrMalformed, i, f.BusinessID, id)
+				delivery.ErrMalformed, i, f.BusinessID, id)
 		}
 	}
 	if po.applied[in.DedupKey] {

@@ -8,15 +8,15 @@ import (
 	"github.com/google/uuid"
 	"pgregory.net/rapid"
 
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // lifecycle is a generated payment history: its deliveries in natural order
 // and, independently of Decide, the balances that history must post to.
 type lifecycle struct {
-	natural  []provider.Event
+	natural  []delivery.Event
 	captures int
 	refunds  int
 	disputes int
@@ -31,11 +31,11 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 	l.want = map[balanceKey]int64{}
 	post := func(account string, amount int64) { l.want[balanceKey{account, cur}] += amount }
 	n := 0
-	add := func(f provider.Fact) {
+	add := func(f delivery.Fact) {
 		n++
 		f.Currency = cur
-		ev := provider.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", n), Type: string(f.Kind),
-			PaymentKey: "pay_1", OccurredAt: t0, Facts: []provider.Fact{f}}
+		ev := delivery.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", n), Type: string(f.Kind),
+			PaymentKey: "pay_1", OccurredAt: t0, Facts: []delivery.Fact{f}}
 		l.natural = append(l.natural, ev)
 		// The same business fact reported again under another event id
 		// (Stripe: charge.succeeded and payment_intent.succeeded).
@@ -56,11 +56,11 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 		maxCapture = max(maxCapture, amounts[i])
 	}
 	if rapid.Bool().Draw(t, "authorized") {
-		add(provider.Fact{Kind: provider.KindAuthorized, BusinessID: "auth_1", Amount: total})
+		add(delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_1", Amount: total})
 	}
 	for i, a := range amounts {
 		fee := rapid.Int64Range(0, a).Draw(t, "fee")
-		c := provider.Fact{Kind: provider.KindCaptured, BusinessID: fmt.Sprintf("cap_%d", i), Amount: a, Fee: fee}
+		c := delivery.Fact{Kind: delivery.KindCaptured, BusinessID: fmt.Sprintf("cap_%d", i), Amount: a, Fee: fee}
 		if fee > 0 && rapid.Bool().Draw(t, "fee reported separately") {
 			// Two reports of the capture, one not knowing the fee (0):
 			// Stripe's payment_intent.succeeded and charge.succeeded,
@@ -86,11 +86,11 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 	for i := range rapid.IntRange(0, 3).Draw(t, "refunds") {
 		r := rapid.Int64Range(1, maxCapture).Draw(t, "refund")
 		id := fmt.Sprintf("re_%d", i)
-		add(provider.Fact{Kind: provider.KindRefunded, BusinessID: id, Amount: r})
+		add(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: r})
 		if refundFailures && rapid.Bool().Draw(t, "refund fails") {
 			// Reported as failed after all: posted then reversed in natural
 			// order, never posted when the failure overtakes the refund.
-			add(provider.Fact{Kind: provider.KindRefundFailed, BusinessID: id})
+			add(delivery.Fact{Kind: delivery.KindRefundFailed, BusinessID: id})
 			continue
 		}
 		post(ledger.RevenueRefunds, r)
@@ -100,18 +100,18 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 	for i := range rapid.IntRange(0, 2).Draw(t, "disputes") {
 		id := fmt.Sprintf("du_%d", i)
 		d := rapid.Int64Range(1, maxCapture).Draw(t, "dispute")
-		add(provider.Fact{Kind: provider.KindDisputeOpened, BusinessID: id, Amount: d})
+		add(delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: id, Amount: d})
 		post(ledger.DisputeReceivable(p), d)
 		post(ledger.ProviderBalance(p), -d)
 		l.disputes++
 		switch rapid.IntRange(0, 3).Draw(t, "outcome") {
 		case 1:
-			add(provider.Fact{Kind: provider.KindDisputeWon, BusinessID: id, Amount: d})
+			add(delivery.Fact{Kind: delivery.KindDisputeWon, BusinessID: id, Amount: d})
 			post(ledger.ProviderBalance(p), d)
 			post(ledger.DisputeReceivable(p), -d)
 			l.outcomes++
 		case 2:
-			add(provider.Fact{Kind: provider.KindDisputeLost, BusinessID: id, Amount: d})
+			add(delivery.Fact{Kind: delivery.KindDisputeLost, BusinessID: id, Amount: d})
 			post(ledger.ExpensesDispute, d)
 			post(ledger.DisputeReceivable(p), -d)
 			l.outcomes++
@@ -119,8 +119,8 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 			// Both outcomes (Adyen: CHARGEBACK_REVERSED, then
 			// SECOND_CHARGEBACK), in either order: lost is final, the
 			// ledger ends as after a plain loss.
-			won := provider.Fact{Kind: provider.KindDisputeWon, BusinessID: id, Amount: d}
-			lost := provider.Fact{Kind: provider.KindDisputeLost, BusinessID: id, Amount: d}
+			won := delivery.Fact{Kind: delivery.KindDisputeWon, BusinessID: id, Amount: d}
+			lost := delivery.Fact{Kind: delivery.KindDisputeLost, BusinessID: id, Amount: d}
 			if rapid.Bool().Draw(t, "won first") {
 				add(won)
 				add(lost)
@@ -134,7 +134,7 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 		}
 	}
 	if rapid.Bool().Draw(t, "failed") {
-		add(provider.Fact{Kind: provider.KindFailed, Reason: "card_declined"})
+		add(delivery.Fact{Kind: delivery.KindFailed, Reason: "card_declined"})
 	}
 	for k, v := range l.want {
 		if v == 0 {
@@ -146,19 +146,19 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 
 // shuffle permutes the deliveries and redelivers some of them (same dedup
 // key, same payload) at random places, before or after the original.
-func shuffle(t *rapid.T, evs []provider.Event) []provider.Event {
+func shuffle(t *rapid.T, evs []delivery.Event) []delivery.Event {
 	out := rapid.Permutation(evs).Draw(t, "order")
 	for range rapid.IntRange(0, len(evs)).Draw(t, "redeliveries") {
 		dup := out[rapid.IntRange(0, len(out)-1).Draw(t, "dup")]
 		at := rapid.IntRange(0, len(out)).Draw(t, "at")
-		out = append(out[:at], append([]provider.Event{dup}, out[at:]...)...)
+		out = append(out[:at], append([]delivery.Event{dup}, out[at:]...)...)
 	}
 	return out
 }
 
 // ingest decides the deliveries one by one, as the ingestion service does,
 // and checks what must hold of every decided event.
-func ingest(t *rapid.T, evs []provider.Event) []Event {
+func ingest(t *rapid.T, evs []delivery.Event) []Event {
 	var history []Event
 	ids := map[uuid.UUID]bool{}
 	for _, ev := range evs {
@@ -310,10 +310,10 @@ func TestPropertyPayoutRecordedOnce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := rapid.SampledFrom([]string{"stripe", "adyen", "standard"}).Draw(t, "provider")
 		amount := rapid.Int64Range(0, 1<<40).Draw(t, "amount")
-		var evs []provider.Event
+		var evs []delivery.Event
 		for i := range rapid.IntRange(1, 4).Draw(t, "keys") {
-			evs = append(evs, provider.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", i), Type: "payout.paid", OccurredAt: t0,
-				Facts: []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1", Amount: amount, Currency: "USD"}}})
+			evs = append(evs, delivery.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", i), Type: "payout.paid", OccurredAt: t0,
+				Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: amount, Currency: "USD"}}})
 		}
 		history := ingest(t, shuffle(t, evs))
 		if len(history) != 1 {
@@ -330,13 +330,13 @@ func TestPropertyPayoutRecordedOnce(t *testing.T) {
 // with the amount of the report that came first, and flagged once.
 func TestPropertyPayoutMismatchFlaggedOnce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var evs []provider.Event
+		var evs []delivery.Event
 		amounts := map[int64]bool{}
 		for i := range rapid.IntRange(1, 5).Draw(t, "keys") {
 			a := rapid.Int64Range(1, 3).Draw(t, "amount")
 			amounts[a] = true
-			evs = append(evs, provider.Event{Provider: "stripe", DedupKey: fmt.Sprintf("evt_%d", i), Type: "payout.paid", OccurredAt: t0,
-				Facts: []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1", Amount: a, Currency: "USD"}}})
+			evs = append(evs, delivery.Event{Provider: "stripe", DedupKey: fmt.Sprintf("evt_%d", i), Type: "payout.paid", OccurredAt: t0,
+				Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: a, Currency: "USD"}}})
 		}
 		order := shuffle(t, evs)
 		history := ingest(t, order)

@@ -1,5 +1,5 @@
 // Package adyen verifies Adyen standard notifications (JSON webhooks) and
-// normalizes them into provider.Events.
+// normalizes them into delivery.Events.
 //
 // One request is a batch: {"live":"false","notificationItems":[
 // {"NotificationRequestItem":{...}}, ...]}. Adyen signs each item, not the
@@ -27,7 +27,7 @@
 //     leaves it open which value was meant, and the HMAC covers only
 //     selected values, not the bytes, so it cannot settle that.
 //
-//   - One provider.Event per item. PayloadHash and Raw are the item's
+//   - One delivery.Event per item. PayloadHash and Raw are the item's
 //     canonical JSON (sorted keys, numbers as written), so a redelivered item
 //     compares equal whatever batch it arrives in and however it is laid out.
 //
@@ -82,8 +82,8 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Name is the provider name in URLs, stream ids and the inbox.
@@ -122,7 +122,7 @@ func (a *Adapter) Name() string { return Name }
 
 // Parse implements providers.Adapter: every item is verified before any is
 // normalized; it returns one event per item, in batch order.
-func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 	items, err := decodeBatch(r.Body)
 	if err != nil {
 		return nil, providers.Unauthorized(err.Error())
@@ -132,7 +132,7 @@ func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
 			return nil, providers.Unauthorized(fmt.Sprintf("notificationItems[%d]: hmacSignature does not match", i))
 		}
 	}
-	events := make([]provider.Event, 0, len(items))
+	events := make([]delivery.Event, 0, len(items))
 	for i, it := range items {
 		ev, err := normalize(it)
 		if err != nil {
@@ -339,29 +339,29 @@ func canonical(raw []byte) ([]byte, error) {
 }
 
 // normalize maps one verified item.
-func normalize(it item) (provider.Event, error) {
+func normalize(it item) (delivery.Event, error) {
 	psp, code, success := string(it.PspReference), string(it.EventCode), string(it.Success)
 	if psp == "" {
-		return provider.Event{}, fmt.Errorf("%w: pspReference", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: pspReference", delivery.ErrMissingField)
 	}
 	if code == "" {
-		return provider.Event{}, fmt.Errorf("%w: eventCode", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: eventCode", delivery.ErrMissingField)
 	}
 	if success != "true" && success != "false" {
-		return provider.Event{}, fmt.Errorf("%w: success must be \"true\" or \"false\", got %q", provider.ErrMalformed, success)
+		return delivery.Event{}, fmt.Errorf("%w: success must be \"true\" or \"false\", got %q", delivery.ErrMalformed, success)
 	}
 	if it.EventDate == "" {
-		return provider.Event{}, fmt.Errorf("%w: eventDate", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: eventDate", delivery.ErrMissingField)
 	}
 	at, err := time.Parse(time.RFC3339, it.EventDate)
 	if err != nil {
-		return provider.Event{}, fmt.Errorf("%w: eventDate %q is not an ISO 8601 date-time with offset", provider.ErrMalformed, it.EventDate)
+		return delivery.Event{}, fmt.Errorf("%w: eventDate %q is not an ISO 8601 date-time with offset", delivery.ErrMalformed, it.EventDate)
 	}
 	canon, err := canonical(it.raw)
 	if err != nil {
-		return provider.Event{}, fmt.Errorf("%w: NotificationRequestItem: %v", provider.ErrMalformed, err)
+		return delivery.Event{}, fmt.Errorf("%w: NotificationRequestItem: %v", delivery.ErrMalformed, err)
 	}
-	ev := provider.Event{
+	ev := delivery.Event{
 		Provider:    Name,
 		DedupKey:    psp + ":" + code + ":" + success,
 		Type:        code,
@@ -374,45 +374,45 @@ func normalize(it item) (provider.Event, error) {
 		ev.PaymentKey = orig
 	}
 
-	var kinds []provider.Kind
+	var kinds []delivery.Kind
 	if success == "false" {
 		if code == "AUTHORISATION" {
-			ev.Facts = []provider.Fact{{Kind: provider.KindFailed, Reason: it.Reason}}
+			ev.Facts = []delivery.Fact{{Kind: delivery.KindFailed, Reason: it.Reason}}
 		}
 		// A failed modification changed nothing: recorded, posts nothing.
 		return ev, nil
 	}
 	switch code {
 	case "AUTHORISATION":
-		kinds = []provider.Kind{provider.KindAuthorized}
+		kinds = []delivery.Kind{delivery.KindAuthorized}
 	case "CAPTURE":
-		kinds = []provider.Kind{provider.KindCaptured}
+		kinds = []delivery.Kind{delivery.KindCaptured}
 	case "REFUND":
-		kinds = []provider.Kind{provider.KindRefunded}
+		kinds = []delivery.Kind{delivery.KindRefunded}
 	case "REFUND_FAILED", "REFUNDED_REVERSED":
-		kinds = []provider.Kind{provider.KindRefundFailed}
+		kinds = []delivery.Kind{delivery.KindRefundFailed}
 	case "CANCELLATION":
-		ev.Facts = []provider.Fact{{Kind: provider.KindCanceled, Reason: it.Reason}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindCanceled, Reason: it.Reason}}
 		return ev, nil
 	case "NOTIFICATION_OF_CHARGEBACK", "DISPUTE_OPENED_WITH_CHARGEBACK", "CHARGEBACK":
-		kinds = []provider.Kind{provider.KindDisputeOpened}
+		kinds = []delivery.Kind{delivery.KindDisputeOpened}
 	case "CHARGEBACK_REVERSED", "PREARBITRATION_WON":
-		kinds = []provider.Kind{provider.KindDisputeWon}
+		kinds = []delivery.Kind{delivery.KindDisputeWon}
 	case "SECOND_CHARGEBACK", "PREARBITRATION_LOST":
-		kinds = []provider.Kind{provider.KindDisputeLost}
+		kinds = []delivery.Kind{delivery.KindDisputeLost}
 	default:
 		return ev, nil // not handled: ignored, raw kept in the inbox
 	}
 	value, cur, err := amountOf(it)
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	for _, k := range kinds {
-		f := provider.Fact{Kind: k, Amount: value, Currency: cur}
-		if k != provider.KindAuthorized {
+		f := delivery.Fact{Kind: k, Amount: value, Currency: cur}
+		if k != delivery.KindAuthorized {
 			f.BusinessID = psp
 		}
-		if k == provider.KindRefundFailed {
+		if k == delivery.KindRefundFailed {
 			f.Reason = it.Reason
 		}
 		ev.Facts = append(ev.Facts, f)
@@ -423,7 +423,7 @@ func normalize(it item) (provider.Event, error) {
 // amountOf reads amount.value (integer minor units) and amount.currency.
 func amountOf(it item) (int64, money.Currency, error) {
 	if it.Amount == nil {
-		return 0, "", fmt.Errorf("%w: amount", provider.ErrMissingField)
+		return 0, "", fmt.Errorf("%w: amount", delivery.ErrMissingField)
 	}
 	cur, err := payload.Currency("amount.currency", string(it.Amount.Currency))
 	if err != nil {
@@ -431,11 +431,11 @@ func amountOf(it item) (int64, money.Currency, error) {
 	}
 	v := string(it.Amount.Value)
 	if v == "" {
-		return 0, "", fmt.Errorf("%w: amount.value", provider.ErrMissingField)
+		return 0, "", fmt.Errorf("%w: amount.value", delivery.ErrMissingField)
 	}
 	n, err := parseMinor(v)
 	if err != nil {
-		return 0, "", fmt.Errorf("%w: amount.value %q must be a non-negative integer of minor units", provider.ErrInvalidAmount, v)
+		return 0, "", fmt.Errorf("%w: amount.value %q must be a non-negative integer of minor units", delivery.ErrInvalidAmount, v)
 	}
 	return n, cur, nil
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // testKey signed the files under testdata that are not official vectors.
@@ -30,7 +30,7 @@ func mustNew(t testing.TB, keys ...string) *Adapter {
 	return a
 }
 
-func parse(a *Adapter, body []byte) ([]provider.Event, error) {
+func parse(a *Adapter, body []byte) ([]delivery.Event, error) {
 	return a.Parse(providers.Request{Body: body, Now: time.Now()})
 }
 
@@ -89,7 +89,7 @@ func TestOfficialJavaItems(t *testing.T) {
 		t.Fatalf("slashes vector refused: %v", err)
 	}
 	ev := evs[0]
-	want := provider.Fact{Kind: provider.KindAuthorized, Amount: 1000, Currency: "EUR"}
+	want := delivery.Fact{Kind: delivery.KindAuthorized, Amount: 1000, Currency: "EUR"}
 	if ev.PaymentKey != "ZVWN7D3WSMK2WN82" || len(ev.Facts) != 1 || ev.Facts[0] != want {
 		t.Fatalf("slashes vector: got %+v", ev)
 	}
@@ -110,11 +110,11 @@ func TestLifecycleBatch(t *testing.T) {
 	}
 	want := []wantEvent{
 		{"QFQTPCQ8HXSKGK82:AUTHORISATION:true", "AUTHORISATION", "QFQTPCQ8HXSKGK82",
-			[]provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: "EUR"}}},
+			[]delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 1000, Currency: "EUR"}}},
 		{"LWX3JCWDNRRBNZ65:CAPTURE:true", "CAPTURE", "QFQTPCQ8HXSKGK82",
-			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: "LWX3JCWDNRRBNZ65", Amount: 1000, Currency: "EUR"}}},
+			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "LWX3JCWDNRRBNZ65", Amount: 1000, Currency: "EUR"}}},
 		{"V4HZ4RBFJGXXGN82:REFUND:true", "REFUND", "QFQTPCQ8HXSKGK82",
-			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: "V4HZ4RBFJGXXGN82", Amount: 250, Currency: "EUR"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "V4HZ4RBFJGXXGN82", Amount: 250, Currency: "EUR"}}},
 	}
 	checkEvents(t, evs, want)
 	if !evs[1].OccurredAt.Equal(time.Date(2026, 11, 29, 9, 5, 0, 0, time.UTC)) {
@@ -127,14 +127,14 @@ func TestDisputes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := func(k provider.Kind) []provider.Fact {
-		return []provider.Fact{{Kind: k, BusinessID: "DZ4DPSHB4WD2WN82", Amount: 1000, Currency: "EUR"}}
+	d := func(k delivery.Kind) []delivery.Fact {
+		return []delivery.Fact{{Kind: k, BusinessID: "DZ4DPSHB4WD2WN82", Amount: 1000, Currency: "EUR"}}
 	}
 	checkEvents(t, evs, []wantEvent{
-		{"DZ4DPSHB4WD2WN82:NOTIFICATION_OF_CHARGEBACK:true", "NOTIFICATION_OF_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeOpened)},
-		{"DZ4DPSHB4WD2WN82:CHARGEBACK:true", "CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeOpened)},
-		{"DZ4DPSHB4WD2WN82:CHARGEBACK_REVERSED:true", "CHARGEBACK_REVERSED", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeWon)},
-		{"DZ4DPSHB4WD2WN82:SECOND_CHARGEBACK:true", "SECOND_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(provider.KindDisputeLost)},
+		{"DZ4DPSHB4WD2WN82:NOTIFICATION_OF_CHARGEBACK:true", "NOTIFICATION_OF_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeOpened)},
+		{"DZ4DPSHB4WD2WN82:CHARGEBACK:true", "CHARGEBACK", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeOpened)},
+		{"DZ4DPSHB4WD2WN82:CHARGEBACK_REVERSED:true", "CHARGEBACK_REVERSED", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeWon)},
+		{"DZ4DPSHB4WD2WN82:SECOND_CHARGEBACK:true", "SECOND_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeLost)},
 	})
 }
 
@@ -145,21 +145,21 @@ func TestFailuresAndCancellation(t *testing.T) {
 	}
 	checkEvents(t, evs, []wantEvent{
 		{"R7KZ2V7G3HN2WN82:AUTHORISATION:false", "AUTHORISATION", "R7KZ2V7G3HN2WN82",
-			[]provider.Fact{{Kind: provider.KindFailed, Reason: "Not enough balance"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "Not enough balance"}}},
 		{"M8V5VX3SCNGXGN82:CANCELLATION:true", "CANCELLATION", "T3WBXQ6C5JGXGN82",
-			[]provider.Fact{{Kind: provider.KindCanceled}}},
+			[]delivery.Fact{{Kind: delivery.KindCanceled}}},
 		{"G9QW5M3DPV2WN82:REFUND:false", "REFUND", "QFQTPCQ8HXSKGK82", nil},
 		{"V4HZ4RBFJGXXGN82:REFUND_FAILED:true", "REFUND_FAILED", "QFQTPCQ8HXSKGK82",
-			[]provider.Fact{{Kind: provider.KindRefundFailed, BusinessID: "V4HZ4RBFJGXXGN82", Amount: 250, Currency: "EUR", Reason: "Refund rejected by the issuer"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefundFailed, BusinessID: "V4HZ4RBFJGXXGN82", Amount: 250, Currency: "EUR", Reason: "Refund rejected by the issuer"}}},
 	})
 }
 
 type wantEvent struct {
 	dedup, typ, key string
-	facts           []provider.Fact
+	facts           []delivery.Fact
 }
 
-func checkEvents(t *testing.T, evs []provider.Event, want []wantEvent) {
+func checkEvents(t *testing.T, evs []delivery.Event, want []wantEvent) {
 	t.Helper()
 	if len(evs) != len(want) {
 		t.Fatalf("%d events, want %d", len(evs), len(want))
@@ -278,15 +278,15 @@ func TestNormalizationErrors(t *testing.T) {
 		field  string
 	}{
 		{"unknown currency", func(m map[string]any) { m["amount"] = map[string]any{"value": 100, "currency": "XXQ"} }, money.ErrUnknownCurrency, "amount.currency"},
-		{"negative value", func(m map[string]any) { m["amount"] = map[string]any{"value": -100, "currency": "EUR"} }, provider.ErrInvalidAmount, "amount.value"},
-		{"fractional value", func(m map[string]any) { m["amount"] = map[string]any{"value": 10.5, "currency": "EUR"} }, provider.ErrInvalidAmount, "amount.value"},
-		{"missing amount", func(m map[string]any) { delete(m, "amount") }, provider.ErrMissingField, "amount"},
-		{"missing currency", func(m map[string]any) { m["amount"] = map[string]any{"value": 100} }, provider.ErrMissingField, "amount.currency"},
-		{"missing eventDate", func(m map[string]any) { delete(m, "eventDate") }, provider.ErrMissingField, "eventDate"},
-		{"bad eventDate", func(m map[string]any) { m["eventDate"] = "yesterday" }, provider.ErrMalformed, "eventDate"},
-		{"bad success", func(m map[string]any) { m["success"] = "maybe" }, provider.ErrMalformed, "success"},
-		{"missing pspReference", func(m map[string]any) { delete(m, "pspReference") }, provider.ErrMissingField, "pspReference"},
-		{"missing eventCode", func(m map[string]any) { delete(m, "eventCode") }, provider.ErrMissingField, "eventCode"},
+		{"negative value", func(m map[string]any) { m["amount"] = map[string]any{"value": -100, "currency": "EUR"} }, delivery.ErrInvalidAmount, "amount.value"},
+		{"fractional value", func(m map[string]any) { m["amount"] = map[string]any{"value": 10.5, "currency": "EUR"} }, delivery.ErrInvalidAmount, "amount.value"},
+		{"missing amount", func(m map[string]any) { delete(m, "amount") }, delivery.ErrMissingField, "amount"},
+		{"missing currency", func(m map[string]any) { m["amount"] = map[string]any{"value": 100} }, delivery.ErrMissingField, "amount.currency"},
+		{"missing eventDate", func(m map[string]any) { delete(m, "eventDate") }, delivery.ErrMissingField, "eventDate"},
+		{"bad eventDate", func(m map[string]any) { m["eventDate"] = "yesterday" }, delivery.ErrMalformed, "eventDate"},
+		{"bad success", func(m map[string]any) { m["success"] = "maybe" }, delivery.ErrMalformed, "success"},
+		{"missing pspReference", func(m map[string]any) { delete(m, "pspReference") }, delivery.ErrMissingField, "pspReference"},
+		{"missing eventCode", func(m map[string]any) { delete(m, "eventCode") }, delivery.ErrMissingField, "eventCode"},
 	}
 	for _, c := range cases {
 		m := map[string]any{}

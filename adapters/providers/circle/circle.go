@@ -1,5 +1,5 @@
 // Package circle verifies Circle v2 webhook notifications and normalizes them
-// into provider.Events.
+// into delivery.Events.
 //
 // Circle signs the raw body with ECDSA P-256 over SHA-256 and sends the
 // base64 DER signature in X-Circle-Signature; X-Circle-Key-Id names the
@@ -50,8 +50,8 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Name is the provider name in URLs, stream ids and the inbox.
@@ -103,7 +103,7 @@ func New(publicKeys map[string]string) (*Adapter, error) {
 func (a *Adapter) Name() string { return Name }
 
 // Parse implements providers.Adapter: verify, then normalize one event.
-func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 	if err := a.verify(r); err != nil {
 		return nil, err
 	}
@@ -173,22 +173,22 @@ type payoutObj struct {
 	Amount *amountT `json:"amount"`
 }
 
-func normalize(raw []byte) (provider.Event, error) {
+func normalize(raw []byte) (delivery.Event, error) {
 	var env envelope
 	if err := payload.DecodeBody(raw, &env); err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	if env.NotificationID == "" {
-		return provider.Event{}, fmt.Errorf("%w: notificationId", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: notificationId", delivery.ErrMissingField)
 	}
 	if env.NotificationType == "" {
-		return provider.Event{}, fmt.Errorf("%w: notificationType", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: notificationType", delivery.ErrMissingField)
 	}
 	at, err := payload.RFC3339("timestamp", env.Timestamp)
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
-	ev := provider.Event{
+	ev := delivery.Event{
 		Provider:    Name,
 		DedupKey:    env.NotificationID,
 		Type:        env.NotificationType,
@@ -223,14 +223,14 @@ func normalize(raw []byte) (provider.Event, error) {
 		}
 	}
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	return ev, nil
 }
 
-func paymentFacts(ev *provider.Event, p paymentObj) error {
+func paymentFacts(ev *delivery.Event, p paymentObj) error {
 	if p.ID == "" {
-		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+		return fmt.Errorf("%w: notification.id", delivery.ErrMissingField)
 	}
 	ev.PaymentKey = p.ID
 	switch p.Status {
@@ -246,37 +246,37 @@ func paymentFacts(ev *provider.Event, p paymentObj) error {
 				return err
 			}
 			if fcur != cur {
-				return fmt.Errorf("%w: notification.fees is in %s, the payment in %s", provider.ErrInvalidAmount, fcur, cur)
+				return fmt.Errorf("%w: notification.fees is in %s, the payment in %s", delivery.ErrInvalidAmount, fcur, cur)
 			}
 			fee = f
 		}
-		ev.Facts = []provider.Fact{{Kind: provider.KindCaptured, BusinessID: p.ID, Amount: amt, Fee: fee, Currency: cur}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: p.ID, Amount: amt, Fee: fee, Currency: cur}}
 	case "confirmed":
 		amt, cur, err := parseAmount(p.Amount, "notification.amount")
 		if err != nil {
 			return err
 		}
-		ev.Facts = []provider.Fact{{Kind: provider.KindAuthorized, Amount: amt, Currency: cur}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindAuthorized, Amount: amt, Currency: cur}}
 	case "failed":
-		ev.Facts = []provider.Fact{{Kind: provider.KindFailed, Reason: p.ErrorCode}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindFailed, Reason: p.ErrorCode}}
 	}
 	return nil
 }
 
-func refundFacts(ev *provider.Event, p paymentObj) error {
+func refundFacts(ev *delivery.Event, p paymentObj) error {
 	if p.ID == "" {
-		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+		return fmt.Errorf("%w: notification.id", delivery.ErrMissingField)
 	}
 	if p.OriginalPayment == nil || p.OriginalPayment.ID == "" {
-		return fmt.Errorf("%w: notification.originalPayment.id", provider.ErrMissingField)
+		return fmt.Errorf("%w: notification.originalPayment.id", delivery.ErrMissingField)
 	}
 	ev.PaymentKey = p.OriginalPayment.ID
-	var kind provider.Kind
+	var kind delivery.Kind
 	switch p.Status {
 	case "paid", "confirmed":
-		kind = provider.KindRefunded
+		kind = delivery.KindRefunded
 	case "failed":
-		kind = provider.KindRefundFailed
+		kind = delivery.KindRefundFailed
 	default:
 		return nil
 	}
@@ -284,33 +284,33 @@ func refundFacts(ev *provider.Event, p paymentObj) error {
 	if err != nil {
 		return err
 	}
-	f := provider.Fact{Kind: kind, BusinessID: p.ID, Amount: amt, Currency: cur}
-	if kind == provider.KindRefundFailed {
+	f := delivery.Fact{Kind: kind, BusinessID: p.ID, Amount: amt, Currency: cur}
+	if kind == delivery.KindRefundFailed {
 		f.Reason = p.ErrorCode
 	}
-	ev.Facts = []provider.Fact{f}
+	ev.Facts = []delivery.Fact{f}
 	return nil
 }
 
-func chargebackFacts(ev *provider.Event, c chargebackObj) error {
+func chargebackFacts(ev *delivery.Event, c chargebackObj) error {
 	if c.ID == "" {
-		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+		return fmt.Errorf("%w: notification.id", delivery.ErrMissingField)
 	}
 	if c.PaymentID == "" {
-		return fmt.Errorf("%w: notification.paymentId", provider.ErrMissingField)
+		return fmt.Errorf("%w: notification.paymentId", delivery.ErrMissingField)
 	}
 	if len(c.History) == 0 {
-		return fmt.Errorf("%w: notification.history", provider.ErrMissingField)
+		return fmt.Errorf("%w: notification.history", delivery.ErrMissingField)
 	}
 	ev.PaymentKey = c.PaymentID
-	var kind provider.Kind
+	var kind delivery.Kind
 	switch c.History[len(c.History)-1].Type {
 	case "First Chargeback":
-		kind = provider.KindDisputeOpened
+		kind = delivery.KindDisputeOpened
 	case "Chargeback Reversal":
-		kind = provider.KindDisputeWon
+		kind = delivery.KindDisputeWon
 	case "Second Chargeback":
-		kind = provider.KindDisputeLost
+		kind = delivery.KindDisputeLost
 	default:
 		return nil
 	}
@@ -327,13 +327,13 @@ func chargebackFacts(ev *provider.Event, c chargebackObj) error {
 	if err != nil {
 		return err
 	}
-	ev.Facts = []provider.Fact{{Kind: kind, BusinessID: c.ID, Amount: amt, Currency: cur, Reason: c.Reason}}
+	ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: c.ID, Amount: amt, Currency: cur, Reason: c.Reason}}
 	return nil
 }
 
-func payoutFacts(ev *provider.Event, p payoutObj) error {
+func payoutFacts(ev *delivery.Event, p payoutObj) error {
 	if p.ID == "" {
-		return fmt.Errorf("%w: notification.id", provider.ErrMissingField)
+		return fmt.Errorf("%w: notification.id", delivery.ErrMissingField)
 	}
 	if p.Status != "complete" {
 		return nil
@@ -342,14 +342,14 @@ func payoutFacts(ev *provider.Event, p payoutObj) error {
 	if err != nil {
 		return err
 	}
-	ev.Facts = []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: p.ID, Amount: amt, Currency: cur}}
+	ev.Facts = []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: p.ID, Amount: amt, Currency: cur}}
 	return nil
 }
 
 // parseAmount converts a Circle money object (decimal major units) exactly.
 func parseAmount(a *amountT, field string) (int64, money.Currency, error) {
 	if a == nil {
-		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		return 0, "", fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	return payload.Decimal{ValueKey: "amount", Value: a.Amount, CurrencyKey: "currency", Currency: a.Currency}.Parse(field)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Circle's published example ("How-to: Verify webhook signatures" /
@@ -117,22 +117,22 @@ func TestParseSamples(t *testing.T) {
 	const pay = "b8627ae8-732b-4d25-b947-1df8f4007a29"
 	cases := []struct {
 		file, dedup, key string
-		facts            []provider.Fact
+		facts            []delivery.Fact
 	}{
 		{"payment_confirmed.json", "5f1e9f0a-3e7b-4c0e-9d2b-1a8c7e6f5d40", pay,
-			[]provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 1000, Currency: "USD"}}},
 		{"payment_paid.json", "7c2d8e1f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", pay,
-			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: pay, Amount: 1000, Fee: 59, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: pay, Amount: 1000, Fee: 59, Currency: "USD"}}},
 		{"payment_failed.json", "9e8d7c6b-5a4f-4e3d-2c1b-0a9f8e7d6c5b", "d1c4a3b2-0f9e-4d8c-b7a6-5e4f3a2b1c0d",
-			[]provider.Fact{{Kind: provider.KindFailed, Reason: "card_not_honored"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "card_not_honored"}}},
 		{"refund_paid.json", "3a4b5c6d-7e8f-4a0b-9c1d-2e3f4a5b6c7d", pay,
-			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: "2cdc2e29-0c3a-4b51-8f1f-5d9a4e6c7b80", Amount: 250, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "2cdc2e29-0c3a-4b51-8f1f-5d9a4e6c7b80", Amount: 250, Currency: "USD"}}},
 		{"chargeback_first.json", "6b7c8d9e-0f1a-4b2c-8d3e-4f5a6b7c8d9e", pay,
-			[]provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "72b6e8b3-6d43-4f3e-8d9f-3c7e2b1a0f99", Amount: 1000, Currency: "USD", Reason: "Fraud"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "72b6e8b3-6d43-4f3e-8d9f-3c7e2b1a0f99", Amount: 1000, Currency: "USD", Reason: "Fraud"}}},
 		{"chargeback_reversal.json", "8d9e0f1a-2b3c-4d4e-9f5a-6b7c8d9e0f1a", pay,
-			[]provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "72b6e8b3-6d43-4f3e-8d9f-3c7e2b1a0f99", Amount: 1000, Currency: "USD", Reason: "Fraud"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "72b6e8b3-6d43-4f3e-8d9f-3c7e2b1a0f99", Amount: 1000, Currency: "USD", Reason: "Fraud"}}},
 		{"payout_complete.json", "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b", "",
-			[]provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "b8627ae8-732b-4d25-b947-1df8f4007a30", Amount: 100000, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "b8627ae8-732b-4d25-b947-1df8f4007a30", Amount: 100000, Currency: "USD"}}},
 		{"transactions_inbound.json", "2a3b4c5d-6e7f-4809-9a1b-2c3d4e5f6a7b", "", nil},
 	}
 	for _, c := range cases {
@@ -183,15 +183,15 @@ func TestNormalizationErrors(t *testing.T) {
 		target error
 		field  string
 	}{
-		{"excess decimals", edit("payment_paid.json", `"amount": "10.00"`, `"amount": "10.005"`), provider.ErrInvalidAmount, "notification.amount.amount"},
-		{"number not string", edit("payment_paid.json", `"amount": "10.00"`, `"amount": 10.00`), provider.ErrMalformed, "notification"},
+		{"excess decimals", edit("payment_paid.json", `"amount": "10.00"`, `"amount": "10.005"`), delivery.ErrInvalidAmount, "notification.amount.amount"},
+		{"number not string", edit("payment_paid.json", `"amount": "10.00"`, `"amount": 10.00`), delivery.ErrMalformed, "notification"},
 		{"crypto currency", edit("payment_paid.json", `"currency": "USD"`, `"currency": "USDC"`), money.ErrUnknownCurrency, "notification.amount.currency"},
-		{"fee over amount", edit("payment_paid.json", `"amount": "0.59"`, `"amount": "11.00"`), provider.ErrInvalidAmount, "fee"},
-		{"refund without original", edit("refund_paid.json", `"originalPayment": {`, `"original": {`), provider.ErrMissingField, "notification.originalPayment.id"},
-		{"chargeback without history", edit("chargeback_first.json", `"history": [`, `"historyX": [`), provider.ErrMissingField, "notification.history"},
-		{"missing notificationId", edit("payment_paid.json", `"notificationId": "7c2d8e1f-4a5b-4c6d-8e9f-0a1b2c3d4e5f",`, ``), provider.ErrMissingField, "notificationId"},
-		{"bad timestamp", edit("payment_paid.json", `"timestamp": "2026-11-29T10:30:00.456Z"`, `"timestamp": "soon"`), provider.ErrMalformed, "timestamp"},
-		{"no notification", edit("payment_paid.json", `"notification": {`, `"notificationX": {`), provider.ErrMissingField, "notification"},
+		{"fee over amount", edit("payment_paid.json", `"amount": "0.59"`, `"amount": "11.00"`), delivery.ErrInvalidAmount, "fee"},
+		{"refund without original", edit("refund_paid.json", `"originalPayment": {`, `"original": {`), delivery.ErrMissingField, "notification.originalPayment.id"},
+		{"chargeback without history", edit("chargeback_first.json", `"history": [`, `"historyX": [`), delivery.ErrMissingField, "notification.history"},
+		{"missing notificationId", edit("payment_paid.json", `"notificationId": "7c2d8e1f-4a5b-4c6d-8e9f-0a1b2c3d4e5f",`, ``), delivery.ErrMissingField, "notificationId"},
+		{"bad timestamp", edit("payment_paid.json", `"timestamp": "2026-11-29T10:30:00.456Z"`, `"timestamp": "soon"`), delivery.ErrMalformed, "timestamp"},
+		{"no notification", edit("payment_paid.json", `"notification": {`, `"notificationX": {`), delivery.ErrMissingField, "notification"},
 		{"duplicate key", edit("payment_paid.json", `"amount": "10.00"`, `"amount": "1.00", "amount": "10.00"`), payload.ErrDuplicateKey, "notification.amount.amount"},
 		{"duplicate key in another case", edit("payment_paid.json", `"notificationId": "`, `"NotificationID": "x", "notificationId": "`), payload.ErrDuplicateKey, "notificationId"},
 	}

@@ -10,17 +10,17 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // ErrDuplicateKey is wrapped by UniqueKeys when one JSON object names the
-// same key twice. It wraps provider.ErrMalformed (→ 400).
+// same key twice. It wraps delivery.ErrMalformed (→ 400).
 //
 // Why reject: RFC 8259 leaves duplicate names undefined and parsers differ
 // (encoding/json keeps the last, others the first or refuse), so a signed
 // `"amount":1,"amount":2` does not say one amount. Whatever we picked, the
 // raw bytes kept for audit would support the other reading too.
-var ErrDuplicateKey = fmt.Errorf("%w: duplicate key", provider.ErrMalformed)
+var ErrDuplicateKey = fmt.Errorf("%w: duplicate key", delivery.ErrMalformed)
 
 // KeyRule says which keys of an object collide. The zero value compares
 // keys exactly, which suits objects read as maps or with free-form keys
@@ -40,7 +40,7 @@ type KeyRule struct {
 // raw, that occurs twice in its object, as an error wrapping ErrDuplicateKey
 // and naming the key by its path ("data.object.amount"). Keys are compared
 // after unescaping, so "amount" and "\u0061mount" are the same key, as they
-// are to every decoder. Invalid JSON is reported as provider.ErrMalformed.
+// are to every decoder. Invalid JSON is reported as delivery.ErrMalformed.
 // It runs in time linear in len(raw), however deep the nesting.
 func UniqueKeys(raw []byte, rule KeyRule) error {
 	return uniqueKeys(raw, "", rule)
@@ -95,16 +95,16 @@ func uniqueKeys(raw []byte, root string, rule KeyRule) error {
 		if errors.Is(err, io.EOF) {
 			// Token stops quietly at the end of the input, even inside a value.
 			if len(stack) > 0 || values == 0 {
-				return fmt.Errorf("%w: invalid JSON: unexpected end of input", provider.ErrMalformed)
+				return fmt.Errorf("%w: invalid JSON: unexpected end of input", delivery.ErrMalformed)
 			}
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%w: invalid JSON: %v", provider.ErrMalformed, err)
+			return fmt.Errorf("%w: invalid JSON: %v", delivery.ErrMalformed, err)
 		}
 		if len(stack) == 0 {
 			if values++; values > 1 {
-				return fmt.Errorf("%w: invalid JSON: data after the top-level value", provider.ErrMalformed)
+				return fmt.Errorf("%w: invalid JSON: data after the top-level value", delivery.ErrMalformed)
 			}
 		}
 		var top *keyFrame

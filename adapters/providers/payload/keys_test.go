@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers/payload"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 var (
@@ -57,7 +57,7 @@ func TestUniqueKeys(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, payload.ErrDuplicateKey) || !errors.Is(err, provider.ErrMalformed) {
+			if !errors.Is(err, payload.ErrDuplicateKey) || !errors.Is(err, delivery.ErrMalformed) {
 				t.Fatalf("err %v, want ErrDuplicateKey", err)
 			}
 			if !strings.Contains(err.Error(), c.dup) {
@@ -65,7 +65,7 @@ func TestUniqueKeys(t *testing.T) {
 			}
 		})
 	}
-	if err := payload.UniqueKeys([]byte(`{"a":`), exact); !errors.Is(err, provider.ErrMalformed) || errors.Is(err, payload.ErrDuplicateKey) {
+	if err := payload.UniqueKeys([]byte(`{"a":`), exact); !errors.Is(err, delivery.ErrMalformed) || errors.Is(err, payload.ErrDuplicateKey) {
 		t.Errorf("invalid JSON: %v", err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Object is one decoded JSON object plus its path from the payload root, so
@@ -37,14 +37,14 @@ func DecodeObject(raw []byte) (Object, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return Object{}, fmt.Errorf("%w: invalid JSON: %v", provider.ErrMalformed, err)
+		return Object{}, fmt.Errorf("%w: invalid JSON: %v", delivery.ErrMalformed, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Object{}, fmt.Errorf("%w: invalid JSON: data after the top-level value", provider.ErrMalformed)
+		return Object{}, fmt.Errorf("%w: invalid JSON: data after the top-level value", delivery.ErrMalformed)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return Object{}, fmt.Errorf("%w: payload is not a JSON object", provider.ErrMalformed)
+		return Object{}, fmt.Errorf("%w: payload is not a JSON object", delivery.ErrMalformed)
 	}
 	if err := UniqueKeys(raw, KeyRule{}); err != nil {
 		return Object{}, err
@@ -71,7 +71,7 @@ func (o Object) Get(field string) (any, bool) {
 }
 
 func (o Object) missing(field string) error {
-	return fmt.Errorf("%w: %s", provider.ErrMissingField, o.Name(field))
+	return fmt.Errorf("%w: %s", delivery.ErrMissingField, o.Name(field))
 }
 
 func (o Object) OptString(field string) (string, bool, error) {
@@ -81,7 +81,7 @@ func (o Object) OptString(field string) (string, bool, error) {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		return "", false, fmt.Errorf("%w: %s must be a string", provider.ErrMalformed, o.Name(field))
+		return "", false, fmt.Errorf("%w: %s must be a string", delivery.ErrMalformed, o.Name(field))
 	}
 	return s, s != "", nil
 }
@@ -101,7 +101,7 @@ func (o Object) OptObject(field string) (Object, bool, error) {
 	}
 	m, isObj := v.(map[string]any)
 	if !isObj {
-		return Object{}, false, fmt.Errorf("%w: %s must be an object", provider.ErrMalformed, o.Name(field))
+		return Object{}, false, fmt.Errorf("%w: %s must be an object", delivery.ErrMalformed, o.Name(field))
 	}
 	return Object{path: o.Name(field), m: m}, true, nil
 }
@@ -124,12 +124,12 @@ func (o Object) EachObject(field string, fn func(Object) error) error {
 	}
 	items, isList := v.([]any)
 	if !isList {
-		return fmt.Errorf("%w: %s must be a list", provider.ErrMalformed, o.Name(field))
+		return fmt.Errorf("%w: %s must be a list", delivery.ErrMalformed, o.Name(field))
 	}
 	for i, it := range items {
 		m, isObj := it.(map[string]any)
 		if !isObj {
-			return fmt.Errorf("%w: %s[%d] must be an object", provider.ErrMalformed, o.Name(field), i)
+			return fmt.Errorf("%w: %s[%d] must be an object", delivery.ErrMalformed, o.Name(field), i)
 		}
 		if err := fn(Object{path: fmt.Sprintf("%s[%d]", o.Name(field), i), m: m}); err != nil {
 			return err
@@ -145,7 +145,7 @@ func (o Object) OptBool(field string) (bool, bool, error) {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		return false, false, fmt.Errorf("%w: %s must be a boolean", provider.ErrMalformed, o.Name(field))
+		return false, false, fmt.Errorf("%w: %s must be a boolean", delivery.ErrMalformed, o.Name(field))
 	}
 	return b, true, nil
 }
@@ -160,17 +160,17 @@ func (o Object) OptInt(field string) (int64, bool, error) {
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		return 0, false, fmt.Errorf("%w: %s must be an integer number of minor units", provider.ErrInvalidAmount, o.Name(field))
+		return 0, false, fmt.Errorf("%w: %s must be an integer number of minor units", delivery.ErrInvalidAmount, o.Name(field))
 	}
 	i, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, false, fmt.Errorf("%w: %s %s overflows int64", provider.ErrInvalidAmount, o.Name(field), n)
+			return 0, false, fmt.Errorf("%w: %s %s overflows int64", delivery.ErrInvalidAmount, o.Name(field), n)
 		}
-		return 0, false, fmt.Errorf("%w: %s %s is not an integer", provider.ErrInvalidAmount, o.Name(field), n)
+		return 0, false, fmt.Errorf("%w: %s %s is not an integer", delivery.ErrInvalidAmount, o.Name(field), n)
 	}
 	if i < 0 {
-		return 0, false, fmt.Errorf("%w: %s %d is negative", provider.ErrInvalidAmount, o.Name(field), i)
+		return 0, false, fmt.Errorf("%w: %s %d is negative", delivery.ErrInvalidAmount, o.Name(field), i)
 	}
 	return i, true, nil
 }

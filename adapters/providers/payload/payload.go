@@ -1,7 +1,7 @@
 // Package payload reads the fields of provider webhook bodies for the
 // adapters under adapters/providers. Every wrong shape becomes one of the
-// provider errors the HTTP layer answers with 400 (provider.ErrMalformed,
-// provider.ErrMissingField, provider.ErrInvalidAmount,
+// provider errors the HTTP layer answers with 400 (delivery.ErrMalformed,
+// delivery.ErrMissingField, delivery.ErrInvalidAmount,
 // money.ErrUnknownCurrency), naming the field by its path from the payload
 // root ("data.object.amount"), so a sender can tell what to fix.
 package payload
@@ -14,8 +14,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // DecodeBody decodes raw, which must be exactly one JSON value, into v (a
@@ -25,10 +25,10 @@ import (
 func DecodeBody(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: body: %v", provider.ErrMalformed, err)
+		return fmt.Errorf("%w: body: %v", delivery.ErrMalformed, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: body: data after the JSON value", provider.ErrMalformed)
+		return fmt.Errorf("%w: body: data after the JSON value", delivery.ErrMalformed)
 	}
 	return UniqueKeys(raw, KeyRule{Fold: true})
 }
@@ -39,10 +39,10 @@ func DecodeBody(raw []byte, v any) error {
 // already, with the rest of the body).
 func DecodeMember(raw json.RawMessage, v any, field string) error {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		return fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: %s: %v", provider.ErrMalformed, field, err)
+		return fmt.Errorf("%w: %s: %v", delivery.ErrMalformed, field, err)
 	}
 	return uniqueKeys(raw, field, KeyRule{Fold: true})
 }
@@ -50,11 +50,11 @@ func DecodeMember(raw json.RawMessage, v any, field string) error {
 // RFC3339 reads the required time field, sent as text s, in UTC.
 func RFC3339(field, s string) (time.Time, error) {
 	if s == "" {
-		return time.Time{}, fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		return time.Time{}, fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s %q is not RFC 3339", provider.ErrMalformed, field, s)
+		return time.Time{}, fmt.Errorf("%w: %s %q is not RFC 3339", delivery.ErrMalformed, field, s)
 	}
 	return t.UTC(), nil
 }
@@ -62,7 +62,7 @@ func RFC3339(field, s string) (time.Time, error) {
 // Currency reads the required currency field, sent as the code s.
 func Currency(field, s string) (money.Currency, error) {
 	if s == "" {
-		return "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		return "", fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	c, err := money.ParseCurrency(s)
 	if err != nil {
@@ -88,14 +88,14 @@ func (d Decimal) Parse(field string) (int64, money.Currency, error) {
 	}
 	name := field + "." + d.ValueKey
 	if d.Value == "" {
-		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, name)
+		return 0, "", fmt.Errorf("%w: %s", delivery.ErrMissingField, name)
 	}
 	v, err := money.ParseMajor(d.Value, cur)
 	if err != nil {
-		return 0, "", fmt.Errorf("%w: %s: %w", provider.ErrInvalidAmount, name, err)
+		return 0, "", fmt.Errorf("%w: %s: %w", delivery.ErrInvalidAmount, name, err)
 	}
 	if v < 0 {
-		return 0, "", fmt.Errorf("%w: %s %q is negative", provider.ErrInvalidAmount, name, d.Value)
+		return 0, "", fmt.Errorf("%w: %s %q is negative", delivery.ErrInvalidAmount, name, d.Value)
 	}
 	return v, cur, nil
 }

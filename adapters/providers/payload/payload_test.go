@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Every error wraps the sentinel the HTTP layer maps to 400 and names the
@@ -40,16 +40,16 @@ func TestErrorsNameTheField(t *testing.T) {
 		target error
 		field  string
 	}{
-		{missing, provider.ErrMissingField, "data.nope"},
-		{negative, provider.ErrInvalidAmount, "data.amount"},
+		{missing, delivery.ErrMissingField, "data.nope"},
+		{negative, delivery.ErrInvalidAmount, "data.amount"},
 		{currency, money.ErrUnknownCurrency, "data.cur"},
-		{notBool, provider.ErrMalformed, "data.flag"},
-		{listErr, provider.ErrMalformed, "data.list[0].id"},
-		{decimal, provider.ErrInvalidAmount, "resource.amount.value"},
-		{rfc, provider.ErrMalformed, "created_at"},
-		{member, provider.ErrMalformed, "resource"},
-		{payload.DecodeBody([]byte(`{} {}`), &v), provider.ErrMalformed, "body"},
-		{payload.DecodeMember([]byte(`null`), &v, "notification"), provider.ErrMissingField, "notification"},
+		{notBool, delivery.ErrMalformed, "data.flag"},
+		{listErr, delivery.ErrMalformed, "data.list[0].id"},
+		{decimal, delivery.ErrInvalidAmount, "resource.amount.value"},
+		{rfc, delivery.ErrMalformed, "created_at"},
+		{member, delivery.ErrMalformed, "resource"},
+		{payload.DecodeBody([]byte(`{} {}`), &v), delivery.ErrMalformed, "body"},
+		{payload.DecodeMember([]byte(`null`), &v, "notification"), delivery.ErrMissingField, "notification"},
 	} {
 		if !errors.Is(c.err, c.target) || !strings.Contains(fmtErr(c.err), c.field) {
 			t.Errorf("err %v, want %v naming %s", c.err, c.target, c.field)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 type envelope struct {
@@ -56,22 +56,22 @@ type disputeResource struct {
 }
 
 // normalize maps one verified PayPal event.
-func normalize(raw []byte) (provider.Event, error) {
+func normalize(raw []byte) (delivery.Event, error) {
 	var env envelope
 	if err := payload.DecodeBody(raw, &env); err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	if env.ID == "" {
-		return provider.Event{}, fmt.Errorf("%w: id", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: id", delivery.ErrMissingField)
 	}
 	if env.EventType == "" {
-		return provider.Event{}, fmt.Errorf("%w: event_type", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: event_type", delivery.ErrMissingField)
 	}
 	at, err := payload.RFC3339("create_time", env.CreateTime)
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
-	ev := provider.Event{
+	ev := delivery.Event{
 		Provider:    Name,
 		DedupKey:    env.ID,
 		Type:        env.EventType,
@@ -83,28 +83,28 @@ func normalize(raw []byte) (provider.Event, error) {
 	case "PAYMENT.CAPTURE.COMPLETED", "PAYMENT.CAPTURE.DENIED", "PAYMENT.CAPTURE.REFUNDED", "PAYMENT.CAPTURE.REVERSED":
 		var res paymentResource
 		if err := payload.DecodeMember(env.Resource, &res, "resource"); err != nil {
-			return provider.Event{}, err
+			return delivery.Event{}, err
 		}
 		if res.ID == "" {
-			return provider.Event{}, fmt.Errorf("%w: resource.id", provider.ErrMissingField)
+			return delivery.Event{}, fmt.Errorf("%w: resource.id", delivery.ErrMissingField)
 		}
 		err = paymentEvent(&ev, env.EventType, res)
 	case "CUSTOMER.DISPUTE.CREATED", "CUSTOMER.DISPUTE.RESOLVED":
 		var res disputeResource
 		if err := payload.DecodeMember(env.Resource, &res, "resource"); err != nil {
-			return provider.Event{}, err
+			return delivery.Event{}, err
 		}
 		err = disputeEvent(&ev, env.EventType, res)
 	default:
 		// not handled: ignored, raw kept in the inbox
 	}
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	return ev, nil
 }
 
-func paymentEvent(ev *provider.Event, typ string, res paymentResource) error {
+func paymentEvent(ev *delivery.Event, typ string, res paymentResource) error {
 	switch typ {
 	case "PAYMENT.CAPTURE.COMPLETED":
 		ev.PaymentKey = res.ID
@@ -120,30 +120,30 @@ func paymentEvent(ev *provider.Event, typ string, res paymentResource) error {
 			}
 			if fcur != cur {
 				return fmt.Errorf("%w: resource.seller_receivable_breakdown.paypal_fee is in %s, the capture in %s",
-					provider.ErrInvalidAmount, fcur, cur)
+					delivery.ErrInvalidAmount, fcur, cur)
 			}
 			fee = f
 		}
-		ev.Facts = []provider.Fact{{Kind: provider.KindCaptured, BusinessID: res.ID, Amount: amt, Fee: fee, Currency: cur}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: res.ID, Amount: amt, Fee: fee, Currency: cur}}
 	case "PAYMENT.CAPTURE.DENIED":
 		ev.PaymentKey = res.ID
-		f := provider.Fact{Kind: provider.KindFailed}
+		f := delivery.Fact{Kind: delivery.KindFailed}
 		if res.StatusDetails != nil {
 			f.Reason = res.StatusDetails.Reason
 		}
-		ev.Facts = []provider.Fact{f}
+		ev.Facts = []delivery.Fact{f}
 	case "PAYMENT.CAPTURE.REFUNDED":
 		capID := upCaptureID(res.Links)
 		if capID == "" {
-			return fmt.Errorf("%w: resource.links: no \"up\" link to the refunded capture", provider.ErrMissingField)
+			return fmt.Errorf("%w: resource.links: no \"up\" link to the refunded capture", delivery.ErrMissingField)
 		}
 		ev.PaymentKey = capID
-		var kind provider.Kind
+		var kind delivery.Kind
 		switch strings.ToUpper(res.Status) {
 		case "", "COMPLETED":
-			kind = provider.KindRefunded
+			kind = delivery.KindRefunded
 		case "FAILED", "CANCELLED":
-			kind = provider.KindRefundFailed
+			kind = delivery.KindRefundFailed
 		default: // PENDING: not money yet
 			return nil
 		}
@@ -151,7 +151,7 @@ func paymentEvent(ev *provider.Event, typ string, res paymentResource) error {
 		if err != nil {
 			return err
 		}
-		ev.Facts = []provider.Fact{{Kind: kind, BusinessID: res.ID, Amount: amt, Currency: cur}}
+		ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: res.ID, Amount: amt, Currency: cur}}
 	case "PAYMENT.CAPTURE.REVERSED":
 		// No facts (see the package doc); the key is only best effort.
 		ev.PaymentKey = upCaptureID(res.Links)
@@ -162,26 +162,26 @@ func paymentEvent(ev *provider.Event, typ string, res paymentResource) error {
 	return nil
 }
 
-func disputeEvent(ev *provider.Event, typ string, res disputeResource) error {
+func disputeEvent(ev *delivery.Event, typ string, res disputeResource) error {
 	if res.DisputeID == "" {
-		return fmt.Errorf("%w: resource.dispute_id", provider.ErrMissingField)
+		return fmt.Errorf("%w: resource.dispute_id", delivery.ErrMissingField)
 	}
 	if len(res.DisputedTransactions) == 0 || res.DisputedTransactions[0].SellerTransactionID == "" {
-		return fmt.Errorf("%w: resource.disputed_transactions[0].seller_transaction_id", provider.ErrMissingField)
+		return fmt.Errorf("%w: resource.disputed_transactions[0].seller_transaction_id", delivery.ErrMissingField)
 	}
 	ev.PaymentKey = res.DisputedTransactions[0].SellerTransactionID
-	var kind provider.Kind
+	var kind delivery.Kind
 	if typ == "CUSTOMER.DISPUTE.CREATED" {
-		kind = provider.KindDisputeOpened
+		kind = delivery.KindDisputeOpened
 	} else {
 		if res.DisputeOutcome == nil || res.DisputeOutcome.OutcomeCode == "" {
-			return fmt.Errorf("%w: resource.dispute_outcome.outcome_code", provider.ErrMissingField)
+			return fmt.Errorf("%w: resource.dispute_outcome.outcome_code", delivery.ErrMissingField)
 		}
 		switch res.DisputeOutcome.OutcomeCode {
 		case "RESOLVED_BUYER_FAVOUR", "ACCEPTED":
-			kind = provider.KindDisputeLost
+			kind = delivery.KindDisputeLost
 		case "RESOLVED_SELLER_FAVOUR", "CANCELED_BY_BUYER", "DENIED", "RESOLVED_WITH_PAYOUT":
-			kind = provider.KindDisputeWon
+			kind = delivery.KindDisputeWon
 		default:
 			return nil // an outcome we cannot read as won or lost: recorded, posts nothing
 		}
@@ -190,14 +190,14 @@ func disputeEvent(ev *provider.Event, typ string, res disputeResource) error {
 	if err != nil {
 		return err
 	}
-	ev.Facts = []provider.Fact{{Kind: kind, BusinessID: res.DisputeID, Amount: amt, Currency: cur, Reason: res.Reason}}
+	ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: res.DisputeID, Amount: amt, Currency: cur, Reason: res.Reason}}
 	return nil
 }
 
 // parseAmount converts a PayPal money object (decimal major units) exactly.
 func parseAmount(a *amountT, field string) (int64, money.Currency, error) {
 	if a == nil {
-		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		return 0, "", fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	return payload.Decimal{ValueKey: "value", Value: a.Value, CurrencyKey: "currency_code", Currency: a.CurrencyCode}.Parse(field)
 }

@@ -1,5 +1,5 @@
 // Package paypal verifies PayPal REST webhooks and normalizes them into
-// provider.Events.
+// delivery.Events.
 //
 // Verification is offline, on the raw bytes. PayPal signs
 // transmission_id|transmission_time|webhook_id|crc32(body) (CRC-32 IEEE as an
@@ -67,7 +67,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Name is the provider name in URLs, stream ids and the inbox.
@@ -142,7 +142,7 @@ func New(webhookID string, certsPEM [][]byte, tolerance time.Duration) (*Adapter
 func (a *Adapter) Name() string { return Name }
 
 // Parse implements providers.Adapter: verify, then normalize one event.
-func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 	if err := a.verify(r.Header, r.Body, r.ReceivedAt()); err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 const webhookID = "1JE4291016473214C"
@@ -88,21 +88,21 @@ func TestParseSamples(t *testing.T) {
 	a := adapter(t, s[0].certPEM)
 	cases := []struct {
 		file, dedup, typ, key string
-		facts                 []provider.Fact
+		facts                 []delivery.Fact
 	}{
 		{"capture_completed.json", "WH-2WR32451HC0233532-67976317FL4543714", "PAYMENT.CAPTURE.COMPLETED", "42311647XV020574X",
-			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: "42311647XV020574X", Amount: 1000, Fee: 79, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "42311647XV020574X", Amount: 1000, Fee: 79, Currency: "USD"}}},
 		{"capture_denied.json", "WH-4SW78779LY2325805-07E03580SX1414828", "PAYMENT.CAPTURE.DENIED", "7NW873794T343360M",
-			[]provider.Fact{{Kind: provider.KindFailed, Reason: "BUYER_COMPLAINT"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "BUYER_COMPLAINT"}}},
 		{"capture_refunded.json", "WH-1GE84257G0350133W-6RW800890C634293G", "PAYMENT.CAPTURE.REFUNDED", "42311647XV020574X",
-			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: "1Y107995YT783435V", Amount: 250, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "1Y107995YT783435V", Amount: 250, Currency: "USD"}}},
 		{"capture_reversed.json", "WH-6F207351SC284371F-0KX52201050121307", "PAYMENT.CAPTURE.REVERSED", "42311647XV020574X", nil},
 		{"dispute_created.json", "WH-4M0448861G563140B-9EX36365822141321", "CUSTOMER.DISPUTE.CREATED", "42311647XV020574X",
-			[]provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
 		{"dispute_resolved_buyer.json", "WH-7RY33312CM887224F-2JH03487VM7001928", "CUSTOMER.DISPUTE.RESOLVED", "42311647XV020574X",
-			[]provider.Fact{{Kind: provider.KindDisputeLost, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeLost, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
 		{"dispute_resolved_seller.json", "WH-0Y1427016C839054U-6D245713ST532084V", "CUSTOMER.DISPUTE.RESOLVED", "42311647XV020574X",
-			[]provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
 		{"checkout_order_approved.json", "WH-COC11055RA711503B-4YM959094A144403T", "CHECKOUT.ORDER.APPROVED", "", nil},
 	}
 	for _, c := range cases {
@@ -241,20 +241,20 @@ func TestNormalizationErrors(t *testing.T) {
 		target error
 		field  string
 	}{
-		{"excess decimals", edit("capture_completed.json", `"value": "10.00"`, `"value": "10.001"`), provider.ErrInvalidAmount, "resource.amount.value"},
-		{"float-like", edit("capture_completed.json", `"value": "10.00"`, `"value": "1e3"`), provider.ErrInvalidAmount, "resource.amount.value"},
-		{"negative", edit("capture_completed.json", `"value": "10.00"`, `"value": "-10.00"`), provider.ErrInvalidAmount, "resource.amount.value"},
+		{"excess decimals", edit("capture_completed.json", `"value": "10.00"`, `"value": "10.001"`), delivery.ErrInvalidAmount, "resource.amount.value"},
+		{"float-like", edit("capture_completed.json", `"value": "10.00"`, `"value": "1e3"`), delivery.ErrInvalidAmount, "resource.amount.value"},
+		{"negative", edit("capture_completed.json", `"value": "10.00"`, `"value": "-10.00"`), delivery.ErrInvalidAmount, "resource.amount.value"},
 		{"unknown currency", edit("capture_completed.json", `"currency_code": "USD",`, `"currency_code": "ZZZ",`), money.ErrUnknownCurrency, "resource.amount.currency_code"},
-		{"fee currency", edit("capture_completed.json", `"paypal_fee": {"currency_code": "USD"`, `"paypal_fee": {"currency_code": "EUR"`), provider.ErrInvalidAmount, "paypal_fee"},
-		{"fee over amount", edit("capture_completed.json", `"value": "0.79"`, `"value": "10.79"`), provider.ErrInvalidAmount, "fee"},
-		{"refund without up link", edit("capture_refunded.json", `"rel": "up"`, `"rel": "related"`), provider.ErrMissingField, "resource.links"},
-		{"dispute without transaction", edit("dispute_created.json", `"seller_transaction_id": "42311647XV020574X",`, ``), provider.ErrMissingField, "seller_transaction_id"},
-		{"dispute without id", edit("dispute_created.json", `"dispute_id": "PP-D-27803",`, ``), provider.ErrMissingField, "resource.dispute_id"},
-		{"resolved without outcome", edit("dispute_resolved_seller.json", `"dispute_outcome": {"outcome_code": "RESOLVED_SELLER_FAVOUR"},`, ``), provider.ErrMissingField, "outcome_code"},
-		{"missing id", edit("capture_completed.json", `"id": "WH-2WR32451HC0233532-67976317FL4543714",`, ``), provider.ErrMissingField, "id"},
-		{"bad create_time", edit("capture_completed.json", `"create_time": "2026-11-29T10:00:07.940Z"`, `"create_time": "today"`), provider.ErrMalformed, "create_time"},
-		{"resource wrong type", edit("capture_completed.json", `"resource": {`, `"resource": [1], "x": {`), provider.ErrMalformed, "resource"},
-		{"not json", []byte(`{"id": "WH-1"`), provider.ErrMalformed, "body"},
+		{"fee currency", edit("capture_completed.json", `"paypal_fee": {"currency_code": "USD"`, `"paypal_fee": {"currency_code": "EUR"`), delivery.ErrInvalidAmount, "paypal_fee"},
+		{"fee over amount", edit("capture_completed.json", `"value": "0.79"`, `"value": "10.79"`), delivery.ErrInvalidAmount, "fee"},
+		{"refund without up link", edit("capture_refunded.json", `"rel": "up"`, `"rel": "related"`), delivery.ErrMissingField, "resource.links"},
+		{"dispute without transaction", edit("dispute_created.json", `"seller_transaction_id": "42311647XV020574X",`, ``), delivery.ErrMissingField, "seller_transaction_id"},
+		{"dispute without id", edit("dispute_created.json", `"dispute_id": "PP-D-27803",`, ``), delivery.ErrMissingField, "resource.dispute_id"},
+		{"resolved without outcome", edit("dispute_resolved_seller.json", `"dispute_outcome": {"outcome_code": "RESOLVED_SELLER_FAVOUR"},`, ``), delivery.ErrMissingField, "outcome_code"},
+		{"missing id", edit("capture_completed.json", `"id": "WH-2WR32451HC0233532-67976317FL4543714",`, ``), delivery.ErrMissingField, "id"},
+		{"bad create_time", edit("capture_completed.json", `"create_time": "2026-11-29T10:00:07.940Z"`, `"create_time": "today"`), delivery.ErrMalformed, "create_time"},
+		{"resource wrong type", edit("capture_completed.json", `"resource": {`, `"resource": [1], "x": {`), delivery.ErrMalformed, "resource"},
+		{"not json", []byte(`{"id": "WH-1"`), delivery.ErrMalformed, "body"},
 		{"duplicate key", edit("capture_completed.json", `"value": "10.00"`, `"value": "1.00", "value": "10.00"`), payload.ErrDuplicateKey, "resource.amount.value"},
 		{"duplicate key in another case", edit("capture_completed.json", `"event_type": "`, `"Event_Type": "PAYMENT.CAPTURE.DENIED", "event_type": "`), payload.ErrDuplicateKey, "event_type"},
 	}
@@ -267,13 +267,13 @@ func TestNormalizationErrors(t *testing.T) {
 func TestRefundStatuses(t *testing.T) {
 	s := testSigners(t)
 	a := adapter(t, s[0].certPEM)
-	for status, want := range map[string]provider.Kind{"PENDING": "", "FAILED": provider.KindRefundFailed, "CANCELLED": provider.KindRefundFailed} {
+	for status, want := range map[string]delivery.Kind{"PENDING": "", "FAILED": delivery.KindRefundFailed, "CANCELLED": delivery.KindRefundFailed} {
 		body := []byte(strings.Replace(string(providertest.Fixture(t, "capture_refunded.json")), `"status": "COMPLETED"`, `"status": "`+status+`"`, 1))
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
 		if err != nil {
 			t.Fatal(status, err)
 		}
-		var got provider.Kind
+		var got delivery.Kind
 		if len(evs[0].Facts) > 0 {
 			got = evs[0].Facts[0].Kind
 		}

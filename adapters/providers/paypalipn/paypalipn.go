@@ -56,16 +56,16 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Name is the provider name in URLs, stream ids and the inbox.
 const Name = "paypal-ipn"
 
 // ErrUnknownReceiver: the message is addressed to a receiver_email that is not
-// configured. It is a 400-class error (it wraps provider.ErrMalformed).
-var ErrUnknownReceiver = fmt.Errorf("%w: receiver_email is not a configured receiver", provider.ErrMalformed)
+// configured. It is a 400-class error (it wraps delivery.ErrMalformed).
+var ErrUnknownReceiver = fmt.Errorf("%w: receiver_email is not a configured receiver", delivery.ErrMalformed)
 
 // Adapter normalizes IPN messages. Safe for concurrent use.
 type Adapter struct {
@@ -95,7 +95,7 @@ func (a *Adapter) Name() string { return Name }
 // Parse implements providers.Adapter. It does not verify (IPN has no
 // signature): the event it returns must be held until Verifier.Verify says
 // VERIFIED.
-func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 	return providers.Single(a.normalize(r.Body, r.ReceivedAt()))
 }
 
@@ -115,7 +115,7 @@ func (f form) get(field string) (string, error) {
 	}
 	s, err := decodeCharset(vals[0], f.charset)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", provider.ErrMalformed, field, err)
+		return "", fmt.Errorf("%w: %s: %v", delivery.ErrMalformed, field, err)
 	}
 	return strings.TrimSpace(s), nil
 }
@@ -123,46 +123,46 @@ func (f form) get(field string) (string, error) {
 func (f form) require(field string) (string, error) {
 	s, err := f.get(field)
 	if err == nil && s == "" {
-		err = fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		err = fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	return s, err
 }
 
-func (a *Adapter) normalize(raw []byte, now time.Time) (provider.Event, error) {
+func (a *Adapter) normalize(raw []byte, now time.Time) (delivery.Event, error) {
 	if !isASCII(raw) {
 		// A form body is percent-encoded; raw non-ASCII bytes mean it is not.
-		return provider.Event{}, fmt.Errorf("%w: body is not application/x-www-form-urlencoded (raw non-ASCII bytes)", provider.ErrMalformed)
+		return delivery.Event{}, fmt.Errorf("%w: body is not application/x-www-form-urlencoded (raw non-ASCII bytes)", delivery.ErrMalformed)
 	}
 	vals, err := url.ParseQuery(string(raw))
 	if err != nil {
-		return provider.Event{}, fmt.Errorf("%w: body is not a valid form: %v", provider.ErrMalformed, err)
+		return delivery.Event{}, fmt.Errorf("%w: body is not a valid form: %v", delivery.ErrMalformed, err)
 	}
 	if err := singleValued(vals); err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	f := form{v: vals}
 	cs, err := f.get("charset") // ASCII by nature; read before it applies
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	f.charset = cs
 
 	receiver, err := f.require("receiver_email")
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	if !a.receivers[strings.ToLower(receiver)] {
-		return provider.Event{}, fmt.Errorf("%w: %q", ErrUnknownReceiver, receiver)
+		return delivery.Event{}, fmt.Errorf("%w: %q", ErrUnknownReceiver, receiver)
 	}
 	fields := map[string]string{}
 	for _, name := range []string{"txn_id", "parent_txn_id", "payment_status", "txn_type", "case_id", "ipn_track_id", "payment_date", "mc_gross", "mc_fee", "mc_currency", "pending_reason", "reason_code"} {
 		if fields[name], err = f.get(name); err != nil {
-			return provider.Event{}, err
+			return delivery.Event{}, err
 		}
 	}
 	txn, parent, status := fields["txn_id"], fields["parent_txn_id"], fields["payment_status"]
 
-	ev := provider.Event{
+	ev := delivery.Event{
 		Provider:    Name,
 		Type:        status,
 		PayloadHash: providers.PayloadHash(raw),
@@ -192,23 +192,23 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (provider.Event, error) {
 		ev.PaymentKey = parent
 	}
 
-	var kind provider.Kind
+	var kind delivery.Kind
 	switch status {
 	case "Completed":
-		kind = provider.KindCaptured
+		kind = delivery.KindCaptured
 		ev.PaymentKey = txn
 	case "Pending":
-		kind = provider.KindAuthorized
+		kind = delivery.KindAuthorized
 	case "Refunded":
-		kind = provider.KindRefunded
+		kind = delivery.KindRefunded
 	case "Reversed":
-		kind = provider.KindDisputeOpened
+		kind = delivery.KindDisputeOpened
 	case "Canceled_Reversal":
-		kind = provider.KindDisputeWon
+		kind = delivery.KindDisputeWon
 	case "Denied", "Failed":
-		kind = provider.KindFailed
+		kind = delivery.KindFailed
 	case "Voided", "Expired":
-		kind = provider.KindCanceled
+		kind = delivery.KindCanceled
 	}
 	if kind == "" || txn == "" {
 		// No facts: the occurrence time is best effort.
@@ -222,47 +222,47 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (provider.Event, error) {
 	}
 
 	if fields["payment_date"] == "" {
-		return provider.Event{}, fmt.Errorf("%w: payment_date", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: payment_date", delivery.ErrMissingField)
 	}
 	if ev.OccurredAt, err = parsePaymentDate(fields["payment_date"]); err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
-	fact := provider.Fact{Kind: kind}
+	fact := delivery.Fact{Kind: kind}
 	switch kind {
-	case provider.KindFailed, provider.KindCanceled:
+	case delivery.KindFailed, delivery.KindCanceled:
 		fact.Reason = status
-		ev.Facts = []provider.Fact{fact}
+		ev.Facts = []delivery.Fact{fact}
 		return ev, nil
-	case provider.KindAuthorized:
+	case delivery.KindAuthorized:
 		fact.Reason = fields["pending_reason"]
 	}
 	if fact.Currency, err = payload.Currency("mc_currency", fields["mc_currency"]); err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	if fact.Amount, err = amount(fields["mc_gross"], "mc_gross", fact.Currency, true); err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	switch kind {
-	case provider.KindCaptured:
+	case delivery.KindCaptured:
 		fact.BusinessID = txn
 		if fields["mc_fee"] != "" {
 			if fact.Fee, err = amount(fields["mc_fee"], "mc_fee", fact.Currency, false); err != nil {
-				return provider.Event{}, err
+				return delivery.Event{}, err
 			}
 		}
-	case provider.KindRefunded:
+	case delivery.KindRefunded:
 		if parent == "" {
-			return provider.Event{}, fmt.Errorf("%w: parent_txn_id (the refunded payment)", provider.ErrMissingField)
+			return delivery.Event{}, fmt.Errorf("%w: parent_txn_id (the refunded payment)", delivery.ErrMissingField)
 		}
 		fact.BusinessID = txn
-	case provider.KindDisputeOpened, provider.KindDisputeWon:
+	case delivery.KindDisputeOpened, delivery.KindDisputeWon:
 		if parent == "" {
-			return provider.Event{}, fmt.Errorf("%w: parent_txn_id (the reversed payment)", provider.ErrMissingField)
+			return delivery.Event{}, fmt.Errorf("%w: parent_txn_id (the reversed payment)", delivery.ErrMissingField)
 		}
 		fact.BusinessID = "reversal-" + parent
 		fact.Reason = fields["reason_code"]
 	}
-	ev.Facts = []provider.Fact{fact}
+	ev.Facts = []delivery.Fact{fact}
 	return ev, nil
 }
 
@@ -272,17 +272,17 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (provider.Event, error) {
 func amount(s, field string, c money.Currency, required bool) (int64, error) {
 	if s == "" {
 		if required {
-			return 0, fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+			return 0, fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 		}
 		return 0, nil
 	}
 	v, err := money.ParseMajor(s, c)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %w", provider.ErrInvalidAmount, field, err)
+		return 0, fmt.Errorf("%w: %s: %w", delivery.ErrInvalidAmount, field, err)
 	}
 	if v < 0 {
 		if v == -v { // MinInt64 has no magnitude in int64
-			return 0, fmt.Errorf("%w: %s %q is out of range", provider.ErrInvalidAmount, field, s)
+			return 0, fmt.Errorf("%w: %s %q is out of range", delivery.ErrInvalidAmount, field, s)
 		}
 		v = -v
 	}
@@ -295,15 +295,15 @@ var zoneOffsets = map[string]int{"PST": -8 * 3600, "PDT": -7 * 3600, "GMT": 0, "
 func parsePaymentDate(s string) (time.Time, error) {
 	i := strings.LastIndexByte(s, ' ')
 	if i < 0 {
-		return time.Time{}, fmt.Errorf("%w: payment_date %q has no time zone", provider.ErrMalformed, s)
+		return time.Time{}, fmt.Errorf("%w: payment_date %q has no time zone", delivery.ErrMalformed, s)
 	}
 	off, ok := zoneOffsets[strings.ToUpper(s[i+1:])]
 	if !ok {
-		return time.Time{}, fmt.Errorf("%w: payment_date %q: unknown time zone %q", provider.ErrMalformed, s, s[i+1:])
+		return time.Time{}, fmt.Errorf("%w: payment_date %q: unknown time zone %q", delivery.ErrMalformed, s, s[i+1:])
 	}
 	t, err := time.ParseInLocation("15:04:05 Jan 2, 2006", strings.Join(strings.Fields(s[:i]), " "), time.FixedZone(s[i+1:], off))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: payment_date %q is not \"HH:MM:SS Mon DD, YYYY PST\"", provider.ErrMalformed, s)
+		return time.Time{}, fmt.Errorf("%w: payment_date %q is not \"HH:MM:SS Mon DD, YYYY PST\"", delivery.ErrMalformed, s)
 	}
 	return t.UTC(), nil
 }
@@ -326,7 +326,7 @@ func singleValued(vals url.Values) error {
 		return nil
 	}
 	slices.Sort(repeated)
-	return fmt.Errorf("%w: field %q is sent %d times", provider.ErrMalformed, repeated[0], len(vals[repeated[0]]))
+	return fmt.Errorf("%w: field %q is sent %d times", delivery.ErrMalformed, repeated[0], len(vals[repeated[0]]))
 }
 
 func isASCII[T string | []byte](b T) bool {

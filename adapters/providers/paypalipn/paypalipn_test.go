@@ -13,8 +13,8 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 const receiver = "seller@onceledger.example"
@@ -30,7 +30,7 @@ func mustNew(t testing.TB, emails ...string) *Adapter {
 	return a
 }
 
-func parse(a *Adapter, body []byte) ([]provider.Event, error) {
+func parse(a *Adapter, body []byte) ([]delivery.Event, error) {
 	return a.Parse(providers.Request{Body: body, Now: now})
 }
 
@@ -40,20 +40,20 @@ func TestParseSamples(t *testing.T) {
 	cases := []struct {
 		file, dedup, typ, key string
 		at                    time.Time
-		facts                 []provider.Fact
+		facts                 []delivery.Fact
 	}{
 		{"completed.txt", pay + ":Completed", "Completed", pay, time.Date(2026, 1, 14, 4, 12, 59, 0, time.UTC),
-			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: pay, Amount: 1995, Fee: 88, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: pay, Amount: 1995, Fee: 88, Currency: "USD"}}},
 		{"refunded.txt", "4L103957RN0548412:Refunded", "Refunded", pay, time.Date(2026, 1, 15, 17, 15, 2, 0, time.UTC),
-			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: "4L103957RN0548412", Amount: 500, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "4L103957RN0548412", Amount: 500, Currency: "USD"}}},
 		{"reversed.txt", "8BA40285PP9182419:Reversed", "Reversed", pay, time.Date(2026, 7, 1, 18, 0, 0, 0, time.UTC),
-			[]provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "reversal-" + pay, Amount: 1995, Currency: "USD", Reason: "chargeback"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "reversal-" + pay, Amount: 1995, Currency: "USD", Reason: "chargeback"}}},
 		{"canceled_reversal.txt", "3GF57912KM1230717:Canceled_Reversal", "Canceled_Reversal", pay, time.Date(2026, 7, 20, 17, 30, 0, 0, time.UTC),
-			[]provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "reversal-" + pay, Amount: 1995, Currency: "USD", Reason: "other"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "reversal-" + pay, Amount: 1995, Currency: "USD", Reason: "other"}}},
 		{"pending_authorization.txt", "5HX63217YB0841931:Pending", "Pending", "5HX63217YB0841931", time.Date(2026, 11, 29, 7, 59, 59, 0, time.UTC),
-			[]provider.Fact{{Kind: provider.KindAuthorized, Amount: 4200, Currency: "EUR", Reason: "authorization"}}},
+			[]delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 4200, Currency: "EUR", Reason: "authorization"}}},
 		{"denied_windows1252.txt", "9KD59622XT1948720:Denied", "Denied", "9KD59622XT1948720", time.Date(2026, 11, 1, 9, 30, 0, 0, time.UTC),
-			[]provider.Fact{{Kind: provider.KindFailed, Reason: "Denied"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "Denied"}}},
 		{"new_case.txt", pay + ":new_case:PP-D-1234", "new_case", pay, time.Date(2026, 7, 1, 15, 0, 0, 0, time.UTC), nil},
 	}
 	for _, c := range cases {
@@ -109,7 +109,7 @@ func TestThreeIdenticalIPNsShareOneKey(t *testing.T) {
 
 func TestReceiverEmail(t *testing.T) {
 	body := providertest.Fixture(t, "completed.txt")
-	if _, err := parse(mustNew(t, "other@onceledger.example"), body); !errors.Is(err, ErrUnknownReceiver) || !errors.Is(err, provider.ErrMalformed) {
+	if _, err := parse(mustNew(t, "other@onceledger.example"), body); !errors.Is(err, ErrUnknownReceiver) || !errors.Is(err, delivery.ErrMalformed) {
 		t.Fatalf("unknown receiver: err %v, want ErrUnknownReceiver (400-class)", err)
 	}
 	// Case-insensitive: pending_authorization.txt says Seller@OnceLedger.example.
@@ -117,7 +117,7 @@ func TestReceiverEmail(t *testing.T) {
 		t.Fatalf("case-insensitive receiver: %v", err)
 	}
 	noReceiver := strings.Replace(string(body), "receiver_email=seller%40onceledger.example&", "", 1)
-	if _, err := parse(mustNew(t, receiver), []byte(noReceiver)); !errors.Is(err, provider.ErrMissingField) {
+	if _, err := parse(mustNew(t, receiver), []byte(noReceiver)); !errors.Is(err, delivery.ErrMissingField) {
 		t.Fatalf("missing receiver: %v", err)
 	}
 	// A receiver in windows-1252 is decoded before comparing.
@@ -164,7 +164,7 @@ func TestPaymentDate(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "20:12:59 Jan 13, 2026", "20:12:59 Jan 13, 2026 CET", "2026-01-13T20:12:59Z PST", "25:00:00 Jan 13, 2026 PST"} {
-		if _, err := parsePaymentDate(in); !errors.Is(err, provider.ErrMalformed) {
+		if _, err := parsePaymentDate(in); !errors.Is(err, delivery.ErrMalformed) {
 			t.Errorf("%q accepted (err %v)", in, err)
 		}
 	}
@@ -179,25 +179,25 @@ func TestNormalizationErrors(t *testing.T) {
 		target error
 		field  string
 	}{
-		{"excess decimals", edit("completed.txt", "mc_gross=19.95", "mc_gross=19.955"), provider.ErrInvalidAmount, "mc_gross"},
-		{"comma decimal", edit("completed.txt", "mc_gross=19.95", "mc_gross=19%2C95"), provider.ErrInvalidAmount, "mc_gross"},
-		{"jpy decimals", edit("completed.txt", "mc_currency=USD", "mc_currency=JPY"), provider.ErrInvalidAmount, "mc_gross"},
+		{"excess decimals", edit("completed.txt", "mc_gross=19.95", "mc_gross=19.955"), delivery.ErrInvalidAmount, "mc_gross"},
+		{"comma decimal", edit("completed.txt", "mc_gross=19.95", "mc_gross=19%2C95"), delivery.ErrInvalidAmount, "mc_gross"},
+		{"jpy decimals", edit("completed.txt", "mc_currency=USD", "mc_currency=JPY"), delivery.ErrInvalidAmount, "mc_gross"},
 		{"unknown currency", edit("completed.txt", "mc_currency=USD", "mc_currency=XYZ"), money.ErrUnknownCurrency, "mc_currency"},
-		{"missing gross", edit("completed.txt", "mc_gross=19.95&", ""), provider.ErrMissingField, "mc_gross"},
-		{"fee over gross", edit("completed.txt", "mc_fee=0.88", "mc_fee=20.00"), provider.ErrInvalidAmount, "fee"},
-		{"missing date", edit("completed.txt", "payment_date=20%3A12%3A59+Jan+13%2C+2026+PST&", ""), provider.ErrMissingField, "payment_date"},
-		{"bad date", edit("completed.txt", "payment_date=20%3A12%3A59+Jan+13%2C+2026+PST", "payment_date=yesterday"), provider.ErrMalformed, "payment_date"},
-		{"refund without parent", edit("refunded.txt", "parent_txn_id=61E67681CH3238416&", ""), provider.ErrMissingField, "parent_txn_id"},
-		{"ambiguous txn_id", edit("completed.txt", "txn_id=61E67681CH3238416", "txn_id=61E67681CH3238416&txn_id=OTHER"), provider.ErrMalformed, "txn_id"},
+		{"missing gross", edit("completed.txt", "mc_gross=19.95&", ""), delivery.ErrMissingField, "mc_gross"},
+		{"fee over gross", edit("completed.txt", "mc_fee=0.88", "mc_fee=20.00"), delivery.ErrInvalidAmount, "fee"},
+		{"missing date", edit("completed.txt", "payment_date=20%3A12%3A59+Jan+13%2C+2026+PST&", ""), delivery.ErrMissingField, "payment_date"},
+		{"bad date", edit("completed.txt", "payment_date=20%3A12%3A59+Jan+13%2C+2026+PST", "payment_date=yesterday"), delivery.ErrMalformed, "payment_date"},
+		{"refund without parent", edit("refunded.txt", "parent_txn_id=61E67681CH3238416&", ""), delivery.ErrMissingField, "parent_txn_id"},
+		{"ambiguous txn_id", edit("completed.txt", "txn_id=61E67681CH3238416", "txn_id=61E67681CH3238416&txn_id=OTHER"), delivery.ErrMalformed, "txn_id"},
 		// PayPal never repeats a field: even an equal repeat is refused, and so
 		// is one of a field we do not read, or one spelled percent-encoded.
-		{"txn_id repeated, same value", edit("completed.txt", "txn_id=61E67681CH3238416", "txn_id=61E67681CH3238416&txn_id=61E67681CH3238416"), provider.ErrMalformed, `"txn_id" is sent 2 times`},
-		{"mc_gross repeated", edit("completed.txt", "mc_gross=19.95", "mc_gross=1.00&mc_gross=19.95"), provider.ErrMalformed, "mc_gross"},
-		{"unread field repeated", edit("completed.txt", "custom=order-2001", "custom=order-2001&custom=order-2002&custom=x"), provider.ErrMalformed, `"custom" is sent 3 times`},
-		{"repeat spelled percent-encoded", edit("completed.txt", "mc_gross=19.95", "mc_gross=19.95&mc%5Fgross=1.00"), provider.ErrMalformed, "mc_gross"},
-		{"empty name repeated", edit("completed.txt", "tax=0.00", "tax=0.00&=a&=b"), provider.ErrMalformed, `""`},
-		{"bad escape", edit("completed.txt", "tax=0.00", "tax=%zz"), provider.ErrMalformed, "form"},
-		{"raw non-ascii", edit("completed.txt", "first_name=Test", "first_name=Jos\xe9"), provider.ErrMalformed, "form"},
+		{"txn_id repeated, same value", edit("completed.txt", "txn_id=61E67681CH3238416", "txn_id=61E67681CH3238416&txn_id=61E67681CH3238416"), delivery.ErrMalformed, `"txn_id" is sent 2 times`},
+		{"mc_gross repeated", edit("completed.txt", "mc_gross=19.95", "mc_gross=1.00&mc_gross=19.95"), delivery.ErrMalformed, "mc_gross"},
+		{"unread field repeated", edit("completed.txt", "custom=order-2001", "custom=order-2001&custom=order-2002&custom=x"), delivery.ErrMalformed, `"custom" is sent 3 times`},
+		{"repeat spelled percent-encoded", edit("completed.txt", "mc_gross=19.95", "mc_gross=19.95&mc%5Fgross=1.00"), delivery.ErrMalformed, "mc_gross"},
+		{"empty name repeated", edit("completed.txt", "tax=0.00", "tax=0.00&=a&=b"), delivery.ErrMalformed, `""`},
+		{"bad escape", edit("completed.txt", "tax=0.00", "tax=%zz"), delivery.ErrMalformed, "form"},
+		{"raw non-ascii", edit("completed.txt", "first_name=Test", "first_name=Jos\xe9"), delivery.ErrMalformed, "form"},
 	}
 	for _, c := range cases {
 		evs, err := parse(a, c.body)

@@ -1,5 +1,5 @@
 // Package square verifies Square webhooks and normalizes them into
-// provider.Events.
+// delivery.Events.
 //
 // Square signs notification_url + body with HMAC-SHA256 keyed with the
 // subscription's signature key (the key string as is) and sends the base64
@@ -40,8 +40,8 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Name is the provider name in URLs, stream ids and the inbox.
@@ -74,7 +74,7 @@ func New(signatureKeys []string, notificationURL string) (*Adapter, error) {
 func (a *Adapter) Name() string { return Name }
 
 // Parse implements providers.Adapter: verify, then normalize one event.
-func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 	url := a.url
 	if url == "" {
 		url = r.URL
@@ -160,22 +160,22 @@ type dispute struct {
 	} `json:"disputed_payment"`
 }
 
-func normalize(raw []byte) (provider.Event, error) {
+func normalize(raw []byte) (delivery.Event, error) {
 	var env envelope
 	if err := payload.DecodeBody(raw, &env); err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	if env.EventID == "" {
-		return provider.Event{}, fmt.Errorf("%w: event_id", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: event_id", delivery.ErrMissingField)
 	}
 	if env.Type == "" {
-		return provider.Event{}, fmt.Errorf("%w: type", provider.ErrMissingField)
+		return delivery.Event{}, fmt.Errorf("%w: type", delivery.ErrMissingField)
 	}
 	at, err := payload.RFC3339("created_at", env.CreatedAt)
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
-	ev := provider.Event{
+	ev := delivery.Event{
 		Provider:    Name,
 		DedupKey:    env.EventID,
 		Type:        env.Type,
@@ -187,24 +187,24 @@ func normalize(raw []byte) (provider.Event, error) {
 	case "payment.created", "payment.updated":
 		var p payment
 		if err := object(env, "payment", &p); err != nil {
-			return provider.Event{}, err
+			return delivery.Event{}, err
 		}
 		err = paymentFacts(&ev, p)
 	case "refund.created", "refund.updated":
 		var r refund
 		if err := object(env, "refund", &r); err != nil {
-			return provider.Event{}, err
+			return delivery.Event{}, err
 		}
 		err = refundFacts(&ev, r)
 	case "dispute.created", "dispute.state.updated", "dispute.state.changed":
 		var d dispute
 		if err := object(env, "dispute", &d); err != nil {
-			return provider.Event{}, err
+			return delivery.Event{}, err
 		}
 		err = disputeFacts(&ev, d)
 	}
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	return ev, nil
 }
@@ -213,15 +213,15 @@ func normalize(raw []byte) (provider.Event, error) {
 func object(env envelope, name string, v any) error {
 	field := "data.object." + name
 	if env.Data == nil || env.Data.Object == nil {
-		return fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		return fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	return payload.DecodeMember(env.Data.Object[name], v, field)
 }
 
-func paymentFacts(ev *provider.Event, p payment) error {
+func paymentFacts(ev *delivery.Event, p payment) error {
 	const field = "data.object.payment"
 	if p.ID == "" {
-		return fmt.Errorf("%w: %s.id", provider.ErrMissingField, field)
+		return fmt.Errorf("%w: %s.id", delivery.ErrMissingField, field)
 	}
 	ev.PaymentKey = p.ID
 	switch p.Status {
@@ -238,48 +238,48 @@ func paymentFacts(ev *provider.Event, p payment) error {
 		for i, f := range p.ProcessingFee {
 			name := fmt.Sprintf("%s.processing_fee[%d].amount_money", field, i)
 			if f.AmountMoney == nil || f.AmountMoney.Amount == nil {
-				return fmt.Errorf("%w: %s", provider.ErrMissingField, name)
+				return fmt.Errorf("%w: %s", delivery.ErrMissingField, name)
 			}
 			fc, err := money.ParseCurrency(f.AmountMoney.Currency)
 			if err != nil {
 				return fmt.Errorf("%s.currency: %w", name, err)
 			}
 			if fc != cur {
-				return fmt.Errorf("%w: %s is in %s, the payment in %s", provider.ErrInvalidAmount, name, fc, cur)
+				return fmt.Errorf("%w: %s is in %s, the payment in %s", delivery.ErrInvalidAmount, name, fc, cur)
 			}
 			// Adjustments may be negative; the sum is checked by Validate.
 			fee += *f.AmountMoney.Amount
 		}
-		ev.Facts = []provider.Fact{{Kind: provider.KindCaptured, BusinessID: p.ID, Amount: amt, Fee: fee, Currency: cur}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: p.ID, Amount: amt, Fee: fee, Currency: cur}}
 	case "APPROVED":
 		amt, cur, err := parseMoney(p.AmountMoney, field+".amount_money")
 		if err != nil {
 			return err
 		}
-		ev.Facts = []provider.Fact{{Kind: provider.KindAuthorized, Amount: amt, Currency: cur}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindAuthorized, Amount: amt, Currency: cur}}
 	case "FAILED":
-		ev.Facts = []provider.Fact{{Kind: provider.KindFailed}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindFailed}}
 	case "CANCELED":
-		ev.Facts = []provider.Fact{{Kind: provider.KindCanceled}}
+		ev.Facts = []delivery.Fact{{Kind: delivery.KindCanceled}}
 	}
 	return nil
 }
 
-func refundFacts(ev *provider.Event, r refund) error {
+func refundFacts(ev *delivery.Event, r refund) error {
 	const field = "data.object.refund"
 	if r.ID == "" {
-		return fmt.Errorf("%w: %s.id", provider.ErrMissingField, field)
+		return fmt.Errorf("%w: %s.id", delivery.ErrMissingField, field)
 	}
 	if r.PaymentID == "" {
-		return fmt.Errorf("%w: %s.payment_id", provider.ErrMissingField, field)
+		return fmt.Errorf("%w: %s.payment_id", delivery.ErrMissingField, field)
 	}
 	ev.PaymentKey = r.PaymentID
-	var kind provider.Kind
+	var kind delivery.Kind
 	switch r.Status {
 	case "COMPLETED":
-		kind = provider.KindRefunded
+		kind = delivery.KindRefunded
 	case "FAILED", "REJECTED":
-		kind = provider.KindRefundFailed
+		kind = delivery.KindRefundFailed
 	default:
 		return nil // PENDING: no money moved yet
 	}
@@ -287,35 +287,35 @@ func refundFacts(ev *provider.Event, r refund) error {
 	if err != nil {
 		return err
 	}
-	f := provider.Fact{Kind: kind, BusinessID: r.ID, Amount: amt, Currency: cur}
-	if kind == provider.KindRefundFailed {
+	f := delivery.Fact{Kind: kind, BusinessID: r.ID, Amount: amt, Currency: cur}
+	if kind == delivery.KindRefundFailed {
 		f.Reason = r.Status
 	}
-	ev.Facts = []provider.Fact{f}
+	ev.Facts = []delivery.Fact{f}
 	return nil
 }
 
-func disputeFacts(ev *provider.Event, d dispute) error {
+func disputeFacts(ev *delivery.Event, d dispute) error {
 	const field = "data.object.dispute"
 	id := d.ID
 	if id == "" {
 		id = d.DisputeID
 	}
 	if id == "" {
-		return fmt.Errorf("%w: %s.id", provider.ErrMissingField, field)
+		return fmt.Errorf("%w: %s.id", delivery.ErrMissingField, field)
 	}
 	if d.DisputedPayment == nil || d.DisputedPayment.PaymentID == "" {
-		return fmt.Errorf("%w: %s.disputed_payment.payment_id", provider.ErrMissingField, field)
+		return fmt.Errorf("%w: %s.disputed_payment.payment_id", delivery.ErrMissingField, field)
 	}
 	ev.PaymentKey = d.DisputedPayment.PaymentID
-	var kind provider.Kind
+	var kind delivery.Kind
 	switch {
 	case ev.Type == "dispute.created":
-		kind = provider.KindDisputeOpened
+		kind = delivery.KindDisputeOpened
 	case d.State == "WON":
-		kind = provider.KindDisputeWon
+		kind = delivery.KindDisputeWon
 	case d.State == "LOST", d.State == "ACCEPTED":
-		kind = provider.KindDisputeLost
+		kind = delivery.KindDisputeLost
 	default:
 		return nil // an intermediate state: recorded, posts nothing
 	}
@@ -323,20 +323,20 @@ func disputeFacts(ev *provider.Event, d dispute) error {
 	if err != nil {
 		return err
 	}
-	ev.Facts = []provider.Fact{{Kind: kind, BusinessID: id, Amount: amt, Currency: cur, Reason: d.Reason}}
+	ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: id, Amount: amt, Currency: cur, Reason: d.Reason}}
 	return nil
 }
 
 // parseMoney reads a Square Money object: integer minor units and a currency.
 func parseMoney(m *moneyT, field string) (int64, money.Currency, error) {
 	if m == nil {
-		return 0, "", fmt.Errorf("%w: %s", provider.ErrMissingField, field)
+		return 0, "", fmt.Errorf("%w: %s", delivery.ErrMissingField, field)
 	}
 	if m.Amount == nil {
-		return 0, "", fmt.Errorf("%w: %s.amount", provider.ErrMissingField, field)
+		return 0, "", fmt.Errorf("%w: %s.amount", delivery.ErrMissingField, field)
 	}
 	if *m.Amount < 0 {
-		return 0, "", fmt.Errorf("%w: %s.amount %d is negative", provider.ErrInvalidAmount, field, *m.Amount)
+		return 0, "", fmt.Errorf("%w: %s.amount %d is negative", delivery.ErrInvalidAmount, field, *m.Amount)
 	}
 	cur, err := payload.Currency(field+".currency", m.Currency)
 	if err != nil {

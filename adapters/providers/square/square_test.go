@@ -10,8 +10,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 const (
@@ -80,7 +80,7 @@ func TestOfficialVectors(t *testing.T) {
 	esc := []byte(`{"data":{"type":"webhooks","id":">id<"}}`)
 	_, err = mustNew(t, []string{"signature-key"}, "https://webhook.site/webhooks").
 		Parse(req("Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U=", esc))
-	if !errors.Is(err, provider.ErrMissingField) {
+	if !errors.Is(err, delivery.ErrMissingField) {
 		t.Fatalf("escaping vector: err %v, want verified then ErrMissingField", err)
 	}
 }
@@ -91,25 +91,25 @@ func TestParseSamples(t *testing.T) {
 	const ref = "KkAkhdMsgzn59SM8A89WgKwekxLZY_ptr5VvdsEK8yRaTwTVQxJ5IcqkTk4jZ7kX9A3ryqXUO"
 	cases := []struct {
 		file, dedup, key string
-		facts            []provider.Fact
+		facts            []delivery.Fact
 	}{
 		{"payment_created_approved.json", "13b867cf-db3d-4b1c-90b6-2f32a9d78124", pay,
-			[]provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 1000, Currency: "USD"}}},
 		{"payment_updated_completed.json", "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc", pay,
-			[]provider.Fact{{Kind: provider.KindCaptured, BusinessID: pay, Amount: 1200, Fee: 65, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: pay, Amount: 1200, Fee: 65, Currency: "USD"}}},
 		{"payment_updated_failed.json", "d5f2c0b4-44d4-4d2b-9a07-2b7f4a5de9d1", pay,
-			[]provider.Fact{{Kind: provider.KindFailed}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed}}},
 		{"payment_updated_canceled.json", "0c2a7f61-9f6b-4f52-8d3e-7a1c4b9e2f10", pay,
-			[]provider.Fact{{Kind: provider.KindCanceled}}},
+			[]delivery.Fact{{Kind: delivery.KindCanceled}}},
 		{"refund_created_pending.json", "d9b6f1a0-5bd8-4f3e-bb0a-5f0d12b3c1e2", pay, nil},
 		{"refund_updated_completed.json", "7e4c8d2a-1b3f-4a5e-9c6d-8f0a1b2c3d4e", pay,
-			[]provider.Fact{{Kind: provider.KindRefunded, BusinessID: ref, Amount: 300, Currency: "USD"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: ref, Amount: 300, Currency: "USD"}}},
 		{"refund_updated_rejected.json", "a1f0e2d3-c4b5-4a69-8877-665544332211", pay,
-			[]provider.Fact{{Kind: provider.KindRefundFailed, BusinessID: ref, Amount: 300, Currency: "USD", Reason: "REJECTED"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefundFailed, BusinessID: ref, Amount: 300, Currency: "USD", Reason: "REJECTED"}}},
 		{"dispute_created.json", "b4d8c9e1-7f2a-4c3b-a5d6-e7f8091a2b3c", pay,
-			[]provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "XDgyFu7yo1E2S5lQGGpYn", Amount: 1200, Currency: "USD", Reason: "NOT_AS_DESCRIBED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "XDgyFu7yo1E2S5lQGGpYn", Amount: 1200, Currency: "USD", Reason: "NOT_AS_DESCRIBED"}}},
 		{"dispute_state_updated_won.json", "c0ffee00-1234-4cde-8f00-abcdefabcdef", pay,
-			[]provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "XDgyFu7yo1E2S5lQGGpYn", Amount: 1200, Currency: "USD", Reason: "NOT_AS_DESCRIBED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "XDgyFu7yo1E2S5lQGGpYn", Amount: 1200, Currency: "USD", Reason: "NOT_AS_DESCRIBED"}}},
 	}
 	for _, c := range cases {
 		body := providertest.Fixture(t, c.file)
@@ -164,15 +164,15 @@ func TestNormalizationErrors(t *testing.T) {
 		target error
 		field  string
 	}{
-		{"negative amount", edit("payment_updated_completed.json", `"total_money": {"amount": 1200`, `"total_money": {"amount": -1200`), provider.ErrInvalidAmount, "total_money.amount"},
+		{"negative amount", edit("payment_updated_completed.json", `"total_money": {"amount": 1200`, `"total_money": {"amount": -1200`), delivery.ErrInvalidAmount, "total_money.amount"},
 		{"unknown currency", edit("payment_updated_completed.json", `"total_money": {"amount": 1200, "currency": "USD"}`, `"total_money": {"amount": 1200, "currency": "QQQ"}`), money.ErrUnknownCurrency, "total_money.currency"},
-		{"fee currency", edit("payment_updated_completed.json", `"amount_money": {"amount": 65, "currency": "USD"}`, `"amount_money": {"amount": 65, "currency": "EUR"}`), provider.ErrInvalidAmount, "processing_fee[0]"},
-		{"fractional amount", edit("payment_updated_completed.json", `"total_money": {"amount": 1200`, `"total_money": {"amount": 12.5`), provider.ErrMalformed, "data.object.payment"},
-		{"missing payment", edit("payment_updated_completed.json", `"payment": {`, `"paymentX": {`), provider.ErrMissingField, "data.object.payment"},
-		{"refund without payment_id", edit("refund_updated_completed.json", `"payment_id": "KkAkhdMsgzn59SM8A89WgKwekxLZY",`, ``), provider.ErrMissingField, "payment_id"},
-		{"missing event_id", edit("payment_updated_completed.json", `"event_id": "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc",`, ``), provider.ErrMissingField, "event_id"},
-		{"bad created_at", edit("payment_updated_completed.json", `"created_at": "2026-11-29T10:01:02.615Z"`, `"created_at": "later"`), provider.ErrMalformed, "created_at"},
-		{"not json", []byte(`{"event_id":`), provider.ErrMalformed, "body"},
+		{"fee currency", edit("payment_updated_completed.json", `"amount_money": {"amount": 65, "currency": "USD"}`, `"amount_money": {"amount": 65, "currency": "EUR"}`), delivery.ErrInvalidAmount, "processing_fee[0]"},
+		{"fractional amount", edit("payment_updated_completed.json", `"total_money": {"amount": 1200`, `"total_money": {"amount": 12.5`), delivery.ErrMalformed, "data.object.payment"},
+		{"missing payment", edit("payment_updated_completed.json", `"payment": {`, `"paymentX": {`), delivery.ErrMissingField, "data.object.payment"},
+		{"refund without payment_id", edit("refund_updated_completed.json", `"payment_id": "KkAkhdMsgzn59SM8A89WgKwekxLZY",`, ``), delivery.ErrMissingField, "payment_id"},
+		{"missing event_id", edit("payment_updated_completed.json", `"event_id": "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc",`, ``), delivery.ErrMissingField, "event_id"},
+		{"bad created_at", edit("payment_updated_completed.json", `"created_at": "2026-11-29T10:01:02.615Z"`, `"created_at": "later"`), delivery.ErrMalformed, "created_at"},
+		{"not json", []byte(`{"event_id":`), delivery.ErrMalformed, "body"},
 		{"duplicate key", edit("payment_updated_completed.json", `"total_money": {"amount": 1200`, `"total_money": {"amount": 1, "amount": 1200`), payload.ErrDuplicateKey, "data.object.payment.total_money.amount"},
 	}
 	for _, c := range cases {

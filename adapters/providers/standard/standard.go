@@ -1,6 +1,6 @@
 // Package standard verifies Standard Webhooks (the scheme Svix also uses) and
 // normalizes onceledger's own generic payment payload (CONTRACT.md, "The
-// standard provider's payload") into provider.Events.
+// standard provider's payload") into delivery.Events.
 //
 // Verification: headers webhook-id, webhook-timestamp and webhook-signature
 // (or their svix-* twins); HMAC-SHA256 over id + "." + timestamp + "." + body,
@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Name is the provider name in URLs, stream ids and the inbox.
@@ -71,7 +71,7 @@ func (a *Adapter) Name() string { return Name }
 
 // Parse implements providers.Adapter: verify first, on the raw bytes, then
 // normalize. It returns exactly one event.
-func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 	id, err := a.verify(r.Header, r.Body, r.ReceivedAt())
 	if err != nil {
 		return nil, err

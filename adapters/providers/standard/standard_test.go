@@ -17,8 +17,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 var (
@@ -108,7 +108,7 @@ func TestPublishedVector(t *testing.T) {
 	// The vector's body is not our payload: verification passes and
 	// normalization then names the missing field.
 	_, err = a.Parse(providers.Request{Header: hdr, Body: []byte(payload), Now: ts.Add(time.Minute)})
-	if !errors.Is(err, provider.ErrMissingField) || !strings.Contains(err.Error(), "type") {
+	if !errors.Is(err, delivery.ErrMissingField) || !strings.Contains(err.Error(), "type") {
 		t.Fatalf("err = %v, want missing type after a passed verification", err)
 	}
 	hdr.Set("webhook-signature", "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=") // the library's "invalid signature" case
@@ -223,7 +223,7 @@ func TestVerifyBeforeParse(t *testing.T) {
 	if _, err := a.Parse(withBody(signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
 		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
 	}
-	if _, err := a.Parse(signed(t, junk, secret, msgID, now)); !errors.Is(err, provider.ErrMalformed) {
+	if _, err := a.Parse(signed(t, junk, secret, msgID, now)); !errors.Is(err, delivery.ErrMalformed) {
 		t.Errorf("signed junk: err = %v, want ErrMalformed", err)
 	}
 }
@@ -278,18 +278,18 @@ func TestNormalize(t *testing.T) {
 		file       string
 		paymentKey string
 		occurred   time.Time
-		facts      []provider.Fact
+		facts      []delivery.Fact
 	}{
-		{"payment.authorized.json", "pay_123", time.Date(2026, 11, 29, 9, 59, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindAuthorized, Amount: 1000, Currency: usd}}},
-		{"payment.captured.json", "pay_123", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: usd}}},
-		{"payment.captured.nofee.json", "pay_jpy", time.Date(2026, 11, 29, 9, 0, 0, 250e6, time.UTC), []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "cap_jpy", Amount: 1500, Currency: "JPY"}}},
-		{"payment.failed.json", "pay_456", time.Date(2026, 11, 29, 10, 1, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindFailed, Amount: 2500, Currency: "EUR", Reason: "card_declined"}}},
-		{"payment.failed.bare.json", "pay_457", time.Date(2026, 11, 29, 10, 1, 30, 0, time.UTC), []provider.Fact{{Kind: provider.KindFailed}}},
-		{"refund.succeeded.json", "pay_123", time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "ref_1", Amount: 400, Currency: usd}}},
-		{"dispute.opened.json", "pay_123", time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "dsp_1", Amount: 600, Currency: usd, Reason: "fraudulent"}}},
-		{"dispute.won.json", "pay_123", time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: "dsp_1", Amount: 600, Currency: usd}}},
-		{"dispute.lost.json", "pay_123", time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindDisputeLost, BusinessID: "dsp_2", Amount: 600, Currency: usd}}},
-		{"payout.paid.json", "", time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC), []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1", Amount: 570, Currency: usd}}},
+		{"payment.authorized.json", "pay_123", time.Date(2026, 11, 29, 9, 59, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 1000, Currency: usd}}},
+		{"payment.captured.json", "pay_123", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: usd}}},
+		{"payment.captured.nofee.json", "pay_jpy", time.Date(2026, 11, 29, 9, 0, 0, 250e6, time.UTC), []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "cap_jpy", Amount: 1500, Currency: "JPY"}}},
+		{"payment.failed.json", "pay_456", time.Date(2026, 11, 29, 10, 1, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindFailed, Amount: 2500, Currency: "EUR", Reason: "card_declined"}}},
+		{"payment.failed.bare.json", "pay_457", time.Date(2026, 11, 29, 10, 1, 30, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindFailed}}},
+		{"refund.succeeded.json", "pay_123", time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "ref_1", Amount: 400, Currency: usd}}},
+		{"dispute.opened.json", "pay_123", time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "dsp_1", Amount: 600, Currency: usd, Reason: "fraudulent"}}},
+		{"dispute.won.json", "pay_123", time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "dsp_1", Amount: 600, Currency: usd}}},
+		{"dispute.lost.json", "pay_123", time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindDisputeLost, BusinessID: "dsp_2", Amount: 600, Currency: usd}}},
+		{"payout.paid.json", "", time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC), []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: 570, Currency: usd}}},
 		{"customer.updated.json", "", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), nil},
 	}
 	a := newAdapter(t)
@@ -338,35 +338,35 @@ func TestBadInput(t *testing.T) {
 		want  error
 		field string
 	}{
-		{"invalid JSON", `{"type":`, provider.ErrMalformed, "invalid JSON"},
-		{"not an object", `"payment.captured"`, provider.ErrMalformed, "not a JSON object"},
-		{"trailing data", `{"type":"x","timestamp":"2026-11-29T10:00:00Z"} {}`, provider.ErrMalformed, "invalid JSON"},
-		{"missing type", `{"timestamp":"2026-11-29T10:00:00Z","data":{}}`, provider.ErrMissingField, "type"},
-		{"type not a string", `{"type":7,"timestamp":"2026-11-29T10:00:00Z"}`, provider.ErrMalformed, "type must be a string"},
-		{"missing timestamp", `{"type":"payment.captured","data":{}}`, provider.ErrMissingField, "timestamp"},
-		{"timestamp not RFC 3339", `{"type":"payment.captured","timestamp":"29/11/2026","data":{}}`, provider.ErrMalformed, "timestamp"},
-		{"missing data", `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z"}`, provider.ErrMissingField, "data"},
-		{"data not an object", `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":[]}`, provider.ErrMalformed, "data must be an object"},
-		{"missing payment_id", string(captured(`{"capture_id":"cap_1","amount":1000,"currency":"USD"}`)), provider.ErrMissingField, "data.payment_id"},
-		{"empty payment_id", string(captured(`{"payment_id":"","capture_id":"cap_1","amount":1000,"currency":"USD"}`)), provider.ErrMissingField, "data.payment_id"},
-		{"missing capture_id", string(captured(`{"payment_id":"pay_1","amount":1000,"currency":"USD"}`)), provider.ErrMissingField, "data.capture_id"},
-		{"missing amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","currency":"USD"}`)), provider.ErrMissingField, "data.amount"},
-		{"fractional amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":10.5,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
-		{"amount 10.0", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":10.0,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
-		{"exponent amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1e3,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
-		{"quoted amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":"1000","currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
-		{"negative amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":-1000,"currency":"USD"}`)), provider.ErrInvalidAmount, "data.amount"},
-		{"overflowing amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":9223372036854775808,"currency":"USD"}`)), provider.ErrInvalidAmount, "overflows"},
-		{"negative fee", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":-1}`)), provider.ErrInvalidAmount, "data.fee"},
-		{"fractional fee", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":0.3}`)), provider.ErrInvalidAmount, "data.fee"},
-		{"fee above amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":1001}`)), provider.ErrInvalidAmount, "fee"},
+		{"invalid JSON", `{"type":`, delivery.ErrMalformed, "invalid JSON"},
+		{"not an object", `"payment.captured"`, delivery.ErrMalformed, "not a JSON object"},
+		{"trailing data", `{"type":"x","timestamp":"2026-11-29T10:00:00Z"} {}`, delivery.ErrMalformed, "invalid JSON"},
+		{"missing type", `{"timestamp":"2026-11-29T10:00:00Z","data":{}}`, delivery.ErrMissingField, "type"},
+		{"type not a string", `{"type":7,"timestamp":"2026-11-29T10:00:00Z"}`, delivery.ErrMalformed, "type must be a string"},
+		{"missing timestamp", `{"type":"payment.captured","data":{}}`, delivery.ErrMissingField, "timestamp"},
+		{"timestamp not RFC 3339", `{"type":"payment.captured","timestamp":"29/11/2026","data":{}}`, delivery.ErrMalformed, "timestamp"},
+		{"missing data", `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z"}`, delivery.ErrMissingField, "data"},
+		{"data not an object", `{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":[]}`, delivery.ErrMalformed, "data must be an object"},
+		{"missing payment_id", string(captured(`{"capture_id":"cap_1","amount":1000,"currency":"USD"}`)), delivery.ErrMissingField, "data.payment_id"},
+		{"empty payment_id", string(captured(`{"payment_id":"","capture_id":"cap_1","amount":1000,"currency":"USD"}`)), delivery.ErrMissingField, "data.payment_id"},
+		{"missing capture_id", string(captured(`{"payment_id":"pay_1","amount":1000,"currency":"USD"}`)), delivery.ErrMissingField, "data.capture_id"},
+		{"missing amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","currency":"USD"}`)), delivery.ErrMissingField, "data.amount"},
+		{"fractional amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":10.5,"currency":"USD"}`)), delivery.ErrInvalidAmount, "data.amount"},
+		{"amount 10.0", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":10.0,"currency":"USD"}`)), delivery.ErrInvalidAmount, "data.amount"},
+		{"exponent amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1e3,"currency":"USD"}`)), delivery.ErrInvalidAmount, "data.amount"},
+		{"quoted amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":"1000","currency":"USD"}`)), delivery.ErrInvalidAmount, "data.amount"},
+		{"negative amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":-1000,"currency":"USD"}`)), delivery.ErrInvalidAmount, "data.amount"},
+		{"overflowing amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":9223372036854775808,"currency":"USD"}`)), delivery.ErrInvalidAmount, "overflows"},
+		{"negative fee", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":-1}`)), delivery.ErrInvalidAmount, "data.fee"},
+		{"fractional fee", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":0.3}`)), delivery.ErrInvalidAmount, "data.fee"},
+		{"fee above amount", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"USD","fee":1001}`)), delivery.ErrInvalidAmount, "fee"},
 		{"unknown currency", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000,"currency":"XXQ"}`)), money.ErrUnknownCurrency, "data.currency"},
-		{"missing currency", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000}`)), provider.ErrMissingField, "data.currency"},
+		{"missing currency", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1000}`)), delivery.ErrMissingField, "data.currency"},
 		{"failed with bad currency", `{"type":"payment.failed","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","currency":"usdd"}}`, money.ErrUnknownCurrency, "data.currency"},
-		{"refund without refund_id", `{"type":"refund.succeeded","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.refund_id"},
-		{"dispute without dispute_id", `{"type":"dispute.lost","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.dispute_id"},
-		{"payout without payout_id", `{"type":"payout.paid","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.payout_id"},
-		{"authorized without payment_id", `{"type":"payment.authorized","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, provider.ErrMissingField, "data.payment_id"},
+		{"refund without refund_id", `{"type":"refund.succeeded","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","amount":1,"currency":"USD"}}`, delivery.ErrMissingField, "data.refund_id"},
+		{"dispute without dispute_id", `{"type":"dispute.lost","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"pay_1","amount":1,"currency":"USD"}}`, delivery.ErrMissingField, "data.dispute_id"},
+		{"payout without payout_id", `{"type":"payout.paid","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, delivery.ErrMissingField, "data.payout_id"},
+		{"authorized without payment_id", `{"type":"payment.authorized","timestamp":"2026-11-29T10:00:00Z","data":{"amount":1,"currency":"USD"}}`, delivery.ErrMissingField, "data.payment_id"},
 		// A key named twice in one object, at any depth: the audit's
 		// "amount":1,"amount":2 was recorded as 2.
 		{"amount twice", string(captured(`{"payment_id":"pay_1","capture_id":"cap_1","amount":1,"amount":2,"currency":"USD"}`)), payload.ErrDuplicateKey, "data.amount"},

@@ -9,7 +9,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 const (
@@ -36,13 +36,13 @@ func legacyCharges(t *testing.T, fn func(succeeded, declined map[string]any) []a
 // list, and a delivery naming no charge is recorded without facts.
 func TestLegacyPaymentIntentSucceeded(t *testing.T) {
 	a := newAdapter(t)
-	captured := func(id string) []provider.Fact {
-		return []provider.Fact{{Kind: provider.KindCaptured, BusinessID: id, Amount: 3500, Currency: "EUR"}}
+	captured := func(id string) []delivery.Fact {
+		return []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: id, Amount: 3500, Currency: "EUR"}}
 	}
 	cases := []struct {
 		name  string
 		body  []byte
-		facts []provider.Fact
+		facts []delivery.Fact
 	}{
 		{"declined attempt listed after the success", providertest.Fixture(t, "payment_intent.succeeded.legacy_charges.json"), captured(legacySucceeded)},
 		{"declined attempt listed first", legacyCharges(t, func(ok, no map[string]any) []any { return []any{no, ok} }), captured(legacySucceeded)},
@@ -146,7 +146,7 @@ func TestLegacyChargeWithoutPaymentIntentSharesOneStream(t *testing.T) {
 			t.Errorf("%s: no facts", name)
 		}
 		for _, f := range ev.Facts {
-			if f.Kind == provider.KindRefunded {
+			if f.Kind == delivery.KindRefunded {
 				refundIDs[f.BusinessID] = true
 			}
 		}
@@ -183,7 +183,7 @@ func TestDuplicateKeysRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := a.Parse(signed(tc.body, secret, now))
 			providertest.CheckFieldError(t, tc.name, evs, err, payload.ErrDuplicateKey, tc.field)
-			if !errors.Is(err, provider.ErrMalformed) {
+			if !errors.Is(err, delivery.ErrMalformed) {
 				t.Errorf("%v does not wrap ErrMalformed", err)
 			}
 		})

@@ -9,33 +9,33 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
-// normalize turns a verified Stripe event into a provider.Event. The payment
+// normalize turns a verified Stripe event into a delivery.Event. The payment
 // key is the PaymentIntent id (pi_...), or the charge id for a charge made
 // without one (see the package doc): one capture is reported by both
 // charge.succeeded and payment_intent.succeeded, and both must land on the
 // same stream with the same business id (the charge id) so the domain
 // records it once.
-func normalize(raw []byte) (provider.Event, error) {
+func normalize(raw []byte) (delivery.Event, error) {
 	root, err := payload.DecodeObject(raw)
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	id, err := root.ReqString("id")
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	typ, err := root.ReqString("type")
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	created, err := unixField(root, "created")
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
-	ev := provider.Event{
+	ev := delivery.Event{
 		Provider:    Name,
 		DedupKey:    id,
 		Type:        typ,
@@ -45,11 +45,11 @@ func normalize(raw []byte) (provider.Event, error) {
 	}
 	data, err := root.ReqObject("data")
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	obj, err := data.ReqObject("object")
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 
 	var n normalizer
@@ -69,7 +69,7 @@ func normalize(raw []byte) (provider.Event, error) {
 	}
 	key, facts, err := n(typ, obj)
 	if err != nil {
-		return provider.Event{}, err
+		return delivery.Event{}, err
 	}
 	ev.PaymentKey, ev.Facts = key, facts
 	return ev, nil
@@ -78,19 +78,19 @@ func normalize(raw []byte) (provider.Event, error) {
 // A normalizer reads data.object for one family of event types and returns
 // the payment key and the facts. With no facts the key is best effort: an
 // ignored delivery needs none.
-type normalizer func(typ string, obj payload.Object) (paymentKey string, facts []provider.Fact, err error)
+type normalizer func(typ string, obj payload.Object) (paymentKey string, facts []delivery.Fact, err error)
 
-func paymentIntent(typ string, pi payload.Object) (string, []provider.Fact, error) {
-	var kind provider.Kind
+func paymentIntent(typ string, pi payload.Object) (string, []delivery.Fact, error) {
+	var kind delivery.Kind
 	switch typ {
 	case "payment_intent.succeeded":
-		kind = provider.KindCaptured
+		kind = delivery.KindCaptured
 	case "payment_intent.amount_capturable_updated":
-		kind = provider.KindAuthorized
+		kind = delivery.KindAuthorized
 	case "payment_intent.payment_failed":
-		kind = provider.KindFailed
+		kind = delivery.KindFailed
 	case "payment_intent.canceled":
-		kind = provider.KindCanceled
+		kind = delivery.KindCanceled
 	default: // created, processing, requires_action, partially_funded, ...
 		key, _, _ := pi.OptString("id")
 		return key, nil, nil
@@ -103,9 +103,9 @@ func paymentIntent(typ string, pi payload.Object) (string, []provider.Fact, erro
 	if err != nil {
 		return "", nil, err
 	}
-	f := provider.Fact{Kind: kind, Currency: cur}
+	f := delivery.Fact{Kind: kind, Currency: cur}
 	switch kind {
-	case provider.KindCaptured:
+	case delivery.KindCaptured:
 		// The capture's identity is the charge, as on charge.succeeded.
 		chargeID, ch, hasCharge, err := capturedCharge(pi)
 		if err != nil {
@@ -131,11 +131,11 @@ func paymentIntent(typ string, pi payload.Object) (string, []provider.Fact, erro
 				return "", nil, err
 			}
 		}
-	case provider.KindAuthorized:
+	case delivery.KindAuthorized:
 		if f.Amount, err = pi.ReqInt("amount_capturable"); err != nil {
 			return "", nil, err
 		}
-	case provider.KindFailed:
+	case delivery.KindFailed:
 		if f.Amount, _, err = pi.OptInt("amount"); err != nil {
 			return "", nil, err
 		}
@@ -144,13 +144,13 @@ func paymentIntent(typ string, pi payload.Object) (string, []provider.Fact, erro
 		} else if ok {
 			f.Reason = reason(lpe, "message", "code")
 		}
-	case provider.KindCanceled:
+	case delivery.KindCanceled:
 		if f.Amount, _, err = pi.OptInt("amount"); err != nil {
 			return "", nil, err
 		}
 		f.Reason = reason(pi, "cancellation_reason")
 	}
-	return key, []provider.Fact{f}, nil
+	return key, []delivery.Fact{f}, nil
 }
 
 // capturedCharge finds the charge a succeeded PaymentIntent captured:
@@ -201,7 +201,7 @@ func capturedCharge(pi payload.Object) (id string, ch *payload.Object, ok bool, 
 	return "", nil, false, nil
 }
 
-func charge(typ string, ch payload.Object) (string, []provider.Fact, error) {
+func charge(typ string, ch payload.Object) (string, []delivery.Fact, error) {
 	if typ == "charge.refunded" {
 		return chargeRefunded(ch)
 	}
@@ -221,27 +221,27 @@ func charge(typ string, ch payload.Object) (string, []provider.Fact, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	f := provider.Fact{BusinessID: chargeID, Currency: cur, Amount: amount}
+	f := delivery.Fact{BusinessID: chargeID, Currency: cur, Amount: amount}
 	switch typ {
 	case "charge.failed":
-		f.Kind = provider.KindFailed
+		f.Kind = delivery.KindFailed
 		f.Reason = reason(ch, "failure_message", "failure_code")
-		return key, []provider.Fact{f}, nil
+		return key, []delivery.Fact{f}, nil
 	case "charge.succeeded":
 		captured, ok, err := ch.OptBool("captured")
 		if err != nil {
 			return "", nil, err
 		}
 		if !ok {
-			return "", nil, fmt.Errorf("%w: %s", provider.ErrMissingField, ch.Name("captured"))
+			return "", nil, fmt.Errorf("%w: %s", delivery.ErrMissingField, ch.Name("captured"))
 		}
 		if !captured { // authorize now, capture later (capture_method=manual)
-			f.Kind = provider.KindAuthorized
-			return key, []provider.Fact{f}, nil
+			f.Kind = delivery.KindAuthorized
+			return key, []delivery.Fact{f}, nil
 		}
 	}
 	// charge.captured, or charge.succeeded with automatic capture.
-	f.Kind = provider.KindCaptured
+	f.Kind = delivery.KindCaptured
 	if captured, ok, err := ch.OptInt("amount_captured"); err != nil {
 		return "", nil, err
 	} else if ok {
@@ -250,7 +250,7 @@ func charge(typ string, ch payload.Object) (string, []provider.Fact, error) {
 	if f.Fee, err = chargeFee(ch); err != nil {
 		return "", nil, err
 	}
-	return key, []provider.Fact{f}, nil
+	return key, []delivery.Fact{f}, nil
 }
 
 // chargeFee reads Stripe's processing fee. Stripe keeps it on the balance
@@ -271,13 +271,13 @@ func chargeFee(ch payload.Object) (int64, error) {
 // option: it is cumulative over all refunds of the charge and names no refund
 // id, so it would double count against the refund.* events, which carry each
 // refund with its id.
-func chargeRefunded(ch payload.Object) (string, []provider.Fact, error) {
+func chargeRefunded(ch payload.Object) (string, []delivery.Fact, error) {
 	refunds, ok, err := ch.OptObject("refunds")
 	if err != nil || !ok {
 		key, _, _ := optPaymentKey(ch, "id")
 		return key, nil, err
 	}
-	var facts []provider.Fact
+	var facts []delivery.Fact
 	err = refunds.EachObject("data", func(re payload.Object) error {
 		status, _, err := re.OptString("status")
 		if err != nil {
@@ -286,7 +286,7 @@ func chargeRefunded(ch payload.Object) (string, []provider.Fact, error) {
 		if status != "succeeded" {
 			return nil // pending ones arrive later through refund.updated
 		}
-		f, err := refundFact(re, provider.KindRefunded)
+		f, err := refundFact(re, delivery.KindRefunded)
 		if err != nil {
 			return err
 		}
@@ -307,17 +307,17 @@ func chargeRefunded(ch payload.Object) (string, []provider.Fact, error) {
 	return key, facts, nil
 }
 
-func refund(typ string, re payload.Object) (string, []provider.Fact, error) {
+func refund(typ string, re payload.Object) (string, []delivery.Fact, error) {
 	status, _, err := re.OptString("status")
 	if err != nil {
 		return "", nil, err
 	}
-	var kind provider.Kind
+	var kind delivery.Kind
 	switch {
 	case typ == "refund.failed", status == "failed", status == "canceled":
-		kind = provider.KindRefundFailed
+		kind = delivery.KindRefundFailed
 	case status == "succeeded":
-		kind = provider.KindRefunded
+		kind = delivery.KindRefunded
 	default: // pending, requires_action: the outcome comes in a later event
 		key, _, _ := optPaymentKey(re, "charge")
 		return key, nil, nil
@@ -330,33 +330,33 @@ func refund(typ string, re payload.Object) (string, []provider.Fact, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if kind == provider.KindRefundFailed {
+	if kind == delivery.KindRefundFailed {
 		f.Reason = reason(re, "failure_reason")
 	}
-	return key, []provider.Fact{f}, nil
+	return key, []delivery.Fact{f}, nil
 }
 
-func refundFact(re payload.Object, kind provider.Kind) (provider.Fact, error) {
+func refundFact(re payload.Object, kind delivery.Kind) (delivery.Fact, error) {
 	id, err := re.ReqString("id")
 	if err != nil {
-		return provider.Fact{}, err
+		return delivery.Fact{}, err
 	}
 	amount, err := re.ReqInt("amount")
 	if err != nil {
-		return provider.Fact{}, err
+		return delivery.Fact{}, err
 	}
 	cur, err := re.ReqCurrency("currency")
 	if err != nil {
-		return provider.Fact{}, err
+		return delivery.Fact{}, err
 	}
-	return provider.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}, nil
+	return delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}, nil
 }
 
-func dispute(typ string, du payload.Object) (string, []provider.Fact, error) {
-	var kind provider.Kind
+func dispute(typ string, du payload.Object) (string, []delivery.Fact, error) {
+	var kind delivery.Kind
 	switch typ {
 	case "charge.dispute.created":
-		kind = provider.KindDisputeOpened
+		kind = delivery.KindDisputeOpened
 	case "charge.dispute.closed":
 		status, _, err := du.OptString("status")
 		if err != nil {
@@ -364,9 +364,9 @@ func dispute(typ string, du payload.Object) (string, []provider.Fact, error) {
 		}
 		switch status {
 		case "won":
-			kind = provider.KindDisputeWon
+			kind = delivery.KindDisputeWon
 		case "lost":
-			kind = provider.KindDisputeLost
+			kind = delivery.KindDisputeLost
 		}
 	}
 	if kind == "" { // updated, funds_withdrawn, warning_closed, ...
@@ -389,12 +389,12 @@ func dispute(typ string, du payload.Object) (string, []provider.Fact, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	f := provider.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}
+	f := delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}
 	f.Reason = reason(du, "reason")
-	return key, []provider.Fact{f}, nil
+	return key, []delivery.Fact{f}, nil
 }
 
-func payout(_ string, po payload.Object) (string, []provider.Fact, error) {
+func payout(_ string, po payload.Object) (string, []delivery.Fact, error) {
 	id, err := po.ReqString("id")
 	if err != nil {
 		return "", nil, err
@@ -407,7 +407,7 @@ func payout(_ string, po payload.Object) (string, []provider.Fact, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return "", []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}}, nil
+	return "", []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}}, nil
 }
 
 // optPaymentKey reads the payment key of a charge, refund or dispute object:
@@ -425,7 +425,7 @@ func optPaymentKey(o payload.Object, chargeField string) (string, bool, error) {
 func reqPaymentKey(o payload.Object, chargeField string) (string, error) {
 	key, ok, err := optPaymentKey(o, chargeField)
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %s (or, without a PaymentIntent, %s)", provider.ErrMissingField, o.Name("payment_intent"), o.Name(chargeField))
+		err = fmt.Errorf("%w: %s (or, without a PaymentIntent, %s)", delivery.ErrMissingField, o.Name("payment_intent"), o.Name(chargeField))
 	}
 	return key, err
 }
@@ -451,7 +451,7 @@ func optID(o payload.Object, field string) (string, bool, error) {
 		ref, _ := expanded(o, field)
 		return ref.OptString("id")
 	default:
-		return "", false, fmt.Errorf("%w: %s must be an id string or an object", provider.ErrMalformed, o.Name(field))
+		return "", false, fmt.Errorf("%w: %s must be an id string or an object", delivery.ErrMalformed, o.Name(field))
 	}
 }
 
@@ -459,15 +459,15 @@ func optID(o payload.Object, field string) (string, bool, error) {
 func unixField(o payload.Object, field string) (int64, error) {
 	v, ok := o.Get(field)
 	if !ok {
-		return 0, fmt.Errorf("%w: %s", provider.ErrMissingField, o.Name(field))
+		return 0, fmt.Errorf("%w: %s", delivery.ErrMissingField, o.Name(field))
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		return 0, fmt.Errorf("%w: %s must be a unix timestamp", provider.ErrMalformed, o.Name(field))
+		return 0, fmt.Errorf("%w: %s must be a unix timestamp", delivery.ErrMalformed, o.Name(field))
 	}
 	t, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil || t < 0 {
-		return 0, fmt.Errorf("%w: %s %s is not a unix timestamp", provider.ErrMalformed, o.Name(field), n)
+		return 0, fmt.Errorf("%w: %s %s is not a unix timestamp", delivery.ErrMalformed, o.Name(field), n)
 	}
 	return t, nil
 }

@@ -1,5 +1,5 @@
 // Package stripe verifies Stripe webhooks and normalizes them into
-// provider.Events.
+// delivery.Events.
 //
 // Verification follows Stripe's v1 scheme on the raw bytes: header
 // "Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>...]", HMAC-SHA256 over
@@ -43,7 +43,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/domain/provider"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // Name is the provider name in URLs, stream ids and the inbox.
@@ -78,7 +78,7 @@ func (a *Adapter) Name() string { return Name }
 
 // Parse implements providers.Adapter: verify first, on the raw bytes, then
 // normalize. It returns exactly one event.
-func (a *Adapter) Parse(r providers.Request) ([]provider.Event, error) {
+func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 	if err := a.verify(r.Header.Get("Stripe-Signature"), r.Body, r.ReceivedAt()); err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 const (
@@ -150,7 +150,7 @@ func TestVerifyBeforeParse(t *testing.T) {
 	if _, err := a.Parse(withBody(signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
 		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
 	}
-	if _, err := a.Parse(signed(junk, secret, now)); !errors.Is(err, provider.ErrMalformed) {
+	if _, err := a.Parse(signed(junk, secret, now)); !errors.Is(err, delivery.ErrMalformed) {
 		t.Errorf("signed junk: err = %v, want ErrMalformed", err)
 	}
 }
@@ -236,45 +236,45 @@ func TestNormalize(t *testing.T) {
 		file       string
 		paymentKey string
 		created    int64
-		facts      []provider.Fact
+		facts      []delivery.Fact
 	}{
-		{"payment_intent.succeeded.json", pi, 1764410400, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: ch, Amount: 2000, Currency: usd}}},
-		{"payment_intent.amount_capturable_updated.json", piMan, 1764410500, []provider.Fact{{Kind: provider.KindAuthorized, Amount: 5000, Currency: eur}}},
-		{"payment_intent.payment_failed.json", piFail, 1764410600, []provider.Fact{{Kind: provider.KindFailed, Amount: 1500, Currency: usd, Reason: "Your card has insufficient funds."}}},
-		{"payment_intent.canceled.json", piMan, 1764410700, []provider.Fact{{Kind: provider.KindCanceled, Amount: 5000, Currency: eur, Reason: "requested_by_customer"}}},
+		{"payment_intent.succeeded.json", pi, 1764410400, []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: ch, Amount: 2000, Currency: usd}}},
+		{"payment_intent.amount_capturable_updated.json", piMan, 1764410500, []delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 5000, Currency: eur}}},
+		{"payment_intent.payment_failed.json", piFail, 1764410600, []delivery.Fact{{Kind: delivery.KindFailed, Amount: 1500, Currency: usd, Reason: "Your card has insufficient funds."}}},
+		{"payment_intent.canceled.json", piMan, 1764410700, []delivery.Fact{{Kind: delivery.KindCanceled, Amount: 5000, Currency: eur, Reason: "requested_by_customer"}}},
 		{"payment_intent.created.json", pi, 1764410398, nil},
-		{"charge.succeeded.json", pi, 1764410399, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: ch, Amount: 2000, Currency: usd}}},
-		{"charge.succeeded.expanded_fee.json", pi, 1764410399, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: ch, Amount: 2000, Fee: 88, Currency: usd}}},
-		{"charge.succeeded.uncaptured.json", piMan, 1764410499, []provider.Fact{{Kind: provider.KindAuthorized, BusinessID: chMan, Amount: 5000, Currency: eur}}},
-		{"charge.captured.json", piMan, 1764411000, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: chMan, Amount: 4200, Currency: eur}}},
-		{"charge.failed.json", piFail, 1764410598, []provider.Fact{{Kind: provider.KindFailed, BusinessID: "ch_3QxZ1C2eZvKYlo2C1dEcLiCh", Amount: 1500, Currency: usd, Reason: "Your card has insufficient funds."}}},
+		{"charge.succeeded.json", pi, 1764410399, []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: ch, Amount: 2000, Currency: usd}}},
+		{"charge.succeeded.expanded_fee.json", pi, 1764410399, []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: ch, Amount: 2000, Fee: 88, Currency: usd}}},
+		{"charge.succeeded.uncaptured.json", piMan, 1764410499, []delivery.Fact{{Kind: delivery.KindAuthorized, BusinessID: chMan, Amount: 5000, Currency: eur}}},
+		{"charge.captured.json", piMan, 1764411000, []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: chMan, Amount: 4200, Currency: eur}}},
+		{"charge.failed.json", piFail, 1764410598, []delivery.Fact{{Kind: delivery.KindFailed, BusinessID: "ch_3QxZ1C2eZvKYlo2C1dEcLiCh", Amount: 1500, Currency: usd, Reason: "Your card has insufficient funds."}}},
 		// amount_refunded alone is cumulative: no facts, refund.* carry them.
 		{"charge.refunded.json", pi, 1764496800, nil},
-		{"charge.refunded.expanded.json", pi, 1764496800, []provider.Fact{
-			{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1sEcOnD2", Amount: 1500, Currency: usd},
-			{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1fIrStR1", Amount: 500, Currency: usd},
+		{"charge.refunded.expanded.json", pi, 1764496800, []delivery.Fact{
+			{Kind: delivery.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1sEcOnD2", Amount: 1500, Currency: usd},
+			{Kind: delivery.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1fIrStR1", Amount: 500, Currency: usd},
 		}},
-		{"refund.created.json", pi, 1764496799, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1sEcOnD2", Amount: 1500, Currency: usd}}},
+		{"refund.created.json", pi, 1764496799, []delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1sEcOnD2", Amount: 1500, Currency: usd}}},
 		{"refund.created.pending.json", pi, 1764496799, nil},
-		{"refund.updated.json", pi, 1764500000, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1pEnDiNg", Amount: 100, Currency: usd}}},
-		{"charge.refund.updated.json", pi, 1764500000, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1pEnDiNg", Amount: 100, Currency: usd}}},
-		{"refund.failed.json", pi, 1764600000, []provider.Fact{{Kind: provider.KindRefundFailed, BusinessID: "re_3QxYzA2eZvKYlo2C1fAiLrEf", Amount: 700, Currency: usd, Reason: "expired_or_canceled_card"}}},
-		{"refund.updated.canceled.json", pi, 1764600100, []provider.Fact{{Kind: provider.KindRefundFailed, BusinessID: "re_3QxYzA2eZvKYlo2C1cAnCeLr", Amount: 300, Currency: usd}}},
-		{"charge.dispute.created.json", pi, 1764900001, []provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
-		{"charge.dispute.closed.won.json", pi, 1765900000, []provider.Fact{{Kind: provider.KindDisputeWon, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
-		{"charge.dispute.closed.lost.json", pi, 1765900001, []provider.Fact{{Kind: provider.KindDisputeLost, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"refund.updated.json", pi, 1764500000, []delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1pEnDiNg", Amount: 100, Currency: usd}}},
+		{"charge.refund.updated.json", pi, 1764500000, []delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "re_3QxYzA2eZvKYlo2C1pEnDiNg", Amount: 100, Currency: usd}}},
+		{"refund.failed.json", pi, 1764600000, []delivery.Fact{{Kind: delivery.KindRefundFailed, BusinessID: "re_3QxYzA2eZvKYlo2C1fAiLrEf", Amount: 700, Currency: usd, Reason: "expired_or_canceled_card"}}},
+		{"refund.updated.canceled.json", pi, 1764600100, []delivery.Fact{{Kind: delivery.KindRefundFailed, BusinessID: "re_3QxYzA2eZvKYlo2C1cAnCeLr", Amount: 300, Currency: usd}}},
+		{"charge.dispute.created.json", pi, 1764900001, []delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.closed.won.json", pi, 1765900000, []delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.closed.lost.json", pi, 1765900001, []delivery.Fact{{Kind: delivery.KindDisputeLost, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
 		{"charge.dispute.closed.warning_closed.json", pi, 1765900002, nil},
 		{"charge.dispute.funds_withdrawn.json", pi, 1764900002, nil},
-		{"payout.paid.json", "", 1765000000, []provider.Fact{{Kind: provider.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd}}},
+		{"payout.paid.json", "", 1765000000, []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd}}},
 		{"customer.created.json", "", 1764410300, nil},
 		// API version 2020-08-27: no latest_charge; the captured charge is
 		// the succeeded entry of charges.data, not the declined attempt.
-		{"payment_intent.succeeded.legacy_charges.json", "pi_1HhLfA2eZvKYlo2CzLeGaCy1", 1603972860, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: "ch_1HhLgB2eZvKYlo2CsUcCeSs1", Amount: 3500, Currency: eur}}},
+		{"payment_intent.succeeded.legacy_charges.json", "pi_1HhLfA2eZvKYlo2CzLeGaCy1", 1603972860, []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "ch_1HhLgB2eZvKYlo2CsUcCeSs1", Amount: 3500, Currency: eur}}},
 		// Charges API, no PaymentIntent: keyed by the charge id throughout.
-		{"charge.succeeded.legacy_no_pi.json", legacyCh, 1591200001, []provider.Fact{{Kind: provider.KindCaptured, BusinessID: legacyCh, Amount: 1200, Currency: usd}}},
-		{"charge.refunded.legacy_no_pi.json", legacyCh, 1591300001, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: legacyRe, Amount: 500, Currency: usd}}},
-		{"charge.refund.updated.legacy_no_pi.json", legacyCh, 1591300500, []provider.Fact{{Kind: provider.KindRefunded, BusinessID: legacyRe, Amount: 500, Currency: usd}}},
-		{"charge.dispute.created.legacy_no_pi.json", legacyCh, 1591400001, []provider.Fact{{Kind: provider.KindDisputeOpened, BusinessID: "du_1GsLeG2eZvKYlo2CdIsPuTe9", Amount: 700, Currency: usd, Reason: "product_not_received"}}},
+		{"charge.succeeded.legacy_no_pi.json", legacyCh, 1591200001, []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: legacyCh, Amount: 1200, Currency: usd}}},
+		{"charge.refunded.legacy_no_pi.json", legacyCh, 1591300001, []delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: legacyRe, Amount: 500, Currency: usd}}},
+		{"charge.refund.updated.legacy_no_pi.json", legacyCh, 1591300500, []delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: legacyRe, Amount: 500, Currency: usd}}},
+		{"charge.dispute.created.legacy_no_pi.json", legacyCh, 1591400001, []delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "du_1GsLeG2eZvKYlo2CdIsPuTe9", Amount: 700, Currency: usd, Reason: "product_not_received"}}},
 	}
 	a := newAdapter(t)
 	for _, tc := range cases {
@@ -352,7 +352,7 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 			mustUnmarshal(t, e.Data.Raw, &pi)
 			gotID = pi.ID
 			switch fact.Kind {
-			case provider.KindCaptured:
+			case delivery.KindCaptured:
 				gotAmount = pi.AmountReceived
 				// stripe-go no longer has the pre-2022-11-15 charges list.
 				var legacy struct {
@@ -376,7 +376,7 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 				default:
 					t.Errorf("%s: captured without a charge", f)
 				}
-			case provider.KindAuthorized:
+			case delivery.KindAuthorized:
 				gotAmount = pi.AmountCapturable
 			default:
 				gotAmount = pi.Amount
@@ -478,66 +478,66 @@ func TestBadInput(t *testing.T) {
 		want  error
 		field string
 	}{
-		{"invalid JSON", []byte(`{"id": "evt_1",`), provider.ErrMalformed, "invalid JSON"},
-		{"trailing data", append(providertest.Fixture(t, "charge.succeeded.json"), []byte("{}")...), provider.ErrMalformed, "invalid JSON"},
-		{"not an object", []byte(`["evt_1"]`), provider.ErrMalformed, "not a JSON object"},
-		{"missing id", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "id") }), provider.ErrMissingField, "id"},
-		{"empty id", mutate(t, "customer.created.json", func(r map[string]any) { r["id"] = "" }), provider.ErrMissingField, "id"},
-		{"numeric id", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["id"] = json.Number("7") }), provider.ErrMalformed, "id must be a string"},
-		{"missing type", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "type") }), provider.ErrMissingField, "type"},
-		{"missing created", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "created") }), provider.ErrMissingField, "created"},
-		{"created not a number", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["created"] = "today" }), provider.ErrMalformed, "created"},
-		{"missing data.object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{} }), provider.ErrMissingField, "data.object"},
-		{"data.object not an object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{"object": "ch_1"} }), provider.ErrMalformed, "data.object must be an object"},
-		{"pi succeeded without amount_received", del("payment_intent.succeeded.json", "amount_received"), provider.ErrMissingField, "data.object.amount_received"},
-		{"pi negative amount_received", set("payment_intent.succeeded.json", "amount_received", json.Number("-2000")), provider.ErrInvalidAmount, "data.object.amount_received"},
-		{"pi fractional amount", set("payment_intent.succeeded.json", "amount_received", json.Number("20.5")), provider.ErrInvalidAmount, "data.object.amount_received"},
-		{"pi exponent amount", set("payment_intent.succeeded.json", "amount_received", json.Number("2e3")), provider.ErrInvalidAmount, "data.object.amount_received"},
-		{"pi quoted amount", set("payment_intent.succeeded.json", "amount_received", "2000"), provider.ErrInvalidAmount, "data.object.amount_received"},
-		{"pi overflowing amount", set("payment_intent.succeeded.json", "amount_received", json.Number("9223372036854775808")), provider.ErrInvalidAmount, "overflows"},
+		{"invalid JSON", []byte(`{"id": "evt_1",`), delivery.ErrMalformed, "invalid JSON"},
+		{"trailing data", append(providertest.Fixture(t, "charge.succeeded.json"), []byte("{}")...), delivery.ErrMalformed, "invalid JSON"},
+		{"not an object", []byte(`["evt_1"]`), delivery.ErrMalformed, "not a JSON object"},
+		{"missing id", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "id") }), delivery.ErrMissingField, "id"},
+		{"empty id", mutate(t, "customer.created.json", func(r map[string]any) { r["id"] = "" }), delivery.ErrMissingField, "id"},
+		{"numeric id", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["id"] = json.Number("7") }), delivery.ErrMalformed, "id must be a string"},
+		{"missing type", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "type") }), delivery.ErrMissingField, "type"},
+		{"missing created", mutate(t, "charge.succeeded.json", func(r map[string]any) { delete(r, "created") }), delivery.ErrMissingField, "created"},
+		{"created not a number", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["created"] = "today" }), delivery.ErrMalformed, "created"},
+		{"missing data.object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{} }), delivery.ErrMissingField, "data.object"},
+		{"data.object not an object", mutate(t, "charge.succeeded.json", func(r map[string]any) { r["data"] = map[string]any{"object": "ch_1"} }), delivery.ErrMalformed, "data.object must be an object"},
+		{"pi succeeded without amount_received", del("payment_intent.succeeded.json", "amount_received"), delivery.ErrMissingField, "data.object.amount_received"},
+		{"pi negative amount_received", set("payment_intent.succeeded.json", "amount_received", json.Number("-2000")), delivery.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi fractional amount", set("payment_intent.succeeded.json", "amount_received", json.Number("20.5")), delivery.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi exponent amount", set("payment_intent.succeeded.json", "amount_received", json.Number("2e3")), delivery.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi quoted amount", set("payment_intent.succeeded.json", "amount_received", "2000"), delivery.ErrInvalidAmount, "data.object.amount_received"},
+		{"pi overflowing amount", set("payment_intent.succeeded.json", "amount_received", json.Number("9223372036854775808")), delivery.ErrInvalidAmount, "overflows"},
 		{"pi unknown currency", set("payment_intent.succeeded.json", "currency", "xyz"), money.ErrUnknownCurrency, "data.object.currency"},
-		{"pi missing currency", del("payment_intent.succeeded.json", "currency"), provider.ErrMissingField, "data.object.currency"},
-		{"pi missing id", del("payment_intent.succeeded.json", "id"), provider.ErrMissingField, "data.object.id"},
+		{"pi missing currency", del("payment_intent.succeeded.json", "currency"), delivery.ErrMissingField, "data.object.currency"},
+		{"pi missing id", del("payment_intent.succeeded.json", "id"), delivery.ErrMissingField, "data.object.id"},
 		{"charge without payment_intent or id", mutate(t, "charge.succeeded.json", func(r map[string]any) {
 			obj(r)["payment_intent"], obj(r)["id"] = nil, ""
-		}), provider.ErrMissingField, "data.object.payment_intent"},
-		{"charge payment_intent a number", set("charge.succeeded.json", "payment_intent", json.Number("7")), provider.ErrMalformed, "data.object.payment_intent"},
-		{"charge without captured", del("charge.succeeded.json", "captured"), provider.ErrMissingField, "data.object.captured"},
-		{"charge captured not bool", set("charge.succeeded.json", "captured", "yes"), provider.ErrMalformed, "data.object.captured"},
-		{"charge negative amount_captured", set("charge.captured.json", "amount_captured", json.Number("-1")), provider.ErrInvalidAmount, "data.object.amount_captured"},
+		}), delivery.ErrMissingField, "data.object.payment_intent"},
+		{"charge payment_intent a number", set("charge.succeeded.json", "payment_intent", json.Number("7")), delivery.ErrMalformed, "data.object.payment_intent"},
+		{"charge without captured", del("charge.succeeded.json", "captured"), delivery.ErrMissingField, "data.object.captured"},
+		{"charge captured not bool", set("charge.succeeded.json", "captured", "yes"), delivery.ErrMalformed, "data.object.captured"},
+		{"charge negative amount_captured", set("charge.captured.json", "amount_captured", json.Number("-1")), delivery.ErrInvalidAmount, "data.object.amount_captured"},
 		{"charge fee above amount", mutate(t, "charge.succeeded.expanded_fee.json", func(r map[string]any) {
 			obj(r)["balance_transaction"].(map[string]any)["fee"] = json.Number("5000")
-		}), provider.ErrInvalidAmount, "fee"},
+		}), delivery.ErrInvalidAmount, "fee"},
 		{"charge negative fee", mutate(t, "charge.succeeded.expanded_fee.json", func(r map[string]any) {
 			obj(r)["balance_transaction"].(map[string]any)["fee"] = json.Number("-1")
-		}), provider.ErrInvalidAmount, "data.object.balance_transaction.fee"},
+		}), delivery.ErrInvalidAmount, "data.object.balance_transaction.fee"},
 		{"refund list entry without amount", mutate(t, "charge.refunded.expanded.json", func(r map[string]any) {
 			delete(obj(r)["refunds"].(map[string]any)["data"].([]any)[0].(map[string]any), "amount")
-		}), provider.ErrMissingField, "data.object.refunds.data[0].amount"},
+		}), delivery.ErrMissingField, "data.object.refunds.data[0].amount"},
 		{"refund list not a list", mutate(t, "charge.refunded.expanded.json", func(r map[string]any) {
 			obj(r)["refunds"].(map[string]any)["data"] = "re_1"
-		}), provider.ErrMalformed, "data.object.refunds.data"},
+		}), delivery.ErrMalformed, "data.object.refunds.data"},
 		{"refund without payment_intent or charge", mutate(t, "refund.created.json", func(r map[string]any) {
 			obj(r)["payment_intent"], obj(r)["charge"] = nil, nil
-		}), provider.ErrMissingField, "data.object.charge"},
-		{"legacy refund, charge not an id", set("charge.refund.updated.legacy_no_pi.json", "charge", true), provider.ErrMalformed, "data.object.charge"},
-		{"refund negative amount", set("refund.created.json", "amount", json.Number("-1500")), provider.ErrInvalidAmount, "data.object.amount"},
+		}), delivery.ErrMissingField, "data.object.charge"},
+		{"legacy refund, charge not an id", set("charge.refund.updated.legacy_no_pi.json", "charge", true), delivery.ErrMalformed, "data.object.charge"},
+		{"refund negative amount", set("refund.created.json", "amount", json.Number("-1500")), delivery.ErrInvalidAmount, "data.object.amount"},
 		{"refund unknown currency", set("refund.failed.json", "currency", "zzz"), money.ErrUnknownCurrency, "data.object.currency"},
 		{"dispute without payment_intent or charge", mutate(t, "charge.dispute.created.json", func(r map[string]any) {
 			obj(r)["payment_intent"], obj(r)["charge"] = nil, ""
-		}), provider.ErrMissingField, "data.object.payment_intent"},
+		}), delivery.ErrMissingField, "data.object.payment_intent"},
 		{"legacy pi, charges.data not a list", mutate(t, "payment_intent.succeeded.legacy_charges.json", func(r map[string]any) {
 			obj(r)["charges"].(map[string]any)["data"] = "ch_1"
-		}), provider.ErrMalformed, "data.object.charges.data"},
+		}), delivery.ErrMalformed, "data.object.charges.data"},
 		{"legacy pi, lone charge without id", mutate(t, "payment_intent.succeeded.legacy_charges.json", func(r map[string]any) {
 			c := obj(r)["charges"].(map[string]any)
 			c["data"] = c["data"].([]any)[:1]
 			delete(c["data"].([]any)[0].(map[string]any), "id")
-		}), provider.ErrMissingField, "data.object.charges.data[0].id"},
-		{"legacy pi, charges not an object", set("payment_intent.succeeded.legacy_charges.json", "charges", "ch_1"), provider.ErrMalformed, "data.object.charges"},
-		{"dispute without id", del("charge.dispute.closed.lost.json", "id"), provider.ErrMissingField, "data.object.id"},
-		{"payout without id", del("payout.paid.json", "id"), provider.ErrMissingField, "data.object.id"},
-		{"payout overflowing amount", set("payout.paid.json", "amount", json.Number("99999999999999999999999")), provider.ErrInvalidAmount, "data.object.amount"},
+		}), delivery.ErrMissingField, "data.object.charges.data[0].id"},
+		{"legacy pi, charges not an object", set("payment_intent.succeeded.legacy_charges.json", "charges", "ch_1"), delivery.ErrMalformed, "data.object.charges"},
+		{"dispute without id", del("charge.dispute.closed.lost.json", "id"), delivery.ErrMissingField, "data.object.id"},
+		{"payout without id", del("payout.paid.json", "id"), delivery.ErrMissingField, "data.object.id"},
+		{"payout overflowing amount", set("payout.paid.json", "amount", json.Number("99999999999999999999999")), delivery.ErrInvalidAmount, "data.object.amount"},
 	}
 	a := newAdapter(t)
 	for _, tc := range cases {

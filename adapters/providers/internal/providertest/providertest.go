@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/provider"
 )
 
 // Fixture returns testdata/name of the package under test.
@@ -52,7 +52,7 @@ func Tampered(body []byte, at int, mask byte) []byte {
 // ClientError reports whether err wraps a sentinel the HTTP layer answers
 // with 400.
 func ClientError(err error) bool {
-	for _, s := range []error{provider.ErrMalformed, provider.ErrMissingField, provider.ErrInvalidAmount, money.ErrUnknownCurrency} {
+	for _, s := range []error{delivery.ErrMalformed, delivery.ErrMissingField, delivery.ErrInvalidAmount, money.ErrUnknownCurrency} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -69,7 +69,7 @@ func Documented(err error) bool {
 // CheckFieldError fails the test unless a signed body was refused with an
 // error wrapping target (and not ErrUnauthorized) that names field, and no
 // events came with it. label prefixes the messages.
-func CheckFieldError(t testing.TB, label string, evs []provider.Event, err, target error, field string) {
+func CheckFieldError(t testing.TB, label string, evs []delivery.Event, err, target error, field string) {
 	t.Helper()
 	if !errors.Is(err, target) || errors.Is(err, providers.ErrUnauthorized) {
 		t.Errorf("%s: err %v, want %v", label, err, target)
@@ -89,13 +89,13 @@ type Want struct {
 	Provider, DedupKey, Type, PaymentKey string
 	OccurredAt                           time.Time
 	Raw                                  []byte // the bytes the event must keep
-	Facts                                []provider.Fact
+	Facts                                []delivery.Fact
 }
 
 // CheckEvent compares ev with w. Whatever w says, the event must validate,
 // have a non-zero OccurredAt in UTC, and carry the hash of its own Raw.
 // label prefixes the messages.
-func CheckEvent(t testing.TB, label string, ev provider.Event, w Want) {
+func CheckEvent(t testing.TB, label string, ev delivery.Event, w Want) {
 	t.Helper()
 	if err := ev.Validate(); err != nil {
 		t.Errorf("%s: invalid: %v", label, err)
@@ -123,7 +123,7 @@ func CheckEvent(t testing.TB, label string, ev provider.Event, w Want) {
 
 // ParseOne parses r with a and returns its one event, failing the test on an
 // error or another number of events.
-func ParseOne(t testing.TB, a providers.Adapter, r providers.Request) provider.Event {
+func ParseOne(t testing.TB, a providers.Adapter, r providers.Request) delivery.Event {
 	t.Helper()
 	evs, err := a.Parse(r)
 	if err != nil {

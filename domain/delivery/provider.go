@@ -1,8 +1,8 @@
-// Package provider defines the normalized form every verified webhook takes
+// Package delivery defines the normalized form every verified webhook takes
 // before it reaches the payment state machine. Provider adapters (one package
 // per provider under adapters/providers) produce an Event; the domain decides
 // on it. Nothing here knows how a provider signs or shapes its payloads.
-package provider
+package delivery
 
 import (
 	"errors"
