@@ -9,6 +9,11 @@
 #      the ledger compared with the generator's own model.
 #   3. Projection lag under a steady 1,000 webhooks/s: /v1/projections polled
 #      while loading; p99 in events and (approximately) seconds.
+#   3b. Open loop (latency as users feel it): a fixed offered rate whatever
+#      the answers, latency counted from each delivery's scheduled send time,
+#      at 1,000/s and at 50%, 80% and 100% of the maximum measured in step 2;
+#      the maximum sustained rate is the highest of those the server kept up
+#      with (achieved >= 97% of offered, no 5xx) and its p99.
 #   4. Rebuild: a throwaway database seeded with BENCH_REBUILD_EVENTS real
 #      domain events (bench/seed, COPY), then `onceledger rebuild --all`:
 #      events/s, peak RSS, and the raw read rate of the events table
@@ -25,6 +30,7 @@
 #   BENCH_PAYMENTS=5000    payments for the throughput run (about 3.7 deliveries each + 20%)
 #   BENCH_LAG_RATE=1000    webhooks/s for the lag run
 #   BENCH_LAG_SECONDS=20   duration of the lag run
+#   BENCH_OPEN_SECONDS=15  duration of each open-loop run
 #   BENCH_REBUILD_EVENTS=1000000  events seeded for the rebuild (about 3.8 per payment)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   PGHOST/PGPORT/PGUSER   the Postgres server (default 127.0.0.1:5432, postgres)
@@ -43,6 +49,7 @@ CONC=${BENCH_CONCURRENCY:-64}
 PAYMENTS=${BENCH_PAYMENTS:-5000}
 LAG_RATE=${BENCH_LAG_RATE:-1000}
 LAG_SECONDS=${BENCH_LAG_SECONDS:-20}
+OPEN_SECONDS=${BENCH_OPEN_SECONDS:-15}
 REBUILD_EVENTS=${BENCH_REBUILD_EVENTS:-1000000}
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
@@ -125,6 +132,21 @@ if want ingest; then
 		--duplicates 0.2 --lag-interval 100ms --json >"$work/lag.json" || status=$?
 	jq -r '"verdict: \(.verdict)  achieved: \(.deliveries_per_second|floor)/s  lag events p50 \(.projection_lag.events_p50) p99 \(.projection_lag.events_p99) max \(.projection_lag.events_max)  seconds p99 ~\(.projection_lag.seconds_p99*100|round/100)  catch-up \(.catch_up_seconds*100|round/100)s"' "$work/lag.json"
 
+	echo "== 3b. open loop: latency from the scheduled send time, ${OPEN_SECONDS}s per rate"
+	open_rates="1000 $(jq -n "$wps*0.5|floor") $(jq -n "$wps*0.8|floor") $(jq -n "$wps|floor")"
+	: >"$work/open.txt"
+	sustained=0 sustained_p99=0
+	for r in $open_rates; do
+		"$work/loadgen" --payments 0 --duration "${OPEN_SECONDS}s" --rate "$r" --open-loop --duplicates 0.2 \
+			--lag-interval 0 --json >"$work/open_$r.json" || status=$?
+		line="$(jq -r --arg r "$r" '"offered \($r)/s: achieved \(.deliveries_per_second|floor)/s  p50 \(.latency_ms.p50*10|round/10) ms  p99 \(.latency_ms.p99*10|round/10) ms  late sends \(.late_sends)  5xx \(.outcomes["5xx"])  \(.verdict)"' "$work/open_$r.json")"
+		echo "$line" | tee -a "$work/open.txt"
+		kept="$(jq -r --arg r "$r" 'if (.deliveries_per_second >= ($r|tonumber)*0.97 and .outcomes["5xx"] == 0) then 1 else 0 end' "$work/open_$r.json")"
+		if [[ "$kept" == 1 && "$r" -gt "$sustained" ]]; then
+			sustained=$r
+			sustained_p99="$(jq -r '.latency_ms.p99*10|round/10' "$work/open_$r.json")"
+		fi
+	done
 fi
 
 # == 4. rebuild ===============================================================
@@ -192,6 +214,8 @@ if want ingest; then
 	printf 'pgbench ingest SQL:    %8.1f tps\n' "$tps"
 	printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
 	printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
+	sed 's/^/open loop /' "$work/open.txt"
+	echo "max sustained (open loop, of the rates tried): ${sustained}/s with p99 ${sustained_p99} ms"
 	jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
 fi
 if want rebuild; then

@@ -51,6 +51,7 @@ type options struct {
 	Concurrency    int
 	Window         int
 	Rate           float64
+	OpenLoop       bool
 	Duplicates     float64
 	Reorder        float64
 	Conflicts      float64
@@ -114,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "concurrent senders")
 	fs.IntVar(&o.Window, "window", 0, "payments in flight at once, interleaved (default 4 × concurrency)")
 	fs.Float64Var(&o.Rate, "rate", 0, "deliveries per second across all senders (0 = as fast as possible)")
+	fs.BoolVar(&o.OpenLoop, "open-loop", false, "with --rate: a fixed offered rate whatever the answers, latency counted from each delivery's scheduled send time; --concurrency is raised to at least the rate (senders waiting for their slot)")
 	fs.Float64Var(&o.Duplicates, "duplicates", 0.2, "extra identical deliveries per delivery; about 30% of them concurrent with the first")
 	fs.Float64Var(&o.Reorder, "reorder", 0.1, "share of the payments with refunds or disputes that send them before their capture (shuffled)")
 	fs.Float64Var(&o.Conflicts, "conflicts", 0.01, "share of deliveries redelivered with the same id and a changed payload (must not change the ledger)")
@@ -150,6 +152,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.MaxAttempts < 1 {
 		errs = append(errs, errors.New("--max-attempts must be at least 1"))
+	}
+	if o.OpenLoop {
+		if o.Rate <= 0 {
+			errs = append(errs, errors.New("--open-loop needs a --rate"))
+		}
+		// Enough senders that one is free when each slot is due even if
+		// answers take a second: otherwise the generator, not the server,
+		// would set the pace (closed loop in disguise). Late sends are still
+		// counted from their slot, and reported.
+		o.Concurrency = max(o.Concurrency, int(o.Rate))
 	}
 	if o.Token == "" {
 		errs = append(errs, errors.New("--token (or ONCELEDGER_API_TOKENS) is needed to read /v1/balances"))
@@ -201,6 +213,7 @@ type summary struct {
 	Providers   string  `json:"providers"`
 	Concurrency int     `json:"concurrency"`
 	Rate        float64 `json:"rate"`
+	OpenLoop    bool    `json:"open_loop"`
 	Duplicates  float64 `json:"duplicates"`
 	Reorder     float64 `json:"reorder"`
 	Conflicts   float64 `json:"conflicts"`
@@ -216,6 +229,8 @@ type summary struct {
 	DeliveriesPerSec   float64  `json:"deliveries_per_second"`
 	RequestsPerSec     float64  `json:"requests_per_second"`
 	LatencyMs          latency  `json:"latency_ms"`
+	LateSends          int      `json:"late_sends"`
+	LateMs             latency  `json:"late_ms"`
 	Outcomes           outcome  `json:"outcomes"`
 	AnswersChecked     int      `json:"answers_checked"`
 	AnswerViolations   []string `json:"answer_violations"`
@@ -267,7 +282,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "loadgen: "+format+"\n", args...) }
 	sum := summary{RunID: o.RunID, Seed: o.Seed, URL: o.URL, Providers: o.Providers, Concurrency: o.Concurrency,
-		Rate: o.Rate, Duplicates: o.Duplicates, Reorder: o.Reorder, Conflicts: o.Conflicts, Baseline: o.Baseline}
+		Rate: o.Rate, OpenLoop: o.OpenLoop, Duplicates: o.Duplicates, Reorder: o.Reorder, Conflicts: o.Conflicts, Baseline: o.Baseline}
 	fail := func(err error) int {
 		sum.Error, sum.Verdict = err.Error(), "ERROR"
 		logf("%v", err)
@@ -320,7 +335,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	work := newQueue(gen, o.Seed, window, o.Payments, deadline)
 	s := &sender{base: o.URL, client: client, stripeSecret: o.StripeSecret, standard: std,
 		maxAttempts: o.MaxAttempts, backoff: o.Backoff, maxBackoff: o.MaxBackoff,
-		ans: newAnswers(), pace: newPacer(o.Rate), logf: logf}
+		ans: newAnswers(), pace: newPacer(o.Rate), openLoop: o.OpenLoop, logf: logf}
 
 	// First Ctrl-C: start no more payments, finish the started ones and
 	// compare. Second: abort.
@@ -378,6 +393,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	sum.RequestsPerSec = float64(sum.Requests) / elapsed.Seconds()
 	l := s.latency.Summary()
 	sum.LatencyMs = latency{P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max), Mean: ms(l.Mean)}
+	late := s.late.Summary()
+	sum.LateSends = late.Count
+	sum.LateMs = latency{P50: ms(late.P50), P90: ms(late.P90), P99: ms(late.P99), Max: ms(late.Max), Mean: ms(late.Mean)}
 	sum.Outcomes = outcome{Accepted: s.c.Accepted.Load(), Duplicate: s.c.Duplicate.Load(), Ignored: s.c.Ignored.Load(),
 		Other2xx: s.c.Other2xx.Load(), Status4xx: s.c.Status4xx.Load(), Status5xx: s.c.Status5xx.Load(),
 		StatusOther: s.c.StatusOther.Load(), Transport: s.c.Transport.Load(), Retries: s.c.Retries.Load(),
@@ -456,6 +474,10 @@ func printText(w io.Writer, s summary, expected *model.Ledger) {
 	rate := "as fast as possible"
 	if s.Rate > 0 {
 		rate = fmt.Sprintf("paced at %g/s", s.Rate)
+	}
+	if s.OpenLoop {
+		rate = fmt.Sprintf("open loop at %g/s offered (latency from the scheduled send time; %d sends left late, p99 %.2f ms behind)",
+			s.Rate, s.LateSends, s.LateMs.P99)
 	}
 	p("throughput: %.1f deliveries/s (2xx), %.1f requests/s; %d delivered in %.2fs, %d senders, %s",
 		s.DeliveriesPerSec, s.RequestsPerSec, s.Delivered, s.SendSeconds, s.Concurrency, rate)

@@ -117,9 +117,13 @@ type sender struct {
 	maxBackoff   time.Duration
 
 	latency stats.Recorder
-	c       counters
-	ans     *answers
-	pace    *pacer
+	// late: how far behind its scheduled time each open-loop send left
+	// (every sender busy: the server is past its knee, or too few senders).
+	late     stats.Recorder
+	openLoop bool
+	c        counters
+	ans      *answers
+	pace     *pacer
 
 	logMu  sync.Mutex
 	logged int
@@ -157,8 +161,8 @@ func (s *sender) run(ctx context.Context, j job) []job {
 		body = j.d.Conflict
 	}
 	if j.kind != kindFirst || !j.d.Twin {
-		s.pace.wait(ctx, 1)
-		ok := s.deliver(ctx, j.d, body, j.kind)
+		sched := s.pace.wait(ctx, 1)
+		ok := s.deliverAt(ctx, j.d, body, j.kind, sched)
 		if j.kind != kindFirst || !ok {
 			return nil
 		}
@@ -166,7 +170,7 @@ func (s *sender) run(ctx context.Context, j job) []job {
 	}
 	// A twin: the same delivery from two senders at the same instant, the
 	// race the inbox's primary key must decide.
-	s.pace.wait(ctx, 2)
+	sched := s.pace.wait(ctx, 2)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	var twinOK atomic.Bool
@@ -174,10 +178,10 @@ func (s *sender) run(ctx context.Context, j job) []job {
 	go func() {
 		defer wg.Done()
 		<-start
-		twinOK.Store(s.deliver(ctx, j.d, body, kindCopy))
+		twinOK.Store(s.deliverAt(ctx, j.d, body, kindCopy, sched))
 	}()
 	close(start)
-	ok := s.deliver(ctx, j.d, body, kindFirst)
+	ok := s.deliverAt(ctx, j.d, body, kindFirst, sched)
 	wg.Wait()
 	if !ok && !twinOK.Load() {
 		return nil
@@ -196,12 +200,24 @@ func followups(d *scenario.Delivery) []job {
 	return out
 }
 
-// deliver sends body until a 2xx or maxAttempts, and reports whether it got
-// a 2xx.
+// deliver is deliverAt for a delivery with no slot in a schedule.
 func (s *sender) deliver(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind) bool {
+	return s.deliverAt(ctx, d, body, kind, time.Time{})
+}
+
+// deliverAt sends body until a 2xx or maxAttempts, and reports whether it got
+// a 2xx. sched is the delivery's slot in the pacer's schedule (zero when
+// unpaced): in open-loop mode the first attempt's latency counts from it, so
+// time spent waiting for a free sender behind a slow server is latency too
+// (no coordinated omission).
+func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind, sched time.Time) bool {
 	key := d.Provider + "/" + d.ID
 	for attempt := 1; ; attempt++ {
-		status, outcome, retryAfter, err := s.attempt(ctx, d, body)
+		origin := time.Time{}
+		if s.openLoop && attempt == 1 {
+			origin = sched
+		}
+		status, outcome, retryAfter, err := s.attempt(ctx, d, body, origin)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -274,8 +290,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // attempt is one signed HTTP request. outcome is the body's "status" (or
-// "error") field.
-func (s *sender) attempt(ctx context.Context, d *scenario.Delivery, body []byte) (status int, outcome string, retryAfter time.Duration, err error) {
+// "error") field. Its latency is measured from origin when set (the
+// scheduled send time, open loop), else from the moment it is sent.
+func (s *sender) attempt(ctx context.Context, d *scenario.Delivery, body []byte, origin time.Time) (status int, outcome string, retryAfter time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/webhooks/"+d.Provider, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", 0, err
@@ -294,6 +311,12 @@ func (s *sender) attempt(ctx context.Context, d *scenario.Delivery, body []byte)
 	}
 	s.c.Requests.Add(1)
 	t0 := time.Now()
+	if !origin.IsZero() {
+		if late := t0.Sub(origin); late > 0 {
+			s.late.Record(late)
+		}
+		t0 = origin
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		s.latency.Record(time.Since(t0))
@@ -338,14 +361,19 @@ func newPacer(rate float64) *pacer {
 	return &pacer{start: time.Now(), interval: time.Duration(float64(time.Second) / rate)}
 }
 
-func (p *pacer) wait(ctx context.Context, k int64) {
+// wait takes the next k slots and sleeps until the first one is due; it
+// returns that slot's scheduled time (zero for an unpaced run). A sender that
+// takes a slot already past leaves at once: the schedule never stretches.
+func (p *pacer) wait(ctx context.Context, k int64) time.Time {
 	if p == nil {
-		return
+		return time.Time{}
 	}
 	n := p.n.Add(k) - k
-	if d := time.Until(p.start.Add(time.Duration(n) * p.interval)); d > 0 {
+	at := p.start.Add(time.Duration(n) * p.interval)
+	if d := time.Until(at); d > 0 {
 		sleep(ctx, d)
 	}
+	return at
 }
 
 var errNoSecret = errors.New("missing signing secret")
