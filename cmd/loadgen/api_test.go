@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestLagReport(t *testing.T) {
@@ -17,27 +19,18 @@ func TestLagReport(t *testing.T) {
 	// Catch-up polls: not counted in the event lag, usable as "later".
 	tr.add(at(400), []projection{{Name: "fast", Position: 22, Lag: 0}, {Name: "slow", Position: 22, Lag: 0}}, false)
 	r := tr.report()
-	if r.Polls != 4 || r.EventsMax != 14 || r.EventsP50 != 5 || r.EventsP99 != 14 {
-		t.Fatalf("events %+v", r)
-	}
+	assert.True(t, r.Polls == 4 && r.EventsMax == 14 && r.EventsP50 == 5 && r.EventsP99 == 14, "events %+v", r)
 	// slow@0: head ~10, reached at 200 → 0.2s; slow@100: head ~22, reached
 	// at 300 → 0.2s; slow@200: head ~22 → 0.1s; fast@100: head ~22 → 0.1s;
 	// the four lag-0 samples count 0.
-	if r.SecondsKnown != 8 || r.SecondsMax != 0.2 || r.SecondsP50 != 0 {
-		t.Fatalf("seconds %+v", r)
-	}
+	assert.True(t, r.SecondsKnown == 8 && r.SecondsMax == 0.2 && r.SecondsP50 == 0, "seconds %+v", r)
 }
 
 func TestCaughtUpNeedsStablePositions(t *testing.T) {
 	a := []projection{{Name: "x", Position: 5}, {Name: "y", Position: 7}}
 	b := []projection{{Name: "y", Position: 7}, {Name: "x", Position: 5}}
-	if !caughtUp(a) || !samePositions(a, b) {
-		t.Fatal("same positions in another order")
-	}
-	if samePositions(a, []projection{{Name: "x", Position: 6}, {Name: "y", Position: 7}}) || samePositions(a, nil) {
-		t.Fatal("moved positions taken as stable")
-	}
-	if caughtUp(nil) || caughtUp([]projection{{Name: "x", Lag: 1}}) {
-		t.Fatal("caught up with nothing or with lag")
-	}
+	assert.True(t, caughtUp(a) && samePositions(a, b), "same positions in another order")
+	assert.False(t, samePositions(a, []projection{{Name: "x", Position: 6}, {Name: "y", Position: 7}}) || samePositions(a, nil),
+		"moved positions taken as stable")
+	assert.False(t, caughtUp(nil) || caughtUp([]projection{{Name: "x", Lag: 1}}), "caught up with nothing or with lag")
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/scenario"
@@ -55,9 +57,7 @@ type fakeLedger struct {
 
 func newFake(t *testing.T) *fakeLedger {
 	v, err := standardwebhooks.NewWebhook(testStandardSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return &fakeLedger{t: t, verifier: v, seen: map[string]bool{}, facts: map[string]bool{},
 		opened: map[string]int64{}, balances: map[[2]string]int64{}, rng: rand.New(rand.NewPCG(1, 1))}
 }
@@ -208,9 +208,7 @@ func runJSON(t *testing.T, o options) (summary, int, string) {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), o, &out, &errOut)
 	var s summary
-	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		t.Fatalf("summary is not JSON: %v\n%s\nstderr: %s", err, out.String(), errOut.String())
-	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &s), "summary is not JSON:\n%s\nstderr: %s", out.String(), errOut.String())
 	return s, code, errOut.String()
 }
 
@@ -225,37 +223,22 @@ func TestRunMatchesACorrectLedgerDespite503s(t *testing.T) {
 	defer srv.Close()
 
 	s, code, stderr := runJSON(t, testOptions(srv.URL))
-	if code != 0 || s.Verdict != "MATCH" {
-		t.Fatalf("exit %d, verdict %s, differences %+v, violations %v\nstderr: %s", code, s.Verdict, s.Differences, s.AnswerViolations, stderr)
-	}
-	if s.BalanceReads != 4 {
-		t.Fatalf("%d balance reads; the ledger settled on the 4th", s.BalanceReads)
-	}
-	if s.Payments != 400 || s.Planned.Copies == 0 || s.Planned.Twins == 0 || s.Planned.Conflicts == 0 || s.Reordered == 0 {
-		t.Fatalf("traffic not as configured: %+v", s)
-	}
-	if got, want := s.Delivered, int64(s.Planned.total()); got != want {
-		t.Fatalf("delivered %d of %d planned", got, want)
-	}
+	require.True(t, code == 0 && s.Verdict == "MATCH",
+		"exit %d, verdict %s, differences %+v, violations %v\nstderr: %s", code, s.Verdict, s.Differences, s.AnswerViolations, stderr)
+	assert.Equal(t, 4, s.BalanceReads, "%d balance reads; the ledger settled on the 4th", s.BalanceReads)
+	require.True(t, s.Payments == 400 && s.Planned.Copies != 0 && s.Planned.Twins != 0 && s.Planned.Conflicts != 0 && s.Reordered != 0,
+		"traffic not as configured: %+v", s)
+	assert.Equal(t, int64(s.Planned.total()), s.Delivered, "delivered %d of %d planned", s.Delivered, s.Planned.total())
 	o := s.Outcomes
-	if o.Status5xx == 0 || o.Retries != o.Status5xx || o.Undelivered != 0 {
-		t.Fatalf("503s must be retried, each once counted: %+v", o)
-	}
-	if s.Requests != s.Delivered+o.Retries {
-		t.Fatalf("requests %d, delivered %d + retries %d", s.Requests, s.Delivered, o.Retries)
-	}
-	if o.Accepted+o.Ignored != int64(s.Planned.First) || o.Duplicate != int64(s.Planned.Copies+s.Planned.Twins+s.Planned.Conflicts) {
-		t.Fatalf("outcomes %+v for plan %+v", o, s.Planned)
-	}
-	if s.ConflictsDuplicate != s.Planned.Conflicts || s.AnswersChecked != s.Planned.First {
-		t.Fatalf("answers: %d conflicts duplicate, %d keys checked; plan %+v", s.ConflictsDuplicate, s.AnswersChecked, s.Planned)
-	}
-	if s.LatencyMs.P50 <= 0 || s.LatencyMs.P99 < s.LatencyMs.P50 || s.LatencyMs.Max < s.LatencyMs.P99 {
-		t.Fatalf("latency %+v", s.LatencyMs)
-	}
-	if p := fake.peak.Load(); p < 4 {
-		t.Fatalf("peak concurrency %d with 16 senders", p)
-	}
+	assert.True(t, o.Status5xx != 0 && o.Retries == o.Status5xx && o.Undelivered == 0, "503s must be retried, each once counted: %+v", o)
+	assert.Equal(t, s.Delivered+o.Retries, s.Requests, "requests %d, delivered %d + retries %d", s.Requests, s.Delivered, o.Retries)
+	assert.True(t, o.Accepted+o.Ignored == int64(s.Planned.First) && o.Duplicate == int64(s.Planned.Copies+s.Planned.Twins+s.Planned.Conflicts),
+		"outcomes %+v for plan %+v", o, s.Planned)
+	assert.True(t, s.ConflictsDuplicate == s.Planned.Conflicts && s.AnswersChecked == s.Planned.First,
+		"answers: %d conflicts duplicate, %d keys checked; plan %+v", s.ConflictsDuplicate, s.AnswersChecked, s.Planned)
+	assert.True(t, s.LatencyMs.P50 > 0 && s.LatencyMs.P99 >= s.LatencyMs.P50 && s.LatencyMs.Max >= s.LatencyMs.P99, "latency %+v", s.LatencyMs)
+	p := fake.peak.Load()
+	assert.GreaterOrEqual(t, p, int64(4), "peak concurrency %d with 16 senders", p)
 }
 
 func TestRunReportsEveryDifference(t *testing.T) {
@@ -266,20 +249,13 @@ func TestRunReportsEveryDifference(t *testing.T) {
 	o := testOptions(srv.URL)
 	o.Duplicates, o.Conflicts, o.Wait = 0, 0.2, 600*time.Millisecond
 	s, code, _ := runJSON(t, o)
-	if code != 1 || !strings.HasPrefix(s.Verdict, "MISMATCH (") || len(s.Differences) == 0 {
-		t.Fatalf("exit %d, verdict %q, %d differences", code, s.Verdict, len(s.Differences))
-	}
-	if want := fmt.Sprintf("MISMATCH (%d differences)", len(s.Differences)); s.Verdict != want {
-		t.Fatalf("verdict %q, want %q", s.Verdict, want)
-	}
+	require.True(t, code == 1 && strings.HasPrefix(s.Verdict, "MISMATCH (") && len(s.Differences) != 0,
+		"exit %d, verdict %q, %d differences", code, s.Verdict, len(s.Differences))
+	assert.Equal(t, fmt.Sprintf("MISMATCH (%d differences)", len(s.Differences)), s.Verdict, "verdict")
 	// A conflict answered "accepted" is itself a broken answer.
-	if len(s.AnswerViolations) == 0 {
-		t.Fatal("conflicts answered accepted, no answer violation reported")
-	}
+	assert.NotEmpty(t, s.AnswerViolations, "conflicts answered accepted, no answer violation reported")
 	for _, d := range s.Differences {
-		if d.Expected == d.Actual || d.Account == "" || d.Currency == "" {
-			t.Fatalf("bogus difference %+v", d)
-		}
+		assert.True(t, d.Expected != d.Actual && d.Account != "" && d.Currency != "", "bogus difference %+v", d)
 	}
 }
 
@@ -297,9 +273,7 @@ func TestRunAbsoluteModeSeesTheExistingLedger(t *testing.T) {
 			found = d.Actual-d.Expected == 999
 		}
 	}
-	if code != 1 || !found {
-		t.Fatalf("exit %d, differences %+v", code, s.Differences)
-	}
+	assert.True(t, code == 1 && found, "exit %d, differences %+v", code, s.Differences)
 }
 
 func TestSenderGivesUpAfterMaxAttempts(t *testing.T) {
@@ -312,12 +286,11 @@ func TestSenderGivesUpAfterMaxAttempts(t *testing.T) {
 	s := &sender{base: srv.URL, client: srv.Client(), stripeSecret: testStripeSecret, maxAttempts: 4,
 		backoff: time.Millisecond, maxBackoff: 2 * time.Millisecond, ans: newAnswers(), logf: func(string, ...any) {}}
 	d := &scenario.Delivery{Provider: scenario.Stripe, ID: "evt_1", Type: "payout.paid", Body: []byte(`{}`)}
-	if s.deliver(context.Background(), d, d.Body, kindFirst) {
-		t.Fatal("a 500 counted as delivered")
-	}
-	if hits.Load() != 4 || s.c.Retries.Load() != 3 || s.c.Status5xx.Load() != 4 || s.c.Undelivered.Load() != 1 {
-		t.Fatalf("hits %d retries %d 5xx %d undelivered %d", hits.Load(), s.c.Retries.Load(), s.c.Status5xx.Load(), s.c.Undelivered.Load())
-	}
+	require.False(t, s.deliver(context.Background(), d, d.Body, kindFirst), "a 500 counted as delivered")
+	assert.Equal(t, int64(4), hits.Load(), "hits")
+	assert.Equal(t, int64(3), s.c.Retries.Load(), "retries")
+	assert.Equal(t, int64(4), s.c.Status5xx.Load(), "5xx")
+	assert.Equal(t, int64(1), s.c.Undelivered.Load(), "undelivered")
 }
 
 // Every attempt is signed afresh and verifies with Stripe's SDK, retries
@@ -340,12 +313,10 @@ func TestStripeAttemptsVerifyWithStripeSDK(t *testing.T) {
 	s := &sender{base: srv.URL, client: srv.Client(), stripeSecret: testStripeSecret, maxAttempts: 5,
 		backoff: time.Millisecond, maxBackoff: 2 * time.Millisecond, ans: newAnswers(), logf: t.Logf}
 	d := &scenario.Delivery{Provider: scenario.Stripe, ID: "evt_1", Type: "payout.paid", Body: []byte(`{"id":"evt_1"}`)}
-	if !s.deliver(context.Background(), d, d.Body, kindFirst) {
-		t.Fatal("not delivered")
-	}
-	if s.c.Status4xx.Load() != 0 || s.c.Retries.Load() != 2 || s.c.Accepted.Load() != 1 {
-		t.Fatalf("4xx %d retries %d accepted %d", s.c.Status4xx.Load(), s.c.Retries.Load(), s.c.Accepted.Load())
-	}
+	require.True(t, s.deliver(context.Background(), d, d.Body, kindFirst), "not delivered")
+	assert.Equal(t, int64(0), s.c.Status4xx.Load(), "4xx")
+	assert.Equal(t, int64(2), s.c.Retries.Load(), "retries")
+	assert.Equal(t, int64(1), s.c.Accepted.Load(), "accepted")
 }
 
 func TestBackoffGrowsAndIsCapped(t *testing.T) {
@@ -354,24 +325,16 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 		want := min(100*time.Millisecond<<min(attempt-1, 20), 2*time.Second)
 		for range 50 {
 			d := s.delay(attempt, 0)
-			if d < want/2 || d > want {
-				t.Fatalf("attempt %d: delay %v outside [%v, %v]", attempt, d, want/2, want)
-			}
+			require.True(t, d >= want/2 && d <= want, "attempt %d: delay %v outside [%v, %v]", attempt, d, want/2, want)
 		}
 	}
-	if d := s.delay(1, time.Second); d != time.Second {
-		t.Fatalf("Retry-After 1s gave %v", d)
-	}
-	if d := s.delay(1, time.Hour); d != 2*time.Second {
-		t.Fatalf("Retry-After beyond the cap gave %v", d)
-	}
+	assert.Equal(t, time.Second, s.delay(1, time.Second), "Retry-After 1s")
+	assert.Equal(t, 2*time.Second, s.delay(1, time.Hour), "Retry-After beyond the cap")
 }
 
 func TestQueueHandsOutEverythingOnceAndStops(t *testing.T) {
 	gen, err := scenario.New(scenario.Config{Providers: []string{"stripe", "standard"}, RunID: "q", Seed: 3, Duplicates: 0.5, Conflicts: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	q := newQueue(gen, 3, 8, 300, time.Time{})
 	var mu sync.Mutex
 	firsts := map[*scenario.Delivery]int{}
@@ -400,20 +363,14 @@ func TestQueueHandsOutEverythingOnceAndStops(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if q.payments != 300 || len(firsts) != q.planned.First {
-		t.Fatalf("payments %d, distinct firsts %d, planned %+v", q.payments, len(firsts), q.planned)
-	}
+	assert.True(t, q.payments == 300 && len(firsts) == q.planned.First,
+		"payments %d, distinct firsts %d, planned %+v", q.payments, len(firsts), q.planned)
 	for d, n := range firsts {
-		if n != 1 {
-			t.Fatalf("%s handed out %d times", d.ID, n)
-		}
+		assert.Equal(t, 1, n, "%s handed out %d times", d.ID, n)
 	}
-	if follow != q.planned.Copies+q.planned.Conflicts {
-		t.Fatalf("follow-ups %d, planned %+v", follow, q.planned)
-	}
-	if _, ok := q.Next(); ok {
-		t.Fatal("work after the end")
-	}
+	assert.Equal(t, q.planned.Copies+q.planned.Conflicts, follow, "follow-ups %d, planned %+v", follow, q.planned)
+	_, ok := q.Next()
+	assert.False(t, ok, "work after the end")
 }
 
 func TestQueueStopFinishesStartedPayments(t *testing.T) {
@@ -435,9 +392,8 @@ func TestQueueStopFinishesStartedPayments(t *testing.T) {
 		n++
 		q.Done(followups(j.d))
 	}
-	if q.payments != started || n != q.planned.First {
-		t.Fatalf("after Stop: payments %d→%d, sent %d of %d planned", started, q.payments, n, q.planned.First)
-	}
+	assert.True(t, q.payments == started && n == q.planned.First,
+		"after Stop: payments %d→%d, sent %d of %d planned", started, q.payments, n, q.planned.First)
 }
 
 func TestAnswersFlagDoubleFirstArrivals(t *testing.T) {
@@ -454,9 +410,11 @@ func TestAnswersFlagDoubleFirstArrivals(t *testing.T) {
 	a.answered("standard/m5", kindConflict, "accepted")
 	checked, bad := a.violations()
 	// m5 twice: two first arrivals, and a conflict not answered duplicate.
-	if checked != 4 || len(bad) != 3 || !strings.Contains(bad[0], "m2") || !strings.Contains(bad[1], "m5") || !strings.Contains(bad[2], `m5 answered "accepted"`) {
-		t.Fatalf("checked %d, violations %v", checked, bad)
-	}
+	assert.Equal(t, 4, checked, "checked")
+	require.Len(t, bad, 3, "violations %v", bad)
+	assert.Contains(t, bad[0], "m2", "violations %v", bad)
+	assert.Contains(t, bad[1], "m5", "violations %v", bad)
+	assert.Contains(t, bad[2], `m5 answered "accepted"`, "violations %v", bad)
 }
 
 func TestPacerSpacesDeliveries(t *testing.T) {
@@ -473,12 +431,9 @@ func TestPacerSpacesDeliveries(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if el := time.Since(start); el < 190*time.Millisecond {
-		t.Fatalf("200 deliveries at 1000/s took %v", el)
-	}
-	if newPacer(0) != nil {
-		t.Fatal("rate 0 must not pace")
-	}
+	el := time.Since(start)
+	assert.GreaterOrEqual(t, el, 190*time.Millisecond, "200 deliveries at 1000/s took %v", el)
+	assert.Nil(t, newPacer(0), "rate 0 must not pace")
 }
 
 func TestFlags(t *testing.T) {
@@ -487,17 +442,12 @@ func TestFlags(t *testing.T) {
 	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "whsec_a,whsec_b")
 	t.Setenv("ONCELEDGER_STANDARD_SECRETS", testStandardSecret)
 	o, err := parseFlags([]string{"--payments", "5", "--providers", "stripe"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.URL != "http://127.0.0.1:9999" || o.Token != "t1" || o.StripeSecret != "whsec_a" || o.Payments != 5 || !o.Baseline || o.Seed == 0 || o.RunID == "" {
-		t.Fatalf("options %+v", o)
-	}
+	require.NoError(t, err)
+	assert.True(t, o.URL == "http://127.0.0.1:9999" && o.Token == "t1" && o.StripeSecret == "whsec_a" && o.Payments == 5 && o.Baseline && o.Seed != 0 && o.RunID != "",
+		"options %+v", o)
 	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "")
-	if _, err := parseFlags([]string{"--providers", "stripe"}, io.Discard); err == nil {
-		t.Fatal("stripe without a secret accepted")
-	}
-	if _, err := parseFlags([]string{"--payments", "0"}, io.Discard); err == nil {
-		t.Fatal("--payments 0 without --duration accepted")
-	}
+	_, err = parseFlags([]string{"--providers", "stripe"}, io.Discard)
+	assert.Error(t, err, "stripe without a secret accepted")
+	_, err = parseFlags([]string{"--payments", "0"}, io.Discard)
+	assert.Error(t, err, "--payments 0 without --duration accepted")
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/EventStore/EventStore-Client-Go/v4/protos/shared"
 	api "github.com/EventStore/EventStore-Client-Go/v4/protos/streams"
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -20,14 +22,10 @@ import (
 func client(t *testing.T, srv *esdbfake.Server) *esdbclient.Client {
 	t.Helper()
 	cfg, err := esdbclient.ParseConnectionString(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cfg.Logger = esdbclient.NoopLogging()
 	c, err := esdbclient.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -45,10 +43,18 @@ func ev(typ string) esdbclient.EventData {
 func appendTo(t *testing.T, c *esdbclient.Client, stream string, exp esdbclient.ExpectedRevision, evs ...esdbclient.EventData) *esdbclient.WriteResult {
 	t.Helper()
 	res, err := c.AppendToStream(ctx(t), stream, esdbclient.AppendToStreamOptions{ExpectedRevision: exp}, evs...)
-	if err != nil {
-		t.Fatalf("append to %s: %v", stream, err)
-	}
+	require.NoError(t, err, "append to %s", stream)
 	return res
+}
+
+// errorCode is the EventStoreDB error code of err; ErrorCodeUnknown when err
+// is nil or not an *esdb.Error.
+func errorCode(err error) esdbclient.ErrorCode {
+	var e *esdbclient.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return esdbclient.ErrorCodeUnknown
 }
 
 func drain(rs *esdbclient.ReadStream, err error) ([]*esdbclient.RecordedEvent, error) {
@@ -72,23 +78,19 @@ func drain(rs *esdbclient.ReadStream, err error) ([]*esdbclient.RecordedEvent, e
 func TestServerFeaturesAndVersion(t *testing.T) {
 	c := client(t, esdbfake.Start(t))
 	v, err := c.GetServerVersion()
-	if err != nil || v.Major != 24 || v.Minor != 10 {
-		t.Fatalf("server version %+v, %v", v, err)
-	}
+	require.NoError(t, err)
+	assert.True(t, v.Major == 24 && v.Minor == 10, "server version %+v", v)
 }
 
 func TestWrongExpectedVersionAndIdempotence(t *testing.T) {
 	c := client(t, esdbfake.Start(t))
 	a, b := ev("A"), ev("B")
 	res := appendTo(t, c, "s-1", esdbclient.NoStream{}, a, b)
-	if res.NextExpectedVersion != 1 || res.CommitPosition == 0 {
-		t.Fatalf("write result %+v", res)
-	}
+	require.True(t, res.NextExpectedVersion == 1 && res.CommitPosition != 0, "write result %+v", res)
 	// Same ids after the same expectation: success, nothing written.
 	again := appendTo(t, c, "s-1", esdbclient.NoStream{}, a, b)
-	if again.NextExpectedVersion != 1 || again.CommitPosition != res.CommitPosition || again.PreparePosition != res.PreparePosition {
-		t.Fatalf("idempotent write result %+v, first %+v", again, res)
-	}
+	require.True(t, again.NextExpectedVersion == 1 && again.CommitPosition == res.CommitPosition && again.PreparePosition == res.PreparePosition,
+		"idempotent write result %+v, first %+v", again, res)
 	// Any with the same ids: best-effort idempotence.
 	appendTo(t, c, "s-1", esdbclient.Any{}, a, b)
 
@@ -105,20 +107,15 @@ func TestWrongExpectedVersionAndIdempotence(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := c.AppendToStream(ctx(t), "s-1", esdbclient.AppendToStreamOptions{ExpectedRevision: tc.exp}, tc.evs...)
-		var e *esdbclient.Error
-		if !errors.As(err, &e) || e.Code() != esdbclient.ErrorCodeWrongExpectedVersion {
-			t.Errorf("%s: %v, want wrong expected version", tc.name, err)
-		}
+		assert.Equal(t, esdbclient.ErrorCodeWrongExpectedVersion, errorCode(err), "%s: %v, want wrong expected version", tc.name, err)
 	}
 	_, err := c.AppendToStream(ctx(t), "s-2", esdbclient.AppendToStreamOptions{ExpectedRevision: esdbclient.StreamExists{}}, ev("X"))
-	var e *esdbclient.Error
-	if !errors.As(err, &e) || e.Code() != esdbclient.ErrorCodeWrongExpectedVersion {
-		t.Errorf("stream exists on a missing stream: %v", err)
-	}
+	assert.Equal(t, esdbclient.ErrorCodeWrongExpectedVersion, errorCode(err), "stream exists on a missing stream: %v", err)
 	got, err := drain(c.ReadStream(ctx(t), "s-1", esdbclient.ReadStreamOptions{}, 100))
-	if err != nil || len(got) != 2 || got[0].EventID != a.EventID || got[1].EventID != b.EventID {
-		t.Fatalf("stream after conflicts: %d events, %v", len(got), err)
-	}
+	require.NoError(t, err, "stream after conflicts")
+	require.Len(t, got, 2, "stream after conflicts")
+	assert.Equal(t, a.EventID, got[0].EventID, "stream after conflicts: first event")
+	assert.Equal(t, b.EventID, got[1].EventID, "stream after conflicts: second event")
 }
 
 func TestReadStream(t *testing.T) {
@@ -127,27 +124,28 @@ func TestReadStream(t *testing.T) {
 	evs[1].Metadata = []byte(`{"m":1}`)
 	appendTo(t, c, "s-1", esdbclient.NoStream{}, evs...)
 
+	numbers := func(evs []*esdbclient.RecordedEvent) []uint64 {
+		var out []uint64
+		for _, e := range evs {
+			out = append(out, e.EventNumber)
+		}
+		return out
+	}
 	got, err := drain(c.ReadStream(ctx(t), "s-1", esdbclient.ReadStreamOptions{From: esdbclient.Revision(1)}, 2))
-	if err != nil || len(got) != 2 || got[0].EventNumber != 1 || got[1].EventNumber != 2 {
-		t.Fatalf("forwards from 1, 2 events: %v %v", got, err)
-	}
-	if got[0].EventType != "B" || got[0].ContentType != "application/json" || string(got[0].UserMetadata) != `{"m":1}` ||
-		got[0].CreatedDate.Before(time.Now().Add(-time.Minute)) || got[0].CreatedDate.After(time.Now().Add(time.Minute)) {
-		t.Fatalf("recorded event %+v", got[0])
-	}
+	require.NoError(t, err, "forwards from 1, 2 events")
+	require.Equal(t, []uint64{1, 2}, numbers(got), "forwards from 1, 2 events: %v", got)
+	require.True(t, got[0].EventType == "B" && got[0].ContentType == "application/json" && string(got[0].UserMetadata) == `{"m":1}` &&
+		!got[0].CreatedDate.Before(time.Now().Add(-time.Minute)) && !got[0].CreatedDate.After(time.Now().Add(time.Minute)),
+		"recorded event %+v", got[0])
 	got, err = drain(c.ReadStream(ctx(t), "s-1", esdbclient.ReadStreamOptions{Direction: esdbclient.Backwards, From: esdbclient.End{}}, 3))
-	if err != nil || len(got) != 3 || got[0].EventNumber != 3 || got[2].EventNumber != 1 {
-		t.Fatalf("backwards from end: %v %v", got, err)
-	}
+	require.NoError(t, err, "backwards from end")
+	require.Len(t, got, 3, "backwards from end: %v", got)
+	require.True(t, got[0].EventNumber == 3 && got[2].EventNumber == 1, "backwards from end: %v", numbers(got))
 	got, err = drain(c.ReadStream(ctx(t), "s-1", esdbclient.ReadStreamOptions{Direction: esdbclient.Backwards, From: esdbclient.Revision(1)}, 10))
-	if err != nil || len(got) != 2 || got[0].EventNumber != 1 || got[1].EventNumber != 0 {
-		t.Fatalf("backwards from 1: %v %v", got, err)
-	}
+	require.NoError(t, err, "backwards from 1")
+	require.Equal(t, []uint64{1, 0}, numbers(got), "backwards from 1: %v", got)
 	_, err = drain(c.ReadStream(ctx(t), "nope", esdbclient.ReadStreamOptions{}, 10))
-	var e *esdbclient.Error
-	if !errors.As(err, &e) || e.Code() != esdbclient.ErrorCodeResourceNotFound {
-		t.Fatalf("missing stream: %v", err)
-	}
+	assert.Equal(t, esdbclient.ErrorCodeResourceNotFound, errorCode(err), "missing stream: %v", err)
 }
 
 func TestReadAllPositions(t *testing.T) {
@@ -155,32 +153,27 @@ func TestReadAllPositions(t *testing.T) {
 	appendTo(t, c, "s-1", esdbclient.Any{}, ev("A"), ev("B"))
 	appendTo(t, c, "t-1", esdbclient.Any{}, ev("C"))
 	all, err := drain(c.ReadAll(ctx(t), esdbclient.ReadAllOptions{}, 100))
-	if err != nil || len(all) != 3 {
-		t.Fatalf("read all: %v %v", all, err)
-	}
+	require.NoError(t, err, "read all")
+	require.Len(t, all, 3, "read all: %v", all)
 	for i := 1; i < len(all); i++ {
 		p, q := all[i-1].Position, all[i].Position
-		if !(p.Commit < q.Commit || (p.Commit == q.Commit && p.Prepare < q.Prepare)) {
-			t.Fatalf("positions not increasing: %+v then %+v", p, q)
-		}
+		require.True(t, p.Commit < q.Commit || (p.Commit == q.Commit && p.Prepare < q.Prepare), "positions not increasing: %+v then %+v", p, q)
 	}
-	if all[0].Position.Commit == 0 || all[0].Position.Commit != all[1].Position.Commit {
-		t.Fatalf("one append shares a commit position above zero: %+v %+v", all[0].Position, all[1].Position)
+	require.True(t, all[0].Position.Commit != 0 && all[0].Position.Commit == all[1].Position.Commit,
+		"one append shares a commit position above zero: %+v %+v", all[0].Position, all[1].Position)
+	// readFrom reads $all from a position and checks the count and the first event.
+	readFrom := func(name string, opts esdbclient.ReadAllOptions, count uint64, n int, first uuid.UUID) {
+		t.Helper()
+		got, err := drain(c.ReadAll(ctx(t), opts, count))
+		require.NoError(t, err, name)
+		require.Len(t, got, n, "%s: %v", name, got)
+		assert.Equal(t, first, got[0].EventID, "%s: first event", name)
 	}
 	// Forwards from a position is inclusive.
-	got, err := drain(c.ReadAll(ctx(t), esdbclient.ReadAllOptions{From: all[1].Position}, 100))
-	if err != nil || len(got) != 2 || got[0].EventID != all[1].EventID {
-		t.Fatalf("forwards from event 1: %v %v", got, err)
-	}
+	readFrom("forwards from event 1", esdbclient.ReadAllOptions{From: all[1].Position}, 100, 2, all[1].EventID)
 	// Backwards from a position is exclusive.
-	got, err = drain(c.ReadAll(ctx(t), esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: all[2].Position}, 100))
-	if err != nil || len(got) != 2 || got[0].EventID != all[1].EventID {
-		t.Fatalf("backwards from event 2: %v %v", got, err)
-	}
-	got, err = drain(c.ReadAll(ctx(t), esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: esdbclient.End{}}, 1))
-	if err != nil || len(got) != 1 || got[0].EventID != all[2].EventID {
-		t.Fatalf("backwards from end: %v %v", got, err)
-	}
+	readFrom("backwards from event 2", esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: all[2].Position}, 100, 2, all[1].EventID)
+	readFrom("backwards from end", esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: esdbclient.End{}}, 1, 1, all[2].EventID)
 }
 
 // rawRead calls Read directly: the client cannot filter reads or ask for
@@ -188,23 +181,17 @@ func TestReadAllPositions(t *testing.T) {
 func rawRead(t *testing.T, srv *esdbfake.Server, opts *api.ReadReq_Options) []*api.ReadResp {
 	t.Helper()
 	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
 	rc, err := api.NewStreamsClient(conn).Read(ctx(t), &api.ReadReq{Options: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []*api.ReadResp
 	for {
 		m, err := rc.Recv()
 		if errors.Is(err, io.EOF) {
 			return out
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		out = append(out, m)
 	}
 }
@@ -228,13 +215,10 @@ func TestReadAllFiltersAndStringIDs(t *testing.T) {
 		var streams []string
 		for _, m := range msgs {
 			e := m.GetEvent().GetEvent()
-			if e == nil {
-				t.Fatalf("read sent a non-event message %T", m.GetContent())
-			}
+			require.NotNil(t, e, "read sent a non-event message %T", m.GetContent())
 			if uuidOpt != nil && uuidOpt.GetString_() != nil {
-				if _, err := uuid.Parse(e.GetId().GetString_()); err != nil {
-					t.Fatalf("string id %q: %v", e.GetId().GetString_(), err)
-				}
+				_, err := uuid.Parse(e.GetId().GetString_())
+				require.NoError(t, err, "string id %q", e.GetId().GetString_())
 			}
 			streams = append(streams, string(e.GetStreamIdentifier().GetStreamName()))
 		}
@@ -245,14 +229,7 @@ func TestReadAllFiltersAndStringIDs(t *testing.T) {
 	}
 	check := func(name string, got []string, want ...string) {
 		t.Helper()
-		if len(got) != len(want) {
-			t.Fatalf("%s: %v, want %v", name, got, want)
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("%s: %v, want %v", name, got, want)
-			}
-		}
+		require.Equal(t, want, got, name)
 	}
 	check("stream prefixes", read(&api.ReadReq_Options_FilterOptions{
 		Filter: &api.ReadReq_Options_FilterOptions_StreamIdentifier{StreamIdentifier: expr("", "payment-", "payout-")},
@@ -278,9 +255,7 @@ func TestSubscribeToAllFiltered(t *testing.T) {
 		MaxSearchWindow:    2,
 		CheckpointInterval: 1,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer sub.Close()
 
 	next := func() *esdbclient.SubscriptionEvent {
@@ -289,18 +264,15 @@ func TestSubscribeToAllFiltered(t *testing.T) {
 		go func() { got <- sub.Recv() }()
 		select {
 		case e := <-got:
-			if e.SubscriptionDropped != nil {
-				t.Fatalf("dropped: %v", e.SubscriptionDropped.Error)
-			}
+			require.Nil(t, e.SubscriptionDropped, "dropped")
 			return e
 		case <-time.After(10 * time.Second):
-			t.Fatal("no subscription message within 10s")
+			require.Fail(t, "no subscription message within 10s")
 			return nil
 		}
 	}
-	if e := next(); e.EventAppeared == nil || e.EventAppeared.OriginalEvent().StreamID != "payment-0" {
-		t.Fatalf("catch-up: %+v", e)
-	}
+	e := next()
+	require.True(t, e.EventAppeared != nil && e.EventAppeared.OriginalEvent().StreamID == "payment-0", "catch-up: %+v", e)
 	sawCaughtUp := false
 	for !sawCaughtUp {
 		e := next()
@@ -309,7 +281,7 @@ func TestSubscribeToAllFiltered(t *testing.T) {
 			sawCaughtUp = true
 		case e.CheckPointReached != nil:
 		default:
-			t.Fatalf("before caught-up: %+v", e)
+			require.Fail(t, "an event before caught-up", "%+v", e)
 		}
 	}
 	for i := 0; i < 3; i++ {
@@ -323,14 +295,10 @@ func TestSubscribeToAllFiltered(t *testing.T) {
 			checkpoints++
 			continue
 		}
-		if e.EventAppeared == nil || e.EventAppeared.OriginalEvent().StreamID != "payment-1" {
-			t.Fatalf("live: %+v", e)
-		}
+		require.True(t, e.EventAppeared != nil && e.EventAppeared.OriginalEvent().StreamID == "payment-1", "live: %+v", e)
 		break
 	}
-	if checkpoints == 0 {
-		t.Fatal("no checkpoint while scanning filtered-out events")
-	}
+	assert.NotZero(t, checkpoints, "no checkpoint while scanning filtered-out events")
 }
 
 func TestSubscribeFromPositionIsExclusiveAndStreamSubscription(t *testing.T) {
@@ -338,34 +306,26 @@ func TestSubscribeFromPositionIsExclusiveAndStreamSubscription(t *testing.T) {
 	c := client(t, srv)
 	appendTo(t, c, "s-1", esdbclient.Any{}, ev("A"), ev("B"))
 	all, err := drain(c.ReadAll(ctx(t), esdbclient.ReadAllOptions{}, 10))
-	if err != nil || len(all) != 2 {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.Len(t, all, 2)
 	sub, err := c.SubscribeToAll(ctx(t), esdbclient.SubscribeToAllOptions{From: all[0].Position})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer sub.Close()
-	if e := sub.Recv(); e.EventAppeared == nil || e.EventAppeared.OriginalEvent().EventID != all[1].EventID {
-		t.Fatalf("subscription from event 0 starts with %+v", e)
-	}
+	e := sub.Recv()
+	require.True(t, e.EventAppeared != nil && e.EventAppeared.OriginalEvent().EventID == all[1].EventID, "subscription from event 0 starts with %+v", e)
 
 	ssub, err := c.SubscribeToStream(ctx(t), "s-1", esdbclient.SubscribeToStreamOptions{From: esdbclient.Revision(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ssub.Close()
-	if e := ssub.Recv(); e.EventAppeared == nil || e.EventAppeared.OriginalEvent().EventNumber != 1 {
-		t.Fatalf("stream subscription from revision 0 starts with %+v", e)
-	}
-	if e := ssub.Recv(); e.CaughtUp == nil {
-		t.Fatalf("then %+v, want caught up", e)
-	}
+	e = ssub.Recv()
+	require.True(t, e.EventAppeared != nil && e.EventAppeared.OriginalEvent().EventNumber == 1, "stream subscription from revision 0 starts with %+v", e)
+	e = ssub.Recv()
+	require.NotNil(t, e.CaughtUp, "then %+v, want caught up", e)
 	appendTo(t, c, "t-1", esdbclient.Any{}, ev("X"))
 	appendTo(t, c, "s-1", esdbclient.Revision(1), ev("C"))
-	if e := ssub.Recv(); e.EventAppeared == nil || e.EventAppeared.OriginalEvent().EventNumber != 2 || e.EventAppeared.OriginalEvent().StreamID != "s-1" {
-		t.Fatalf("live stream event %+v", e)
-	}
+	e = ssub.Recv()
+	assert.True(t, e.EventAppeared != nil && e.EventAppeared.OriginalEvent().EventNumber == 2 && e.EventAppeared.OriginalEvent().StreamID == "s-1",
+		"live stream event %+v", e)
 }
 
 func TestStopDropsSubscriptionsAndKeepsLog(t *testing.T) {
@@ -373,22 +333,14 @@ func TestStopDropsSubscriptionsAndKeepsLog(t *testing.T) {
 	c := client(t, srv)
 	appendTo(t, c, "s-1", esdbclient.NoStream{}, ev("A"))
 	sub, err := c.SubscribeToAll(ctx(t), esdbclient.SubscribeToAllOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer sub.Close()
-	if e := sub.Recv(); e.CaughtUp == nil {
-		t.Fatalf("subscription from end: %+v, want caught up", e)
-	}
+	e := sub.Recv()
+	require.NotNil(t, e.CaughtUp, "subscription from end: %+v, want caught up", e)
 	addr := srv.Addr()
 	srv.Stop()
-	if e := sub.Recv(); e.SubscriptionDropped == nil {
-		t.Fatalf("after stop: %+v, want dropped", e)
-	}
-	if err := srv.Start(addr); err != nil {
-		t.Fatal(err)
-	}
-	if srv.EventCount() != 1 {
-		t.Fatalf("log lost across restart: %d events", srv.EventCount())
-	}
+	e = sub.Recv()
+	require.NotNil(t, e.SubscriptionDropped, "after stop: %+v, want dropped", e)
+	require.NoError(t, srv.Start(addr))
+	assert.Equal(t, 1, srv.EventCount(), "log lost across restart")
 }

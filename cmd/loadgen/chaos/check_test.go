@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/model"
 )
@@ -23,12 +26,8 @@ func openPool(t *testing.T, url string) *pgxpool.Pool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	require.NoError(t, err, "connect %s", url)
+	require.NoError(t, pool.Ping(ctx), "connect")
 	t.Cleanup(pool.Close)
 	return pool
 }
@@ -39,19 +38,13 @@ func openPool(t *testing.T, url string) *pgxpool.Pool {
 func checkInbox(ctx context.Context, t *testing.T, pool *pgxpool.Pool, w *workload, acked map[string]bool, all bool) {
 	t.Helper()
 	rows, err := pool.Query(ctx, `SELECT dedup_key, status FROM webhook_inbox WHERE provider = $1`, provider)
-	if err != nil {
-		t.Fatalf("read webhook_inbox: %v", err)
-	}
+	require.NoError(t, err, "read webhook_inbox")
+	type keyStatus struct{ Key, Status string }
+	inbox, err := pgx.CollectRows(rows, pgx.RowToStructByPos[keyStatus])
+	require.NoError(t, err, "read webhook_inbox")
 	status := map[string]string{}
-	for rows.Next() {
-		var k, s string
-		if err := rows.Scan(&k, &s); err != nil {
-			t.Fatal(err)
-		}
-		status[k] = s
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	for _, r := range inbox {
+		status[r.Key] = r.Status
 	}
 	known := map[string]bool{}
 	var problems []string
@@ -75,42 +68,52 @@ func checkInbox(ctx context.Context, t *testing.T, pool *pgxpool.Pool, w *worklo
 		}
 	}
 	var conflicts int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts`).Scan(&conflicts); err != nil {
-		t.Fatalf("count webhook_conflicts: %v", err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts`).Scan(&conflicts), "count webhook_conflicts")
 	if conflicts != 0 {
 		problems = append(problems, fmt.Sprintf("%d webhook_conflicts rows: redeliveries were byte-identical", conflicts))
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
-		shown := problems
-		if len(shown) > 30 {
-			shown = shown[:30]
-		}
-		t.Errorf("inbox: %d problems (first %d):\n  %s", len(problems), len(shown), strings.Join(shown, "\n  "))
+		assert.Fail(t, fmt.Sprintf("inbox: %d problems", len(problems)), firstOf(problems))
 	}
+}
+
+// firstOf lists the first 30 of many findings, one a line, for a failure
+// message that stays readable.
+func firstOf(findings []string) string {
+	shown := findings[:min(len(findings), 30)]
+	return fmt.Sprintf("first %d:\n  %s", len(shown), strings.Join(shown, "\n  "))
+}
+
+// balanceRow is one (account, currency, amount) row of a read model.
+type balanceRow struct {
+	Account, Currency string
+	Amount            int64
+}
+
+// collectLedger folds (account, currency, amount) rows into a ledger.
+func collectLedger(rows pgx.Rows) (*model.Ledger, error) {
+	bs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[balanceRow])
+	if err != nil {
+		return nil, err
+	}
+	l := model.New()
+	for _, b := range bs {
+		if err := l.Add(model.Key{Account: b.Account, Currency: b.Currency}, b.Amount); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // sqlLedger reads account_balances and the entry count.
 func sqlLedger(ctx context.Context, pool *pgxpool.Pool) (*model.Ledger, int, error) {
-	l := model.New()
 	rows, err := pool.Query(ctx, `SELECT account, currency, balance FROM account_balances`)
 	if err != nil {
 		return nil, 0, err
 	}
-	for rows.Next() {
-		var k model.Key
-		var b int64
-		if err := rows.Scan(&k.Account, &k.Currency, &b); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-		if err := l.Add(k, b); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-	}
-	if err := rows.Err(); err != nil {
+	l, err := collectLedger(rows)
+	if err != nil {
 		return nil, 0, err
 	}
 	var n int
@@ -122,23 +125,11 @@ func sqlLedger(ctx context.Context, pool *pgxpool.Pool) (*model.Ledger, int, err
 
 // entriesLedger sums ledger_entries per account and currency.
 func entriesLedger(ctx context.Context, pool *pgxpool.Pool) (*model.Ledger, error) {
-	l := model.New()
 	rows, err := pool.Query(ctx, `SELECT account, currency, sum(amount)::bigint FROM ledger_entries GROUP BY 1, 2`)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k model.Key
-		var b int64
-		if err := rows.Scan(&k.Account, &k.Currency, &b); err != nil {
-			return nil, err
-		}
-		if err := l.Add(k, b); err != nil {
-			return nil, err
-		}
-	}
-	return l, rows.Err()
+	return collectLedger(rows)
 }
 
 func formatDiff(ds []model.Difference) string {
@@ -169,29 +160,19 @@ func checkLedger(ctx context.Context, t *testing.T, pool *pgxpool.Pool, srv *ser
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("after %v: %v; ledger_entries rows %d, model %d; account_balances vs model (%d differences):\n%s",
-			limit, err, lastN, w.entries, len(last), formatDiff(last))
-	}
+	require.NoError(t, err, "after %v: ledger_entries rows %d, model %d; account_balances vs model (%d differences):\n%s",
+		limit, lastN, w.entries, len(last), formatDiff(last))
 	sums, err := entriesLedger(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := model.Diff(w.expected, sums); len(d) > 0 {
-		t.Errorf("ledger_entries sums differ from the model:\n%s", formatDiff(d))
-	}
+	require.NoError(t, err)
+	d := model.Diff(w.expected, sums)
+	assert.Empty(t, d, "ledger_entries sums differ from the model:\n%s", formatDiff(d))
 	api, err := apiBalances(ctx, srv)
-	if err != nil {
-		t.Errorf("/v1/balances: %v", err)
-	} else if d := model.Diff(w.expected, api); len(d) > 0 {
-		t.Errorf("/v1/balances differs from the model:\n%s", formatDiff(d))
+	if assert.NoError(t, err, "/v1/balances") {
+		d := model.Diff(w.expected, api)
+		assert.Empty(t, d, "/v1/balances differs from the model:\n%s", formatDiff(d))
 	}
-	if err := eventually(ctx, 10*time.Second, 100*time.Millisecond, func() error { return projectionsLive(ctx, srv) }); err != nil {
-		t.Errorf("/v1/projections: %v", err)
-	}
-	if len(w.expected.Unbalanced()) > 0 {
-		t.Errorf("model itself unbalanced: %v", w.expected.Unbalanced())
-	}
+	assert.NoError(t, eventually(ctx, 10*time.Second, 100*time.Millisecond, func() error { return projectionsLive(ctx, srv) }), "/v1/projections")
+	assert.Empty(t, w.expected.Unbalanced(), "model itself unbalanced")
 }
 
 func apiGet(ctx context.Context, srv *server, path string, v any) error {
@@ -261,8 +242,6 @@ func projectionsLive(ctx context.Context, srv *server) error {
 // that must leave nothing behind.
 func countRows(ctx context.Context, t *testing.T, pool *pgxpool.Pool) (inbox, events int) {
 	t.Helper()
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_inbox), (SELECT count(*) FROM events)`).Scan(&inbox, &events); err != nil {
-		t.Fatalf("count rows: %v", err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_inbox), (SELECT count(*) FROM events)`).Scan(&inbox, &events), "count rows")
 	return inbox, events
 }

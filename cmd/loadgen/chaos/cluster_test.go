@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // cluster is a throwaway PostgreSQL cluster of one test: initdb into a temp
@@ -35,34 +37,24 @@ func newCluster(t *testing.T) *cluster {
 	}
 	c := &cluster{t: t, bin: pgBinDir(t), port: freePort(t)}
 	root, err := os.MkdirTemp("", "onceledger-chaos-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	c.root = root
 	c.data = filepath.Join(root, "data")
 	c.sock = filepath.Join(root, "sock")
 	c.logPath = filepath.Join(root, "postgres.log")
-	if err := os.Mkdir(c.sock, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(c.sock, 0o700))
 	if os.Geteuid() == 0 {
 		// initdb refuses to run as root: hand the directory to postgres.
 		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Fatalf("chaos: running as root needs a postgres OS user for initdb: %v", err)
-		}
+		require.NoError(t, err, "chaos: running as root needs a postgres OS user for initdb")
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		for _, p := range []string{root, c.sock} {
-			if err := os.Chown(p, uid, gid); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.Chown(p, uid, gid))
 		}
 	}
-	if err := os.Chmod(root, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Chmod(root, 0o700))
 	t.Cleanup(func() {
 		// Immediate: the cluster is thrown away; then make sure no postmaster
 		// survives before deleting its directory.
@@ -77,9 +69,8 @@ func newCluster(t *testing.T) *cluster {
 		}
 		_ = os.RemoveAll(c.root)
 	})
-	if out, err := c.run("initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
+	out, err := c.run("initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+	require.NoError(t, err, "initdb:\n%s", out)
 	c.start()
 	return c
 }
@@ -94,7 +85,7 @@ func (c *cluster) start() {
 	c.t.Helper()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", c.port, c.sock)
 	if err := c.pgctl("start", "-w", "-t", "60", "-l", c.logPath, "-o", opts); err != nil {
-		c.t.Fatalf("pg_ctl start: %v\n%s", err, tail(c.logPath, 20))
+		require.NoError(c.t, err, "pg_ctl start:\n%s", tail(c.logPath, 20))
 	}
 }
 
@@ -102,9 +93,7 @@ func (c *cluster) start() {
 // fast mode aborts open transactions and closes every connection.
 func (c *cluster) stop() {
 	c.t.Helper()
-	if err := c.pgctl("stop", "-m", "fast", "-w", "-t", "60"); err != nil {
-		c.t.Fatalf("pg_ctl stop: %v", err)
-	}
+	require.NoError(c.t, c.pgctl("stop", "-m", "fast", "-w", "-t", "60"), "pg_ctl stop")
 }
 
 func (c *cluster) pgctl(args ...string) error {
@@ -160,7 +149,7 @@ func pgBinDir(t *testing.T) string {
 			return d
 		}
 	}
-	t.Fatalf("chaos: PostgreSQL server binaries (initdb, pg_ctl) not found in %v; set ONCELEDGER_CHAOS_PG_BIN", candidates)
+	require.Failf(t, "chaos: PostgreSQL server binaries (initdb, pg_ctl) not found", "searched %v; set ONCELEDGER_CHAOS_PG_BIN", candidates)
 	return ""
 }
 

@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
 )
 
 const workers = 16
@@ -36,6 +39,24 @@ func waitAcked(ctx context.Context, s *sender, n int, done <-chan struct{}) bool
 	}
 }
 
+// redeliverAndCheck is the provider's retry schedule after the load pass:
+// everything unacknowledged plus 30% of what was acknowledged (which must
+// answer "duplicate"), in random order. Then every delivery must be
+// acknowledged and applied, and the read models must equal the model.
+func redeliverAndCheck(ctx context.Context, t *testing.T, pool *pgxpool.Pool, srv *server, s *sender, w *workload, rng *rand.Rand) {
+	t.Helper()
+	unacked, again := s.redeliveryList(w, rng, 0.3)
+	redo := append(unacked, again...)
+	rng.Shuffle(len(redo), func(i, j int) { redo[i], redo[j] = redo[j], redo[i] })
+	s.redeliver(ctx, redo, workers, policy{backoff: 50 * time.Millisecond, until: time.Now().Add(3 * time.Minute)})
+	t.Logf("redelivered %d unacknowledged and %d acknowledged", len(unacked), len(again))
+	s.report(t)
+	n := s.ackedCount()
+	require.Equal(t, len(w.all), n, "%d of %d deliveries still unacknowledged after redelivery", len(w.all)-n, len(w.all))
+	checkInbox(ctx, t, pool, w, s.ackedSet(), true)
+	checkLedger(ctx, t, pool, srv, w, 60*time.Second)
+}
+
 // TestCrashKill9Redeliver proves that a 2xx means durable, across a crash:
 // serve is killed with SIGKILL in the middle of a concurrent load (more than
 // once at larger scales) and restarted. Right after the restart every
@@ -63,9 +84,8 @@ func TestCrashKill9Redeliver(t *testing.T) {
 		s.deliver(ctx, w.seqs, workers, policy{tries: 3, backoff: 20 * time.Millisecond, until: time.Now().Add(5 * time.Minute)})
 	}()
 	for _, m := range marks {
-		if !waitAcked(ctx, s, int(m*float64(len(w.all))), loadDone) {
-			t.Fatalf("the load ended before the kill at %.0f%% acknowledged: nothing crashed mid-load", m*100)
-		}
+		require.True(t, waitAcked(ctx, s, int(m*float64(len(w.all))), loadDone),
+			"the load ended before the kill at %.0f%% acknowledged: nothing crashed mid-load", m*100)
 		srv.kill9()
 		t.Logf("kill -9 at %d/%d acknowledged", s.ackedCount(), len(w.all))
 		time.Sleep(200 * time.Millisecond) // deliveries fail meanwhile
@@ -77,18 +97,7 @@ func TestCrashKill9Redeliver(t *testing.T) {
 	// Before any redelivery can paper over a loss: each 2xx is applied.
 	checkInbox(ctx, t, pool, w, acked, false)
 
-	rng := rand.New(rand.NewPCG(seed, 1))
-	unacked, again := s.redeliveryList(w, rng, 0.3)
-	redo := append(unacked, again...)
-	rng.Shuffle(len(redo), func(i, j int) { redo[i], redo[j] = redo[j], redo[i] })
-	s.redeliver(ctx, redo, workers, policy{backoff: 50 * time.Millisecond, until: time.Now().Add(3 * time.Minute)})
-	t.Logf("redelivered %d unacknowledged and %d acknowledged", len(unacked), len(again))
-	s.report(t)
-	if n := s.ackedCount(); n != len(w.all) {
-		t.Fatalf("%d of %d deliveries still unacknowledged after redelivery", len(w.all)-n, len(w.all))
-	}
-	checkInbox(ctx, t, pool, w, s.ackedSet(), true)
-	checkLedger(ctx, t, pool, srv, w, 60*time.Second)
+	redeliverAndCheck(ctx, t, pool, srv, s, w, rand.New(rand.NewPCG(seed, 1)))
 	t.Logf("%d deliveries, %d kills, %d ledger entries: ledger == model in %v",
 		len(w.all), len(marks), w.entries, time.Since(start).Round(time.Millisecond))
 }

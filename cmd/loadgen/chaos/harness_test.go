@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 )
@@ -71,9 +73,7 @@ func serverBinary(t *testing.T) string {
 		}
 		buildPath = out
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	require.NoError(t, buildErr)
 	return buildPath
 }
 
@@ -85,9 +85,7 @@ func scale(t *testing.T) int {
 		return 1
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 1000 {
-		t.Fatalf("ONCELEDGER_CHAOS_SCALE=%q: want an integer in 1..1000", s)
-	}
+	require.True(t, err == nil && n >= 1 && n <= 1000, "ONCELEDGER_CHAOS_SCALE=%q: want an integer in 1..1000", s)
 	return n
 }
 
@@ -134,9 +132,7 @@ func loggedSeed(t *testing.T) uint64 {
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
+	require.NoError(t, err, "free port")
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
@@ -144,9 +140,8 @@ func freePort(t *testing.T) int {
 func randomHex(t *testing.T, n int) string {
 	t.Helper()
 	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
+	_, err := rand.Read(b)
+	require.NoError(t, err)
 	return hex.EncodeToString(b)
 }
 
@@ -159,9 +154,8 @@ type secrets struct {
 func newSecrets(t *testing.T) secrets {
 	t.Helper()
 	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
+	_, err := rand.Read(key)
+	require.NoError(t, err)
 	return secrets{
 		standard: "whsec_" + base64.StdEncoding.EncodeToString(key),
 		apiToken: "chaos-" + randomHex(t, 12),
@@ -211,16 +205,22 @@ func (s *server) url(path string) string { return "http://" + s.addr + path }
 // start launches serve and waits until /healthz answers.
 func (s *server) start() {
 	s.t.Helper()
+	require.NoError(s.t, s.launch())
+	s.waitHealthy(90 * time.Second)
+}
+
+// launch starts the process under the lock, which it releases before the
+// caller can fail the test.
+func (s *server) launch() error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cmd != nil {
-		s.mu.Unlock()
-		s.t.Fatal("server already running")
+		return errors.New("server already running")
 	}
 	s.starts++
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		s.mu.Unlock()
-		s.t.Fatal(err)
+		return err
 	}
 	fmt.Fprintf(logf, "=== chaos: start #%d (projections=%v) at %s\n", s.starts, s.projections, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, "serve")
@@ -240,8 +240,7 @@ func (s *server) start() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		s.mu.Unlock()
-		s.t.Fatalf("start serve: %v", err)
+		return fmt.Errorf("start serve: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -250,8 +249,7 @@ func (s *server) start() {
 		close(done)
 	}()
 	s.cmd, s.done = cmd, done
-	s.mu.Unlock()
-	s.waitHealthy(90 * time.Second)
+	return nil
 }
 
 func (s *server) waitHealthy(limit time.Duration) {
@@ -264,7 +262,7 @@ func (s *server) waitHealthy(limit time.Duration) {
 		s.mu.Unlock()
 		select {
 		case <-done:
-			s.t.Fatalf("serve exited during start:\n%s", tail(s.logPath, 40))
+			require.Fail(s.t, "serve exited during start", tail(s.logPath, 40))
 		default:
 		}
 		resp, err := client.Get(s.url("/healthz"))
@@ -276,7 +274,7 @@ func (s *server) waitHealthy(limit time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.t.Fatalf("serve not healthy after %v:\n%s", limit, tail(s.logPath, 40))
+	require.Fail(s.t, fmt.Sprintf("serve not healthy after %v", limit), tail(s.logPath, 40))
 }
 
 // kill9 sends SIGKILL to serve's process group and waits for it to die. A
@@ -322,14 +320,13 @@ func (s *server) stop() {
 	case <-done:
 	case <-time.After(40 * time.Second):
 		s.kill9()
-		s.t.Fatalf("serve did not stop within 40s of SIGTERM")
+		require.Fail(s.t, "serve did not stop within 40s of SIGTERM")
 	}
 	s.mu.Lock()
 	s.cmd, s.done = nil, nil
 	s.mu.Unlock()
-	if code := cmd.ProcessState.ExitCode(); code != 0 {
-		s.t.Errorf("serve exited with code %d after SIGTERM:\n%s", code, tail(s.logPath, 20))
-	}
+	code := cmd.ProcessState.ExitCode()
+	assert.Zero(s.t, code, "serve exited with code %d after SIGTERM:\n%s", code, tail(s.logPath, 20))
 }
 
 func withoutOnceledgerEnv(env []string) []string {

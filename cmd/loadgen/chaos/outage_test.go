@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPostgresOutage stops the database under a concurrent load and starts
@@ -25,8 +28,7 @@ func TestPostgresOutage(t *testing.T) {
 	srv := newServer(t, dbURL, newSecrets(t), true)
 	srv.start()
 	pool := openPool(t, dbURL)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := loggedSeed(t)
 	w := newWorkload(t, seed, 150*k)
 	s := newSender(t, srv, workers, func(a answer) bool { return a.status == http.StatusServiceUnavailable })
 
@@ -52,47 +54,28 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	for i := range outages {
 		mark := float64(i+1) / float64(outages+1)
-		if !waitAcked(ctx, s, int(mark*float64(len(w.all))), loadDone) {
-			t.Fatalf("the load ended before outage %d: the database was never down under load", i+1)
-		}
+		require.True(t, waitAcked(ctx, s, int(mark*float64(len(w.all))), loadDone),
+			"the load ended before outage %d: the database was never down under load", i+1)
 		before := s.refusals()
 		cl.stop()
 		t.Logf("postgres stopped at %d/%d acknowledged", s.ackedCount(), len(w.all))
 		time.Sleep(1500 * time.Millisecond)
-		if c := status("/healthz"); c != http.StatusOK {
-			t.Errorf("/healthz during the outage: %d, want 200 (the process is alive)", c)
-		}
-		if c := status("/readyz"); c != http.StatusServiceUnavailable {
-			t.Errorf("/readyz during the outage: %d, want 503", c)
-		}
+		assert.Equal(t, http.StatusOK, status("/healthz"), "/healthz during the outage: want 200 (the process is alive)")
+		assert.Equal(t, http.StatusServiceUnavailable, status("/readyz"), "/readyz during the outage: want 503")
 		refused := s.refusals() - before
 		cl.start()
 		t.Logf("postgres restarted; %d requests answered 503 meanwhile", refused)
-		if refused == 0 {
-			t.Errorf("no 503 during outage %d: the load did not hit the outage", i+1)
-		}
+		assert.NotZero(t, refused, "no 503 during outage %d: the load did not hit the outage", i+1)
 		if !srv.alive() {
-			t.Fatalf("serve died during the outage:\n%s", tail(srv.logPath, 30))
+			require.Fail(t, "serve died during the outage", tail(srv.logPath, 30))
 		}
 	}
 	<-loadDone
 	acked := s.ackedSet()
 	checkInbox(ctx, t, pool, w, acked, false)
 
-	rng := rand.New(rand.NewPCG(seed, 2))
-	unacked, again := s.redeliveryList(w, rng, 0.3)
-	redo := append(unacked, again...)
-	s.redeliver(ctx, redo, workers, policy{backoff: 50 * time.Millisecond, until: time.Now().Add(3 * time.Minute)})
-	t.Logf("redelivered %d unacknowledged and %d acknowledged", len(unacked), len(again))
-	s.report(t)
-	if n := s.ackedCount(); n != len(w.all) {
-		t.Fatalf("%d of %d deliveries still unacknowledged after redelivery", len(w.all)-n, len(w.all))
-	}
-	checkInbox(ctx, t, pool, w, s.ackedSet(), true)
-	checkLedger(ctx, t, pool, srv, w, 60*time.Second)
-	if !srv.alive() {
-		t.Errorf("serve is not running at the end")
-	}
+	redeliverAndCheck(ctx, t, pool, srv, s, w, rand.New(rand.NewPCG(seed, 2)))
+	assert.True(t, srv.alive(), "serve is not running at the end")
 	t.Logf("%d deliveries, %d outages, %d ledger entries: ledger == model in %v",
 		len(w.all), outages, w.entries, time.Since(start).Round(time.Millisecond))
 }

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // catchUp is how far the projectors are: per projection, the number of
@@ -52,17 +55,19 @@ func readCatchUp(ctx context.Context, pool *pgxpool.Pool) (catchUp, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := catchUp{}
-	for rows.Next() {
-		var name string
-		var n int
-		if err := rows.Scan(&name, &n); err != nil {
-			return nil, err
-		}
-		out[name] = n
+	type progress struct {
+		Name   string
+		Events int
 	}
-	return out, rows.Err()
+	ps, err := pgx.CollectRows(rows, pgx.RowToStructByPos[progress])
+	if err != nil {
+		return nil, err
+	}
+	out := catchUp{}
+	for _, p := range ps {
+		out[p.Name] = p.Events
+	}
+	return out, nil
 }
 
 // TestProjectorKilledMidCatchUp builds a backlog with a serve that does not
@@ -82,21 +87,17 @@ func TestProjectorKilledMidCatchUp(t *testing.T) {
 	s := newSender(t, srv, workers, func(answer) bool { return false })
 	s.deliver(ctx, w.seqs, workers, policy{tries: 3, backoff: 20 * time.Millisecond, until: time.Now().Add(5 * time.Minute)})
 	s.report(t)
-	if n := s.ackedCount(); n != len(w.all) {
-		t.Fatalf("backlog: %d of %d deliveries unacknowledged", len(w.all)-n, len(w.all))
-	}
+	n := s.ackedCount()
+	require.Equal(t, len(w.all), n, "backlog: %d of %d deliveries unacknowledged", len(w.all)-n, len(w.all))
 	checkInbox(ctx, t, pool, w, s.ackedSet(), true)
-	if l, n, err := sqlLedger(ctx, pool); err != nil {
-		t.Fatal(err)
-	} else if n != 0 || len(l.Balances()) != 0 {
-		t.Fatalf("serve --projections=false projected anyway: %d ledger_entries, %d balances", n, len(l.Balances()))
-	}
+	l, entries, err := sqlLedger(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, entries == 0 && len(l.Balances()) == 0,
+		"serve --projections=false projected anyway: %d ledger_entries, %d balances", entries, len(l.Balances()))
 	sent := time.Since(start)
 	srv.stop()
 	var events int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&events); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&events))
 	t.Logf("backlog: %d deliveries, %d events, sent in %v, serve stopped (SIGTERM) after %v",
 		len(w.all), events, sent.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 
@@ -105,16 +106,12 @@ func TestProjectorKilledMidCatchUp(t *testing.T) {
 	for cycle := 0; cycle < 2+3*k; cycle++ {
 		srv.start()
 		before, err := readCatchUp(ctx, pool)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		killed := false
 		deadline := time.Now().Add(30 * time.Second)
 		for !killed && time.Now().Before(deadline) {
 			now, err := readCatchUp(ctx, pool)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if now.done(events) {
 				break
 			}
@@ -134,23 +131,17 @@ func TestProjectorKilledMidCatchUp(t *testing.T) {
 	if !srv.alive() {
 		srv.start()
 	}
-	if kills == 0 {
-		t.Errorf("the projectors caught up on %d events before any kill: nothing was interrupted (raise ONCELEDGER_CHAOS_SCALE)", events)
-	}
+	assert.NotZero(t, kills, "the projectors caught up on %d events before any kill: nothing was interrupted (raise ONCELEDGER_CHAOS_SCALE)", events)
 	checkLedger(ctx, t, pool, srv, w, 60*time.Second)
 	var payments int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM payments`).Scan(&payments); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM payments`).Scan(&payments))
 	want := 0
 	for _, seq := range w.seqs {
 		if seq[0].typ != "payout.paid" {
 			want++
 		}
 	}
-	if payments != want {
-		t.Errorf("payments rows: %d, want %d (one per payment)", payments, want)
-	}
+	assert.Equal(t, want, payments, "payments rows: %d, want %d (one per payment)", payments, want)
 	t.Logf("%d events, %d kills mid catch-up, %d ledger entries: read models == model in %v",
 		events, kills, w.entries, time.Since(start).Round(time.Millisecond))
 }

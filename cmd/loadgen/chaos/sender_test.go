@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/model"
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/sign"
 )
@@ -58,14 +61,10 @@ func newWorkload(t *testing.T, seed uint64, payments int) *workload {
 			"timestamp": occurred.Add(time.Duration(n) * time.Second).Format(time.RFC3339),
 			"data":      data,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		d := &delivery{id: fmt.Sprintf("msg_chaos_%s_%06d", run, n), typ: typ, body: body, fact: f}
 		if f != nil {
-			if err := w.expected.Apply(*f); err != nil {
-				t.Fatalf("model: %v", err)
-			}
+			require.NoError(t, w.expected.Apply(*f), "model")
 			ps, _ := model.Postings(*f)
 			w.entries += len(ps)
 		}
@@ -152,9 +151,7 @@ type sender struct {
 func newSender(t *testing.T, srv *server, workers int, allowed func(answer) bool) *sender {
 	t.Helper()
 	signer, err := sign.NewStandard(srv.sec.standard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		MaxIdleConns:        workers * 2,
@@ -359,11 +356,7 @@ func (s *sender) report(t *testing.T) {
 	t.Logf("sender: %d acknowledged (%d recorded by an earlier attempt whose answer was lost); answers: %s",
 		len(s.acked), s.recordedUnanswered, strings.Join(parts, " "))
 	if len(s.violations) > 0 {
-		shown := s.violations
-		if len(shown) > 30 {
-			shown = shown[:30]
-		}
-		t.Errorf("%d unexpected answers (first %d):\n  %s", len(s.violations), len(shown), strings.Join(shown, "\n  "))
+		assert.Fail(t, fmt.Sprintf("%d unexpected answers", len(s.violations)), firstOf(s.violations))
 	}
 }
 

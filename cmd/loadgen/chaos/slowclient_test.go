@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // bodySize is the Content-Length every raw request announces: each body is a
@@ -24,9 +27,8 @@ func serverReadTimeout(t *testing.T) time.Duration {
 	t.Helper()
 	if s := os.Getenv("ONCELEDGER_CHAOS_READ_TIMEOUT"); s != "" {
 		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			t.Fatalf("ONCELEDGER_CHAOS_READ_TIMEOUT=%q: %v", s, err)
-		}
+		require.NoError(t, err, "ONCELEDGER_CHAOS_READ_TIMEOUT=%q", s)
+		require.Positive(t, d, "ONCELEDGER_CHAOS_READ_TIMEOUT=%q", s)
 		return d
 	}
 	return 15 * time.Second
@@ -49,9 +51,7 @@ func rawHead(t *testing.T, s *sender, addr string, d *delivery) []byte {
 // padded copies d with its body padded to bodySize (trailing JSON whitespace).
 func padded(t *testing.T, d *delivery) *delivery {
 	t.Helper()
-	if len(d.body) > bodySize {
-		t.Fatalf("body of %s is %d bytes, above %d", d.id, len(d.body), bodySize)
-	}
+	require.LessOrEqual(t, len(d.body), bodySize, "body of %s is %d bytes, above %d", d.id, len(d.body), bodySize)
 	c := *d
 	c.body = append(bytes.Clone(d.body), bytes.Repeat([]byte(" "), bodySize-len(d.body))...)
 	return &c
@@ -71,7 +71,7 @@ func TestSlowAndDisconnectingClients(t *testing.T) {
 
 	// Captures only: each one, if it got in, would show as an inbox row and
 	// an event.
-	w := newWorkload(t, uint64(time.Now().UnixNano()), 60*k)
+	w := newWorkload(t, loggedSeed(t), 60*k)
 	var ds []*delivery
 	for _, d := range w.all {
 		if d.typ == "payment.captured" && d.fact != nil {
@@ -80,9 +80,7 @@ func TestSlowAndDisconnectingClients(t *testing.T) {
 	}
 	readTimeout := serverReadTimeout(t)
 	nSlow := min(4*k, 16) // each holds one of serve's per-provider slots
-	if len(ds) < nSlow+8 {
-		t.Fatalf("workload too small: %d captures", len(ds))
-	}
+	require.GreaterOrEqual(t, len(ds), nSlow+8, "workload too small: %d captures", len(ds))
 
 	type outcome struct {
 		id, mode, what string
@@ -214,26 +212,23 @@ func TestSlowAndDisconnectingClients(t *testing.T) {
 		}
 	}
 	t.Logf("incomplete requests per mode: %v", counts)
-	if len(bad) > 0 {
-		t.Errorf("%d clients were not refused as they should be:\n  %s", len(bad), strings.Join(bad, "\n  "))
-	}
+	assert.Empty(t, bad, "%d clients were not refused as they should be:\n  %s", len(bad), strings.Join(bad, "\n  "))
 
 	// Handlers of the cut requests have returned by the time the server
 	// closed the connections; give stragglers a moment anyway.
 	time.Sleep(300 * time.Millisecond)
-	if inbox, events := countRows(ctx, t, pool); inbox != 0 || events != 0 {
-		t.Fatalf("incomplete requests left %d webhook_inbox rows and %d events behind; want none", inbox, events)
-	}
+	inbox, events := countRows(ctx, t, pool)
+	require.True(t, inbox == 0 && events == 0, "incomplete requests left %d webhook_inbox rows and %d events behind; want none", inbox, events)
 
 	// The same deliveries, complete: every one is a first arrival.
 	for _, d := range ds {
-		if a := s.post(ctx, d); a.status != http.StatusOK || a.result != "accepted" {
-			t.Errorf("%s sent properly after its incomplete attempt: %d %q %v, want 200 accepted", d.id, a.status, a.result, a.err)
-		}
+		a := s.post(ctx, d)
+		assert.True(t, a.status == http.StatusOK && a.result == "accepted",
+			"%s sent properly after its incomplete attempt: %d %q %v, want 200 accepted", d.id, a.status, a.result, a.err)
 	}
-	if inbox, events := countRows(ctx, t, pool); inbox != len(ds) || events < len(ds) {
-		t.Errorf("after proper delivery: %d inbox rows, %d events; want %d rows and at least as many events", inbox, events, len(ds))
-	}
+	inbox, events = countRows(ctx, t, pool)
+	assert.True(t, inbox == len(ds) && events >= len(ds),
+		"after proper delivery: %d inbox rows, %d events; want %d rows and at least as many events", inbox, events, len(ds))
 	t.Logf("%d incomplete requests (%d trickled past the %v read timeout), nothing stored; in %v",
 		len(ds), nSlow, readTimeout, time.Since(start).Round(time.Millisecond))
 }

@@ -1,19 +1,18 @@
 package model
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func mustApply(t *testing.T, l *Ledger, fs ...Fact) {
 	t.Helper()
 	for _, f := range fs {
-		if err := l.Apply(f); err != nil {
-			t.Fatalf("apply %+v: %v", f, err)
-		}
+		require.NoError(t, l.Apply(f), "apply %+v", f)
 	}
 }
 
@@ -42,15 +41,9 @@ func TestLifecycleByHand(t *testing.T) {
 		{"revenue:sales", "JPY"}:             -5000,
 		// receivable:disputes:stripe nets to 0 and is not listed.
 	}
-	if got := l.Balances(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("balances\n got %v\nwant %v", got, want)
-	}
-	if got := l.Balance(Key{"provider:stripe:balance", "USD"}); got != -220 {
-		t.Fatalf("provider balance %d, want -220", got)
-	}
-	if u := l.Unbalanced(); len(u) != 0 {
-		t.Fatalf("unbalanced: %v", u)
-	}
+	assert.Equal(t, want, l.Balances(), "balances")
+	assert.Equal(t, int64(-220), l.Balance(Key{"provider:stripe:balance", "USD"}), "provider balance")
+	assert.Empty(t, l.Unbalanced(), "unbalanced")
 }
 
 func TestEveryFactBalancesAndIsOrderIndependent(t *testing.T) {
@@ -65,31 +58,21 @@ func TestEveryFactBalancesAndIsOrderIndependent(t *testing.T) {
 			f.Fee = rng.Int64N(a + 1)
 		}
 		ps, err := Postings(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var sum int64
 		for _, p := range ps {
 			sum += p.Amount
-			if p.Currency != f.Currency {
-				t.Fatalf("posting in %s for a %s fact", p.Currency, f.Currency)
-			}
+			require.Equal(t, f.Currency, p.Currency, "posting in %s for a %s fact", p.Currency, f.Currency)
 		}
-		if sum != 0 {
-			t.Fatalf("%+v postings sum to %d", f, sum)
-		}
+		require.Zero(t, sum, "%+v postings sum to %d", f, sum)
 		facts = append(facts, f)
 	}
 	a, b := New(), New()
 	mustApply(t, a, facts...)
 	rng.Shuffle(len(facts), func(i, j int) { facts[i], facts[j] = facts[j], facts[i] })
 	mustApply(t, b, facts...)
-	if d := Diff(a, b); len(d) != 0 {
-		t.Fatalf("order changed the balances: %v", d)
-	}
-	if u := a.Unbalanced(); len(u) != 0 {
-		t.Fatalf("unbalanced: %v", u)
-	}
+	assert.Empty(t, Diff(a, b), "order changed the balances")
+	assert.Empty(t, a.Unbalanced(), "unbalanced")
 }
 
 func TestInvalidFacts(t *testing.T) {
@@ -102,22 +85,16 @@ func TestInvalidFacts(t *testing.T) {
 		{Provider: "p", Kind: Capture, Currency: "USD", Amount: 10, Fee: -1},
 		{Provider: "p", Kind: Kind(99), Currency: "USD", Amount: 10},
 	} {
-		if err := New().Apply(f); !errors.Is(err, ErrInvalidFact) {
-			t.Errorf("%+v: err = %v", f, err)
-		}
+		assert.ErrorIs(t, New().Apply(f), ErrInvalidFact, "%+v", f)
 	}
 }
 
 func TestOverflowIsRefused(t *testing.T) {
 	l := New()
 	mustApply(t, l, Fact{Provider: "p", Kind: Payout, Currency: "USD", Amount: math.MaxInt64})
-	if err := l.Apply(Fact{Provider: "p", Kind: Payout, Currency: "USD", Amount: 1}); !errors.Is(err, ErrOverflow) {
-		t.Fatalf("err = %v", err)
-	}
+	require.ErrorIs(t, l.Apply(Fact{Provider: "p", Kind: Payout, Currency: "USD", Amount: 1}), ErrOverflow)
 	// The refused fact must not have half-applied: bank:payouts still at max.
-	if got := l.Balance(Key{BankPayouts, "USD"}); got != math.MaxInt64 {
-		t.Fatalf("bank:payouts %d", got)
-	}
+	assert.Equal(t, int64(math.MaxInt64), l.Balance(Key{BankPayouts, "USD"}), "bank:payouts")
 }
 
 func TestSubAndDiff(t *testing.T) {
@@ -129,23 +106,15 @@ func TestSubAndDiff(t *testing.T) {
 	_ = end.Add(k2, -7)
 	_ = end.Add(k3, 3)
 	delta, err := end.Sub(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := map[Key]int64{k1: 50, k3: 3}
-	if got := delta.Balances(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("delta %v", got)
-	}
+	require.Equal(t, want, delta.Balances(), "delta")
 	expected := New()
 	_ = expected.Add(k1, 50)
 	_ = expected.Add(k2, 1)
 	d := Diff(expected, delta)
 	// k1 agrees; sorted by account, then currency ("EUR" < "USD").
 	wantD := []Difference{{Key: k3, Expected: 0, Actual: 3}, {Key: k2, Expected: 1, Actual: 0}}
-	if !reflect.DeepEqual(d, wantD) {
-		t.Fatalf("diff %+v, want %+v", d, wantD)
-	}
-	if d := Diff(delta, delta); len(d) != 0 {
-		t.Fatalf("self diff %v", d)
-	}
+	assert.Equal(t, wantD, d, "diff")
+	assert.Empty(t, Diff(delta, delta), "self diff")
 }

@@ -3,13 +3,14 @@ package scenario
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/cmd/loadgen/internal/model"
 )
@@ -26,9 +27,7 @@ func gen(t *testing.T, cfg Config) *Generator {
 		cfg.Start = time.Unix(1764410400, 0)
 	}
 	g, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return g
 }
 
@@ -47,22 +46,16 @@ func decode(t *testing.T, b []byte) obj {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var m obj
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("body %s: %v", b, err)
-	}
+	require.NoError(t, dec.Decode(&m), "body %s", b)
 	return m
 }
 
 func num(t *testing.T, v any) int64 {
 	t.Helper()
 	n, ok := v.(json.Number)
-	if !ok {
-		t.Fatalf("%v (%T) is not a number", v, v)
-	}
+	require.True(t, ok, "%v (%T) is not a number", v, v)
 	i, err := n.Int64()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return i
 }
 
@@ -82,44 +75,30 @@ func readFacts(t *testing.T, lc Lifecycle) []model.Fact {
 	}
 	for _, d := range lc.Deliveries {
 		b := decode(t, d.Body)
-		if b["type"] != d.Type {
-			t.Fatalf("delivery type %s, body type %v", d.Type, b["type"])
-		}
+		require.Equal(t, d.Type, b["type"], "delivery type %s, body type %v", d.Type, b["type"])
 		if lc.Provider == Stripe {
-			if b["id"] != d.ID {
-				t.Fatalf("stripe event id %v, delivery id %s", b["id"], d.ID)
-			}
+			require.Equal(t, d.ID, b["id"], "stripe event id %v, delivery id %s", b["id"], d.ID)
 			o := b["data"].(obj)["object"].(obj)
 			cur, _ := o["currency"].(string)
-			if cur != strings.ToLower(cur) {
-				t.Fatalf("stripe currency %q not lower case", cur)
-			}
+			require.Equal(t, strings.ToLower(cur), cur, "stripe currency %q not lower case", cur)
 			switch d.Type {
 			case "charge.succeeded":
 				bt := o["balance_transaction"].(obj)
 				c := capture{num(t, o["amount_captured"]), num(t, bt["fee"])}
-				if old, ok := captures[o["id"].(string)]; ok && old != c {
-					t.Fatalf("capture %v reported as %v and %v", o["id"], old, c)
-				}
+				old, ok := captures[o["id"].(string)]
+				require.False(t, ok && old != c, "capture %v reported as %v and %v", o["id"], old, c)
 				captures[o["id"].(string)] = c
-				if o["captured"] != true || o["payment_intent"] != lc.Key {
-					t.Fatalf("charge %v", o)
-				}
+				require.True(t, o["captured"] == true && o["payment_intent"] == lc.Key, "charge %v", o)
 			case "payment_intent.succeeded":
 				ch := o["latest_charge"].(obj)
 				bt := ch["balance_transaction"].(obj)
 				c := capture{num(t, o["amount_received"]), num(t, bt["fee"])}
-				if old, ok := captures[ch["id"].(string)]; ok && old != c {
-					t.Fatalf("capture %v reported as %v and %v", ch["id"], old, c)
-				}
+				old, ok := captures[ch["id"].(string)]
+				require.False(t, ok && old != c, "capture %v reported as %v and %v", ch["id"], old, c)
 				captures[ch["id"].(string)] = c
-				if o["id"] != lc.Key {
-					t.Fatalf("payment intent %v for lifecycle %s", o["id"], lc.Key)
-				}
+				require.Equal(t, lc.Key, o["id"], "payment intent %v for lifecycle %s", o["id"], lc.Key)
 			case "refund.created":
-				if o["status"] != "succeeded" || o["payment_intent"] != lc.Key {
-					t.Fatalf("refund %v", o)
-				}
+				require.True(t, o["status"] == "succeeded" && o["payment_intent"] == lc.Key, "refund %v", o)
 				facts = append(facts, fact(model.Refund, cur, num(t, o["amount"])))
 			case "charge.dispute.created":
 				disputes[o["id"].(string)] = fact(model.DisputeOpened, cur, num(t, o["amount"]))
@@ -129,22 +108,19 @@ func readFacts(t *testing.T, lc Lifecycle) []model.Fact {
 			case "payout.paid":
 				facts = append(facts, fact(model.Payout, cur, num(t, o["amount"])))
 			case "payment_intent.created", "payment_intent.payment_failed", "charge.refunded":
-				if _, listed := o["refunds"]; listed {
-					t.Fatal("charge.refunded must not list refunds: they are counted from refund.created")
-				}
+				require.NotContains(t, o, "refunds", "charge.refunded must not list refunds: they are counted from refund.created")
 			default:
-				t.Fatalf("unexpected stripe type %s", d.Type)
+				require.Failf(t, "unexpected stripe type", "%s", d.Type)
 			}
 			continue
 		}
 		o := b["data"].(obj)
 		cur, _ := o["currency"].(string)
-		if d.Type != "payout.paid" && o["payment_id"] != lc.Key {
-			t.Fatalf("payment_id %v in lifecycle %s", o["payment_id"], lc.Key)
+		if d.Type != "payout.paid" {
+			require.Equal(t, lc.Key, o["payment_id"], "payment_id %v in lifecycle %s", o["payment_id"], lc.Key)
 		}
-		if _, err := time.Parse(time.RFC3339, b["timestamp"].(string)); err != nil {
-			t.Fatal(err)
-		}
+		_, err := time.Parse(time.RFC3339, b["timestamp"].(string))
+		require.NoError(t, err)
 		switch d.Type {
 		case "payment.captured":
 			captures[o["capture_id"].(string)] = capture{num(t, o["amount"]), num(t, o["fee"])}
@@ -159,7 +135,7 @@ func readFacts(t *testing.T, lc Lifecycle) []model.Fact {
 			facts = append(facts, fact(model.Payout, cur, num(t, o["amount"])))
 		case "payment.authorized", "payment.failed":
 		default:
-			t.Fatalf("unexpected standard type %s", d.Type)
+			require.Failf(t, "unexpected standard type", "%s", d.Type)
 		}
 	}
 	cur := ""
@@ -201,20 +177,14 @@ func TestDeliveriesTellTheFacts(t *testing.T) {
 	kinds := map[model.Kind]int{}
 	for _, lc := range lifecycles(g, 3000) {
 		got, want := sortFacts(readFacts(t, lc)), sortFacts(lc.Facts)
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s %s: bodies tell\n %+v\nmodel has\n %+v", lc.Provider, lc.Key, got, want)
-		}
+		require.Equal(t, want, got, "%s %s: the bodies tell other facts than the model has", lc.Provider, lc.Key)
 		for _, f := range lc.Facts {
 			kinds[f.Kind]++
-			if f.Currency == "" || f.Currency != strings.ToUpper(f.Currency) {
-				t.Fatalf("currency %q", f.Currency)
-			}
+			require.True(t, f.Currency != "" && f.Currency == strings.ToUpper(f.Currency), "currency %q", f.Currency)
 		}
 	}
 	for _, k := range []model.Kind{model.Capture, model.Refund, model.DisputeOpened, model.DisputeWon, model.DisputeLost, model.Payout} {
-		if kinds[k] == 0 {
-			t.Errorf("3000 payments generated no %v", k)
-		}
+		assert.NotZero(t, kinds[k], "3000 payments generated no %v", k)
 	}
 }
 
@@ -228,36 +198,26 @@ func TestRefundsNeverExceedTheCapture(t *testing.T) {
 			switch f.Kind {
 			case model.Capture:
 				captured += f.Amount
-				if f.Fee <= 0 || f.Fee >= f.Amount {
-					t.Fatalf("fee %d of %d", f.Fee, f.Amount)
-				}
+				require.True(t, f.Fee > 0 && f.Fee < f.Amount, "fee %d of %d", f.Fee, f.Amount)
 			case model.Refund:
 				refunded += f.Amount
 				n++
 			}
 		}
-		if refunded > captured {
-			t.Fatalf("%s refunds %d > captured %d", lc.Key, refunded, captured)
-		}
+		require.LessOrEqual(t, refunded, captured, "%s refunds %d > captured %d", lc.Key, refunded, captured)
 		if n == 2 {
 			twoRefunds++
 		}
 	}
-	if twoRefunds == 0 {
-		t.Error("no payment with two refunds")
-	}
+	assert.NotZero(t, twoRefunds, "no payment with two refunds")
 }
 
 func TestSeedDeterminesTheRun(t *testing.T) {
 	a := lifecycles(gen(t, Config{Seed: 9, Duplicates: 0.3, Reorder: 0.2, Conflicts: 0.1}), 300)
 	b := lifecycles(gen(t, Config{Seed: 9, Duplicates: 0.3, Reorder: 0.2, Conflicts: 0.1}), 300)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatal("same seed, different runs")
-	}
+	require.Equal(t, a, b, "same seed, different runs")
 	c := lifecycles(gen(t, Config{Seed: 10, Duplicates: 0.3, Reorder: 0.2, Conflicts: 0.1}), 300)
-	if reflect.DeepEqual(a, c) {
-		t.Fatal("the seed changes nothing")
-	}
+	assert.NotEqual(t, a, c, "the seed changes nothing")
 }
 
 func TestIDsAreUniqueWithinAndAcrossRuns(t *testing.T) {
@@ -266,9 +226,8 @@ func TestIDsAreUniqueWithinAndAcrossRuns(t *testing.T) {
 		for _, lc := range lifecycles(gen(t, Config{Seed: 3, RunID: run}), 2000) {
 			for _, d := range lc.Deliveries {
 				k := d.Provider + "/" + d.ID
-				if prev, dup := seen[k]; dup {
-					t.Fatalf("delivery id %s used twice (%s and %s)", k, prev, lc.Key)
-				}
+				prev, dup := seen[k]
+				require.False(t, dup, "delivery id %s used twice (%s and %s)", k, prev, lc.Key)
 				seen[k] = lc.Key
 			}
 		}
@@ -288,20 +247,16 @@ func TestRedeliveryAndConflictRatios(t *testing.T) {
 			}
 			if d.Conflict != nil {
 				conflicts++
-				if bytes.Equal(d.Conflict, d.Body) {
-					t.Fatal("a conflicting redelivery identical to the original")
-				}
+				require.NotEqual(t, d.Body, d.Conflict, "a conflicting redelivery identical to the original")
 				// Same event, other amount: identical once amounts are blanked.
-				if lc.Provider == Stripe && decode(t, d.Conflict)["id"] != d.ID {
-					t.Fatal("conflict under another event id")
+				if lc.Provider == Stripe {
+					require.Equal(t, d.ID, decode(t, d.Conflict)["id"], "conflict under another event id")
 				}
 			}
 		}
 	}
 	near := func(name string, got, want float64) {
-		if math.Abs(got-want) > want*0.1 {
-			t.Errorf("%s ratio %.4f, want about %.4f", name, got, want)
-		}
+		assert.InDelta(t, want, got, want*0.1, "%s ratio %.4f, want about %.4f", name, got, want)
 	}
 	near("extra deliveries", float64(extra)/float64(deliveries), 0.2)
 	near("twins among extras", float64(twins)/float64(extra), 0.3)
@@ -314,9 +269,7 @@ func TestRedeliveryAndConflictRatios(t *testing.T) {
 			if d.Twin {
 				n++
 			}
-			if n < 1 || n > 2 {
-				t.Fatalf("duplicates 1.5 gave %d extra deliveries", n)
-			}
+			require.True(t, n >= 1 && n <= 2, "duplicates 1.5 gave %d extra deliveries", n)
 		}
 	}
 }
@@ -331,9 +284,7 @@ func TestReorderSendsRefundsAndDisputesFirst(t *testing.T) {
 		for _, d := range lc.Deliveries {
 			hasAfter = hasAfter || after[d.Type]
 		}
-		if lc.Reordered != hasAfter {
-			t.Fatalf("%s: reordered=%v with after-capture deliveries=%v", lc.Key, lc.Reordered, hasAfter)
-		}
+		require.Equal(t, hasAfter, lc.Reordered, "%s: reordered=%v with after-capture deliveries=%v", lc.Key, lc.Reordered, hasAfter)
 		if !lc.Reordered {
 			continue
 		}
@@ -342,18 +293,14 @@ func TestReorderSendsRefundsAndDisputesFirst(t *testing.T) {
 		for _, d := range lc.Deliveries {
 			if !after[d.Type] {
 				seenOther = true
-			} else if seenOther {
-				t.Fatalf("%s: %s after the capture in a reordered payment", lc.Key, d.Type)
+			} else {
+				require.False(t, seenOther, "%s: %s after the capture in a reordered payment", lc.Key, d.Type)
 			}
 		}
 	}
-	if reordered == 0 {
-		t.Fatal("nothing reordered")
-	}
+	assert.NotZero(t, reordered, "nothing reordered")
 	for _, lc := range lifecycles(gen(t, Config{Seed: 5}), 500) {
-		if lc.Reordered {
-			t.Fatal("reordered with --reorder 0")
-		}
+		require.False(t, lc.Reordered, "reordered with --reorder 0")
 	}
 }
 
@@ -364,18 +311,13 @@ func TestPayoutsFallDue(t *testing.T) {
 		lcs := g.Payment()
 		payments++
 		for _, lc := range lcs[1:] {
-			if !lc.Payout || len(lc.Facts) != 1 || lc.Facts[0].Kind != model.Payout || lc.Facts[0].Amount <= 0 {
-				t.Fatalf("payout lifecycle %+v", lc)
-			}
+			require.True(t, lc.Payout && len(lc.Facts) == 1 && lc.Facts[0].Kind == model.Payout && lc.Facts[0].Amount > 0,
+				"payout lifecycle %+v", lc)
 			payouts++
 		}
-		if lcs[0].Payout {
-			t.Fatal("payment lifecycle marked payout")
-		}
+		require.False(t, lcs[0].Payout, "payment lifecycle marked payout")
 	}
-	if payouts < 10 {
-		t.Fatalf("%d payouts after %d payments", payouts, payments)
-	}
+	assert.GreaterOrEqual(t, payouts, 10, "%d payouts after %d payments", payouts, payments)
 }
 
 func TestConfigValidation(t *testing.T) {
@@ -388,9 +330,8 @@ func TestConfigValidation(t *testing.T) {
 		{Providers: []string{Stripe}, RunID: "x", Reorder: 1.5},
 		{Providers: []string{Stripe}, RunID: "x", Conflicts: math.NaN()},
 	} {
-		if _, err := New(c); !errors.Is(err, ErrConfig) {
-			t.Errorf("%+v: err = %v", c, err)
-		}
+		_, err := New(c)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", c)
 	}
 }
 
@@ -401,9 +342,7 @@ func TestRunIDPrefixesDoNotCollide(t *testing.T) {
 	for _, run := range []string{"ab", "abc", "a"} {
 		for _, lc := range lifecycles(gen(t, Config{Seed: 8, RunID: run}), 1500) {
 			for _, d := range lc.Deliveries {
-				if ids[d.ID] {
-					t.Fatalf("id %s produced by two runs", d.ID)
-				}
+				require.False(t, ids[d.ID], "id %s produced by two runs", d.ID)
 				ids[d.ID] = true
 			}
 		}

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func ms(xs ...int) []time.Duration {
@@ -26,16 +29,10 @@ func TestPercentileNearestRank(t *testing.T) {
 		{100, 10 * time.Millisecond}, {10, 1 * time.Millisecond}, {11, 2 * time.Millisecond},
 		{0, 1 * time.Millisecond}, {0.1, 1 * time.Millisecond},
 	} {
-		if got := Percentile(s, c.p); got != c.want {
-			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
-		}
+		assert.Equal(t, c.want, Percentile(s, c.p), "p%v", c.p)
 	}
-	if got := Percentile([]time.Duration(nil), 99); got != 0 {
-		t.Errorf("empty p99 = %v", got)
-	}
-	if got := Percentile(ms(7), 50); got != 7*time.Millisecond {
-		t.Errorf("single p50 = %v", got)
-	}
+	assert.Zero(t, Percentile([]time.Duration(nil), 99), "empty p99")
+	assert.Equal(t, 7*time.Millisecond, Percentile(ms(7), 50), "single p50")
 }
 
 // One slow request in a hundred must show at p99 only with more than 1% slow:
@@ -48,13 +45,9 @@ func TestPercentileTail(t *testing.T) {
 	for i := 990; i < 1000; i++ { // exactly 1% slow
 		s[i] = time.Second
 	}
-	if got := Percentile(s, 99); got != time.Millisecond {
-		t.Errorf("p99 with exactly 1%% slow = %v, want 1ms", got)
-	}
+	assert.Equal(t, time.Millisecond, Percentile(s, 99), "p99 with exactly 1%% slow")
 	s[989] = time.Second // 1.1% slow
-	if got := Percentile(s, 99); got != time.Second {
-		t.Errorf("p99 with 1.1%% slow = %v, want 1s", got)
-	}
+	assert.Equal(t, time.Second, Percentile(s, 99), "p99 with 1.1%% slow")
 }
 
 func TestPercentileMatchesDefinition(t *testing.T) {
@@ -74,9 +67,7 @@ func TestPercentileMatchesDefinition(t *testing.T) {
 				below++
 			}
 		}
-		if float64(below) < p/100*float64(n)-1e-9 {
-			t.Fatalf("p%.3f=%v covers %d/%d", p, got, below, n)
-		}
+		require.GreaterOrEqual(t, float64(below), p/100*float64(n)-1e-9, "p%.3f=%v covers %d/%d", p, got, below, n)
 		// No smaller sample value satisfies the definition.
 		strictly := 0
 		for _, v := range s {
@@ -84,9 +75,7 @@ func TestPercentileMatchesDefinition(t *testing.T) {
 				strictly++
 			}
 		}
-		if strictly > 0 && float64(strictly) >= p/100*float64(n) {
-			t.Fatalf("p%.3f=%v is not the smallest: %d/%d below it", p, got, strictly, n)
-		}
+		require.False(t, strictly > 0 && float64(strictly) >= p/100*float64(n), "p%.3f=%v is not the smallest: %d/%d below it", p, got, strictly, n)
 	}
 }
 
@@ -104,19 +93,11 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	s := r.Summary()
-	if s.Count != 3200 || s.Max != 3200*time.Microsecond || s.P50 != 1600*time.Microsecond {
-		t.Fatalf("summary %+v", s)
-	}
-	if s.Mean != 1600500*time.Nanosecond {
-		t.Fatalf("mean %v", s.Mean)
-	}
+	assert.True(t, s.Count == 3200 && s.Max == 3200*time.Microsecond && s.P50 == 1600*time.Microsecond, "summary %+v", s)
+	assert.Equal(t, 1600500*time.Nanosecond, s.Mean, "mean")
 }
 
 func TestPercentileOtherTypes(t *testing.T) {
-	if got := Percentile([]int64{3, 5, 8, 13}, 50); got != 5 {
-		t.Errorf("int64 p50 = %d", got)
-	}
-	if got := Percentile([]float64{0.1, 0.2, 0.3}, 99); got != 0.3 {
-		t.Errorf("float p99 = %v", got)
-	}
+	assert.Equal(t, int64(5), Percentile([]int64{3, 5, 8, 13}, 50), "int64 p50")
+	assert.Equal(t, 0.3, Percentile([]float64{0.1, 0.2, 0.3}, 99), "float p99")
 }
