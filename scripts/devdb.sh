@@ -124,9 +124,9 @@ as_pg() {
   if [ -z "$runas" ]; then
     "$@"
   elif command -v runuser >/dev/null 2>&1; then
-    runuser -u "$runas" -- "$@"
+    (cd / && runuser -u "$runas" -- "$@") # from a directory the user may enter
   else
-    su -s /bin/sh "$runas" -c "$(printf '%q ' "$@")"
+    (cd / && su -s /bin/sh "$runas" -c "$(printf '%q ' "$@")")
   fi
 }
 
@@ -150,6 +150,13 @@ prepare_dir() {
     fi
   fi
   mkdir -p "$dir"
+  resolve_dir
+}
+
+# resolve_dir follows a .devdb symlink: the server's user may not be allowed
+# through the directory the link sits in.
+resolve_dir() {
+  if [ -e "$dir" ]; then dir=$(cd "$dir" && pwd -P); fi
   data=$dir/data
 }
 
@@ -209,7 +216,7 @@ EOF
 stop() {
   find_bindir || { say "no PostgreSQL binaries: nothing runs"; return 0; }
   pick_user
-  data=$dir/data
+  resolve_dir
   if running_port >/dev/null; then
     as_pg "$bindir/pg_ctl" -D "$data" -m fast -w stop >/dev/null
     say "stopped the development cluster in $data"
@@ -250,15 +257,14 @@ start)
 status)
   find_bindir || { install_hint; exit 1; }
   pick_user
-  data=$dir/data
+  resolve_dir
   if port=$(running_port); then where; else say "not running (data: $data; start it: scripts/devdb.sh start)"; exit 3; fi
   ;;
 stop) stop ;;
 reset)
+  link=$dir
   stop
-  target=$dir
-  [ -L "$dir" ] && target=$(readlink "$dir")
-  rm -rf "$target" "$dir"
+  rm -rf "$dir" "$link"
   say "removed $target"
   ;;
 *) die "usage: $0 env run|test | start | status | stop | reset" ;;
