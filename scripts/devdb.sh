@@ -265,7 +265,7 @@ reset)
   link=$dir
   stop
   rm -rf "$dir" "$link"
-  say "removed $target"
+  say "removed $dir"
   ;;
 *) die "usage: $0 env run|test | start | status | stop | reset" ;;
 esac

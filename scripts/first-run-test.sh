@@ -79,9 +79,8 @@ grep -q "devdb:   connect  psql 'postgres://postgres@127.0.0.1:" "$work/serve.lo
 grep -q 'event_store=postgres ' "$work/serve.log" || fail "the start-up log does not say event_store=postgres"
 
 say "onceledger sample, twice"
-go build -o "$work/onceledger" ./cmd/onceledger
-first=$("$work/onceledger" sample --url "$base")
-second=$("$work/onceledger" sample --url "$base")
+first=$(go run ./cmd/onceledger sample --url "$base")
+second=$(go run ./cmd/onceledger sample --url "$base")
 say "  $first"
 say "  $second"
 [[ $first == *'200 OK {"status":"accepted"}'* ]] || fail "first sample: $first"
