@@ -7,7 +7,7 @@ PKGS    ?= ./...
 # (git-ignored) on the first call and reuses afterwards.
 DEVDB   := scripts/devdb.sh
 
-.PHONY: test test-short run build vet fmt fuzz-seeds db-start db-status db-stop db-reset
+.PHONY: test test-short run build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
 
 ## test: every test against the real Postgres, with the race detector
 test:
@@ -35,6 +35,15 @@ db-stop:
 	@$(DEVDB) stop
 db-reset:
 	@$(DEVDB) reset
+
+## lint-openapi: redocly lint (recommended rules) of adapters/httpapi/openapi.json; needs npm
+REDOCLY_CLI ?= @redocly/cli@2.77.0
+lint-openapi:
+	npx --yes $(REDOCLY_CLI) lint onceledger
+
+## generate: the Go client of the OpenAPI document (adapters/httpapi/apiclient)
+generate:
+	$(GO) generate ./adapters/httpapi
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/onceledger ./cmd/onceledger
