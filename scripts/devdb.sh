@@ -197,9 +197,10 @@ start() {
   echo "$port" >"$dir/port"
   [ -z "$runas" ] || { touch "$dir/postgres.log"; chown "$runas" "$dir/postgres.log"; }
   # Loopback only; the socket in the data directory, so no system path is
-  # needed. max_connections: the test suite opens many pools at once.
+  # needed. max_connections as on the CI server: the test suite opens many
+  # pools at once.
   as_pg "$bindir/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $port -c listen_addresses=127.0.0.1 -k $data -c max_connections=200" \
+    -o "-p $port -c listen_addresses=127.0.0.1 -k $data -c max_connections=400" \
     start >/dev/null ||
     { tail -n 20 "$dir/postgres.log" >&2; die "the cluster did not start (log above, also in $dir/postgres.log)"; }
 }
