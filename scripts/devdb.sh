@@ -240,7 +240,14 @@ env)
   fi
   if answers "$default_host" "$default_port"; then
     # A server on the default address: what happened before devdb existed
-    # (serve's default URL; the Makefile's default test URL).
+    # (serve's default URL; the Makefile's default test URL). A server that
+    # wants a password (a distribution's package, say) still gets used, as
+    # before, but say why it will fail and what to do.
+    if command -v psql >/dev/null 2>&1 &&
+      ! err=$(PGCONNECT_TIMEOUT=5 psql -X -w -q -At "postgres://postgres@$default_addr/postgres?sslmode=disable" -c 'SELECT 1' 2>&1 >/dev/null); then
+      say "a server answers on $default_addr, but user postgres cannot log in without a password: $(printf '%s' "$err" | head -n1)"
+      say "  set $var, allow trust for 127.0.0.1 in its pg_hba.conf, or stop it (then the project's own cluster is used)"
+    fi
     if [ "$what" = test ] || [ "$default_addr" != 127.0.0.1:5432 ]; then
       echo "export $var='postgres://postgres@$default_addr/$db?sslmode=disable'"
     fi
