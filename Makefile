@@ -1,12 +1,18 @@
 # onceledger developer commands. `make test` is the test command CI runs.
 GO      ?= go
 PKGS    ?= ./...
-export ONCELEDGER_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+# The database: ONCELEDGER_DATABASE_URL (run) and ONCELEDGER_TEST_DATABASE_URL
+# (test) when set; else the server on 127.0.0.1:5432 when one answers; else the
+# project's own development cluster, which scripts/devdb.sh creates in .devdb/
+# (git-ignored) on the first call and reuses afterwards.
+DEVDB   := scripts/devdb.sh
 
-.PHONY: test test-short run build vet fmt fuzz-seeds
+.PHONY: test test-short run build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
 
 ## test: every test against the real Postgres, with the race detector
 test:
+	@devdb_env=$$($(DEVDB) env test) || exit 1; eval "$$devdb_env"; \
+	echo "$(GO) test -race -count=1 -timeout 20m $(PKGS)"; \
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## test-short: unit tests only (skips the Postgres-backed ones)
@@ -15,7 +21,29 @@ test-short:
 
 ## run: start the server on :8080 against the local Postgres (creates the database, applies migrations)
 run:
-	$(GO) run ./cmd/onceledger serve
+	@devdb_env=$$($(DEVDB) env run) || exit 1; eval "$$devdb_env"; \
+	echo "$(GO) run ./cmd/onceledger serve"; \
+	exec $(GO) run ./cmd/onceledger serve
+
+## db-start / db-status: the development cluster of .devdb/ (where it lives, the psql command)
+db-start:
+	@$(DEVDB) start
+db-status:
+	@$(DEVDB) status
+## db-stop: stop the development cluster; db-reset: stop it and delete its data
+db-stop:
+	@$(DEVDB) stop
+db-reset:
+	@$(DEVDB) reset
+
+## lint-openapi: redocly lint (recommended rules) of adapters/httpapi/openapi.json; needs npm
+REDOCLY_CLI ?= @redocly/cli@2.77.0
+lint-openapi:
+	npx --yes $(REDOCLY_CLI) lint onceledger
+
+## generate: the Go client of the OpenAPI document (adapters/httpapi/apiclient)
+generate:
+	$(GO) generate ./adapters/httpapi
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/onceledger ./cmd/onceledger

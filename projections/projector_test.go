@@ -125,10 +125,13 @@ func TestProjectionsMatchIndependentModel(t *testing.T) {
 	if err != nil || len(vs) != 0 {
 		t.Errorf("verify: %v %v", vs, err)
 	}
-	st, err := f.svc.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := f.statusWhen(ctx, func(st projections.StatusReport) bool {
+		atHead := len(st.Projections) == 3
+		for _, p := range st.Projections {
+			atHead = atHead && p.Position == st.Head
+		}
+		return atHead
+	})
 	if len(st.Projections) != 3 {
 		t.Fatalf("status: %+v", st)
 	}
@@ -310,10 +313,14 @@ func TestPoisonEventStopsTheProjection(t *testing.T) {
 		!strings.Contains(cp.LastError, "payment.mystery") {
 		t.Errorf("checkpoint after poison: %+v, want at %s, stopped, error at %s", cp, good, bad)
 	}
-	st, err := f.svc.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := f.statusWhen(ctx, func(st projections.StatusReport) bool {
+		for _, p := range st.Projections {
+			if p.Name == projections.NamePayments {
+				return p.Lag == wantLag
+			}
+		}
+		return false
+	})
 	for _, p := range st.Projections {
 		if p.Name == projections.NamePayments && (p.LastError == "" || p.Lag != wantLag || p.Status != projections.StatusStopped) {
 			t.Errorf("status of the stopped projection: %+v", p)
@@ -455,4 +462,23 @@ func hasCheck(vs projections.Violations, check string) bool {
 		}
 	}
 	return false
+}
+
+// statusWhen polls Status until ready holds or 30 s pass, and returns the
+// last report for the caller to check. The head and the lags are counted
+// below the feed horizon, which a transaction elsewhere on the server can
+// hold back for a moment, so an exact head or lag is waited for.
+func (f *fixture) statusWhen(ctx context.Context, ready func(projections.StatusReport) bool) projections.StatusReport {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := f.svc.Status(ctx)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if ready(st) || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -5,6 +5,10 @@ import (
 	"net/http"
 )
 
+// The Go client in apiclient is generated from the document; oapi-codegen is
+// a tool dependency pinned in go.mod.
+//go:generate go tool oapi-codegen -config apiclient/oapi-codegen.yaml -o apiclient/client.gen.go openapi.json
+
 // openAPIDocument describes every route of NewHandler (OpenAPI 3); a test
 // walks the router and holds the two in step.
 //

@@ -87,14 +87,33 @@ func esdbConnString(setting string) (string, error) {
 	return target + "://" + rest, nil
 }
 
-// redactSetting hides a password so that configuration errors can be logged.
+// redactSetting hides a password so that configuration errors can name the
+// setting: quoted, for an error message.
 func redactSetting(setting string) string {
+	r, ok := redactedSetting(setting)
+	if !ok {
+		return r
+	}
+	return fmt.Sprintf("%q", r)
+}
+
+// redactedSetting is the setting with its password hidden, unquoted (a
+// structured log quotes values itself when they need it); ok is false when
+// the setting could not be parsed and is replaced whole.
+func redactedSetting(setting string) (redacted string, ok bool) {
 	u, err := url.Parse(strings.TrimSpace(setting))
 	if err != nil || u.User == nil {
 		if strings.Contains(setting, "@") {
-			return "<redacted>" // unparsable but may hold credentials
+			return "<redacted>", false // unparsable but may hold credentials
 		}
-		return fmt.Sprintf("%q", setting)
+		return setting, true
 	}
-	return fmt.Sprintf("%q", u.Redacted())
+	return u.Redacted(), true
+}
+
+// logSetting is the setting for a log attribute: password hidden, not quoted
+// (the log handler quotes; quoting here printed event_store="\"postgres\"").
+func logSetting(setting string) string {
+	r, _ := redactedSetting(setting)
+	return r
 }

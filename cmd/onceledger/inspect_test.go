@@ -254,3 +254,13 @@ func TestRedactSetting(t *testing.T) {
 	assert.Equal(t, `"esdb://admin:xxxxx@a:1,b:2"`, redactSetting("esdb://admin:changeit@a:1,b:2"))
 	assert.Equal(t, "<redacted>", redactSetting("esdb://admin:chan%zzgeit@h"), "unparsable with credentials")
 }
+
+// The start-up log's event_store is quoted once, by the handler, not twice.
+func TestLogSettingQuotedOnce(t *testing.T) {
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("serving",
+		"event_store", logSetting("postgres"), "esdb", logSetting("esdb://admin:changeit@h:2113?tls=true"))
+	assert.Contains(t, buf.String(), " event_store=postgres ")
+	assert.Contains(t, buf.String(), ` esdb="esdb://admin:xxxxx@h:2113?tls=true"`)
+	assert.Equal(t, "<redacted>", logSetting("esdb://admin:chan%zzgeit@h"))
+}

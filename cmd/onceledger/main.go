@@ -19,10 +19,10 @@ import (
 // cli is the configuration: flags with environment twins and defaults.
 // kong reads it once at start; validate() checks what kong cannot.
 type cli struct {
-	DatabaseURL string `name:"database-url" env:"ONCELEDGER_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/onceledger?sslmode=disable" help:"Postgres: read models, inbox and the default event store."`
-	EventStore  string `name:"event-store" env:"ONCELEDGER_EVENT_STORE" default:"postgres" help:"'postgres', or an esdb://host:2113?tls=false connection string for EventStoreDB / KurrentDB."`
-	LogLevel    string `name:"log-level" env:"ONCELEDGER_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level."`
-	LogFormat   string `name:"log-format" env:"ONCELEDGER_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format."`
+	DatabaseURL string `name:"database-url" env:"ONCELEDGER_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/onceledger?sslmode=disable" group:"Storage" help:"Postgres: read models, inbox and the default event store."`
+	EventStore  string `name:"event-store" env:"ONCELEDGER_EVENT_STORE" default:"postgres" group:"Storage" help:"'postgres', or an esdb://host:2113?tls=false connection string for EventStoreDB / KurrentDB."`
+	LogLevel    string `name:"log-level" env:"ONCELEDGER_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" group:"Logging" help:"Log level."`
+	LogFormat   string `name:"log-format" env:"ONCELEDGER_LOG_FORMAT" default:"text" enum:"text,json" group:"Logging" help:"Log format."`
 
 	Serve   serveCmd   `cmd:"" help:"Run the HTTP server (webhooks, query API, health, metrics) and the projectors."`
 	Migrate migrateCmd `cmd:"" help:"Apply pending migrations and exit."`

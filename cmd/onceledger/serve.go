@@ -35,29 +35,29 @@ import (
 const feedLagCap = 100_000
 
 type serveCmd struct {
-	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" help:"Listen address."`
-	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," help:"Bearer tokens for the /v1 query API; none = /v1 answers 401."`
-	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" help:"Max signature timestamp age."`
-	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" help:"Larger webhook bodies get 413."`
-	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" help:"Time to record a webhook before answering 503."`
-	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"64" help:"In-flight webhooks per provider before 503 + Retry-After."`
-	ReadTimeout         time.Duration `name:"read-timeout" env:"ONCELEDGER_READ_TIMEOUT" default:"15s" help:"Time to read a whole request; a client that trickles its body is cut off."`
-	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" help:"How long to drain in-flight requests on SIGTERM."`
-	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" help:"Create the database and apply pending migrations at start."`
-	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" help:"Run the projectors in this process."`
-	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
-	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
+	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" group:"Server" help:"Listen address."`
+	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," group:"Query API tokens" help:"Bearer tokens for the /v1 query API; none = /v1 answers 401."`
+	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" group:"Tuning" help:"Max signature timestamp age."`
+	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" group:"Tuning" help:"Larger webhook bodies get 413."`
+	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" group:"Tuning" help:"Time to record a webhook before answering 503."`
+	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"64" group:"Tuning" help:"In-flight webhooks per provider before 503 + Retry-After."`
+	ReadTimeout         time.Duration `name:"read-timeout" env:"ONCELEDGER_READ_TIMEOUT" default:"15s" group:"Server" help:"Time to read a whole request; a client that trickles its body is cut off."`
+	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" group:"Server" help:"How long to drain in-flight requests on SIGTERM."`
+	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" group:"Server" help:"Create the database and apply pending migrations at start."`
+	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
+	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
+	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
-	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," help:"Stripe whsec_ signing secrets (several: rotation)."`
-	StandardSecrets         []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," help:"Standard Webhooks whsec_<base64> secrets."`
-	AdyenHMACKeys           []string `name:"adyen-hmac-keys" env:"ONCELEDGER_ADYEN_HMAC_KEYS" sep:"," help:"Adyen hex HMAC keys."`
-	PaypalWebhookID         string   `name:"paypal-webhook-id" env:"ONCELEDGER_PAYPAL_WEBHOOK_ID" help:"PayPal webhook id."`
-	PaypalCertFiles         []string `name:"paypal-cert-files" env:"ONCELEDGER_PAYPAL_CERT_FILES" sep:"," help:"PEM files of trusted PayPal signing certificates."`
-	SquareSignatureKeys     []string `name:"square-signature-keys" env:"ONCELEDGER_SQUARE_SIGNATURE_KEYS" sep:"," help:"Square signature keys."`
-	SquareNotificationURL   string   `name:"square-notification-url" env:"ONCELEDGER_SQUARE_NOTIFICATION_URL" help:"The exact notification URL subscribed at Square."`
-	CirclePublicKeys        []string `name:"circle-public-keys" env:"ONCELEDGER_CIRCLE_PUBLIC_KEYS" sep:"," help:"Circle KEY_ID=base64 SPKI ECDSA public keys."`
-	PaypalIPNVerifyURL      string   `name:"paypal-ipn-verify-url" env:"ONCELEDGER_PAYPAL_IPN_VERIFY_URL" default:"https://ipnpb.paypal.com/cgi-bin/webscr" help:"Where IPN messages are posted back for verification."`
-	PaypalIPNReceiverEmails []string `name:"paypal-ipn-receiver-emails" env:"ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS" sep:"," help:"Receiver emails the IPN listener accepts; none = paypal-ipn not configured."`
+	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
+	StandardSecrets         []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Standard Webhooks whsec_<base64> secrets."`
+	AdyenHMACKeys           []string `name:"adyen-hmac-keys" env:"ONCELEDGER_ADYEN_HMAC_KEYS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Adyen hex HMAC keys."`
+	PaypalWebhookID         string   `name:"paypal-webhook-id" env:"ONCELEDGER_PAYPAL_WEBHOOK_ID" group:"Providers (a provider without its secrets answers 404)" help:"PayPal webhook id."`
+	PaypalCertFiles         []string `name:"paypal-cert-files" env:"ONCELEDGER_PAYPAL_CERT_FILES" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"PEM files of trusted PayPal signing certificates."`
+	SquareSignatureKeys     []string `name:"square-signature-keys" env:"ONCELEDGER_SQUARE_SIGNATURE_KEYS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Square signature keys."`
+	SquareNotificationURL   string   `name:"square-notification-url" env:"ONCELEDGER_SQUARE_NOTIFICATION_URL" group:"Providers (a provider without its secrets answers 404)" help:"The exact notification URL subscribed at Square."`
+	CirclePublicKeys        []string `name:"circle-public-keys" env:"ONCELEDGER_CIRCLE_PUBLIC_KEYS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Circle KEY_ID=base64 SPKI ECDSA public keys."`
+	PaypalIPNVerifyURL      string   `name:"paypal-ipn-verify-url" env:"ONCELEDGER_PAYPAL_IPN_VERIFY_URL" default:"https://ipnpb.paypal.com/cgi-bin/webscr" group:"Providers (a provider without its secrets answers 404)" help:"Where IPN messages are posted back for verification."`
+	PaypalIPNReceiverEmails []string `name:"paypal-ipn-receiver-emails" env:"ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Receiver emails the IPN listener accepts; none = paypal-ipn not configured."`
 }
 
 // Validate is called by kong after parsing: refuse a configuration that
@@ -312,7 +312,7 @@ func (c *serveCmd) Run(g *globals) error {
 	for n := range provs {
 		names = append(names, n)
 	}
-	log.Info("serving", "addr", c.Addr, "providers", names, "event_store", redactSetting(g.cli.EventStore),
+	log.Info("serving", "addr", c.Addr, "providers", names, "event_store", logSetting(g.cli.EventStore),
 		"projections", c.Projections)
 
 	errc := make(chan error, 1)

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# first-run-test: what a newcomer does on a machine with Go and the Postgres
+# binaries but no database server, from a fresh clone, checked.
+#
+#   git clone → make run (no ONCELEDGER_DATABASE_URL, nothing on the default
+#   address: the development cluster of scripts/devdb.sh is created) → ready
+#   within 30 s → `onceledger sample` twice (accepted, then duplicate) → the
+#   balances over /v1 → make test-short → make db-stop → clean up.
+#
+# The full `make test` of the clone is left out: it takes many minutes and CI
+# has just run it on this tree. The clone is of the committed HEAD of this
+# repository (FIRST_RUN_REPO overrides). "The default address" is pointed at
+# an unused port, so the test does not depend on whether this machine runs a
+# server on 5432; the server listens on a free port instead of 8080.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+repo=${FIRST_RUN_REPO:-$here}
+
+say() { printf 'first-run: %s\n' "$*" >&2; }
+fail() { say "FAIL: $*"; exit 1; }
+answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+unused_port() {
+  local p
+  for p in $(seq "$1" "$(($1 + 200))"); do
+    answers 127.0.0.1 "$p" || { echo "$p"; return 0; }
+  done
+  fail "no unused port from $1"
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/onceledger-first-run.XXXXXX")
+clone=$work/onceledger
+server_pid=""
+cleanup() {
+  local rc=$?
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    # make run is its own process group (setsid): `go run` does not pass
+    # SIGTERM on to the server it started, so signal the whole group.
+    kill -TERM -- "-$server_pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 -- "-$server_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$server_pid" 2>/dev/null || true
+  fi
+  if [ -x "$clone/scripts/devdb.sh" ]; then
+    (cd "$clone" && scripts/devdb.sh reset) || true
+  fi
+  if [ $rc -ne 0 ] && [ -f "$work/serve.log" ]; then
+    say "server log:"; sed 's/^/  /' "$work/serve.log" >&2
+  fi
+  rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+
+unset ONCELEDGER_DATABASE_URL ONCELEDGER_TEST_DATABASE_URL ONCELEDGER_DEVDB_DIR
+export ONCELEDGER_DEVDB_DEFAULT_ADDR=127.0.0.1:$(unused_port 15432)
+http_port=$(unused_port 18080)
+base=http://127.0.0.1:$http_port
+# The README's settings.
+export ONCELEDGER_STANDARD_SECRETS=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+export ONCELEDGER_API_TOKENS=tok
+say "cloning $repo into $clone (default address $ONCELEDGER_DEVDB_DEFAULT_ADDR, nothing there)"
+git clone -q "$repo" "$clone"
+cd "$clone"
+
+say "make run"
+started=$(date +%s)
+ONCELEDGER_ADDR=127.0.0.1:$http_port setsid make run >"$work/serve.log" 2>&1 &
+server_pid=$!
+ready=""
+while [ $(($(date +%s) - started)) -lt 30 ]; do
+  kill -0 "$server_pid" 2>/dev/null || fail "make run exited"
+  if curl -sf "$base/readyz" >/dev/null 2>&1; then ready=1; break; fi
+  sleep 0.2
+done
+[ -n "$ready" ] || fail "make run: not ready within 30 s"
+say "ready after $(($(date +%s) - started)) s"
+grep -q "devdb:   connect  psql 'postgres://postgres@127.0.0.1:" "$work/serve.log" ||
+  fail "make run did not print the development cluster's psql command"
+grep -q 'event_store=postgres ' "$work/serve.log" || fail "the start-up log does not say event_store=postgres"
+
+say "onceledger sample, twice"
+first=$(go run ./cmd/onceledger sample --url "$base")
+second=$(go run ./cmd/onceledger sample --url "$base")
+say "  $first"
+say "  $second"
+[[ $first == *'200 OK {"status":"accepted"}'* ]] || fail "first sample: $first"
+[[ $second == *'200 OK {"status":"duplicate"}'* ]] || fail "second sample: $second"
+
+say "curl the balances"
+balances=""
+for _ in $(seq 1 100); do # the projectors run behind the webhook's answer
+  balances=$(curl -sf -H 'Authorization: Bearer tok' "$base/v1/balances" || true)
+  [[ $balances == *'"revenue:sales","currency":"USD","balance":-1000'* ]] && break
+  sleep 0.1
+done
+say "  $balances"
+[[ $balances == *'{"account":"provider:standard:balance","currency":"USD","balance":970,"balance_decimal":"9.70"}'* ]] ||
+  fail "balances: $balances"
+[[ $balances == *'{"account":"revenue:sales","currency":"USD","balance":-1000,"balance_decimal":"-10.00"}'* ]] ||
+  fail "balances: $balances"
+
+say "make test-short"
+make test-short >"$work/test-short.log" 2>&1 || { cat "$work/test-short.log" >&2; fail "make test-short"; }
+
+say "make db-stop"
+kill -TERM -- "-$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+make db-stop 2>&1 | grep -q "stopped the development cluster" || fail "make db-stop did not stop the cluster"
+say "OK"
