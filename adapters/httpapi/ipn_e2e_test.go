@@ -86,13 +86,13 @@ func (p ipnVerdict) Verify(ctx context.Context, raw []byte) (bool, error) {
 // ipnWorker is the verifier worker of serve.go on s's database; base is the
 // first retry's delay (the worker's Interval).
 func ipnWorker(s *e2eStack, v *verifyServer, base time.Duration) *ingest.Worker {
-	return &ingest.Worker{
-		Name: "paypal-ipn-verifier", Inbox: postgres.NewInbox(s.pool),
-		Redriver: postgres.NewRecorder(s.pool, s.store), Decider: ingest.PaymentDecider{},
-		Provider: paypalipn.Name, Status: ingest.StatusUnverified,
+	svc := ingest.New(postgres.NewJournal(s.pool, s.store), ingest.PaymentDecider{}, ingest.Options{})
+	w := svc.Workers(postgres.NewInbox(s.pool), ingest.WorkerOptions{
 		Postback: ipnVerdict{paypalipn.Verifier{URL: v.srv.URL, Client: v.srv.Client()}},
-		Lease:    time.Minute, Interval: base, Log: testLogger(),
-	}
+		Log:      testLogger(),
+	})[0]
+	w.Interval = base
+	return w
 }
 
 func once(t *testing.T, w *ingest.Worker) int {

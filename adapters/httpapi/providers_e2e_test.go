@@ -135,7 +135,7 @@ func newProviderStack(t *testing.T, dbURL string) *e2eStack {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	store := postgres.NewEventStore(pool)
-	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{})
+	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{})
 
 	ad, err := adyen.New([]string{adyenOfficialKey, adyenTestKey})
 	require.NoError(t, err)
@@ -153,7 +153,6 @@ func newProviderStack(t *testing.T, dbURL string) *e2eStack {
 			adyen.Name: ad, paypal.Name: pp, square.Name: sq, circle.Name: ci, paypalipn.Name: ipn,
 		},
 		Ingester:            svc,
-		Holder:              postgres.NewInbox(pool),
 		MaxBodyBytes:        maxBody,
 		Logger:              testLogger(),
 		IngestTimeout:       5 * time.Second,

@@ -102,21 +102,21 @@ func startStackWith(t *testing.T, kind eventStoreKind, dbURL string, fake *esdbf
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	var (
-		store    eventstore.Store
-		recorder ingest.Recorder
+		store   eventstore.Store
+		journal ingest.Journal
 	)
 	switch kind {
 	case onPostgres:
 		pgStore := postgres.NewEventStore(pool)
-		store, recorder = pgStore, postgres.NewRecorder(pool, pgStore)
+		store, journal = pgStore, postgres.NewJournal(pool, pgStore)
 	case onESDB:
 		esStore, err := esdb.Dial(fake.URL())
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = esStore.Close() })
 		store = esStore
-		recorder = ingest.NewTwoPhaseRecorder(postgres.NewInbox(pool), esStore, ingest.Options{})
+		journal = ingest.TwoPhase(postgres.NewInbox(pool), esStore)
 	}
-	svc := ingest.New(recorder, ingest.PaymentDecider{}, ingest.Options{})
+	svc := ingest.New(journal, ingest.PaymentDecider{}, ingest.Options{})
 	st, err := stripe.New([]string{stripeSecret}, 5*time.Minute)
 	require.NoError(t, err)
 	sw, err := standard.New([]string{standardSecret}, 5*time.Minute)

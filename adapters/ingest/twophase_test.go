@@ -96,7 +96,6 @@ type fixture struct {
 	pool  *pgxpool.Pool
 	inbox *postgres.Inbox
 	store *probe
-	rec   *ingest.TwoPhaseRecorder
 	svc   *ingest.Service
 }
 
@@ -108,14 +107,13 @@ func newFixture(t *testing.T, b backend) *fixture {
 // fixtureOver is the two-phase service over an inbox in pool and store.
 func fixtureOver(t *testing.T, pool *pgxpool.Pool, store eventstore.Store) *fixture {
 	f := &fixture{t: t, pool: pool, inbox: postgres.NewInbox(pool), store: &probe{Store: store}}
-	f.rec = ingest.NewTwoPhaseRecorder(f.inbox, f.store, ingest.Options{})
-	f.svc = ingest.New(f.rec, ingest.PaymentDecider{}, ingest.Options{})
+	f.svc = ingest.New(ingest.TwoPhase(f.inbox, f.store), ingest.PaymentDecider{}, ingest.Options{})
 	return f
 }
 
 // sweeper is the production sweeper with an age the test can wait out.
 func (f *fixture) sweeper() *ingest.Worker {
-	w := f.rec.Sweeper(f.inbox, ingest.PaymentDecider{}, 0)
+	w := f.svc.Sweeper(f.inbox, 0, nil)
 	w.OlderThan, w.Lease, w.Interval = time.Millisecond, time.Minute, 5*time.Millisecond
 	time.Sleep(20 * time.Millisecond) // rows gated before now are due
 	return w
@@ -414,7 +412,7 @@ func TestIngestionMatrix(t *testing.T) {
 		runMatrix(t, func(t *testing.T) harness {
 			pool := pgtest.NewPool(t)
 			store := postgres.NewEventStore(pool)
-			return harness{svc: ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{}), store: store, pool: pool}
+			return harness{svc: ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{}), store: store, pool: pool}
 		})
 	})
 }
@@ -462,7 +460,7 @@ var recoveries = []struct {
 }{
 	{"sweeper", func(t *testing.T, f *fixture, ev delivery.Event) {
 		// At the default age the row is still its first request's.
-		if n, err := f.rec.Sweeper(f.inbox, ingest.PaymentDecider{}, 0).Once(tctx(t)); err != nil || n != 0 {
+		if n, err := f.svc.Sweeper(f.inbox, 0, nil).Once(tctx(t)); err != nil || n != 0 {
 			t.Fatalf("sweeper at the default age took %d rows (%v) of a fresh row", n, err)
 		}
 		w := f.sweeper()
@@ -613,14 +611,14 @@ func TestConflictWhileUnverified(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)
 		ev := capture("p1", "ipn_1", 1000)
-		if res, err := f.inbox.Hold(tctx(t), ev); err != nil || res.Outcome != ingest.Accepted {
+		if res, err := f.svc.Hold(tctx(t), ev); err != nil || res.Outcome != ingest.Accepted {
 			t.Fatalf("hold: %+v, %v", res, err)
 		}
 		if res := mustIngest(t, f.svc, withBody(ev, "other"), ingest.Duplicate); !res.Conflict {
 			t.Fatal("conflict not reported")
 		}
 		equal(t, "stream while held", types(t, f.store, stream("p1")), []string{})
-		res, err := f.rec.Redrive(tctx(t), ingest.InboxKey{Provider: "standard", DedupKey: "ipn_1"}, ingest.StatusUnverified, ingest.PaymentDecider{})
+		res, err := f.svc.Redrive(tctx(t), ingest.InboxKey{Provider: "standard", DedupKey: "ipn_1"}, ingest.StatusUnverified)
 		if err != nil || res.Outcome != ingest.Accepted || res.Appended != 1 {
 			t.Fatalf("redrive: %+v, %v", res, err)
 		}
@@ -644,25 +642,28 @@ func TestIgnoredDelivery(t *testing.T) {
 	})
 }
 
-// TestLostRaceExhausted: a recorder that keeps losing the race for its
-// stream returns an error matching ErrWrongVersion after 4·MaxAttempts tries;
-// the row stays "received" for the sweeper.
+// TestLostRaceExhausted: a delivery that keeps losing the race for its
+// stream after its inbox row committed is decided again RaceBudget·MaxAttempts
+// times inside its unit; then the service's retry finds the row "received",
+// re-drives it with the same budget, and gives up with ErrContention (503).
+// The row stays "received" for the sweeper.
 func TestLostRaceExhausted(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	store := &probe{Store: postgres.NewEventStore(pool),
 		fail: &eventstore.WrongVersionError{Stream: stream("p1"), Expected: eventstore.NoStream, Actual: 0}}
 	inbox := postgres.NewInbox(pool)
 	retries := 0
-	rec := ingest.NewTwoPhaseRecorder(inbox, store, ingest.Options{MaxAttempts: 2, BaseBackoff: time.Microsecond,
+	svc := ingest.New(ingest.TwoPhase(inbox, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 2, BaseBackoff: time.Microsecond,
 		OnRetry: func(string) { retries++ }})
-	_, err := rec.Record(tctx(t), capture("p1", "evt_1", 1000), ingest.PaymentDecider{})
-	if !errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("err %v, want ErrWrongVersion", err)
+	_, err := svc.Ingest(tctx(t), capture("p1", "evt_1", 1000))
+	if !errors.Is(err, ingest.ErrContention) {
+		t.Fatalf("err %v, want ErrContention", err)
 	}
-	if store.appends.Load() != 2*ingest.RaceBudget || retries != 2*ingest.RaceBudget-1 {
-		t.Fatalf("%d appends, %d retries; want %d, %d", store.appends.Load(), retries, 2*ingest.RaceBudget, 2*ingest.RaceBudget-1)
+	const appends = 2 * 2 * ingest.RaceBudget // two units, each RaceBudget·MaxAttempts appends
+	if store.appends.Load() != appends || retries != appends-1 {
+		t.Fatalf("%d appends, %d retries; want %d, %d", store.appends.Load(), retries, appends, appends-1)
 	}
-	if st, n := inboxRow(t, pool, "evt_1"); st != "received" || n != 1 {
+	if st, n := inboxRow(t, pool, "evt_1"); st != "received" || n != 2 {
 		t.Fatalf("inbox %s after %d", st, n)
 	}
 }

@@ -9,14 +9,15 @@ import (
 )
 
 // TestInboxGate: the first Gate inserts; later ones count the delivery and
-// report the stored row; a different payload is kept once per hash; and
+// report the stored row; a different payload is kept once per hash
+// (KeepConflict); and
 // SetStatus only moves a row from the status it is in.
 func TestInboxGate(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
 	inbox := postgres.NewInbox(pool)
 	ev := recCapture("evt_1", "first")
-	k := postgres.Key{Provider: ev.Provider, DedupKey: ev.DedupKey}
+	k := ingest.InboxKey{Provider: ev.Provider, DedupKey: ev.DedupKey}
 
 	if inserted, _, err := inbox.Gate(ctx, ev, ingest.StatusReceived); err != nil || !inserted {
 		t.Fatalf("first gate: %v, %v", inserted, err)
@@ -30,6 +31,9 @@ func TestInboxGate(t *testing.T) {
 	for range 2 {
 		if inserted, st, err := inbox.Gate(ctx, other, ingest.StatusReceived); err != nil || inserted || st.PayloadHash != ev.PayloadHash {
 			t.Fatalf("conflicting gate: %v, %+v, %v", inserted, st, err)
+		}
+		if err := inbox.KeepConflict(ctx, other); err != nil {
+			t.Fatal(err)
 		}
 	}
 	var deliveries, conflictCount, conflictRows, conflictDeliveries int

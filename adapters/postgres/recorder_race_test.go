@@ -26,7 +26,7 @@ func TestRecorderConcurrentDeliveriesOneStream(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
 	store := postgres.NewEventStore(pool)
-	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 1000, BaseBackoff: time.Millisecond})
+	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 1000, BaseBackoff: time.Millisecond})
 
 	deliveryOf := func(id string, f delivery.Fact) delivery.Event {
 		sum := sha256.Sum256([]byte(id))

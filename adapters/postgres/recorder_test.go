@@ -29,14 +29,13 @@ func TestRecorderConflictWhileUnverified(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
 	store := postgres.NewEventStore(pool)
-	rec := postgres.NewRecorder(pool, store)
-	inbox := postgres.NewInbox(pool)
+	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{})
 
 	held := recCapture("ipn_1", "first")
-	if res, err := inbox.Hold(ctx, held); err != nil || res.Outcome != ingest.Accepted {
+	if res, err := svc.Hold(ctx, held); err != nil || res.Outcome != ingest.Accepted {
 		t.Fatalf("hold: %+v, %v", res, err)
 	}
-	res, err := rec.Record(ctx, recCapture("ipn_1", "second"), ingest.PaymentDecider{})
+	res, err := svc.Ingest(ctx, recCapture("ipn_1", "second"))
 	if err != nil || res.Outcome != ingest.Duplicate || !res.Conflict || res.Appended != 0 {
 		t.Fatalf("conflicting redelivery: %+v, %v", res, err)
 	}
@@ -45,7 +44,7 @@ func TestRecorderConflictWhileUnverified(t *testing.T) {
 		t.Fatalf("webhook_conflicts rows %d, %v", conflicts, err)
 	}
 
-	res, err = rec.Redrive(ctx, postgres.Key{Provider: "paypal", DedupKey: "ipn_1"}, postgres.StatusUnverified, ingest.PaymentDecider{})
+	res, err = svc.Redrive(ctx, ingest.InboxKey{Provider: "paypal", DedupKey: "ipn_1"}, ingest.StatusUnverified)
 	if err != nil || res.Outcome != ingest.Accepted || res.Appended != 1 {
 		t.Fatalf("redrive: %+v, %v", res, err)
 	}

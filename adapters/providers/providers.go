@@ -116,3 +116,33 @@ func canonicalJSON(raw []byte) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// Ack is the answer to a recorded delivery: 200 with Body, and ContentType
+// when set (an empty body needs none).
+type Ack struct {
+	ContentType string
+	Body        []byte
+}
+
+// Acknowledger is implemented by an adapter whose provider expects a
+// particular answer to a delivery it will not send again. Adapters without
+// it are answered 200 with JSON {"status": outcome}.
+type Acknowledger interface {
+	// Acknowledge returns the answer for a delivery recorded with outcome
+	// ("accepted", "duplicate", "ignored").
+	Acknowledge(outcome string) Ack
+}
+
+// Holder is implemented by an adapter whose deliveries carry no signature
+// (PayPal IPN): they are stored unverified and applied only once the
+// provider confirmed them (postback).
+type Holder interface {
+	// HoldsDeliveries reports whether deliveries are held for verification.
+	HoldsDeliveries() bool
+}
+
+// Holds reports whether a's deliveries are held for verification.
+func Holds(a Adapter) bool {
+	h, ok := a.(Holder)
+	return ok && h.HoldsDeliveries()
+}

@@ -209,39 +209,23 @@ func (c *serveCmd) Run(g *globals) error {
 	}, []string{"provider"})
 	reg.MustRegister(retries, postgres.NewStatsCollector(pool, store.Head))
 
-	// The recorder: one transaction when the events live in Postgres; inbox
+	// The journal: one transaction when the events live in Postgres; inbox
 	// then append (with a sweeper for the window between) otherwise.
 	inbox := postgres.NewInbox(pool)
-	var (
-		recorder ingest.Recorder
-		redriver ingest.Redriver
-		workers  []*ingest.Worker
-	)
+	var journal ingest.Journal
 	if isPostgres {
-		pgRecorder := postgres.NewRecorder(pool, store.(*postgres.EventStore))
-		recorder, redriver = pgRecorder, pgRecorder
+		journal = postgres.NewJournal(pool, store.(*postgres.EventStore))
 	} else {
-		twoPhase := ingest.NewTwoPhaseRecorder(inbox, store, ingest.Options{})
-		recorder, redriver = twoPhase, twoPhase
-		workers = append(workers, &ingest.Worker{
-			Name: "sweeper", Inbox: inbox, Redriver: twoPhase, Decider: ingest.PaymentDecider{},
-			Status: ingest.StatusReceived, OlderThan: c.SweepAge, Lease: time.Minute,
-			Interval: 5 * time.Second, Log: log,
-		})
+		journal = ingest.TwoPhase(inbox, store)
 	}
-	svc := ingest.New(recorder, ingest.PaymentDecider{}, ingest.Options{
+	svc := ingest.New(journal, ingest.PaymentDecider{}, ingest.Options{
 		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
 	})
-	var holder httpapi.Holder
+	var postback ingest.Postback
 	if _, ok := provs[paypalipn.Name]; ok {
-		holder = inbox
-		workers = append(workers, &ingest.Worker{
-			Name: "paypal-ipn-verifier", Inbox: inbox, Redriver: redriver, Decider: ingest.PaymentDecider{},
-			Provider: paypalipn.Name, Status: ingest.StatusUnverified,
-			Postback: ipnPostback{paypalipn.Verifier{URL: c.PaypalIPNVerifyURL}},
-			Lease:    time.Minute, Interval: 2 * time.Second, Log: log,
-		})
+		postback = ipnPostback{paypalipn.Verifier{URL: c.PaypalIPNVerifyURL}}
 	}
+	workers := svc.Workers(inbox, ingest.WorkerOptions{SweepAge: c.SweepAge, Postback: postback, Log: log})
 
 	// The read model counts lag on the Postgres events table; for any other
 	// event store, count the feed itself (capped: it has no count).
@@ -252,7 +236,6 @@ func (c *serveCmd) Run(g *globals) error {
 	handler := httpapi.NewHandler(httpapi.Config{
 		Providers:           provs,
 		Ingester:            svc,
-		Holder:              holder,
 		APITokens:           c.APITokens,
 		Query:               postgres.NewQuery(pool),
 		Events:              store,
