@@ -44,8 +44,9 @@ type Decider interface {
 	// Decide returns the events a first-arrival delivery adds.
 	Decide(history []eventstore.RecordedEvent, ev delivery.Event) ([]eventstore.EventData, error)
 	// Conflict returns the events that record a redelivery of an already
-	// recorded dedup key with different facts (firstHash names the
-	// original). Deterministic ids make a repeated conflict a no-op.
+	// recorded dedup key with different facts (firstHash is the original
+	// payload's hash, for the record). Deterministic ids make a repeated
+	// conflict a no-op.
 	Conflict(history []eventstore.RecordedEvent, ev delivery.Event, firstHash string) ([]eventstore.EventData, error)
 }
 
@@ -67,7 +68,8 @@ type InboxKey struct {
 // Stored is what a redelivery learns about the first arrival of its dedup key.
 type Stored struct {
 	Status      string
-	PayloadHash string
+	PayloadHash string // of the first arrival's bytes
+	FactsHash   string // of its normalized facts (delivery.Event.FactsHash)
 	StreamID    string // "" when the first arrival was ignored
 }
 

@@ -153,10 +153,10 @@ func (s *Service) recordOnce(ctx context.Context, tx Tx, ev delivery.Event, held
 // redelivered answers a dedup key that is on record: always a duplicate.
 // A first arrival still "received" may have died before its append (or be
 // in flight): it is re-driven from the inbox's copy before the answer, so a
-// 2xx for any delivery of the key means its facts are in the stream. A
-// different payload is kept for reconciliation and recorded as a conflict
-// on the first one's stream, after the first one's facts, never instead of
-// them.
+// 2xx for any delivery of the key means its facts are in the stream.
+// Different facts are kept for reconciliation and recorded as a conflict on
+// the first one's stream, after the first one's facts, never instead of
+// them; the same facts in other bytes are a plain duplicate.
 func (s *Service) redelivered(ctx context.Context, tx Tx, ev delivery.Event, first Stored, held bool) (Result, error) {
 	if first.Status == StatusReceived {
 		if _, err := s.redrive(ctx, tx, InboxKey{ev.Provider, ev.DedupKey}, StatusReceived); err != nil {
@@ -184,11 +184,12 @@ func (s *Service) redelivered(ctx context.Context, tx Tx, ev delivery.Event, fir
 }
 
 // Redelivery is what a redelivery of a recorded dedup key means: the answer
-// (always a duplicate; a conflict when the payload differs), and the stream a
-// conflict fact must be appended to, "" when there is nothing to append.
+// (always a duplicate; a conflict when its normalized facts differ from the
+// first arrival's, whatever its bytes), and the stream a conflict fact must
+// be appended to, "" when there is nothing to append.
 func Redelivery(first Stored, ev delivery.Event) (Result, string) {
 	res := Result{Outcome: Duplicate, StreamID: first.StreamID}
-	if first.PayloadHash == ev.PayloadHash {
+	if first.FactsHash == ev.FactsHash() {
 		return res, ""
 	}
 	res.Conflict = true

@@ -389,6 +389,58 @@ var matrix = []struct {
 			t.Fatalf("conflict deliveries %d", got)
 		}
 	}},
+	{"same facts in other bytes", func(t *testing.T, h harness) {
+		// Providers re-render envelopes and timestamps on a retry: the same
+		// facts are a plain duplicate, whatever the bytes.
+		ev := twoFacts("p1", "evt_1")
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		rerendered := withBody(ev, "re-rendered envelope")
+		rerendered.OccurredAt = rerendered.OccurredAt.Add(time.Second)
+		rerendered.Facts = []delivery.Fact{ev.Facts[1], ev.Facts[0]}
+		if rerendered.PayloadHash == ev.PayloadHash {
+			t.Fatal("test delivery has the same bytes")
+		}
+		for range 2 {
+			if res := mustIngest(t, h.svc, rerendered, ingest.Duplicate); res.Conflict {
+				t.Fatal("same facts reported as a conflict")
+			}
+		}
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
+		if got := scalar(t, h.pool, `SELECT count(*) FROM webhook_conflicts`); got != 0 {
+			t.Fatalf("%d webhook_conflicts rows", got)
+		}
+		if got := scalar(t, h.pool, `SELECT conflict_count FROM webhook_inbox WHERE dedup_key = 'evt_1'`); got != 0 {
+			t.Fatalf("conflict_count %d", got)
+		}
+	}},
+	{"different amount under the same key", func(t *testing.T, h harness) {
+		ev := capture("p1", "evt_1", 1000)
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		other := capture("p1", "evt_1", 1001) // same envelope, one cent more
+		res := mustIngest(t, h.svc, other, ingest.Duplicate)
+		if !res.Conflict || res.StreamID != stream("p1") {
+			t.Fatalf("result %+v", res)
+		}
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeFlagged})
+		if got := scalar(t, h.pool, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'evt_1'`); got != 1 {
+			t.Fatalf("%d webhook_conflicts rows", got)
+		}
+	}},
+	{"old inbox row without a facts hash", func(t *testing.T, h harness) {
+		// Rows written before migration 00005 have no facts_hash: the first
+		// arrival's facts are taken from its normalized copy.
+		ev := capture("p1", "evt_1", 1000)
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		if got := scalar(t, h.pool, `WITH u AS (UPDATE webhook_inbox SET facts_hash = NULL RETURNING 1) SELECT count(*) FROM u`); got != 1 {
+			t.Fatalf("%d rows reset", got)
+		}
+		if res := mustIngest(t, h.svc, withBody(ev, "re-rendered"), ingest.Duplicate); res.Conflict {
+			t.Fatal("same facts reported as a conflict")
+		}
+		if res := mustIngest(t, h.svc, capture("p1", "evt_1", 999), ingest.Duplicate); !res.Conflict {
+			t.Fatal("different facts not reported")
+		}
+	}},
 }
 
 // runMatrix runs every matrix row against a fresh harness.
@@ -614,7 +666,7 @@ func TestConflictWhileUnverified(t *testing.T) {
 		if res, err := f.svc.Hold(tctx(t), ev); err != nil || res.Outcome != ingest.Accepted {
 			t.Fatalf("hold: %+v, %v", res, err)
 		}
-		if res := mustIngest(t, f.svc, withBody(ev, "other"), ingest.Duplicate); !res.Conflict {
+		if res := mustIngest(t, f.svc, withBody(capture("p1", "ipn_1", 500), "other"), ingest.Duplicate); !res.Conflict {
 			t.Fatal("conflict not reported")
 		}
 		equal(t, "stream while held", types(t, f.store, stream("p1")), []string{})

@@ -56,20 +56,33 @@ func (in *Inbox) KeepConflict(ctx context.Context, ev delivery.Event) error {
 }
 
 // countRedelivery counts a delivery of a key on record and returns the
-// first arrival's row.
+// first arrival's row. A row older than migration 00005 has no facts hash:
+// it is computed from the row's normalized delivery.
 func countRedelivery(ctx context.Context, tx pgx.Tx, ev delivery.Event) (ingest.Stored, error) {
 	var st ingest.Stored
-	var stream *string
+	var stream, factsHash *string
+	var normalized []byte
 	err := tx.QueryRow(ctx, `
 		UPDATE webhook_inbox
 		SET delivery_count = delivery_count + 1, last_seen_at = now()
 		WHERE provider = $1 AND dedup_key = $2
-		RETURNING status, payload_hash, stream_id`, ev.Provider, ev.DedupKey).Scan(&st.Status, &st.PayloadHash, &stream)
+		RETURNING status, payload_hash, facts_hash, stream_id, CASE WHEN facts_hash IS NULL THEN normalized END`,
+		ev.Provider, ev.DedupKey).Scan(&st.Status, &st.PayloadHash, &factsHash, &stream, &normalized)
 	if err != nil {
 		return ingest.Stored{}, fmt.Errorf("count redelivery of %s: %w", ev.DedupKey, classify(err))
 	}
 	if stream != nil {
 		st.StreamID = *stream
+	}
+	switch {
+	case factsHash != nil:
+		st.FactsHash = *factsHash
+	case normalized != nil:
+		first, err := decodeNormalized(normalized)
+		if err != nil {
+			return ingest.Stored{}, fmt.Errorf("inbox %s/%s: %w", ev.Provider, ev.DedupKey, err)
+		}
+		st.FactsHash = first.FactsHash()
 	}
 	return st, nil
 }

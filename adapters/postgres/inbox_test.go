@@ -23,7 +23,7 @@ func TestInboxGate(t *testing.T) {
 		t.Fatalf("first gate: %v, %v", inserted, err)
 	}
 	inserted, st, err := inbox.Gate(ctx, ev, ingest.StatusReceived)
-	want := ingest.Stored{Status: ingest.StatusReceived, PayloadHash: ev.PayloadHash, StreamID: ev.StreamID()}
+	want := ingest.Stored{Status: ingest.StatusReceived, PayloadHash: ev.PayloadHash, FactsHash: ev.FactsHash(), StreamID: ev.StreamID()}
 	if err != nil || inserted || st != want {
 		t.Fatalf("second gate: %v, %+v, %v; want %+v", inserted, st, err, want)
 	}

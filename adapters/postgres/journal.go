@@ -102,10 +102,10 @@ func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev delivery.Event, statu
 	}
 	b := &pgx.Batch{}
 	b.Queue(`
-		INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, raw_body, normalized, status, applied_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 = '`+ingest.StatusApplied+`' THEN now() END)
+		INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, applied_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $9 = '`+ingest.StatusApplied+`' THEN now() END)
 		ON CONFLICT (provider, dedup_key) DO NOTHING`,
-		ev.Provider, ev.DedupKey, ev.Type, stream, ev.PayloadHash, ev.Raw, normalized, status)
+		ev.Provider, ev.DedupKey, ev.Type, stream, ev.PayloadHash, ev.FactsHash(), ev.Raw, normalized, status)
 	if read != "" {
 		b.Queue(`SELECT `+eventColumns+` FROM events WHERE stream_id = $1 ORDER BY version`, read)
 	}

@@ -14,11 +14,14 @@ import (
 )
 
 // recCapture is a verified capture delivery with body as its bytes.
-func recCapture(id, body string) delivery.Event {
+func recCapture(id, body string) delivery.Event { return recCaptureOf(id, body, 1000) }
+
+// recCaptureOf is recCapture of amount.
+func recCaptureOf(id, body string, amount int64) delivery.Event {
 	sum := sha256.Sum256([]byte(body))
 	return delivery.Event{Provider: "paypal", DedupKey: id, Type: "PAYMENT.CAPTURE.COMPLETED", PaymentKey: "pay_1",
 		OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), PayloadHash: hex.EncodeToString(sum[:]), Raw: []byte(body),
-		Facts: []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: "USD"}}}
+		Facts: []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "cap_1", Amount: amount, Fee: 30, Currency: "USD"}}}
 }
 
 // TestRecorderConflictWhileUnverified: a held IPN redelivered with another
@@ -35,7 +38,7 @@ func TestRecorderConflictWhileUnverified(t *testing.T) {
 	if res, err := svc.Hold(ctx, held); err != nil || res.Outcome != ingest.Accepted {
 		t.Fatalf("hold: %+v, %v", res, err)
 	}
-	res, err := svc.Ingest(ctx, recCapture("ipn_1", "second"))
+	res, err := svc.Ingest(ctx, recCaptureOf("ipn_1", "second", 900))
 	if err != nil || res.Outcome != ingest.Duplicate || !res.Conflict || res.Appended != 0 {
 		t.Fatalf("conflicting redelivery: %+v, %v", res, err)
 	}
