@@ -69,7 +69,7 @@ func countRedelivery(ctx context.Context, tx pgx.Tx, ev delivery.Event) (ingest.
 		RETURNING status, payload_hash, facts_hash, stream_id, CASE WHEN facts_hash IS NULL THEN normalized END`,
 		ev.Provider, ev.DedupKey).Scan(&st.Status, &st.PayloadHash, &factsHash, &stream, &normalized)
 	if err != nil {
-		return ingest.Stored{}, fmt.Errorf("count redelivery of %s: %w", ev.DedupKey, classify(err))
+		return ingest.Stored{}, fmt.Errorf("count redelivery of %s: %w", ev.DedupKey, markUnavailable(err))
 	}
 	if stream != nil {
 		st.StreamID = *stream
@@ -96,12 +96,12 @@ func keepConflict(ctx context.Context, tx pgx.Tx, ev delivery.Event) error {
 		ON CONFLICT (provider, dedup_key, payload_hash) DO UPDATE
 		SET delivery_count = webhook_conflicts.delivery_count + 1, last_seen_at = now()`,
 		ev.Provider, ev.DedupKey, ev.PayloadHash, ev.Raw); err != nil {
-		return fmt.Errorf("record conflicting redelivery of %s: %w", ev.DedupKey, classify(err))
+		return fmt.Errorf("record conflicting redelivery of %s: %w", ev.DedupKey, markUnavailable(err))
 	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE webhook_inbox SET conflict_count = conflict_count + 1
 		WHERE provider = $1 AND dedup_key = $2`, ev.Provider, ev.DedupKey); err != nil {
-		return fmt.Errorf("count conflict of %s: %w", ev.DedupKey, classify(err))
+		return fmt.Errorf("count conflict of %s: %w", ev.DedupKey, markUnavailable(err))
 	}
 	return nil
 }
@@ -124,7 +124,7 @@ func loadInbox(ctx context.Context, q querier, k ingest.InboxKey, forUpdate bool
 		return delivery.Event{}, "", fmt.Errorf("%w: %s/%s", ErrInboxRowMissing, k.Provider, k.DedupKey)
 	}
 	if err != nil {
-		return delivery.Event{}, "", fmt.Errorf("load inbox %s/%s: %w", k.Provider, k.DedupKey, classify(err))
+		return delivery.Event{}, "", fmt.Errorf("load inbox %s/%s: %w", k.Provider, k.DedupKey, markUnavailable(err))
 	}
 	ev, err := decodeNormalized(normalized)
 	if err != nil {
@@ -147,7 +147,7 @@ func setStatus(ctx context.Context, q execer, k ingest.InboxKey, from, to string
 		    applied_at = CASE WHEN $4 = 'applied' THEN now() ELSE applied_at END
 		WHERE provider = $1 AND dedup_key = $2 AND status = $3`, k.Provider, k.DedupKey, from, to)
 	if err != nil {
-		return false, fmt.Errorf("inbox %s/%s %s→%s: %w", k.Provider, k.DedupKey, from, to, classify(err))
+		return false, fmt.Errorf("inbox %s/%s %s→%s: %w", k.Provider, k.DedupKey, from, to, markUnavailable(err))
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -173,14 +173,14 @@ func (in *Inbox) Claim(ctx context.Context, status string, olderThan, lease time
 		RETURNING w.provider, w.dedup_key`,
 		status, olderThan.String(), lease.String(), limit)
 	if err != nil {
-		return nil, fmt.Errorf("claim %s inbox rows: %w", status, classify(err))
+		return nil, fmt.Errorf("claim %s inbox rows: %w", status, markUnavailable(err))
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ingest.InboxKey, error) {
 		var k ingest.InboxKey
 		return k, r.Scan(&k.Provider, &k.DedupKey)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim %s inbox rows: %w", status, classify(err))
+		return nil, fmt.Errorf("claim %s inbox rows: %w", status, markUnavailable(err))
 	}
 	return keys, nil
 }
@@ -195,7 +195,7 @@ func (in *Inbox) Retry(ctx context.Context, k ingest.InboxKey, base time.Duratio
 		    last_error = $4
 		WHERE provider = $1 AND dedup_key = $2`, k.Provider, k.DedupKey, base.String(), cause.Error())
 	if err != nil {
-		return fmt.Errorf("schedule retry of %s/%s: %w", k.Provider, k.DedupKey, classify(err))
+		return fmt.Errorf("schedule retry of %s/%s: %w", k.Provider, k.DedupKey, markUnavailable(err))
 	}
 	return nil
 }

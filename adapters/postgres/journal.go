@@ -113,7 +113,7 @@ func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev delivery.Event, statu
 	defer func() { _ = br.Close() }()
 	tag, err := br.Exec()
 	if err != nil {
-		return false, nil, fmt.Errorf("inbox insert %s/%s: %w", ev.Provider, ev.DedupKey, classify(err))
+		return false, nil, fmt.Errorf("inbox insert %s/%s: %w", ev.Provider, ev.DedupKey, markUnavailable(err))
 	}
 	var history []eventstore.RecordedEvent
 	if read != "" {
@@ -126,7 +126,7 @@ func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev delivery.Event, statu
 		}
 	}
 	if err := br.Close(); err != nil {
-		return false, nil, fmt.Errorf("inbox insert %s/%s: %w", ev.Provider, ev.DedupKey, classify(err))
+		return false, nil, fmt.Errorf("inbox insert %s/%s: %w", ev.Provider, ev.DedupKey, markUnavailable(err))
 	}
 	return tag.RowsAffected() == 1, history, nil
 }

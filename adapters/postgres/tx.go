@@ -20,14 +20,14 @@ type execer interface {
 func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", classify(err))
+		return fmt.Errorf("begin: %w", markUnavailable(err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", classify(err))
+		return fmt.Errorf("commit: %w", markUnavailable(err))
 	}
 	return nil
 }
