@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
@@ -35,24 +37,24 @@ func TestRecorderConflictWhileUnverified(t *testing.T) {
 	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{})
 
 	held := recCapture("ipn_1", "first")
-	if res, err := svc.Hold(ctx, held); err != nil || res.Outcome != ingest.Accepted {
-		t.Fatalf("hold: %+v, %v", res, err)
-	}
-	res, err := svc.Ingest(ctx, recCaptureOf("ipn_1", "second", 900))
-	if err != nil || res.Outcome != ingest.Duplicate || !res.Conflict || res.Appended != 0 {
-		t.Fatalf("conflicting redelivery: %+v, %v", res, err)
-	}
+	res, err := svc.Hold(ctx, held)
+	require.NoError(t, err, "hold: %+v, %v", res, err)
+	require.EqualValues(t, ingest.Accepted, res.Outcome, "hold: %+v, %v", res, err)
+	res, err = svc.Ingest(ctx, recCaptureOf("ipn_1", "second", 900))
+	require.NoError(t, err, "conflicting redelivery: %+v, %v", res, err)
+	require.EqualValues(t, ingest.Duplicate, res.Outcome, "conflicting redelivery: %+v, %v", res, err)
+	require.True(t, res.Conflict, "conflicting redelivery: %+v, %v", res, err)
+	require.EqualValues(t, 0, res.Appended, "conflicting redelivery: %+v, %v", res, err)
 	var conflicts int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'ipn_1'`).Scan(&conflicts); err != nil || conflicts != 1 {
-		t.Fatalf("webhook_conflicts rows %d, %v", conflicts, err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'ipn_1'`).Scan(&conflicts), "webhook_conflicts rows %d, %v", conflicts, err)
+	require.EqualValues(t, 1, conflicts, "webhook_conflicts rows %d, %v", conflicts, err)
 
 	res, err = svc.Redrive(ctx, ingest.InboxKey{Provider: "paypal", DedupKey: "ipn_1"}, ingest.StatusUnverified)
-	if err != nil || res.Outcome != ingest.Accepted || res.Appended != 1 {
-		t.Fatalf("redrive: %+v, %v", res, err)
-	}
+	require.NoError(t, err, "redrive: %+v, %v", res, err)
+	require.EqualValues(t, ingest.Accepted, res.Outcome, "redrive: %+v, %v", res, err)
+	require.EqualValues(t, 1, res.Appended, "redrive: %+v, %v", res, err)
 	evs, err := store.ReadStream(ctx, held.StreamID())
-	if err != nil || len(evs) != 1 || evs[0].Type != payment.TypeCaptured {
-		t.Fatalf("stream %v, %v", evs, err)
-	}
+	require.NoError(t, err, "stream %v, %v", evs, err)
+	require.Len(t, evs, 1, "stream %v, %v", evs, err)
+	require.EqualValues(t, payment.TypeCaptured, evs[0].Type, "stream %v, %v", evs, err)
 }
