@@ -3,7 +3,10 @@
 // webhook on the exact bytes received, before anything is parsed, and then
 // normalizes it into delivery.Event values the domain understands. The HTTP
 // layer maps ErrUnauthorized to 401 (nothing stored) and the provider/money
-// normalization errors to 400.
+// normalization errors to 400. What differs between providers beyond that is
+// declared here too, so the HTTP layer names no provider: how a recorded
+// delivery is acknowledged (Acknowledger) and whether deliveries are held
+// until the provider confirms them (Holder).
 package providers
 
 import (
