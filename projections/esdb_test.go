@@ -161,7 +161,7 @@ func (f *esdbFixture) waitAt(ctx context.Context, pos eventstore.Position) {
 	}
 }
 
-// recordDeliveries sends provider deliveries through the two-phase recorder
+// recordDeliveries sends provider deliveries through the two-phase journal
 // serve uses with EventStoreDB (inbox row first, then the append), and
 // returns the outcome of each.
 func (f *esdbFixture) recordDeliveries(ctx context.Context, evs ...delivery.Event) []ingest.Outcome {

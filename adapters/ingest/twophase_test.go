@@ -1,6 +1,7 @@
 package ingest_test
 
-// Tests of the two-phase recorder (inbox in Postgres, streams elsewhere):
+// Tests of the write protocol over the two-phase journal (inbox in Postgres,
+// streams elsewhere), and of the matrix over the one-transaction journal:
 // the ingestion matrix at the service level and the crash windows between
 // the phases, each run against every event store backend: the Postgres
 // event store through the port, and the EventStoreDB adapter against the
