@@ -1,11 +1,11 @@
 package ingest_test
 
-// Tests of the write protocol over the two-phase journal (inbox in Postgres,
-// streams elsewhere), and of the matrix over the one-transaction journal:
-// the ingestion matrix at the service level and the crash windows between
-// the phases, each run against every event store backend: the Postgres
-// event store through the port, and the EventStoreDB adapter against the
-// in-process fake node. The inbox is always a real Postgres database.
+// Tests of the write protocol: the ingestion matrix at the service level
+// (over the two-phase journal and the one-transaction Postgres journal) and
+// the crash windows between the two phases, each run against every event
+// store backend: the Postgres event store through the port, and the
+// EventStoreDB adapter against the in-process fake node. The inbox is always
+// a real Postgres database.
 
 import (
 	"context"
