@@ -161,18 +161,15 @@ func (f *esdbFixture) waitAt(ctx context.Context, pos eventstore.Position) {
 	}
 }
 
-// recordDeliveries sends provider deliveries through the two-phase recorder
+// recordDeliveries sends provider deliveries through the two-phase journal
 // serve uses with EventStoreDB (inbox row first, then the append), and
 // returns the outcome of each.
 func (f *esdbFixture) recordDeliveries(ctx context.Context, evs ...delivery.Event) []ingest.Outcome {
 	f.t.Helper()
-	rec := ingest.NewTwoPhaseRecorder(postgres.NewInbox(f.pool), f.store, ingest.Options{})
+	svc := ingest.New(ingest.TwoPhase(postgres.NewInbox(f.pool), f.store), ingest.PaymentDecider{}, ingest.Options{})
 	out := make([]ingest.Outcome, len(evs))
 	for i, ev := range evs {
-		if err := ev.Validate(); err != nil {
-			f.t.Fatalf("delivery %s: %v", ev.DedupKey, err)
-		}
-		res, err := rec.Record(ctx, ev, ingest.PaymentDecider{})
+		res, err := svc.Ingest(ctx, ev)
 		if err != nil {
 			f.t.Fatalf("record %s: %v", ev.DedupKey, err)
 		}

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 )
@@ -32,9 +35,8 @@ func TestOutageUnderConcurrentCalls(t *testing.T) {
 			addr := srv.Addr()
 			s := dial(t, srv.URL()+tc.params)
 			c := ctx(t)
-			if _, err := s.Append(c, "payment-x-0", eventstore.NoStream, events(1)); err != nil {
-				t.Fatal(err)
-			}
+			_, err := s.Append(c, "payment-x-0", eventstore.NoStream, events(1))
+			require.NoError(t, err)
 			stopAt := time.Now().Add(1500 * time.Millisecond)
 			restartAt := stopAt.Add(2 * time.Second)
 			testEnd := restartAt.Add(15 * time.Second)
@@ -92,17 +94,11 @@ func TestOutageUnderConcurrentCalls(t *testing.T) {
 			time.Sleep(time.Until(stopAt))
 			srv.Stop()
 			time.Sleep(time.Until(restartAt))
-			if err := srv.Start(addr); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, srv.Start(addr))
 			wg.Wait()
-			for _, p := range problems {
-				t.Error(p)
-			}
+			assert.Empty(t, problems)
 			for w, ok := range okAfterRestart {
-				if !ok {
-					t.Errorf("worker %d never succeeded after the node came back", w)
-				}
+				assert.True(t, ok, "worker %d never succeeded after the node came back", w)
 			}
 			// No append was lost or doubled: each stream holds distinct
 			// events, and the appends went on after the outage.
@@ -112,9 +108,9 @@ func TestOutageUnderConcurrentCalls(t *testing.T) {
 				for _, e := range evs {
 					seen[e.ID.String()] = true
 				}
-				if err != nil || len(evs) == 0 || len(seen) != len(evs) {
-					t.Errorf("stream of worker %d: %d events (%d distinct), %v", w, len(evs), len(seen), err)
-				}
+				assert.NoError(t, err, "stream of worker %d: %d events (%d distinct), %v", w, len(evs), len(seen), err)
+				assert.NotEqualValues(t, 0, len(evs), "stream of worker %d: %d events (%d distinct), %v", w, len(evs), len(seen), err)
+				assert.EqualValues(t, len(evs), len(seen), "stream of worker %d: %d events (%d distinct), %v", w, len(evs), len(seen), err)
 			}
 		})
 	}
@@ -127,20 +123,16 @@ func TestCallsEndWithTheirContextWhileTheNodeIsAway(t *testing.T) {
 	srv := esdbfake.Start(t)
 	s := dial(t, srv.URL())
 	c := ctx(t)
-	if _, err := s.Head(c); err != nil {
-		t.Fatal(err)
-	}
+	_, err := s.Head(c)
+	require.NoError(t, err)
 	srv.Stop()
 	for i := 0; i < 3; i++ {
 		short, cancel := context.WithTimeout(c, 300*time.Millisecond)
 		began := time.Now()
 		_, err := s.ReadStream(short, "payment-x-1")
 		cancel()
-		if !errors.Is(err, eventstore.ErrUnavailable) {
-			t.Fatalf("read %d while the node is away: %v", i, err)
-		}
-		if took := time.Since(began); took > 2*time.Second {
-			t.Fatalf("read %d took %v past a 300ms deadline", i, took)
-		}
+		require.ErrorIs(t, err, eventstore.ErrUnavailable, "read %d while the node is away: %v", i, err)
+		took := time.Since(began)
+		require.False(t, took > 2*time.Second, "read %d took %v past a 300ms deadline", i, took)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	esdbclient "github.com/EventStore/EventStore-Client-Go/v4/esdb"
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/esdb"
 	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
@@ -25,9 +27,7 @@ const contractPrefix = "contract"
 func dial(t *testing.T, url string, opts ...esdb.Option) *esdb.Store {
 	t.Helper()
 	s, err := esdb.Dial(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -73,14 +73,10 @@ func events(n int) []eventstore.EventData {
 func rawClient(t *testing.T, url string) *esdbclient.Client {
 	t.Helper()
 	cfg, err := esdbclient.ParseConnectionString(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cfg.Logger = esdbclient.NoopLogging()
 	c, err := esdbclient.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -90,9 +86,7 @@ func rawAppend(t *testing.T, c *esdbclient.Client, stream, typ string) {
 	_, err := c.AppendToStream(ctx(t), stream, esdbclient.AppendToStreamOptions{}, esdbclient.EventData{
 		EventID: uuid.New(), EventType: typ, ContentType: esdbclient.ContentTypeJson, Data: []byte(`{}`),
 	})
-	if err != nil {
-		t.Fatalf("raw append to %s: %v", stream, err)
-	}
+	require.NoError(t, err, "raw append to %s: %v", stream, err)
 }
 
 // TestFeedFiltersToPaymentStreams: with the default prefixes, ReadAll and
@@ -105,27 +99,24 @@ func TestFeedFiltersToPaymentStreams(t *testing.T) {
 	c := ctx(t)
 
 	head, err := s.Head(c)
-	if err != nil || head != eventstore.Start {
-		t.Fatalf("head of an empty feed = %v, %v; want Start", head, err)
-	}
+	require.NoError(t, err, "head of an empty feed = %v, %v; want Start", head, err)
+	require.EqualValues(t, eventstore.Start, head, "head of an empty feed = %v, %v; want Start", head, err)
 	rawAppend(t, raw, "$stats-127.0.0.1:2113", "$statsCollected")
-	if head, err := s.Head(c); err != nil || head != eventstore.Start {
-		t.Fatalf("head with only system events = %v, %v; want Start", head, err)
-	}
+	head, err = s.Head(c)
+	require.NoError(t, err, "head with only system events = %v, %v; want Start", head, err)
+	require.EqualValues(t, eventstore.Start, head, "head with only system events = %v, %v; want Start", head, err)
 
 	var want []uuid.UUID
 	for i := 0; i < 5; i++ {
 		pay := events(2)
-		if _, err := s.Append(c, fmt.Sprintf("payment-stripe-pi_%d", i), eventstore.NoStream, pay); err != nil {
-			t.Fatal(err)
-		}
+		_, err := s.Append(c, fmt.Sprintf("payment-stripe-pi_%d", i), eventstore.NoStream, pay)
+		require.NoError(t, err)
 		want = append(want, pay[0].ID, pay[1].ID)
 		rawAppend(t, raw, "orders-1", "OrderPlaced")
 		rawAppend(t, raw, "$$payment-stripe-pi_0", "$metadata")
 		po := events(1)
-		if _, err := s.Append(c, fmt.Sprintf("payout-adyen-po_%d", i), eventstore.NoStream, po); err != nil {
-			t.Fatal(err)
-		}
+		_, err = s.Append(c, fmt.Sprintf("payout-adyen-po_%d", i), eventstore.NoStream, po)
+		require.NoError(t, err)
 		want = append(want, po[0].ID)
 	}
 	rawAppend(t, raw, "$stats-127.0.0.1:2113", "$statsCollected") // trailing noise for Head
@@ -135,29 +126,21 @@ func TestFeedFiltersToPaymentStreams(t *testing.T) {
 		pos := eventstore.Start
 		for {
 			page, err := s.ReadAll(c, pos, limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page) > limit {
-				t.Fatalf("limit %d: page of %d", limit, len(page))
-			}
+			require.NoError(t, err)
+			require.False(t, len(page) > limit, "limit %d: page of %d", limit, len(page))
 			if len(page) == 0 {
 				break
 			}
 			got = append(got, page...)
 			pos = page[len(page)-1].Position
 		}
-		if len(got) != len(want) {
-			t.Fatalf("limit %d: %d feed events, want %d", limit, len(got), len(want))
-		}
+		require.EqualValues(t, len(want), len(got), "limit %d: %d feed events, want %d", limit, len(got), len(want))
 		for i, e := range got {
-			if e.ID != want[i] {
-				t.Fatalf("limit %d: event %d = %s (%s), want %s", limit, i, e.ID, e.StreamID, want[i])
-			}
+			require.EqualValues(t, want[i], e.ID, "limit %d: event %d = %s (%s), want %s", limit, i, e.ID, e.StreamID, want[i])
 		}
-		if head, err := s.Head(c); err != nil || head != got[len(got)-1].Position {
-			t.Fatalf("head = %v, %v; want last feed event %v", head, err, got[len(got)-1].Position)
-		}
+		head, err := s.Head(c)
+		require.NoError(t, err, "head = %v, %v; want last feed event %v", head, err, got[len(got)-1].Position)
+		require.EqualValues(t, got[len(got)-1].Position, head, "head = %v, %v; want last feed event %v", head, err, got[len(got)-1].Position)
 	}
 }
 
@@ -170,25 +153,19 @@ func TestIdempotentRetryWritesNothing(t *testing.T) {
 	evs := events(3)
 	for i := 0; i < 3; i++ {
 		res, err := s.Append(c, "payment-x-1", eventstore.NoStream, evs)
-		if err != nil {
-			t.Fatalf("attempt %d: %v", i, err)
-		}
-		if res.NextExpected != 2 {
-			t.Fatalf("attempt %d: NextExpected %d", i, res.NextExpected)
-		}
+		require.NoError(t, err, "attempt %d: %v", i, err)
+		require.EqualValues(t, 2, res.NextExpected, "attempt %d: NextExpected %d", i, res.NextExpected)
 	}
-	if n := srv.EventCount(); n != 3 {
-		t.Fatalf("log holds %d events, want 3", n)
-	}
-	if n := srv.AppendRequests(); n != 3 {
-		t.Fatalf("%d append requests reached the server, want 3", n)
-	}
+	n := srv.EventCount()
+	require.EqualValues(t, 3, n, "log holds %d events, want 3", n)
+	n = srv.AppendRequests()
+	require.EqualValues(t, 3, n, "%d append requests reached the server, want 3", n)
 	// A partial overlap is a conflict, not idempotence.
 	_, err := s.Append(c, "payment-x-1", eventstore.NoStream, append(evs[:2:2], events(1)...))
 	var wv *eventstore.WrongVersionError
-	if !errors.As(err, &wv) || wv.Actual != 2 || wv.Stream != "payment-x-1" {
-		t.Fatalf("partial overlap: %v", err)
-	}
+	require.True(t, errors.As(err, &wv), "partial overlap: %v", err)
+	require.EqualValues(t, 2, wv.Actual, "partial overlap: %v", err)
+	require.EqualValues(t, "payment-x-1", wv.Stream, "partial overlap: %v", err)
 }
 
 // TestUnavailable: a stopped node and a deadline are ErrUnavailable (the
@@ -198,42 +175,34 @@ func TestUnavailable(t *testing.T) {
 	srv := esdbfake.Start(t)
 	s := dial(t, srv.URL()+"&maxDiscoverAttempts=2&discoveryInterval=10")
 	c := ctx(t)
-	if _, err := s.Append(c, "payment-x-1", eventstore.NoStream, events(1)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := s.Append(c, "payment-x-1", eventstore.NoStream, events(1))
+	require.NoError(t, err)
 
 	// Deadline.
 	srv.SetAppendDelay(2 * time.Second)
 	short, cancel := context.WithTimeout(c, 100*time.Millisecond)
-	_, err := s.Append(short, "payment-x-1", eventstore.Exact(0), events(1))
+	_, err = s.Append(short, "payment-x-1", eventstore.Exact(0), events(1))
 	cancel()
-	if !errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("append past its deadline: %v; want ErrUnavailable", err)
-	}
+	require.ErrorIs(t, err, eventstore.ErrUnavailable, "append past its deadline: %v; want ErrUnavailable", err)
+	require.False(t, errors.Is(err, eventstore.ErrWrongVersion), "append past its deadline: %v; want ErrUnavailable", err)
 	srv.SetAppendDelay(0)
 
 	// Node down: every operation reports ErrUnavailable, repeatedly.
 	addr := srv.Addr()
 	srv.Stop()
 	for i := 0; i < 3; i++ {
-		if _, err := s.Append(c, "payment-x-1", eventstore.Any, events(1)); !errors.Is(err, eventstore.ErrUnavailable) {
-			t.Fatalf("append %d while down: %v", i, err)
-		}
-		if _, err := s.ReadStream(c, "payment-x-1"); !errors.Is(err, eventstore.ErrUnavailable) {
-			t.Fatalf("read %d while down: %v", i, err)
-		}
-		if _, err := s.ReadAll(c, eventstore.Start, 10); !errors.Is(err, eventstore.ErrUnavailable) {
-			t.Fatalf("read all %d while down: %v", i, err)
-		}
-		if _, err := s.Head(c); !errors.Is(err, eventstore.ErrUnavailable) {
-			t.Fatalf("head %d while down: %v", i, err)
-		}
+		_, err := s.Append(c, "payment-x-1", eventstore.Any, events(1))
+		require.ErrorIs(t, err, eventstore.ErrUnavailable, "append %d while down: %v", i, err)
+		_, err = s.ReadStream(c, "payment-x-1")
+		require.ErrorIs(t, err, eventstore.ErrUnavailable, "read %d while down: %v", i, err)
+		_, err = s.ReadAll(c, eventstore.Start, 10)
+		require.ErrorIs(t, err, eventstore.ErrUnavailable, "read all %d while down: %v", i, err)
+		_, err = s.Head(c)
+		require.ErrorIs(t, err, eventstore.ErrUnavailable, "head %d while down: %v", i, err)
 	}
 
 	// Back on the same address, with its log.
-	if err := srv.Start(addr); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.Start(addr))
 	var got []eventstore.RecordedEvent
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -243,40 +212,33 @@ func TestUnavailable(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err != nil || len(got) != 1 {
-		t.Fatalf("after restart: %d events, %v", len(got), err)
-	}
-	if _, err := s.Append(c, "payment-x-1", eventstore.Exact(0), events(1)); err != nil {
-		t.Fatalf("append after restart: %v", err)
-	}
+	require.NoError(t, err, "after restart: %d events, %v", len(got), err)
+	require.Len(t, got, 1, "after restart: %d events, %v", len(got), err)
+	_, err = s.Append(c, "payment-x-1", eventstore.Exact(0), events(1))
+	require.NoError(t, err, "append after restart: %v", err)
 }
 
 // TestDialDownNodeRecovers: a store dialled while the node is down fails with
 // ErrUnavailable and works once the node is up.
 func TestDialDownNodeRecovers(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := l.Addr().String()
 	_ = l.Close()
 
 	s := dial(t, "esdb://"+addr+"?tls=false&maxDiscoverAttempts=2&discoveryInterval=10")
 	c := ctx(t)
-	if _, err := s.ReadStream(c, "payment-x-1"); !errors.Is(err, eventstore.ErrUnavailable) {
-		t.Fatalf("read with no node: %v", err)
-	}
-	if _, err := s.Changes(c); !errors.Is(err, eventstore.ErrUnavailable) {
-		t.Fatalf("changes with no node: %v", err)
-	}
+	_, err = s.ReadStream(c, "payment-x-1")
+	require.ErrorIs(t, err, eventstore.ErrUnavailable, "read with no node: %v", err)
+	_, err = s.Changes(c)
+	require.ErrorIs(t, err, eventstore.ErrUnavailable, "changes with no node: %v", err)
 	srv := esdbfake.New()
 	if err := srv.Start(addr); err != nil {
 		t.Skipf("port %s taken meanwhile: %v", addr, err)
 	}
 	t.Cleanup(srv.Stop)
-	if _, err := s.Append(c, "payment-x-1", eventstore.NoStream, events(1)); err != nil {
-		t.Fatalf("append once the node is up: %v", err)
-	}
+	_, err = s.Append(c, "payment-x-1", eventstore.NoStream, events(1))
+	require.NoError(t, err, "append once the node is up: %v", err)
 }
 
 // TestChangesSurvivesRestart: the subscription is resumed after the node
@@ -289,22 +251,20 @@ func TestChangesSurvivesRestart(t *testing.T) {
 	lctx, stop := context.WithCancel(c)
 	defer stop()
 	ch, err := s.Changes(lctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wake := func(what string) {
 		t.Helper()
 		select {
 		case <-ch:
 		case <-time.After(10 * time.Second):
-			t.Fatalf("no wake-up after %s", what)
+			require.FailNowf(t, "no wake-up after %s", what)
 		}
 	}
 	quiet := func(what string) {
 		t.Helper()
 		select {
 		case <-ch:
-			t.Fatalf("wake-up after %s", what)
+			require.FailNowf(t, "wake-up after %s", what)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -313,16 +273,13 @@ func TestChangesSurvivesRestart(t *testing.T) {
 	rawAppend(t, raw, "$stats-1", "$statsCollected")
 	quiet("events outside the feed")
 
-	if _, err := s.Append(c, "payout-x-1", eventstore.NoStream, events(1)); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.Append(c, "payout-x-1", eventstore.NoStream, events(1))
+	require.NoError(t, err)
 	wake("a payout append")
 
 	addr := srv.Addr()
 	srv.Stop()
-	if err := srv.Start(addr); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.Start(addr))
 	// The resubscription itself signals (events may have been missed);
 	// drain it, then a new append must wake us again.
 	wake("resubscription")
@@ -331,9 +288,8 @@ func TestChangesSurvivesRestart(t *testing.T) {
 	case <-ch:
 	default:
 	}
-	if _, err := s.Append(c, "payment-x-1", eventstore.NoStream, events(1)); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.Append(c, "payment-x-1", eventstore.NoStream, events(1))
+	require.NoError(t, err)
 	wake("an append after the restart")
 }
 
@@ -360,21 +316,19 @@ func TestConcurrentIdempotentRetries(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, err)
 	}
 	got, err := s.ReadStream(c, "payment-x-1")
-	if err != nil || len(got) != 2 || got[0].ID != evs[0].ID || got[1].ID != evs[1].ID {
-		t.Fatalf("stream = %v, %v", got, err)
-	}
+	require.NoError(t, err, "stream = %v, %v", got, err)
+	require.Len(t, got, 2, "stream = %v, %v", got, err)
+	require.EqualValues(t, evs[0].ID, got[0].ID, "stream = %v, %v", got, err)
+	require.EqualValues(t, evs[1].ID, got[1].ID, "stream = %v, %v", got, err)
 }
 
 func TestDialRejectsBadConnectionString(t *testing.T) {
 	for _, bad := range []string{"postgres://x", "esdb://", "esdb://host:2113/path"} {
-		if _, err := esdb.Dial(bad); err == nil {
-			t.Errorf("Dial(%q) succeeded", bad)
-		}
+		_, err := esdb.Dial(bad)
+		assert.Error(t, err, "Dial(%q) succeeded", bad)
 	}
 }
 
@@ -386,24 +340,20 @@ func TestLongStreamReadsAllPages(t *testing.T) {
 	var all []eventstore.EventData
 	for len(all) < n {
 		batch := events(100)
-		if _, err := s.Append(c, "payment-long-1", eventstore.ExpectFor(len(all)), batch); err != nil {
-			t.Fatal(err)
-		}
+		_, err := s.Append(c, "payment-long-1", eventstore.ExpectFor(len(all)), batch)
+		require.NoError(t, err)
 		all = append(all, batch...)
 	}
 	got, err := s.ReadStream(c, "payment-long-1")
-	if err != nil || len(got) != n {
-		t.Fatalf("%d events, %v", len(got), err)
-	}
+	require.NoError(t, err, "%d events, %v", len(got), err)
+	require.Len(t, got, n, "%d events, %v", len(got), err)
 	for i, e := range got {
-		if e.ID != all[i].ID || e.Version != uint64(i) {
-			t.Fatalf("event %d = %s v%d", i, e.ID, e.Version)
-		}
+		require.EqualValues(t, all[i].ID, e.ID, "event %d = %s v%d", i, e.ID, e.Version)
+		require.EqualValues(t, uint64(i), e.Version, "event %d = %s v%d", i, e.ID, e.Version)
 	}
 	feed, err := s.ReadAll(c, eventstore.Start, 5000)
-	if err != nil || len(feed) != n {
-		t.Fatalf("feed: %d events, %v", len(feed), err)
-	}
+	require.NoError(t, err, "feed: %d events, %v", len(feed), err)
+	require.Len(t, feed, n, "feed: %d events, %v", len(feed), err)
 }
 
 // TestEmptyAppendChecksExpectation: an append of no events writes nothing
@@ -412,24 +362,20 @@ func TestEmptyAppendChecksExpectation(t *testing.T) {
 	srv := esdbfake.Start(t)
 	s := dial(t, srv.URL())
 	c := ctx(t)
-	if res, err := s.Append(c, "payment-e-1", eventstore.NoStream, nil); err != nil || res.NextExpected != 0 {
-		t.Fatalf("empty append to a missing stream: %+v, %v", res, err)
-	}
-	if _, err := s.Append(c, "payment-e-1", eventstore.StreamExists, nil); !errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("empty StreamExists append to a missing stream: %v", err)
-	}
-	if _, err := s.Append(c, "payment-e-1", eventstore.NoStream, events(3)); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := s.Append(c, "payment-e-1", eventstore.Exact(2), nil); err != nil || res.NextExpected != 2 {
-		t.Fatalf("empty Exact(2) append: %+v, %v", res, err)
-	}
-	if _, err := s.Append(c, "payment-e-1", eventstore.Exact(1), nil); !errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("empty stale append: %v", err)
-	}
-	if n := srv.EventCount(); n != 3 {
-		t.Fatalf("log holds %d events, want 3", n)
-	}
+	res, err := s.Append(c, "payment-e-1", eventstore.NoStream, nil)
+	require.NoError(t, err, "empty append to a missing stream: %+v, %v", res, err)
+	require.EqualValues(t, 0, res.NextExpected, "empty append to a missing stream: %+v, %v", res, err)
+	_, err = s.Append(c, "payment-e-1", eventstore.StreamExists, nil)
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion, "empty StreamExists append to a missing stream: %v", err)
+	_, err = s.Append(c, "payment-e-1", eventstore.NoStream, events(3))
+	require.NoError(t, err)
+	res, err = s.Append(c, "payment-e-1", eventstore.Exact(2), nil)
+	require.NoError(t, err, "empty Exact(2) append: %+v, %v", res, err)
+	require.EqualValues(t, 2, res.NextExpected, "empty Exact(2) append: %+v, %v", res, err)
+	_, err = s.Append(c, "payment-e-1", eventstore.Exact(1), nil)
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion, "empty stale append: %v", err)
+	n := srv.EventCount()
+	require.EqualValues(t, 3, n, "log holds %d events, want 3", n)
 }
 
 func TestAppendRejectsBadEvents(t *testing.T) {
@@ -443,14 +389,11 @@ func TestAppendRejectsBadEvents(t *testing.T) {
 	nilID := events(1)
 	nilID[0].ID = uuid.Nil
 	for name, evs := range map[string][]eventstore.EventData{"duplicate id": dup, "no type": noType, "nil id": nilID} {
-		if _, err := s.Append(c, "payment-bad-1", eventstore.Any, evs); err == nil {
-			t.Errorf("%s: append succeeded", name)
-		}
+		_, err := s.Append(c, "payment-bad-1", eventstore.Any, evs)
+		assert.Error(t, err, "%s: append succeeded", name)
 	}
-	if _, err := s.Append(c, "", eventstore.Any, events(1)); err == nil {
-		t.Error("empty stream name: append succeeded")
-	}
-	if n := srv.AppendRequests(); n != 0 {
-		t.Fatalf("%d bad appends reached the server", n)
-	}
+	_, err := s.Append(c, "", eventstore.Any, events(1))
+	assert.Error(t, err, "empty stream name: append succeeded")
+	n := srv.AppendRequests()
+	require.EqualValues(t, 0, n, "%d bad appends reached the server", n)
 }

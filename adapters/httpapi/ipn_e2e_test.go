@@ -20,9 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/ingest"
-	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
-	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
 	"github.com/onceledger/onceledger/domain/payment"
 )
 
@@ -71,28 +69,19 @@ func (v *verifyServer) postbacks() [][]byte {
 	return append([][]byte(nil), v.posted...)
 }
 
-// ipnVerdict adapts paypalipn.Verifier to the worker's port, as serve.go's
-// ipnPostback does.
-type ipnVerdict struct{ v paypalipn.Verifier }
-
-func (p ipnVerdict) Verify(ctx context.Context, raw []byte) (bool, error) {
-	verdict, err := p.v.Verify(ctx, raw)
-	if err != nil {
-		return false, err
-	}
-	return verdict == paypalipn.Verified, nil
-}
-
-// ipnWorker is the verifier worker of serve.go on s's database; base is the
-// first retry's delay (the worker's Interval).
+// ipnWorker is the held-delivery verifier of serve's app on s's database,
+// posting back to v; base is the first retry's delay (the worker's Interval).
 func ipnWorker(s *e2eStack, v *verifyServer, base time.Duration) *ingest.Worker {
-	return &ingest.Worker{
-		Name: "paypal-ipn-verifier", Inbox: postgres.NewInbox(s.pool),
-		Redriver: postgres.NewRecorder(s.pool, s.store), Decider: ingest.PaymentDecider{},
-		Provider: paypalipn.Name, Status: ingest.StatusUnverified,
-		Postback: ipnVerdict{paypalipn.Verifier{URL: v.srv.URL, Client: v.srv.Client()}},
-		Lease:    time.Minute, Interval: base, Log: testLogger(),
+	cfg := s.cfg
+	cfg.PostbackURL, cfg.PostbackClient = v.srv.URL, v.srv.Client()
+	for _, w := range newApp(s.t, cfg).Workers() {
+		if w.Status == ingest.StatusUnverified {
+			w.Interval = base
+			return w
+		}
 	}
+	s.t.Fatal("the app has no verifier of held deliveries")
+	return nil
 }
 
 func once(t *testing.T, w *ingest.Worker) int {

@@ -8,7 +8,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -33,9 +32,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/adapters/httpapi"
-	"github.com/onceledger/onceledger/adapters/ingest"
-	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/adyen"
@@ -43,6 +40,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
 	"github.com/onceledger/onceledger/adapters/providers/square"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
 	"github.com/onceledger/onceledger/domain/payment"
 )
 
@@ -114,29 +112,25 @@ func providerKeys(t testing.TB) e2eKeys {
 	return e2eKeysVal
 }
 
-// e2eStack is serve.go's ingestion path on a real Postgres database behind a
-// real socket. It is this file's own (the matrix's stack runs other
-// providers against both event stores); its helpers mirror that one's.
+// e2eStack is serve's app, for the four signed providers and PayPal IPN, on
+// a real Postgres database behind a real socket. It is this file's own (the
+// matrix's stack runs other providers against both event stores); its
+// helpers mirror that one's.
 type e2eStack struct {
 	t     *testing.T
 	dbURL string
+	cfg   app.Config
 	pool  *pgxpool.Pool
 	srv   *httptest.Server
-	store *postgres.EventStore
+	store eventstore.Store
 }
 
-// newProviderStack is the production wiring of serve.go for the four signed
-// providers and PayPal IPN (held in the inbox, applied by a worker), on
-// dbURL. A second call on the same URL is a restart.
+// newProviderStack is serve's app for the four signed providers and PayPal
+// IPN (held in the inbox, applied by a worker), on dbURL. A second call on
+// the same URL is a restart.
 func newProviderStack(t *testing.T, dbURL string) *e2eStack {
 	t.Helper()
 	keys := providerKeys(t)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	store := postgres.NewEventStore(pool)
-	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{})
-
 	ad, err := adyen.New([]string{adyenOfficialKey, adyenTestKey})
 	require.NoError(t, err)
 	pp, err := paypal.New(paypalWebhookID, [][]byte{keys.paypalCertPEM}, 5*time.Minute)
@@ -148,20 +142,20 @@ func newProviderStack(t *testing.T, dbURL string) *e2eStack {
 	ipn, err := paypalipn.New([]string{ipnReceiver})
 	require.NoError(t, err)
 
-	h := httpapi.NewHandler(httpapi.Config{
+	cfg := app.Config{
+		DatabaseURL: dbURL,
 		Providers: map[string]providers.Adapter{
 			adyen.Name: ad, paypal.Name: pp, square.Name: sq, circle.Name: ci, paypalipn.Name: ipn,
 		},
-		Ingester:            svc,
-		Holder:              postgres.NewInbox(pool),
 		MaxBodyBytes:        maxBody,
 		Logger:              testLogger(),
 		IngestTimeout:       5 * time.Second,
 		ProviderConcurrency: -1, // more at once than the production cap
-	})
-	srv := httptest.NewServer(h)
+	}
+	a := newApp(t, cfg)
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
-	return &e2eStack{t: t, dbURL: dbURL, pool: pool, srv: srv, store: store}
+	return &e2eStack{t: t, dbURL: dbURL, cfg: cfg, pool: a.Pool(), srv: srv, store: a.Events().Store}
 }
 
 func spkiB64(t testing.TB, k *ecdsa.PrivateKey) string {

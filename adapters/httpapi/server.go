@@ -28,7 +28,6 @@ import (
 type Config struct {
 	Providers     map[string]providers.Adapter // configured providers only: others answer 404
 	Ingester      Ingester
-	Holder        Holder        // for paypal-ipn; nil = not configured
 	MaxBodyBytes  int64         // default 1 MiB
 	IngestTimeout time.Duration // default 10s
 	// ProviderConcurrency caps in-flight webhooks per provider, so that a

@@ -19,16 +19,13 @@ import (
 	"github.com/stretchr/testify/require"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
-	"github.com/onceledger/onceledger/adapters/esdb"
 	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/adapters/httpapi"
-	"github.com/onceledger/onceledger/adapters/ingest"
-	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
 )
@@ -62,6 +59,7 @@ type stack struct {
 	kind  eventStoreKind
 	dbURL string
 	fake  *esdbfake.Server // onESDB only
+	app   *app.App
 	pool  *pgxpool.Pool
 	srv   *httptest.Server
 	store eventstore.Store
@@ -80,7 +78,7 @@ func newStack(t *testing.T, kind eventStoreKind) *stack {
 // EventStoreDB, the same node): what a process restart sees.
 func (s *stack) restart() *stack {
 	s.srv.Close()
-	s.pool.Close()
+	s.app.Close()
 	return startStack(s.t, s.kind, s.dbURL, s.fake)
 }
 
@@ -98,41 +96,36 @@ func startCappedStack(t *testing.T, dbURL string, capPerProvider int) *stack {
 
 func startStackWith(t *testing.T, kind eventStoreKind, dbURL string, fake *esdbfake.Server, capPerProvider int) *stack {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	var (
-		store    eventstore.Store
-		recorder ingest.Recorder
-	)
-	switch kind {
-	case onPostgres:
-		pgStore := postgres.NewEventStore(pool)
-		store, recorder = pgStore, postgres.NewRecorder(pool, pgStore)
-	case onESDB:
-		esStore, err := esdb.Dial(fake.URL())
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = esStore.Close() })
-		store = esStore
-		recorder = ingest.NewTwoPhaseRecorder(postgres.NewInbox(pool), esStore, ingest.Options{})
-	}
-	svc := ingest.New(recorder, ingest.PaymentDecider{}, ingest.Options{})
 	st, err := stripe.New([]string{stripeSecret}, 5*time.Minute)
 	require.NoError(t, err)
 	sw, err := standard.New([]string{standardSecret}, 5*time.Minute)
 	require.NoError(t, err)
-	h := httpapi.NewHandler(httpapi.Config{
+	cfg := app.Config{
+		DatabaseURL:   dbURL,
 		Providers:     map[string]providers.Adapter{"stripe": st, "standard": sw},
-		Ingester:      svc,
 		MaxBodyBytes:  maxBody,
 		Logger:        testLogger(),
 		IngestTimeout: 3 * time.Second,
 		// -1: the concurrency tests send more than the production cap at once.
 		ProviderConcurrency: capPerProvider,
-	})
-	srv := httptest.NewServer(h)
+	}
+	if kind == onESDB {
+		cfg.EventStore = fake.URL()
+	}
+	a := newApp(t, cfg)
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
-	return &stack{t: t, kind: kind, dbURL: dbURL, fake: fake, pool: pool, srv: srv, store: store}
+	return &stack{t: t, kind: kind, dbURL: dbURL, fake: fake, app: a, pool: a.Pool(), srv: srv, store: a.Events().Store}
+}
+
+// newApp is serve's app built from cfg (its handler served by the caller),
+// closed when the test ends.
+func newApp(t *testing.T, cfg app.Config) *app.App {
+	t.Helper()
+	a, err := app.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	return a
 }
 
 type answer struct {

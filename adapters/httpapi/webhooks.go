@@ -18,18 +18,12 @@ import (
 
 // Ingester records one verified delivery durably (ingest.Service).
 type Ingester interface {
+	// Ingest records ev's facts.
 	Ingest(ctx context.Context, ev delivery.Event) (ingest.Result, error)
-}
-
-// Holder stores a delivery that cannot be verified by signature (PayPal IPN)
-// durably as unverified; a background verifier applies it later.
-type Holder interface {
+	// Hold stores ev durably as unverified, for a provider whose deliveries
+	// carry no signature; a background verifier applies it later.
 	Hold(ctx context.Context, ev delivery.Event) (ingest.Result, error)
 }
-
-// ipnProvider is the one provider whose deliveries are held, not ingested:
-// its messages carry no signature and are verified by postback.
-const ipnProvider = "paypal-ipn"
 
 func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -37,7 +31,7 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	log := s.log.With("provider", name, "request_id", requestID(r.Context()))
 
 	adapter, ok := s.cfg.Providers[name]
-	if !ok || (name == ipnProvider && s.cfg.Holder == nil) {
+	if !ok {
 		s.webhookError(w, r, name, start, log, fmt.Errorf("%w: %q", errUnknownProvider, name))
 		return
 	}
@@ -73,14 +67,13 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	// than a hung connection the provider gives up on.
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.IngestTimeout)
 	defer cancel()
+	record := s.cfg.Ingester.Ingest
+	if providers.Holds(adapter) {
+		record = s.cfg.Ingester.Hold
+	}
 	outcome := ingest.Ignored
 	for i, ev := range events {
-		var res ingest.Result
-		if name == ipnProvider {
-			res, err = s.cfg.Holder.Hold(ctx, ev)
-		} else {
-			res, err = s.cfg.Ingester.Ingest(ctx, ev)
-		}
+		res, err := record(ctx, ev)
 		if err != nil {
 			log.Warn("webhook not recorded", "dedup_key", ev.DedupKey, "stream", ev.StreamID(),
 				"item", i, "error", err)
@@ -98,14 +91,17 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.metrics.observeWebhook(name, string(outcome), start)
-	switch name {
-	case "adyen":
-		writeText(w, http.StatusOK, "[accepted]")
-	case ipnProvider:
-		w.WriteHeader(http.StatusOK)
-	default:
+	ack, ok := adapter.(providers.Acknowledger)
+	if !ok {
 		writeJSON(w, http.StatusOK, map[string]string{"status": string(outcome)})
+		return
 	}
+	a := ack.Acknowledge(string(outcome))
+	if a.ContentType != "" {
+		w.Header().Set("Content-Type", a.ContentType)
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(a.Body)
 }
 
 func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name string, start time.Time, log *slog.Logger, err error) {

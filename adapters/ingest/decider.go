@@ -30,7 +30,8 @@ func (PaymentDecider) Decide(history []eventstore.RecordedEvent, ev delivery.Eve
 }
 
 func (PaymentDecider) Conflict(history []eventstore.RecordedEvent, ev delivery.Event, firstHash string) ([]eventstore.EventData, error) {
-	key := ev.DedupKey + "@" + ev.PayloadHash
+	factsHash := ev.FactsHash()
+	key := ev.DedupKey + "@" + factsHash
 	for _, h := range history {
 		if h.Type != payment.TypeFlagged {
 			continue
@@ -52,12 +53,13 @@ func (PaymentDecider) Conflict(history []eventstore.RecordedEvent, ev delivery.E
 		},
 		Kind: payment.ReconConflictingRedelivery,
 		Key:  key,
-		Details: fmt.Sprintf("delivery %s redelivered with a different payload (first sha256 %s, now %s); the first payload stands",
+		Details: fmt.Sprintf("delivery %s redelivered with different facts (first payload sha256 %s, now %s); the first facts stand",
 			ev.DedupKey, firstHash, ev.PayloadHash),
 	}
 	// The id must differ from the first arrival's events (same dedup key), so
-	// the conflicting payload's hash takes the place of the index.
-	return encode(ev, []payment.Event{flag}, "conflict:"+ev.PayloadHash)
+	// the conflicting facts' hash takes the place of the index: the same
+	// different facts in yet other bytes are flagged once.
+	return encode(ev, []payment.Event{flag}, "conflict:"+factsHash)
 }
 
 func decodeHistory(history []eventstore.RecordedEvent) ([]payment.Event, error) {

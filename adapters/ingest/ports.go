@@ -1,12 +1,20 @@
-// Package ingest turns one verified, normalized delivery into durable facts:
-// the inbox gate decides first arrivals, the payment aggregate decides what
-// they mean, the event store appends them with an expected version, retrying
-// a lost race with bounded, jittered backoff. The HTTP layer calls it after a
-// provider adapter verified and normalized the request.
+// Package ingest owns the write protocol: it turns one verified, normalized
+// delivery into durable facts. The inbox gate decides first arrivals (a
+// database constraint judges), the payment aggregate decides what they mean,
+// the event store appends them with an expected version, and the inbox row's
+// status says how far the delivery got. The record algorithm, redeliveries,
+// conflicts, holding unverified deliveries, redrives, the bounded jittered
+// retry, the inbox statuses and the background workers (sweeper, postback
+// verifier) all live here, once, over a small transactional port (Journal)
+// that the storage adapters implement: adapters/postgres in one transaction,
+// TwoPhase when the streams live in another database (EventStoreDB). The
+// HTTP layer calls the Service after a provider adapter verified and
+// normalized the request.
 package ingest
 
 import (
 	"context"
+	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
@@ -16,36 +24,118 @@ import (
 type Outcome string
 
 const (
-	Accepted  Outcome = "accepted"  // first arrival, facts durable
-	Duplicate Outcome = "duplicate" // same dedup key seen before (same or different payload)
+	Accepted  Outcome = "accepted"  // first arrival, facts durable (or held durably)
+	Duplicate Outcome = "duplicate" // same dedup key seen before (same or different facts)
 	Ignored   Outcome = "ignored"   // type not handled; raw event kept in the inbox
 )
 
-// Result of Record.
+// Result of recording one delivery.
 type Result struct {
 	Outcome  Outcome
-	Conflict bool   // duplicate key with a different payload; recorded for reconciliation
+	Conflict bool   // known dedup key with different facts; recorded for reconciliation
 	StreamID string // stream the facts went to, if any
 	Appended int    // domain events appended (0 when every fact was known already)
 }
 
 // Decider turns a stream's history and a delivery into the events to append.
-// It is pure; Record calls it inside its unit of work, and again after a lost race.
+// It is pure; the record algorithm calls it inside its unit of work, and
+// again after a lost race.
 type Decider interface {
 	// Decide returns the events a first-arrival delivery adds.
 	Decide(history []eventstore.RecordedEvent, ev delivery.Event) ([]eventstore.EventData, error)
 	// Conflict returns the events that record a redelivery of an already
-	// recorded dedup key with a different payload hash (firstHash is the
-	// original's). Deterministic ids make a repeated conflict a no-op.
+	// recorded dedup key with different facts (firstHash is the original
+	// payload's hash, for the record). Deterministic ids make a repeated
+	// conflict a no-op.
 	Conflict(history []eventstore.RecordedEvent, ev delivery.Event, firstHash string) ([]eventstore.EventData, error)
 }
 
-// Recorder is the unit of work behind one delivery: insert into the inbox
-// with ON CONFLICT (the constraint is the judge), and for a first arrival
-// load the stream, decide and append with the expected version. It returns an
-// error matching eventstore.ErrWrongVersion when the race for the stream was
-// lost (nothing was committed; the caller retries), and one matching
-// eventstore.ErrUnavailable when the storage could not be reached.
-type Recorder interface {
-	Record(ctx context.Context, ev delivery.Event, d Decider) (Result, error)
+// Inbox statuses (webhook_inbox.status): how far a delivery got.
+const (
+	StatusReceived   = "received"   // stored, facts not yet in the stream (two-phase, in flight or crashed)
+	StatusApplied    = "applied"    // facts recorded in the stream
+	StatusIgnored    = "ignored"    // type not handled; kept for audit, never driven
+	StatusUnverified = "unverified" // held until its provider verifies it (PayPal IPN postback)
+	StatusInvalid    = "invalid"    // the provider said it never sent it: kept, never posted
+)
+
+// InboxKey names one inbox row.
+type InboxKey struct {
+	Provider string
+	DedupKey string
+}
+
+// Stored is what a redelivery learns about the first arrival of its dedup key.
+type Stored struct {
+	Status      string
+	PayloadHash string // of the first arrival's bytes
+	FactsHash   string // of its normalized facts (delivery.Event.FactsHash)
+	StreamID    string // "" when the first arrival was ignored
+}
+
+// Gated is the answer of the inbox gate.
+type Gated struct {
+	Inserted bool   // a first arrival: the row is this delivery's
+	First    Stored // for a redelivery, the first arrival's row
+	// History is the stream named by the gate's read argument as it stands
+	// after the gate, for a first arrival.
+	History []eventstore.RecordedEvent
+}
+
+// Journal is the storage the record algorithm runs on: the inbox and the
+// streams, with the boundary of a unit of work.
+type Journal interface {
+	// Atomic reports whether one unit of work commits all its steps together
+	// (inbox row and append in one Postgres transaction). A lost race then
+	// rolls the gate back too and the whole unit is run again. A journal that
+	// is not atomic commits every step by itself (two-phase): the inbox row
+	// is committed "received" first, a lost race is decided again inside
+	// the unit, and the row is marked applied at the end.
+	Atomic() bool
+	// Do runs fn as one unit of work: committed when fn returns nil, rolled
+	// back (where the journal can) when it returns an error.
+	Do(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is the journal inside one unit of work. Errors from storage that could
+// not be reached match eventstore.ErrUnavailable; a lost race for a stream
+// matches eventstore.ErrWrongVersion.
+type Tx interface {
+	// Gate inserts ev's inbox row with status unless its (provider, dedup
+	// key) is on record: the primary key judges, never a prior read. A
+	// redelivery is counted and the first arrival's row returned. For a
+	// first arrival, a non-empty read names the stream to read after the
+	// gate (in the same round trip where the journal can).
+	Gate(ctx context.Context, ev delivery.Event, status, read string) (Gated, error)
+	// KeepConflict keeps a redelivery's different payload for
+	// reconciliation (webhook_conflicts) and counts it on the inbox row.
+	KeepConflict(ctx context.Context, ev delivery.Event) error
+	// Load returns a row's stored delivery and its status; an atomic
+	// journal locks the row for the rest of the unit.
+	Load(ctx context.Context, k InboxKey) (delivery.Event, string, error)
+	// SetStatus moves a row from one status to another; false when it was
+	// not in status from (someone else moved it on).
+	SetStatus(ctx context.Context, k InboxKey, from, to string) (bool, error)
+	// ReadStream returns a stream's events in order (none: empty).
+	ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error)
+	// Append writes events after the read events of stream: the expected
+	// version is the one the decision was made on.
+	Append(ctx context.Context, stream string, read int, events []eventstore.EventData) error
+}
+
+// Queue is the inbox as the background workers see it: rows waiting in a
+// status, leased so that several instances share the work.
+type Queue interface {
+	// Claim leases up to limit due rows in status: rows whose scheduled
+	// attempt is due or, never scheduled, first seen longer ago than
+	// olderThan. A claimed row is left alone for lease.
+	Claim(ctx context.Context, status string, olderThan, lease time.Duration, limit int) ([]InboxKey, error)
+	// Retry schedules the next attempt after base·2^(attempts−1), capped.
+	Retry(ctx context.Context, k InboxKey, base time.Duration, cause error) error
+}
+
+// Postback verifies a held delivery with its provider (PayPal IPN): true for
+// VERIFIED, false for INVALID, an error when the answer was neither (retry).
+type Postback interface {
+	Verify(ctx context.Context, raw []byte) (bool, error)
 }

@@ -1,17 +1,17 @@
 package ingest_test
 
-// Tests of the two-phase recorder (inbox in Postgres, streams elsewhere):
-// the ingestion matrix at the service level and the crash windows between
-// the phases, each run against every event store backend: the Postgres
-// event store through the port, and the EventStoreDB adapter against the
-// in-process fake node. The inbox is always a real Postgres database.
+// Tests of the write protocol: the ingestion matrix at the service level
+// (over the two-phase journal and the one-transaction Postgres journal) and
+// the crash windows between the two phases, each run against every event
+// store backend: the Postgres event store through the port, and the
+// EventStoreDB adapter against the in-process fake node. The inbox is always
+// a real Postgres database.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/esdb"
 	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
@@ -46,9 +48,7 @@ var backends = []backend{
 func dialESDB(t *testing.T, url string) *esdb.Store {
 	t.Helper()
 	s, err := esdb.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -96,7 +96,6 @@ type fixture struct {
 	pool  *pgxpool.Pool
 	inbox *postgres.Inbox
 	store *probe
-	rec   *ingest.TwoPhaseRecorder
 	svc   *ingest.Service
 }
 
@@ -108,14 +107,13 @@ func newFixture(t *testing.T, b backend) *fixture {
 // fixtureOver is the two-phase service over an inbox in pool and store.
 func fixtureOver(t *testing.T, pool *pgxpool.Pool, store eventstore.Store) *fixture {
 	f := &fixture{t: t, pool: pool, inbox: postgres.NewInbox(pool), store: &probe{Store: store}}
-	f.rec = ingest.NewTwoPhaseRecorder(f.inbox, f.store, ingest.Options{})
-	f.svc = ingest.New(f.rec, ingest.PaymentDecider{}, ingest.Options{})
+	f.svc = ingest.New(ingest.TwoPhase(f.inbox, f.store), ingest.PaymentDecider{}, ingest.Options{})
 	return f
 }
 
 // sweeper is the production sweeper with an age the test can wait out.
 func (f *fixture) sweeper() *ingest.Worker {
-	w := f.rec.Sweeper(f.inbox, ingest.PaymentDecider{}, 0)
+	w := f.svc.Sweeper(f.inbox, 0, nil)
 	w.OlderThan, w.Lease, w.Interval = time.Millisecond, time.Minute, 5*time.Millisecond
 	time.Sleep(20 * time.Millisecond) // rows gated before now are due
 	return w
@@ -169,14 +167,10 @@ func stream(pay string) string { return "payment-standard-" + pay }
 func types(t *testing.T, s eventstore.Store, stream string) []string {
 	t.Helper()
 	evs, err := s.ReadStream(tctx(t), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := []string{}
 	for i, e := range evs {
-		if e.Version != uint64(i) {
-			t.Fatalf("%s: event %d has version %d: versions not contiguous", stream, i, e.Version)
-		}
+		require.EqualValues(t, uint64(i), e.Version, "%s: event %d has version %d: versions not contiguous", stream, i, e.Version)
 		out = append(out, e.Type)
 	}
 	return out
@@ -185,15 +179,11 @@ func types(t *testing.T, s eventstore.Store, stream string) []string {
 func balances(t *testing.T, s eventstore.Store, stream string) map[string]int64 {
 	t.Helper()
 	evs, err := s.ReadStream(tctx(t), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := map[string]int64{}
 	for _, r := range evs {
 		e, err := payment.Decode(r.Type, r.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, p := range payment.Postings(e) {
 			out[p.Account+" "+string(p.Currency)] += p.Amount
 		}
@@ -205,46 +195,35 @@ func inboxRow(t *testing.T, pool *pgxpool.Pool, id string) (status string, deliv
 	t.Helper()
 	err := pool.QueryRow(tctx(t), `SELECT status, delivery_count FROM webhook_inbox WHERE provider = 'standard' AND dedup_key = $1`, id).
 		Scan(&status, &deliveries)
-	if err != nil {
-		t.Fatalf("inbox row %s: %v", id, err)
-	}
+	require.NoError(t, err, "inbox row %s: %v", id, err)
 	return status, deliveries
 }
 
 func scalar(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int64 {
 	t.Helper()
 	var n int64
-	if err := pool.QueryRow(tctx(t), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, pool.QueryRow(tctx(t), sql, args...).Scan(&n))
 	return n
 }
 
 func equal[T comparable](t *testing.T, what string, got, want []T) {
 	t.Helper()
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("%s:\n got  %v\n want %v", what, got, want)
-	}
+	require.EqualValues(t, fmt.Sprint(want), fmt.Sprint(got), "%s:\n got  %v\n want %v", what, got, want)
 }
 
 func mustIngest(t *testing.T, svc *ingest.Service, ev delivery.Event, want ingest.Outcome) ingest.Result {
 	t.Helper()
 	res, err := svc.Ingest(tctx(t), ev)
-	if err != nil {
-		t.Fatalf("ingest %s: %v", ev.DedupKey, err)
-	}
-	if res.Outcome != want {
-		t.Fatalf("ingest %s: outcome %s, want %s", ev.DedupKey, res.Outcome, want)
-	}
+	require.NoError(t, err, "ingest %s: %v", ev.DedupKey, err)
+	require.EqualValues(t, want, res.Outcome, "ingest %s: outcome %s, want %s", ev.DedupKey, res.Outcome, want)
 	return res
 }
 
 // wantInboxStatus fails the test unless the inbox row of id has status want.
 func wantInboxStatus(t *testing.T, pool *pgxpool.Pool, id, want, when string) {
 	t.Helper()
-	if st, _ := inboxRow(t, pool, id); st != want {
-		t.Fatalf("inbox status %s%s", st, when)
-	}
+	st, _ := inboxRow(t, pool, id)
+	require.EqualValues(t, want, st, "inbox status %s%s", st, when)
 }
 
 // ingestConcurrently sends n deliveries at once (ev(i) is the i-th), all
@@ -287,9 +266,9 @@ var matrix = []struct {
 		mustIngest(t, h.svc, ev, ingest.Accepted)
 		mustIngest(t, h.svc, ev, ingest.Duplicate)
 		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured})
-		if st, n := inboxRow(t, h.pool, "evt_1"); st != "applied" || n != 2 {
-			t.Fatalf("inbox: %s after %d deliveries", st, n)
-		}
+		st, n := inboxRow(t, h.pool, "evt_1")
+		require.EqualValues(t, "applied", st, "inbox: %s after %d deliveries", st, n)
+		require.EqualValues(t, 2, n, "inbox: %s after %d deliveries", st, n)
 	}},
 	{"fifty identical at once", func(t *testing.T, h harness) {
 		ev := twoFacts("p1", "evt_1")
@@ -297,18 +276,15 @@ var matrix = []struct {
 		outcomes, errs := ingestConcurrently(t, h.svc, n, func(int) delivery.Event { return ev })
 		count := map[ingest.Outcome]int{}
 		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("delivery %d: %v", i, errs[i])
-			}
+			require.NoError(t, errs[i], "delivery %d: %v", i, errs[i])
 			count[outcomes[i]]++
 		}
-		if count[ingest.Accepted] != 1 || count[ingest.Duplicate] != n-1 {
-			t.Fatalf("outcomes %v; want 1 accepted, %d duplicates", count, n-1)
-		}
+		require.EqualValues(t, 1, count[ingest.Accepted], "outcomes %v; want 1 accepted, %d duplicates", count, n-1)
+		require.EqualValues(t, n-1, count[ingest.Duplicate], "outcomes %v; want 1 accepted, %d duplicates", count, n-1)
 		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
-		if st, got := inboxRow(t, h.pool, "evt_1"); st != "applied" || got != n {
-			t.Fatalf("inbox: %s after %d deliveries, want applied after %d", st, got, n)
-		}
+		st, got := inboxRow(t, h.pool, "evt_1")
+		require.EqualValues(t, "applied", st, "inbox: %s after %d deliveries, want applied after %d", st, got, n)
+		require.EqualValues(t, n, got, "inbox: %s after %d deliveries, want applied after %d", st, got, n)
 	}},
 	{"refund before payment", func(t *testing.T, h harness) {
 		mustIngest(t, h.svc, deliveryOf("late", "evt_r", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
@@ -320,9 +296,8 @@ var matrix = []struct {
 		mustIngest(t, h.svc, deliveryOf("inorder", "evt_c2", "payment.captured", captured("cap_1", 1000, 30)), ingest.Accepted)
 		mustIngest(t, h.svc, deliveryOf("inorder", "evt_r2", "refund.succeeded", refunded("re_1", 300)), ingest.Accepted)
 		late, natural := balances(t, h.store, stream("late")), balances(t, h.store, stream("inorder"))
-		if fmt.Sprint(late) != fmt.Sprint(natural) || late["provider:standard:balance USD"] != 670 {
-			t.Fatalf("balances depend on arrival order:\n refund first %v\n natural      %v", late, natural)
-		}
+		require.EqualValues(t, fmt.Sprint(natural), fmt.Sprint(late), "balances depend on arrival order:\n refund first %v\n natural      %v", late, natural)
+		require.EqualValues(t, 670, late["provider:standard:balance USD"], "balances depend on arrival order:\n refund first %v\n natural      %v", late, natural)
 	}},
 	{"twenty different events for one payment at once", func(t *testing.T, h harness) {
 		mustIngest(t, h.svc, capture("p1", "evt_cap", 10_000), ingest.Accepted)
@@ -331,34 +306,24 @@ var matrix = []struct {
 			return deliveryOf("p1", fmt.Sprintf("evt_re_%02d", i), "refund.succeeded", refunded(fmt.Sprintf("re_%02d", i), 10))
 		})
 		for i := range n {
-			if errs[i] != nil || outcomes[i] != ingest.Accepted {
-				t.Fatalf("refund %d: %s, %v", i, outcomes[i], errs[i])
-			}
+			require.NoError(t, errs[i], "refund %d: %s, %v", i, outcomes[i], errs[i])
+			require.EqualValues(t, ingest.Accepted, outcomes[i], "refund %d: %s, %v", i, outcomes[i], errs[i])
 		}
 		evs, err := h.store.ReadStream(tctx(t), stream("p1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(evs) != n+1 {
-			t.Fatalf("%d events, want %d", len(evs), n+1)
-		}
+		require.NoError(t, err)
+		require.Len(t, evs, n+1, "%d events, want %d", len(evs), n+1)
 		refunds := map[string]int{}
 		for i, e := range evs {
-			if e.Version != uint64(i) {
-				t.Fatalf("event %d has version %d", i, e.Version)
-			}
+			require.EqualValues(t, uint64(i), e.Version, "event %d has version %d", i, e.Version)
 			if d, _ := payment.Decode(e.Type, e.Data); d != nil {
 				if r, ok := d.(payment.RefundPosted); ok {
 					refunds[r.RefundID]++
 				}
 			}
 		}
-		if len(refunds) != n {
-			t.Fatalf("refunds posted: %v", refunds)
-		}
-		if got := scalar(t, h.pool, `SELECT count(*) FROM webhook_inbox WHERE status <> 'applied'`); got != 0 {
-			t.Fatalf("%d inbox rows not applied", got)
-		}
+		require.Len(t, refunds, n, "refunds posted: %v", refunds)
+		got := scalar(t, h.pool, `SELECT count(*) FROM webhook_inbox WHERE status <> 'applied'`)
+		require.EqualValues(t, 0, got, "%d inbox rows not applied", got)
 	}},
 	{"one capture reported by different event types at once", func(t *testing.T, h harness) {
 		// Stripe sends charge.succeeded and payment_intent.succeeded for one
@@ -368,28 +333,65 @@ var matrix = []struct {
 			return deliveryOf("p1", fmt.Sprintf("evt_%d", i), "charge.succeeded", captured("ch_1", 1000, 30))
 		})
 		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("delivery %d: %v", i, err)
-			}
+			require.NoError(t, err, "delivery %d: %v", i, err)
 		}
 		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured})
-		if b := balances(t, h.store, stream("p1")); b["revenue:sales USD"] != -1000 {
-			t.Fatalf("balances %v", b)
-		}
+		b := balances(t, h.store, stream("p1"))
+		require.EqualValues(t, -1000, b["revenue:sales USD"], "balances %v", b)
 	}},
 	{"conflicting redelivery", func(t *testing.T, h harness) {
 		ev := capture("p1", "evt_1", 1000)
 		mustIngest(t, h.svc, ev, ingest.Accepted)
 		other := withBody(capture("p1", "evt_1", 100), "tampered")
 		for range 2 {
-			if res := mustIngest(t, h.svc, other, ingest.Duplicate); !res.Conflict {
-				t.Fatal("conflict not reported")
-			}
+			res := mustIngest(t, h.svc, other, ingest.Duplicate)
+			require.True(t, res.Conflict, "conflict not reported")
 		}
 		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeFlagged})
-		if got := scalar(t, h.pool, `SELECT delivery_count FROM webhook_conflicts WHERE dedup_key = 'evt_1'`); got != 2 {
-			t.Fatalf("conflict deliveries %d", got)
+		got := scalar(t, h.pool, `SELECT delivery_count FROM webhook_conflicts WHERE dedup_key = 'evt_1'`)
+		require.EqualValues(t, 2, got, "conflict deliveries %d", got)
+	}},
+	{"same facts in other bytes", func(t *testing.T, h harness) {
+		// Providers re-render envelopes and timestamps on a retry: the same
+		// facts are a plain duplicate, whatever the bytes.
+		ev := twoFacts("p1", "evt_1")
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		rerendered := withBody(ev, "re-rendered envelope")
+		rerendered.OccurredAt = rerendered.OccurredAt.Add(time.Second)
+		rerendered.Facts = []delivery.Fact{ev.Facts[1], ev.Facts[0]}
+		require.NotEqualValues(t, ev.PayloadHash, rerendered.PayloadHash, "test delivery has the same bytes")
+		for range 2 {
+			res := mustIngest(t, h.svc, rerendered, ingest.Duplicate)
+			require.False(t, res.Conflict, "same facts reported as a conflict")
 		}
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
+		got := scalar(t, h.pool, `SELECT count(*) FROM webhook_conflicts`)
+		require.EqualValues(t, 0, got, "%d webhook_conflicts rows", got)
+		got = scalar(t, h.pool, `SELECT conflict_count FROM webhook_inbox WHERE dedup_key = 'evt_1'`)
+		require.EqualValues(t, 0, got, "conflict_count %d", got)
+	}},
+	{"different amount under the same key", func(t *testing.T, h harness) {
+		ev := capture("p1", "evt_1", 1000)
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		other := capture("p1", "evt_1", 1001) // same envelope, one cent more
+		res := mustIngest(t, h.svc, other, ingest.Duplicate)
+		require.True(t, res.Conflict, "result %+v", res)
+		require.EqualValues(t, stream("p1"), res.StreamID, "result %+v", res)
+		equal(t, "stream", types(t, h.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeFlagged})
+		got := scalar(t, h.pool, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'evt_1'`)
+		require.EqualValues(t, 1, got, "%d webhook_conflicts rows", got)
+	}},
+	{"old inbox row without a facts hash", func(t *testing.T, h harness) {
+		// Rows written before migration 00005 have no facts_hash: the first
+		// arrival's facts are taken from its normalized copy.
+		ev := capture("p1", "evt_1", 1000)
+		mustIngest(t, h.svc, ev, ingest.Accepted)
+		got := scalar(t, h.pool, `WITH u AS (UPDATE webhook_inbox SET facts_hash = NULL RETURNING 1) SELECT count(*) FROM u`)
+		require.EqualValues(t, 1, got, "%d rows reset", got)
+		res := mustIngest(t, h.svc, withBody(ev, "re-rendered"), ingest.Duplicate)
+		require.False(t, res.Conflict, "same facts reported as a conflict")
+		res = mustIngest(t, h.svc, capture("p1", "evt_1", 999), ingest.Duplicate)
+		require.True(t, res.Conflict, "different facts not reported")
 	}},
 }
 
@@ -414,7 +416,7 @@ func TestIngestionMatrix(t *testing.T) {
 		runMatrix(t, func(t *testing.T) harness {
 			pool := pgtest.NewPool(t)
 			store := postgres.NewEventStore(pool)
-			return harness{svc: ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{}), store: store, pool: pool}
+			return harness{svc: ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{}), store: store, pool: pool}
 		})
 	})
 }
@@ -430,9 +432,9 @@ type crash struct {
 // gate commits ev's inbox row as "received", as the first phase does.
 func (f *fixture) gate(t *testing.T, ev delivery.Event) {
 	t.Helper()
-	if inserted, _, err := f.inbox.Gate(tctx(t), ev, ingest.StatusReceived); err != nil || !inserted {
-		t.Fatalf("gate: %v, %v", inserted, err)
-	}
+	inserted, _, err := f.inbox.Gate(tctx(t), ev, ingest.StatusReceived)
+	require.NoError(t, err, "gate: %v, %v", inserted, err)
+	require.True(t, inserted, "gate: %v, %v", inserted, err)
 }
 
 var crashes = []crash{
@@ -443,16 +445,11 @@ var crashes = []crash{
 		f.gate(t, ev)
 		c := tctx(t)
 		history, err := f.store.ReadStream(c, ev.StreamID())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		decided, err := ingest.PaymentDecider{}.Decide(history, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.store.Append(c, ev.StreamID(), eventstore.ExpectFor(len(history)), decided); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = f.store.Append(c, ev.StreamID(), eventstore.ExpectFor(len(history)), decided)
+		require.NoError(t, err)
 	}},
 }
 
@@ -462,23 +459,23 @@ var recoveries = []struct {
 }{
 	{"sweeper", func(t *testing.T, f *fixture, ev delivery.Event) {
 		// At the default age the row is still its first request's.
-		if n, err := f.rec.Sweeper(f.inbox, ingest.PaymentDecider{}, 0).Once(tctx(t)); err != nil || n != 0 {
-			t.Fatalf("sweeper at the default age took %d rows (%v) of a fresh row", n, err)
-		}
+		n, err := f.svc.Sweeper(f.inbox, 0, nil).Once(tctx(t))
+		require.NoError(t, err, "sweeper at the default age took %d rows (%v) of a fresh row", n, err)
+		require.EqualValues(t, 0, n, "sweeper at the default age took %d rows (%v) of a fresh row", n, err)
 		w := f.sweeper()
-		if n, err := w.Once(tctx(t)); err != nil || n != 1 {
-			t.Fatalf("sweeper took %d rows: %v", n, err)
-		}
-		if n, err := w.Once(tctx(t)); err != nil || n != 0 {
-			t.Fatalf("second pass took %d rows: %v", n, err)
-		}
+		n, err = w.Once(tctx(t))
+		require.NoError(t, err, "sweeper took %d rows: %v", n, err)
+		require.EqualValues(t, 1, n, "sweeper took %d rows: %v", n, err)
+		n, err = w.Once(tctx(t))
+		require.NoError(t, err, "second pass took %d rows: %v", n, err)
+		require.EqualValues(t, 0, n, "second pass took %d rows: %v", n, err)
 		mustIngest(t, f.svc, ev, ingest.Duplicate) // a late redelivery adds nothing
 	}},
 	{"provider redelivery", func(t *testing.T, f *fixture, ev delivery.Event) {
 		mustIngest(t, f.svc, ev, ingest.Duplicate)
-		if n, err := f.sweeper().Once(tctx(t)); err != nil || n != 0 {
-			t.Fatalf("sweeper found %d rows after the redelivery: %v", n, err)
-		}
+		n, err := f.sweeper().Once(tctx(t))
+		require.NoError(t, err, "sweeper found %d rows after the redelivery: %v", n, err)
+		require.EqualValues(t, 0, n, "sweeper found %d rows after the redelivery: %v", n, err)
 	}},
 }
 
@@ -497,9 +494,7 @@ func TestCrashWindows(t *testing.T) {
 
 					equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
 					wantInboxStatus(t, f.pool, "evt_1", "applied", "")
-					if eventsBefore > 0 && f.store.appends.Load() != appendsBefore {
-						t.Fatalf("%d appends after the facts were in the stream", f.store.appends.Load()-appendsBefore)
-					}
+					require.False(t, eventsBefore > 0 && f.store.appends.Load() != appendsBefore, "%d appends after the facts were in the stream", f.store.appends.Load()-appendsBefore)
 				})
 			}
 		}
@@ -530,14 +525,13 @@ func TestConcurrentRedeliveriesWithSweeper(t *testing.T) {
 				stop()
 				sweepers.Wait()
 				for i := range n {
-					if errs[i] != nil || outcomes[i] != ingest.Duplicate {
-						t.Fatalf("redelivery %d: %s, %v", i, outcomes[i], errs[i])
-					}
+					require.NoError(t, errs[i], "redelivery %d: %s, %v", i, outcomes[i], errs[i])
+					require.EqualValues(t, ingest.Duplicate, outcomes[i], "redelivery %d: %s, %v", i, outcomes[i], errs[i])
 				}
 				equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted})
-				if st, deliveries := inboxRow(t, f.pool, "evt_1"); st != "applied" || deliveries != n+1 {
-					t.Fatalf("inbox %s after %d deliveries", st, deliveries)
-				}
+				st, deliveries := inboxRow(t, f.pool, "evt_1")
+				require.EqualValues(t, "applied", st, "inbox %s after %d deliveries", st, deliveries)
+				require.EqualValues(t, n+1, deliveries, "inbox %s after %d deliveries", st, deliveries)
 			})
 		}
 	})
@@ -580,9 +574,8 @@ func TestInFlightFirstArrival(t *testing.T) {
 
 				close(p.release)
 				a := <-done
-				if a.err != nil || a.res.Outcome != ingest.Accepted {
-					t.Fatalf("first arrival: %+v, %v", a.res, a.err)
-				}
+				require.NoError(t, a.err, "first arrival: %+v, %v", a.res, a.err)
+				require.EqualValues(t, ingest.Accepted, a.res.Outcome, "first arrival: %+v, %v", a.res, a.err)
 				equal(t, "stream after the first arrival", types(t, f.store, stream("p1")), want)
 			})
 		}
@@ -598,9 +591,8 @@ func TestConflictWhileReceived(t *testing.T) {
 		ev := twoFacts("p1", "evt_1")
 		crashes[0].at(t, f, ev)
 		res := mustIngest(t, f.svc, withBody(capture("p1", "evt_1", 500), "other"), ingest.Duplicate)
-		if !res.Conflict || res.StreamID != stream("p1") {
-			t.Fatalf("result %+v", res)
-		}
+		require.True(t, res.Conflict, "result %+v", res)
+		require.EqualValues(t, stream("p1"), res.StreamID, "result %+v", res)
 		equal(t, "stream", types(t, f.store, stream("p1")), []string{payment.TypeCaptured, payment.TypeRefundPosted, payment.TypeFlagged})
 		wantInboxStatus(t, f.pool, "evt_1", "applied", "")
 	})
@@ -613,17 +605,16 @@ func TestConflictWhileUnverified(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)
 		ev := capture("p1", "ipn_1", 1000)
-		if res, err := f.inbox.Hold(tctx(t), ev); err != nil || res.Outcome != ingest.Accepted {
-			t.Fatalf("hold: %+v, %v", res, err)
-		}
-		if res := mustIngest(t, f.svc, withBody(ev, "other"), ingest.Duplicate); !res.Conflict {
-			t.Fatal("conflict not reported")
-		}
+		res, err := f.svc.Hold(tctx(t), ev)
+		require.NoError(t, err, "hold: %+v, %v", res, err)
+		require.EqualValues(t, ingest.Accepted, res.Outcome, "hold: %+v, %v", res, err)
+		res = mustIngest(t, f.svc, withBody(capture("p1", "ipn_1", 500), "other"), ingest.Duplicate)
+		require.True(t, res.Conflict, "conflict not reported")
 		equal(t, "stream while held", types(t, f.store, stream("p1")), []string{})
-		res, err := f.rec.Redrive(tctx(t), ingest.InboxKey{Provider: "standard", DedupKey: "ipn_1"}, ingest.StatusUnverified, ingest.PaymentDecider{})
-		if err != nil || res.Outcome != ingest.Accepted || res.Appended != 1 {
-			t.Fatalf("redrive: %+v, %v", res, err)
-		}
+		res, err = f.svc.Redrive(tctx(t), ingest.InboxKey{Provider: "standard", DedupKey: "ipn_1"}, ingest.StatusUnverified)
+		require.NoError(t, err, "redrive: %+v, %v", res, err)
+		require.EqualValues(t, ingest.Accepted, res.Outcome, "redrive: %+v, %v", res, err)
+		require.EqualValues(t, 1, res.Appended, "redrive: %+v, %v", res, err)
 		equal(t, "stream once verified", types(t, f.store, stream("p1")), []string{payment.TypeCaptured})
 		wantInboxStatus(t, f.pool, "ipn_1", "applied", "")
 	})
@@ -635,36 +626,34 @@ func TestIgnoredDelivery(t *testing.T) {
 		ev := deliveryOf("", "evt_x", "customer.created")
 		mustIngest(t, f.svc, ev, ingest.Ignored)
 		mustIngest(t, f.svc, ev, ingest.Duplicate)
-		if st, n := inboxRow(t, f.pool, "evt_x"); st != "ignored" || n != 2 {
-			t.Fatalf("inbox %s after %d", st, n)
-		}
-		if n := f.store.appends.Load(); n != 0 {
-			t.Fatalf("%d appends for an ignored delivery", n)
-		}
+		st, n := inboxRow(t, f.pool, "evt_x")
+		require.EqualValues(t, "ignored", st, "inbox %s after %d", st, n)
+		require.EqualValues(t, 2, n, "inbox %s after %d", st, n)
+		assert.Zero(t, f.store.appends.Load(), "appends for an ignored delivery")
 	})
 }
 
-// TestLostRaceExhausted: a recorder that keeps losing the race for its
-// stream returns an error matching ErrWrongVersion after 4·MaxAttempts tries;
-// the row stays "received" for the sweeper.
+// TestLostRaceExhausted: a delivery that keeps losing the race for its
+// stream after its inbox row committed is decided again RaceBudget·MaxAttempts
+// times inside its unit; then the service's retry finds the row "received",
+// re-drives it with the same budget, and gives up with ErrContention (503).
+// The row stays "received" for the sweeper.
 func TestLostRaceExhausted(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	store := &probe{Store: postgres.NewEventStore(pool),
 		fail: &eventstore.WrongVersionError{Stream: stream("p1"), Expected: eventstore.NoStream, Actual: 0}}
 	inbox := postgres.NewInbox(pool)
 	retries := 0
-	rec := ingest.NewTwoPhaseRecorder(inbox, store, ingest.Options{MaxAttempts: 2, BaseBackoff: time.Microsecond,
+	svc := ingest.New(ingest.TwoPhase(inbox, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 2, BaseBackoff: time.Microsecond,
 		OnRetry: func(string) { retries++ }})
-	_, err := rec.Record(tctx(t), capture("p1", "evt_1", 1000), ingest.PaymentDecider{})
-	if !errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("err %v, want ErrWrongVersion", err)
-	}
-	if store.appends.Load() != 2*ingest.RaceBudget || retries != 2*ingest.RaceBudget-1 {
-		t.Fatalf("%d appends, %d retries; want %d, %d", store.appends.Load(), retries, 2*ingest.RaceBudget, 2*ingest.RaceBudget-1)
-	}
-	if st, n := inboxRow(t, pool, "evt_1"); st != "received" || n != 1 {
-		t.Fatalf("inbox %s after %d", st, n)
-	}
+	_, err := svc.Ingest(tctx(t), capture("p1", "evt_1", 1000))
+	require.ErrorIs(t, err, ingest.ErrContention, "err %v, want ErrContention", err)
+	const appends = 2 * 2 * ingest.RaceBudget // two units, each RaceBudget·MaxAttempts appends
+	require.EqualValues(t, appends, store.appends.Load(), "%d appends, %d retries; want %d, %d", store.appends.Load(), retries, appends, appends-1)
+	require.EqualValues(t, appends-1, retries, "%d appends, %d retries; want %d, %d", store.appends.Load(), retries, appends, appends-1)
+	st, n := inboxRow(t, pool, "evt_1")
+	require.EqualValues(t, "received", st, "inbox %s after %d", st, n)
+	require.EqualValues(t, 2, n, "inbox %s after %d", st, n)
 }
 
 // TestStoreDown: with the EventStoreDB node down the delivery fails with
@@ -679,13 +668,10 @@ func TestStoreDown(t *testing.T) {
 
 	addr := srv.Addr()
 	srv.Stop()
-	if _, err := f.svc.Ingest(tctx(t), ev); !errors.Is(err, eventstore.ErrUnavailable) {
-		t.Fatalf("ingest with the node down: %v; want ErrUnavailable", err)
-	}
+	_, err := f.svc.Ingest(tctx(t), ev)
+	require.ErrorIs(t, err, eventstore.ErrUnavailable, "ingest with the node down: %v; want ErrUnavailable", err)
 	wantInboxStatus(t, pool, "evt_1", "received", "")
-	if err := srv.Start(addr); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.Start(addr))
 	w := f.sweeper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -693,9 +679,7 @@ func TestStoreDown(t *testing.T) {
 		if st == "applied" {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("row still %s after the node came back", st)
-		}
+		require.False(t, time.Now().After(deadline), "row still %s after the node came back", st)
 		_, _ = w.Once(tctx(t))
 		time.Sleep(20 * time.Millisecond)
 	}

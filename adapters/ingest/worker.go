@@ -6,56 +6,28 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/onceledger/onceledger/domain/delivery"
 )
 
-// InboxKey names one inbox row.
-type InboxKey struct {
-	Provider string
-	DedupKey string
-}
+// DefaultSweepAge is how long a row stays "received" before the sweeper
+// takes it over: long enough that a row is no longer in its first request's
+// hands (that request re-drives nothing, it just finishes), short enough that
+// a fact lost to a crash reaches the ledger soon.
+const DefaultSweepAge = 30 * time.Second
 
-// Inbox statuses a worker drives rows through.
-const (
-	StatusReceived   = "received"
-	StatusApplied    = "applied"
-	StatusUnverified = "unverified"
-	StatusInvalid    = "invalid"
-)
+// PollInterval is the pause of every worker between empty polls, and the
+// base of its backoff after a failed attempt.
+const PollInterval = 2 * time.Second
 
-// HeldInbox is the part of the inbox a worker needs.
-type HeldInbox interface {
-	// Claim leases due rows of provider ("" = any) in status.
-	Claim(ctx context.Context, providerName, status string, olderThan, lease time.Duration, limit int) ([]InboxKey, error)
-	Load(ctx context.Context, k InboxKey) (delivery.Event, string, error)
-	SetStatus(ctx context.Context, k InboxKey, from, to string) (bool, error)
-	// Retry schedules the next attempt after base·2^(attempts−1), capped.
-	Retry(ctx context.Context, k InboxKey, base time.Duration, cause error) error
-}
-
-// Redriver applies a stored row whose facts are not in the stream yet.
-type Redriver interface {
-	Redrive(ctx context.Context, k InboxKey, from string, d Decider) (Result, error)
-}
-
-// Postback verifies a delivery with its provider (PayPal IPN): true for
-// VERIFIED, false for INVALID, an error when the answer was neither (retry).
-type Postback interface {
-	Verify(ctx context.Context, raw []byte) (bool, error)
-}
-
-// Worker re-drives inbox rows that were stored before their facts were
-// recorded: PayPal IPN messages waiting for their postback (Postback set),
-// or rows an EventStoreDB append left in "received" when the process died
-// between the inbox commit and the append. All its state is in the inbox, so
-// it survives restarts, and leases let several instances share the work.
+// Worker drives inbox rows that were stored before their facts were
+// recorded: held deliveries waiting for their provider's verification
+// (Postback set), or rows a two-phase unit left "received" when the process
+// died between the inbox commit and the append. All its state is in the
+// inbox, so it survives restarts, and leases let several instances share the
+// work. Workers builds the ones a Service needs.
 type Worker struct {
 	Name     string // for logs
-	Inbox    HeldInbox
-	Redriver Redriver
-	Decider  Decider
-	Provider string   // "" = every provider
+	Queue    Queue
+	Service  *Service
 	Status   string   // the status of rows to drive
 	Postback Postback // nil: apply without verification
 	// OlderThan: only rows first seen longer ago (a row still in its first
@@ -65,16 +37,51 @@ type Worker struct {
 	Log                        *slog.Logger
 }
 
+// WorkerOptions configure the background workers of a Service.
+type WorkerOptions struct {
+	// SweepAge: a two-phase row still "received" after this long is re-driven
+	// (DefaultSweepAge when 0).
+	SweepAge time.Duration
+	// Postback verifies held deliveries; nil when no provider holds them.
+	Postback Postback
+	Log      *slog.Logger
+}
+
+// Workers returns the background workers s needs, each to run in one
+// goroutine per instance: the sweeper when its journal is two-phase, and the
+// verifier of held deliveries when a postback is given.
+func (s *Service) Workers(q Queue, o WorkerOptions) []*Worker {
+	var out []*Worker
+	if !s.journal.Atomic() {
+		out = append(out, s.Sweeper(q, o.SweepAge, o.Log))
+	}
+	if o.Postback != nil {
+		out = append(out, s.newWorker("held-verifier", q, StatusUnverified, 0, o.Log, o.Postback))
+	}
+	return out
+}
+
+// Sweeper returns the worker that re-drives rows left "received" for longer
+// than olderThan (DefaultSweepAge when 0).
+func (s *Service) Sweeper(q Queue, olderThan time.Duration, log *slog.Logger) *Worker {
+	if olderThan <= 0 {
+		olderThan = DefaultSweepAge
+	}
+	return s.newWorker("received-sweeper", q, StatusReceived, olderThan, log, nil)
+}
+
+func (s *Service) newWorker(name string, q Queue, status string, olderThan time.Duration, log *slog.Logger, pb Postback) *Worker {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Worker{Name: name, Queue: q, Service: s, Status: status, Postback: pb,
+		OlderThan: olderThan, Lease: time.Minute, Interval: PollInterval, Log: log}
+}
+
 // Run polls until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.Interval <= 0 {
-		w.Interval = time.Second
-	}
-	if w.Lease <= 0 {
-		w.Lease = time.Minute
-	}
-	if w.Log == nil {
-		w.Log = slog.Default()
+		w.Interval = PollInterval
 	}
 	for {
 		n, err := w.Once(ctx)
@@ -94,7 +101,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // Once drives one batch of due rows and returns how many it claimed.
 func (w *Worker) Once(ctx context.Context) (int, error) {
-	keys, err := w.Inbox.Claim(ctx, w.Provider, w.Status, w.OlderThan, w.Lease, 50)
+	keys, err := w.Queue.Claim(ctx, w.Status, w.OlderThan, w.Lease, 50)
 	if err != nil {
 		return 0, err
 	}
@@ -110,32 +117,43 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 func (w *Worker) drive(ctx context.Context, k InboxKey) error {
 	log := w.Log.With("worker", w.Name, "provider", k.Provider, "dedup_key", k.DedupKey)
 	if w.Postback != nil {
-		ev, status, err := w.Inbox.Load(ctx, k)
-		if err != nil {
-			return err
-		}
-		if status != w.Status {
-			return nil
-		}
-		ok, err := w.Postback.Verify(ctx, ev.Raw)
+		verified, err := w.verify(ctx, k)
 		if err != nil {
 			log.Warn("postback failed; will retry", "error", err)
-			return w.Inbox.Retry(ctx, k, w.Interval, err)
+			return w.Queue.Retry(ctx, k, w.Interval, err)
 		}
-		if !ok {
+		if !verified {
 			log.Warn("postback answered INVALID: kept, never posted")
-			_, err := w.Inbox.SetStatus(ctx, k, w.Status, StatusInvalid)
-			return err
+			return w.Service.journal.Do(ctx, func(tx Tx) error {
+				_, err := tx.SetStatus(ctx, k, w.Status, StatusInvalid)
+				return err
+			})
 		}
 	}
-	res, err := w.Redriver.Redrive(ctx, k, w.Status, w.Decider)
+	res, err := w.Service.Redrive(ctx, k, w.Status)
 	if err != nil {
 		log.Warn("re-drive failed; will retry", "error", err)
-		if rerr := w.Inbox.Retry(ctx, k, w.Interval, err); rerr != nil {
+		if rerr := w.Queue.Retry(ctx, k, w.Interval, err); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return fmt.Errorf("re-drive %s/%s: %w", k.Provider, k.DedupKey, err)
 	}
 	log.Info("inbox row applied", "outcome", res.Outcome, "stream", res.StreamID, "appended", res.Appended)
 	return nil
+}
+
+// verify asks the provider about a held row still in the worker's status
+// (true when it is not: someone else drove it, and Redrive finds out).
+func (w *Worker) verify(ctx context.Context, k InboxKey) (bool, error) {
+	var raw []byte
+	var status string
+	err := w.Service.journal.Do(ctx, func(tx Tx) error {
+		ev, st, err := tx.Load(ctx, k)
+		raw, status = ev.Raw, st
+		return err
+	})
+	if err != nil || status != w.Status {
+		return true, err
+	}
+	return w.Postback.Verify(ctx, raw)
 }

@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 )
 
-// classify marks errors that mean "the database could not be reached or did
-// not answer in time" as eventstore.ErrUnavailable (keeping the original in
-// the chain), so callers can answer 503 and let the sender retry. Other
-// errors are returned unchanged.
-func classify(err error) error {
+// markUnavailable marks errors that mean "the database could not be reached
+// or did not answer in time" as eventstore.ErrUnavailable (keeping the
+// original in the chain), so callers can answer 503 and let the sender
+// retry. Other errors are returned unchanged.
+func markUnavailable(err error) error {
 	if err == nil || errors.Is(err, eventstore.ErrUnavailable) {
 		return err
 	}
@@ -45,13 +45,13 @@ func unavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
-		case strings.HasPrefix(pgErr.Code, "08"): // connection exception
+		case pgerrcode.IsConnectionException(pgErr.Code):
 			return true
-		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // admin/crash shutdown, cannot connect now
+		case pgErr.Code == pgerrcode.AdminShutdown, pgErr.Code == pgerrcode.CrashShutdown, pgErr.Code == pgerrcode.CannotConnectNow:
 			return true
-		case pgErr.Code == "57014": // query_canceled: statement_timeout
+		case pgErr.Code == pgerrcode.QueryCanceled: // statement_timeout
 			return true
-		case pgErr.Code == "53300": // too_many_connections
+		case pgErr.Code == pgerrcode.TooManyConnections:
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -137,7 +138,7 @@ func (s *EventStore) AppendTx(ctx context.Context, tx pgx.Tx, stream string, exp
 			return eventstore.AppendResult{NextExpected: uint64(cur + int64(len(events)))}, nil
 		}
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.UniqueViolation {
 			return eventstore.AppendResult{}, wrap("append to "+stream, err)
 		}
 		// A unique violation: someone else wrote these versions or these
@@ -215,7 +216,7 @@ func (s *EventStore) appendAfterRead(ctx context.Context, tx pgx.Tx, stream stri
 		return eventstore.AppendResult{NextExpected: uint64(read + len(events) - 1)}, nil
 	}
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+	if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.UniqueViolation {
 		return eventstore.AppendResult{}, wrap("append to "+stream, err)
 	}
 	for _, sql := range []string{`ROLLBACK TO SAVEPOINT onceledger_append`, `RELEASE SAVEPOINT onceledger_append`} {
@@ -289,21 +290,20 @@ func idempotent(ctx context.Context, q querier, stream string, expected eventsto
 		return eventstore.AppendResult{}, false, wrap("idempotency check on "+stream, err)
 	}
 	type at struct {
+		id      uuid.UUID
 		stream  string
 		version int64
 	}
-	found := make(map[uuid.UUID]at, len(ids))
-	for rows.Next() {
-		var id uuid.UUID
+	stored, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (at, error) {
 		var a at
-		if err := rows.Scan(&id, &a.stream, &a.version); err != nil {
-			rows.Close()
-			return eventstore.AppendResult{}, false, wrap("idempotency check on "+stream, err)
-		}
-		found[id] = a
-	}
-	if err := rows.Err(); err != nil {
+		return a, r.Scan(&a.id, &a.stream, &a.version)
+	})
+	if err != nil {
 		return eventstore.AppendResult{}, false, wrap("idempotency check on "+stream, err)
+	}
+	found := make(map[uuid.UUID]at, len(stored))
+	for _, a := range stored {
+		found[a.id] = a
 	}
 	first, ok := found[ids[0]]
 	if !ok || first.stream != stream {
@@ -405,16 +405,11 @@ func clampPosition(p eventstore.Position) (int64, int64) {
 }
 
 func scanEvents(rows pgx.Rows) ([]eventstore.RecordedEvent, error) {
-	defer rows.Close()
-	var out []eventstore.RecordedEvent
-	for rows.Next() {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (eventstore.RecordedEvent, error) {
 		var r eventRow
-		if err := rows.Scan(&r.globalPosition, &r.txID, &r.streamID, &r.version, &r.eventID, &r.typ, &r.data, &r.metadata, &r.recordedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, r.recorded())
-	}
-	return out, rows.Err()
+		err := row.Scan(&r.globalPosition, &r.txID, &r.streamID, &r.version, &r.eventID, &r.typ, &r.data, &r.metadata, &r.recordedAt)
+		return r.recorded(), err
+	})
 }
 
 type eventRow struct {
@@ -442,7 +437,7 @@ func (r eventRow) recorded() eventstore.RecordedEvent {
 	}
 }
 
-// wrap adds context and marks unavailability (see classify).
+// wrap adds context and marks unavailability (see markUnavailable).
 func wrap(op string, err error) error {
-	return fmt.Errorf("postgres event store: %s: %w", op, classify(err))
+	return fmt.Errorf("postgres event store: %s: %w", op, markUnavailable(err))
 }

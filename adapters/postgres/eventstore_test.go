@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/eventstore/eventstoretest"
@@ -73,9 +75,7 @@ func events(n int) []eventstore.EventData {
 func readAllOurs(t *testing.T, ctx context.Context, s *postgres.EventStore) []eventstore.RecordedEvent {
 	t.Helper()
 	evs, err := s.ReadAll(ctx, eventstore.Start, 10000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return evs
 }
 
@@ -84,28 +84,18 @@ func TestAppendAnyIdempotent(t *testing.T) {
 	ctx := testCtx(t)
 	s := postgres.NewEventStore(pgtest.NewPool(t))
 	evs := events(2)
-	if _, err := s.Append(ctx, "s-any", eventstore.Any, evs); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, "s-any", eventstore.Any, events(1)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := s.Append(ctx, "s-any", eventstore.Any, evs)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s-any", eventstore.Any, events(1))
+	require.NoError(t, err)
 	res, err := s.Append(ctx, "s-any", eventstore.Any, evs)
-	if err != nil {
-		t.Fatalf("Any re-append of stored ids: %v", err)
-	}
-	if res.NextExpected != 1 {
-		t.Errorf("NextExpected = %d, want 1 (the last re-appended event's version)", res.NextExpected)
-	}
+	require.NoError(t, err, "Any re-append of stored ids: %v", err)
+	assert.EqualValues(t, 1, res.NextExpected, "NextExpected = %d, want 1 (the last re-appended event's version)", res.NextExpected)
 	got, _ := s.ReadStream(ctx, "s-any")
-	if len(got) != 3 {
-		t.Fatalf("stream has %d events, want 3", len(got))
-	}
+	require.Len(t, got, 3, "stream has %d events, want 3", len(got))
 	// A partial overlap is not idempotent.
 	_, err = s.Append(ctx, "s-any", eventstore.Any, append([]eventstore.EventData{evs[1]}, events(1)...))
-	if !errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("partial overlap: err = %v, want ErrWrongVersion", err)
-	}
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion, "partial overlap: err = %v, want ErrWrongVersion", err)
 }
 
 // An event id stored in another stream is a wrong-version error naming it,
@@ -114,24 +104,19 @@ func TestAppendEventIDElsewhere(t *testing.T) {
 	ctx := testCtx(t)
 	s := postgres.NewEventStore(pgtest.NewPool(t))
 	evs := events(1)
-	if _, err := s.Append(ctx, "s-one", eventstore.NoStream, evs); err != nil {
-		t.Fatal(err)
-	}
-	_, err := s.Append(ctx, "s-two", eventstore.NoStream, append(events(1), evs...))
+	_, err := s.Append(ctx, "s-one", eventstore.NoStream, evs)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s-two", eventstore.NoStream, append(events(1), evs...))
 	var wv *eventstore.WrongVersionError
-	if !errors.As(err, &wv) || wv.Stream != "s-two" || wv.Actual != -1 {
-		t.Fatalf("err = %v, want *WrongVersionError for s-two at -1", err)
-	}
-	if !strings.Contains(err.Error(), evs[0].ID.String()) {
-		t.Errorf("error %q does not name the duplicate id", err)
-	}
-	if got, _ := s.ReadStream(ctx, "s-two"); len(got) != 0 {
-		t.Fatalf("s-two has %d events after a failed append", len(got))
-	}
+	require.True(t, errors.As(err, &wv), "err = %v, want *WrongVersionError for s-two at -1", err)
+	require.EqualValues(t, "s-two", wv.Stream, "err = %v, want *WrongVersionError for s-two at -1", err)
+	require.EqualValues(t, -1, wv.Actual, "err = %v, want *WrongVersionError for s-two at -1", err)
+	assert.True(t, strings.Contains(err.Error(), evs[0].ID.String()), "error %q does not name the duplicate id", err)
+	got, _ := s.ReadStream(ctx, "s-two")
+	require.Empty(t, got, "s-two has events after a failed append")
 	// Duplicate ids inside one append are rejected before touching the database.
-	if _, err := s.Append(ctx, "s-three", eventstore.Any, []eventstore.EventData{evs[0], evs[0]}); err == nil {
-		t.Fatal("append with a repeated id succeeded")
-	}
+	_, err = s.Append(ctx, "s-three", eventstore.Any, []eventstore.EventData{evs[0], evs[0]})
+	require.Error(t, err, "append with a repeated id succeeded")
 }
 
 // Two identical appends racing (a provider retry hitting two instances):
@@ -153,13 +138,10 @@ func TestConcurrentIdenticalAppends(t *testing.T) {
 		}
 		wg.Wait()
 		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("round %d appender %d: %v", round, i, err)
-			}
+			require.NoError(t, err, "round %d appender %d: %v", round, i, err)
 		}
-		if got, _ := s.ReadStream(ctx, stream); len(got) != 3 {
-			t.Fatalf("round %d: stream has %d events, want 3", round, len(got))
-		}
+		got, _ := s.ReadStream(ctx, stream)
+		require.Len(t, got, 3, "round %d: stream has %d events, want 3", round, len(got))
 	}
 }
 
@@ -179,21 +161,13 @@ func TestConcurrentAnyAppends(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("writer %d: %v", i, err)
-		}
+		require.NoError(t, err, "writer %d: %v", i, err)
 	}
 	got, err := s.ReadStream(ctx, "s-any-race")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2*writers {
-		t.Fatalf("stream has %d events, want %d", len(got), 2*writers)
-	}
+	require.NoError(t, err)
+	require.Len(t, got, 2*writers, "stream has %d events, want %d", len(got), 2*writers)
 	for i, e := range got {
-		if e.Version != uint64(i) {
-			t.Fatalf("event %d has version %d", i, e.Version)
-		}
+		require.EqualValues(t, uint64(i), e.Version, "event %d has version %d", i, e.Version)
 	}
 }
 
@@ -203,43 +177,29 @@ func TestAppendTxKeepsTransactionUsable(t *testing.T) {
 	ctx := testCtx(t)
 	pool := pgtest.NewPool(t)
 	s := postgres.NewEventStore(pool)
-	if _, err := s.Append(ctx, "s-tx", eventstore.NoStream, events(1)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := s.Append(ctx, "s-tx", eventstore.NoStream, events(1))
+	require.NoError(t, err)
 	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer tx.Rollback(ctx)
 	// A stale expectation (caught before writing) and an id stored
 	// elsewhere (caught by the unique constraint, under the savepoint).
-	if _, err := s.AppendTx(ctx, tx, "s-tx", eventstore.Exact(5), events(1)); !errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("stale exact: %v", err)
-	}
+	_, err = s.AppendTx(ctx, tx, "s-tx", eventstore.Exact(5), events(1))
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion, "stale exact: %v", err)
 	stored, _ := s.ReadStream(ctx, "s-tx")
-	if _, err := s.AppendTx(ctx, tx, "s-other", eventstore.NoStream, []eventstore.EventData{{ID: stored[0].ID, Type: "T", Data: []byte(`{}`)}}); !errors.Is(err, eventstore.ErrWrongVersion) {
-		t.Fatalf("id stored elsewhere: %v", err)
-	}
+	_, err = s.AppendTx(ctx, tx, "s-other", eventstore.NoStream, []eventstore.EventData{{ID: stored[0].ID, Type: "T", Data: []byte(`{}`)}})
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion, "id stored elsewhere")
 	res, err := s.AppendTx(ctx, tx, "s-tx", eventstore.Exact(0), events(2))
-	if err != nil {
-		t.Fatalf("append after failures in the same transaction: %v", err)
-	}
-	if res.NextExpected != 2 {
-		t.Errorf("NextExpected = %d, want 2", res.NextExpected)
-	}
+	require.NoError(t, err, "append after failures in the same transaction: %v", err)
+	assert.EqualValues(t, 2, res.NextExpected, "NextExpected = %d, want 2", res.NextExpected)
 	inTx, err := s.ReadStreamTx(ctx, tx, "s-tx")
-	if err != nil || len(inTx) != 3 {
-		t.Fatalf("ReadStreamTx sees %d events (%v), want 3", len(inTx), err)
-	}
-	if outside, _ := s.ReadStream(ctx, "s-tx"); len(outside) != 1 {
-		t.Fatalf("uncommitted append visible outside: %d events", len(outside))
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.ReadStream(ctx, "s-tx"); len(got) != 3 {
-		t.Fatalf("after commit: %d events, want 3", len(got))
-	}
+	require.NoError(t, err, "ReadStreamTx sees %d events (%v), want 3", len(inTx), err)
+	require.Len(t, inTx, 3, "ReadStreamTx sees %d events (%v), want 3", len(inTx), err)
+	outside, _ := s.ReadStream(ctx, "s-tx")
+	require.Len(t, outside, 1, "uncommitted append visible outside: %d events", len(outside))
+	require.NoError(t, tx.Commit(ctx))
+	got, _ := s.ReadStream(ctx, "s-tx")
+	require.Len(t, got, 3, "after commit: %d events, want 3", len(got))
 }
 
 // The plain late commit (the contract harness covers the early-xid one): a
@@ -251,60 +211,45 @@ func TestLateCommitHeldInsert(t *testing.T) {
 	s := postgres.NewEventStore(pool)
 
 	held, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer held.Rollback(context.Background())
 	heldEvs := events(2)
-	if _, err := s.AppendTx(ctx, held, "s-held", eventstore.NoStream, heldEvs); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.AppendTx(ctx, held, "s-held", eventstore.NoStream, heldEvs)
+	require.NoError(t, err)
 	var xid int64
-	if err := held.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, held.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&xid))
 	laterEvs := events(1)
-	if _, err := s.Append(ctx, "s-later", eventstore.NoStream, laterEvs); err != nil {
-		t.Fatal(err)
-	}
-	if got := readAllOurs(t, ctx, s); len(got) != 0 {
-		t.Fatalf("feed shows %d events while an older transaction is open", len(got))
-	}
-	if head, err := s.Head(ctx); err != nil || head != eventstore.Start {
-		t.Fatalf("head while held = %v, %v; want Start", head, err)
-	}
-	if err := held.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.Append(ctx, "s-later", eventstore.NoStream, laterEvs)
+	require.NoError(t, err)
+	require.Empty(t, readAllOurs(t, ctx, s), "the feed shows events while an older transaction is open")
+	head, err := s.Head(ctx)
+	require.NoError(t, err, "head while held = %v, %v; want Start", head, err)
+	require.EqualValues(t, eventstore.Start, head, "head while held = %v, %v; want Start", head, err)
+	require.NoError(t, held.Commit(ctx))
 	var got []eventstore.RecordedEvent
 	for deadline := time.Now().Add(20 * time.Second); len(got) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		got = readAllOurs(t, ctx, s)
 	}
-	if len(got) != 3 || got[0].ID != heldEvs[0].ID || got[1].ID != heldEvs[1].ID || got[2].ID != laterEvs[0].ID {
-		t.Fatalf("feed = %v, want held (2) then later", got)
-	}
-	if got[0].Position.Commit != uint64(xid) || got[1].Position.Commit != uint64(xid) {
-		t.Errorf("held events' Commit = %d, %d, want the transaction id %d", got[0].Position.Commit, got[1].Position.Commit, xid)
-	}
-	head, err := s.Head(ctx)
-	if err != nil || head != got[2].Position {
-		t.Errorf("head = %v (%v), want %v", head, err, got[2].Position)
-	}
+	require.Len(t, got, 3, "feed = %v, want held (2) then later", got)
+	require.EqualValues(t, heldEvs[0].ID, got[0].ID, "feed = %v, want held (2) then later", got)
+	require.EqualValues(t, heldEvs[1].ID, got[1].ID, "feed = %v, want held (2) then later", got)
+	require.EqualValues(t, laterEvs[0].ID, got[2].ID, "feed = %v, want held (2) then later", got)
+	assert.EqualValues(t, uint64(xid), got[0].Position.Commit, "held events' Commit = %d, %d, want the transaction id %d", got[0].Position.Commit, got[1].Position.Commit, xid)
+	assert.EqualValues(t, uint64(xid), got[1].Position.Commit, "held events' Commit = %d, %d, want the transaction id %d", got[0].Position.Commit, got[1].Position.Commit, xid)
+	head, err = s.Head(ctx)
+	assert.NoError(t, err, "head = %v (%v), want %v", head, err, got[2].Position)
+	assert.EqualValues(t, got[2].Position, head, "head = %v (%v), want %v", head, err, got[2].Position)
 }
 
 func TestUnavailable(t *testing.T) {
 	// Nothing listens on this port: the address is taken from a listener we
 	// close again.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
 	pool, err := pgxpool.New(context.Background(), "postgres://postgres@"+addr+"/x?sslmode=disable&connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer pool.Close()
 	s := postgres.NewEventStore(pool)
 	ctx := testCtx(t)
@@ -315,9 +260,7 @@ func TestUnavailable(t *testing.T) {
 	_, checks["head"] = s.Head(ctx)
 	_, checks["changes"] = s.Changes(ctx)
 	for op, err := range checks {
-		if !errors.Is(err, eventstore.ErrUnavailable) {
-			t.Errorf("%s on a dead server: err = %v, want ErrUnavailable", op, err)
-		}
+		assert.ErrorIs(t, err, eventstore.ErrUnavailable, "%s on a dead server: err = %v, want ErrUnavailable", op, err)
 	}
 
 	// A deadline that passes is unavailability too.
@@ -325,9 +268,8 @@ func TestUnavailable(t *testing.T) {
 	dctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-dctx.Done()
-	if _, err := live.Append(dctx, "s", eventstore.Any, events(1)); !errors.Is(err, eventstore.ErrUnavailable) {
-		t.Errorf("append past its deadline: err = %v, want ErrUnavailable", err)
-	}
+	_, err = live.Append(dctx, "s", eventstore.Any, events(1))
+	assert.ErrorIs(t, err, eventstore.ErrUnavailable, "append past its deadline: err = %v, want ErrUnavailable", err)
 }
 
 // An administrator terminating the connection mid-transaction is
@@ -337,21 +279,14 @@ func TestTerminatedConnectionIsUnavailable(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	s := postgres.NewEventStore(pool)
 	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer tx.Rollback(context.Background())
 	var pid int
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	_, err = pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
 	_, err = s.AppendTx(ctx, tx, "s", eventstore.Any, events(1))
-	if !errors.Is(err, eventstore.ErrUnavailable) {
-		t.Fatalf("append on a terminated connection: err = %v, want ErrUnavailable", err)
-	}
+	require.ErrorIs(t, err, eventstore.ErrUnavailable, "append on a terminated connection: err = %v, want ErrUnavailable", err)
 }
 
 // The listener reconnects after its connection is killed, signals that it
@@ -363,27 +298,23 @@ func TestChangesReconnects(t *testing.T) {
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ch, err := s.Changes(lctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tag, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = current_database() AND application_name = $1`, postgres.ListenerApplicationName)
-	if err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("terminate listener: %v (%d rows)", err, tag.RowsAffected())
-	}
+	require.NoError(t, err, "terminate listener: %v (%d rows)", err, tag.RowsAffected())
+	require.EqualValues(t, 1, tag.RowsAffected(), "terminate listener: %v (%d rows)", err, tag.RowsAffected())
 	select {
 	case <-ch: // the post-reconnect wake-up
 	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up after the listener reconnected")
+		require.FailNow(t, "no wake-up after the listener reconnected")
 	}
 	waitListening(t, ctx, pool)
-	if _, err := s.Append(ctx, "s-notify", eventstore.Any, events(1)); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.Append(ctx, "s-notify", eventstore.Any, events(1))
+	require.NoError(t, err)
 	select {
 	case <-ch:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up for an append after the reconnect")
+		require.FailNow(t, "no wake-up for an append after the reconnect")
 	}
 	stop()
 	for range ch {
@@ -397,14 +328,12 @@ func waitListening(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND application_name = $1 AND query LIKE 'LISTEN%'`,
 			postgres.ListenerApplicationName).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if n == 1 {
 			return
 		}
 	}
-	t.Fatal("listener did not come back")
+	require.FailNow(t, "listener did not come back")
 }
 
 // Metadata and data survive the round trip; nil metadata stays NULL.
@@ -414,20 +343,15 @@ func TestMetadataRoundTrip(t *testing.T) {
 	s := postgres.NewEventStore(pool)
 	evs := events(2)
 	evs[0].Metadata = []byte(`{"k":"v"}`)
-	if _, err := s.Append(ctx, "s-meta", eventstore.NoStream, evs); err != nil {
-		t.Fatal(err)
-	}
+	_, err := s.Append(ctx, "s-meta", eventstore.NoStream, evs)
+	require.NoError(t, err)
 	var nulls int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE metadata IS NULL`).Scan(&nulls); err != nil {
-		t.Fatal(err)
-	}
-	if nulls != 1 {
-		t.Fatalf("%d events with NULL metadata, want 1", nulls)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE metadata IS NULL`).Scan(&nulls))
+	require.EqualValues(t, 1, nulls, "%d events with NULL metadata, want 1", nulls)
 	got, _ := s.ReadStream(ctx, "s-meta")
-	if string(got[0].Metadata) != `{"k": "v"}` || got[1].Metadata != nil {
-		t.Fatalf("metadata = %q, %q", got[0].Metadata, got[1].Metadata)
-	}
+	require.Len(t, got, 2)
+	assert.Equal(t, `{"k": "v"}`, string(got[0].Metadata), "jsonb's rendering of the metadata")
+	assert.Nil(t, got[1].Metadata)
 }
 
 // TestOtherDatabasesDoNotHoldTheFeedBack: the visibility horizon is narrowed
@@ -441,41 +365,28 @@ func TestOtherDatabasesDoNotHoldTheFeedBack(t *testing.T) {
 	s := postgres.NewEventStore(pool)
 
 	foreign, err := other.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer foreign.Rollback(context.Background())
 	var foreignXID int64
-	if err := foreign.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&foreignXID); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, foreign.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&foreignXID))
 
 	evs := events(1)
-	if _, err := s.Append(ctx, "s-after-foreign", eventstore.NoStream, evs); err != nil {
-		t.Fatal(err)
-	}
+	_, err = s.Append(ctx, "s-after-foreign", eventstore.NoStream, evs)
+	require.NoError(t, err)
 	got := readAllOurs(t, ctx, s)
-	if len(got) != 1 || got[0].ID != evs[0].ID {
-		t.Fatalf("feed = %v while another database's transaction %d is open; want the committed event", got, foreignXID)
-	}
-	if got[0].Position.Commit <= uint64(foreignXID) {
-		t.Fatalf("test premise: our event's transaction %d should be younger than the foreign one %d", got[0].Position.Commit, foreignXID)
-	}
+	require.Len(t, got, 1, "feed = %v while another database's transaction %d is open; want the committed event", got, foreignXID)
+	require.EqualValues(t, evs[0].ID, got[0].ID, "feed = %v while another database's transaction %d is open; want the committed event", got, foreignXID)
+	require.False(t, got[0].Position.Commit <= uint64(foreignXID), "test premise: our event's transaction %d should be younger than the foreign one %d", got[0].Position.Commit, foreignXID)
 
 	// A transaction of this database still holds the feed back.
 	held, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer held.Rollback(context.Background())
-	if _, err := held.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
-		t.Fatal(err)
-	}
+	_, err = held.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
 	later := events(1)
-	if _, err := s.Append(ctx, "s-after-own", eventstore.NoStream, later); err != nil {
-		t.Fatal(err)
-	}
-	if got := readAllOurs(t, ctx, s); len(got) != 1 {
-		t.Fatalf("feed shows %d events while a transaction of this database is open; want 1", len(got))
-	}
+	_, err = s.Append(ctx, "s-after-own", eventstore.NoStream, later)
+	require.NoError(t, err)
+	got = readAllOurs(t, ctx, s)
+	require.Len(t, got, 1, "feed shows %d events while a transaction of this database is open; want 1", len(got))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,7 +45,7 @@ func EnsureDatabase(ctx context.Context, url string) error {
 	if err == nil {
 		return conn.Close(ctx)
 	}
-	if pgCode(err) != "3D000" { // invalid_catalog_name: the database does not exist
+	if pgCode(err) != pgerrcode.InvalidCatalogName { // the database does not exist
 		return fmt.Errorf("ensure database %q: %w", cfg.Database, err)
 	}
 	name := cfg.Database
@@ -156,7 +157,7 @@ func duplicateDatabase(err error) bool {
 	if !errors.As(err, &pgErr) {
 		return false
 	}
-	return pgErr.Code == "42P04" || (pgErr.Code == "23505" && pgErr.ConstraintName == "pg_database_datname_index")
+	return pgErr.Code == pgerrcode.DuplicateDatabase || (pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "pg_database_datname_index")
 }
 
 // pgCode is the SQLSTATE of a server error, or "".

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
@@ -16,9 +18,8 @@ import (
 func TestEnsureDatabase(t *testing.T) {
 	ctx := testCtx(t)
 	u := pgtest.UnusedDatabaseURL(t)
-	if _, err := pgx.Connect(ctx, u); err == nil {
-		t.Fatal("database exists before EnsureDatabase")
-	}
+	_, err := pgx.Connect(ctx, u)
+	require.Error(t, err, "database exists before EnsureDatabase")
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -27,18 +28,12 @@ func TestEnsureDatabase(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("caller %d: %v", i, err)
-		}
+		require.NoError(t, err, "caller %d: %v", i, err)
 	}
 	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatalf("database not created: %v", err)
-	}
+	require.NoError(t, err, "database not created: %v", err)
 	conn.Close(ctx)
-	if err := postgres.EnsureDatabase(ctx, u); err != nil {
-		t.Fatalf("existing database: %v", err)
-	}
+	require.NoError(t, postgres.EnsureDatabase(ctx, u), "existing database: %v", err)
 }
 
 // Two migrators racing on one fresh database: both succeed, every
@@ -47,9 +42,8 @@ func TestMigrateConcurrently(t *testing.T) {
 	ctx := testCtx(t)
 	u := pgtest.NewEmptyDatabase(t)
 	ok, err := postgres.MigrationStatus(ctx, u)
-	if err != nil || ok {
-		t.Fatalf("fresh database: up to date = %v, err = %v; want false, nil", ok, err)
-	}
+	require.NoError(t, err, "fresh database: up to date = %v, err = %v; want false, nil", ok, err)
+	require.False(t, ok, "fresh database: up to date = %v, err = %v; want false, nil", ok, err)
 	const migrators = 3
 	var wg sync.WaitGroup
 	applied := make([][]int64, migrators)
@@ -61,37 +55,29 @@ func TestMigrateConcurrently(t *testing.T) {
 	wg.Wait()
 	var all []int64
 	for i := range migrators {
-		if errs[i] != nil {
-			t.Fatalf("migrator %d: %v", i, errs[i])
-		}
+		require.NoError(t, errs[i], "migrator %d: %v", i, errs[i])
 		all = append(all, applied[i]...)
 	}
 	slices.Sort(all)
-	if len(all) == 0 || all[0] != 1 || len(slices.Compact(slices.Clone(all))) != len(all) {
-		t.Fatalf("versions applied across migrators = %v, want each once starting at 1", all)
-	}
+	require.NotEqualValues(t, 0, len(all), "versions applied across migrators = %v, want each once starting at 1", all)
+	require.EqualValues(t, 1, all[0], "versions applied across migrators = %v, want each once starting at 1", all)
+	require.EqualValues(t, len(all), len(slices.Compact(slices.Clone(all))), "versions applied across migrators = %v, want each once starting at 1", all)
 	ok, err = postgres.MigrationStatus(ctx, u)
-	if err != nil || !ok {
-		t.Fatalf("after migrate: up to date = %v, err = %v", ok, err)
-	}
+	require.NoError(t, err, "after migrate: up to date = %v, err = %v", ok, err)
+	require.True(t, ok, "after migrate: up to date = %v, err = %v", ok, err)
 	again, err := postgres.Migrate(ctx, u)
-	if err != nil || len(again) != 0 {
-		t.Fatalf("second migrate applied %v, err %v; want nothing", again, err)
-	}
+	require.NoError(t, err, "second migrate applied %v, err %v; want nothing", again, err)
+	require.Len(t, again, 0, "second migrate applied %v, err %v; want nothing", again, err)
 	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id = 1`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("goose rows for version 1: %d, %v", n, err)
-	}
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id = 1`).Scan(&n), "goose rows for version 1: %d, %v", n, err)
+	require.EqualValues(t, 1, n, "goose rows for version 1: %d, %v", n, err)
 	for _, table := range []string{"events", "webhook_inbox", "webhook_conflicts"} {
 		var exists bool
-		if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil || !exists {
-			t.Errorf("table %s missing (%v)", table, err)
-		}
+		assert.NoError(t, conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists), "table %s missing (%v)", table, err)
+		assert.True(t, exists, "table %s missing (%v)", table, err)
 	}
 }
 
@@ -99,12 +85,9 @@ func TestMigrationsAppliedOverPool(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 	ok, err := postgres.MigrationsApplied(ctx, pool)
-	if err != nil || !ok {
-		t.Fatalf("migrated pool: %v, %v", ok, err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		t.Fatalf("pool unusable after the status check: %v", err)
-	}
+	require.NoError(t, err, "migrated pool: %v, %v", ok, err)
+	require.True(t, ok, "migrated pool: %v, %v", ok, err)
+	require.NoError(t, pool.Ping(ctx), "pool unusable after the status check: %v", err)
 }
 
 // The schema's gates hold: empty or NULL dedup keys are refused, statuses
@@ -121,15 +104,12 @@ func TestSchemaConstraints(t *testing.T) {
 		"negative version": `INSERT INTO events (stream_id, version, event_id, type, data) VALUES ('s', -1, gen_random_uuid(), 't', '{}')`,
 	}
 	for name, sql := range bad {
-		if _, err := pool.Exec(ctx, sql); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
+		_, err := pool.Exec(ctx, sql)
+		assert.Error(t, err, "%s: accepted", name)
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO webhook_inbox (provider, dedup_key, payload_hash, raw_body, status) VALUES ('stripe', 'evt_1', 'h', '\x00', 'received')`); err != nil {
-		t.Fatal(err)
-	}
+	_, err := pool.Exec(ctx, `INSERT INTO webhook_inbox (provider, dedup_key, payload_hash, raw_body, status) VALUES ('stripe', 'evt_1', 'h', '\x00', 'received')`)
+	require.NoError(t, err)
 	tag, err := pool.Exec(ctx, `INSERT INTO webhook_inbox (provider, dedup_key, payload_hash, raw_body, status) VALUES ('stripe', 'evt_1', 'h2', '\x01', 'received') ON CONFLICT DO NOTHING`)
-	if err != nil || tag.RowsAffected() != 0 {
-		t.Fatalf("duplicate dedup key inserted: %v rows, %v", tag.RowsAffected(), err)
-	}
+	require.NoError(t, err, "duplicate dedup key inserted: %v rows, %v", tag.RowsAffected(), err)
+	require.EqualValues(t, 0, tag.RowsAffected(), "duplicate dedup key inserted: %v rows, %v", tag.RowsAffected(), err)
 }

@@ -296,7 +296,7 @@ func likePrefix(prefix string) string {
 // qwrap names the failed query and marks connection failures and timeouts
 // as eventstore.ErrUnavailable (the API answers 503).
 func qwrap(op string, err error) error {
-	return fmt.Errorf("postgres read model: %s: %w", op, classify(err))
+	return fmt.Errorf("postgres read model: %s: %w", op, markUnavailable(err))
 }
 
 func nullTime(t time.Time) *time.Time {

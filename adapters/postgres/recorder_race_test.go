@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
@@ -26,7 +29,7 @@ func TestRecorderConcurrentDeliveriesOneStream(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
 	store := postgres.NewEventStore(pool)
-	svc := ingest.New(postgres.NewRecorder(pool, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 1000, BaseBackoff: time.Millisecond})
+	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{MaxAttempts: 1000, BaseBackoff: time.Millisecond})
 
 	deliveryOf := func(id string, f delivery.Fact) delivery.Event {
 		sum := sha256.Sum256([]byte(id))
@@ -35,9 +38,9 @@ func TestRecorderConcurrentDeliveriesOneStream(t *testing.T) {
 			Raw: []byte(id), Facts: []delivery.Fact{f}}
 	}
 	capture := deliveryOf("evt_cap", delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "ch_1", Amount: 100_000, Fee: 300, Currency: "USD"})
-	if res, err := svc.Ingest(ctx, capture); err != nil || res.Appended != 1 {
-		t.Fatalf("capture: %+v, %v", res, err)
-	}
+	res, err := svc.Ingest(ctx, capture)
+	require.NoError(t, err, "capture: %+v, %v", res, err)
+	require.EqualValues(t, 1, res.Appended, "capture: %+v, %v", res, err)
 
 	const refunds = 24
 	var wg sync.WaitGroup
@@ -64,41 +67,30 @@ func TestRecorderConcurrentDeliveriesOneStream(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Error(err)
+		assert.NoError(t, err)
 	}
 	for i := range refunds {
-		if n := accepted[fmt.Sprintf("evt_re%d", i)]; n != 1 {
-			t.Errorf("evt_re%d accepted %d times, want 1", i, n)
-		}
+		n := accepted[fmt.Sprintf("evt_re%d", i)]
+		assert.EqualValues(t, 1, n, "evt_re%d accepted %d times, want 1", i, n)
 	}
 
 	evs, err := store.ReadStream(ctx, capture.StreamID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) != 1+refunds {
-		t.Fatalf("stream has %d events, want %d", len(evs), 1+refunds)
-	}
+	require.NoError(t, err)
+	require.Len(t, evs, 1+refunds, "stream has %d events, want %d", len(evs), 1+refunds)
 	seen := map[string]bool{}
 	for i, e := range evs {
-		if e.Version != uint64(i) {
-			t.Fatalf("event %d has version %d", i, e.Version)
-		}
+		require.EqualValues(t, uint64(i), e.Version, "event %d has version %d", i, e.Version)
 		if i == 0 {
 			continue
 		}
 		d, err := payment.Decode(e.Type, e.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		r, ok := d.(payment.RefundPosted)
-		if !ok || seen[r.RefundID] {
-			t.Fatalf("event %d: %#v (twice, or not a refund)", i, d)
-		}
+		require.True(t, ok, "event %d: %#v (twice, or not a refund)", i, d)
+		require.False(t, seen[r.RefundID], "event %d: %#v (twice, or not a refund)", i, d)
 		seen[r.RefundID] = true
 	}
 	var notApplied int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE status <> 'applied' OR applied_at IS NULL`).Scan(&notApplied); err != nil || notApplied != 0 {
-		t.Fatalf("inbox rows not applied: %d, %v", notApplied, err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE status <> 'applied' OR applied_at IS NULL`).Scan(&notApplied), "inbox rows not applied: %d, %v", notApplied, err)
+	require.EqualValues(t, 0, notApplied, "inbox rows not applied: %d, %v", notApplied, err)
 }

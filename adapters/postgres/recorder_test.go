@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
@@ -14,11 +16,14 @@ import (
 )
 
 // recCapture is a verified capture delivery with body as its bytes.
-func recCapture(id, body string) delivery.Event {
+func recCapture(id, body string) delivery.Event { return recCaptureOf(id, body, 1000) }
+
+// recCaptureOf is recCapture of amount.
+func recCaptureOf(id, body string, amount int64) delivery.Event {
 	sum := sha256.Sum256([]byte(body))
 	return delivery.Event{Provider: "paypal", DedupKey: id, Type: "PAYMENT.CAPTURE.COMPLETED", PaymentKey: "pay_1",
 		OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), PayloadHash: hex.EncodeToString(sum[:]), Raw: []byte(body),
-		Facts: []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "cap_1", Amount: 1000, Fee: 30, Currency: "USD"}}}
+		Facts: []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "cap_1", Amount: amount, Fee: 30, Currency: "USD"}}}
 }
 
 // TestRecorderConflictWhileUnverified: a held IPN redelivered with another
@@ -29,28 +34,27 @@ func TestRecorderConflictWhileUnverified(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
 	store := postgres.NewEventStore(pool)
-	rec := postgres.NewRecorder(pool, store)
-	inbox := postgres.NewInbox(pool)
+	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{})
 
 	held := recCapture("ipn_1", "first")
-	if res, err := inbox.Hold(ctx, held); err != nil || res.Outcome != ingest.Accepted {
-		t.Fatalf("hold: %+v, %v", res, err)
-	}
-	res, err := rec.Record(ctx, recCapture("ipn_1", "second"), ingest.PaymentDecider{})
-	if err != nil || res.Outcome != ingest.Duplicate || !res.Conflict || res.Appended != 0 {
-		t.Fatalf("conflicting redelivery: %+v, %v", res, err)
-	}
+	res, err := svc.Hold(ctx, held)
+	require.NoError(t, err, "hold: %+v, %v", res, err)
+	require.EqualValues(t, ingest.Accepted, res.Outcome, "hold: %+v, %v", res, err)
+	res, err = svc.Ingest(ctx, recCaptureOf("ipn_1", "second", 900))
+	require.NoError(t, err, "conflicting redelivery: %+v, %v", res, err)
+	require.EqualValues(t, ingest.Duplicate, res.Outcome, "conflicting redelivery: %+v, %v", res, err)
+	require.True(t, res.Conflict, "conflicting redelivery: %+v, %v", res, err)
+	require.EqualValues(t, 0, res.Appended, "conflicting redelivery: %+v, %v", res, err)
 	var conflicts int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'ipn_1'`).Scan(&conflicts); err != nil || conflicts != 1 {
-		t.Fatalf("webhook_conflicts rows %d, %v", conflicts, err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'ipn_1'`).Scan(&conflicts), "webhook_conflicts rows %d, %v", conflicts, err)
+	require.EqualValues(t, 1, conflicts, "webhook_conflicts rows %d, %v", conflicts, err)
 
-	res, err = rec.Redrive(ctx, postgres.Key{Provider: "paypal", DedupKey: "ipn_1"}, postgres.StatusUnverified, ingest.PaymentDecider{})
-	if err != nil || res.Outcome != ingest.Accepted || res.Appended != 1 {
-		t.Fatalf("redrive: %+v, %v", res, err)
-	}
+	res, err = svc.Redrive(ctx, ingest.InboxKey{Provider: "paypal", DedupKey: "ipn_1"}, ingest.StatusUnverified)
+	require.NoError(t, err, "redrive: %+v, %v", res, err)
+	require.EqualValues(t, ingest.Accepted, res.Outcome, "redrive: %+v, %v", res, err)
+	require.EqualValues(t, 1, res.Appended, "redrive: %+v, %v", res, err)
 	evs, err := store.ReadStream(ctx, held.StreamID())
-	if err != nil || len(evs) != 1 || evs[0].Type != payment.TypeCaptured {
-		t.Fatalf("stream %v, %v", evs, err)
-	}
+	require.NoError(t, err, "stream %v, %v", evs, err)
+	require.Len(t, evs, 1, "stream %v, %v", evs, err)
+	require.EqualValues(t, payment.TypeCaptured, evs[0].Type, "stream %v, %v", evs, err)
 }

@@ -3,7 +3,10 @@
 // webhook on the exact bytes received, before anything is parsed, and then
 // normalizes it into delivery.Event values the domain understands. The HTTP
 // layer maps ErrUnauthorized to 401 (nothing stored) and the provider/money
-// normalization errors to 400.
+// normalization errors to 400. What differs between providers beyond that is
+// declared here too, so the HTTP layer names no provider: how a recorded
+// delivery is acknowledged (Acknowledger) and whether deliveries are held
+// until the provider confirms them (Holder).
 package providers
 
 import (
@@ -115,4 +118,34 @@ func canonicalJSON(raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// Ack is the answer to a recorded delivery: 200 with Body, and ContentType
+// when set (an empty body needs none).
+type Ack struct {
+	ContentType string
+	Body        []byte
+}
+
+// Acknowledger is implemented by an adapter whose provider expects a
+// particular answer to a delivery it will not send again. Adapters without
+// it are answered 200 with JSON {"status": outcome}.
+type Acknowledger interface {
+	// Acknowledge returns the answer for a delivery recorded with outcome
+	// ("accepted", "duplicate", "ignored").
+	Acknowledge(outcome string) Ack
+}
+
+// Holder is implemented by an adapter whose deliveries carry no signature
+// (PayPal IPN): they are stored unverified and applied only once the
+// provider confirmed them (postback).
+type Holder interface {
+	// HoldsDeliveries reports whether deliveries are held for verification.
+	HoldsDeliveries() bool
+}
+
+// Holds reports whether a's deliveries are held for verification.
+func Holds(a Adapter) bool {
+	h, ok := a.(Holder)
+	return ok && h.HoldsDeliveries()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 )
@@ -259,8 +260,8 @@ func TestRedactSetting(t *testing.T) {
 func TestLogSettingQuotedOnce(t *testing.T) {
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("serving",
-		"event_store", logSetting("postgres"), "esdb", logSetting("esdb://admin:changeit@h:2113?tls=true"))
+		"event_store", app.LogSetting("postgres"), "esdb", app.LogSetting("esdb://admin:changeit@h:2113?tls=true"))
 	assert.Contains(t, buf.String(), " event_store=postgres ")
 	assert.Contains(t, buf.String(), ` esdb="esdb://admin:xxxxx@h:2113?tls=true"`)
-	assert.Equal(t, "<redacted>", logSetting("esdb://admin:chan%zzgeit@h"))
+	assert.Equal(t, "<redacted>", app.LogSetting("esdb://admin:chan%zzgeit@h"))
 }

@@ -26,10 +26,15 @@ type sampleCmd struct {
 	Currency        string   `name:"currency" default:"USD" help:"ISO 4217 currency."`
 	StandardSecrets []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," help:"Signs with the first one."`
 	StripeSecrets   []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," help:"Signs with the first one."`
+
+	at time.Time // the signing time (tests); zero: now
 }
 
 func (c *sampleCmd) Run(g *globals) error {
-	now := time.Now()
+	now := c.at
+	if now.IsZero() {
+		now = time.Now()
+	}
 	var body []byte
 	header := http.Header{"Content-Type": {"application/json"}}
 	switch c.Provider {

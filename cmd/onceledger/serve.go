@@ -1,24 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/onceledger/onceledger/adapters/httpapi"
-	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
-	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/adyen"
 	"github.com/onceledger/onceledger/adapters/providers/circle"
@@ -27,12 +16,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/square"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
-	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
 )
-
-// feedLagCap bounds how many events GET /v1/projections reads to count one
-// projection's lag on a feed that cannot count (EventStoreDB).
-const feedLagCap = 100_000
 
 type serveCmd struct {
 	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" group:"Server" help:"Listen address."`
@@ -168,215 +153,38 @@ func (c *serveCmd) buildProviders() (map[string]providers.Adapter, error) {
 	return out, nil
 }
 
-// ipnPostback adapts the PayPal IPN verifier to the inbox worker's port.
-type ipnPostback struct{ v paypalipn.Verifier }
-
-func (p ipnPostback) Verify(ctx context.Context, raw []byte) (bool, error) {
-	verdict, err := p.v.Verify(ctx, raw)
-	if err != nil {
-		return false, err
-	}
-	return verdict == paypalipn.Verified, nil
-}
-
 func (c *serveCmd) Run(g *globals) error {
-	ctx, log := g.ctx, g.log
 	provs, err := c.buildProviders()
 	if err != nil {
 		return fmt.Errorf("provider configuration: %w", err)
 	}
-	if c.Migrate {
-		if err := migrateDatabase(ctx, g.cli.DatabaseURL, log); err != nil {
-			return err
-		}
-	}
-	pool, err := openPool(ctx, g.cli.DatabaseURL)
+	a, err := app.New(g.ctx, c.config(g, provs))
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store, closeStore, isPostgres, err := openEventStore(ctx, g.cli.EventStore, pool)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeStore() }()
+	return a.Run(g.ctx)
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "onceledger_append_retries_total",
-		Help: "Appends retried after losing the race for a stream (wrong expected version).",
-	}, []string{"provider"})
-	reg.MustRegister(retries, postgres.NewStatsCollector(pool, store.Head))
-
-	// The recorder: one transaction when the events live in Postgres; inbox
-	// then append (with a sweeper for the window between) otherwise.
-	inbox := postgres.NewInbox(pool)
-	var (
-		recorder ingest.Recorder
-		redriver ingest.Redriver
-		workers  []*ingest.Worker
-	)
-	if isPostgres {
-		pgRecorder := postgres.NewRecorder(pool, store.(*postgres.EventStore))
-		recorder, redriver = pgRecorder, pgRecorder
-	} else {
-		twoPhase := ingest.NewTwoPhaseRecorder(inbox, store, ingest.Options{})
-		recorder, redriver = twoPhase, twoPhase
-		workers = append(workers, &ingest.Worker{
-			Name: "sweeper", Inbox: inbox, Redriver: twoPhase, Decider: ingest.PaymentDecider{},
-			Status: ingest.StatusReceived, OlderThan: c.SweepAge, Lease: time.Minute,
-			Interval: 5 * time.Second, Log: log,
-		})
-	}
-	svc := ingest.New(recorder, ingest.PaymentDecider{}, ingest.Options{
-		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
-	})
-	var holder httpapi.Holder
-	if _, ok := provs[paypalipn.Name]; ok {
-		holder = inbox
-		workers = append(workers, &ingest.Worker{
-			Name: "paypal-ipn-verifier", Inbox: inbox, Redriver: redriver, Decider: ingest.PaymentDecider{},
-			Provider: paypalipn.Name, Status: ingest.StatusUnverified,
-			Postback: ipnPostback{paypalipn.Verifier{URL: c.PaypalIPNVerifyURL}},
-			Lease:    time.Minute, Interval: 2 * time.Second, Log: log,
-		})
-	}
-
-	// The read model counts lag on the Postgres events table; for any other
-	// event store, count the feed itself (capped: it has no count).
-	var lag httpapi.LagFunc
-	if !isPostgres {
-		lag = httpapi.FeedLag(store, feedLagCap)
-	}
-	handler := httpapi.NewHandler(httpapi.Config{
+// config is the app's configuration from the command line and environment.
+func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Config {
+	return app.Config{
+		DatabaseURL:         g.cli.DatabaseURL,
+		EventStore:          g.cli.EventStore,
+		Migrate:             c.Migrate,
+		Projections:         c.Projections,
+		Addr:                c.Addr,
 		Providers:           provs,
-		Ingester:            svc,
-		Holder:              holder,
 		APITokens:           c.APITokens,
-		Query:               postgres.NewQuery(pool),
-		Events:              store,
-		Lag:                 lag,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		IngestTimeout:       c.IngestTimeout,
+		ReadTimeout:         c.ReadTimeout,
+		ShutdownTimeout:     c.ShutdownTimeout,
 		ProviderConcurrency: c.ProviderConcurrency,
-		Logger:              log,
-		Registry:            reg,
-		Ready: func(ctx context.Context) error {
-			if err := pool.Ping(ctx); err != nil {
-				return &httpapi.NotReady{Component: "database", Err: err}
-			}
-			ok, err := postgres.MigrationsApplied(ctx, pool)
-			if err != nil {
-				return &httpapi.NotReady{Component: "migrations", Err: err}
-			}
-			if !ok {
-				return &httpapi.NotReady{Component: "migrations", Err: errors.New("migrations pending")}
-			}
-			if _, err := store.Head(ctx); err != nil {
-				return &httpapi.NotReady{Component: "event store", Err: err}
-			}
-			return nil
-		},
-	})
-
-	srv := &http.Server{
-		Addr:              c.Addr,
-		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       c.ReadTimeout,
-		WriteTimeout:      c.IngestTimeout + 15*time.Second,
-		IdleTimeout:       120 * time.Second,
+		SweepAge:            c.SweepAge,
+		PostbackURL:         c.PaypalIPNVerifyURL,
+		PprofAddr:           c.PprofAddr,
+		Logger:              g.log,
 	}
-
-	// Background work stops only after the HTTP server has drained, so a
-	// request in flight still finds its dependencies.
-	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBackground()
-	var wg sync.WaitGroup
-	if c.PprofAddr != "" {
-		startPprof(bgCtx, &wg, c.PprofAddr, log)
-	}
-	if c.Projections {
-		projs := projections.NewService(store, readmodel.New(pool), log)
-		wg.Go(func() {
-			if err := projs.Run(bgCtx); err != nil {
-				log.Error("projections stopped", "error", err)
-			}
-		})
-	}
-	for _, w := range workers {
-		wg.Go(func() { _ = w.Run(bgCtx) })
-	}
-	names := make([]string, 0, len(provs))
-	for n := range provs {
-		names = append(names, n)
-	}
-	log.Info("serving", "addr", c.Addr, "providers", names, "event_store", logSetting(g.cli.EventStore),
-		"projections", c.Projections)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("listen %s: %w", c.Addr, err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: draining in-flight requests", "timeout", c.ShutdownTimeout)
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
-	defer cancel()
-	shutdownErr := srv.Shutdown(shutdownCtx)
-	stopBackground()
-	wg.Wait()
-	if shutdownErr != nil {
-		return fmt.Errorf("graceful shutdown: %w", shutdownErr)
-	}
-	log.Info("stopped")
-	return nil
-}
-
-func migrateDatabase(ctx context.Context, url string, log interface{ Info(string, ...any) }) error {
-	if err := postgres.EnsureDatabase(ctx, url); err != nil {
-		return err
-	}
-	applied, err := postgres.Migrate(ctx, url)
-	if err != nil {
-		return err
-	}
-	log.Info("migrations applied", "count", len(applied))
-	return nil
-}
-
-func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("ONCELEDGER_DATABASE_URL: %w", err)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
-	return pool, nil
-}
-
-func startPprof(ctx context.Context, wg *sync.WaitGroup, addr string, log interface{ Info(string, ...any) }) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		log.Info("pprof listening", "addr", addr)
-		_ = srv.ListenAndServe()
-	}()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
 }
 
 type migrateCmd struct{}

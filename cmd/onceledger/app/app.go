@@ -1,0 +1,332 @@
+// Package app owns the wiring of onceledger: from one Config it builds the
+// whole service (database pool, event store and the journal that records
+// into it, the ingest service, its background workers, the IPN postback
+// verifier, the projectors, the HTTP handler and server) and runs it, with
+// the background lifecycle and the graceful shutdown. `onceledger serve`
+// parses its configuration into a Config and calls New and Run; the
+// end-to-end tests build the same app, so what they test is what runs.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
+	"github.com/onceledger/onceledger/projections"
+)
+
+// Config is everything the app is built from. Zero durations and sizes take
+// the HTTP layer's defaults.
+type Config struct {
+	DatabaseURL string
+	// EventStore is ONCELEDGER_EVENT_STORE: "postgres" (or "") or an
+	// EventStoreDB / KurrentDB connection string.
+	EventStore string
+	// Migrate creates the database and applies pending migrations first.
+	Migrate bool
+	// Projections runs the projectors in this process.
+	Projections bool
+
+	Addr      string                       // listen address of Run
+	Providers map[string]providers.Adapter // configured providers only: others answer 404
+	APITokens []string                     // bearer tokens of /v1
+
+	MaxBodyBytes        int64
+	IngestTimeout       time.Duration
+	ReadTimeout         time.Duration
+	ShutdownTimeout     time.Duration
+	ProviderConcurrency int
+	// SweepAge: with a two-phase journal, rows still "received" after this
+	// long are re-driven (ingest.DefaultSweepAge when 0).
+	SweepAge time.Duration
+
+	// PostbackURL is where held deliveries (PayPal IPN) are posted back for
+	// verification; PostbackClient the client doing it (nil: a default).
+	PostbackURL    string
+	PostbackClient *http.Client
+
+	PprofAddr string // serve net/http/pprof there; "" = off
+	Logger    *slog.Logger
+}
+
+// App is the wired service.
+type App struct {
+	cfg     Config
+	log     *slog.Logger
+	pool    *pgxpool.Pool
+	events  EventStore
+	service *ingest.Service
+	workers []*ingest.Worker
+	handler http.Handler
+	closed  sync.Once
+}
+
+// New builds the app from cfg. It opens the database (migrating it first
+// when cfg.Migrate) and the event store; Close or Run releases them.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	a := &App{cfg: cfg, log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if cfg.Migrate {
+		if err := Migrate(ctx, cfg.DatabaseURL, a.log); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := OpenPool(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	a.pool = pool
+	a.events, err = OpenEventStore(cfg.EventStore, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "onceledger_append_retries_total",
+		Help: "Appends retried after losing the race for a stream (wrong expected version).",
+	}, []string{"provider"})
+	reg.MustRegister(retries)
+
+	a.service = ingest.New(a.events.Journal, ingest.PaymentDecider{}, ingest.Options{
+		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
+	})
+	a.workers = a.service.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{
+		SweepAge: cfg.SweepAge, Postback: a.postback(), Log: a.log,
+	})
+
+	hc := httpapi.Config{
+		Providers:           cfg.Providers,
+		Ingester:            a.service,
+		APITokens:           cfg.APITokens,
+		MaxBodyBytes:        cfg.MaxBodyBytes,
+		IngestTimeout:       cfg.IngestTimeout,
+		ProviderConcurrency: cfg.ProviderConcurrency,
+		Logger:              a.log,
+		Registry:            reg,
+		Ready:               a.ready,
+	}
+	a.wireQueries(&hc, reg)
+	a.handler = httpapi.NewHandler(hc)
+	return a, nil
+}
+
+// wireQueries is the read side's wiring: the /v1 query store, the
+// projection lag and the inbox/projection metrics. (Kept apart: the read
+// side's names change independently of the write side's.)
+func (a *App) wireQueries(hc *httpapi.Config, reg *prometheus.Registry) {
+	reg.MustRegister(postgres.NewStatsCollector(a.pool, a.events.Head))
+	hc.Query = postgres.NewQuery(a.pool)
+	hc.Events = a.events.Store
+	// The read model counts lag on the Postgres events table; for any other
+	// event store, count the feed itself (capped: it has no count).
+	if !a.events.IsPostgres {
+		hc.Lag = httpapi.FeedLag(a.events.Store, feedLagCap)
+	}
+}
+
+// feedLagCap bounds how many events GET /v1/projections reads to count one
+// projection's lag on a feed that cannot count (EventStoreDB).
+const feedLagCap = 100_000
+
+// postback is the verifier of held deliveries, when a configured provider
+// holds its deliveries (PayPal IPN).
+func (a *App) postback() ingest.Postback {
+	for _, p := range a.cfg.Providers {
+		if providers.Holds(p) {
+			return ipnPostback{paypalipn.Verifier{URL: a.cfg.PostbackURL, Client: a.cfg.PostbackClient}}
+		}
+	}
+	return nil
+}
+
+// ipnPostback adapts the PayPal IPN verifier to the worker's port.
+type ipnPostback struct{ v paypalipn.Verifier }
+
+func (p ipnPostback) Verify(ctx context.Context, raw []byte) (bool, error) {
+	verdict, err := p.v.Verify(ctx, raw)
+	if err != nil {
+		return false, err
+	}
+	return verdict == paypalipn.Verified, nil
+}
+
+func (a *App) ready(ctx context.Context) error {
+	if err := a.pool.Ping(ctx); err != nil {
+		return &httpapi.NotReady{Component: "database", Err: err}
+	}
+	ok, err := postgres.MigrationsApplied(ctx, a.pool)
+	if err != nil {
+		return &httpapi.NotReady{Component: "migrations", Err: err}
+	}
+	if !ok {
+		return &httpapi.NotReady{Component: "migrations", Err: errors.New("migrations pending")}
+	}
+	if _, err := a.events.Head(ctx); err != nil {
+		return &httpapi.NotReady{Component: "event store", Err: err}
+	}
+	return nil
+}
+
+// Handler is the HTTP handler: webhooks, /v1, health, metrics.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Pool is the app's database pool.
+func (a *App) Pool() *pgxpool.Pool { return a.pool }
+
+// Events is the configured event store.
+func (a *App) Events() EventStore { return a.events }
+
+// Service is the ingest service.
+func (a *App) Service() *ingest.Service { return a.service }
+
+// Workers are the background workers Run starts (sweeper, held-delivery
+// verifier), for tests that drive them by hand.
+func (a *App) Workers() []*ingest.Worker { return a.workers }
+
+// Close releases the event store and the pool, once. Run calls it when it
+// returns.
+func (a *App) Close() {
+	a.closed.Do(func() {
+		_ = a.events.Close()
+		a.pool.Close()
+	})
+}
+
+// Run serves on cfg.Addr until ctx ends, with the projectors (when
+// configured), the workers and pprof in the background; then it drains
+// in-flight requests for up to ShutdownTimeout, stops the background work
+// and closes the app.
+func (a *App) Run(ctx context.Context) error {
+	defer a.Close()
+	l, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", a.cfg.Addr, err)
+	}
+	return a.Serve(ctx, l)
+}
+
+// Serve is Run on a listener the caller opened; it closes l.
+func (a *App) Serve(ctx context.Context, l net.Listener) error {
+	c := a.cfg
+	srv := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.IngestTimeout + 15*time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+
+	// Background work stops only after the HTTP server has drained, so a
+	// request in flight still finds its dependencies.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	var wg sync.WaitGroup
+	if c.PprofAddr != "" {
+		startPprof(bgCtx, &wg, c.PprofAddr, a.log)
+	}
+	if c.Projections {
+		projs := projections.NewService(a.events.Store, readmodel.New(a.pool), a.log)
+		wg.Go(func() {
+			if err := projs.Run(bgCtx); err != nil {
+				a.log.Error("projections stopped", "error", err)
+			}
+		})
+	}
+	for _, w := range a.workers {
+		wg.Go(func() { _ = w.Run(bgCtx) })
+	}
+	names := make([]string, 0, len(c.Providers))
+	for n := range c.Providers {
+		names = append(names, n)
+	}
+	a.log.Info("serving", "addr", l.Addr().String(), "providers", names, "event_store", LogSetting(c.EventStore),
+		"projections", c.Projections)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		stopBackground()
+		wg.Wait()
+		return fmt.Errorf("serve %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down: draining in-flight requests", "timeout", c.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
+	defer cancel()
+	shutdownErr := srv.Shutdown(shutdownCtx)
+	stopBackground()
+	wg.Wait()
+	if shutdownErr != nil {
+		return fmt.Errorf("graceful shutdown: %w", shutdownErr)
+	}
+	a.log.Info("stopped")
+	return nil
+}
+
+// Migrate creates the database if needed and applies pending migrations.
+func Migrate(ctx context.Context, url string, log *slog.Logger) error {
+	if err := postgres.EnsureDatabase(ctx, url); err != nil {
+		return err
+	}
+	applied, err := postgres.Migrate(ctx, url)
+	if err != nil {
+		return err
+	}
+	log.Info("migrations applied", "count", len(applied))
+	return nil
+}
+
+// OpenPool opens a pool on ONCELEDGER_DATABASE_URL.
+func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("ONCELEDGER_DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+func startPprof(ctx context.Context, wg *sync.WaitGroup, addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		log.Info("pprof listening", "addr", addr)
+		_ = srv.ListenAndServe()
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+}

@@ -1,0 +1,53 @@
+package delivery
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"strconv"
+)
+
+// FactsHash is the hex SHA-256 of what the delivery says happened: its type,
+// payment key and facts (kind, business id, amount, fee, currency), in a
+// canonical encoding. Two deliveries under one dedup key with the same facts
+// hash are the same delivery even when their bytes differ: providers
+// re-render envelopes, timestamps and field order on a retry. Only different
+// facts make a conflicting redelivery.
+//
+// Left out on purpose: the bytes and their hash, the occurrence time (a
+// re-rendered timestamp is not a new fact), a failure's free-text reason,
+// and the provider and dedup key (equal by construction when it is compared).
+// The facts are compared as a set, so a provider listing them in another
+// order says the same thing.
+func (e Event) FactsHash() string {
+	facts := make([][]byte, 0, len(e.Facts))
+	for _, f := range e.Facts {
+		var b []byte
+		b = field(b, string(f.Kind))
+		b = field(b, f.BusinessID)
+		b = field(b, strconv.FormatInt(f.Amount, 10))
+		b = field(b, strconv.FormatInt(f.Fee, 10))
+		b = field(b, string(f.Currency))
+		facts = append(facts, b)
+	}
+	slices.SortFunc(facts, func(a, b []byte) int { return slices.Compare(a, b) })
+	h := sha256.New()
+	var head []byte
+	head = field(head, "onceledger facts v1")
+	head = field(head, e.Type)
+	head = field(head, e.PaymentKey)
+	head = field(head, strconv.Itoa(len(facts)))
+	h.Write(head)
+	for _, f := range facts {
+		h.Write(f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// field appends s length-prefixed, so that no two sequences of fields
+// encode alike.
+func field(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}

@@ -1,0 +1,46 @@
+package delivery_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/onceledger/onceledger/domain/delivery"
+)
+
+func TestFactsHash(t *testing.T) {
+	base := func() delivery.Event {
+		return delivery.Event{Provider: "stripe", DedupKey: "evt_1", Type: "charge.refunded", PaymentKey: "pi_1",
+			OccurredAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), PayloadHash: "aa", Raw: []byte("{}"),
+			Facts: []delivery.Fact{
+				{Kind: delivery.KindCaptured, BusinessID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD"},
+				{Kind: delivery.KindRefunded, BusinessID: "re_1", Amount: 400, Currency: "USD"},
+			}}
+	}
+	h := base().FactsHash()
+	assert.Len(t, h, 64)
+
+	same := base()
+	same.PayloadHash, same.Raw = "bb", []byte(`{ }`)
+	same.OccurredAt = same.OccurredAt.Add(time.Hour)
+	same.Facts[0].Reason = "re-rendered"
+	same.Facts[0], same.Facts[1] = same.Facts[1], same.Facts[0]
+	assert.Equal(t, h, same.FactsHash(), "bytes, time, reason and fact order are not facts")
+
+	for name, change := range map[string]func(*delivery.Event){
+		"type":        func(e *delivery.Event) { e.Type = "charge.succeeded" },
+		"payment key": func(e *delivery.Event) { e.PaymentKey = "pi_2" },
+		"kind":        func(e *delivery.Event) { e.Facts[1].Kind = delivery.KindRefundFailed },
+		"business id": func(e *delivery.Event) { e.Facts[1].BusinessID = "re_2" },
+		"amount":      func(e *delivery.Event) { e.Facts[1].Amount = 401 },
+		"fee":         func(e *delivery.Event) { e.Facts[0].Fee = 31 },
+		"currency":    func(e *delivery.Event) { e.Facts[0].Currency = "EUR" },
+		"a fact less": func(e *delivery.Event) { e.Facts = e.Facts[:1] },
+		"ids shifted": func(e *delivery.Event) { e.Facts[1].BusinessID, e.Facts[1].Currency = "re_1U", "SD" },
+	} {
+		e := base()
+		change(&e)
+		assert.NotEqual(t, h, e.FactsHash(), name)
+	}
+}
