@@ -22,6 +22,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // Names of the projections, as stored in projection_checkpoints and accepted
@@ -90,17 +91,9 @@ type LedgerEntry struct {
 	Position     eventstore.Position
 }
 
-// PaymentRow is one payments row: the payment.Summary of a stream after the
-// event of version Version.
-type PaymentRow struct {
-	Provider  string
-	PaymentID string
-	StreamID  string
-	Summary   payment.Summary
-	Status    string
-	Version   uint64
-	UpdatedAt time.Time
-}
+// PaymentRow is one payments row; its shape is the read side's
+// (views.Payment), so that what the projection writes is what the API reads.
+type PaymentRow = views.Payment
 
 // ReconciliationChange opens (Open) or resolves one reconciliation item.
 type ReconciliationChange struct {

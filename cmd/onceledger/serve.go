@@ -30,13 +30,10 @@ import (
 	"github.com/onceledger/onceledger/projections"
 )
 
-// feedLagCap bounds how many events GET /v1/projections reads to count one
-// projection's lag on a feed that cannot count (EventStoreDB).
-const feedLagCap = 100_000
-
 type serveCmd struct {
 	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" help:"Listen address."`
 	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," help:"Bearer tokens for the /v1 query API; none = /v1 answers 401."`
+	MetricsToken        string        `name:"metrics-token" env:"ONCELEDGER_METRICS_TOKEN" help:"Bearer token /metrics requires; none = /metrics is open."`
 	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" help:"Max signature timestamp age."`
 	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" help:"Larger webhook bodies get 413."`
 	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" help:"Time to record a webhook before answering 503."`
@@ -207,7 +204,12 @@ func (c *serveCmd) Run(g *globals) error {
 		Name: "onceledger_append_retries_total",
 		Help: "Appends retried after losing the race for a stream (wrong expected version).",
 	}, []string{"provider"})
-	reg.MustRegister(retries, postgres.NewStatsCollector(pool, store.Head))
+	reg.MustRegister(retries)
+	reads, err := openReadSide(ctx, g.cli.DatabaseURL, pool, store, isPostgres)
+	if err != nil {
+		return err
+	}
+	defer reads.Close()
 
 	// The recorder: one transaction when the events live in Postgres; inbox
 	// then append (with a sweeper for the window between) otherwise.
@@ -243,41 +245,21 @@ func (c *serveCmd) Run(g *globals) error {
 		})
 	}
 
-	// The read model counts lag on the Postgres events table; for any other
-	// event store, count the feed itself (capped: it has no count).
-	var lag httpapi.LagFunc
-	if !isPostgres {
-		lag = httpapi.FeedLag(store, feedLagCap)
-	}
 	handler := httpapi.NewHandler(httpapi.Config{
 		Providers:           provs,
 		Ingester:            svc,
 		Holder:              holder,
 		APITokens:           c.APITokens,
-		Query:               postgres.NewQuery(pool),
+		Query:               reads.Query,
 		Events:              store,
-		Lag:                 lag,
+		Projections:         reads.Projections,
+		Monitor:             reads.Monitor,
+		MetricsToken:        c.MetricsToken,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		IngestTimeout:       c.IngestTimeout,
 		ProviderConcurrency: c.ProviderConcurrency,
 		Logger:              log,
 		Registry:            reg,
-		Ready: func(ctx context.Context) error {
-			if err := pool.Ping(ctx); err != nil {
-				return &httpapi.NotReady{Component: "database", Err: err}
-			}
-			ok, err := postgres.MigrationsApplied(ctx, pool)
-			if err != nil {
-				return &httpapi.NotReady{Component: "migrations", Err: err}
-			}
-			if !ok {
-				return &httpapi.NotReady{Component: "migrations", Err: errors.New("migrations pending")}
-			}
-			if _, err := store.Head(ctx); err != nil {
-				return &httpapi.NotReady{Component: "event store", Err: err}
-			}
-			return nil
-		},
 	})
 
 	srv := &http.Server{
@@ -297,6 +279,7 @@ func (c *serveCmd) Run(g *globals) error {
 	if c.PprofAddr != "" {
 		startPprof(bgCtx, &wg, c.PprofAddr, log)
 	}
+	wg.Go(func() { reads.Monitor.Run(bgCtx) })
 	if c.Projections {
 		projs := projections.NewService(store, readmodel.New(pool), log)
 		wg.Go(func() {
