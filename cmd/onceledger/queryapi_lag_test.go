@@ -24,17 +24,17 @@ import (
 const lagEvents = 12345
 
 // esdbFeed is an EventStoreDB store (the in-process test double) holding
-// lagEvents events over a few streams, and those events in feed order.
-func esdbFeed(t *testing.T) (*esdb.Store, []eventstore.RecordedEvent) {
+// n events over a few streams, and those events in feed order.
+func esdbFeed(t *testing.T, n int) (*esdb.Store, []eventstore.RecordedEvent) {
 	t.Helper()
 	fake := esdbfake.Start(t)
 	store, err := esdb.Dial(fake.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	ctx := context.Background()
-	for i := 0; i < lagEvents; {
+	for i := 0; i < n; {
 		batch := make([]eventstore.EventData, 0, 500)
-		for ; len(batch) < cap(batch) && i < lagEvents; i++ {
+		for ; len(batch) < cap(batch) && i < n; i++ {
 			batch = append(batch, eventstore.EventData{ID: uuid.New(), Type: "test.event", Data: []byte(`{}`)})
 		}
 		_, err := store.Append(ctx, fmt.Sprintf("payment-test-%d", i%3), eventstore.Any, batch)
@@ -50,7 +50,7 @@ func esdbFeed(t *testing.T) (*esdb.Store, []eventstore.RecordedEvent) {
 		feed = append(feed, evs...)
 		after = evs[len(evs)-1].Position
 	}
-	require.Len(t, feed, lagEvents)
+	require.Len(t, feed, n)
 	return store, feed
 }
 
@@ -75,7 +75,7 @@ func projectionLags(a *qapi) (map[string]int64, map[string]bool) {
 // With EventStoreDB the Postgres events table is empty, so the lag has to
 // come from the configured feed: the events after each checkpoint.
 func TestProjectionsLagFromEventStoreDB(t *testing.T) {
-	store, feed := esdbFeed(t)
+	store, feed := esdbFeed(t, lagEvents)
 	pool := pgtest.NewPool(t)
 	setCheckpoint := func(name string, p eventstore.Position) {
 		_, err := pool.Exec(context.Background(),
