@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -94,7 +92,13 @@ func noStore(next http.Handler) http.Handler {
 	})
 }
 
-func (s *server) queryStore(w http.ResponseWriter) (QueryStore, bool) {
+// queryStore answers the first bad parameter of q, or 503 when no store is
+// configured; else it returns the store.
+func (s *server) queryStore(w http.ResponseWriter, r *http.Request, q *params) (QueryStore, bool) {
+	if q.err != nil {
+		s.queryError(w, r, q.err)
+		return nil, false
+	}
 	if s.cfg.Query == nil {
 		fail(w, errQueryNotConfigured)
 		return nil, false
@@ -104,28 +108,15 @@ func (s *server) queryStore(w http.ResponseWriter) (QueryStore, bool) {
 
 // GET /v1/balances?currency=&account=&as_of=
 func (s *server) queryBalances(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format, err := parseFormat(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	var f views.BalanceFilter
-	f.AccountPrefix = q.Get("account")
-	if f.Currency, err = parseCurrency(q, "currency"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if f.AsOf, err = parseTime(q, "as_of"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	store, ok := s.queryStore(w)
+	q := newParams(r)
+	format := q.format()
+	f := views.BalanceFilter{AccountPrefix: q.get("account"), Currency: q.currency("currency"), AsOf: q.time("as_of")}
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}
 	out := newRowWriter(w, format, "balances", []string{"account", "currency", "balance", "balance_decimal"})
-	err = store.Balances(r.Context(), f, func(b views.Balance) error {
+	err := store.Balances(r.Context(), f, func(b views.Balance) error {
 		dec := money.FormatMinor(b.Balance, money.Currency(b.Currency))
 		return out.row(balanceJSON{Account: b.Account, Currency: b.Currency, Balance: b.Balance, BalanceDecimal: dec},
 			[]string{b.Account, b.Currency, strconv.FormatInt(b.Balance, 10), dec})
@@ -142,39 +133,17 @@ type balanceJSON struct {
 
 // GET /v1/ledger/entries?account=&currency=&from=&to=&cursor=&limit=
 func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format, err := parseFormat(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
+	q := newParams(r)
+	format := q.format()
+	f := views.EntryFilter{
+		AccountPrefix: q.get("account"), Currency: q.currency("currency"),
+		From: q.time("from"), To: q.time("to"), AfterID: q.cursor(),
 	}
-	f := views.EntryFilter{AccountPrefix: q.Get("account")}
-	if f.Currency, err = parseCurrency(q, "currency"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if f.From, err = parseTime(q, "from"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if f.To, err = parseTime(q, "to"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
+	limit := q.limit()
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
-		s.queryError(w, r, fmt.Errorf("%w: to: must not be before from", errBadParameter))
-		return
+		q.fail("to: must not be before from")
 	}
-	if f.AfterID, err = decodeCursor(q.Get("cursor")); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	limit, err := parseLimit(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	store, ok := s.queryStore(w)
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}
@@ -184,10 +153,11 @@ func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
 	// client can find it.
 	f.Limit = limit + 1
 	page := make([]views.Entry, 0, min(f.Limit, 128))
-	if err := store.Entries(r.Context(), f, func(e views.Entry) error {
+	err := store.Entries(r.Context(), f, func(e views.Entry) error {
 		page = append(page, e)
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		s.queryError(w, r, err)
 		return
 	}
@@ -245,32 +215,17 @@ type positionJSON struct {
 
 // GET /v1/reconciliation?status=open|resolved&kind=
 func (s *server) queryReconciliation(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format, err := parseFormat(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	f := views.ReconciliationFilter{Status: q.Get("status"), Kind: q.Get("kind")}
-	switch f.Status {
-	case "", "open", "resolved":
-	default:
-		s.queryError(w, r, fmt.Errorf("%w: status: must be open or resolved, got %q", errBadParameter, f.Status))
-		return
-	}
-	if f.Kind != "" && !slices.Contains(payment.ReconKinds(), f.Kind) {
-		s.queryError(w, r, fmt.Errorf("%w: kind: must be one of %s, got %q",
-			errBadParameter, strings.Join(payment.ReconKinds(), ", "), f.Kind))
-		return
-	}
-	store, ok := s.queryStore(w)
+	q := newParams(r)
+	format := q.format()
+	f := views.ReconciliationFilter{Status: q.oneOf("status", "open", "resolved"), Kind: q.oneOf("kind", payment.ReconKinds()...)}
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}
 	out := newRowWriter(w, format, "items", []string{
 		"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at",
 	})
-	err = store.Reconciliation(r.Context(), f, func(it views.ReconciliationItem) error {
+	err := store.Reconciliation(r.Context(), f, func(it views.ReconciliationItem) error {
 		return out.row(reconJSON{
 			StreamID: it.StreamID, Provider: it.Provider, PaymentID: it.PaymentID, Kind: it.Kind, Key: it.Key,
 			Status: it.Status, Details: it.Details, OpenedAt: timePtr(it.OpenedAt), ResolvedAt: timePtr(it.ResolvedAt),
@@ -296,9 +251,10 @@ type reconJSON struct {
 
 // GET /v1/projections
 func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
-	format, err := parseFormat(r.URL.Query())
-	if err != nil {
-		s.queryError(w, r, err)
+	q := newParams(r)
+	format := q.format()
+	if q.err != nil {
+		s.queryError(w, r, q.err)
 		return
 	}
 	if s.cfg.Projections == nil {
@@ -315,10 +271,10 @@ func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
 	out := newRowWriter(w, format, "projections", []string{
 		"name", "position", "position_commit", "lag", "status", "error", "updated_at",
 	})
-	for _, p := range st.Projections {
-		if err = out.row(p, []string{
-			p.Name, strconv.FormatUint(p.Position.Prepare, 10), strconv.FormatUint(p.Position.Commit, 10),
-			strconv.FormatInt(p.Lag, 10), p.Status, p.LastError, formatTime(p.UpdatedAt),
+	for _, ps := range st.Projections {
+		if err = out.row(ps, []string{
+			ps.Name, strconv.FormatUint(ps.Position.Prepare, 10), strconv.FormatUint(ps.Position.Commit, 10),
+			strconv.FormatInt(ps.Lag, 10), ps.Status, ps.LastError, formatTime(ps.UpdatedAt),
 		}); err != nil {
 			break
 		}
@@ -334,12 +290,9 @@ func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
 // with the same payment.Summary the projection uses, so that the answer is
 // consistent with the events it lists.
 func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
-	format, err := parseFormat(r.URL.Query())
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	store, ok := s.queryStore(w)
+	q := newParams(r)
+	format := q.format()
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}

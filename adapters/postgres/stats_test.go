@@ -2,43 +2,15 @@ package postgres_test
 
 import (
 	"errors"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/postgres"
 )
-
-// gather scrapes reg and returns every sample as "name{k=v,...}" -> value.
-func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			sort.Strings(labels)
-			key := mf.GetName()
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.GetGauge() != nil:
-				out[key] = m.GetGauge().GetValue()
-			case m.GetCounter() != nil:
-				out[key] = m.GetCounter().GetValue()
-			}
-		}
-	}
-	return out
-}
 
 func TestRebuildProgressGauges(t *testing.T) {
 	// Without a registry the gauges work and are simply not exported.
@@ -51,11 +23,13 @@ func TestRebuildProgressGauges(t *testing.T) {
 	require.NoError(t, err)
 	p.Total.WithLabelValues("ledger").Set(100)
 	p.Done.WithLabelValues("ledger").Add(40)
-	got := gather(t, reg)
-	require.Equal(t, 100.0, got["onceledger_rebuild_events_total{projection=ledger}"])
-	require.Equal(t, 40.0, got["onceledger_rebuild_events_done{projection=ledger}"])
+	n, err := testutil.GatherAndCount(reg, "onceledger_rebuild_events_total", "onceledger_rebuild_events_done")
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 100.0, testutil.ToFloat64(p.Total.WithLabelValues("ledger")))
+	assert.Equal(t, 40.0, testutil.ToFloat64(p.Done.WithLabelValues("ledger")))
 
 	_, err = postgres.NewRebuildProgress(reg)
 	var already prometheus.AlreadyRegisteredError
-	require.True(t, errors.As(err, &already), "second registration: %v", err)
+	assert.True(t, errors.As(err, &already), "second registration: %v", err)
 }
