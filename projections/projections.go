@@ -3,8 +3,10 @@
 // reconciliation items): the projector runtime (checkpointed batches, one
 // active projector per projection across processes, poison events stop a
 // projection instead of being skipped), the projections themselves, the
-// zero-downtime rebuild and the invariant checks behind `onceledger verify`
-// and `onceledger status`.
+// zero-downtime rebuild, the invariant checks behind `onceledger verify`,
+// Status (the one computation of positions and lag, for the CLI, the API and
+// the metrics) and FoldPayment (the payments projection's fold, for readers
+// ahead of the read model). The shapes readers see are in package views.
 //
 // The package holds no SQL: it decodes events, asks the domain what they
 // mean, and hands rows to the small ports declared here, which the read-model

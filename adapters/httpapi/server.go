@@ -2,7 +2,10 @@
 // POST /webhooks/{provider}, the bearer-protected /v1 query API, health,
 // readiness and Prometheus metrics. It verifies and normalizes through the
 // provider adapters and records through the ingest service; it owns no
-// business rule.
+// business rule. It reads through ports it declares in the types of
+// projections/views (QueryStore, ProjectionsReader, StatusSource) and
+// imports no storage adapter; /readyz and /metrics answer from a Monitor's
+// background readings.
 package httpapi
 
 import (
