@@ -99,22 +99,25 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 }
 
 // Run reads readiness and the status now, then on their intervals, until
-// ctx ends.
+// ctx ends. The two readings run apart, so that a slow status reading
+// never delays noticing that a dependency is down.
 func (m *Monitor) Run(ctx context.Context) {
-	m.RefreshReady(ctx)
-	m.RefreshStatus(ctx)
-	ready := time.NewTicker(m.cfg.ReadyInterval)
-	defer ready.Stop()
-	status := time.NewTicker(m.cfg.StatusInterval)
-	defer status.Stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { every(ctx, m.cfg.StatusInterval, m.RefreshStatus) })
+	every(ctx, m.cfg.ReadyInterval, m.RefreshReady)
+	wg.Wait()
+}
+
+// every calls f now and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
 	for {
+		f(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-ready.C:
-			m.RefreshReady(ctx)
-		case <-status.C:
-			m.RefreshStatus(ctx)
+		case <-t.C:
 		}
 	}
 }
