@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/esdb"
 	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
@@ -93,9 +94,7 @@ func newESDBFixture(t *testing.T) *esdbFixture {
 	t.Helper()
 	fake := esdbfake.Start(t)
 	store, err := esdb.Dial(fake.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	pool := pgtest.NewPool(t)
 	db := readmodel.New(pool)
@@ -111,16 +110,13 @@ func (f *esdbFixture) appendEvents(ctx context.Context, stream string, evs ...pa
 	data := make([]eventstore.EventData, len(evs))
 	for i, e := range evs {
 		typ, body, err := payment.Encode(e)
-		if err != nil {
-			f.t.Fatalf("encode: %v", err)
-		}
+		require.NoError(f.t, err, "encode")
 		data[i] = eventstore.EventData{ID: uuid.New(), Type: typ, Data: body}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, err := f.store.Append(ctx, stream, eventstore.ExpectFor(f.count[stream]), data); err != nil {
-		f.t.Fatalf("append to %s: %v", stream, err)
-	}
+	_, err := f.store.Append(ctx, stream, eventstore.ExpectFor(f.count[stream]), data)
+	require.NoError(f.t, err, "append to %s", stream)
 	f.count[stream] += len(data)
 }
 
@@ -135,30 +131,21 @@ func (f *esdbFixture) apply(ctx context.Context, ops []appendOp) {
 func (f *esdbFixture) head(ctx context.Context) eventstore.Position {
 	f.t.Helper()
 	h, err := f.store.Head(ctx)
-	if err != nil {
-		f.t.Fatalf("head: %v", err)
-	}
+	require.NoError(f.t, err, "head")
 	return h
 }
 
 // waitAt waits until every projection's checkpoint is at pos (bounded).
 func (f *esdbFixture) waitAt(ctx context.Context, pos eventstore.Position) {
 	f.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	require.Eventually(f.t, func() bool {
 		cps, err := f.db.Checkpoints(ctx)
 		done := err == nil && len(cps) == len(f.svc.Names())
 		for _, cp := range cps {
 			done = done && cp.Position == pos
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("projections did not reach %s: %+v (%v)", pos, cps, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return done
+	}, 60*time.Second, 20*time.Millisecond, "projections did not reach %s", pos)
 }
 
 // recordDeliveries sends provider deliveries through the two-phase journal
@@ -170,9 +157,7 @@ func (f *esdbFixture) recordDeliveries(ctx context.Context, evs ...delivery.Even
 	out := make([]ingest.Outcome, len(evs))
 	for i, ev := range evs {
 		res, err := svc.Ingest(ctx, ev)
-		if err != nil {
-			f.t.Fatalf("record %s: %v", ev.DedupKey, err)
-		}
+		require.NoError(f.t, err, "record %s", ev.DedupKey)
 		out[i] = res.Outcome
 	}
 	return out
@@ -188,83 +173,13 @@ func standardDelivery(msgID, typ, paymentKey string, at time.Time, fact delivery
 	}
 }
 
-// checkPayments compares the payments table with the model (every stream
-// the model knows, and no other) and each row's version with the model's
-// event count.
-func (f *esdbFixture) checkPayments(ctx context.Context, m *model) {
-	f.t.Helper()
-	rows, err := f.pool.Query(ctx, `SELECT stream_id, provider, payment_id, captured_amount, fee_amount,
-		refunded_amount, dispute_open_amount, dispute_lost_amount, version FROM payments`)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	got := map[string]paymentModel{}
-	versions := map[string]int64{}
-	for rows.Next() {
-		var s string
-		var p paymentModel
-		var v int64
-		if err := rows.Scan(&s, &p.provider, &p.id, &p.captured, &p.fees, &p.refunded, &p.disputeOpen, &p.disputeLost, &v); err != nil {
-			f.t.Fatal(err)
-		}
-		got[s], versions[s] = p, v
-	}
-	if err := rows.Err(); err != nil {
-		f.t.Fatal(err)
-	}
-	if len(got) != len(m.payments) {
-		f.t.Errorf("payments rows: got %d, want %d", len(got), len(m.payments))
-	}
-	for s, want := range m.payments {
-		w := want
-		w.events = 0
-		if got[s] != w {
-			f.t.Errorf("payment %s: got %+v, want %+v", s, got[s], w)
-		}
-		if versions[s] != int64(want.events-1) {
-			f.t.Errorf("payment %s: version %d, want %d", s, versions[s], want.events-1)
-		}
-	}
-}
-
-// checkReconciliation compares reconciliation_items with the model.
-func (f *esdbFixture) checkReconciliation(ctx context.Context, m *model) {
-	f.t.Helper()
-	rows, err := f.pool.Query(ctx, `SELECT stream_id || '/' || kind || '/' || item_key, status = 'open' FROM reconciliation_items`)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	items := map[string]bool{}
-	for rows.Next() {
-		var k string
-		var open bool
-		if err := rows.Scan(&k, &open); err != nil {
-			f.t.Fatal(err)
-		}
-		items[k] = open
-	}
-	if err := rows.Err(); err != nil {
-		f.t.Fatal(err)
-	}
-	if len(items) != len(m.open) {
-		f.t.Errorf("reconciliation items: got %d %v, want %d", len(items), items, len(m.open))
-	}
-	for k, open := range m.open {
-		if o, ok := items[k]; !ok || o != open {
-			f.t.Errorf("item %s: got open=%v (present %v), want open=%v", k, o, ok, open)
-		}
-	}
-}
-
 // entryCounts is a fingerprint of what the ledger projection applied.
 func (f *esdbFixture) entryCounts(ctx context.Context) [3]int64 {
 	f.t.Helper()
 	var c [3]int64
-	if err := f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger_entries),
+	require.NoError(f.t, f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger_entries),
 		(SELECT coalesce(sum(entry_count), 0)::bigint FROM account_balances),
-		(SELECT count(*) FROM payments)`).Scan(&c[0], &c[1], &c[2]); err != nil {
-		f.t.Fatal(err)
-	}
+		(SELECT count(*) FROM payments)`).Scan(&c[0], &c[1], &c[2]))
 	return c
 }
 
@@ -286,22 +201,18 @@ func TestESDBProjectionsMatchIndependentModel(t *testing.T) {
 	payout := standardDelivery("msg_po", "payout.paid", "", at.Add(3*time.Minute), delivery.Fact{Kind: delivery.KindPayoutPaid, BusinessID: "po_w1", Amount: 2000, Currency: usd})
 	outcomes := f.recordDeliveries(ctx, refund, capture, refund, captureAgain, payout)
 	want := []ingest.Outcome{ingest.Accepted, ingest.Accepted, ingest.Duplicate, ingest.Accepted, ingest.Accepted}
-	if fmt.Sprint(outcomes) != fmt.Sprint(want) {
-		t.Fatalf("outcomes %v, want %v", outcomes, want)
-	}
+	require.Equal(t, want, outcomes)
 	// The model, from the chart of accounts: the capture posts with the
 	// refund that waited for it; the second report of the capture posts
 	// nothing; the payout leaves the provider balance for the bank.
-	const sw = "payment-standard-pw_1"
+	sw := delivery.PaymentStream("standard", "pw_1")
 	g.m.post("provider:standard:balance", usd, 1000-30-400-2000)
 	g.m.post("expenses:fees:standard", usd, 30)
 	g.m.post("revenue:sales", usd, -1000)
 	g.m.post("revenue:refunds", usd, 400)
 	g.m.post("bank:payouts", usd, 2000)
 	hist, err := f.store.ReadStream(ctx, sw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	g.m.payments[sw] = paymentModel{provider: "standard", id: "pw_1", captured: 1000, fees: 30, refunded: 400, events: len(hist)}
 	g.m.open[sw+"/"+payment.ReconRefundBeforePayment+"/re_w1"] = false
 
@@ -311,9 +222,7 @@ func TestESDBProjectionsMatchIndependentModel(t *testing.T) {
 	f.apply(ctx, g.payments(40))
 	head := f.head(ctx)
 	f.waitAt(ctx, head)
-	if err := stop(); err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	require.NoError(t, stop(), "run")
 
 	g.m.checkBalances(t, f.balances(ctx))
 	f.checkPayments(ctx, g.m)
@@ -322,27 +231,20 @@ func TestESDBProjectionsMatchIndependentModel(t *testing.T) {
 	// The checkpoints hold EventStoreDB's $all positions in the bigint
 	// columns, exactly.
 	var c, p int64
-	if err := f.pool.QueryRow(ctx, `SELECT min(position_commit), min(position_prepare) FROM projection_checkpoints`).Scan(&c, &p); err != nil {
-		t.Fatal(err)
-	}
-	if c <= 0 || uint64(c) != head.Commit || uint64(p) != head.Prepare {
-		t.Errorf("stored checkpoint %d/%d, head %s", c, p, head)
-	}
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT min(position_commit), min(position_prepare) FROM projection_checkpoints`).Scan(&c, &p))
+	assert.Positive(t, c)
+	assert.Equal(t, head, eventstore.Position{Commit: uint64(c), Prepare: uint64(p)}, "stored checkpoint")
 
-	if vs, err := f.svc.Verify(ctx); err != nil || len(vs) != 0 {
-		t.Errorf("verify: %v %v", vs, err)
-	}
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs, "verify")
 	st, err := f.svc.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Head != head || len(st.Projections) != 3 {
-		t.Fatalf("status: %+v, head %s", st, head)
-	}
+	require.NoError(t, err)
+	require.Equal(t, head, st.Head)
+	require.Len(t, st.Projections, 3)
 	for _, ps := range st.Projections {
-		if ps.Lag != 0 || ps.Position != head {
-			t.Errorf("status: %+v", ps)
-		}
+		assert.Zero(t, ps.Lag, ps.Name)
+		assert.Equal(t, head, ps.Position, ps.Name)
 	}
 
 	// A restarted projector continues at its checkpoint: it reads nothing
@@ -351,29 +253,16 @@ func TestESDBProjectionsMatchIndependentModel(t *testing.T) {
 	f.spy.reset()
 	stop = f.run(ctx)
 	defer func() { _ = stop() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		calls, _ := f.spy.snapshot()
-		if len(calls) >= 3*len(f.svc.Names()) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restarted projectors read %d times", len(calls))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(calls) >= 3*len(f.svc.Names())
+	}, 30*time.Second, 20*time.Millisecond, "restarted projectors did not read")
 	calls, read := f.spy.snapshot()
-	if read != 0 {
-		t.Errorf("restarted projectors read %d events with nothing new", read)
-	}
+	assert.Zero(t, read, "restarted projectors read events with nothing new")
 	for _, after := range calls {
-		if after != head {
-			t.Errorf("restarted projector read after %s, checkpoint %s", after, head)
-		}
+		assert.Equal(t, head, after, "a restarted projector reads after its checkpoint")
 	}
-	if got := f.entryCounts(ctx); got != before {
-		t.Errorf("entries/balance entries/payments after restart: %v, before %v", got, before)
-	}
+	assert.Equal(t, before, f.entryCounts(ctx), "entries/balance entries/payments after restart")
 
 	more := g.payments(25)
 	f.apply(ctx, more)
@@ -384,41 +273,33 @@ func TestESDBProjectionsMatchIndependentModel(t *testing.T) {
 	head2 := f.head(ctx)
 	f.waitAt(ctx, head2)
 	calls, read = f.spy.snapshot()
-	if read < newEvents*3 {
-		t.Errorf("projectors read %d events, want at least %d (3 projections × %d new)", read, 3*newEvents, newEvents)
-	}
+	assert.GreaterOrEqual(t, read, newEvents*3, "3 projections × the new events")
 	for _, after := range calls {
-		if after.Less(head) {
-			t.Errorf("restarted projector went back to %s (checkpoint was %s)", after, head)
-		}
+		assert.False(t, after.Less(head), "restarted projector went back to %s (checkpoint was %s)", after, head)
 	}
 	g.m.checkBalances(t, f.balances(ctx))
 	f.checkPayments(ctx, g.m)
-	if got := f.entryCounts(ctx); got[0] <= before[0] || got[0] != got[1] {
-		t.Errorf("entries after new events: %v, before %v", got, before)
-	}
+	got := f.entryCounts(ctx)
+	assert.Greater(t, got[0], before[0], "entries after new events")
+	assert.Equal(t, got[0], got[1], "entries and balance entries")
 
 	// A rebuild over EventStoreDB (with the projectors live) finds nothing
 	// to correct.
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 50})
-	if err != nil {
-		t.Fatalf("rebuild: %v", err)
-	}
-	if len(rep.Differences) != 0 || !rep.Swapped || rep.Events != int64(f.fake.EventCount()) || rep.Position != head2 {
-		t.Errorf("rebuild report: %+v (want no differences, swapped, %d events, at %s)", rep, f.fake.EventCount(), head2)
-	}
+	require.NoError(t, err, "rebuild")
+	assert.Empty(t, rep.Differences, "rebuild report")
+	assert.True(t, rep.Swapped)
+	assert.Equal(t, int64(f.fake.EventCount()), rep.Events)
+	assert.Equal(t, head2, rep.Position)
 	for _, tc := range rep.Tables {
-		if tc.LiveRows != tc.RebuiltRows || tc.DifferingRows != 0 {
-			t.Errorf("table %+v", tc)
-		}
+		assert.Equal(t, tc.LiveRows, tc.RebuiltRows, "table %s", tc.Table)
+		assert.Zero(t, tc.DifferingRows, "table %s", tc.Table)
 	}
 	g.m.checkBalances(t, f.balances(ctx))
-	if vs, err := f.svc.Verify(ctx); err != nil || len(vs) != 0 {
-		t.Errorf("verify after rebuild: %v %v", vs, err)
-	}
-	if err := stop(); err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	vs, err = f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs, "verify after rebuild")
+	require.NoError(t, stop(), "run")
 }
 
 // EventStoreDB keeps log positions as signed 64-bit numbers, so a real node
@@ -436,30 +317,25 @@ func TestESDBPositionBeyondBigint(t *testing.T) {
 	g := newGenerator(11)
 	f.apply(ctx, g.payments(6))
 	good := f.head(ctx)
-	if good.Commit > math.MaxInt64 || good.Prepare > math.MaxInt64 {
-		t.Fatalf("the fake's ordinary positions must fit bigint: %s", good)
-	}
+	require.LessOrEqual(t, good.Commit, uint64(math.MaxInt64), "the fake's ordinary positions must fit bigint")
+	require.LessOrEqual(t, good.Prepare, uint64(math.MaxInt64), "the fake's ordinary positions must fit bigint")
 	balancesBefore := newModel()
 	for k, v := range g.m.balances {
 		balancesBefore.balances[k] = v
 	}
 
-	if err := f.fake.SetNextPosition(math.MaxInt64 + 1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.fake.SetNextPosition(math.MaxInt64+1))
 	const big = "payment-stripe-pay_huge"
 	f.appendEvents(ctx, big, payment.Captured{
 		Meta:      payment.Meta{Provider: "stripe", PaymentKey: "pay_huge", DedupKey: "huge", OccurredAt: time.Now().UTC()},
 		CaptureID: "cap_huge", Amount: 100, Currency: "USD",
 	})
 	huge := f.head(ctx)
-	if huge.Commit != math.MaxInt64+1 {
-		t.Fatalf("the adapter changed the position: head %s", huge)
-	}
+	require.Equal(t, uint64(math.MaxInt64+1), huge.Commit, "the adapter changed the position")
 	evs, err := f.store.ReadAll(ctx, good, 10)
-	if err != nil || len(evs) != 1 || evs[0].Position != huge {
-		t.Fatalf("read after the last ordinary event: %+v %v", evs, err)
-	}
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "read after the last ordinary event")
+	require.Equal(t, huge, evs[0].Position)
 
 	logs := &lockedBuffer{}
 	f.svc = projections.NewService(f.spy, f.db, slog.New(slog.NewTextHandler(logs, nil)))
@@ -469,35 +345,28 @@ func TestESDBPositionBeyondBigint(t *testing.T) {
 	// Let the projectors try the event at 2^63 for a while.
 	time.Sleep(1500 * time.Millisecond)
 	cps, err := f.db.Checkpoints(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, cp := range cps {
-		if cp.Position != good {
-			t.Errorf("projection %s moved to %s past the last storable position %s", cp.Name, cp.Position, good)
-		}
+		assert.Equal(t, good, cp.Position, "projection %s moved past the last storable position", cp.Name)
 		// Known gap: the runtime tries to record the poison, but the store
 		// refuses its position as well, so the status stays "live" without
 		// an error while the projector retries; the log says why.
 		t.Logf("projection %s: status %s, error %q", cp.Name, cp.Status, cp.LastError)
 	}
-	if !strings.Contains(logs.String(), "does not fit bigint columns") {
-		t.Errorf("the projectors' log does not say why they stopped:\n%s", logs.String())
-	}
+	assert.Contains(t, logs.String(), "does not fit bigint columns", "the projectors' log says why they stopped")
 	balancesBefore.checkBalances(t, f.balances(ctx))
 	var n int
-	if err := f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger_entries WHERE stream_id = $1) +
-		(SELECT count(*) FROM payments WHERE stream_id = $1)`, big).Scan(&n); err != nil || n != 0 {
-		t.Errorf("rows of the unstorable event: %d (%v)", n, err)
-	}
-	if err := stop(); err != nil && !errors.Is(err, projections.ErrPoison) {
-		t.Errorf("run: %v", err)
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger_entries WHERE stream_id = $1) +
+		(SELECT count(*) FROM payments WHERE stream_id = $1)`, big).Scan(&n))
+	assert.Zero(t, n, "rows of the unstorable event")
+	if err := stop(); err != nil {
+		assert.ErrorIs(t, err, projections.ErrPoison, "run")
 	}
 
 	// A rebuild refuses too, and leaves the live tables alone.
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 50})
-	if err == nil || !strings.Contains(err.Error(), "bigint") || rep.Swapped {
-		t.Errorf("rebuild over a position beyond bigint: %+v, %v", rep, err)
-	}
+	require.Error(t, err, "rebuild over a position beyond bigint")
+	assert.Contains(t, err.Error(), "bigint")
+	assert.False(t, rep.Swapped)
 	balancesBefore.checkBalances(t, f.balances(ctx))
 }

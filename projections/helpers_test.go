@@ -11,12 +11,16 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections"
@@ -55,9 +59,7 @@ func (f *fixture) appendEvents(ctx context.Context, stream string, evs ...paymen
 	data := make([]eventstore.EventData, len(evs))
 	for i, e := range evs {
 		typ, body, err := payment.Encode(e)
-		if err != nil {
-			f.t.Fatalf("encode: %v", err)
-		}
+		require.NoError(f.t, err, "encode")
 		data[i] = eventstore.EventData{ID: uuid.New(), Type: typ, Data: body}
 	}
 	f.appendRaw(ctx, stream, data...)
@@ -67,9 +69,8 @@ func (f *fixture) appendRaw(ctx context.Context, stream string, data ...eventsto
 	f.t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, err := f.es.Append(ctx, stream, eventstore.ExpectFor(f.count[stream]), data); err != nil {
-		f.t.Fatalf("append to %s: %v", stream, err)
-	}
+	_, err := f.es.Append(ctx, stream, eventstore.ExpectFor(f.count[stream]), data)
+	require.NoError(f.t, err, "append to %s", stream)
 	f.count[stream] += len(data)
 }
 
@@ -92,27 +93,19 @@ func (f *fixture) run(ctx context.Context) (stop func() error) {
 func (f *fixture) feed(ctx context.Context) []eventstore.RecordedEvent {
 	f.t.Helper()
 	want := f.total()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var all []eventstore.RecordedEvent
-		var err error
+	var all []eventstore.RecordedEvent
+	require.Eventually(f.t, func() bool {
+		all = nil
 		for at := eventstore.Start; ; {
-			var evs []eventstore.RecordedEvent
-			evs, err = f.es.ReadAll(ctx, at, 10000)
+			evs, err := f.es.ReadAll(ctx, at, 10000)
 			if err != nil || len(evs) == 0 {
-				break
+				return err == nil && len(all) == want
 			}
 			all = append(all, evs...)
 			at = evs[len(evs)-1].Position
 		}
-		if err == nil && len(all) == want {
-			return all
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("feed has %d events, want %d (%v)", len(all), want, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, 60*time.Second, 20*time.Millisecond, "the feed never had the %d events appended", want)
+	return all
 }
 
 // waitCaughtUp waits until the named projections (all when none) have
@@ -127,8 +120,7 @@ func (f *fixture) waitCaughtUp(ctx context.Context, names ...string) {
 	if len(names) == 0 {
 		names = f.svc.Names()
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	require.Eventually(f.t, func() bool {
 		// Errors are tolerated: tests kill connections.
 		cps, err := f.db.Checkpoints(ctx)
 		done := err == nil
@@ -137,14 +129,8 @@ func (f *fixture) waitCaughtUp(ctx context.Context, names ...string) {
 				done = done && cp.Position == head
 			}
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("projections did not catch up with %s: %+v (%v)", head, cps, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return done
+	}, 60*time.Second, 20*time.Millisecond, "projections %v did not catch up with %s", names, head)
 }
 
 type acctCur struct{ account, currency string }
@@ -153,23 +139,61 @@ type acctCur struct{ account, currency string }
 func (f *fixture) balances(ctx context.Context) map[acctCur]int64 {
 	f.t.Helper()
 	rows, err := f.pool.Query(ctx, `SELECT account, currency, balance FROM account_balances`)
-	if err != nil {
-		f.t.Fatalf("balances: %v", err)
-	}
-	defer rows.Close()
+	require.NoError(f.t, err, "balances")
 	out := map[acctCur]int64{}
-	for rows.Next() {
-		var k acctCur
-		var b int64
-		if err := rows.Scan(&k.account, &k.currency, &b); err != nil {
-			f.t.Fatal(err)
-		}
+	var k acctCur
+	var b int64
+	_, err = pgx.ForEachRow(rows, []any{&k.account, &k.currency, &b}, func() error {
 		out[k] = b
-	}
-	if err := rows.Err(); err != nil {
-		f.t.Fatal(err)
-	}
+		return nil
+	})
+	require.NoError(f.t, err, "balances")
 	return out
+}
+
+// checkPayments compares the payments table with the model (every stream
+// the model knows, and no other) and each row's version with the model's
+// event count.
+func (f *fixture) checkPayments(ctx context.Context, m *model) {
+	f.t.Helper()
+	rows, err := f.pool.Query(ctx, `SELECT stream_id, provider, payment_id, captured_amount, fee_amount,
+		refunded_amount, dispute_open_amount, dispute_lost_amount, version FROM payments`)
+	require.NoError(f.t, err)
+	got := map[string]paymentModel{}
+	versions := map[string]int64{}
+	var stream string
+	var pm paymentModel
+	var v int64
+	_, err = pgx.ForEachRow(rows, []any{&stream, &pm.provider, &pm.id, &pm.captured, &pm.fees, &pm.refunded, &pm.disputeOpen, &pm.disputeLost, &v},
+		func() error {
+			got[stream], versions[stream] = pm, v
+			return nil
+		})
+	require.NoError(f.t, err)
+	assert.Len(f.t, got, len(m.payments), "payments rows")
+	for s, want := range m.payments {
+		w := want
+		w.events = 0
+		assert.Equal(f.t, w, got[s], "payment %s", s)
+		assert.Equal(f.t, int64(want.events-1), versions[s], "payment %s: version", s)
+	}
+}
+
+// checkReconciliation compares reconciliation_items with the model: every
+// item, open or resolved as the model says.
+func (f *fixture) checkReconciliation(ctx context.Context, m *model) {
+	f.t.Helper()
+	rows, err := f.pool.Query(ctx, `SELECT stream_id || '/' || kind || '/' || item_key, status = 'open' FROM reconciliation_items`)
+	require.NoError(f.t, err)
+	items := map[string]bool{}
+	var key string
+	var open bool
+	_, err = pgx.ForEachRow(rows, []any{&key, &open}, func() error {
+		items[key] = open
+		return nil
+	})
+	require.NoError(f.t, err)
+	assert.Equal(f.t, m.open, items, "reconciliation items: open or resolved")
 }
 
 // model is the test's own bookkeeping of what the generated events mean,
@@ -208,13 +232,9 @@ func (m *model) checkBalances(t *testing.T, got map[acctCur]int64) {
 		keys[k] = true
 	}
 	for k := range keys {
-		if got[k] != m.balances[k] {
-			t.Errorf("balance %s %s: got %d, want %d", k.account, k.currency, got[k], m.balances[k])
-		}
+		assert.Equal(t, m.balances[k], got[k], "balance %s %s", k.account, k.currency)
 	}
-	if len(got) == 0 {
-		t.Errorf("no balances at all")
-	}
+	assert.NotEmpty(t, got, "no balances at all")
 }
 
 // generator produces a mixed feed: payments of two providers in two
@@ -245,7 +265,7 @@ func (g *generator) payments(n int) []appendOp {
 		prov := []string{"stripe", "adyen"}[i%2]
 		cur := money.Currency([]string{"USD", "EUR"}[(i/2)%2])
 		id := fmt.Sprintf("pay_%d", i)
-		stream := "payment-" + prov + "-" + id
+		stream := delivery.PaymentStream(prov, id)
 		at := time.Date(2026, 11, 1+i%28, 10, 0, 0, 0, time.UTC)
 		meta := func(k string) payment.Meta {
 			return payment.Meta{Provider: prov, PaymentKey: id, DedupKey: id + "-" + k, OccurredAt: at}
@@ -310,7 +330,7 @@ func (g *generator) payments(n int) []appendOp {
 		if i%25 == 24 {
 			p := int64(500 + g.rng.IntN(1000))
 			pid := fmt.Sprintf("po_%d", i)
-			perStream = append(perStream, []appendOp{{stream: "payout-" + prov + "-" + pid, events: []payment.Event{
+			perStream = append(perStream, []appendOp{{stream: delivery.PayoutStream(prov, pid), events: []payment.Event{
 				payment.PayoutPaid{Meta: payment.Meta{Provider: prov, PaymentKey: pid, DedupKey: pid, OccurredAt: at}, PayoutID: pid, Amount: p, Currency: cur},
 			}}})
 			g.m.post("bank:payouts", cur, p)

@@ -3,8 +3,10 @@
 // reconciliation items): the projector runtime (checkpointed batches, one
 // active projector per projection across processes, poison events stop a
 // projection instead of being skipped), the projections themselves, the
-// zero-downtime rebuild and the invariant checks behind `onceledger verify`
-// and `onceledger status`.
+// zero-downtime rebuild, the invariant checks behind `onceledger verify`,
+// Status (the one computation of positions and lag, for the CLI, the API and
+// the metrics) and FoldPayment (the payments projection's fold, for readers
+// ahead of the read model). The shapes readers see are in package views.
 //
 // The package holds no SQL: it decodes events, asks the domain what they
 // mean, and hands rows to the small ports declared here, which the read-model
@@ -22,6 +24,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // Names of the projections, as stored in projection_checkpoints and accepted
@@ -90,17 +93,9 @@ type LedgerEntry struct {
 	Position     eventstore.Position
 }
 
-// PaymentRow is one payments row: the payment.Summary of a stream after the
-// event of version Version.
-type PaymentRow struct {
-	Provider  string
-	PaymentID string
-	StreamID  string
-	Summary   payment.Summary
-	Status    string
-	Version   uint64
-	UpdatedAt time.Time
-}
+// PaymentRow is one payments row; its shape is the read side's
+// (views.Payment), so that what the projection writes is what the API reads.
+type PaymentRow = views.Payment
 
 // ReconciliationChange opens (Open) or resolves one reconciliation item.
 type ReconciliationChange struct {

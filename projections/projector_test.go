@@ -3,7 +3,6 @@ package projections_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,11 +10,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 func TestProjectionsMatchIndependentModel(t *testing.T) {
@@ -29,68 +31,12 @@ func TestProjectionsMatchIndependentModel(t *testing.T) {
 	// Events appended while the projectors run are picked up too.
 	f.apply(ctx, g.payments(60))
 	f.waitCaughtUp(ctx)
-	if err := stop(); err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	require.NoError(t, stop(), "run")
 
 	g.m.checkBalances(t, f.balances(ctx))
 
-	// Every payment stream has its row, folded to its last version.
-	rows, err := f.pool.Query(ctx, `SELECT stream_id, provider, payment_id, captured_amount, fee_amount,
-		refunded_amount, dispute_open_amount, dispute_lost_amount, version FROM payments`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]paymentModel{}
-	versions := map[string]int64{}
-	for rows.Next() {
-		var s string
-		var p paymentModel
-		var v int64
-		if err := rows.Scan(&s, &p.provider, &p.id, &p.captured, &p.fees, &p.refunded, &p.disputeOpen, &p.disputeLost, &v); err != nil {
-			t.Fatal(err)
-		}
-		got[s], versions[s] = p, v
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(g.m.payments) {
-		t.Errorf("payments rows: got %d, want %d", len(got), len(g.m.payments))
-	}
-	for s, want := range g.m.payments {
-		w := want
-		w.events = 0
-		if got[s] != w {
-			t.Errorf("payment %s: got %+v, want %+v", s, got[s], w)
-		}
-		if versions[s] != int64(want.events-1) {
-			t.Errorf("payment %s: version %d, want %d", s, versions[s], want.events-1)
-		}
-	}
-
-	// Reconciliation items: open or resolved as the model says.
-	rows, err = f.pool.Query(ctx, `SELECT stream_id || '/' || kind || '/' || item_key, status = 'open' FROM reconciliation_items`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := map[string]bool{}
-	for rows.Next() {
-		var k string
-		var open bool
-		if err := rows.Scan(&k, &open); err != nil {
-			t.Fatal(err)
-		}
-		items[k] = open
-	}
-	if len(items) != len(g.m.open) {
-		t.Errorf("reconciliation items: got %d, want %d", len(items), len(g.m.open))
-	}
-	for k, open := range g.m.open {
-		if o, ok := items[k]; !ok || o != open {
-			t.Errorf("item %s: got open=%v (present %v), want open=%v", k, o, ok, open)
-		}
-	}
+	f.checkPayments(ctx, g.m)
+	f.checkReconciliation(ctx, g.m)
 
 	// The accountants' views agree with the model.
 	var captured, refunded, openItems int64
@@ -104,41 +50,34 @@ func TestProjectionsMatchIndependentModel(t *testing.T) {
 		}
 	}
 	var vCaptured, vRefunded, vOpen, vProviderBal, mProviderBal int64
-	if err := f.pool.QueryRow(ctx, `SELECT (SELECT sum(captured_amount) FROM v_daily_totals), (SELECT sum(refunded_amount) FROM v_daily_totals),
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT (SELECT sum(captured_amount) FROM v_daily_totals), (SELECT sum(refunded_amount) FROM v_daily_totals),
 		(SELECT count(*) FROM v_open_reconciliation), (SELECT sum(balance) FROM v_balances_by_provider WHERE provider = 'stripe' AND currency = 'USD')`).
-		Scan(&vCaptured, &vRefunded, &vOpen, &vProviderBal); err != nil {
-		t.Fatal(err)
-	}
+		Scan(&vCaptured, &vRefunded, &vOpen, &vProviderBal))
 	mProviderBal = g.m.balances[acctCur{"provider:stripe:balance", "USD"}]
-	if vCaptured != captured || vRefunded != refunded || vOpen != openItems || vProviderBal != mProviderBal {
-		t.Errorf("views: captured %d/%d, refunded %d/%d, open items %d/%d, stripe USD balance %d/%d (got/want)",
-			vCaptured, captured, vRefunded, refunded, vOpen, openItems, vProviderBal, mProviderBal)
-	}
+	assert.Equal(t, []int64{captured, refunded, openItems, mProviderBal}, []int64{vCaptured, vRefunded, vOpen, vProviderBal},
+		"views: captured, refunded, open items, stripe USD balance")
 
 	// Payout streams only reach the ledger.
 	var payoutRows int
-	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE stream_id LIKE 'payout-%'`).Scan(&payoutRows); err != nil || payoutRows != 0 {
-		t.Errorf("payout streams in payments: %d (%v)", payoutRows, err)
-	}
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE stream_id LIKE 'payout-%'`).Scan(&payoutRows))
+	assert.Zero(t, payoutRows, "payout streams in payments")
 
 	vs, err := f.svc.Verify(ctx)
-	if err != nil || len(vs) != 0 {
-		t.Errorf("verify: %v %v", vs, err)
-	}
-	st := f.statusWhen(ctx, func(st projections.StatusReport) bool {
+	require.NoError(t, err)
+	assert.Empty(t, vs, "verify")
+	st := f.statusWhen(ctx, func(st views.Status) bool {
 		atHead := len(st.Projections) == 3
 		for _, p := range st.Projections {
 			atHead = atHead && p.Position == st.Head
 		}
 		return atHead
 	})
-	if len(st.Projections) != 3 {
-		t.Fatalf("status: %+v", st)
-	}
+	require.Len(t, st.Projections, 3)
 	for _, p := range st.Projections {
-		if p.Lag != 0 || p.Position != st.Head || p.Status != projections.StatusStopped || p.Active {
-			t.Errorf("status after stop: %+v (head %s)", p, st.Head)
-		}
+		assert.Zero(t, p.Lag, p.Name)
+		assert.Equal(t, st.Head, p.Position, p.Name)
+		assert.Equal(t, projections.StatusStopped, p.Status, p.Name)
+		assert.False(t, p.Active, p.Name)
 	}
 }
 
@@ -160,9 +99,7 @@ func TestCrashBetweenBatchesGivesTheSameResult(t *testing.T) {
 			return err == nil && cp.Position.Prepare > uint64(200*(round+1))
 		})
 		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("run: %v", err)
-		}
+		require.NoError(t, <-done, "run")
 	}
 
 	// Crash 2: kill every connection of the database (the lock's, the
@@ -176,22 +113,17 @@ func TestCrashBetweenBatchesGivesTheSameResult(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, p := range pjs {
 		wg.Go(func() {
-			if err := p.Run(rctx); err != nil {
-				t.Errorf("run %s: %v", p.Name(), err)
-			}
+			assert.NoError(t, p.Run(rctx), "run %s", p.Name())
 		})
 	}
 	killer, err := pgx.Connect(ctx, serverURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer killer.Close(context.WithoutCancel(ctx))
 	for range 5 {
 		time.Sleep(150 * time.Millisecond)
-		if _, err := killer.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = $1 AND pid <> pg_backend_pid()`, f.pool.Config().ConnConfig.Database); err != nil {
-			t.Fatalf("terminate: %v", err)
-		}
+		_, err := killer.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = $1 AND pid <> pg_backend_pid()`, f.pool.Config().ConnConfig.Database)
+		require.NoError(t, err, "terminate")
 	}
 	f.waitCaughtUp(ctx)
 	cancel()
@@ -199,20 +131,12 @@ func TestCrashBetweenBatchesGivesTheSameResult(t *testing.T) {
 
 	g.m.checkBalances(t, f.balances(ctx))
 	var entries, want int64
-	if err := f.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT (event_id, posting_index)) FROM ledger_entries`).Scan(&entries, &want); err != nil {
-		t.Fatal(err)
-	}
-	if entries != want {
-		t.Errorf("duplicate entries: %d rows, %d distinct", entries, want)
-	}
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT (event_id, posting_index)) FROM ledger_entries`).Scan(&entries, &want))
+	assert.Equal(t, want, entries, "duplicate entries")
 	// The same as a replay from scratch.
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Differences) != 0 {
-		t.Errorf("differences after crashes: %v", rep.Differences)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences, "differences after crashes")
 }
 
 func TestOneActiveProjectorAndTakeOver(t *testing.T) {
@@ -244,34 +168,24 @@ func TestOneActiveProjectorAndTakeOver(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	f.waitCaughtUp(ctx, projections.NameLedger)
-	if n := b.batches.Load(); n != 0 {
-		t.Fatalf("standby projector applied %d batches while the active one ran", n)
-	}
+	require.Zero(t, b.batches.Load(), "standby projector applied batches while the active one ran")
 	held, err := f.db.LockHeld(ctx, projections.LockActive, projections.NameLedger)
-	if err != nil || !held {
-		t.Fatalf("active lock not held: %v %v", held, err)
-	}
+	require.NoError(t, err)
+	require.True(t, held, "active lock not held")
 
 	// A stops: B takes over within about a second and projects new events.
 	stopA()
-	if err := <-doneA; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, <-doneA)
 	aDone := a.batches.Load()
 	f.apply(ctx, g.payments(20))
 	waitFor(t, func() bool { return b.batches.Load() > 0 })
 	f.waitCaughtUp(ctx, projections.NameLedger)
-	if a.batches.Load() != aDone {
-		t.Errorf("stopped projector kept applying")
-	}
+	assert.Equal(t, aDone, a.batches.Load(), "stopped projector kept applying")
 	cp, err := f.db.Checkpoint(ctx, projections.NameLedger)
-	if err != nil || cp.Status != projections.StatusLive {
-		t.Errorf("after take-over: %+v %v", cp, err)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, projections.StatusLive, cp.Status, "after take-over")
 	stopB()
-	if err := <-doneB; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, <-doneB)
 	g.m.checkBalances(t, f.balances(ctx))
 }
 
@@ -298,22 +212,18 @@ func TestPoisonEventStopsTheProjection(t *testing.T) {
 	good, bad, wantLag := f.around(ctx, "payment-stripe-bad")
 
 	err := projections.NewProjector(projections.Payments(), f.es, f.db, nil).Run(ctx)
-	var pe *projections.PoisonError
-	if !errors.As(err, &pe) || !errors.Is(err, projections.ErrPoison) || !errors.Is(err, payment.ErrUnknownEventType) {
-		t.Fatalf("run: want a poison error for the unknown type, got %v", err)
-	}
-	if pe.Event.Position != bad {
-		t.Errorf("poison at %s, want %s", pe.Event.Position, bad)
-	}
+	pe, ok := errors.AsType[*projections.PoisonError](err)
+	require.True(t, ok, "run: want a poison error, got %v", err)
+	require.ErrorIs(t, err, projections.ErrPoison)
+	require.ErrorIs(t, err, payment.ErrUnknownEventType)
+	assert.Equal(t, bad, pe.Event.Position, "poison at")
 	cp, err := f.db.Checkpoint(ctx, projections.NamePayments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cp.Position != good || cp.Status != projections.StatusStopped || cp.ErrorPosition == nil || *cp.ErrorPosition != bad ||
-		!strings.Contains(cp.LastError, "payment.mystery") {
-		t.Errorf("checkpoint after poison: %+v, want at %s, stopped, error at %s", cp, good, bad)
-	}
-	st := f.statusWhen(ctx, func(st projections.StatusReport) bool {
+	require.NoError(t, err)
+	assert.Equal(t, good, cp.Position, "checkpoint after poison")
+	assert.Equal(t, projections.StatusStopped, cp.Status)
+	assert.Equal(t, &bad, cp.ErrorPosition)
+	assert.Contains(t, cp.LastError, "payment.mystery")
+	st := f.statusWhen(ctx, func(st views.Status) bool {
 		for _, p := range st.Projections {
 			if p.Name == projections.NamePayments {
 				return p.Lag == wantLag
@@ -322,19 +232,20 @@ func TestPoisonEventStopsTheProjection(t *testing.T) {
 		return false
 	})
 	for _, p := range st.Projections {
-		if p.Name == projections.NamePayments && (p.LastError == "" || p.Lag != wantLag || p.Status != projections.StatusStopped) {
-			t.Errorf("status of the stopped projection: %+v", p)
+		if p.Name == projections.NamePayments {
+			assert.NotEmpty(t, p.LastError, "status of the stopped projection")
+			assert.Equal(t, wantLag, p.Lag)
+			assert.Equal(t, projections.StatusStopped, p.Status)
 		}
 	}
 	vs, err := f.svc.Verify(ctx)
-	if err != nil || !hasCheck(vs, projections.CheckDecodable) {
-		t.Errorf("verify should report the undecodable event: %v %v", vs, err)
-	}
+	require.NoError(t, err)
+	assert.True(t, hasCheck(vs, projections.CheckDecodable), "verify should report the undecodable event: %v", vs)
 	// Running again stops at the same place: never skipped.
 	err = projections.NewProjector(projections.Payments(), f.es, f.db, nil).Run(ctx)
-	if !errors.As(err, &pe) || pe.Event.Position != bad {
-		t.Errorf("second run: %v", err)
-	}
+	pe, ok = errors.AsType[*projections.PoisonError](err)
+	require.True(t, ok, "second run: %v", err)
+	assert.Equal(t, bad, pe.Event.Position, "second run")
 }
 
 // A permanent failure inside a batch (here: a currency the schema rejects)
@@ -351,14 +262,12 @@ func TestPoisonInsideABatchIsNarrowedDown(t *testing.T) {
 	good, bad, _ := f.around(ctx, "payment-stripe-lower")
 
 	err := projections.NewProjector(projections.Ledger(), f.es, f.db, nil).Run(ctx)
-	var pe *projections.PoisonError
-	if !errors.As(err, &pe) || pe.Event.Position != bad {
-		t.Fatalf("want poison at %s, got %v", bad, err)
-	}
-	cp, _ := f.db.Checkpoint(ctx, projections.NameLedger)
-	if cp.Position != good {
-		t.Errorf("checkpoint %s, want %s (the events before the poison)", cp.Position, good)
-	}
+	pe, ok := errors.AsType[*projections.PoisonError](err)
+	require.True(t, ok, "want poison at %s, got %v", bad, err)
+	assert.Equal(t, bad, pe.Event.Position)
+	cp, err := f.db.Checkpoint(ctx, projections.NameLedger)
+	require.NoError(t, err)
+	assert.Equal(t, good, cp.Position, "the events before the poison are committed")
 }
 
 func TestLateCommitIsNotSkipped(t *testing.T) {
@@ -374,57 +283,37 @@ func TestLateCommitIsNotSkipped(t *testing.T) {
 	early := payment.Captured{Meta: m("early"), CaptureID: "c1", Amount: 1000, Currency: "USD"}
 	late := payment.Captured{Meta: m("late"), CaptureID: "c2", Amount: 500, Currency: "USD"}
 	typ, body, err := payment.Encode(early)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Hold an append open...
 	tx, err := f.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := f.es.AppendTx(ctx, tx, "payment-standard-early", eventstore.NoStream,
-		[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: body}}); err != nil {
-		t.Fatal(err)
-	}
+	_, err = f.es.AppendTx(ctx, tx, "payment-standard-early", eventstore.NoStream,
+		[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: body}})
+	require.NoError(t, err)
 	// ...while a later one commits, and the projectors run.
 	f.appendEvents(ctx, "payment-standard-late", late)
 	time.Sleep(700 * time.Millisecond)
 	var n int
-	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries`).Scan(&n))
 	cp, err := f.db.Checkpoint(ctx, projections.NameLedger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 0 || cp.Position != eventstore.Start {
-		t.Fatalf("projected past an open append: %d entries, checkpoint %s", n, cp.Position)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.Zero(t, n, "projected past an open append")
+	require.Equal(t, eventstore.Start, cp.Position, "projected past an open append")
+	require.NoError(t, tx.Commit(ctx))
 	f.mu.Lock()
 	f.count["payment-standard-early"] = 1
 	f.mu.Unlock()
 	f.waitCaughtUp(ctx)
 	got := f.balances(ctx)
-	if got[acctCur{"revenue:sales", "USD"}] != -1500 || got[acctCur{"provider:standard:balance", "USD"}] != 1500 {
-		t.Errorf("both captures should be projected: %v", got)
-	}
-	var streams []string
-	rows, _ := f.pool.Query(ctx, `SELECT stream_id FROM payments ORDER BY 1`)
-	for rows.Next() {
-		var s string
-		_ = rows.Scan(&s)
-		streams = append(streams, s)
-	}
-	if strings.Join(streams, ",") != "payment-standard-early,payment-standard-late" {
-		t.Errorf("payments: %v", streams)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	assert.Equal(t, int64(-1500), got[acctCur{"revenue:sales", "USD"}], "both captures should be projected")
+	assert.Equal(t, int64(1500), got[acctCur{"provider:standard:balance", "USD"}], "both captures should be projected")
+	rows, err := f.pool.Query(ctx, `SELECT stream_id FROM payments ORDER BY 1`)
+	require.NoError(t, err)
+	streams, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"payment-standard-early", "payment-standard-late"}, streams)
+	require.NoError(t, stop())
 }
 
 // around finds the first event of stream in the feed: the position before
@@ -440,19 +329,13 @@ func (f *fixture) around(ctx context.Context, stream string) (before, at eventst
 			return before, e.Position, int64(len(all) - i)
 		}
 	}
-	f.t.Fatalf("no event of %s in the feed", stream)
+	require.FailNow(f.t, "no event of "+stream+" in the feed")
 	return
 }
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in time")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, cond, 30*time.Second, 5*time.Millisecond, "condition not reached in time")
 }
 
 func hasCheck(vs projections.Violations, check string) bool {
@@ -468,14 +351,12 @@ func hasCheck(vs projections.Violations, check string) bool {
 // last report for the caller to check. The head and the lags are counted
 // below the feed horizon, which a transaction elsewhere on the server can
 // hold back for a moment, so an exact head or lag is waited for.
-func (f *fixture) statusWhen(ctx context.Context, ready func(projections.StatusReport) bool) projections.StatusReport {
+func (f *fixture) statusWhen(ctx context.Context, ready func(views.Status) bool) views.Status {
 	f.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := f.svc.Status(ctx)
-		if err != nil {
-			f.t.Fatal(err)
-		}
+		require.NoError(f.t, err)
 		if ready(st) || time.Now().After(deadline) {
 			return st
 		}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"strings"
 
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
-)
-
-// Streams the projections tell apart (delivery.Event.StreamID).
-const (
-	paymentStreamPrefix = "payment-"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // Ledger is the journal projection: every posting of every event (payments
@@ -75,7 +73,7 @@ func (paymentsProjection) Apply(ctx context.Context, w Writer, batch []Envelope)
 	seen := map[string]bool{}
 	for _, env := range batch {
 		s := env.Recorded.StreamID
-		if strings.HasPrefix(s, paymentStreamPrefix) && !seen[s] {
+		if strings.HasPrefix(s, delivery.PaymentStreamPrefix) && !seen[s] {
 			seen[s] = true
 			streams = append(streams, s)
 		}
@@ -99,32 +97,63 @@ func (paymentsProjection) Apply(ctx context.Context, w Writer, batch []Envelope)
 		}
 		r, ok := rows[s]
 		if !ok {
-			m := env.Event.Metadata()
-			if m.Provider == "" || m.PaymentKey == "" {
-				return poison("event %s of %s names no provider or payment", env.Recorded.ID, s)
-			}
-			r = &PaymentRow{Provider: m.Provider, PaymentID: m.PaymentKey, StreamID: s}
+			r = &PaymentRow{}
 			rows[s] = r
-		} else if env.Recorded.Version <= r.Version {
-			continue // applied before: a replayed batch
 		}
-		r.Summary.Apply(env.Event)
-		r.Version = env.Recorded.Version
-		r.UpdatedAt = env.Recorded.RecordedAt
-		changed[s] = true
+		applied, err := foldPaymentEvent(r, env)
+		if err != nil {
+			return err
+		}
+		changed[s] = changed[s] || applied
 	}
 	out := make([]PaymentRow, 0, len(changed))
 	for _, s := range streams {
 		if changed[s] {
-			r := rows[s]
-			r.Status = r.Summary.Status()
-			out = append(out, *r)
+			out = append(out, *rows[s])
 		}
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return w.UpsertPayments(ctx, out)
+}
+
+// foldPaymentEvent is the payments projection's step: it applies one event
+// of a payment stream to the stream's row (a zero row for a stream not seen
+// before), unless the row has it already (a replayed batch), and reports
+// whether it did.
+func foldPaymentEvent(r *PaymentRow, env Envelope) (bool, error) {
+	if r.StreamID == "" {
+		m := env.Event.Metadata()
+		if m.Provider == "" || m.PaymentKey == "" {
+			return false, poison("event %s of %s names no provider or payment", env.Recorded.ID, env.Recorded.StreamID)
+		}
+		*r = PaymentRow{Provider: m.Provider, PaymentID: m.PaymentKey, StreamID: env.Recorded.StreamID}
+	} else if env.Recorded.Version <= r.Version {
+		return false, nil
+	}
+	r.Summary.Apply(env.Event)
+	r.Status = r.Summary.Status()
+	r.Version = env.Recorded.Version
+	r.UpdatedAt = env.Recorded.RecordedAt
+	return true, nil
+}
+
+// FoldPayment folds a payment stream's events (in version order) into the
+// row the payments projection would write for it: the API answers with it
+// when the read model has not caught up with the stream yet. found is false
+// when there are no events.
+func FoldPayment(events []eventstore.RecordedEvent) (p views.Payment, found bool, err error) {
+	envs, err := decode(NamePayments, events)
+	if err != nil {
+		return views.Payment{}, false, err
+	}
+	for _, env := range envs {
+		if _, err := foldPaymentEvent(&p, env); err != nil {
+			return views.Payment{}, false, err
+		}
+	}
+	return p, len(envs) > 0, nil
 }
 
 // Reconciliation is the reconciliation items projection: Flagged opens an

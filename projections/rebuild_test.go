@@ -2,13 +2,14 @@ package projections_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/projections"
 )
@@ -25,10 +26,8 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	indexesBefore := f.indexes(ctx)
 
 	var balances, entries, payments int64
-	if err := f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM account_balances), (SELECT count(*) FROM ledger_entries),
-		(SELECT count(*) FROM payments)`).Scan(&balances, &entries, &payments); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM account_balances), (SELECT count(*) FROM ledger_entries),
+		(SELECT count(*) FROM payments)`).Scan(&balances, &entries, &payments))
 
 	// Accountants query as the read-only role, all through the rebuild.
 	cfg := f.pool.Config().Copy()
@@ -38,9 +37,7 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	}
 	cfg.MaxConns = 8
 	ro, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ro.Close()
 	qctx, stopQueries := context.WithCancel(ctx)
 	var queries, failures atomic.Int64
@@ -54,23 +51,23 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 				case 0:
 					// Double entry: all balances of a currency sum to zero.
 					err = ro.QueryRow(qctx, `SELECT count(*), coalesce(sum(balance), 0), count(DISTINCT currency) FROM account_balances`).Scan(&n, &sum, &n2)
-					if err == nil && (n != balances || sum != 0 || n2 != 2) {
-						t.Errorf("account_balances during rebuild: %d rows, sum %d, %d currencies; want %d rows, sum 0", n, sum, n2, balances)
+					if err == nil {
+						assert.Equal(t, []int64{balances, 0, 2}, []int64{n, sum, n2}, "account_balances during rebuild: rows, sum, currencies")
 					}
 				case 1:
 					err = ro.QueryRow(qctx, `SELECT count(*), coalesce(sum(amount), 0) FROM ledger_entries`).Scan(&n, &sum)
-					if err == nil && (n != entries || sum != 0) {
-						t.Errorf("ledger_entries during rebuild: %d rows, sum %d; want %d rows, sum 0", n, sum, entries)
+					if err == nil {
+						assert.Equal(t, []int64{entries, 0}, []int64{n, sum}, "ledger_entries during rebuild: rows, sum")
 					}
 				case 2:
 					err = ro.QueryRow(qctx, `SELECT (SELECT count(*) FROM payments), (SELECT count(*) FROM v_balances_by_provider)`).Scan(&n, &n2)
-					if err == nil && (n != payments || n2 == 0) {
-						t.Errorf("payments during rebuild: %d rows (want %d), %d provider balances", n, payments, n2)
+					if err == nil {
+						assert.Equal(t, payments, n, "payments during rebuild")
+						assert.NotZero(t, n2, "provider balances during rebuild")
 					}
 				}
-				if err != nil && qctx.Err() == nil {
+				if qctx.Err() == nil && !assert.NoError(t, err, "query during rebuild") {
 					failures.Add(1)
-					t.Errorf("query during rebuild: %v", err)
 				}
 				queries.Add(1)
 			}
@@ -84,50 +81,40 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	})
 	stopQueries()
 	wg.Wait()
-	if err != nil {
-		t.Fatalf("rebuild: %v", err)
-	}
-	if len(rep.Differences) != 0 || !rep.Swapped || rep.Events != int64(f.total()) {
-		t.Errorf("report: %+v (want no differences, swapped, %d events)", rep, f.total())
-	}
-	if progressCalls.Load() == 0 || queries.Load() < 10 {
-		t.Errorf("progress calls %d, queries %d", progressCalls.Load(), queries.Load())
-	}
+	require.NoError(t, err, "rebuild")
+	assert.Empty(t, rep.Differences, "report")
+	assert.True(t, rep.Swapped)
+	assert.Equal(t, int64(f.total()), rep.Events)
+	assert.NotZero(t, progressCalls.Load(), "progress calls")
+	assert.GreaterOrEqual(t, queries.Load(), int64(10), "queries during the rebuild")
 	for _, tc := range rep.Tables {
-		if tc.LiveRows != tc.RebuiltRows || tc.LiveRows == 0 || tc.DifferingRows != 0 {
-			t.Errorf("table %+v", tc)
-		}
+		assert.Equal(t, tc.LiveRows, tc.RebuiltRows, "table %s", tc.Table)
+		assert.NotZero(t, tc.LiveRows, "table %s", tc.Table)
+		assert.Zero(t, tc.DifferingRows, "table %s", tc.Table)
 	}
 
 	// The swapped-in tables are the live tables in every respect: names of
 	// indexes, grants, views, the id sequence; the projectors go on.
-	if got := f.indexes(ctx); !slices.Equal(got, indexesBefore) {
-		t.Errorf("indexes after swap: %v, before %v", got, indexesBefore)
-	}
-	var leftovers []string
+	assert.Equal(t, indexesBefore, f.indexes(ctx), "indexes after swap")
 	rows, err := f.pool.Query(ctx, `SELECT relname::text FROM pg_class
 		WHERE relnamespace = 'public'::regnamespace AND (relname LIKE '%\_shadow%' OR relname LIKE '%\_old' OR relname LIKE '%\_sh')`)
-	if err == nil {
-		leftovers, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	}
-	if err != nil || len(leftovers) != 0 {
-		t.Errorf("leftover shadow objects: %v (%v)", leftovers, err)
-	}
+	require.NoError(t, err)
+	leftovers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	assert.Empty(t, leftovers, "leftover shadow objects")
 	var seq *string
-	if err := f.pool.QueryRow(ctx, `SELECT pg_get_serial_sequence('ledger_entries', 'id')`).Scan(&seq); err != nil || seq == nil {
-		t.Errorf("ledger_entries.id lost its sequence: %v", err)
-	}
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT pg_get_serial_sequence('ledger_entries', 'id')`).Scan(&seq))
+	assert.NotNil(t, seq, "ledger_entries.id lost its sequence")
 	g2 := g.payments(40)
 	f.apply(ctx, g2)
 	f.waitCaughtUp(ctx)
 	g.m.checkBalances(t, f.balances(ctx))
 	var viewRows int
-	if err := ro.QueryRow(ctx, `SELECT count(*) FROM v_daily_totals`).Scan(&viewRows); err != nil || viewRows == 0 {
-		t.Errorf("v_daily_totals after swap: %d rows, %v", viewRows, err)
-	}
-	if vs, err := f.svc.Verify(ctx); err != nil || len(vs) != 0 {
-		t.Errorf("verify after rebuild: %v %v", vs, err)
-	}
+	require.NoError(t, ro.QueryRow(ctx, `SELECT count(*) FROM v_daily_totals`).Scan(&viewRows))
+	assert.NotZero(t, viewRows, "v_daily_totals after swap")
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs, "verify after rebuild")
 }
 
 func TestRebuildWhileEventsArrive(t *testing.T) {
@@ -152,22 +139,19 @@ func TestRebuildWhileEventsArrive(t *testing.T) {
 	}()
 	rep, err := f.svc.Rebuild(ctx, []string{projections.NameLedger, projections.NamePayments}, projections.RebuildOptions{BatchSize: 50})
 	<-appended
-	if err != nil {
-		t.Fatalf("rebuild: %v", err)
-	}
-	if len(rep.Differences) != 0 || !rep.Swapped {
-		t.Errorf("report: %+v", rep)
-	}
+	require.NoError(t, err, "rebuild")
+	assert.Empty(t, rep.Differences, "report")
+	assert.True(t, rep.Swapped)
 	f.waitCaughtUp(ctx)
 	g.m.checkBalances(t, f.balances(ctx))
-	if vs, err := f.svc.Verify(ctx); err != nil || len(vs) != 0 {
-		t.Errorf("verify: %v %v", vs, err)
-	}
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs, "verify")
 	// Compared once more from scratch: still identical.
 	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
-	if err != nil || len(rep.Differences) != 0 || rep.Swapped {
-		t.Errorf("verify-only rebuild: %+v %v", rep, err)
-	}
+	require.NoError(t, err, "verify-only rebuild")
+	assert.Empty(t, rep.Differences, "verify-only rebuild")
+	assert.False(t, rep.Swapped)
 }
 
 func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
@@ -180,42 +164,34 @@ func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
 	defer stop()
 	f.waitCaughtUp(ctx)
 
-	if _, err := f.pool.Exec(ctx, `UPDATE account_balances SET balance = balance + 1 WHERE account = 'revenue:sales' AND currency = 'USD'`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.pool.Exec(ctx, `UPDATE payments SET captured_amount = captured_amount + 7 WHERE stream_id = 'payment-stripe-pay_0'`); err != nil {
-		t.Fatal(err)
-	}
+	_, err := f.pool.Exec(ctx, `UPDATE account_balances SET balance = balance + 1 WHERE account = 'revenue:sales' AND currency = 'USD'`)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `UPDATE payments SET captured_amount = captured_amount + 7 WHERE stream_id = 'payment-stripe-pay_0'`)
+	require.NoError(t, err)
 
 	vs, err := f.svc.Verify(ctx)
-	if err != nil || !hasCheck(vs, projections.CheckBalancesMatch) {
-		t.Errorf("verify should find the corrupted balance: %v %v", vs, err)
-	}
+	require.NoError(t, err)
+	assert.True(t, hasCheck(vs, projections.CheckBalancesMatch), "verify should find the corrupted balance: %v", vs)
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Swapped || !hasDiff(rep.Differences, "account_balances", "revenue:sales/USD") || !hasDiff(rep.Differences, "payments", "stripe/pay_0") {
-		t.Errorf("verify-only rebuild should report both corruptions: %+v", rep.Differences)
-	}
+	require.NoError(t, err)
+	assert.False(t, rep.Swapped)
+	assert.True(t, hasDiff(rep.Differences, "account_balances", "revenue:sales/USD"), "verify-only rebuild should report the balance: %+v", rep.Differences)
+	assert.True(t, hasDiff(rep.Differences, "payments", "stripe/pay_0"), "verify-only rebuild should report the payment: %+v", rep.Differences)
 	// Verify-only leaves the live tables alone.
 	got := f.balances(ctx)
-	if got[acctCur{"revenue:sales", "USD"}] != g.m.balances[acctCur{"revenue:sales", "USD"}]+1 {
-		t.Errorf("verify-only changed the live table")
-	}
+	assert.Equal(t, g.m.balances[acctCur{"revenue:sales", "USD"}]+1, got[acctCur{"revenue:sales", "USD"}], "verify-only changed the live table")
 
 	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{})
-	if err != nil || !rep.Swapped || len(rep.Differences) == 0 {
-		t.Fatalf("rebuild: %+v %v", rep, err)
-	}
+	require.NoError(t, err, "rebuild")
+	require.True(t, rep.Swapped)
+	require.NotEmpty(t, rep.Differences)
 	g.m.checkBalances(t, f.balances(ctx))
-	if vs, err := f.svc.Verify(ctx); err != nil || len(vs) != 0 {
-		t.Errorf("verify after repair: %v %v", vs, err)
-	}
+	vs, err = f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs, "verify after repair")
 	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
-	if err != nil || len(rep.Differences) != 0 {
-		t.Errorf("after repair: %+v %v", rep.Differences, err)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences, "after repair")
 }
 
 func hasDiff(ds []projections.Difference, table, key string) bool {
@@ -232,13 +208,9 @@ func (f *fixture) indexes(ctx context.Context) []string {
 	f.t.Helper()
 	rows, err := f.pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename IN
 		('ledger_entries', 'account_balances', 'payments', 'reconciliation_items') ORDER BY 1`)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	return names
 }
 
@@ -254,31 +226,25 @@ func TestRebuildWithoutLiveProjectors(t *testing.T) {
 	p := projections.NewProjector(projections.Ledger(), f.es, f.db, nil)
 	projections.SetBatchSize(p, 10)
 	f.feed(ctx)
-	if _, err := p.Step(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err := p.Step(ctx)
+	require.NoError(t, err)
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{})
-	if err != nil || len(rep.Differences) != 0 || !rep.Swapped {
-		t.Fatalf("rebuild: %+v %v", rep, err)
-	}
+	require.NoError(t, err, "rebuild")
+	require.Empty(t, rep.Differences)
+	require.True(t, rep.Swapped)
 	f.waitCaughtUp(ctx)
 	g.m.checkBalances(t, f.balances(ctx))
 	st, err := f.svc.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, p := range st.Projections {
-		if p.Status != projections.StatusStopped || p.Lag != 0 {
-			t.Errorf("status after rebuild without projectors: %+v", p)
-		}
+		assert.Equal(t, projections.StatusStopped, p.Status, p.Name)
+		assert.Zero(t, p.Lag, p.Name)
 	}
 
 	// A checkpoint claiming a position past the head is a violation.
-	if _, err := f.pool.Exec(ctx, `UPDATE projection_checkpoints SET position_commit = position_commit + 1000000 WHERE name = 'payments'`); err != nil {
-		t.Fatal(err)
-	}
+	_, err = f.pool.Exec(ctx, `UPDATE projection_checkpoints SET position_commit = position_commit + 1000000 WHERE name = 'payments'`)
+	require.NoError(t, err)
 	vs, err := f.svc.Verify(ctx)
-	if err != nil || !hasCheck(vs, projections.CheckCheckpointInFeed) {
-		t.Errorf("verify should report the checkpoint past the head: %v %v", vs, err)
-	}
+	require.NoError(t, err)
+	assert.True(t, hasCheck(vs, projections.CheckCheckpointInFeed), "verify should report the checkpoint past the head: %v", vs)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // DB is the whole read-model port, as the readmodel adapter implements it.
@@ -74,8 +76,8 @@ func (s *Service) Verify(ctx context.Context) (Violations, error) {
 	return Verify(ctx, s.feed, s.db)
 }
 
-// Status reports positions, lags and inbox counts; see the package
-// function Status.
-func (s *Service) Status(ctx context.Context) (StatusReport, error) {
-	return Status(ctx, s.feed, s.db)
+// Status reports positions, lags (every event counted) and inbox counts;
+// see the package function Status.
+func (s *Service) Status(ctx context.Context) (views.Status, error) {
+	return Status(ctx, s.feed, s.db, StatusOptions{Inbox: true})
 }

@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/ledger"
@@ -105,66 +104,4 @@ func Verify(ctx context.Context, feed Feed, db AuditDB) (Violations, error) {
 		return nil, err
 	}
 	return append(out, vs...), nil
-}
-
-// ProjectionStatus is one projection as `onceledger status` shows it.
-type ProjectionStatus struct {
-	Name          string
-	Position      eventstore.Position
-	Lag           int64 // events after Position up to the head
-	Status        string
-	Active        bool // a projector holds the projection's lock now
-	LastError     string
-	ErrorPosition *eventstore.Position
-	UpdatedAt     time.Time
-}
-
-// StatusReport is what `onceledger status` prints.
-type StatusReport struct {
-	Head        eventstore.Position
-	Projections []ProjectionStatus
-	Inbox       map[string]int64 // webhook_inbox rows by status
-}
-
-// Status reports each projection's position, lag and state, the head, and
-// the inbox counts. The lag is counted by reading the feed between the
-// checkpoint and the head.
-func Status(ctx context.Context, feed Feed, db AuditDB) (StatusReport, error) {
-	var rep StatusReport
-	cps, err := db.Checkpoints(ctx)
-	if err != nil {
-		return rep, err
-	}
-	if rep.Head, err = feed.Head(ctx); err != nil {
-		return rep, err
-	}
-	for _, cp := range cps {
-		st := ProjectionStatus{
-			Name: cp.Name, Position: cp.Position, Status: cp.Status,
-			LastError: cp.LastError, ErrorPosition: cp.ErrorPosition, UpdatedAt: cp.UpdatedAt,
-		}
-		if st.Lag, err = countBetween(ctx, feed, cp.Position, rep.Head); err != nil {
-			return rep, err
-		}
-		if st.Active, err = db.LockHeld(ctx, LockActive, cp.Name); err != nil {
-			return rep, err
-		}
-		rep.Projections = append(rep.Projections, st)
-	}
-	rep.Inbox, err = db.InboxCounts(ctx)
-	return rep, err
-}
-
-// countBetween counts the feed's events in (from, to].
-func countBetween(ctx context.Context, feed Feed, from, to eventstore.Position) (int64, error) {
-	var n int64
-	for from.Less(to) {
-		evs, err := readUpTo(ctx, feed, from, &to, 10000)
-		if err != nil || len(evs) == 0 {
-			return n, err
-		}
-		n += int64(len(evs))
-		from = evs[len(evs)-1].Position
-	}
-	return n, nil
 }

@@ -43,13 +43,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 var _ eventstore.Store = (*Store)(nil)
 
 // DefaultStreamPrefixes are the streams of the global feed: payments and
 // payouts (see delivery.Event.StreamID).
-var DefaultStreamPrefixes = []string{"payment-", "payout-"}
+var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix}
 
 // Option configures a Store.
 type Option func(*Store)

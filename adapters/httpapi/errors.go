@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
@@ -20,6 +21,22 @@ var (
 	errNotFound        = errors.New("not found")
 	errOverloaded      = errors.New("too many concurrent requests for this provider")
 )
+
+// badInput is the one list of errors that mean the request itself is wrong
+// (400: a retry cannot succeed, so the provider should stop): whatever the
+// domain and the provider adapters refuse wraps one of these.
+var badInput = []error{
+	delivery.ErrMalformed,
+	delivery.ErrMissingField,
+	delivery.ErrInvalidAmount,
+	money.ErrUnknownCurrency,
+	money.ErrInvalidAmount,
+	errBadParameter,
+}
+
+func isBadInput(err error) bool {
+	return slices.ContainsFunc(badInput, func(target error) bool { return errors.Is(err, target) })
+}
 
 // statusFor is the one place errors become HTTP statuses. Anything it does not
 // recognise is treated as "could not record durably": 503, so the provider
@@ -39,12 +56,7 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed
-	case errors.Is(err, delivery.ErrMalformed),
-		errors.Is(err, delivery.ErrMissingField),
-		errors.Is(err, delivery.ErrInvalidAmount),
-		errors.Is(err, money.ErrUnknownCurrency),
-		errors.Is(err, money.ErrInvalidAmount),
-		errors.Is(err, errBadParameter):
+	case isBadInput(err):
 		return http.StatusBadRequest
 	case errors.Is(err, eventstore.ErrUnavailable),
 		errors.Is(err, ingest.ErrContention),

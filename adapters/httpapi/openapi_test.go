@@ -25,6 +25,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/httpapi/apiclient"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/projections"
 )
 
 // TestOpenAPIDocumentMatchesRoutes walks the router: every routed path and
@@ -218,7 +220,8 @@ func TestOpenAPIClientDecodesAnswers(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Config{
 		Logger: slog.New(slog.DiscardHandler), APITokens: []string{"tok"},
-		Query: postgres.NewQuery(pool), Events: postgres.NewEventStore(pool),
+		Query: readmodel.New(pool), Events: postgres.NewEventStore(pool),
+		Projections: projections.StatusReader{Feed: postgres.NewEventStore(pool), DB: readmodel.New(pool)},
 	}))
 	defer srv.Close()
 	bearer := func(_ context.Context, req *http.Request) error {

@@ -6,31 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // QueryStore is what the /v1 API reads the read models through
-// (postgres.Query). List methods stream rows to fn, so that a large answer
+// (readmodel.Store). List methods stream rows to fn, so that a large answer
 // goes out as it is read.
 type QueryStore interface {
-	Balances(ctx context.Context, f postgres.BalanceFilter, fn func(postgres.Balance) error) error
-	Entries(ctx context.Context, f postgres.EntryFilter, fn func(postgres.Entry) error) error
-	Payment(ctx context.Context, provider, paymentID string) (postgres.Payment, bool, error)
-	Reconciliation(ctx context.Context, f postgres.ReconciliationFilter, fn func(postgres.ReconciliationItem) error) error
-	Projections(ctx context.Context) ([]postgres.ProjectionState, error)
+	Balances(ctx context.Context, f views.BalanceFilter, fn func(views.Balance) error) error
+	Entries(ctx context.Context, f views.EntryFilter, fn func(views.Entry) error) error
+	Payment(ctx context.Context, provider, paymentID string) (views.Payment, bool, error)
+	Reconciliation(ctx context.Context, f views.ReconciliationFilter, fn func(views.ReconciliationItem) error) error
 }
-
-var _ QueryStore = (*postgres.Query)(nil)
 
 // StreamReader reads one stream of the event store (any eventstore.Store),
 // for the events of GET /v1/payments/{provider}/{payment_id}.
@@ -38,44 +35,11 @@ type StreamReader interface {
 	ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error)
 }
 
-// LagFunc counts the events of the configured feed after a projection's
-// checkpoint. capped reports that it stopped counting at a limit, so the lag
-// is at least n.
-type LagFunc func(ctx context.Context, after eventstore.Position) (n int64, capped bool, err error)
-
-// FeedReader reads the global feed (any eventstore.Store).
-type FeedReader interface {
-	ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error)
-}
-
-// lagPage is how many events FeedLag reads per call.
-const lagPage = 1000
-
-// FeedLag returns a LagFunc that counts the events feed returns after a
-// checkpoint, page by page, stopping at limit events: the feed has no count,
-// and a far-behind projection must not make every status request read the
-// whole history.
-func FeedLag(feed FeedReader, limit int64) LagFunc {
-	return func(ctx context.Context, after eventstore.Position) (int64, bool, error) {
-		var n int64
-		for n < limit {
-			evs, err := feed.ReadAll(ctx, after, int(min(lagPage, limit-n)))
-			if err != nil {
-				return n, false, fmt.Errorf("count lag after %v: %w", after, err)
-			}
-			if len(evs) == 0 {
-				return n, false, nil
-			}
-			n += int64(len(evs))
-			after = evs[len(evs)-1].Position
-		}
-		// At the limit: capped only if there is more.
-		more, err := feed.ReadAll(ctx, after, 1)
-		if err != nil {
-			return n, false, fmt.Errorf("count lag after %v: %w", after, err)
-		}
-		return n, len(more) > 0, nil
-	}
+// ProjectionsReader reads the projections' status for GET /v1/projections
+// (projections.StatusReader: one computation for the CLI, the API and the
+// metrics, right for every event store).
+type ProjectionsReader interface {
+	Projections(ctx context.Context) (views.Status, error)
 }
 
 // Ledger pages: the default and the largest page size.
@@ -128,7 +92,13 @@ func noStore(next http.Handler) http.Handler {
 	})
 }
 
-func (s *server) queryStore(w http.ResponseWriter) (QueryStore, bool) {
+// queryStore answers the first bad parameter of q, or 503 when no store is
+// configured; else it returns the store.
+func (s *server) queryStore(w http.ResponseWriter, r *http.Request, q *params) (QueryStore, bool) {
+	if q.err != nil {
+		s.queryError(w, r, q.err)
+		return nil, false
+	}
 	if s.cfg.Query == nil {
 		fail(w, errQueryNotConfigured)
 		return nil, false
@@ -138,28 +108,15 @@ func (s *server) queryStore(w http.ResponseWriter) (QueryStore, bool) {
 
 // GET /v1/balances?currency=&account=&as_of=
 func (s *server) queryBalances(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format, err := parseFormat(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	var f postgres.BalanceFilter
-	f.AccountPrefix = q.Get("account")
-	if f.Currency, err = parseCurrency(q, "currency"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if f.AsOf, err = parseTime(q, "as_of"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	store, ok := s.queryStore(w)
+	q := newParams(r)
+	format := q.format()
+	f := views.BalanceFilter{AccountPrefix: q.get("account"), Currency: q.currency("currency"), AsOf: q.time("as_of")}
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}
 	out := newRowWriter(w, format, "balances", []string{"account", "currency", "balance", "balance_decimal"})
-	err = store.Balances(r.Context(), f, func(b postgres.Balance) error {
+	err := store.Balances(r.Context(), f, func(b views.Balance) error {
 		dec := money.FormatMinor(b.Balance, money.Currency(b.Currency))
 		return out.row(balanceJSON{Account: b.Account, Currency: b.Currency, Balance: b.Balance, BalanceDecimal: dec},
 			[]string{b.Account, b.Currency, strconv.FormatInt(b.Balance, 10), dec})
@@ -176,39 +133,17 @@ type balanceJSON struct {
 
 // GET /v1/ledger/entries?account=&currency=&from=&to=&cursor=&limit=
 func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format, err := parseFormat(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
+	q := newParams(r)
+	format := q.format()
+	f := views.EntryFilter{
+		AccountPrefix: q.get("account"), Currency: q.currency("currency"),
+		From: q.time("from"), To: q.time("to"), AfterID: q.cursor(),
 	}
-	f := postgres.EntryFilter{AccountPrefix: q.Get("account")}
-	if f.Currency, err = parseCurrency(q, "currency"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if f.From, err = parseTime(q, "from"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	if f.To, err = parseTime(q, "to"); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
+	limit := q.limit()
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
-		s.queryError(w, r, fmt.Errorf("%w: to: must not be before from", errBadParameter))
-		return
+		q.fail("to: must not be before from")
 	}
-	if f.AfterID, err = decodeCursor(q.Get("cursor")); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	limit, err := parseLimit(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	store, ok := s.queryStore(w)
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}
@@ -217,11 +152,12 @@ func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
 	// written: the next cursor then goes into a header as well, where a CSV
 	// client can find it.
 	f.Limit = limit + 1
-	page := make([]postgres.Entry, 0, min(f.Limit, 128))
-	if err := store.Entries(r.Context(), f, func(e postgres.Entry) error {
+	page := make([]views.Entry, 0, min(f.Limit, 128))
+	err := store.Entries(r.Context(), f, func(e views.Entry) error {
 		page = append(page, e)
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		s.queryError(w, r, err)
 		return
 	}
@@ -279,32 +215,17 @@ type positionJSON struct {
 
 // GET /v1/reconciliation?status=open|resolved&kind=
 func (s *server) queryReconciliation(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	format, err := parseFormat(q)
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	f := postgres.ReconciliationFilter{Status: q.Get("status"), Kind: q.Get("kind")}
-	switch f.Status {
-	case "", "open", "resolved":
-	default:
-		s.queryError(w, r, fmt.Errorf("%w: status: must be open or resolved, got %q", errBadParameter, f.Status))
-		return
-	}
-	if f.Kind != "" && !slices.Contains(payment.ReconKinds(), f.Kind) {
-		s.queryError(w, r, fmt.Errorf("%w: kind: must be one of %s, got %q",
-			errBadParameter, strings.Join(payment.ReconKinds(), ", "), f.Kind))
-		return
-	}
-	store, ok := s.queryStore(w)
+	q := newParams(r)
+	format := q.format()
+	f := views.ReconciliationFilter{Status: q.oneOf("status", "open", "resolved"), Kind: q.oneOf("kind", payment.ReconKinds()...)}
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}
 	out := newRowWriter(w, format, "items", []string{
 		"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at",
 	})
-	err = store.Reconciliation(r.Context(), f, func(it postgres.ReconciliationItem) error {
+	err := store.Reconciliation(r.Context(), f, func(it views.ReconciliationItem) error {
 		return out.row(reconJSON{
 			StreamID: it.StreamID, Provider: it.Provider, PaymentID: it.PaymentID, Kind: it.Kind, Key: it.Key,
 			Status: it.Status, Details: it.Details, OpenedAt: timePtr(it.OpenedAt), ResolvedAt: timePtr(it.ResolvedAt),
@@ -330,78 +251,35 @@ type reconJSON struct {
 
 // GET /v1/projections
 func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
-	format, err := parseFormat(r.URL.Query())
+	q := newParams(r)
+	format := q.format()
+	if q.err != nil {
+		s.queryError(w, r, q.err)
+		return
+	}
+	if s.cfg.Projections == nil {
+		s.queryError(w, r, errQueryNotConfigured)
+		return
+	}
+	st, err := s.cfg.Projections.Projections(r.Context())
 	if err != nil {
 		s.queryError(w, r, err)
 		return
 	}
-	store, ok := s.queryStore(w)
-	if !ok {
-		return
-	}
-	states, err := store.Projections(r.Context())
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	// The read model's lag counts the Postgres events table; with another
-	// event store that table is empty, so count the configured feed instead.
-	capped := make([]bool, len(states))
-	if s.cfg.Lag != nil {
-		type lagResult struct {
-			n      int64
-			capped bool
-		}
-		// Projections often share a checkpoint: read the feed once for each.
-		seen := map[eventstore.Position]lagResult{}
-		for i := range states {
-			res, ok := seen[states[i].Position]
-			if !ok {
-				if res.n, res.capped, err = s.cfg.Lag(r.Context(), states[i].Position); err != nil {
-					s.queryError(w, r, err)
-					return
-				}
-				seen[states[i].Position] = res
-			}
-			states[i].Lag, capped[i] = res.n, res.capped
-		}
-	}
+	// JSON: the one shape of views.ProjectionStatus, as `onceledger
+	// status --json` prints it.
 	out := newRowWriter(w, format, "projections", []string{
 		"name", "position", "position_commit", "lag", "status", "error", "updated_at",
 	})
-	for i, p := range states {
-		pj := projectionJSON{
-			Name: p.Name, Position: p.Position.Prepare, PositionCommit: p.Position.Commit,
-			Lag: p.Lag, LagCapped: capped[i], Status: p.Status, Error: p.LastError, UpdatedAt: p.UpdatedAt.UTC(),
-		}
-		if p.ErrorPosition != nil {
-			pj.ErrorPosition = &positionJSON{Commit: p.ErrorPosition.Commit, Prepare: p.ErrorPosition.Prepare}
-		}
-		if err = out.row(pj, []string{
-			p.Name, strconv.FormatUint(p.Position.Prepare, 10), strconv.FormatUint(p.Position.Commit, 10),
-			strconv.FormatInt(p.Lag, 10), p.Status, p.LastError, formatTime(p.UpdatedAt),
+	for _, ps := range st.Projections {
+		if err = out.row(ps, []string{
+			ps.Name, strconv.FormatUint(ps.Position.Prepare, 10), strconv.FormatUint(ps.Position.Commit, 10),
+			strconv.FormatInt(ps.Lag, 10), ps.Status, ps.LastError, formatTime(ps.UpdatedAt),
 		}); err != nil {
 			break
 		}
 	}
 	s.finishRows(w, r, out, err, nil)
-}
-
-// projectionJSON: position is the global sequence number of the last event
-// the projection applied (the Prepare half of the feed position; the Commit
-// half, a transaction id, is position_commit). lag counts the events of the
-// feed after it that are visible now; lag_capped says the count stopped at
-// the cap of Config.Lag (so the real lag is at least lag).
-type projectionJSON struct {
-	Name           string        `json:"name"`
-	Position       uint64        `json:"position"`
-	PositionCommit uint64        `json:"position_commit"`
-	Lag            int64         `json:"lag"`
-	LagCapped      bool          `json:"lag_capped,omitempty"`
-	Status         string        `json:"status"`
-	Error          string        `json:"error,omitempty"`
-	ErrorPosition  *positionJSON `json:"error_position,omitempty"`
-	UpdatedAt      time.Time     `json:"updated_at"`
 }
 
 // GET /v1/payments/{provider}/{payment_id}
@@ -412,12 +290,9 @@ type projectionJSON struct {
 // with the same payment.Summary the projection uses, so that the answer is
 // consistent with the events it lists.
 func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
-	format, err := parseFormat(r.URL.Query())
-	if err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	store, ok := s.queryStore(w)
+	q := newParams(r)
+	format := q.format()
+	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
 	}
@@ -428,7 +303,7 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 		s.queryError(w, r, err)
 		return
 	}
-	stream := "payment-" + prov + "-" + id
+	stream := delivery.PaymentStream(prov, id)
 	if found {
 		stream = p.StreamID
 	}
@@ -440,31 +315,33 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if n := len(events); n > 0 && (!found || events[n-1].Version > p.Version) {
-		if p, err = foldPayment(prov, id, stream, events); err != nil {
-			s.queryError(w, r, err)
+		// The read model lags the stream: fold the events with the
+		// payments projection's own fold.
+		if p, found, err = projections.FoldPayment(events); err != nil {
+			s.queryError(w, r, fmt.Errorf("payment %s: %w", stream, err))
 			return
 		}
-		found = true
 	}
 	if !found {
 		s.queryError(w, r, fmt.Errorf("%w: payment %s/%s", errNotFound, prov, id))
 		return
 	}
+	sum := p.Summary
 
 	body := paymentJSON{
 		Provider: p.Provider, PaymentID: p.PaymentID, StreamID: p.StreamID, Status: p.Status,
-		Version: p.Version, Failed: p.Failed, Canceled: p.Canceled, UpdatedAt: p.UpdatedAt.UTC(),
+		Version: p.Version, Failed: sum.Failed, Canceled: sum.Canceled, UpdatedAt: p.UpdatedAt.UTC(),
 		Amounts: paymentAmounts{
-			Authorized: p.Authorized, Captured: p.Captured, Refunded: p.Refunded, Disputed: p.DisputeOpen,
-			Fees: p.Fees, RefundPending: p.RefundsPending, DisputeLost: p.DisputeLost,
+			Authorized: sum.Authorized, Captured: sum.Captured, Refunded: sum.Refunded, Disputed: sum.DisputeOpen,
+			Fees: sum.Fees, RefundPending: sum.RefundsPending, DisputeLost: sum.DisputeLost,
 		},
 		Events: make([]paymentEventJSON, 0, len(events)),
 	}
 	body.paymentAmounts = body.Amounts
-	if p.Currency != "" {
-		c := p.Currency
+	if sum.Currency != "" {
+		c := string(sum.Currency)
 		body.Currency = &c
-		body.AmountsDecimal = body.Amounts.decimal(money.Currency(c))
+		body.AmountsDecimal = body.Amounts.decimal(sum.Currency)
 	}
 	for _, e := range events {
 		data := json.RawMessage(e.Data)
@@ -480,17 +357,17 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 	// CSV: one row, the summary. The events are structured documents and
 	// have no natural columns; they are in the JSON answer.
 	header := []string{"provider", "payment_id", "stream_id", "status", "currency", "version"}
-	rec := []string{p.Provider, p.PaymentID, p.StreamID, p.Status, p.Currency, strconv.FormatUint(p.Version, 10)}
+	rec := []string{p.Provider, p.PaymentID, p.StreamID, p.Status, string(sum.Currency), strconv.FormatUint(p.Version, 10)}
 	for _, a := range body.Amounts.list() {
 		dec := ""
-		if p.Currency != "" {
-			dec = money.FormatMinor(a.v, money.Currency(p.Currency))
+		if sum.Currency != "" {
+			dec = money.FormatMinor(a.v, sum.Currency)
 		}
 		header = append(header, a.name, a.name+"_decimal")
 		rec = append(rec, strconv.FormatInt(a.v, 10), dec)
 	}
 	header = append(header, "failed", "canceled", "updated_at")
-	rec = append(rec, strconv.FormatBool(p.Failed), strconv.FormatBool(p.Canceled), formatTime(p.UpdatedAt))
+	rec = append(rec, strconv.FormatBool(sum.Failed), strconv.FormatBool(sum.Canceled), formatTime(p.UpdatedAt))
 	out := newRowWriter(w, formatCSV, "", header)
 	err = out.row(nil, rec)
 	s.finishRows(w, r, out, err, nil)
@@ -552,26 +429,6 @@ type paymentEventJSON struct {
 	Type       string          `json:"type"`
 	RecordedAt time.Time       `json:"recorded_at"`
 	Data       json.RawMessage `json:"data"`
-}
-
-// foldPayment computes a payment's summary from its events, as the payments
-// projection does.
-func foldPayment(prov, id, stream string, events []eventstore.RecordedEvent) (postgres.Payment, error) {
-	var sum payment.Summary
-	for _, e := range events {
-		ev, err := payment.Decode(e.Type, e.Data)
-		if err != nil {
-			return postgres.Payment{}, fmt.Errorf("payment %s: event %d: %w", stream, e.Version, err)
-		}
-		sum.Apply(ev)
-	}
-	last := events[len(events)-1]
-	return postgres.Payment{
-		Provider: prov, PaymentID: id, StreamID: stream, Status: sum.Status(), Currency: string(sum.Currency),
-		Authorized: sum.Authorized, Captured: sum.Captured, Fees: sum.Fees, Refunded: sum.Refunded,
-		RefundsPending: sum.RefundsPending, DisputeOpen: sum.DisputeOpen, DisputeLost: sum.DisputeLost,
-		Failed: sum.Failed, Canceled: sum.Canceled, Version: last.Version, UpdatedAt: last.RecordedAt,
-	}, nil
 }
 
 // queryError answers an error that happened before any byte of the body.

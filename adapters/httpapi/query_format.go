@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,59 +24,103 @@ const (
 	formatCSV
 )
 
-func parseFormat(q url.Values) (format, error) {
-	switch q.Get("format") {
-	case "", "json":
-		return formatJSON, nil
-	case "csv":
-		return formatCSV, nil
-	}
-	return 0, fmt.Errorf("%w: format: must be json or csv, got %q", errBadParameter, q.Get("format"))
+// params reads a request's query parameters and keeps the first error, so
+// that a handler reads all its parameters and checks once: every
+// parameter is parsed by one of these methods, each error a 400 naming the
+// parameter.
+type params struct {
+	q   url.Values
+	err error
 }
 
-// parseCurrency validates an optional ISO 4217 code (any case) and returns
-// it upper-cased.
-func parseCurrency(q url.Values, name string) (string, error) {
-	v := q.Get(name)
+func newParams(r *http.Request) *params { return &params{q: r.URL.Query()} }
+
+// fail records err unless an earlier parameter failed already.
+func (p *params) fail(format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%w: "+format, append([]any{errBadParameter}, args...)...)
+	}
+}
+
+// get is a parameter taken as it is.
+func (p *params) get(name string) string { return p.q.Get(name) }
+
+// format is ?format=json|csv (default json).
+func (p *params) format() format {
+	switch v := p.q.Get("format"); v {
+	case "", "json":
+		return formatJSON
+	case "csv":
+		return formatCSV
+	default:
+		p.fail("format: must be json or csv, got %q", v)
+		return formatJSON
+	}
+}
+
+// currency is an optional ISO 4217 code (any case), upper-cased.
+func (p *params) currency(name string) string {
+	v := p.q.Get(name)
 	if v == "" {
-		return "", nil
+		return ""
 	}
 	c, err := money.ParseCurrency(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", errBadParameter, name, err)
+		p.fail("%s: %w", name, err)
+		return ""
 	}
-	return string(c), nil
+	return string(c)
 }
 
-// parseTime parses an optional RFC 3339 timestamp. A '+' of the offset
-// arrives as a space when the caller did not percent-encode it
+// time is an optional RFC 3339 timestamp. A '+' of the offset arrives as a
+// space when the caller did not percent-encode it
 // ("2026-01-02T10:00:00+01:00" in a raw query string); that one case is
 // accepted as the '+' it was.
-func parseTime(q url.Values, name string) (time.Time, error) {
-	v := q.Get(name)
+func (p *params) time(name string) time.Time {
+	v := p.q.Get(name)
 	if v == "" {
-		return time.Time{}, nil
+		return time.Time{}
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil && len(v) > 19 && strings.Count(v, " ") == 1 && strings.LastIndexByte(v, ' ') >= 19 {
 		t, err = time.Parse(time.RFC3339Nano, strings.Replace(v, " ", "+", 1))
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s: want an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got %q", errBadParameter, name, v)
+		p.fail("%s: want an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got %q", name, v)
 	}
-	return t, nil
+	return t
 }
 
-func parseLimit(q url.Values) (int, error) {
-	v := q.Get("limit")
+// limit is the page size, 1 to maxPageSize (default defaultPageSize).
+func (p *params) limit() int {
+	v := p.q.Get("limit")
 	if v == "" {
-		return defaultPageSize, nil
+		return defaultPageSize
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxPageSize {
-		return 0, fmt.Errorf("%w: limit: must be an integer from 1 to %d, got %q", errBadParameter, maxPageSize, v)
+		p.fail("limit: must be an integer from 1 to %d, got %q", maxPageSize, v)
+		return defaultPageSize
 	}
-	return n, nil
+	return n
+}
+
+// oneOf is an optional parameter that must be one of allowed.
+func (p *params) oneOf(name string, allowed ...string) string {
+	v := p.q.Get(name)
+	if v != "" && !slices.Contains(allowed, v) {
+		p.fail("%s: must be one of %s, got %q", name, strings.Join(allowed, ", "), v)
+	}
+	return v
+}
+
+// cursor is the id after which a ledger page starts (0: from the start).
+func (p *params) cursor() int64 {
+	id, err := decodeCursor(p.q.Get("cursor"))
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	return id
 }
 
 // Ledger cursors are opaque to clients: base64url (no padding) of a small

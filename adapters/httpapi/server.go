@@ -2,7 +2,10 @@
 // POST /webhooks/{provider}, the bearer-protected /v1 query API, health,
 // readiness and Prometheus metrics. It verifies and normalizes through the
 // provider adapters and records through the ingest service; it owns no
-// business rule.
+// business rule. It reads through ports it declares in the types of
+// projections/views (QueryStore, ProjectionsReader, StatusSource) and
+// imports no storage adapter; /readyz and /metrics answer from a Monitor's
+// background readings.
 package httpapi
 
 import (
@@ -37,9 +40,13 @@ type Config struct {
 	Now                 func() time.Time
 	Logger              *slog.Logger
 	Registry            *prometheus.Registry // default: a new registry
-	// Ready reports whether the service can take traffic (database reachable,
-	// migrations applied, event store reachable).
-	Ready func(ctx context.Context) error
+	// Monitor answers /readyz and the database figures of /metrics from
+	// its background readings (it is registered with Registry); nil =
+	// always ready, no such figures.
+	Monitor *Monitor
+	// MetricsToken, when set (ONCELEDGER_METRICS_TOKEN), is the bearer
+	// token /metrics requires.
+	MetricsToken string
 	// PublicURL returns the URL a provider signed (Square signs the
 	// subscribed notification URL). Default: the request's URL as received.
 	PublicURL func(r *http.Request) string
@@ -48,16 +55,15 @@ type Config struct {
 	// APITokens are the bearer tokens of the /v1 query API
 	// (ONCELEDGER_API_TOKENS); none = /v1 answers 401 to everyone.
 	APITokens []string
-	// Query reads the read models for /v1 (postgres.Query); nil = /v1
+	// Query reads the read models for /v1 (readmodel.Store); nil = /v1
 	// answers 503 after the token check.
 	Query QueryStore
 	// Events reads a payment's stream for GET /v1/payments/... (the
 	// configured event store); nil = the answer lists no events.
 	Events StreamReader
-	// Lag, if set, counts each projection's lag in GET /v1/projections from
-	// the configured feed (FeedLag); nil = the read model's count on the
-	// Postgres events table, which is right only for the Postgres event store.
-	Lag LagFunc
+	// Projections reads the projections' status for GET /v1/projections
+	// (projections.StatusReader); nil = that endpoint answers 503.
+	Projections ProjectionsReader
 }
 
 type server struct {
@@ -111,7 +117,14 @@ func NewHandler(cfg Config) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
-	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	if cfg.Monitor != nil {
+		cfg.Registry.MustRegister(cfg.Monitor)
+	}
+	var metricsHandler http.Handler = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})
+	if cfg.MetricsToken != "" {
+		metricsHandler = newBearerAuth([]string{cfg.MetricsToken}).middleware(metricsHandler)
+	}
+	r.Handle("/metrics", metricsHandler).Methods(http.MethodGet)
 	s.registerQuery(r)
 	r.HandleFunc("/openapi.json", serveOpenAPI).Methods(http.MethodGet)
 	if cfg.Routes != nil {
@@ -139,11 +152,10 @@ func (s *server) webhookHead(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// readyz answers from the monitor's last reading: a probe runs no query.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
+	if s.cfg.Monitor != nil {
+		if err := s.cfg.Monitor.ready(); err != nil {
 			// Unauthenticated: say which dependency, not its address or user.
 			s.log.Warn("not ready", "error", err, "request_id", requestID(r.Context()))
 			var nr *NotReady
@@ -159,7 +171,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // NotReady names the dependency that is not ready ("database",
-// "migrations", "event store"); Config.Ready returns it so /readyz can say
+// "migrations", "event store"); MonitorConfig.Ready returns it so /readyz can say
 // which without exposing connection details to unauthenticated callers.
 type NotReady struct {
 	Component string

@@ -22,6 +22,7 @@ import (
 type serveCmd struct {
 	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" group:"Server" help:"Listen address."`
 	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," group:"Query API tokens" help:"Bearer tokens for the /v1 query API; none = /v1 answers 401."`
+	MetricsToken        string        `name:"metrics-token" env:"ONCELEDGER_METRICS_TOKEN" group:"Query API tokens" help:"Bearer token /metrics requires; none = /metrics is open."`
 	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" group:"Tuning" help:"Max signature timestamp age."`
 	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" group:"Tuning" help:"Larger webhook bodies get 413."`
 	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" group:"Tuning" help:"Time to record a webhook before answering 503."`
@@ -175,6 +176,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		Addr:                c.Addr,
 		Providers:           provs,
 		APITokens:           c.APITokens,
+		MetricsToken:        c.MetricsToken,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		IngestTimeout:       c.IngestTimeout,
 		ReadTimeout:         c.ReadTimeout,

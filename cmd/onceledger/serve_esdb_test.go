@@ -345,7 +345,7 @@ func TestServeWithEventStoreDB(t *testing.T) {
 	require.Len(t, st.Projections, 3)
 	for _, p := range st.Projections {
 		assert.Equal(t, int64(0), p.Lag, p.Name)
-		assert.Equal(t, head.Prepare, p.Position, p.Name)
+		assert.Equal(t, head, p.Position, p.Name)
 		assert.True(t, p.Active, "%s is run by the server", p.Name)
 	}
 	assert.Equal(t, int64(8), st.Inbox["applied"], "inbox: %v", st.Inbox)

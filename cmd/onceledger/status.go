@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,9 +12,9 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 type statusCmd struct {
@@ -40,10 +39,11 @@ func (c *statusCmd) run(g *globals, w io.Writer) error {
 		return err
 	}
 	defer func() { _ = closeStore() }()
-	view, err := readStatus(g.ctx, store, readmodel.New(pool), time.Now)
+	st, err := projections.Status(g.ctx, store, readmodel.New(pool), projections.StatusOptions{Inbox: true})
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
+	view := newStatusView(st)
 	if c.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -54,101 +54,50 @@ func (c *statusCmd) run(g *globals, w io.Writer) error {
 
 // statusView is the --json output. Positions are given as in
 // /v1/projections: position is the global sequence number (the prepare half
-// of the feed position), position_commit the commit half.
+// of the feed position), position_commit the commit half; each projection
+// has the one JSON shape of views.ProjectionStatus.
 type statusView struct {
-	Head        uint64           `json:"head"`
-	HeadCommit  uint64           `json:"head_commit"`
-	Projections []projectionView `json:"projections"`
-	Inbox       map[string]int64 `json:"inbox"` // every known status, 0 when none
+	Head        uint64                   `json:"head"`
+	HeadCommit  uint64                   `json:"head_commit"`
+	Projections []views.ProjectionStatus `json:"projections"`
+	Inbox       map[string]int64         `json:"inbox"` // every known status, 0 when none
 }
 
-type projectionView struct {
-	Name           string `json:"name"`
-	Status         string `json:"status"` // live, stopped, rebuilding
-	Active         bool   `json:"active"` // a projector holds the projection now
-	Position       uint64 `json:"position"`
-	PositionCommit uint64 `json:"position_commit"`
-	// Lag counts events after the checkpoint up to the head; LagSeconds is
-	// the age of the oldest of them (0 when caught up).
-	Lag           int64        `json:"lag"`
-	LagSeconds    float64      `json:"lag_seconds"`
-	Error         string       `json:"error,omitempty"`
-	ErrorPosition *positionRef `json:"error_position,omitempty"`
-	UpdatedAt     time.Time    `json:"updated_at"`
-}
-
-type positionRef struct {
-	Commit  uint64 `json:"commit"`
-	Prepare uint64 `json:"prepare"`
-}
-
-// readStatus gathers projections.Status and adds to it how old the oldest
-// unapplied event of each lagging projection is: a count of events says how
-// much work is left, an age says how stale the read model is.
-func readStatus(ctx context.Context, feed projections.Feed, db projections.AuditDB, now func() time.Time) (statusView, error) {
-	rep, err := projections.Status(ctx, feed, db)
-	if err != nil {
-		return statusView{}, err
+func newStatusView(st views.Status) statusView {
+	v := statusView{Head: st.Head.Prepare, HeadCommit: st.Head.Commit, Projections: st.Projections, Inbox: st.Inbox}
+	if v.Projections == nil {
+		v.Projections = []views.ProjectionStatus{}
 	}
-	v := statusView{
-		Head: rep.Head.Prepare, HeadCommit: rep.Head.Commit,
-		Projections: []projectionView{},
-		Inbox:       map[string]int64{},
-	}
-	for _, s := range postgres.InboxStatuses {
-		v.Inbox[s] = 0
-	}
-	for s, n := range rep.Inbox {
-		v.Inbox[s] = n
-	}
-	t := now()
-	for _, p := range rep.Projections {
-		pv := projectionView{
-			Name: p.Name, Status: p.Status, Active: p.Active,
-			Position: p.Position.Prepare, PositionCommit: p.Position.Commit,
-			Lag: p.Lag, Error: p.LastError, UpdatedAt: p.UpdatedAt.UTC(),
-		}
-		if p.ErrorPosition != nil {
-			pv.ErrorPosition = &positionRef{Commit: p.ErrorPosition.Commit, Prepare: p.ErrorPosition.Prepare}
-		}
-		if p.Lag > 0 {
-			evs, err := feed.ReadAll(ctx, p.Position, 1)
-			if err != nil {
-				return statusView{}, fmt.Errorf("oldest unapplied event of %s: %w", p.Name, err)
-			}
-			if len(evs) == 1 && !rep.Head.Less(evs[0].Position) {
-				pv.LagSeconds = max(0, t.Sub(evs[0].RecordedAt).Seconds())
-			}
-		}
-		v.Projections = append(v.Projections, pv)
-	}
-	return v, nil
+	return v
 }
 
 // writeStatusText prints the view for a person: the head, one table row per
 // projection, the full error of any stopped projection, and the inbox.
 func writeStatusText(w io.Writer, v statusView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "feed head\t%s\n\n", seq(v.Head, v.HeadCommit))
+	fmt.Fprintf(tw, "feed head\t%s\n\n", seq(eventstore.Position{Commit: v.HeadCommit, Prepare: v.Head}))
 	fmt.Fprintln(tw, "PROJECTION\tSTATUS\tRUNNING\tPOSITION\tLAG (EVENTS)\tLAG (TIME)\tUPDATED")
 	for _, p := range v.Projections {
 		status := p.Status
-		if p.Error != "" {
+		if p.LastError != "" {
 			status += " (error)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, status, yesNo(p.Active),
-			seq(p.Position, p.PositionCommit), p.Lag, ago(p.LagSeconds), p.UpdatedAt.Format(time.RFC3339))
+		lag := strconv.FormatInt(p.Lag, 10)
+		if p.LagCapped {
+			lag = "≥" + lag
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, status, yesNo(p.Active),
+			seq(p.Position), lag, ago(p.LagSeconds), p.UpdatedAt.Format(time.RFC3339))
 	}
 	for _, p := range v.Projections {
-		if p.Error == "" {
+		if p.LastError == "" {
 			continue
 		}
 		at := ""
 		if p.ErrorPosition != nil {
-			at = " at event " + strconv.FormatUint(p.ErrorPosition.Prepare, 10) +
-				" (" + eventstore.Position{Commit: p.ErrorPosition.Commit, Prepare: p.ErrorPosition.Prepare}.String() + ")"
+			at = " at event " + strconv.FormatUint(p.ErrorPosition.Prepare, 10) + " (" + p.ErrorPosition.String() + ")"
 		}
-		fmt.Fprintf(tw, "\n%s stopped%s:\n  %s\n", p.Name, at, p.Error)
+		fmt.Fprintf(tw, "\n%s stopped%s:\n  %s\n", p.Name, at, p.LastError)
 	}
 	fmt.Fprintln(tw, "\nINBOX\tROWS")
 	for _, s := range inboxOrder(v.Inbox) {
@@ -159,11 +108,11 @@ func writeStatusText(w io.Writer, v statusView) error {
 
 // seq shows a position as its global sequence number; 0/0 is the empty
 // feed's start.
-func seq(prepare, commit uint64) string {
-	if prepare == 0 && commit == 0 {
+func seq(p eventstore.Position) string {
+	if p == eventstore.Start {
 		return "0 (start)"
 	}
-	return strconv.FormatUint(prepare, 10)
+	return strconv.FormatUint(p.Prepare, 10)
 }
 
 func yesNo(b bool) string {
@@ -188,7 +137,7 @@ func ago(seconds float64) string {
 // inboxOrder lists the known statuses first, in their lifecycle order, then
 // any other status found.
 func inboxOrder(counts map[string]int64) []string {
-	out := append([]string(nil), postgres.InboxStatuses...)
+	out := append([]string(nil), views.InboxStatuses...)
 	var extra []string
 	for s := range counts {
 		if !slices.Contains(out, s) {

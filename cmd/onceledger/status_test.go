@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // statusFixture is a database with 4 events (recorded 1000, 900, 800 and
@@ -109,7 +110,7 @@ func TestStatusJSON(t *testing.T) {
 	require.Equal(t, evs[3].Position.Commit, v.HeadCommit)
 	require.Equal(t, map[string]int64{"applied": 3, "received": 1, "invalid": 1, "ignored": 0, "unverified": 0}, v.Inbox)
 	require.Len(t, v.Projections, 3)
-	by := map[string]projectionView{}
+	by := map[string]views.ProjectionStatus{}
 	for _, p := range v.Projections {
 		by[p.Name] = p
 	}
@@ -117,11 +118,10 @@ func TestStatusJSON(t *testing.T) {
 	l := by["ledger"]
 	require.Equal(t, "live", l.Status)
 	require.True(t, l.Active)
-	require.Equal(t, evs[1].Position.Prepare, l.Position)
-	require.Equal(t, evs[1].Position.Commit, l.PositionCommit)
+	require.Equal(t, evs[1].Position, l.Position)
 	require.Equal(t, int64(2), l.Lag)
 	require.InDelta(t, 800, l.LagSeconds, 30, "age of the third event")
-	require.Empty(t, l.Error)
+	require.Empty(t, l.LastError)
 	require.Nil(t, l.ErrorPosition)
 
 	p := by["payments"]
@@ -129,8 +129,8 @@ func TestStatusJSON(t *testing.T) {
 	require.False(t, p.Active)
 	require.Equal(t, int64(4), p.Lag)
 	require.InDelta(t, 1000, p.LagSeconds, 30)
-	require.Contains(t, p.Error, "unknown event type")
-	require.Equal(t, &positionRef{Commit: evs[0].Position.Commit, Prepare: evs[0].Position.Prepare}, p.ErrorPosition)
+	require.Contains(t, p.LastError, "unknown event type")
+	require.Equal(t, &evs[0].Position, p.ErrorPosition)
 
 	r := by["reconciliation"]
 	require.Equal(t, int64(0), r.Lag)

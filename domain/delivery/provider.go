@@ -72,12 +72,29 @@ func (e Event) IsPayout() bool {
 }
 
 // StreamID names the event stream the delivery's facts belong to:
-// payment-{provider}-{payment key}, or payout-{provider}-{payout id}.
+// PaymentStream or PayoutStream.
 func (e Event) StreamID() string {
 	if e.IsPayout() {
-		return "payout-" + e.Provider + "-" + e.Facts[0].BusinessID
+		return PayoutStream(e.Provider, e.Facts[0].BusinessID)
 	}
-	return "payment-" + e.Provider + "-" + e.PaymentKey
+	return PaymentStream(e.Provider, e.PaymentKey)
+}
+
+// Stream name prefixes: the one spelling of stream ids (the event stores
+// subscribe by them, the projections tell streams apart by them).
+const (
+	PaymentStreamPrefix = "payment-"
+	PayoutStreamPrefix  = "payout-"
+)
+
+// PaymentStream is the stream of one payment: payment-{provider}-{payment key}.
+func PaymentStream(provider, paymentKey string) string {
+	return PaymentStreamPrefix + provider + "-" + paymentKey
+}
+
+// PayoutStream is the stream of one payout: payout-{provider}-{payout id}.
+func PayoutStream(provider, payoutID string) string {
+	return PayoutStreamPrefix + provider + "-" + payoutID
 }
 
 // MaxIDBytes bounds every identifier of a delivery (provider, dedup key,

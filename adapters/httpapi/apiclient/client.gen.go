@@ -339,18 +339,24 @@ type Position struct {
 
 // Projection defines model for Projection.
 type Projection struct {
+	// Active A projector holds the projection's lock now.
+	Active *bool `json:"active,omitempty"`
+
 	// Error Why the projection stopped, when it did.
 	Error *string `json:"error,omitempty"`
 
 	// ErrorPosition A place in the global event feed.
 	ErrorPosition *Position `json:"error_position,omitempty"`
 
-	// Lag Committed events after the checkpoint (with EventStoreDB: counted from the feed, up to a cap).
+	// Lag Events of the feed after the checkpoint up to the head (counted from the configured feed, Postgres or EventStoreDB, up to a cap).
 	Lag int64 `json:"lag"`
 
-	// LagCapped Present and true when the EventStoreDB lag count stopped at its cap: the lag is at least that.
-	LagCapped *bool  `json:"lag_capped,omitempty"`
-	Name      string `json:"name"`
+	// LagCapped Present and true when the lag count stopped at its cap: the lag is at least that.
+	LagCapped *bool `json:"lag_capped,omitempty"`
+
+	// LagSeconds Age in seconds of the oldest event not applied yet; 0 when caught up.
+	LagSeconds *float32 `json:"lag_seconds,omitempty"`
+	Name       string   `json:"name"`
 
 	// Position Global sequence number of the last event applied.
 	Position       int64            `json:"position"`
@@ -563,6 +569,8 @@ type ClientInterface interface {
 
 	// GetMetrics Prometheus metrics
 	//
+	// Counters and the last background reading of the database figures; no query per scrape. Requires the bearer token ONCELEDGER_METRICS_TOKEN when it is set.
+	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -656,6 +664,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 }
 
 // GetMetrics Prometheus metrics
+//
+// Counters and the last background reading of the database figures; no query per scrape. Requires the bearer token ONCELEDGER_METRICS_TOKEN when it is set.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1522,6 +1532,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
+	// Counters and the last background reading of the database figures; no query per scrape. Requires the bearer token ONCELEDGER_METRICS_TOKEN when it is set.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
@@ -2311,6 +2323,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 }
 
 // GetMetricsWithResponse Prometheus metrics
+//
+// Counters and the last background reading of the database figures; no query per scrape. Requires the bearer token ONCELEDGER_METRICS_TOKEN when it is set.
 //
 // Returns a wrapper object for the known response body format(s).
 //

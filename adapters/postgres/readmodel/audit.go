@@ -60,15 +60,17 @@ func (s *Store) InboxCounts(ctx context.Context) (map[string]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, err
-		}
-		out[st] = n
+	type count struct {
+		Status string
+		N      int64
 	}
-	return out, rows.Err()
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[count])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(counts))
+	for _, c := range counts {
+		out[c.Status] = c.N
+	}
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -291,17 +292,13 @@ func compareRows(ctx context.Context, tx pgx.Tx, table string, limit int) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	defer rows.Close()
 	var total int64
-	var out []projections.Difference
-	for rows.Next() {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (projections.Difference, error) {
 		d := projections.Difference{Table: table}
-		if err := rows.Scan(&d.Key, &d.Kind, &d.Live, &d.Rebuilt, &total); err != nil {
-			return 0, nil, err
-		}
-		out = append(out, d)
-	}
-	return total, out, rows.Err()
+		err := r.Scan(&d.Key, &d.Kind, &d.Live, &d.Rebuilt, &total)
+		return d, err
+	})
+	return total, out, err
 }
 
 // The swap needs an exclusive lock on each live table and view, which a
@@ -324,7 +321,7 @@ func (s *Store) Swap(ctx context.Context, tables []string, checkpoints map[strin
 	for attempt := 1; ; attempt++ {
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return swap(ctx, tx, tables, checkpoints) })
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || (pgErr.Code != "55P03" && pgErr.Code != "40P01") { // lock_not_available, deadlock_detected
+		if !errors.As(err, &pgErr) || (pgErr.Code != pgerrcode.LockNotAvailable && pgErr.Code != pgerrcode.DeadlockDetected) {
 			return err
 		}
 		if time.Now().After(deadline) {

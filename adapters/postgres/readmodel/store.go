@@ -1,8 +1,10 @@
-// Package readmodel is the Postgres side of the projections: the SQL that
-// writes and reads the read-model tables (ledger_entries, account_balances,
-// payments, reconciliation_items), the projection checkpoints and advisory
-// locks, the shadow tables of a rebuild and the invariant checks. It
-// implements the ports declared by package projections.
+// Package readmodel is the Postgres side of the projections and owns all
+// read-model SQL: the SQL that writes and reads the read-model tables
+// (ledger_entries, account_balances, payments, reconciliation_items), the
+// projection checkpoints and advisory locks, the shadow tables of a rebuild,
+// the invariant checks, and the /v1 queries. It implements the ports
+// declared by package projections and by the HTTP layer, in the shapes of
+// package views.
 package readmodel
 
 import (
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -151,16 +154,8 @@ func (s *Store) Checkpoints(ctx context.Context) ([]projections.Checkpoint, erro
 	if err != nil {
 		return nil, classify(err)
 	}
-	defer rows.Close()
-	var out []projections.Checkpoint
-	for rows.Next() {
-		cp, err := scanCheckpoint(rows)
-		if err != nil {
-			return nil, classify(err)
-		}
-		out = append(out, cp)
-	}
-	return out, classify(rows.Err())
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (projections.Checkpoint, error) { return scanCheckpoint(r) })
+	return out, classify(err)
 }
 
 // SetStatus sets a projection's status.
@@ -286,8 +281,10 @@ func classify(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "21", "22", "23", "2B", "42", "44":
+		code := pgErr.Code
+		if pgerrcode.IsCardinalityViolation(code) || pgerrcode.IsDataException(code) ||
+			pgerrcode.IsIntegrityConstraintViolation(code) || pgerrcode.IsDependentPrivilegeDescriptorsStillExist(code) ||
+			pgerrcode.IsSyntaxErrororAccessRuleViolation(code) || pgerrcode.IsWithCheckOptionViolation(code) {
 			return fmt.Errorf("%w: %w", projections.ErrPoison, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // writer is one read-model transaction, on the live tables or on the shadow
@@ -129,42 +130,32 @@ func (w *writer) Payments(ctx context.Context, streamIDs []string) (map[string]p
 	if err != nil {
 		return nil, classify(err)
 	}
-	defer rows.Close()
-	out := make(map[string]projections.PaymentRow, len(streamIDs))
-	for rows.Next() {
-		var r paymentRow
-		if err := rows.Scan(&r.provider, &r.paymentID, &r.streamID, &r.status, &r.currency, &r.authorized, &r.captured,
-			&r.fees, &r.refunded, &r.refundPending, &r.disputeOpen, &r.disputeLost, &r.failed, &r.canceled,
-			&r.version, &r.updatedAt); err != nil {
-			return nil, classify(err)
-		}
-		out[r.streamID] = r.payment()
+	list, err := pgx.CollectRows(rows, scanPayment)
+	if err != nil {
+		return nil, classify(err)
 	}
-	return out, classify(rows.Err())
+	out := make(map[string]projections.PaymentRow, len(list))
+	for _, p := range list {
+		out[p.StreamID] = p
+	}
+	return out, nil
 }
 
-type paymentRow struct {
-	provider, paymentID, streamID, status                            string
-	currency                                                         *string
-	authorized, captured, fees, refunded, refundPending, disputeOpen int64
-	disputeLost, version                                             int64
-	failed, canceled                                                 bool
-	updatedAt                                                        time.Time
-}
-
-func (r paymentRow) payment() projections.PaymentRow {
-	p := projections.PaymentRow{
-		Provider: r.provider, PaymentID: r.paymentID, StreamID: r.streamID, Status: r.status,
-		Version: uint64(r.version), UpdatedAt: r.updatedAt,
+// scanPayment reads one row of paymentColumns: the row the projection
+// writes is the row the API reads.
+func scanPayment(row pgx.CollectableRow) (views.Payment, error) {
+	var p views.Payment
+	var currency *string
+	var version int64
+	sum := &p.Summary
+	err := row.Scan(&p.Provider, &p.PaymentID, &p.StreamID, &p.Status, &currency, &sum.Authorized, &sum.Captured,
+		&sum.Fees, &sum.Refunded, &sum.RefundsPending, &sum.DisputeOpen, &sum.DisputeLost, &sum.Failed, &sum.Canceled,
+		&version, &p.UpdatedAt)
+	if currency != nil {
+		sum.Currency = money.Currency(*currency)
 	}
-	if r.currency != nil {
-		p.Summary.Currency = money.Currency(*r.currency)
-	}
-	p.Summary.Authorized, p.Summary.Captured, p.Summary.Fees = r.authorized, r.captured, r.fees
-	p.Summary.Refunded, p.Summary.RefundsPending = r.refunded, r.refundPending
-	p.Summary.DisputeOpen, p.Summary.DisputeLost = r.disputeOpen, r.disputeLost
-	p.Summary.Failed, p.Summary.Canceled = r.failed, r.canceled
-	return p
+	p.Version = uint64(version)
+	return p, err
 }
 
 func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentRow) error {

@@ -9,7 +9,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -46,6 +45,8 @@ type Config struct {
 	Addr      string                       // listen address of Run
 	Providers map[string]providers.Adapter // configured providers only: others answer 404
 	APITokens []string                     // bearer tokens of /v1
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
 
 	MaxBodyBytes        int64
 	IngestTimeout       time.Duration
@@ -73,6 +74,7 @@ type App struct {
 	events  EventStore
 	service *ingest.Service
 	workers []*ingest.Worker
+	reads   *readSide
 	handler http.Handler
 	closed  sync.Once
 }
@@ -124,30 +126,18 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		ProviderConcurrency: cfg.ProviderConcurrency,
 		Logger:              a.log,
 		Registry:            reg,
-		Ready:               a.ready,
+		MetricsToken:        cfg.MetricsToken,
 	}
-	a.wireQueries(&hc, reg)
+	a.reads, err = openReadSide(ctx, cfg.DatabaseURL, pool, a.events.Store, a.events.IsPostgres)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	hc.Query, hc.Events = a.reads.Query, a.events.Store
+	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
-
-// wireQueries is the read side's wiring: the /v1 query store, the
-// projection lag and the inbox/projection metrics. (Kept apart: the read
-// side's names change independently of the write side's.)
-func (a *App) wireQueries(hc *httpapi.Config, reg *prometheus.Registry) {
-	reg.MustRegister(postgres.NewStatsCollector(a.pool, a.events.Head))
-	hc.Query = postgres.NewQuery(a.pool)
-	hc.Events = a.events.Store
-	// The read model counts lag on the Postgres events table; for any other
-	// event store, count the feed itself (capped: it has no count).
-	if !a.events.IsPostgres {
-		hc.Lag = httpapi.FeedLag(a.events.Store, feedLagCap)
-	}
-}
-
-// feedLagCap bounds how many events GET /v1/projections reads to count one
-// projection's lag on a feed that cannot count (EventStoreDB).
-const feedLagCap = 100_000
 
 // postback is the verifier of held deliveries, when a configured provider
 // holds its deliveries (PayPal IPN).
@@ -171,23 +161,6 @@ func (p ipnPostback) Verify(ctx context.Context, raw []byte) (bool, error) {
 	return verdict == paypalipn.Verified, nil
 }
 
-func (a *App) ready(ctx context.Context) error {
-	if err := a.pool.Ping(ctx); err != nil {
-		return &httpapi.NotReady{Component: "database", Err: err}
-	}
-	ok, err := postgres.MigrationsApplied(ctx, a.pool)
-	if err != nil {
-		return &httpapi.NotReady{Component: "migrations", Err: err}
-	}
-	if !ok {
-		return &httpapi.NotReady{Component: "migrations", Err: errors.New("migrations pending")}
-	}
-	if _, err := a.events.Head(ctx); err != nil {
-		return &httpapi.NotReady{Component: "event store", Err: err}
-	}
-	return nil
-}
-
 // Handler is the HTTP handler: webhooks, /v1, health, metrics.
 func (a *App) Handler() http.Handler { return a.handler }
 
@@ -208,6 +181,9 @@ func (a *App) Workers() []*ingest.Worker { return a.workers }
 // returns.
 func (a *App) Close() {
 	a.closed.Do(func() {
+		if a.reads != nil {
+			a.reads.Close()
+		}
 		_ = a.events.Close()
 		a.pool.Close()
 	})
@@ -245,6 +221,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	if c.PprofAddr != "" {
 		startPprof(bgCtx, &wg, c.PprofAddr, a.log)
 	}
+	wg.Go(func() { a.reads.Monitor.Run(bgCtx) })
 	if c.Projections {
 		projs := projections.NewService(a.events.Store, readmodel.New(a.pool), a.log)
 		wg.Go(func() {

@@ -1,4 +1,4 @@
-package httpapi_test
+package main
 
 import (
 	"context"
@@ -21,13 +21,17 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 const (
@@ -36,6 +40,9 @@ const (
 )
 
 var qT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// These are the /v1 API's end-to-end tests: the HTTP layer imports no
+// storage adapter, so they live here, where the adapters are wired.
 
 // qapi is the query API on a fresh database behind a real socket. Read-model
 // rows are inserted with SQL (the projector is not under test here); events
@@ -50,10 +57,7 @@ type qapi struct {
 func newQAPI(t *testing.T) *qapi {
 	t.Helper()
 	pool := pgtest.NewPool(t)
-	return startQAPI(t, pool, httpapi.Config{
-		APITokens: []string{qToken1, qToken2},
-		Query:     postgres.NewQuery(pool),
-	})
+	return startQAPI(t, pool, httpapi.Config{APITokens: []string{qToken1, qToken2}})
 }
 
 func startQAPI(t *testing.T, pool *pgxpool.Pool, cfg httpapi.Config) *qapi {
@@ -61,6 +65,12 @@ func startQAPI(t *testing.T, pool *pgxpool.Pool, cfg httpapi.Config) *qapi {
 	store := postgres.NewEventStore(pool)
 	if cfg.Events == nil {
 		cfg.Events = store
+	}
+	if cfg.Query == nil {
+		cfg.Query = readmodel.New(pool)
+	}
+	if cfg.Projections == nil {
+		cfg.Projections = projections.StatusReader{Feed: store, DB: readmodel.New(pool)}
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httptest.NewServer(httpapi.NewHandler(cfg))
@@ -163,11 +173,11 @@ func TestQueryBalancesJSONAndCSV(t *testing.T) {
 
 	// An empty ledger is an empty list, not null.
 	resp, body := a.do("/v1/balances", "Bearer "+qToken1)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.JSONEq(t, `{"balances":[]}`, string(body))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"balances":[]}`, string(body))
 	h, rows, _ := a.getCSV("/v1/balances")
-	require.Equal(t, []string{"account", "currency", "balance", "balance_decimal"}, h)
-	require.Empty(t, rows)
+	assert.Equal(t, []string{"account", "currency", "balance", "balance_decimal"}, h)
+	assert.Empty(t, rows)
 
 	a.entry("revenue:sales", "USD", -1000, qT0)
 	a.entry("revenue:sales", "USD", -1, qT0.Add(2*time.Hour))
@@ -183,10 +193,10 @@ func TestQueryBalancesJSONAndCSV(t *testing.T) {
 	}
 	a.getJSON("/v1/balances?account=revenue:sales&currency=USD", &raw)
 	require.Len(t, raw.Balances, 1)
-	require.Equal(t, "revenue:sales", raw.Balances[0]["account"])
-	require.Equal(t, "USD", raw.Balances[0]["currency"])
-	require.Equal(t, float64(-1001), raw.Balances[0]["balance"])
-	require.Equal(t, "-10.01", raw.Balances[0]["balance_decimal"])
+	assert.Equal(t, "revenue:sales", raw.Balances[0]["account"])
+	assert.Equal(t, "USD", raw.Balances[0]["currency"])
+	assert.Equal(t, float64(-1001), raw.Balances[0]["balance"])
+	assert.Equal(t, "-10.01", raw.Balances[0]["balance_decimal"])
 
 	type bal struct {
 		Account, Currency string
@@ -195,7 +205,7 @@ func TestQueryBalancesJSONAndCSV(t *testing.T) {
 	}
 	var all struct{ Balances []bal }
 	a.getJSON("/v1/balances", &all)
-	require.Equal(t, []bal{
+	assert.Equal(t, []bal{
 		{"expenses:fees:stripe", "USD", 30, "0.30"},
 		{"provider:stripe:balance", "KWD", 5, "0.005"},
 		{"provider:stripe:balance", "USD", 970, "9.70"},
@@ -205,8 +215,8 @@ func TestQueryBalancesJSONAndCSV(t *testing.T) {
 	}, all.Balances)
 
 	h, rows, _ = a.getCSV("/v1/balances")
-	require.Equal(t, []string{"account", "currency", "balance", "balance_decimal"}, h)
-	require.Equal(t, [][]string{
+	assert.Equal(t, []string{"account", "currency", "balance", "balance_decimal"}, h)
+	assert.Equal(t, [][]string{
 		{"expenses:fees:stripe", "USD", "30", "0.30"},
 		{"provider:stripe:balance", "KWD", "5", "0.005"},
 		{"provider:stripe:balance", "USD", "970", "9.70"},
@@ -218,17 +228,17 @@ func TestQueryBalancesJSONAndCSV(t *testing.T) {
 	// Prefix filter, currency in any case.
 	var some struct{ Balances []bal }
 	a.getJSON("/v1/balances?account=provider:&currency=kwd", &some)
-	require.Equal(t, []bal{{"provider:stripe:balance", "KWD", 5, "0.005"}}, some.Balances)
+	assert.Equal(t, []bal{{"provider:stripe:balance", "KWD", 5, "0.005"}}, some.Balances)
 
 	// as_of sums the entries that occurred up to then (inclusive), here
 	// given with a non-UTC offset.
 	asOf := url.QueryEscape(qT0.Add(time.Hour).In(time.FixedZone("", 3600)).Format(time.RFC3339))
 	_, rows, _ = a.getCSV("/v1/balances?currency=USD&account=revenue:&as_of=" + asOf)
-	require.Equal(t, [][]string{{"revenue:sales", "USD", "-1000", "-10.00"}}, rows)
+	assert.Equal(t, [][]string{{"revenue:sales", "USD", "-1000", "-10.00"}}, rows)
 	_, rows, _ = a.getCSV("/v1/balances?currency=USD&account=revenue:&as_of=" + url.QueryEscape(qT0.Add(2*time.Hour).Format(time.RFC3339)))
-	require.Equal(t, [][]string{{"revenue:sales", "USD", "-1001", "-10.01"}}, rows)
+	assert.Equal(t, [][]string{{"revenue:sales", "USD", "-1001", "-10.01"}}, rows)
 	_, rows, _ = a.getCSV("/v1/balances?as_of=" + url.QueryEscape(qT0.Add(-time.Nanosecond).Format(time.RFC3339Nano)))
-	require.Empty(t, rows)
+	assert.Empty(t, rows)
 }
 
 // TestQueryLargeCSVIsStreamed: a large answer goes out chunked, as rows are
@@ -240,24 +250,24 @@ func TestQueryLargeCSVIsStreamed(t *testing.T) {
 		INSERT INTO account_balances (account, currency, balance, entry_count, updated_at)
 		SELECT 'acct:' || lpad(i::text, 6, '0'), 'USD', i, 1, now() FROM generate_series(1, 20000) i`)
 	require.NoError(t, err)
-	a := startQAPI(t, pool, httpapi.Config{APITokens: []string{qToken1, qToken2}, Query: postgres.NewQuery(pool)})
+	a := startQAPI(t, pool, httpapi.Config{APITokens: []string{qToken1, qToken2}})
 	req, err := http.NewRequest(http.MethodGet, a.srv.URL+"/v1/balances?format=csv", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+qToken1)
 	resp, err := a.srv.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, int64(-1), resp.ContentLength, "streamed, so the length is not known up front")
-	require.Equal(t, []string{"chunked"}, resp.TransferEncoding)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, int64(-1), resp.ContentLength, "streamed, so the length is not known up front")
+	assert.Equal(t, []string{"chunked"}, resp.TransferEncoding)
 	records, err := csv.NewReader(resp.Body).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, records, 20001)
-	require.Equal(t, []string{"acct:020000", "USD", "20000", "200.00"}, records[20000])
+	assert.Equal(t, []string{"acct:020000", "USD", "20000", "200.00"}, records[20000])
 
 	broken := startQAPI(t, pool, httpapi.Config{
 		APITokens: []string{qToken1},
-		Query:     failAfter{QueryStore: postgres.NewQuery(pool), n: 5000},
+		Query:     failAfter{QueryStore: readmodel.New(pool), n: 5000},
 	})
 	for _, f := range []string{"csv", "json"} {
 		req, err = http.NewRequest(http.MethodGet, broken.srv.URL+"/v1/balances?format="+f, nil)
@@ -265,19 +275,19 @@ func TestQueryLargeCSVIsStreamed(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+qToken1)
 		resp, err = broken.srv.Client().Do(req)
 		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "rows were on their way before the failure")
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "rows were on their way before the failure")
 		_, err = io.ReadAll(resp.Body)
 		resp.Body.Close()
-		require.Error(t, err, "%s: a truncated answer must not read as complete", f)
+		assert.Error(t, err, "%s: a truncated answer must not read as complete", f)
 	}
 	// A failure before the first row is an ordinary error answer.
 	early := startQAPI(t, pool, httpapi.Config{
 		APITokens: []string{qToken1},
-		Query:     failAfter{QueryStore: postgres.NewQuery(pool), n: 0},
+		Query:     failAfter{QueryStore: readmodel.New(pool), n: 0},
 	})
 	r, body := early.do("/v1/balances?format=csv", "Bearer "+qToken1)
-	require.Equal(t, http.StatusServiceUnavailable, r.StatusCode)
-	require.Contains(t, string(body), `"error"`)
+	assert.Equal(t, http.StatusServiceUnavailable, r.StatusCode)
+	assert.Contains(t, string(body), `"error"`)
 }
 
 // failAfter wraps the real query store; its balances fail after n rows, as a
@@ -287,9 +297,9 @@ type failAfter struct {
 	n int
 }
 
-func (f failAfter) Balances(ctx context.Context, flt postgres.BalanceFilter, fn func(postgres.Balance) error) error {
+func (f failAfter) Balances(ctx context.Context, flt views.BalanceFilter, fn func(views.Balance) error) error {
 	i := 0
-	return f.QueryStore.Balances(ctx, flt, func(b postgres.Balance) error {
+	return f.QueryStore.Balances(ctx, flt, func(b views.Balance) error {
 		if i == f.n {
 			return fmt.Errorf("connection lost: %w", eventstore.ErrUnavailable)
 		}
@@ -331,7 +341,7 @@ func TestQueryLedgerEntriesJSONAndCSV(t *testing.T) {
 		var p qPage
 		h := a.getJSON("/v1/ledger/entries?account=provider:&limit=10&cursor="+url.QueryEscape(cursor), &p)
 		require.NotNil(t, p.NextCursor, "next_cursor is always present")
-		require.Equal(t, *p.NextCursor, h.Get("Next-Cursor"))
+		assert.Equal(t, *p.NextCursor, h.Get("Next-Cursor"))
 		for _, e := range p.Entries {
 			seen = append(seen, e.ID)
 		}
@@ -342,38 +352,38 @@ func TestQueryLedgerEntriesJSONAndCSV(t *testing.T) {
 		require.Len(t, p.Entries, 10)
 		cursor = *p.NextCursor
 	}
-	require.Equal(t, ids, seen)
+	assert.Equal(t, ids, seen)
 
 	var p qPage
 	a.getJSON("/v1/ledger/entries?limit=1", &p)
 	require.Len(t, p.Entries, 1)
 	e := p.Entries[0]
-	require.Equal(t, ids[0], e.ID)
-	require.Equal(t, int64(1000), e.Amount)
-	require.Equal(t, "10.00", e.AmountDecimal)
-	require.True(t, e.OccurredAt.Equal(qT0))
-	require.Equal(t, uint64(7), e.Position.Commit)
-	require.Equal(t, uint64(9), e.Position.Prepare)
+	assert.Equal(t, ids[0], e.ID)
+	assert.Equal(t, int64(1000), e.Amount)
+	assert.Equal(t, "10.00", e.AmountDecimal)
+	assert.True(t, e.OccurredAt.Equal(qT0))
+	assert.Equal(t, uint64(7), e.Position.Commit)
+	assert.Equal(t, uint64(9), e.Position.Prepare)
 	_, err := uuid.Parse(e.EventID)
 	require.NoError(t, err)
 
 	// Default limit (100) covers everything; currency filter.
 	a.getJSON("/v1/ledger/entries?currency=usd", &p)
 	require.Len(t, p.Entries, 10)
-	require.Equal(t, other, p.Entries[9].ID)
-	require.Equal(t, "", *p.NextCursor)
+	assert.Equal(t, other, p.Entries[9].ID)
+	assert.Equal(t, "", *p.NextCursor)
 
 	// from inclusive, to exclusive.
 	from := url.QueryEscape(qT0.Add(3 * time.Minute).Format(time.RFC3339))
 	to := url.QueryEscape(qT0.Add(6 * time.Minute).Format(time.RFC3339))
 	a.getJSON("/v1/ledger/entries?account=provider:stripe:balance&from="+from+"&to="+to, &p)
-	require.Equal(t, []int64{ids[3], ids[4], ids[5]}, []int64{p.Entries[0].ID, p.Entries[1].ID, p.Entries[2].ID})
+	assert.Equal(t, []int64{ids[3], ids[4], ids[5]}, []int64{p.Entries[0].ID, p.Entries[1].ID, p.Entries[2].ID})
 	require.Len(t, p.Entries, 3)
 
 	// CSV pages carry the cursor in the Next-Cursor header; decimals per
 	// currency exponent.
 	header, rows, h := a.getCSV("/v1/ledger/entries?account=provider:&limit=3")
-	require.Equal(t, []string{
+	assert.Equal(t, []string{
 		"id", "event_id", "posting_index", "stream_id", "event_type", "provider", "account",
 		"currency", "amount", "amount_decimal", "occurred_at", "recorded_at",
 		"position_commit", "position_prepare",
@@ -392,14 +402,14 @@ func TestQueryLedgerEntriesJSONAndCSV(t *testing.T) {
 	for _, r := range rows {
 		got[r[col("currency")]] = [2]string{r[col("amount")], r[col("amount_decimal")]}
 	}
-	require.Equal(t, map[string][2]string{
+	assert.Equal(t, map[string][2]string{
 		"USD": {"1000", "10.00"}, "JPY": {"1001", "1001"}, "KWD": {"1002", "1.002"},
 	}, got)
-	require.Equal(t, qT0.Format(time.RFC3339Nano), rows[0][col("occurred_at")])
+	assert.Equal(t, qT0.Format(time.RFC3339Nano), rows[0][col("occurred_at")])
 	next := h.Get("Next-Cursor")
-	require.NotEmpty(t, next)
+	assert.NotEmpty(t, next)
 	_, rows2, _ := a.getCSV("/v1/ledger/entries?account=provider:&limit=3&cursor=" + url.QueryEscape(next))
-	require.Equal(t, strconv.FormatInt(ids[3], 10), rows2[0][col("id")])
+	assert.Equal(t, strconv.FormatInt(ids[3], 10), rows2[0][col("id")])
 }
 
 // TestQueryLedgerPagingUnderConcurrentInserts pages through the journal
@@ -474,10 +484,10 @@ func TestQueryLedgerPagingUnderConcurrentInserts(t *testing.T) {
 	stopWriters()
 	require.Greater(t, inserted.Load(), int64(0), "writers ran during paging")
 	for id := range existing {
-		require.Equal(t, 1, seen[id], "entry %d", id)
+		assert.Equal(t, 1, seen[id], "entry %d", id)
 	}
 	for id, n := range seen {
-		require.Equal(t, 1, n, "entry %d repeated", id)
+		assert.Equal(t, 1, n, "entry %d repeated", id)
 	}
 	require.Greater(t, pages, initial/13)
 	t.Logf("%d pages, %d entries seen, %d inserted concurrently", pages+1, len(seen), inserted.Load())
@@ -524,20 +534,20 @@ func TestQueryPayment(t *testing.T) {
 	}
 	var p pay
 	a.getJSON("/v1/payments/stripe/pi_1", &p)
-	require.Equal(t, "partially_refunded", p.Status)
-	require.Equal(t, "USD", *p.Currency)
-	require.Equal(t, uint64(2), p.Version)
-	require.Equal(t, map[string]int64{
+	assert.Equal(t, "partially_refunded", p.Status)
+	assert.Equal(t, "USD", *p.Currency)
+	assert.Equal(t, uint64(2), p.Version)
+	assert.Equal(t, map[string]int64{
 		"authorized": 1000, "captured": 1000, "refunded": 200, "disputed": 0,
 		"fees": 30, "refund_pending": 0, "dispute_lost": 0,
 	}, p.Amounts)
-	require.Equal(t, "2.00", p.AmountsDecimal["refunded"])
+	assert.Equal(t, "2.00", p.AmountsDecimal["refunded"])
 	require.Len(t, p.Events, 3)
 	for i, e := range p.Events {
-		require.Equal(t, uint64(i), e.Version)
-		require.Equal(t, evs[i].Type(), e.Type)
-		require.False(t, e.RecordedAt.IsZero())
-		require.NotEmpty(t, e.Data, "data is the stored JSON object")
+		assert.Equal(t, uint64(i), e.Version)
+		assert.Equal(t, evs[i].Type(), e.Type)
+		assert.False(t, e.RecordedAt.IsZero())
+		assert.NotEmpty(t, e.Data, "data is the stored JSON object")
 	}
 
 	header, rows, _ := a.getCSV("/v1/payments/stripe/pi_1")
@@ -546,11 +556,11 @@ func TestQueryPayment(t *testing.T) {
 	for i, h := range header {
 		rec[h] = rows[0][i]
 	}
-	require.Equal(t, "partially_refunded", rec["status"])
-	require.Equal(t, "1000", rec["captured"])
-	require.Equal(t, "10.00", rec["captured_decimal"])
-	require.Equal(t, "0.30", rec["fees_decimal"])
-	require.Equal(t, "2", rec["version"])
+	assert.Equal(t, "partially_refunded", rec["status"])
+	assert.Equal(t, "1000", rec["captured"])
+	assert.Equal(t, "10.00", rec["captured_decimal"])
+	assert.Equal(t, "0.30", rec["fees_decimal"])
+	assert.Equal(t, "2", rec["version"])
 
 	// Not in the read model yet (the projector lags): folded from the
 	// events, with the same rules as the projection.
@@ -560,19 +570,19 @@ func TestQueryPayment(t *testing.T) {
 		payment.DisputeOpened{Meta: meta2, DisputeID: "d1", Amount: 500, Currency: "KWD"},
 	})
 	a.getJSON("/v1/payments/standard/pay_k", &p)
-	require.Equal(t, "disputed", p.Status)
-	require.Equal(t, "KWD", *p.Currency)
-	require.Equal(t, uint64(1), p.Version)
-	require.Equal(t, int64(500), p.Amounts["disputed"])
-	require.Equal(t, "1.500", p.AmountsDecimal["captured"])
+	assert.Equal(t, "disputed", p.Status)
+	assert.Equal(t, "KWD", *p.Currency)
+	assert.Equal(t, uint64(1), p.Version)
+	assert.Equal(t, int64(500), p.Amounts["disputed"])
+	assert.Equal(t, "1.500", p.AmountsDecimal["captured"])
 	require.Len(t, p.Events, 2)
 
 	// Neither the read model nor the stream: 404.
 	resp, body := a.do("/v1/payments/stripe/pi_nope", "Bearer "+qToken1)
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	require.Contains(t, string(body), `"error"`)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Contains(t, string(body), `"error"`)
 	resp, _ = a.do("/v1/payments/nope/pi_1", "Bearer "+qToken1)
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
 func TestQueryReconciliation(t *testing.T) {
@@ -593,21 +603,21 @@ func TestQueryReconciliation(t *testing.T) {
 	var all struct{ Items []item }
 	a.getJSON("/v1/reconciliation", &all)
 	require.Len(t, all.Items, 2)
-	require.Equal(t, "re_9", all.Items[0].Key, "oldest first")
-	require.True(t, all.Items[0].ResolvedAt.Equal(qT0.Add(2*time.Hour)))
-	require.Nil(t, all.Items[1].ResolvedAt)
+	assert.Equal(t, "re_9", all.Items[0].Key, "oldest first")
+	assert.True(t, all.Items[0].ResolvedAt.Equal(qT0.Add(2*time.Hour)))
+	assert.Nil(t, all.Items[1].ResolvedAt)
 
 	var open struct{ Items []item }
 	a.getJSON("/v1/reconciliation?status=open", &open)
 	require.Len(t, open.Items, 1)
-	require.Equal(t, "over_refund", open.Items[0].Kind)
+	assert.Equal(t, "over_refund", open.Items[0].Kind)
 	a.getJSON("/v1/reconciliation?status=resolved&kind=over_refund", &open)
-	require.Empty(t, open.Items)
+	assert.Empty(t, open.Items)
 	require.NotNil(t, open.Items, "an empty list, not null")
 
 	header, rows, _ := a.getCSV("/v1/reconciliation?kind=over_refund")
-	require.Equal(t, []string{"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at"}, header)
-	require.Equal(t, [][]string{{
+	assert.Equal(t, []string{"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at"}, header)
+	assert.Equal(t, [][]string{{
 		"payment-stripe-pi_1", "stripe", "pi_1", "over_refund", "re_2", "open",
 		`refunds 1200 > captures 1000, "USD"`, qT0.Add(time.Hour).Format(time.RFC3339Nano), "",
 	}}, rows)
@@ -644,16 +654,16 @@ func TestQueryProjections(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "lags never reached 2 and 3")
 	require.Len(t, raw.Projections, 3)
 	ledger := raw.Projections[0]
-	require.Equal(t, "ledger", ledger["name"])
-	require.Equal(t, float64(feed[0].Position.Prepare), ledger["position"])
-	require.Equal(t, float64(2), ledger["lag"])
-	require.Equal(t, "live", ledger["status"])
-	require.NotContains(t, ledger, "error")
-	require.Equal(t, "payments", raw.Projections[1]["name"])
-	require.Equal(t, float64(0), raw.Projections[1]["position"])
-	require.Equal(t, float64(3), raw.Projections[1]["lag"])
-	require.Equal(t, "stopped", raw.Projections[1]["status"])
-	require.Equal(t, "unbalanced postings", raw.Projections[1]["error"])
+	assert.Equal(t, "ledger", ledger["name"])
+	assert.Equal(t, float64(feed[0].Position.Prepare), ledger["position"])
+	assert.Equal(t, float64(2), ledger["lag"])
+	assert.Equal(t, "live", ledger["status"])
+	assert.NotContains(t, ledger, "error")
+	assert.Equal(t, "payments", raw.Projections[1]["name"])
+	assert.Equal(t, float64(0), raw.Projections[1]["position"])
+	assert.Equal(t, float64(3), raw.Projections[1]["lag"])
+	assert.Equal(t, "stopped", raw.Projections[1]["status"])
+	assert.Equal(t, "unbalanced postings", raw.Projections[1]["error"])
 
 	var header []string
 	var rows [][]string
@@ -663,26 +673,25 @@ func TestQueryProjections(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "ledger lag never reached 2")
 	require.Equal(t, []string{"name", "position", "position_commit", "lag", "status", "error", "updated_at"}, header)
 	require.Len(t, rows, 3)
-	require.Equal(t, []string{"ledger", strconv.FormatUint(feed[0].Position.Prepare, 10),
+	assert.Equal(t, []string{"ledger", strconv.FormatUint(feed[0].Position.Prepare, 10),
 		strconv.FormatUint(feed[0].Position.Commit, 10), "2", "live", ""}, rows[0][:6])
 }
 
 func TestQueryAuth(t *testing.T) {
 	pool := pgtest.NewPool(t)
-	closed := startQAPI(t, pool, httpapi.Config{Query: postgres.NewQuery(pool)})
+	closed := startQAPI(t, pool, httpapi.Config{})
 	open := startQAPI(t, pool, httpapi.Config{
 		// Blank entries (a trailing comma in the variable) grant nothing.
 		APITokens: []string{qToken1, "", " ", qToken2},
-		Query:     postgres.NewQuery(pool),
 	})
 	unauthorized := func(a *qapi, path, auth string) {
 		t.Helper()
 		resp, body := a.do(path, auth)
-		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s with %q: %s", path, auth, body)
-		require.True(t, strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer"), resp.Header.Get("WWW-Authenticate"))
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s with %q: %s", path, auth, body)
+		assert.True(t, strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer"), resp.Header.Get("WWW-Authenticate"))
 		var e struct{ Error string }
 		require.NoError(t, json.Unmarshal(body, &e))
-		require.NotEmpty(t, e.Error)
+		assert.NotEmpty(t, e.Error)
 	}
 	paths := []string{"/v1/balances", "/v1/ledger/entries", "/v1/payments/stripe/pi_1", "/v1/reconciliation", "/v1/projections", "/v1/nope"}
 
@@ -703,13 +712,13 @@ func TestQueryAuth(t *testing.T) {
 	}
 	for _, auth := range []string{"Bearer " + qToken1, "Bearer " + qToken2, "bearer " + qToken2, "BEARER  " + qToken1} {
 		resp, body := open.do("/v1/balances", auth)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%q: %s", auth, body)
-		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "%q: %s", auth, body)
+		assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
 	}
 	// Unknown /v1 paths are 404, and other methods on known ones 405, only
 	// once authenticated.
 	resp, _ := open.do("/v1/nope", "Bearer "+qToken2)
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	for _, auth := range []string{"", "Bearer " + qToken1} {
 		req, err := http.NewRequest(http.MethodPost, open.srv.URL+"/v1/balances", strings.NewReader("{}"))
 		require.NoError(t, err)
@@ -720,10 +729,10 @@ func TestQueryAuth(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		if auth == "" {
-			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 		} else {
-			require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
-			require.Equal(t, "GET", resp.Header.Get("Allow"))
+			assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+			assert.Equal(t, "GET", resp.Header.Get("Allow"))
 		}
 	}
 
@@ -731,7 +740,7 @@ func TestQueryAuth(t *testing.T) {
 	// on a server with none configured.
 	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json"} {
 		resp, body := closed.do(p, "")
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", p, body)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", p, body)
 	}
 }
 
@@ -763,10 +772,10 @@ func TestQueryBadParameters(t *testing.T) {
 	}
 	for _, c := range cases {
 		resp, body := a.do(c.path, "Bearer "+qToken1)
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", c.path, body)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", c.path, body)
 		var e struct{ Error string }
 		require.NoError(t, json.Unmarshal(body, &e), "%s", body)
-		require.Contains(t, e.Error, c.names, c.path)
+		assert.Contains(t, e.Error, c.names, c.path)
 	}
 
 	// A tampered cursor: one character of a real one changed.
@@ -777,10 +786,10 @@ func TestQueryBadParameters(t *testing.T) {
 	a.getJSON("/v1/ledger/entries?limit=2", &p)
 	cur := *p.NextCursor
 	resp, _ := a.do("/v1/ledger/entries?cursor="+url.QueryEscape(cur), "Bearer "+qToken1)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	for _, bad := range []string{cur[:len(cur)-1], cur + "A", cur + "="} {
 		resp, _ := a.do("/v1/ledger/entries?cursor="+url.QueryEscape(bad), "Bearer "+qToken1)
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, bad)
 	}
 	for i := range cur {
 		for _, c := range []byte{'A', '_', '-', 'z', '='} {
@@ -789,14 +798,14 @@ func TestQueryBadParameters(t *testing.T) {
 			}
 			bad := cur[:i] + string(c) + cur[i+1:]
 			resp, body := a.do("/v1/ledger/entries?cursor="+url.QueryEscape(bad), "Bearer "+qToken1)
-			require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", bad, body)
-			require.Contains(t, string(body), "cursor")
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", bad, body)
+			assert.Contains(t, string(body), "cursor")
 		}
 	}
 
 	// Unknown parameters are ignored.
 	resp, _ = a.do("/v1/balances?colour=blue", "Bearer "+qToken1)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 // b64 forges a cursor with a valid checksum around doc, to check that the

@@ -1,0 +1,142 @@
+package projections
+
+import (
+	"context"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/projections/views"
+)
+
+// StatusOptions tune Status.
+type StatusOptions struct {
+	// LagCap stops counting one projection's lag at this many events (the
+	// status then says LagCapped): the feed has no count, and a
+	// far-behind projection must not make every reading walk the whole
+	// history. 0 counts every event.
+	LagCap int64
+	// Inbox adds the webhook_inbox counts (a GROUP BY over the table).
+	Inbox bool
+	// Now is the clock of LagSeconds; default time.Now.
+	Now func() time.Time
+}
+
+// lagPage is how many events one read of the lag count asks the feed for.
+const lagPage = 5000
+
+// Status is the one computation of the projections' state: each
+// checkpoint, the head, each projection's lag in events (counted by reading
+// the configured feed between the checkpoint and the head, so it is right
+// for every event store: the Postgres events table and EventStoreDB alike)
+// and in seconds (the age of the oldest event not applied), whether a
+// projector runs it, and optionally the inbox counts. `onceledger status`,
+// GET /v1/projections and /metrics all report what it returns.
+func Status(ctx context.Context, feed Feed, db AuditDB, opts StatusOptions) (views.Status, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var rep views.Status
+	// Checkpoints first: a checkpoint may legitimately pass a head read
+	// earlier, never one read later.
+	cps, err := db.Checkpoints(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if rep.Head, err = feed.Head(ctx); err != nil {
+		return rep, err
+	}
+	now := opts.Now()
+	// Projections often share a checkpoint: count once for each.
+	lags := map[eventstore.Position]feedLag{}
+	rep.Projections = make([]views.ProjectionStatus, 0, len(cps))
+	for _, cp := range cps {
+		st := views.ProjectionStatus{
+			Name: cp.Name, Position: cp.Position, Status: cp.Status,
+			LastError: cp.LastError, ErrorPosition: cp.ErrorPosition, UpdatedAt: cp.UpdatedAt,
+		}
+		l, ok := lags[cp.Position]
+		if !ok {
+			if l, err = countLag(ctx, feed, cp.Position, rep.Head, opts.LagCap); err != nil {
+				return rep, err
+			}
+			lags[cp.Position] = l
+		}
+		st.Lag, st.LagCapped = l.n, l.capped
+		if l.n > 0 {
+			st.LagSeconds = max(0, now.Sub(l.oldest).Seconds())
+		}
+		if st.Active, err = db.LockHeld(ctx, LockActive, cp.Name); err != nil {
+			return rep, err
+		}
+		rep.Projections = append(rep.Projections, st)
+	}
+	if !opts.Inbox {
+		return rep, nil
+	}
+	counts, err := db.InboxCounts(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Inbox = make(map[string]int64, len(views.InboxStatuses))
+	for _, s := range views.InboxStatuses {
+		rep.Inbox[s] = 0
+	}
+	for s, n := range counts {
+		rep.Inbox[s] = n
+	}
+	return rep, nil
+}
+
+// feedLag is a projection's lag: n events after the checkpoint up to the
+// head (at least n when capped), the oldest of them recorded at oldest.
+type feedLag struct {
+	n      int64
+	capped bool
+	oldest time.Time
+}
+
+// countLag counts the feed's events in (from, head], at most limit of them
+// when limit > 0.
+func countLag(ctx context.Context, feed Feed, from, head eventstore.Position, limit int64) (feedLag, error) {
+	var l feedLag
+	for limit <= 0 || l.n < limit {
+		size := int64(lagPage)
+		if limit > 0 {
+			size = min(size, limit-l.n)
+		}
+		evs, err := readUpTo(ctx, feed, from, &head, int(size))
+		if err != nil || len(evs) == 0 {
+			return l, err
+		}
+		if l.n == 0 {
+			l.oldest = evs[0].RecordedAt
+		}
+		l.n += int64(len(evs))
+		from = evs[len(evs)-1].Position
+	}
+	// At the limit: capped only if there is more.
+	more, err := readUpTo(ctx, feed, from, &head, 1)
+	l.capped = len(more) > 0
+	return l, err
+}
+
+// StatusReader binds Status to a feed, a read-model database and options,
+// for the readers that ask again and again: the API and the metrics
+// refresher.
+type StatusReader struct {
+	Feed    Feed
+	DB      AuditDB
+	Options StatusOptions
+}
+
+// Status reads the status with the reader's options.
+func (r StatusReader) Status(ctx context.Context) (views.Status, error) {
+	return Status(ctx, r.Feed, r.DB, r.Options)
+}
+
+// Projections reads the status without the inbox counts.
+func (r StatusReader) Projections(ctx context.Context) (views.Status, error) {
+	opts := r.Options
+	opts.Inbox = false
+	return Status(ctx, r.Feed, r.DB, opts)
+}

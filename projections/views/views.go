@@ -1,0 +1,190 @@
+// Package views owns the shapes accountants and the API read: the rows of
+// the read models (balances, ledger entries, payments, reconciliation
+// items), the filters that select them, and the status of the projections
+// that maintain them. It holds types only: the projections produce these
+// shapes, the read-model adapter (adapters/postgres/readmodel) reads them
+// back with SQL, and the HTTP layer and the CLI render them, so none of
+// those needs to know another's types.
+package views
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/payment"
+)
+
+// BalanceFilter selects balances. Empty fields do not filter.
+type BalanceFilter struct {
+	AccountPrefix string // accounts starting with this (no wildcards)
+	Currency      string // exact, upper-case ISO 4217
+	// AsOf, when not zero, sums the entries that occurred at or before it
+	// instead of reading the maintained balances.
+	AsOf time.Time
+}
+
+// Balance is the sum of one account's entries in one currency.
+type Balance struct {
+	Account  string
+	Currency string
+	Balance  int64
+}
+
+// EntryFilter selects one page of ledger entries. Empty fields do not filter.
+type EntryFilter struct {
+	AccountPrefix string
+	Currency      string
+	From          time.Time // occurred_at >= From, when not zero
+	To            time.Time // occurred_at < To, when not zero
+	AfterID       int64     // keyset: only entries with id > AfterID
+	Limit         int       // at most this many; <= 0 means no limit
+}
+
+// Entry is one posting of the journal, as stored (with its id).
+type Entry struct {
+	ID           int64
+	EventID      uuid.UUID
+	PostingIndex int
+	StreamID     string
+	EventType    string
+	Provider     string
+	Account      string
+	Currency     string
+	Amount       int64
+	OccurredAt   time.Time
+	RecordedAt   time.Time
+	Position     eventstore.Position
+}
+
+// Payment is one payments row: the payment.Summary of a stream after the
+// event of version Version. The payments projection writes it and the API
+// reads it back; when the read model lags, the API folds the same shape
+// from the stream (projections.FoldPayment).
+type Payment struct {
+	Provider  string
+	PaymentID string
+	StreamID  string
+	Summary   payment.Summary
+	Status    string
+	Version   uint64
+	UpdatedAt time.Time
+}
+
+// ReconciliationFilter selects reconciliation items. Empty fields do not
+// filter.
+type ReconciliationFilter struct {
+	Status string // "open" or "resolved"
+	Kind   string
+}
+
+// ReconciliationItem is one row of reconciliation_items.
+type ReconciliationItem struct {
+	StreamID   string
+	Kind       string
+	Key        string
+	Status     string
+	Provider   string
+	PaymentID  string
+	Details    string
+	OpenedAt   time.Time // zero when unknown
+	ResolvedAt time.Time // zero while open
+}
+
+// InboxStatuses are the webhook_inbox statuses (the table's CHECK), in
+// their lifecycle order. Status reports each of them, with 0 when no row
+// has it, so that a status that empties out shows 0 instead of vanishing.
+var InboxStatuses = []string{"received", "applied", "ignored", "unverified", "invalid"}
+
+// Status is the state of the projections and of the inbox: what
+// `onceledger status`, GET /v1/projections and /metrics report, all from
+// one computation (projections.Status).
+type Status struct {
+	Head        eventstore.Position // the last event of the feed
+	Projections []ProjectionStatus
+	// Inbox counts webhook_inbox rows by status (every InboxStatuses key,
+	// 0 when none); nil when the reading did not ask for it.
+	Inbox map[string]int64
+}
+
+// ProjectionStatus is one projection's checkpoint and how far behind the
+// feed it is.
+type ProjectionStatus struct {
+	Name     string
+	Position eventstore.Position
+	Status   string // live, stopped, rebuilding
+	Active   bool   // a projector holds the projection's lock now
+	// Lag counts the feed's events after Position up to the head.
+	Lag int64
+	// LagCapped says the count stopped at a limit: the lag is at least Lag.
+	LagCapped bool
+	// LagSeconds is the age of the oldest event not applied yet, 0 when
+	// caught up: a count says how much work is left, an age how stale the
+	// read model is.
+	LagSeconds    float64
+	LastError     string
+	ErrorPosition *eventstore.Position
+	UpdatedAt     time.Time
+}
+
+// projectionJSON is the one JSON shape of a projection's status, in the
+// CLI's --json and in GET /v1/projections. position is the global sequence
+// number of the last event the projection applied (the Prepare half of the
+// feed position; the Commit half is position_commit).
+type projectionJSON struct {
+	Name           string        `json:"name"`
+	Status         string        `json:"status"`
+	Active         bool          `json:"active"`
+	Position       uint64        `json:"position"`
+	PositionCommit uint64        `json:"position_commit"`
+	Lag            int64         `json:"lag"`
+	LagCapped      bool          `json:"lag_capped,omitempty"`
+	LagSeconds     float64       `json:"lag_seconds"`
+	Error          string        `json:"error,omitempty"`
+	ErrorPosition  *PositionJSON `json:"error_position,omitempty"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+}
+
+// PositionJSON is a feed position in JSON answers.
+type PositionJSON struct {
+	Commit  uint64 `json:"commit"`
+	Prepare uint64 `json:"prepare"`
+}
+
+// MarshalJSON writes the one JSON shape of a projection's status.
+func (p ProjectionStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(p.doc())
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (for clients and tests).
+func (p *ProjectionStatus) UnmarshalJSON(b []byte) error {
+	var d projectionJSON
+	if err := json.Unmarshal(b, &d); err != nil {
+		return err
+	}
+	*p = ProjectionStatus{
+		Name: d.Name, Status: d.Status, Active: d.Active,
+		Position: eventstore.Position{Commit: d.PositionCommit, Prepare: d.Position},
+		Lag:      d.Lag, LagCapped: d.LagCapped, LagSeconds: d.LagSeconds,
+		LastError: d.Error, UpdatedAt: d.UpdatedAt,
+	}
+	if d.ErrorPosition != nil {
+		p.ErrorPosition = &eventstore.Position{Commit: d.ErrorPosition.Commit, Prepare: d.ErrorPosition.Prepare}
+	}
+	return nil
+}
+
+func (p ProjectionStatus) doc() projectionJSON {
+	d := projectionJSON{
+		Name: p.Name, Status: p.Status, Active: p.Active,
+		Position: p.Position.Prepare, PositionCommit: p.Position.Commit,
+		Lag: p.Lag, LagCapped: p.LagCapped, LagSeconds: p.LagSeconds,
+		Error: p.LastError, UpdatedAt: p.UpdatedAt.UTC(),
+	}
+	if p.ErrorPosition != nil {
+		d.ErrorPosition = &PositionJSON{Commit: p.ErrorPosition.Commit, Prepare: p.ErrorPosition.Prepare}
+	}
+	return d
+}
