@@ -226,8 +226,8 @@ func ingest(t *rapid.T, evs []delivery.Event) []Event {
 // facts is what a history records, independent of the order it arrived in.
 type facts struct {
 	captures map[string]int64
-	fees     map[string]int64 // per capture, with fees recorded later
-	refunds  map[string]int64 // posted and not reversed
+	fees     map[string]int64  // per capture, with fees recorded later
+	refunds  map[string]int64  // posted and not reversed
 	disputes map[string]string // where each dispute's money ends: "held N", "lost N", "" (none out)
 	outcomes map[string]string // final outcome per dispute
 	counts   map[string]int    // business events by type
