@@ -103,11 +103,14 @@ type reconKey struct{ kind, key string }
 //
 // The rules are built so that the ledger does not depend on arrival order: a
 // refund before its capture waits (RefundPending) and posts with the capture;
-// a dispute outcome before its opening records the opening first; a refund
-// failure before the refund keeps the refund from ever posting; a capture's
-// fee reported after the capture (fee 0 meaning unknown) is recorded on its
-// own; a loss after a win is recorded, a win after a loss is not (lost is
-// final).
+// a dispute posts where the funds the provider reported moving put it
+// (inquiries post nothing; withdrawals, reinstatements and outcomes move the
+// amount, whatever order they arrive in), and before any capture it waits
+// (DisputePending) like a refund; a refund failure before the refund keeps
+// the refund from ever posting; a capture's fee reported after the capture
+// (fee 0 meaning unknown) is recorded on its own; a loss after a win is
+// recorded, a win after a loss is not (lost is final). Totals are checked
+// sums: a delivery that would overflow one is refused.
 type Payment struct {
 	applied map[string]bool // dedup keys of deliveries that produced events
 
