@@ -428,11 +428,13 @@ func normalize(it item) (delivery.Event, error) {
 }
 
 // adyenExponents lists the currencies whose minor units in Adyen's API
-// differ from ISO 4217 (docs.adyen.com/development-resources/currency-codes:
-// CLP "2 (differs from standard)", CVE "0 (differs from standard)", and ISK
-// sent with two decimals, per the note on that page). amount.value is in
-// Adyen's units; the ledger stores ISO minor units.
-var adyenExponents = map[money.Currency]int{"CLP": 2, "CVE": 0, "ISK": 2}
+// differ from ISO 4217. docs.adyen.com/development-resources/currency-codes:
+// "For CLP, CVE, IDR, and ISK the standard has a different number of
+// decimals than shown in our currency codes table ... the decimals in the
+// table on this page are leading": CLP 2 (ISO 0), CVE 0 (ISO 2), IDR 0 (ISO
+// 2), ISK 2 (ISO 0). amount.value is in Adyen's units; the ledger stores ISO
+// minor units.
+var adyenExponents = map[money.Currency]int{"CLP": 2, "CVE": 0, "IDR": 0, "ISK": 2}
 
 // amountOf reads amount.value (integer minor units, Adyen's) and
 // amount.currency, and returns the amount in ISO 4217 minor units. A value

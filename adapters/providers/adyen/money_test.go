@@ -99,15 +99,16 @@ func TestAdyenDisputeFlowPostsWhenFundsMove(t *testing.T) {
 	}, balances())
 }
 
-// Adyen's currency table departs from ISO 4217 for CLP (2 decimals, ISO 0)
-// and CVE (0 decimals, ISO 2): amount.value is converted into ISO minor units.
+// Adyen's currency table departs from ISO 4217 for CLP (2 decimals, ISO 0),
+// CVE and IDR (0 decimals, ISO 2) and ISK (2 decimals, ISO 0): amount.value is
+// converted into ISO minor units.
 func TestAdyenCurrencyExponents(t *testing.T) {
 	a := mustNew(t, testKey)
 	for _, tc := range []struct {
 		cur   string
 		value int64
 		want  int64
-	}{{"CLP", 150000, 1500}, {"CVE", 125, 12500}, {"ISK", 50000, 500}, {"EUR", 1000, 1000}, {"JPY", 1000, 1000}} {
+	}{{"CLP", 150000, 1500}, {"CVE", 125, 12500}, {"ISK", 50000, 500}, {"IDR", 15000, 1500000}, {"EUR", 1000, 1000}, {"JPY", 1000, 1000}} {
 		evs, err := parse(a, batchOf(t, notification("CAPTURE", "LWX3JCWDNRRBNZ65", "QFQTPCQ8HXSKGK82", tc.cur, tc.value)))
 		require.NoError(t, err, tc.cur)
 		assert.Equal(t, tc.want, evs[0].Facts[0].Amount, tc.cur)
