@@ -20,17 +20,44 @@ type Kind string
 // The fact kinds the ledger understands. They are stable strings: they are
 // stored in the inbox for audit.
 const (
-	KindAuthorized    Kind = "authorized"     // funds reserved; posts nothing
-	KindCaptured      Kind = "captured"       // money moved to us; BusinessID = capture/charge id
-	KindFailed        Kind = "failed"         // payment attempt failed; posts nothing
-	KindCanceled      Kind = "canceled"       // authorization voided; posts nothing
-	KindRefunded      Kind = "refunded"       // BusinessID = refund id
-	KindRefundFailed  Kind = "refund_failed"  // a previously reported refund did not happen
-	KindDisputeOpened Kind = "dispute_opened" // BusinessID = dispute id
-	KindDisputeWon    Kind = "dispute_won"
-	KindDisputeLost   Kind = "dispute_lost"
-	KindPayoutPaid    Kind = "payout_paid" // BusinessID = payout id; has no payment
+	KindAuthorized   Kind = "authorized"    // funds reserved; posts nothing
+	KindCaptured     Kind = "captured"      // money moved to us; BusinessID = capture/charge id
+	KindFailed       Kind = "failed"        // payment attempt failed; posts nothing
+	KindCanceled     Kind = "canceled"      // authorization voided; posts nothing
+	KindRefunded     Kind = "refunded"      // BusinessID = refund id
+	KindRefundFailed Kind = "refund_failed" // a previously reported refund did not happen
+	// KindDisputeOpened: the provider opened a dispute AND withdrew its
+	// amount from our balance (a chargeback). Stripe's
+	// charge.dispute.funds_withdrawn reports the same movement for a dispute
+	// id already known, and is recorded once. BusinessID = dispute id.
+	KindDisputeOpened Kind = "dispute_opened"
+	// KindDisputeInquiry: a dispute the provider reports without moving
+	// funds (Stripe warning_* statuses, Adyen NOTIFICATION_OF_CHARGEBACK and
+	// REQUEST_FOR_INFORMATION, a PayPal inquiry). Recorded, posts nothing.
+	KindDisputeInquiry Kind = "dispute_inquiry"
+	// KindDisputeFundsReinstated: the provider gave a withdrawn dispute
+	// amount back (Stripe charge.dispute.funds_reinstated, PayPal released
+	// hold). It implies the funds had been withdrawn.
+	KindDisputeFundsReinstated Kind = "dispute_funds_reinstated"
+	// KindDisputeWon: closed in our favour; funds withdrawn come back, an
+	// inquiry closes with nothing to post (Stripe warning_closed).
+	KindDisputeWon Kind = "dispute_won"
+	// KindDisputeLost: closed against us; the amount is gone for good. It
+	// implies the funds were withdrawn.
+	KindDisputeLost Kind = "dispute_lost"
+	KindPayoutPaid  Kind = "payout_paid" // BusinessID = payout id; has no payment
+	// KindPayoutFailed: a payout failed or was canceled, possibly days after
+	// it was reported paid (Stripe payout.failed, payout.canceled): the bank
+	// returned the money to the provider balance. BusinessID = payout id.
+	KindPayoutFailed Kind = "payout_failed"
 )
+
+// MaxAmount is the largest amount, in ISO 4217 minor units, a single fact may
+// carry: 10^15 (ten trillion dollars in cents), far above any real payment,
+// and small enough that 9,000 such amounts still sum within int64. Above it a
+// delivery is refused with 400 (CONTRACT.md, "Money and accounts") rather
+// than allowed to wrap a total negative.
+const MaxAmount int64 = 1_000_000_000_000_000
 
 // Fact is one business fact carried by a delivery. Most deliveries carry one;
 // some carry several (a Stripe charge.refunded lists its refunds).
@@ -68,8 +95,11 @@ func (e Event) Ignored() bool { return len(e.Facts) == 0 }
 
 // IsPayout reports whether the delivery is about a payout rather than a payment.
 func (e Event) IsPayout() bool {
-	return len(e.Facts) > 0 && e.Facts[0].Kind == KindPayoutPaid
+	return len(e.Facts) > 0 && e.Facts[0].Kind.IsPayout()
 }
+
+// IsPayout reports whether k is a fact about a payout rather than a payment.
+func (k Kind) IsPayout() bool { return k == KindPayoutPaid || k == KindPayoutFailed }
 
 // StreamID names the event stream the delivery's facts belong to:
 // PaymentStream or PayoutStream.
@@ -142,7 +172,7 @@ func (e Event) Validate() error {
 		return fmt.Errorf("%w: payment id", ErrMissingField)
 	}
 	for i, f := range e.Facts {
-		if (f.Kind == KindPayoutPaid) != payout {
+		if f.Kind.IsPayout() != payout {
 			return fmt.Errorf("%w: fact %d mixes payout and payment facts", ErrMalformed, i)
 		}
 		if err := checkID(fmt.Sprintf("fact %d id", i), f.BusinessID); err != nil {
@@ -160,13 +190,17 @@ func (e Event) Validate() error {
 		if f.Fee < 0 {
 			return fmt.Errorf("%w: fee %d is negative", ErrInvalidAmount, f.Fee)
 		}
+		if f.Amount > MaxAmount {
+			return fmt.Errorf("%w: amount %d is above the limit of %d minor units", ErrInvalidAmount, f.Amount, MaxAmount)
+		}
 		if f.Fee > f.Amount {
 			return fmt.Errorf("%w: fee %d exceeds amount %d", ErrInvalidAmount, f.Fee, f.Amount)
 		}
 		switch f.Kind {
 		case KindAuthorized, KindFailed, KindCanceled:
 			// may carry no id and no amount
-		case KindCaptured, KindRefunded, KindRefundFailed, KindDisputeOpened, KindDisputeWon, KindDisputeLost, KindPayoutPaid:
+		case KindCaptured, KindRefunded, KindRefundFailed, KindDisputeOpened, KindDisputeInquiry,
+			KindDisputeFundsReinstated, KindDisputeWon, KindDisputeLost, KindPayoutPaid, KindPayoutFailed:
 			if f.BusinessID == "" {
 				return fmt.Errorf("%w: %s id", ErrMissingField, f.Kind)
 			}

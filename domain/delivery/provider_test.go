@@ -2,8 +2,12 @@ package delivery
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func valid() Event {
@@ -87,4 +91,22 @@ func TestTruncateReason(t *testing.T) {
 	if len(r) != MaxReasonBytes/3*3 || !strings.HasPrefix(strings.Repeat("€", MaxReasonBytes), r) {
 		t.Fatalf("cut to %d bytes", len(r))
 	}
+}
+
+func TestValidateAmountBound(t *testing.T) {
+	ev := Event{Provider: "stripe", DedupKey: "evt_1", Type: "charge.succeeded", PaymentKey: "pi_1",
+		Facts: []Fact{{Kind: KindCaptured, BusinessID: "ch_1", Amount: MaxAmount, Currency: "USD"}}}
+	require.NoError(t, ev.Validate(), "the bound itself is accepted")
+	ev.Facts[0].Amount = MaxAmount + 1
+	assert.ErrorIs(t, ev.Validate(), ErrInvalidAmount)
+	ev.Facts[0].Amount = math.MaxInt64
+	assert.ErrorIs(t, ev.Validate(), ErrInvalidAmount)
+}
+
+func TestPayoutFailedIsAPayoutFact(t *testing.T) {
+	ev := Event{Provider: "stripe", DedupKey: "evt_1", Type: "payout.failed",
+		Facts: []Fact{{Kind: KindPayoutFailed, BusinessID: "po_1", Amount: 100, Currency: "USD"}}}
+	require.NoError(t, ev.Validate())
+	assert.True(t, ev.IsPayout())
+	assert.Equal(t, "payout-stripe-po_1", ev.StreamID())
 }

@@ -35,10 +35,63 @@ type refund struct {
 	state    refundState
 }
 
+// overReversalKey is the single over_reversal item of a payment.
+const overReversalKey = "reversals"
+
+// disputeStage is where a dispute's amount stands on the ledger.
+type disputeStage int
+
+const (
+	stageNone     disputeStage = iota // nothing posted (an inquiry, or pending)
+	stageHeld                         // withdrawn: in receivable:disputes:p
+	stageReleased                     // back in the balance (won or reinstated)
+	stageLost                         // in expenses:disputes; final
+)
+
+// disputeFacts are what the provider reported about a dispute, whatever the
+// order. They decide where its amount must stand (target); the ledger is
+// moved there from where it stands.
+type disputeFacts struct {
+	withdrawn, reinstated, won, lost bool
+}
+
+// with returns the facts after a report of kind k. Reinstated and lost
+// imply the funds were withdrawn: the provider cannot give back or keep what
+// it never took. Won does not: an inquiry can close in our favour (Stripe
+// warning_closed) without funds ever moving.
+func (f disputeFacts) with(k delivery.Kind) disputeFacts {
+	switch k {
+	case delivery.KindDisputeOpened:
+		f.withdrawn = true
+	case delivery.KindDisputeFundsReinstated:
+		f.withdrawn, f.reinstated = true, true
+	case delivery.KindDisputeWon:
+		f.won = true
+	case delivery.KindDisputeLost:
+		f.withdrawn, f.lost = true, true
+	}
+	return f
+}
+
+func (f disputeFacts) target() disputeStage {
+	switch {
+	case f.lost:
+		return stageLost
+	case f.won || f.reinstated:
+		return stageReleased
+	case f.withdrawn:
+		return stageHeld
+	}
+	return stageNone
+}
+
 type dispute struct {
 	amount   int64
 	currency money.Currency
-	outcome  string // "", TypeDisputeWon or TypeDisputeLost
+	facts    disputeFacts // reported, as recorded by the stream's events
+	posted   disputeStage // where the ledger has it
+	pending  bool         // recorded before any capture; dispute_before_payment open
+	won      bool         // a DisputeWon is recorded
 }
 
 type reconKey struct{ kind, key string }
@@ -50,11 +103,14 @@ type reconKey struct{ kind, key string }
 //
 // The rules are built so that the ledger does not depend on arrival order: a
 // refund before its capture waits (RefundPending) and posts with the capture;
-// a dispute outcome before its opening records the opening first; a refund
-// failure before the refund keeps the refund from ever posting; a capture's
-// fee reported after the capture (fee 0 meaning unknown) is recorded on its
-// own; a loss after a win is recorded, a win after a loss is not (lost is
-// final).
+// a dispute posts where the funds the provider reported moving put it
+// (inquiries post nothing; withdrawals, reinstatements and outcomes move the
+// amount, whatever order they arrive in), and before any capture it waits
+// (DisputePending) like a refund; a refund failure before the refund keeps
+// the refund from ever posting; a capture's fee reported after the capture
+// (fee 0 meaning unknown) is recorded on its own; a loss after a win is
+// recorded, a win after a loss is not (lost is final). Totals are checked
+// sums: a delivery that would overflow one is refused.
 type Payment struct {
 	applied map[string]bool // dedup keys of deliveries that produced events
 
@@ -70,7 +126,13 @@ type Payment struct {
 	refundOrder []string // refund ids in the order first recorded: deterministic output
 	refunded    int64    // posted refunds net of reversals
 
-	disputes map[string]*dispute
+	disputes     map[string]*dispute
+	disputeOrder []string // dispute ids in the order first recorded
+	disputedOut  int64    // amounts held or lost (stageHeld, stageLost)
+
+	// overflowed is set when a total saturated: decide refuses the delivery
+	// that caused it (bad amount, 400) rather than record a wrapped total.
+	overflowed bool
 
 	open    map[reconKey]bool // open reconciliation items
 	flagged map[reconKey]bool // items ever opened: mismatches are flagged once
@@ -100,7 +162,7 @@ func (p *Payment) apply(e Event) {
 		if _, ok := p.captures[e.CaptureID]; !ok {
 			p.captures[e.CaptureID] = e.Amount
 			p.fees[e.CaptureID] = e.Fee
-			p.captured += e.Amount
+			p.captured = p.add(p.captured, e.Amount)
 		}
 		p.setCurrency(e.Currency)
 	case FeeRecorded:
@@ -116,7 +178,7 @@ func (p *Payment) apply(e Event) {
 	case RefundPosted:
 		r := p.refund(e.RefundID)
 		if r.state != refundPosted {
-			p.refunded += e.Amount
+			p.refunded = p.add(p.refunded, e.Amount)
 		}
 		r.amount, r.currency, r.state = e.Amount, e.Currency, refundPosted
 		p.setCurrency(e.Currency)
@@ -126,18 +188,36 @@ func (p *Payment) apply(e Event) {
 			r.state = refundDropped
 		} else {
 			if r.state == refundPosted {
-				p.refunded -= e.Amount
+				p.refunded = p.add(p.refunded, -e.Amount)
 			}
 			r.state = refundReversed
 		}
 	case DisputeOpened:
+		p.disputeRecorded(e.DisputeID, e.Amount, e.Currency).facts.withdrawn = true
+		p.disputeStage(e.DisputeID, stageHeld)
+	case DisputeFundsWithdrawn:
+		p.disputeRecorded(e.DisputeID, e.Amount, e.Currency).facts.withdrawn = true
+		p.disputeStage(e.DisputeID, stageHeld)
+	case DisputeInquiry:
+		p.disputeRecorded(e.DisputeID, e.Amount, e.Currency)
+	case DisputePending:
+		d := p.disputeRecorded(e.DisputeID, e.Amount, e.Currency)
+		d.facts = d.facts.with(delivery.Kind(e.Fact))
+		d.pending = true
+	case DisputeFundsReinstated:
 		d := p.dispute(e.DisputeID)
-		d.amount, d.currency = e.Amount, e.Currency
-		p.setCurrency(e.Currency)
+		d.facts.withdrawn, d.facts.reinstated = true, true
+		p.disputeStage(e.DisputeID, stageReleased)
 	case DisputeWon:
-		p.dispute(e.DisputeID).outcome = TypeDisputeWon
+		d := p.dispute(e.DisputeID)
+		d.facts.won, d.won = true, true
+		if !e.NoFunds || d.posted == stageNone {
+			p.disputeStage(e.DisputeID, stageReleased)
+		}
 	case DisputeLost:
-		p.dispute(e.DisputeID).outcome = TypeDisputeLost
+		d := p.dispute(e.DisputeID)
+		d.facts.withdrawn, d.facts.lost = true, true
+		p.disputeStage(e.DisputeID, stageLost)
 	case Flagged:
 		k := reconKey{e.Kind, e.Key}
 		p.open[k] = true
@@ -149,7 +229,50 @@ func (p *Payment) apply(e Event) {
 		}
 	case Cleared:
 		delete(p.open, reconKey{e.Kind, e.Key})
+		if e.Kind == ReconDisputeBeforePayment {
+			if d, ok := p.disputes[e.Key]; ok {
+				d.pending = false
+			}
+		}
 	}
+}
+
+// add is the aggregate's checked sum: on overflow it saturates and marks the
+// payment, so that apply never fails (history is what happened) and decide
+// refuses the delivery that caused it.
+func (p *Payment) add(a, b int64) int64 {
+	s, err := money.Add(a, b)
+	if err != nil {
+		p.overflowed = true
+		return money.SaturatingAdd(a, b)
+	}
+	return s
+}
+
+// disputeRecorded returns the dispute, recording its amount and currency the
+// first time.
+func (p *Payment) disputeRecorded(id string, amount int64, c money.Currency) *dispute {
+	d, ok := p.disputes[id]
+	if !ok {
+		d = p.dispute(id)
+		d.amount, d.currency = amount, c
+	}
+	p.setCurrency(c)
+	return d
+}
+
+// disputeStage moves the dispute's ledger stage, keeping disputedOut (the
+// amounts the provider holds or took) in step.
+func (p *Payment) disputeStage(id string, to disputeStage) {
+	d := p.dispute(id)
+	out := func(s disputeStage) bool { return s == stageHeld || s == stageLost }
+	switch {
+	case out(to) && !out(d.posted):
+		p.disputedOut = p.add(p.disputedOut, d.amount)
+	case !out(to) && out(d.posted):
+		p.disputedOut = p.add(p.disputedOut, -d.amount)
+	}
+	d.posted = to
 }
 
 func (p *Payment) setCurrency(c money.Currency) {
@@ -173,6 +296,7 @@ func (p *Payment) dispute(id string) *dispute {
 	if !ok {
 		d = &dispute{}
 		p.disputes[id] = d
+		p.disputeOrder = append(p.disputeOrder, id)
 	}
 	return d
 }
@@ -180,10 +304,11 @@ func (p *Payment) dispute(id string) *dispute {
 // decide returns the events the delivery adds, applying each to p as it is
 // emitted so that later facts of the same delivery see the earlier ones.
 // A delivery already applied (same dedup key) adds nothing.
-func (p *Payment) decide(in delivery.Event) []Event {
+func (p *Payment) decide(in delivery.Event) ([]Event, error) {
 	if p.applied[in.DedupKey] {
-		return nil
+		return nil, nil
 	}
+	overflowed := p.overflowed
 	d := &decision{p: p, meta: Meta{
 		Provider:   in.Provider,
 		PaymentKey: in.PaymentKey,
@@ -193,7 +318,14 @@ func (p *Payment) decide(in delivery.Event) []Event {
 	for _, f := range in.Facts {
 		d.fact(f)
 	}
-	return d.out
+	if p.overflowed && !overflowed {
+		// Each amount is bounded (delivery.MaxAmount), so only thousands
+		// of facts at the bound on one payment get here: refuse the
+		// delivery rather than record a total that does not fit.
+		return nil, fmt.Errorf("%w: payment %s: %w: its totals would leave int64 minor units",
+			delivery.ErrInvalidAmount, in.PaymentKey, money.ErrOverflow)
+	}
+	return d.out, nil
 }
 
 // decision accumulates the events of one delivery.
@@ -226,16 +358,15 @@ func (d *decision) fact(f delivery.Fact) {
 		d.refunded(f)
 	case delivery.KindRefundFailed:
 		d.refundFailed(f)
-	case delivery.KindDisputeOpened:
-		d.disputed(f, "")
-	case delivery.KindDisputeWon:
-		d.disputed(f, TypeDisputeWon)
-	case delivery.KindDisputeLost:
-		d.disputed(f, TypeDisputeLost)
+	case delivery.KindDisputeOpened, delivery.KindDisputeInquiry, delivery.KindDisputeFundsReinstated,
+		delivery.KindDisputeWon, delivery.KindDisputeLost:
+		d.disputed(f)
 	}
-	// Refund totals move with captures, refunds and reversals; checking after
-	// every fact keeps the over_refund item in step whatever the order.
+	// Refund and dispute totals move with captures, refunds, reversals and
+	// disputes; checking after every fact keeps the over_refund and
+	// over_reversal items in step whatever the order.
 	d.overRefund()
+	d.overReversal()
 }
 
 func (d *decision) flagOnce(kind, key, details string) {
@@ -295,6 +426,16 @@ func (d *decision) captured(f delivery.Fact) {
 		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true})
 		d.emit(Cleared{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: id,
 			Details: "capture " + f.BusinessID + " arrived; refund posted"})
+	}
+	// So do disputes: each posts what its facts add up to.
+	for _, id := range p.disputeOrder {
+		ds := p.disputes[id]
+		if !ds.pending {
+			continue
+		}
+		d.settleDispute(id, ds.facts)
+		d.emit(Cleared{Meta: d.meta, Kind: ReconDisputeBeforePayment, Key: id,
+			Details: "capture " + f.BusinessID + " arrived; dispute posted"})
 	}
 }
 
@@ -365,40 +506,98 @@ func (d *decision) refundFailed(f delivery.Fact) {
 	}
 }
 
-// disputed handles an opening (outcome "") or an outcome. An outcome for a
-// dispute never opened records the opening first, with the outcome's amount,
-// so the receivable account nets out whatever the order. Outcomes always move
-// the amount the dispute was opened with.
+// disputed records a dispute fact and moves the dispute's amount on the
+// ledger to where the facts reported so far put it (disputeFacts.target), so
+// that the ledger follows the funds the provider moved, not the order the
+// reports came in:
 //
-// Lost is final (Adyen: CHARGEBACK, CHARGEBACK_REVERSED, SECOND_CHARGEBACK):
-// a loss after a win is recorded as a DisputeLost that reverses the win, so
-// the ledger ends as after a plain loss; a win after a loss posts nothing and
-// opens a dispute_outcome_conflict item. Either order ends on the loss.
-func (d *decision) disputed(f delivery.Fact, outcome string) {
+//   - an inquiry (no funds) is recorded and posts nothing;
+//   - opened/withdrawn moves the amount into the receivable;
+//   - won or reinstated moves it back (nothing if nothing was held);
+//   - lost moves it to expenses, from the receivable or, after a win, from
+//     the balance. Lost is final (Adyen: CHARGEBACK, CHARGEBACK_REVERSED,
+//     SECOND_CHARGEBACK): a win or reinstatement after a loss posts nothing
+//     and opens a dispute_outcome_conflict item.
+//
+// Before the payment has a capture nothing posts: the fact is recorded as
+// DisputePending and a dispute_before_payment item opens, until the capture
+// arrives (captured). Amounts are always the one the dispute was first
+// recorded with; a different one is flagged.
+func (d *decision) disputed(f delivery.Fact) {
 	p := d.p
-	ds, ok := p.disputes[f.BusinessID]
-	if !ok {
+	ds, known := p.disputes[f.BusinessID]
+	if !known {
 		if !d.currencyOK(f) {
 			return
 		}
-		d.emit(DisputeOpened{Meta: d.meta, DisputeID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
-		ds = p.disputes[f.BusinessID]
 	} else if f.Amount != ds.amount {
 		d.flagOnce(ReconAmountMismatch, f.BusinessID, fmt.Sprintf("dispute %s reported as %s and as %s",
 			f.BusinessID, money.FormatMinor(ds.amount, ds.currency), money.FormatMinor(f.Amount, f.Currency)))
 	}
-	if outcome == "" || outcome == ds.outcome {
+	var facts disputeFacts
+	if known {
+		facts = ds.facts
+	}
+	next := facts.with(f.Kind)
+	if known && facts.lost && (f.Kind == delivery.KindDisputeWon || f.Kind == delivery.KindDisputeFundsReinstated) {
+		d.flagOnce(ReconDisputeOutcomeConflict, f.BusinessID, fmt.Sprintf("dispute %s reported %s after it was lost; the loss stands",
+			f.BusinessID, f.Kind))
 		return
 	}
-	switch {
-	case ds.outcome == "" && outcome == TypeDisputeWon:
-		d.emit(DisputeWon{Meta: d.meta, DisputeID: f.BusinessID, Amount: ds.amount, Currency: ds.currency})
-	case outcome == TypeDisputeLost:
-		d.emit(DisputeLost{Meta: d.meta, DisputeID: f.BusinessID, Amount: ds.amount, Currency: ds.currency,
-			ReversesWin: ds.outcome == TypeDisputeWon})
-	default: // won after lost
-		d.flagOnce(ReconDisputeOutcomeConflict, f.BusinessID, fmt.Sprintf("dispute %s reported won after it was lost; the loss stands",
-			f.BusinessID))
+	if known && next == facts {
+		return // nothing new
+	}
+	if len(p.captures) == 0 {
+		amount, cur := f.Amount, f.Currency
+		if known {
+			amount, cur = ds.amount, ds.currency
+		}
+		d.emit(DisputePending{Meta: d.meta, DisputeID: f.BusinessID, Fact: string(f.Kind), Amount: amount, Currency: cur})
+		if k := (reconKey{ReconDisputeBeforePayment, f.BusinessID}); !p.open[k] {
+			d.emit(Flagged{Meta: d.meta, Kind: k.kind, Key: k.key,
+				Details: "dispute " + f.BusinessID + " arrived before any capture; posted when a capture arrives"})
+		}
+		return
+	}
+	if !known {
+		if next.target() == stageNone || next.target() == stageReleased && !next.withdrawn {
+			// An inquiry, or a win with no funds ever withdrawn.
+			d.emit(DisputeInquiry{Meta: d.meta, DisputeID: f.BusinessID, Amount: f.Amount, Currency: f.Currency,
+				Reason: delivery.TruncateReason(f.Reason)})
+		} else {
+			d.emit(DisputeOpened{Meta: d.meta, DisputeID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
+			ds = p.disputes[f.BusinessID]
+			ds.facts = ds.facts.with(delivery.KindDisputeOpened)
+		}
+	}
+	d.settleDispute(f.BusinessID, next)
+}
+
+// settleDispute emits the events that move dispute id from where the ledger
+// has it to where facts put it, recording each fact on the way.
+func (d *decision) settleDispute(id string, facts disputeFacts) {
+	ds := d.p.disputes[id]
+	m, amt, cur := d.meta, ds.amount, ds.currency
+	target := facts.target()
+	if ds.posted == stageNone && (target == stageHeld || target == stageLost || facts.reinstated) {
+		// The funds left first, whatever order the reports came in.
+		d.emit(DisputeFundsWithdrawn{Meta: m, DisputeID: id, Amount: amt, Currency: cur})
+	}
+	switch target {
+	case stageReleased:
+		switch {
+		case ds.posted == stageHeld && facts.won:
+			d.emit(DisputeWon{Meta: m, DisputeID: id, Amount: amt, Currency: cur})
+		case ds.posted == stageHeld:
+			d.emit(DisputeFundsReinstated{Meta: m, DisputeID: id, Amount: amt, Currency: cur})
+		}
+		if facts.won && !ds.won {
+			d.emit(DisputeWon{Meta: m, DisputeID: id, Amount: amt, Currency: cur, NoFunds: true})
+		}
+	case stageLost:
+		if ds.posted != stageLost {
+			d.emit(DisputeLost{Meta: m, DisputeID: id, Amount: amt, Currency: cur, ReversesWin: ds.posted == stageReleased})
+		}
 	}
 }
 
@@ -415,5 +614,25 @@ func (d *decision) overRefund() {
 	case p.refunded <= p.captured && p.open[k]:
 		d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("refunds %s within captures %s",
 			money.FormatMinor(p.refunded, p.currency), money.FormatMinor(p.captured, p.currency))})
+	}
+}
+
+// overReversal keeps the payment's single over_reversal item in step: open
+// while posted refunds plus the disputed amounts the provider holds or took
+// exceed the captures (a customer who disputes after being refunded), cleared
+// when captures catch up or a dispute's funds come back. Nothing is refused:
+// the money has left.
+func (d *decision) overReversal() {
+	p := d.p
+	k := reconKey{ReconOverReversal, overReversalKey}
+	reversed := money.SaturatingAdd(p.refunded, p.disputedOut)
+	details := fmt.Sprintf("refunds %s plus disputes %s against captures %s",
+		money.FormatMinor(p.refunded, p.currency), money.FormatMinor(p.disputedOut, p.currency),
+		money.FormatMinor(p.captured, p.currency))
+	switch {
+	case reversed > p.captured && !p.open[k]:
+		d.emit(Flagged{Meta: d.meta, Kind: k.kind, Key: k.key, Details: details + " exceed them"})
+	case reversed <= p.captured && p.open[k]:
+		d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: details + " are within them"})
 	}
 }

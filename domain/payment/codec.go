@@ -74,6 +74,29 @@ type wireDisputeLost struct {
 	ReversesWin bool `json:"reverses_win"`
 }
 
+// wireDisputeWon adds no_funds; absent in events written before it existed,
+// which always moved the held amount back.
+type wireDisputeWon struct {
+	wireDispute
+	NoFunds bool `json:"no_funds,omitempty"`
+}
+
+type wireDisputeInquiry struct {
+	wireDispute
+	Reason string `json:"reason"`
+}
+
+type wireDisputePending struct {
+	wireDispute
+	Fact string `json:"fact"`
+}
+
+type wirePayoutFailed struct {
+	wirePayout
+	Reason  string `json:"reason"`
+	WasPaid bool   `json:"was_paid"`
+}
+
 type wirePayout struct {
 	wireMeta
 	PayoutID string `json:"payout_id"`
@@ -129,7 +152,17 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case DisputeOpened:
 		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
 	case DisputeWon:
+		w = wireDisputeWon{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.NoFunds}
+	case DisputeInquiry:
+		w = wireDisputeInquiry{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.Reason}
+	case DisputeFundsWithdrawn:
 		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
+	case DisputeFundsReinstated:
+		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
+	case DisputePending:
+		w = wireDisputePending{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.Fact}
+	case PayoutFailed:
+		w = wirePayoutFailed{wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}, e.Reason, e.WasPaid}
 	case DisputeLost:
 		w = wireDisputeLost{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.ReversesWin}
 	case PayoutPaid:
@@ -186,8 +219,28 @@ func Decode(typ string, data []byte) (Event, error) {
 			return DisputeOpened{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
 		})
 	case TypeDisputeWon:
+		return decode(typ, data, func(w wireDisputeWon, m Meta) Event {
+			return DisputeWon{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency), NoFunds: w.NoFunds}
+		})
+	case TypeDisputeInquiry:
+		return decode(typ, data, func(w wireDisputeInquiry, m Meta) Event {
+			return DisputeInquiry{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency), Reason: w.Reason}
+		})
+	case TypeDisputeFundsWithdrawn:
 		return decode(typ, data, func(w wireDispute, m Meta) Event {
-			return DisputeWon{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+			return DisputeFundsWithdrawn{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypeDisputeFundsReinstated:
+		return decode(typ, data, func(w wireDispute, m Meta) Event {
+			return DisputeFundsReinstated{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypeDisputePending:
+		return decode(typ, data, func(w wireDisputePending, m Meta) Event {
+			return DisputePending{Meta: m, DisputeID: w.DisputeID, Fact: w.Fact, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
+	case TypePayoutFailed:
+		return decode(typ, data, func(w wirePayoutFailed, m Meta) Event {
+			return PayoutFailed{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency), Reason: w.Reason, WasPaid: w.WasPaid}
 		})
 	case TypeDisputeLost:
 		return decode(typ, data, func(w wireDisputeLost, m Meta) Event {

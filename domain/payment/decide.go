@@ -37,10 +37,11 @@ func Decide(history []Event, in delivery.Event) ([]Event, error) {
 	}
 	p := newPayment()
 	for i, e := range history {
-		if _, ok := e.(PayoutPaid); ok {
+		switch e.(type) {
+		case PayoutPaid, PayoutFailed:
 			return nil, fmt.Errorf("history event %d (%s) in a payment stream: %w", i, e.Type(), ErrForeignEvent)
 		}
 		p.apply(e)
 	}
-	return p.decide(in), nil
+	return p.decide(in)
 }

@@ -130,13 +130,14 @@ func TestDecideOverRefund(t *testing.T) {
 	s.deliver(deliveryOf("e1", capture("ch_1", 100, 0)))
 	wantTypes(t, s.deliver(deliveryOf("e2", refundFact("re_1", 60))), TypeRefundPosted)
 	out := s.deliver(deliveryOf("e3", refundFact("re_2", 60)))
-	wantTypes(t, out, TypeRefundPosted, TypeFlagged)
+	// Refunds alone exceed the captures, so refunds plus disputes do too.
+	wantTypes(t, out, TypeRefundPosted, TypeFlagged, TypeFlagged)
 	if f := out[1].(Flagged); f.Kind != ReconOverRefund || f.Key != "refunds" {
 		t.Fatalf("flag = %+v", f)
 	}
 	wantTypes(t, s.deliver(deliveryOf("e4", refundFact("re_3", 10))), TypeRefundPosted) // already open
 	out = s.deliver(deliveryOf("e5", capture("ch_2", 100, 0)))
-	wantTypes(t, out, TypeCaptured, TypeCleared)
+	wantTypes(t, out, TypeCaptured, TypeCleared, TypeCleared)
 	if c := out[1].(Cleared); c.Kind != ReconOverRefund || c.Key != "refunds" {
 		t.Fatalf("clear = %+v", c)
 	}
@@ -150,13 +151,13 @@ func TestDecideOverRefundFromPendingRefunds(t *testing.T) {
 	s := &stream{t: t}
 	s.deliver(deliveryOf("e1", refundFact("re_1", 150)))
 	out := s.deliver(deliveryOf("e2", capture("ch_1", 100, 0)))
-	wantTypes(t, out, TypeCaptured, TypeRefundPosted, TypeCleared, TypeFlagged)
+	wantTypes(t, out, TypeCaptured, TypeRefundPosted, TypeCleared, TypeFlagged, TypeFlagged)
 	if f := out[3].(Flagged); f.Kind != ReconOverRefund {
 		t.Fatalf("flag = %+v", f)
 	}
 	// Reversing the refund brings refunds back within captures.
 	out = s.deliver(deliveryOf("e3", refundFailed("re_1")))
-	wantTypes(t, out, TypeRefundReversed, TypeCleared)
+	wantTypes(t, out, TypeRefundReversed, TypeCleared, TypeCleared)
 	if c := out[1].(Cleared); c.Kind != ReconOverRefund {
 		t.Fatalf("clear = %+v", c)
 	}
@@ -251,7 +252,8 @@ func TestDecideDisputes(t *testing.T) {
 
 	// Outcome before opening: the opening is recorded first.
 	out = s.deliver(deliveryOf("e6", disputeFact(delivery.KindDisputeLost, "du_2", 400)))
-	wantTypes(t, out, TypeDisputeOpened, TypeDisputeLost)
+	// 1400 of disputes against a 1000 capture: over_reversal.
+	wantTypes(t, out, TypeDisputeOpened, TypeDisputeLost, TypeFlagged)
 	if o := out[0].(DisputeOpened); o.Amount != 400 || o.DisputeID != "du_2" {
 		t.Fatalf("got %+v", o)
 	}

@@ -43,8 +43,14 @@ const (
 	TypeDisputeWon     = "dispute.won"
 	TypeDisputeLost    = "dispute.lost"
 	TypePayoutPaid     = "payout.paid"
-	TypeFlagged        = "reconciliation.flagged"
-	TypeCleared        = "reconciliation.cleared"
+
+	TypeDisputeInquiry         = "dispute.inquiry"
+	TypeDisputeFundsWithdrawn  = "dispute.funds_withdrawn"
+	TypeDisputeFundsReinstated = "dispute.funds_reinstated"
+	TypeDisputePending         = "dispute.pending"
+	TypePayoutFailed           = "payout.failed"
+	TypeFlagged                = "reconciliation.flagged"
+	TypeCleared                = "reconciliation.cleared"
 )
 
 // Reconciliation kinds (CONTRACT.md).
@@ -57,6 +63,13 @@ const (
 	// A dispute reported won after it was reported lost: lost is final, the
 	// win posts nothing and is flagged for a human.
 	ReconDisputeOutcomeConflict = "dispute_outcome_conflict"
+	// A dispute for a payment with no capture: it posts nothing until a
+	// capture arrives, then posts and the item clears.
+	ReconDisputeBeforePayment = "dispute_before_payment"
+	// Posted refunds plus the disputed amounts the provider holds or took
+	// exceed the captures (a customer disputes after being refunded). The
+	// money has left; the item clears when the facts catch up.
+	ReconOverReversal = "over_reversal"
 )
 
 // Authorized: funds reserved. Posts nothing.
@@ -129,6 +142,8 @@ type RefundReversed struct {
 	WasPending bool
 }
 
+// DisputeOpened: a dispute recorded with its funds withdrawn from the
+// provider balance into the dispute receivable (a chargeback).
 type DisputeOpened struct {
 	Meta
 	DisputeID string
@@ -136,18 +151,67 @@ type DisputeOpened struct {
 	Currency  money.Currency
 }
 
-type DisputeWon struct {
+// DisputeInquiry: a dispute the provider reported without withdrawing funds
+// (Stripe warning_needs_response / warning_under_review, Adyen
+// NOTIFICATION_OF_CHARGEBACK / REQUEST_FOR_INFORMATION, a PayPal inquiry).
+// Posts nothing; it is on the payment's stream so it shows on the payment.
+type DisputeInquiry struct {
+	Meta
+	DisputeID string
+	Amount    int64
+	Currency  money.Currency
+	Reason    string
+}
+
+// DisputeFundsWithdrawn: the provider withdrew the amount of a dispute
+// recorded earlier without funds (an inquiry that escalated, or one recorded
+// before the payment's capture). Posts like DisputeOpened.
+type DisputeFundsWithdrawn struct {
 	Meta
 	DisputeID string
 	Amount    int64
 	Currency  money.Currency
 }
 
+// DisputeFundsReinstated: the provider gave a withdrawn dispute amount back
+// without (yet) reporting the dispute won (Stripe
+// charge.dispute.funds_reinstated, a PayPal hold released). Posts like
+// DisputeWon.
+type DisputeFundsReinstated struct {
+	Meta
+	DisputeID string
+	Amount    int64
+	Currency  money.Currency
+}
+
+// DisputePending: a dispute fact reported before the payment had any capture.
+// Posts nothing; Fact is the delivery kind it recorded (dispute_opened,
+// dispute_lost...). When a capture arrives the dispute posts what its facts
+// add up to and the dispute_before_payment item clears.
+type DisputePending struct {
+	Meta
+	DisputeID string
+	Fact      string
+	Amount    int64
+	Currency  money.Currency
+}
+
+// DisputeWon: the dispute closed in our favour. Held funds come back to the
+// balance; with NoFunds nothing was held (an inquiry closed, Stripe
+// warning_closed, or the funds were already reinstated) and it posts nothing.
+type DisputeWon struct {
+	Meta
+	DisputeID string
+	Amount    int64
+	Currency  money.Currency
+	NoFunds   bool
+}
+
 // DisputeLost: the dispute is lost, which is final. With ReversesWin the
-// dispute had been recorded as won (Adyen: CHARGEBACK_REVERSED, then
-// SECOND_CHARGEBACK): the won amount went back to the provider balance, so the
-// loss takes it from there instead of from the receivable, and the ledger
-// ends as after a plain loss.
+// dispute had been recorded as won or its funds reinstated (Adyen:
+// CHARGEBACK_REVERSED, then SECOND_CHARGEBACK): the amount went back to the
+// provider balance, so the loss takes it from there instead of from the
+// receivable, and the ledger ends as after a plain loss.
 type DisputeLost struct {
 	Meta
 	DisputeID   string
@@ -163,6 +227,20 @@ type PayoutPaid struct {
 	PayoutID string
 	Amount   int64
 	Currency money.Currency
+}
+
+// PayoutFailed: a payout failed or was canceled (Stripe payout.failed,
+// payout.canceled). With WasPaid it had been recorded paid and the bank
+// returned the money: the failure reverses the payout's postings. Without,
+// nothing had posted and nothing posts; a later report that the payout was
+// paid adds nothing (the failure is final).
+type PayoutFailed struct {
+	Meta
+	PayoutID string
+	Amount   int64
+	Currency money.Currency
+	Reason   string
+	WasPaid  bool
 }
 
 // Flagged opens a reconciliation item, identified within its stream by
@@ -182,17 +260,22 @@ type Cleared struct {
 	Details string
 }
 
-func (Authorized) Type() string     { return TypeAuthorized }
-func (Captured) Type() string       { return TypeCaptured }
-func (FeeRecorded) Type() string    { return TypeFeeRecorded }
-func (Failed) Type() string         { return TypeFailed }
-func (Canceled) Type() string       { return TypeCanceled }
-func (RefundPending) Type() string  { return TypeRefundPending }
-func (RefundPosted) Type() string   { return TypeRefundPosted }
-func (RefundReversed) Type() string { return TypeRefundReversed }
-func (DisputeOpened) Type() string  { return TypeDisputeOpened }
-func (DisputeWon) Type() string     { return TypeDisputeWon }
-func (DisputeLost) Type() string    { return TypeDisputeLost }
-func (PayoutPaid) Type() string     { return TypePayoutPaid }
-func (Flagged) Type() string        { return TypeFlagged }
-func (Cleared) Type() string        { return TypeCleared }
+func (Authorized) Type() string             { return TypeAuthorized }
+func (Captured) Type() string               { return TypeCaptured }
+func (FeeRecorded) Type() string            { return TypeFeeRecorded }
+func (Failed) Type() string                 { return TypeFailed }
+func (Canceled) Type() string               { return TypeCanceled }
+func (RefundPending) Type() string          { return TypeRefundPending }
+func (RefundPosted) Type() string           { return TypeRefundPosted }
+func (RefundReversed) Type() string         { return TypeRefundReversed }
+func (DisputeOpened) Type() string          { return TypeDisputeOpened }
+func (DisputeWon) Type() string             { return TypeDisputeWon }
+func (DisputeLost) Type() string            { return TypeDisputeLost }
+func (PayoutPaid) Type() string             { return TypePayoutPaid }
+func (DisputeInquiry) Type() string         { return TypeDisputeInquiry }
+func (DisputeFundsWithdrawn) Type() string  { return TypeDisputeFundsWithdrawn }
+func (DisputeFundsReinstated) Type() string { return TypeDisputeFundsReinstated }
+func (DisputePending) Type() string         { return TypeDisputePending }
+func (PayoutFailed) Type() string           { return TypePayoutFailed }
+func (Flagged) Type() string                { return TypeFlagged }
+func (Cleared) Type() string                { return TypeCleared }

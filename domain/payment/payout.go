@@ -12,14 +12,23 @@ import (
 // many dedup keys the payout is reported. A payout reported again with
 // another amount or currency posts nothing and opens an amount_mismatch or
 // currency_mismatch item keyed by the payout id, once.
+//
+// A payout can fail after it was reported paid (Stripe: "a bank can return a
+// payout days after payout.paid", payout.failed; payout.canceled before it
+// left). The failure is final: recorded once, it reverses the payout's
+// postings when the payout had posted, and a report of the payout as paid
+// that arrives after its failure posts nothing, so either order ends with
+// nothing in bank:payouts.
 type payout struct {
-	applied map[string]bool       // dedup keys of the deliveries already recorded
-	paid    map[string]PayoutPaid // payout ids already recorded
-	flagged map[reconKey]bool     // items ever opened: mismatches are flagged once
+	applied map[string]bool         // dedup keys of the deliveries already recorded
+	paid    map[string]PayoutPaid   // payout ids already recorded
+	failed  map[string]PayoutFailed // payout ids recorded as failed
+	flagged map[reconKey]bool       // items ever opened: mismatches are flagged once
 }
 
 func newPayout() *payout {
-	return &payout{applied: map[string]bool{}, paid: map[string]PayoutPaid{}, flagged: map[reconKey]bool{}}
+	return &payout{applied: map[string]bool{}, paid: map[string]PayoutPaid{}, failed: map[string]PayoutFailed{},
+		flagged: map[reconKey]bool{}}
 }
 
 // apply folds one recorded event. Besides PayoutPaid a payout stream holds
@@ -30,6 +39,10 @@ func (po *payout) apply(e Event) error {
 	case PayoutPaid:
 		if _, ok := po.paid[e.PayoutID]; !ok {
 			po.paid[e.PayoutID] = e
+		}
+	case PayoutFailed:
+		if _, ok := po.failed[e.PayoutID]; !ok {
+			po.failed[e.PayoutID] = e
 		}
 	case Flagged:
 		po.flagged[reconKey{e.Kind, e.Key}] = true
@@ -61,21 +74,38 @@ func (po *payout) decide(in delivery.Event) ([]Event, error) {
 		return po.apply(e)
 	}
 	for _, f := range in.Facts {
-		var e Event
-		if first, ok := po.paid[f.BusinessID]; !ok {
-			e = PayoutPaid{Meta: meta, PayoutID: f.BusinessID, Amount: f.Amount, Currency: f.Currency}
-		} else if k := (reconKey{ReconCurrencyMismatch, f.BusinessID}); f.Currency != first.Currency && !po.flagged[k] {
-			e = Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("payout %s reported in %s and in %s",
-				f.BusinessID, first.Currency, f.Currency)}
-		} else if k := (reconKey{ReconAmountMismatch, f.BusinessID}); f.Currency == first.Currency && f.Amount != first.Amount && !po.flagged[k] {
-			e = Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("payout %s reported as %s and as %s",
-				f.BusinessID, money.FormatMinor(first.Amount, first.Currency), money.FormatMinor(f.Amount, f.Currency))}
+		var es []Event
+		first, paid := po.paid[f.BusinessID]
+		failure, failed := po.failed[f.BusinessID]
+		known := paid || failed
+		if !paid && failed {
+			first = PayoutPaid{PayoutID: failure.PayoutID, Amount: failure.Amount, Currency: failure.Currency}
 		}
-		if e == nil {
-			continue
+		if k := (reconKey{ReconCurrencyMismatch, f.BusinessID}); known && f.Currency != first.Currency {
+			if !po.flagged[k] {
+				es = append(es, Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("payout %s reported in %s and in %s",
+					f.BusinessID, first.Currency, f.Currency)})
+			}
+		} else if k := (reconKey{ReconAmountMismatch, f.BusinessID}); known && f.Amount != first.Amount && !po.flagged[k] {
+			es = append(es, Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("payout %s reported as %s and as %s",
+				f.BusinessID, money.FormatMinor(first.Amount, first.Currency), money.FormatMinor(f.Amount, f.Currency))})
 		}
-		if err := emit(e); err != nil {
-			return nil, err
+		switch {
+		case f.Kind == delivery.KindPayoutPaid && !known:
+			es = append(es, PayoutPaid{Meta: meta, PayoutID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
+		case f.Kind == delivery.KindPayoutFailed && !failed:
+			// The reversal moves what was paid, whatever this report says.
+			amount, cur := f.Amount, f.Currency
+			if paid {
+				amount, cur = first.Amount, first.Currency
+			}
+			es = append(es, PayoutFailed{Meta: meta, PayoutID: f.BusinessID, Amount: amount, Currency: cur,
+				Reason: delivery.TruncateReason(f.Reason), WasPaid: paid})
+		}
+		for _, e := range es {
+			if err := emit(e); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil

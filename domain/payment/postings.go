@@ -37,7 +37,18 @@ func Postings(e Event) []ledger.Posting {
 		return lines(e.Currency,
 			ledger.DisputeReceivable(p), e.Amount,
 			ledger.ProviderBalance(p), -e.Amount)
+	case DisputeFundsWithdrawn:
+		return lines(e.Currency,
+			ledger.DisputeReceivable(p), e.Amount,
+			ledger.ProviderBalance(p), -e.Amount)
+	case DisputeFundsReinstated:
+		return lines(e.Currency,
+			ledger.ProviderBalance(p), e.Amount,
+			ledger.DisputeReceivable(p), -e.Amount)
 	case DisputeWon:
+		if e.NoFunds {
+			return nil // nothing was held; nothing comes back
+		}
 		return lines(e.Currency,
 			ledger.ProviderBalance(p), e.Amount,
 			ledger.DisputeReceivable(p), -e.Amount)
@@ -56,6 +67,14 @@ func Postings(e Event) []ledger.Posting {
 		return lines(e.Currency,
 			ledger.BankPayouts, e.Amount,
 			ledger.ProviderBalance(p), -e.Amount)
+	case PayoutFailed:
+		if !e.WasPaid {
+			return nil // it never posted; nothing to undo
+		}
+		// CONTRACT.md: payout failed / returned P (after paid).
+		return lines(e.Currency,
+			ledger.ProviderBalance(p), e.Amount,
+			ledger.BankPayouts, -e.Amount)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package payment
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -20,7 +21,8 @@ type lifecycle struct {
 	captures int
 	refunds  int
 	disputes int
-	outcomes int
+	held     int // disputes whose funds the provider holds at the end
+	lost     int // disputes lost at the end
 	want     map[balanceKey]int64
 }
 
@@ -43,6 +45,13 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 			alias := ev
 			alias.DedupKey = fmt.Sprintf("alias_%d", n)
 			alias.Type += ".alias"
+			if p == "paypal" {
+				// PayPal reports one capture on both channels: REST
+				// webhooks and IPN, whose dedup keys live apart
+				// ("ipn:" + txn_id + ":" + payment_status).
+				alias.DedupKey = fmt.Sprintf("ipn:%d:Completed", n)
+				alias.Type = "ipn"
+			}
 			l.natural = append(l.natural, alias)
 		}
 	}
@@ -51,12 +60,14 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 	amounts := make([]int64, ncap)
 	var total, maxCapture int64
 	for i := range amounts {
-		amounts[i] = rapid.Int64Range(1, 1_000_000).Draw(t, "capture")
+		// Amounts at the bound (delivery.MaxAmount) too: three of them
+		// plus refunds and disputes still sum within int64.
+		amounts[i] = rapid.OneOf(rapid.Int64Range(1, 1_000_000), rapid.Just(delivery.MaxAmount)).Draw(t, "capture")
 		total += amounts[i]
 		maxCapture = max(maxCapture, amounts[i])
 	}
 	if rapid.Bool().Draw(t, "authorized") {
-		add(delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_1", Amount: total})
+		add(delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_1", Amount: min(total, delivery.MaxAmount)})
 	}
 	for i, a := range amounts {
 		fee := rapid.Int64Range(0, a).Draw(t, "fee")
@@ -100,37 +111,57 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 	for i := range rapid.IntRange(0, 2).Draw(t, "disputes") {
 		id := fmt.Sprintf("du_%d", i)
 		d := rapid.Int64Range(1, maxCapture).Draw(t, "dispute")
-		add(delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: id, Amount: d})
-		post(ledger.DisputeReceivable(p), d)
-		post(ledger.ProviderBalance(p), -d)
-		l.disputes++
-		switch rapid.IntRange(0, 3).Draw(t, "outcome") {
-		case 1:
-			add(delivery.Fact{Kind: delivery.KindDisputeWon, BusinessID: id, Amount: d})
-			post(ledger.ProviderBalance(p), d)
-			post(ledger.DisputeReceivable(p), -d)
-			l.outcomes++
-		case 2:
-			add(delivery.Fact{Kind: delivery.KindDisputeLost, BusinessID: id, Amount: d})
+		fact := func(k delivery.Kind) delivery.Fact { return delivery.Fact{Kind: k, BusinessID: id, Amount: d} }
+		held := func() {
+			post(ledger.DisputeReceivable(p), d)
+			post(ledger.ProviderBalance(p), -d)
+			l.held++
+		}
+		lost := func() {
 			post(ledger.ExpensesDispute, d)
-			post(ledger.DisputeReceivable(p), -d)
-			l.outcomes++
+			post(ledger.ProviderBalance(p), -d)
+			l.lost++
+		}
+		l.disputes++
+		switch rapid.IntRange(0, 7).Draw(t, "dispute story") {
+		case 0: // a chargeback, undecided
+			add(fact(delivery.KindDisputeOpened))
+			held()
+		case 1: // won: the funds come back
+			add(fact(delivery.KindDisputeOpened))
+			add(fact(delivery.KindDisputeWon))
+		case 2:
+			add(fact(delivery.KindDisputeOpened))
+			add(fact(delivery.KindDisputeLost))
+			lost()
 		case 3:
 			// Both outcomes (Adyen: CHARGEBACK_REVERSED, then
-			// SECOND_CHARGEBACK), in either order: lost is final, the
-			// ledger ends as after a plain loss.
-			won := delivery.Fact{Kind: delivery.KindDisputeWon, BusinessID: id, Amount: d}
-			lost := delivery.Fact{Kind: delivery.KindDisputeLost, BusinessID: id, Amount: d}
-			if rapid.Bool().Draw(t, "won first") {
-				add(won)
-				add(lost)
-			} else {
-				add(lost)
-				add(won)
+			// SECOND_CHARGEBACK): lost is final, the ledger ends as after
+			// a plain loss.
+			add(fact(delivery.KindDisputeOpened))
+			add(fact(delivery.KindDisputeWon))
+			add(fact(delivery.KindDisputeLost))
+			lost()
+		case 4: // an inquiry (Stripe warning_needs_response): no funds move
+			add(fact(delivery.KindDisputeInquiry))
+		case 5: // an inquiry closed (Stripe warning_closed): nothing ever moved
+			add(fact(delivery.KindDisputeInquiry))
+			add(fact(delivery.KindDisputeWon))
+		case 6:
+			// An inquiry that escalated, funds withdrawn, then reinstated
+			// and the dispute won (Stripe funds_withdrawn,
+			// funds_reinstated, closed won): nothing net.
+			add(fact(delivery.KindDisputeInquiry))
+			add(fact(delivery.KindDisputeOpened))
+			add(fact(delivery.KindDisputeFundsReinstated))
+			if rapid.Bool().Draw(t, "closed won") {
+				add(fact(delivery.KindDisputeWon))
 			}
-			post(ledger.ExpensesDispute, d)
-			post(ledger.DisputeReceivable(p), -d)
-			l.outcomes++
+		case 7: // an inquiry that escalated and was lost
+			add(fact(delivery.KindDisputeInquiry))
+			add(fact(delivery.KindDisputeOpened))
+			add(fact(delivery.KindDisputeLost))
+			lost()
 		}
 	}
 	if rapid.Bool().Draw(t, "failed") {
@@ -195,9 +226,9 @@ func ingest(t *rapid.T, evs []delivery.Event) []Event {
 // facts is what a history records, independent of the order it arrived in.
 type facts struct {
 	captures map[string]int64
-	fees     map[string]int64 // per capture, with fees recorded later
-	refunds  map[string]int64 // posted and not reversed
-	disputes map[string]string
+	fees     map[string]int64  // per capture, with fees recorded later
+	refunds  map[string]int64  // posted and not reversed
+	disputes map[string]string // where each dispute's money ends: "held N", "lost N", "" (none out)
 	outcomes map[string]string // final outcome per dispute
 	counts   map[string]int    // business events by type
 	open     map[reconKey]bool
@@ -227,22 +258,34 @@ func factsOf(history []Event) facts {
 		case RefundReversed:
 			delete(f.refunds, e.RefundID)
 		case DisputeOpened:
-			f.disputes[e.DisputeID] = fmt.Sprintf("opened %d", e.Amount)
+			f.disputes[e.DisputeID] = fmt.Sprintf("held %d", e.Amount)
+		case DisputeFundsWithdrawn:
+			f.disputes[e.DisputeID] = fmt.Sprintf("held %d", e.Amount)
+		case DisputeInquiry, DisputePending:
+			if id := disputeID(e); f.disputes[id] == "" {
+				f.disputes[id] = ""
+			}
+		case DisputeFundsReinstated:
+			f.disputes[e.DisputeID] = ""
 		case DisputeWon:
+			if !e.NoFunds {
+				f.disputes[e.DisputeID] = ""
+			}
 			f.outcomes[e.DisputeID] = "won"
 		case DisputeLost:
+			f.disputes[e.DisputeID] = fmt.Sprintf("lost %d", e.Amount)
 			f.outcomes[e.DisputeID] = "lost"
-			if e.ReversesWin {
-				// Counted as the win turned into a loss, as a plain
-				// loss would have been.
-				f.counts[TypeDisputeWon]--
-			}
 		}
 		switch e.Type() {
 		// RefundPending, Flagged and Cleared depend on arrival order by
 		// design: they are how a refund before its capture waits.
-		// FeeRecorded too: it exists only when the fee came second.
-		case TypeRefundPending, TypeFlagged, TypeCleared, TypeFeeRecorded:
+		// FeeRecorded too: it exists only when the fee came second. And
+		// the dispute events: which of them record a dispute's funds
+		// (opened, or inquiry then withdrawn, or pending then caught
+		// up) depends on the order; where the money ends does not
+		// (disputes, outcomes, balances).
+		case TypeRefundPending, TypeFlagged, TypeCleared, TypeFeeRecorded, TypeDisputeOpened, TypeDisputeFundsWithdrawn,
+			TypeDisputeFundsReinstated, TypeDisputeInquiry, TypeDisputePending, TypeDisputeWon, TypeDisputeLost:
 		default:
 			f.counts[e.Type()]++
 		}
@@ -253,6 +296,16 @@ func factsOf(history []Event) facts {
 		}
 	}
 	return f
+}
+
+func disputeID(e Event) string {
+	switch e := e.(type) {
+	case DisputeInquiry:
+		return e.DisputeID
+	case DisputePending:
+		return e.DisputeID
+	}
+	return ""
 }
 
 func TestPropertyOrderAndDuplicationDoNotMatter(t *testing.T) {
@@ -278,10 +331,19 @@ func checkOrderIndependence(t *rapid.T, refundFailures bool) {
 		t.Fatalf("natural balances %v, want %v", got, l.want)
 	}
 	nf, pf := factsOf(natural), factsOf(permuted)
+	held, lost := 0, 0
+	for _, v := range nf.disputes {
+		switch {
+		case strings.HasPrefix(v, "held"):
+			held++
+		case strings.HasPrefix(v, "lost"):
+			lost++
+		}
+	}
 	if nf.counts[TypeCaptured] != l.captures || nf.counts[TypeRefundPosted]-nf.counts[TypeRefundReversed] != l.refunds ||
-		nf.counts[TypeDisputeOpened] != l.disputes || nf.counts[TypeDisputeWon]+nf.counts[TypeDisputeLost] != l.outcomes {
-		t.Fatalf("natural counts %v for %d captures, %d refunds, %d disputes, %d outcomes",
-			nf.counts, l.captures, l.refunds, l.disputes, l.outcomes)
+		len(nf.disputes) != l.disputes || held != l.held || lost != l.lost {
+		t.Fatalf("natural counts %v, disputes %v for %d captures, %d refunds, %d disputes (%d held, %d lost)",
+			nf.counts, nf.disputes, l.captures, l.refunds, l.disputes, l.held, l.lost)
 	}
 
 	if got := balances(permuted); !reflect.DeepEqual(got, l.want) { // (a)

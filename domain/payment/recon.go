@@ -11,5 +11,7 @@ func ReconKinds() []string {
 		ReconAmountMismatch,
 		ReconUnknownRefundFailed,
 		ReconDisputeOutcomeConflict,
+		ReconDisputeBeforePayment,
+		ReconOverReversal,
 	}
 }

@@ -21,46 +21,67 @@ type Summary struct {
 
 // Apply folds one event into the summary. Events that do not change amounts
 // (reconciliation items, payouts) leave it as it is.
+//
+// Sums saturate instead of wrapping: a projection folding a history whose
+// totals leave int64 (possible only for data recorded before amounts were
+// bounded) must keep going, and a pinned total is visibly wrong where a
+// wrapped one would look plausible.
 func (s *Summary) Apply(e Event) {
+	add := money.SaturatingAdd
 	switch e := e.(type) {
 	case Authorized:
-		s.Authorized += e.Amount
+		s.Authorized = add(s.Authorized, e.Amount)
 		s.currency(e.Currency)
 	case Captured:
-		s.Captured += e.Amount
-		s.Fees += e.Fee
+		s.Captured = add(s.Captured, e.Amount)
+		s.Fees = add(s.Fees, e.Fee)
 		s.currency(e.Currency)
 	case FeeRecorded:
-		s.Fees += e.Fee
+		s.Fees = add(s.Fees, e.Fee)
 	case Failed:
 		s.Failed = true
 	case Canceled:
 		s.Canceled = true
 	case RefundPending:
-		s.RefundsPending += e.Amount
+		s.RefundsPending = add(s.RefundsPending, e.Amount)
 		s.currency(e.Currency)
 	case RefundPosted:
-		s.Refunded += e.Amount
+		s.Refunded = add(s.Refunded, e.Amount)
 		if e.WasPending {
-			s.RefundsPending -= e.Amount
+			s.RefundsPending = add(s.RefundsPending, -e.Amount)
 		}
 		s.currency(e.Currency)
 	case RefundReversed:
 		if e.WasPending {
-			s.RefundsPending -= e.Amount
+			s.RefundsPending = add(s.RefundsPending, -e.Amount)
 		} else {
-			s.Refunded -= e.Amount
+			s.Refunded = add(s.Refunded, -e.Amount)
 		}
 	case DisputeOpened:
-		s.DisputeOpen += e.Amount
+		s.DisputeOpen = add(s.DisputeOpen, e.Amount)
 		s.currency(e.Currency)
+	case DisputeFundsWithdrawn:
+		s.DisputeOpen = add(s.DisputeOpen, e.Amount)
+		s.currency(e.Currency)
+	case DisputeInquiry, DisputePending:
+		// No money held: visible among the payment's events, not in its
+		// amounts. The currency is the payment's all the same.
+		if i, ok := e.(DisputeInquiry); ok {
+			s.currency(i.Currency)
+		} else {
+			s.currency(e.(DisputePending).Currency)
+		}
+	case DisputeFundsReinstated:
+		s.DisputeOpen = add(s.DisputeOpen, -e.Amount)
 	case DisputeWon:
-		s.DisputeOpen -= e.Amount
+		if !e.NoFunds {
+			s.DisputeOpen = add(s.DisputeOpen, -e.Amount)
+		}
 	case DisputeLost:
 		if !e.ReversesWin { // a win had already closed it
-			s.DisputeOpen -= e.Amount
+			s.DisputeOpen = add(s.DisputeOpen, -e.Amount)
 		}
-		s.DisputeLost += e.Amount
+		s.DisputeLost = add(s.DisputeLost, e.Amount)
 	}
 }
 

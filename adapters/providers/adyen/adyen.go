@@ -50,10 +50,13 @@
 // Mapping (success "true"): AUTHORISATION → authorized; CAPTURE → captured
 // (business id = the capture's pspReference); REFUND → refunded (the refund's
 // pspReference); REFUND_FAILED and REFUNDED_REVERSED → refund_failed;
-// CANCELLATION → canceled; NOTIFICATION_OF_CHARGEBACK,
-// DISPUTE_OPENED_WITH_CHARGEBACK and CHARGEBACK → dispute_opened (business
-// id = the dispute's pspReference, shared by all its events, so the
-// notification and the later debit are one dispute); CHARGEBACK_REVERSED and
+// CANCELLATION → canceled; NOTIFICATION_OF_CHARGEBACK and
+// REQUEST_FOR_INFORMATION → dispute_inquiry (Adyen debits nothing at these
+// stages: a notification of a chargeback to come, and an issuer's request
+// for information; recorded, posts nothing); DISPUTE_OPENED_WITH_CHARGEBACK
+// and CHARGEBACK → dispute_opened, the debit (business id = the dispute's
+// pspReference, shared by all its events, so the notification and the later
+// debit are one dispute); CHARGEBACK_REVERSED and
 // PREARBITRATION_WON → dispute_won; SECOND_CHARGEBACK and
 // PREARBITRATION_LOST → dispute_lost. AUTHORISATION with success "false" →
 // failed. Any other event code, and any modification with success "false",
@@ -394,7 +397,11 @@ func normalize(it item) (delivery.Event, error) {
 	case "CANCELLATION":
 		ev.Facts = []delivery.Fact{{Kind: delivery.KindCanceled, Reason: it.Reason}}
 		return ev, nil
-	case "NOTIFICATION_OF_CHARGEBACK", "DISPUTE_OPENED_WITH_CHARGEBACK", "CHARGEBACK":
+	case "NOTIFICATION_OF_CHARGEBACK", "REQUEST_FOR_INFORMATION":
+		// Adyen's dispute flow: these stages move no funds; CHARGEBACK
+		// debits the amount (CONTRACT.md: an inquiry posts nothing).
+		kinds = []delivery.Kind{delivery.KindDisputeInquiry}
+	case "DISPUTE_OPENED_WITH_CHARGEBACK", "CHARGEBACK":
 		kinds = []delivery.Kind{delivery.KindDisputeOpened}
 	case "CHARGEBACK_REVERSED", "PREARBITRATION_WON":
 		kinds = []delivery.Kind{delivery.KindDisputeWon}
@@ -420,8 +427,32 @@ func normalize(it item) (delivery.Event, error) {
 	return ev, nil
 }
 
-// amountOf reads amount.value (integer minor units) and amount.currency.
+// adyenExponents lists the currencies whose minor units in Adyen's API
+// differ from ISO 4217. docs.adyen.com/development-resources/currency-codes:
+// "For CLP, CVE, IDR, and ISK the standard has a different number of
+// decimals than shown in our currency codes table ... the decimals in the
+// table on this page are leading": CLP 2 (ISO 0), CVE 0 (ISO 2), IDR 0 (ISO
+// 2), ISK 2 (ISO 0). amount.value is in Adyen's units; the ledger stores ISO
+// minor units.
+var adyenExponents = map[money.Currency]int{"CLP": 2, "CVE": 0, "IDR": 0, "ISK": 2}
+
+// amountOf reads amount.value (integer minor units, Adyen's) and
+// amount.currency, and returns the amount in ISO 4217 minor units. A value
+// ISO cannot represent (CLP 150, 1.50 pesos) is a bad amount.
 func amountOf(it item) (int64, money.Currency, error) {
+	n, cur, err := adyenAmountOf(it)
+	if err != nil {
+		return 0, "", err
+	}
+	if exp, ok := adyenExponents[cur]; ok {
+		if n, err = money.FromProviderMinor(n, exp, cur); err != nil {
+			return 0, "", fmt.Errorf("%w: amount.value: %w", delivery.ErrInvalidAmount, err)
+		}
+	}
+	return n, cur, nil
+}
+
+func adyenAmountOf(it item) (int64, money.Currency, error) {
 	if it.Amount == nil {
 		return 0, "", fmt.Errorf("%w: amount", delivery.ErrMissingField)
 	}

@@ -131,7 +131,7 @@ func TestDisputes(t *testing.T) {
 		return []delivery.Fact{{Kind: k, BusinessID: "DZ4DPSHB4WD2WN82", Amount: 1000, Currency: "EUR"}}
 	}
 	checkEvents(t, evs, []wantEvent{
-		{"DZ4DPSHB4WD2WN82:NOTIFICATION_OF_CHARGEBACK:true", "NOTIFICATION_OF_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeOpened)},
+		{"DZ4DPSHB4WD2WN82:NOTIFICATION_OF_CHARGEBACK:true", "NOTIFICATION_OF_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeInquiry)},
 		{"DZ4DPSHB4WD2WN82:CHARGEBACK:true", "CHARGEBACK", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeOpened)},
 		{"DZ4DPSHB4WD2WN82:CHARGEBACK_REVERSED:true", "CHARGEBACK_REVERSED", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeWon)},
 		{"DZ4DPSHB4WD2WN82:SECOND_CHARGEBACK:true", "SECOND_CHARGEBACK", "QFQTPCQ8HXSKGK82", d(delivery.KindDisputeLost)},

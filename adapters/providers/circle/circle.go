@@ -24,8 +24,12 @@
 //     payment key = originalPayment.id); "failed" → refund_failed.
 //   - "chargebacks": history[] entries: the latest entry decides: "First
 //     Chargeback" → dispute_opened, "Chargeback Reversal" → dispute_won,
-//     "Second Chargeback" → dispute_lost (business id = chargeback id,
-//     payment key = paymentId, amount = the first chargeback's amount).
+//     "Second Chargeback" → dispute_lost. Each entry of a Circle chargeback's
+//     history is a movement of funds (the first chargeback debits the
+//     merchant's wallet, a reversal credits it back, a second chargeback
+//     debits it for good); Circle has no inquiry stage, so every report
+//     posts (business id = chargeback id, payment key = paymentId, amount =
+//     the first chargeback's amount).
 //   - "payouts": status "complete" → payout_paid (business id = id).
 //
 // Every other notification type (wallet transactions, CPN, webhooks.test)

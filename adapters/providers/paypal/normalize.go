@@ -172,6 +172,12 @@ func disputeEvent(ev *delivery.Event, typ string, res disputeResource) error {
 	ev.PaymentKey = res.DisputedTransactions[0].SellerTransactionID
 	var kind delivery.Kind
 	if typ == "CUSTOMER.DISPUTE.CREATED" {
+		// PayPal holds the disputed amount from the seller's balance when
+		// a dispute opens (an inquiry through PayPal as much as a card
+		// chargeback): the funds leave the available balance, so the
+		// opening posts to the dispute receivable. A resolution in the
+		// seller's favour releases the hold (won); one in the buyer's
+		// favour keeps it (lost).
 		kind = delivery.KindDisputeOpened
 	} else {
 		if res.DisputeOutcome == nil || res.DisputeOutcome.OutcomeCode == "" {

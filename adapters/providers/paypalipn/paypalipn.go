@@ -9,11 +9,24 @@
 // body exactly as received: the postback must repeat it byte for byte (same
 // field order, same encoding) or PayPal answers INVALID.
 //
-// Keys: the dedup key is txn_id + ":" + payment_status (the same transaction
+// One provider, two channels. IPN is a second channel of the provider
+// "paypal" (CONTRACT.md): its events carry Provider "paypal", so its facts go
+// to the stream payment-paypal-{capture id} and the accounts
+// provider:paypal:*, the same as PayPal's REST webhooks (adapters/providers/
+// paypal). PayPal documents that an IPN txn_id for a payment is the REST
+// capture id, and a refund's txn_id the REST refund id: a capture or refund
+// reported on both channels, in either order, is one business fact and is
+// recorded once (the domain dedups by business id). Only the endpoint keeps
+// its own name (Name, "paypal-ipn": /webhooks/paypal-ipn, held for
+// postback).
+//
+// Keys: the dedup key is "ipn:" + txn_id + ":" + payment_status (the same transaction
 // moving from Pending to Completed is two messages; PayPal's resends of one
 // message share both). A message without payment_status (txn_type new_case,
 // adjustments...) is keyed txn_id + ":" + txn_type [+ ":" + case_id]; one
-// without txn_id by ipn_track_id, else a fingerprint of the body. The
+// without txn_id by ipn_track_id, else a fingerprint of the body. Every key
+// starts "ipn:", so that it never meets a REST webhook id (WH-...) in the
+// inbox's (provider, dedup_key) key, now that both channels are "paypal". The
 // payment key is parent_txn_id when present (refunds, reversals and their
 // cancellations name the payment there), else txn_id; a Completed payment is
 // always keyed by its own txn_id, because that is the id its refunds and
@@ -32,7 +45,7 @@
 //
 // Decision on reversals: IPN never says that a reversal became final. A
 // Reversed payment therefore stays an open dispute (the money leaves the
-// provider balance for receivable:disputes:paypal-ipn) until a
+// provider balance for receivable:disputes:paypal) until a
 // Canceled_Reversal returns it; reversals that are never cancelled remain
 // visible there for the accountant to write off, instead of being guessed
 // lost or won.
@@ -60,8 +73,16 @@ import (
 	"github.com/onceledger/onceledger/domain/money"
 )
 
-// Name is the provider name in URLs, stream ids and the inbox.
+// Name is the endpoint's name: /webhooks/paypal-ipn, and what the HTTP layer
+// routes and holds by.
 const Name = "paypal-ipn"
+
+// Provider is the provider the facts belong to: PayPal, one provider whatever
+// the channel. It names the stream, the accounts and the inbox rows.
+const Provider = "paypal"
+
+// keyPrefix keeps IPN dedup keys apart from REST webhook ids.
+const keyPrefix = "ipn:"
 
 // ErrUnknownReceiver: the message is addressed to a receiver_email that is not
 // configured. It is a 400-class error (it wraps delivery.ErrMalformed).
@@ -163,7 +184,7 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (delivery.Event, error) {
 	txn, parent, status := fields["txn_id"], fields["parent_txn_id"], fields["payment_status"]
 
 	ev := delivery.Event{
-		Provider:    Name,
+		Provider:    Provider,
 		Type:        status,
 		PayloadHash: providers.PayloadHash(raw),
 		Raw:         raw,
@@ -181,6 +202,7 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (delivery.Event, error) {
 	default:
 		ev.DedupKey = providers.FallbackKey(raw)
 	}
+	ev.DedupKey = keyPrefix + ev.DedupKey
 	if ev.Type == "" {
 		ev.Type = fields["txn_type"]
 	}

@@ -64,7 +64,7 @@ func TestParseSamples(t *testing.T) {
 			continue
 		}
 		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{
-			Provider: "paypal-ipn", DedupKey: c.dedup, Type: c.typ, PaymentKey: c.key, OccurredAt: c.at, Raw: body, Facts: c.facts,
+			Provider: "paypal", DedupKey: "ipn:" + c.dedup, Type: c.typ, PaymentKey: c.key, OccurredAt: c.at, Raw: body, Facts: c.facts,
 		})
 	}
 }
@@ -212,12 +212,12 @@ func TestMessagesWithoutTxnID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !evs[0].Ignored() || evs[0].DedupKey != "ipn_track_id:77aa88bb" || evs[0].Type != "recurring_payment_profile_created" {
+	if !evs[0].Ignored() || evs[0].DedupKey != "ipn:ipn_track_id:77aa88bb" || evs[0].Type != "recurring_payment_profile_created" {
 		t.Fatalf("got %+v", evs[0])
 	}
 	bare := []byte("receiver_email=seller%40onceledger.example&foo=bar")
 	evs, err = parse(a, bare)
-	if err != nil || !strings.HasPrefix(evs[0].DedupKey, "fp:") {
+	if err != nil || !strings.HasPrefix(evs[0].DedupKey, "ipn:fp:") {
 		t.Fatalf("fingerprint key: %+v %v", evs, err)
 	}
 }

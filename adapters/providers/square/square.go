@@ -17,8 +17,10 @@
 // CANCELED → canceled, anything else → no facts. refund.created /
 // refund.updated read data.object.refund: COMPLETED → refunded (business id =
 // refund id, payment key = payment_id), FAILED / REJECTED → refund_failed,
-// PENDING → no facts. dispute.created → dispute_opened and
-// dispute.state.updated / dispute.state.changed with state WON → dispute_won,
+// PENDING → no facts. dispute.created, dispute.state.updated and
+// dispute.state.changed by the dispute's state: INQUIRY_EVIDENCE_REQUIRED /
+// INQUIRY_PROCESSING → dispute_inquiry (no funds), INQUIRY_CLOSED and WON →
+// dispute_won, EVIDENCE_REQUIRED / PROCESSING → dispute_opened (funds taken),
 // LOST / ACCEPTED → dispute_lost (business id = the dispute id, payment key =
 // disputed_payment.payment_id). Every other type carries no facts.
 //
@@ -308,16 +310,31 @@ func disputeFacts(ev *delivery.Event, d dispute) error {
 		return fmt.Errorf("%w: %s.disputed_payment.payment_id", delivery.ErrMissingField, field)
 	}
 	ev.PaymentKey = d.DisputedPayment.PaymentID
+	// Square's dispute states (Disputes API, DisputeState): an inquiry
+	// (INQUIRY_EVIDENCE_REQUIRED, INQUIRY_PROCESSING) is the card issuer
+	// asking questions before any chargeback, and holds no funds;
+	// INQUIRY_CLOSED ends it without one. A chargeback (EVIDENCE_REQUIRED,
+	// PROCESSING) has the disputed amount taken from the seller's balance,
+	// returned if WON, kept if LOST or ACCEPTED. The ledger follows those
+	// funds: every state names the dispute id, so reports of one state under
+	// several event types are one fact.
 	var kind delivery.Kind
-	switch {
-	case ev.Type == "dispute.created":
-		kind = delivery.KindDisputeOpened
-	case d.State == "WON":
+	switch d.State {
+	case "INQUIRY_EVIDENCE_REQUIRED", "INQUIRY_PROCESSING":
+		kind = delivery.KindDisputeInquiry
+	case "INQUIRY_CLOSED", "WON":
 		kind = delivery.KindDisputeWon
-	case d.State == "LOST", d.State == "ACCEPTED":
+	case "EVIDENCE_REQUIRED", "PROCESSING":
+		kind = delivery.KindDisputeOpened
+	case "LOST", "ACCEPTED":
 		kind = delivery.KindDisputeLost
 	default:
-		return nil // an intermediate state: recorded, posts nothing
+		if ev.Type != "dispute.created" {
+			return nil // a state we do not read: recorded, posts nothing
+		}
+		// A new dispute in a state not listed above: Square opens
+		// chargebacks with their funds taken.
+		kind = delivery.KindDisputeOpened
 	}
 	amt, cur, err := parseMoney(d.AmountMoney, field+".amount_money")
 	if err != nil {

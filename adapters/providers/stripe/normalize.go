@@ -10,6 +10,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/money"
 )
 
 // normalize turns a verified Stripe event into a delivery.Event. The payment
@@ -62,7 +63,7 @@ func normalize(raw []byte) (delivery.Event, error) {
 		n = refund
 	case strings.HasPrefix(typ, "charge.dispute."):
 		n = dispute
-	case typ == "payout.paid":
+	case typ == "payout.paid", typ == "payout.failed", typ == "payout.canceled":
 		n = payout
 	default:
 		return ev, nil // not handled: ignored, raw kept in the inbox
@@ -71,8 +72,42 @@ func normalize(raw []byte) (delivery.Event, error) {
 	if err != nil {
 		return delivery.Event{}, err
 	}
+	for i := range facts {
+		if err := toISO(&facts[i]); err != nil {
+			return delivery.Event{}, err
+		}
+	}
 	ev.PaymentKey, ev.Facts = key, facts
 	return ev, nil
+}
+
+// stripeExponents lists the currencies whose amounts Stripe's API states
+// with another exponent than ISO 4217. Stripe (docs.stripe.com/currencies,
+// "Special cases"): "ISK will remain a two-decimal currency in the Stripe
+// API, and an ISK amount of 100 will continue to represent 1 króna", and
+// since April 2023 amounts must be "evenly divisible by 100"; ISO 4217 gives
+// ISK no minor unit. The other special cases need no conversion: HUF and TWD
+// are two-decimal in Stripe's API as in ISO (Stripe only requires payout
+// amounts divisible by 100, still stated in hundredths), and UGX is on
+// Stripe's zero-decimal list as in ISO.
+var stripeExponents = map[money.Currency]int{"ISK": 2}
+
+// toISO converts a fact's amount and fee from Stripe's units into ISO 4217
+// minor units. An amount ISO cannot represent (ISK 150, 1.50 kr) is a bad
+// amount (400), not something to round.
+func toISO(f *delivery.Fact) error {
+	exp, ok := stripeExponents[f.Currency]
+	if !ok {
+		return nil
+	}
+	var err error
+	if f.Amount, err = money.FromProviderMinor(f.Amount, exp, f.Currency); err != nil {
+		return fmt.Errorf("%w: %s amount: %w", delivery.ErrInvalidAmount, f.Kind, err)
+	}
+	if f.Fee, err = money.FromProviderMinor(f.Fee, exp, f.Currency); err != nil {
+		return fmt.Errorf("%w: %s fee: %w", delivery.ErrInvalidAmount, f.Kind, err)
+	}
+	return nil
 }
 
 // A normalizer reads data.object for one family of event types and returns
@@ -352,24 +387,50 @@ func refundFact(re payload.Object, kind delivery.Kind) (delivery.Fact, error) {
 	return delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}, nil
 }
 
+// dispute reads a Stripe dispute. The ledger follows the funds Stripe moves,
+// not the dispute's existence (CONTRACT.md):
+//
+//   - charge.dispute.funds_withdrawn and charge.dispute.funds_reinstated are
+//     the movements themselves ("Occurs when funds are removed from / are
+//     reinstated to your account due to a dispute").
+//   - charge.dispute.created and .updated carry the dispute as it stands: an
+//     inquiry (status warning_needs_response, warning_under_review) moves no
+//     funds; otherwise its balance_transactions, documented as "zero, one, or
+//     two balance transactions that show funds withdrawn and reinstated to
+//     your Stripe account as a result of this dispute", say what moved: none
+//     yet, a withdrawal (negative amount), or a withdrawal and a
+//     reinstatement. A payload without the list at all is taken as a
+//     chargeback whose funds were withdrawn, as before the list was read.
+//   - charge.dispute.closed: won, or warning_closed (an inquiry closed
+//     without becoming a chargeback: nothing was withdrawn, so the domain
+//     posts nothing for it), or lost.
+//
+// Every report names the dispute id, so the same movement reported by two
+// events (created with its withdrawal, then funds_withdrawn) is recorded once.
 func dispute(typ string, du payload.Object) (string, []delivery.Fact, error) {
+	status, _, err := du.OptString("status")
+	if err != nil {
+		return "", nil, err
+	}
 	var kind delivery.Kind
 	switch typ {
-	case "charge.dispute.created":
+	case "charge.dispute.funds_withdrawn":
 		kind = delivery.KindDisputeOpened
-	case "charge.dispute.closed":
-		status, _, err := du.OptString("status")
-		if err != nil {
+	case "charge.dispute.funds_reinstated":
+		kind = delivery.KindDisputeFundsReinstated
+	case "charge.dispute.created", "charge.dispute.updated":
+		if kind, err = disputeFunds(du, status); err != nil {
 			return "", nil, err
 		}
+	case "charge.dispute.closed":
 		switch status {
-		case "won":
+		case "won", "warning_closed":
 			kind = delivery.KindDisputeWon
 		case "lost":
 			kind = delivery.KindDisputeLost
 		}
 	}
-	if kind == "" { // updated, funds_withdrawn, warning_closed, ...
+	if kind == "" { // closed with another status, or a type we do not read
 		key, _, _ := optPaymentKey(du, "charge")
 		return key, nil, nil
 	}
@@ -394,7 +455,44 @@ func dispute(typ string, du payload.Object) (string, []delivery.Fact, error) {
 	return key, []delivery.Fact{f}, nil
 }
 
-func payout(_ string, po payload.Object) (string, []delivery.Fact, error) {
+// disputeFunds reads what an open dispute's balance transactions say moved.
+func disputeFunds(du payload.Object, status string) (delivery.Kind, error) {
+	if strings.HasPrefix(status, "warning_") {
+		return delivery.KindDisputeInquiry, nil
+	}
+	if _, ok := du.Get("balance_transactions"); !ok {
+		return delivery.KindDisputeOpened, nil
+	}
+	var withdrawn, reinstated bool
+	err := du.EachObject("balance_transactions", func(bt payload.Object) error {
+		amount, err := signedInt(bt, "amount")
+		if err != nil {
+			return err
+		}
+		// Signed: a withdrawal is negative, a reinstatement positive
+		// (in the balance's currency, so the dispute's amount is used).
+		if amount < 0 {
+			withdrawn = true
+		} else {
+			reinstated = true
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case reinstated:
+		return delivery.KindDisputeFundsReinstated, nil
+	case withdrawn:
+		return delivery.KindDisputeOpened, nil
+	}
+	return delivery.KindDisputeInquiry, nil // no funds moved yet
+}
+
+// payout reads payout.paid, and payout.failed / payout.canceled: a bank can
+// return a payout days after payout.paid (Stripe: "a payout can fail even
+// after it's marked paid"); the failure reverses it.
+func payout(typ string, po payload.Object) (string, []delivery.Fact, error) {
 	id, err := po.ReqString("id")
 	if err != nil {
 		return "", nil, err
@@ -407,7 +505,15 @@ func payout(_ string, po payload.Object) (string, []delivery.Fact, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return "", []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}}, nil
+	f := delivery.Fact{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}
+	if typ != "payout.paid" {
+		f.Kind = delivery.KindPayoutFailed
+		f.Reason = reason(po, "failure_message", "failure_code")
+		if f.Reason == "" && typ == "payout.canceled" {
+			f.Reason = "canceled"
+		}
+	}
+	return "", []delivery.Fact{f}, nil
 }
 
 // optPaymentKey reads the payment key of a charge, refund or dispute object:
@@ -453,6 +559,25 @@ func optID(o payload.Object, field string) (string, bool, error) {
 	default:
 		return "", false, fmt.Errorf("%w: %s must be an id string or an object", delivery.ErrMalformed, o.Name(field))
 	}
+}
+
+// signedInt reads an integer that may be negative (a balance transaction's
+// amount); payload.Object.OptInt refuses negatives, right for amounts of
+// facts but not here.
+func signedInt(o payload.Object, field string) (int64, error) {
+	v, ok := o.Get(field)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", delivery.ErrMissingField, o.Name(field))
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return 0, fmt.Errorf("%w: %s must be an integer", delivery.ErrInvalidAmount, o.Name(field))
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %s is not an int64 integer", delivery.ErrInvalidAmount, o.Name(field), n)
+	}
+	return i, nil
 }
 
 // unixField reads a unix timestamp in seconds.

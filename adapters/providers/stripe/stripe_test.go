@@ -263,8 +263,15 @@ func TestNormalize(t *testing.T) {
 		{"charge.dispute.created.json", pi, 1764900001, []delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
 		{"charge.dispute.closed.won.json", pi, 1765900000, []delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
 		{"charge.dispute.closed.lost.json", pi, 1765900001, []delivery.Fact{{Kind: delivery.KindDisputeLost, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
-		{"charge.dispute.closed.warning_closed.json", pi, 1765900002, nil},
-		{"charge.dispute.funds_withdrawn.json", pi, 1764900002, nil},
+		// warning_closed: an inquiry closed without a chargeback. Won,
+		// with nothing withdrawn, posts nothing (domain/payment).
+		{"charge.dispute.closed.warning_closed.json", pi, 1765900002, []delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.funds_withdrawn.json", pi, 1764900002, []delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.funds_reinstated.json", pi, 1765900003, []delivery.Fact{{Kind: delivery.KindDisputeFundsReinstated, BusinessID: du, Amount: 2000, Currency: usd, Reason: "fraudulent"}}},
+		{"charge.dispute.created.inquiry.json", pi, 1764900001, []delivery.Fact{{Kind: delivery.KindDisputeInquiry, BusinessID: "du_1QyInQ2eZvKYlo2CiNqUiRy1", Amount: 2000, Currency: usd, Reason: "general"}}},
+		{"charge.dispute.closed.inquiry_warning_closed.json", pi, 1765900100, []delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "du_1QyInQ2eZvKYlo2CiNqUiRy1", Amount: 2000, Currency: usd, Reason: "general"}}},
+		{"payout.failed.json", "", 1765300000, []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd, Reason: "The bank account has been closed."}}},
+		{"payout.canceled.json", "", 1764920000, []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1QzPcA2eZvKYlo2CcAnCeL01", Amount: 1912, Currency: usd, Reason: "canceled"}}},
 		{"payout.paid.json", "", 1765000000, []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd}}},
 		{"customer.created.json", "", 1764410300, nil},
 		// API version 2020-08-27: no latest_charge; the captured charge is
@@ -407,7 +414,7 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 			if ch.BalanceTransaction != nil && ch.BalanceTransaction.Fee != fact.Fee {
 				t.Errorf("%s: fee %d, stripe-go %d", f, fact.Fee, ch.BalanceTransaction.Fee)
 			}
-		case ev.Type == "payout.paid":
+		case strings.HasPrefix(ev.Type, "payout."):
 			var po stripego.Payout
 			mustUnmarshal(t, e.Data.Raw, &po)
 			if po.ID != fact.BusinessID {
@@ -415,7 +422,7 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 			}
 			gotAmount = po.Amount
 		}
-		if ev.Type != "payout.paid" && gotID != ev.PaymentKey {
+		if !strings.HasPrefix(ev.Type, "payout.") && gotID != ev.PaymentKey {
 			t.Errorf("%s: payment key %q, stripe-go %q", f, ev.PaymentKey, gotID)
 		}
 		if gotAmount != fact.Amount {

@@ -1,0 +1,194 @@
+package migrations_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for goose
+	"github.com/pressly/goose/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/migrations"
+	"github.com/onceledger/onceledger/projections"
+)
+
+var t0 = time.Date(2026, 1, 14, 4, 12, 59, 0, time.UTC)
+
+// oldIPN is a delivery as the IPN adapter normalized it before 00010: its own
+// provider name and unprefixed keys.
+func oldIPN(key, paymentKey, hash string, f delivery.Fact) delivery.Event {
+	return delivery.Event{Provider: "paypal-ipn", DedupKey: key, Type: "Completed", PaymentKey: paymentKey,
+		OccurredAt: t0, PayloadHash: hash, Raw: []byte("txn_id=" + key), Facts: []delivery.Fact{f}}
+}
+
+func rest(key, paymentKey string, f delivery.Fact) delivery.Event {
+	return delivery.Event{Provider: "paypal", DedupKey: key, Type: "PAYMENT.CAPTURE.COMPLETED", PaymentKey: paymentKey,
+		OccurredAt: t0, PayloadHash: "h-" + key, Raw: []byte(`{"id":"` + key + `"}`), Facts: []delivery.Fact{f}}
+}
+
+func captured(id string, amount, fee int64) delivery.Fact {
+	return delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: amount, Fee: fee, Currency: "USD"}
+}
+
+func refunded(id string, amount int64) delivery.Fact {
+	return delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: "USD"}
+}
+
+func balances(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map[string]int64 {
+	t.Helper()
+	rows, err := pool.Query(ctx, `SELECT account, balance FROM account_balances WHERE balance <> 0`)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	type row struct {
+		Account string
+		Balance int64
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	require.NoError(t, err)
+	for _, r := range got {
+		out[r.Account] = r.Balance
+	}
+	return out
+}
+
+// 00010 moves PayPal IPN data into the provider "paypal": an IPN-only stream
+// is renamed in place; a stream that REST webhooks also reported (the double
+// booking) is dropped and its inbox rows re-driven through the domain against
+// the REST stream. After a rebuild the ledger has one provider balance, each
+// capture once, and verify passes.
+func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewEmptyDatabase(t)
+	db, err := sql.Open("pgx", url)
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true),
+		goose.WithLogger(goose.NopLogger()))
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 9)
+	require.NoError(t, err)
+
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	defer pool.Close()
+	store := postgres.NewEventStore(pool)
+	rec := postgres.NewRecorder(pool, store)
+	svc := ingest.New(rec, ingest.PaymentDecider{}, ingest.Options{})
+	ingestAll := func(evs ...delivery.Event) {
+		t.Helper()
+		for _, ev := range evs {
+			_, err := svc.Ingest(ctx, ev)
+			require.NoError(t, err, ev.DedupKey)
+		}
+	}
+
+	// A: IPN only, with a refund and a conflicting redelivery (same key,
+	// other amount).
+	// B: reported on both channels (booked twice before 00010); the IPN
+	// refund RB1 only by IPN, RB2 only by REST.
+	ingestAll(
+		oldIPN("A:Completed", "A", "hA", captured("A", 1995, 88)),
+		oldIPN("RA:Refunded", "A", "hRA", refunded("RA", 500)),
+		// Same key, other facts: a conflicting redelivery, kept for review.
+		oldIPN("A:Completed", "A", "hA-other", captured("A", 2000, 88)),
+		rest("WH-B", "B", captured("B", 1000, 79)),
+		oldIPN("B:Completed", "B", "hB", captured("B", 1000, 79)),
+		oldIPN("RB1:Refunded", "B", "hRB1", refunded("RB1", 250)),
+		rest("WH-RB2", "B", refunded("RB2", 100)),
+	)
+	// An IPN still waiting for PayPal's postback.
+	_, err = postgres.NewInbox(pool).Hold(ctx, oldIPN("U:Completed", "U", "hU", captured("U", 700, 0)))
+	require.NoError(t, err)
+
+	proj := projections.NewService(store, readmodel.New(pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = proj.Rebuild(ctx, nil, projections.RebuildOptions{})
+	require.NoError(t, err)
+	before := balances(ctx, t, pool)
+	require.Equal(t, int64(1000-79+100*-1), before["provider:paypal:balance"], "REST's own view of B")
+	require.Contains(t, before, "provider:paypal-ipn:balance", "the double booking this migration undoes")
+
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+
+	// The colliding rows wait for the sweeper; drive them as it does.
+	w := &ingest.Worker{Name: "sweeper", Inbox: postgres.NewInbox(pool), Redriver: rec, Decider: ingest.PaymentDecider{},
+		Status: ingest.StatusReceived, Lease: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	n, err := w.Once(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "B's two IPN rows")
+
+	_, err = proj.Rebuild(ctx, nil, projections.RebuildOptions{})
+	require.NoError(t, err)
+	violations, err := proj.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, violations)
+
+	assert.Equal(t, map[string]int64{
+		"provider:paypal:balance": (1995 - 88 - 500) + (1000 - 79 - 250 - 100),
+		"expenses:fees:paypal":    88 + 79,
+		"revenue:sales":           -(1995 + 1000),
+		"revenue:refunds":         500 + 250 + 100,
+	}, balances(ctx, t, pool))
+
+	var ipnStreams, ipnRows, captures int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE stream_id LIKE 'payment-paypal-ipn-%' OR data->>'provider' = 'paypal-ipn'`).Scan(&ipnStreams))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE provider = 'paypal-ipn'`).Scan(&ipnRows))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE stream_id = 'payment-paypal-B' AND type = $1`, payment.TypeCaptured).Scan(&captures))
+	assert.Zero(t, ipnStreams)
+	assert.Zero(t, ipnRows)
+	assert.Equal(t, 1, captures, "B captured once")
+
+	type inboxRow struct {
+		Status   string
+		StreamID *string
+		Provider *string
+	}
+	row := func(key string) inboxRow {
+		var r inboxRow
+		require.NoError(t, pool.QueryRow(ctx, `SELECT status, stream_id, normalized->>'provider' FROM webhook_inbox WHERE provider = 'paypal' AND dedup_key = $1`, key).
+			Scan(&r.Status, &r.StreamID, &r.Provider))
+		return r
+	}
+	for _, k := range []string{"ipn:A:Completed", "ipn:RA:Refunded", "ipn:B:Completed", "ipn:RB1:Refunded"} {
+		r := row(k)
+		assert.Equal(t, "applied", r.Status, k)
+		require.NotNil(t, r.StreamID, k)
+		assert.NotContains(t, *r.StreamID, "paypal-ipn", k)
+		assert.Equal(t, "paypal", *r.Provider, k)
+	}
+	assert.Equal(t, "unverified", row("ipn:U:Completed").Status)
+	var conflicts int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE provider = 'paypal' AND dedup_key = 'ipn:A:Completed'`).Scan(&conflicts))
+	assert.Equal(t, 1, conflicts, "the conflict row follows its inbox row")
+	var items int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM reconciliation_items WHERE stream_id = 'payment-paypal-A' AND kind = 'conflicting_redelivery' AND item_key LIKE 'ipn:A:Completed@%'`).Scan(&items))
+	assert.Equal(t, 1, items)
+
+	// The IPN adapter's deliveries now carry provider paypal and ipn: keys:
+	// a resend of a moved message is a duplicate, adds nothing.
+	moved := oldIPN("ipn:A:Completed", "A", "hA", captured("A", 1995, 88))
+	moved.Provider = "paypal"
+	res, err := svc.Ingest(ctx, moved)
+	require.NoError(t, err)
+	assert.Equal(t, ingest.Duplicate, res.Outcome)
+	// And a REST report of A, arriving only now, adds nothing either.
+	res, err = svc.Ingest(ctx, rest("WH-A", "A", captured("A", 1995, 88)))
+	require.NoError(t, err)
+	var aCaptures int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE stream_id = 'payment-paypal-A' AND type = $1`, payment.TypeCaptured).Scan(&aCaptures))
+	assert.Equal(t, 1, aCaptures)
+	assert.Equal(t, ingest.Accepted, res.Outcome)
+}
