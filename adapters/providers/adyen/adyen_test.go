@@ -25,9 +25,7 @@ const otherKey = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEE
 
 func mustNew(t testing.TB, keys ...string) *Adapter {
 	t.Helper()
-	a, err := New(keys)
-	require.NoError(t, err)
-	return a
+	return providertest.Adapter(t, New, keys)
 }
 
 func parse(a *Adapter, body []byte) ([]delivery.Event, error) {

@@ -68,9 +68,7 @@ func sign(t testing.TB, k *ecdsa.PrivateKey, body []byte) string {
 
 func adapter(t testing.TB) *Adapter {
 	k, _ := keys(t)
-	a, err := New(map[string]string{testKeyID: spki(t, k), officialKeyID: officialKey})
-	require.NoError(t, err)
-	return a
+	return providertest.Adapter(t, New, map[string]string{testKeyID: spki(t, k), officialKeyID: officialKey})
 }
 
 func req(keyID, sig string, body []byte) providers.Request {

@@ -65,9 +65,7 @@ func testSigners(t testing.TB) [3]signer {
 
 func adapter(t testing.TB, certs ...[]byte) *Adapter {
 	t.Helper()
-	a, err := New(webhookID, certs, 5*time.Minute)
-	require.NoError(t, err)
-	return a
+	return providertest.Adapter(t, func(certs [][]byte) (*Adapter, error) { return New(webhookID, certs, 5*time.Minute) }, certs)
 }
 
 func signed(t testing.TB, s signer, body []byte, at time.Time) http.Header {

@@ -25,9 +25,7 @@ var now = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 func mustNew(t testing.TB, emails ...string) *Adapter {
 	t.Helper()
-	a, err := New(emails)
-	require.NoError(t, err)
-	return a
+	return providertest.Adapter(t, New, emails)
 }
 
 func parse(a *Adapter, body []byte) ([]delivery.Event, error) {

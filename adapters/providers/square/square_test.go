@@ -23,9 +23,7 @@ const (
 
 func mustNew(t testing.TB, keys []string, url string) *Adapter {
 	t.Helper()
-	a, err := New(keys, url)
-	require.NoError(t, err)
-	return a
+	return providertest.Adapter(t, func(keys []string) (*Adapter, error) { return New(keys, url) }, keys)
 }
 
 func req(sig string, body []byte) providers.Request {

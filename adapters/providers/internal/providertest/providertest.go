@@ -17,6 +17,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
 )
 
 // Fixture returns testdata/name of the package under test.
@@ -141,4 +142,42 @@ func RequireBound(t testing.TB, ev delivery.Event, provider string, body []byte)
 	require.Equalf(t, provider, ev.Provider, "event not bound to the verified delivery: %+v", ev)
 	require.Equalf(t, providers.PayloadHash(body), ev.PayloadHash, "event not bound to the verified delivery: %+v", ev)
 	require.Equalf(t, body, ev.Raw, "event not bound to the verified delivery: %+v", ev)
+}
+
+// Adapter returns what newAdapter makes of keys, stopping the test on an
+// error: each provider's tests build their adapter through it.
+func Adapter[K, A any](t testing.TB, newAdapter func(K) (A, error), keys K) A {
+	t.Helper()
+	a, err := newAdapter(keys)
+	require.NoError(t, err)
+	return a
+}
+
+// Balances sums the postings of history per account, leaving out the
+// accounts that net to zero (an account that netted out is the same as none).
+func Balances(history []payment.Event) map[string]int64 {
+	b := map[string]int64{}
+	for _, e := range history {
+		for _, p := range payment.Postings(e) {
+			b[p.Account] += p.Amount
+		}
+	}
+	for k, v := range b {
+		if v == 0 {
+			delete(b, k)
+		}
+	}
+	return b
+}
+
+// CheckRefusal parses req with a, in a subtest called name, and checks that
+// it is refused with ErrUnauthorized saying reason, and no events.
+func CheckRefusal(t *testing.T, a providers.Adapter, name string, req providers.Request, reason string) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		evs, err := a.Parse(req)
+		require.ErrorIs(t, err, providers.ErrUnauthorized)
+		assert.ErrorContains(t, err, reason)
+		assert.Nil(t, evs, "events returned with an error")
+	})
 }
