@@ -1,6 +1,8 @@
 // Package providertest holds what the provider adapters' tests share:
-// reading and editing fixtures, tampering with bodies, and checking
-// normalized events and errors against what a test expects.
+// reading and editing fixtures, tampering with bodies, building adapters,
+// checking normalized events, refusals and errors against what a test
+// expects (with testify, as every suite does), and summing the balances a
+// history posts.
 package providertest
 
 import (
