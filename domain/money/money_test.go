@@ -44,9 +44,15 @@ func TestParseCurrency(t *testing.T) {
 	}
 	for _, in := range []string{"", "US", "USDD", "ABC", " usd", "xau", "hrk"} {
 		_, err := ParseCurrency(in)
-		if !assert.ErrorIsf(t, err, ErrUnknownCurrency, "ParseCurrency(%q)", in) {
-			continue
-		}
+		checkRefused(t, err, ErrUnknownCurrency, in, "ParseCurrency(%q)", in)
+	}
+}
+
+// checkRefused fails the test unless err wraps target and names the refused
+// input in quotes. msgAndArgs say what was called.
+func checkRefused(t *testing.T, err, target error, in string, msgAndArgs ...any) {
+	t.Helper()
+	if assert.ErrorIs(t, err, target, msgAndArgs...) {
 		assert.ErrorContains(t, err, `"`+in+`"`, "the error names the input")
 	}
 }
@@ -98,10 +104,7 @@ func TestParseMajor(t *testing.T) {
 	}
 	for _, tc := range bad {
 		_, err := ParseMajor(tc.in, tc.c)
-		if !assert.ErrorIsf(t, err, ErrInvalidAmount, "ParseMajor(%q, %s)", tc.in, tc.c) {
-			continue
-		}
-		assert.ErrorContains(t, err, `"`+tc.in+`"`, "the error names the input")
+		checkRefused(t, err, ErrInvalidAmount, tc.in, "ParseMajor(%q, %s)", tc.in, tc.c)
 	}
 	_, err := ParseMajor("10.00", "XYZ")
 	assert.ErrorIs(t, err, ErrUnknownCurrency, "unknown currency")
