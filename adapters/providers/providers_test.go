@@ -8,22 +8,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 func TestPayloadHash(t *testing.T) {
 	sum := sha256.Sum256([]byte(`{"a":1}`))
-	if got := providers.PayloadHash([]byte(`{"a":1}`)); got != hex.EncodeToString(sum[:]) {
-		t.Errorf("PayloadHash = %s", got)
-	}
+	assert.Equal(t, hex.EncodeToString(sum[:]), providers.PayloadHash([]byte(`{"a":1}`)), "PayloadHash")
 	// Known vector: SHA-256 of the empty string.
-	if got := providers.PayloadHash(nil); got != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
-		t.Errorf("PayloadHash(nil) = %s", got)
-	}
-	if providers.PayloadHash([]byte(`{"a":1}`)) == providers.PayloadHash([]byte(`{"a": 1}`)) {
-		t.Error("PayloadHash must be over the exact bytes")
-	}
+	assert.Equal(t, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", providers.PayloadHash(nil), "PayloadHash(nil)")
+	assert.NotEqual(t, providers.PayloadHash([]byte(`{"a":1}`)), providers.PayloadHash([]byte(`{"a": 1}`)), "PayloadHash must be over the exact bytes")
 }
 
 func TestFallbackKey(t *testing.T) {
@@ -33,13 +30,10 @@ func TestFallbackKey(t *testing.T) {
 		`{"a":{"y":[1,2,{"z":null}],"x":"\u0073"},"b":2}`,
 	}
 	k := providers.FallbackKey([]byte(same[0]))
-	if !strings.HasPrefix(k, "fp:") || len(k) != 3+64 {
-		t.Fatalf("FallbackKey = %q", k)
-	}
+	require.Truef(t, strings.HasPrefix(k, "fp:"), "FallbackKey = %q", k)
+	require.Len(t, k, 3+64, "FallbackKey")
 	for _, s := range same[1:] {
-		if got := providers.FallbackKey([]byte(s)); got != k {
-			t.Errorf("FallbackKey(%s) = %s, want %s (order/whitespace must not matter)", s, got, k)
-		}
+		assert.Equalf(t, k, providers.FallbackKey([]byte(s)), "FallbackKey(%s) (order/whitespace must not matter)", s)
 	}
 	different := []string{
 		`{"b":2,"a":{"y":[2,1,{"z":null}],"x":"s"}}`, // array order matters
@@ -47,31 +41,22 @@ func TestFallbackKey(t *testing.T) {
 		`{"b":2}`,
 	}
 	for _, s := range different {
-		if providers.FallbackKey([]byte(s)) == k {
-			t.Errorf("FallbackKey(%s) collides with a different payload", s)
-		}
+		assert.NotEqualf(t, k, providers.FallbackKey([]byte(s)), "FallbackKey(%s) collides with a different payload", s)
 	}
 	// Amounts beyond float64 precision stay distinct.
-	if providers.FallbackKey([]byte(`{"amount":12345678901234567890}`)) == providers.FallbackKey([]byte(`{"amount":12345678901234567891}`)) {
-		t.Error("large numbers collapsed to the same key")
-	}
+	assert.NotEqual(t, providers.FallbackKey([]byte(`{"amount":12345678901234567890}`)), providers.FallbackKey([]byte(`{"amount":12345678901234567891}`)),
+		"large numbers collapsed to the same key")
 	// Not JSON: hashed as is, still deterministic and prefixed.
 	for _, raw := range []string{"txn_id=1&payment_status=Completed", `{"a":1} trailing`, "{\"a\":\"\xff\"}", ""} {
-		got := providers.FallbackKey([]byte(raw))
-		if got != "fp:"+providers.PayloadHash([]byte(raw)) {
-			t.Errorf("FallbackKey(%q) = %s, want the raw hash", raw, got)
-		}
+		assert.Equalf(t, "fp:"+providers.PayloadHash([]byte(raw)), providers.FallbackKey([]byte(raw)), "FallbackKey(%q), want the raw hash", raw)
 	}
-	if providers.FallbackKey([]byte("{\"a\":\"\xff\"}")) == providers.FallbackKey([]byte("{\"a\":\"\xfe\"}")) {
-		t.Error("invalid UTF-8 payloads merged")
-	}
+	assert.NotEqual(t, providers.FallbackKey([]byte("{\"a\":\"\xff\"}")), providers.FallbackKey([]byte("{\"a\":\"\xfe\"}")), "invalid UTF-8 payloads merged")
 }
 
 func TestKeys(t *testing.T) {
 	keys, err := providers.Keys([]string{" a ", "", "  ", "b"}, nil)
-	if err != nil || len(keys) != 2 || string(keys[0]) != "a" || string(keys[1]) != "b" {
-		t.Fatalf("Keys = %q, %v", keys, err)
-	}
+	require.NoError(t, err, "Keys")
+	require.Equal(t, [][]byte{[]byte("a"), []byte("b")}, keys, "Keys")
 	var positions []int
 	_, err = providers.Keys([]string{"", "ok", "bad"}, func(pos int, s string) ([]byte, error) {
 		positions = append(positions, pos)
@@ -80,31 +65,29 @@ func TestKeys(t *testing.T) {
 		}
 		return []byte(s), nil
 	})
-	if err == nil || err.Error() != "entry 3" || len(positions) != 2 || positions[0] != 2 {
-		t.Fatalf("positions %v, err %v: blank entries must be skipped but counted", positions, err)
-	}
+	require.EqualError(t, err, "entry 3", "blank entries must be skipped but counted")
+	require.Lenf(t, positions, 2, "positions %v: blank entries must be skipped but counted", positions)
+	require.Equalf(t, 2, positions[0], "positions %v: blank entries must be skipped but counted", positions)
 }
 
 func TestMatchAny(t *testing.T) {
 	mac := func(k []byte) []byte { return append([]byte("mac:"), k...) }
 	keys := [][]byte{[]byte("old"), []byte("new")}
-	if !providers.MatchAny(keys, mac, []byte("garbage"), []byte("mac:new")) {
-		t.Error("second key, second signature: no match")
-	}
-	if providers.MatchAny(keys, mac, []byte("mac:other")) || providers.MatchAny(keys, mac) || providers.MatchAny(nil, mac, []byte("mac:")) {
-		t.Error("matched without a matching pair")
-	}
+	assert.True(t, providers.MatchAny(keys, mac, []byte("garbage"), []byte("mac:new")), "second key, second signature: no match")
+	assert.False(t, providers.MatchAny(keys, mac, []byte("mac:other")), "matched without a matching pair")
+	assert.False(t, providers.MatchAny(keys, mac), "matched without a matching pair")
+	assert.False(t, providers.MatchAny(nil, mac, []byte("mac:")), "matched without a matching pair")
 }
 
 func TestSingleValidates(t *testing.T) {
-	if evs, err := providers.Single(delivery.Event{}, nil); err == nil || evs != nil {
-		t.Errorf("invalid event passed: %v %v", evs, err)
-	}
+	evs, err := providers.Single(delivery.Event{}, nil)
+	assert.Error(t, err, "invalid event passed")
+	assert.Nil(t, evs, "invalid event passed")
 	want := errors.New("normalize failed")
-	if _, err := providers.Single(delivery.Event{}, want); !errors.Is(err, want) {
-		t.Errorf("err = %v", err)
-	}
-	if err := providers.Unauthorized("why"); !errors.Is(err, providers.ErrUnauthorized) || !strings.Contains(err.Error(), "why") {
-		t.Errorf("Unauthorized = %v", err)
+	_, err = providers.Single(delivery.Event{}, want)
+	assert.ErrorIs(t, err, want)
+	err = providers.Unauthorized("why")
+	if assert.ErrorIs(t, err, providers.ErrUnauthorized, "Unauthorized") {
+		assert.ErrorContains(t, err, "why", "Unauthorized")
 	}
 }

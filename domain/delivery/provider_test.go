@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -16,16 +15,12 @@ func valid() Event {
 }
 
 func TestValidateAcceptsValid(t *testing.T) {
-	if err := valid().Validate(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, valid().Validate())
 	e := valid()
 	e.Facts[0].Reason = "line one\nline two\ttabbed, ünïcode"
 	e.DedupKey = strings.Repeat("k", MaxIDBytes)
 	e.Facts[0].BusinessID = strings.Repeat("é", MaxIDBytes/2)
-	if err := e.Validate(); err != nil {
-		t.Fatalf("newline in reason, ids at the limit: %v", err)
-	}
+	require.NoError(t, e.Validate(), "newline in reason, ids at the limit")
 }
 
 // Every string the database would refuse, or that no id may hold, is bad
@@ -58,39 +53,30 @@ func TestValidateRejectsWhatTheDatabaseRefuses(t *testing.T) {
 		e := valid()
 		tc.edit(&e)
 		err := e.Validate()
-		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%s: %v, want ErrMalformed naming %q", tc.name, err, tc.field)
+		if assert.ErrorIs(t, err, ErrMalformed, tc.name) {
+			assert.ErrorContainsf(t, err, tc.field, "%s: the error names the field", tc.name)
 		}
 	}
 	// Ignored deliveries are recorded in the inbox too: their ids are checked.
 	e := valid()
 	e.Facts = nil
 	e.DedupKey = "evt\x00"
-	if err := e.Validate(); !errors.Is(err, ErrMalformed) {
-		t.Errorf("ignored delivery with NUL dedup key: %v", err)
-	}
+	assert.ErrorIs(t, e.Validate(), ErrMalformed, "ignored delivery with NUL dedup key")
 	// A payout's id names its stream.
 	e = Event{Provider: "stripe", DedupKey: "evt_1", Type: "payout.paid",
 		Facts: []Fact{{Kind: KindPayoutPaid, BusinessID: long, Amount: 1, Currency: "USD"}}}
-	if err := e.Validate(); !errors.Is(err, ErrMalformed) {
-		t.Errorf("long payout id: %v", err)
-	}
+	assert.ErrorIs(t, e.Validate(), ErrMalformed, "long payout id")
 }
 
 func TestTruncateReason(t *testing.T) {
-	if r := TruncateReason("short"); r != "short" {
-		t.Fatal(r)
-	}
+	require.Equal(t, "short", TruncateReason("short"))
 	exact := strings.Repeat("a", MaxReasonBytes)
-	if r := TruncateReason(exact); r != exact {
-		t.Fatal("a reason at the limit was cut")
-	}
+	require.Equal(t, exact, TruncateReason(exact), "a reason at the limit was cut")
 	// "€" is 3 bytes; 1024 is not a multiple of 3, so the cut falls inside
 	// a rune and must move back to its start.
 	r := TruncateReason(strings.Repeat("€", MaxReasonBytes))
-	if len(r) != MaxReasonBytes/3*3 || !strings.HasPrefix(strings.Repeat("€", MaxReasonBytes), r) {
-		t.Fatalf("cut to %d bytes", len(r))
-	}
+	require.Len(t, r, MaxReasonBytes/3*3, "cut to a whole rune")
+	require.True(t, strings.HasPrefix(strings.Repeat("€", MaxReasonBytes), r), "cut to a whole rune")
 }
 
 func TestValidateAmountBound(t *testing.T) {

@@ -1,21 +1,17 @@
 package ledger
 
 import (
-	"errors"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestAccountNames(t *testing.T) {
-	if got := ProviderBalance("stripe"); got != "provider:stripe:balance" {
-		t.Error(got)
-	}
-	if got := ProviderFees("adyen"); got != "expenses:fees:adyen" {
-		t.Error(got)
-	}
-	if got := DisputeReceivable("paypal"); got != "receivable:disputes:paypal" {
-		t.Error(got)
-	}
+	assert.Equal(t, "provider:stripe:balance", ProviderBalance("stripe"))
+	assert.Equal(t, "expenses:fees:adyen", ProviderFees("adyen"))
+	assert.Equal(t, "receivable:disputes:paypal", DisputeReceivable("paypal"))
 }
 
 func TestCheck(t *testing.T) {
@@ -44,21 +40,15 @@ func TestCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Check(tc.ps)
 			if tc.cur == "" {
-				if err != nil {
-					t.Fatalf("Check = %v, want nil", err)
-				}
+				require.NoError(t, err, "Check")
 				return
 			}
 			var u *Unbalanced
-			if !errors.As(err, &u) {
-				t.Fatalf("Check = %v, want *Unbalanced", err)
-			}
-			if string(u.Currency) != tc.cur || u.Sum != tc.sum || u.Overflow != tc.overflow {
-				t.Fatalf("Check = %+v, want %s %d overflow=%v", *u, tc.cur, tc.sum, tc.overflow)
-			}
-			if u.Error() == "" {
-				t.Fatal("empty error text")
-			}
+			require.ErrorAs(t, err, &u, "Check")
+			require.Equal(t, tc.cur, string(u.Currency), "currency")
+			require.Equal(t, tc.sum, u.Sum, "sum")
+			require.Equal(t, tc.overflow, u.Overflow, "overflow")
+			require.NotEmpty(t, u.Error(), "empty error text")
 		})
 	}
 }

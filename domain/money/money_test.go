@@ -1,10 +1,12 @@
 package money
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestExponentTable(t *testing.T) {
@@ -16,49 +18,42 @@ func TestExponentTable(t *testing.T) {
 		"PYG": 0, "RWF": 0, "KMF": 0, "GNF": 0, "DJF": 0, "BIF": 0, "VUV": 0, "UYI": 0,
 	}
 	for c, e := range want {
-		if !c.Known() {
-			t.Errorf("%s missing from the table", c)
+		if !assert.Truef(t, c.Known(), "%s missing from the table", c) {
 			continue
 		}
-		if got := c.Exponent(); got != e {
-			t.Errorf("%s exponent = %d, want %d", c, got, e)
-		}
+		assert.Equalf(t, e, c.Exponent(), "%s exponent", c)
 	}
 	// Withdrawn codes and codes without a minor unit are not accepted.
 	for _, c := range []Currency{"HRK", "ZWL", "VEF", "STD", "MRO", "LTL", "XAU", "XDR", "XTS", "XXX"} {
-		if c.Known() {
-			t.Errorf("%s should not be in the table", c)
-		}
+		assert.Falsef(t, c.Known(), "%s should not be in the table", c)
 	}
-	if n := len(exponents); n < 150 {
-		t.Errorf("table has only %d codes", n)
-	}
+	assert.GreaterOrEqualf(t, len(exponents), 150, "table has only %d codes", len(exponents))
 	for c, e := range exponents {
-		if len(c) != 3 || strings.ToUpper(string(c)) != string(c) {
-			t.Errorf("malformed code %q", c)
-		}
-		if e < 0 || e > 4 {
-			t.Errorf("%s: implausible exponent %d", c, e)
-		}
+		assert.Lenf(t, c, 3, "malformed code %q", c)
+		assert.Equalf(t, strings.ToUpper(string(c)), string(c), "malformed code %q", c)
+		assert.Truef(t, e >= 0 && e <= 4, "%s: implausible exponent %d", c, e)
 	}
 }
 
 func TestParseCurrency(t *testing.T) {
 	for _, in := range []string{"usd", "USD", "Usd", "kwd"} {
 		c, err := ParseCurrency(in)
-		if err != nil || string(c) != strings.ToUpper(in) {
-			t.Errorf("ParseCurrency(%q) = %q, %v", in, c, err)
+		if assert.NoErrorf(t, err, "ParseCurrency(%q)", in) {
+			assert.Equalf(t, strings.ToUpper(in), string(c), "ParseCurrency(%q)", in)
 		}
 	}
 	for _, in := range []string{"", "US", "USDD", "ABC", " usd", "xau", "hrk"} {
 		_, err := ParseCurrency(in)
-		if !errors.Is(err, ErrUnknownCurrency) {
-			t.Errorf("ParseCurrency(%q) err = %v, want ErrUnknownCurrency", in, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), `"`+in+`"`) {
-			t.Errorf("error %q does not name the input", err)
-		}
+		checkRefused(t, err, ErrUnknownCurrency, in, "ParseCurrency(%q)", in)
+	}
+}
+
+// checkRefused fails the test unless err wraps target and names the refused
+// input in quotes. msgAndArgs say what was called.
+func checkRefused(t *testing.T, err, target error, in string, msgAndArgs ...any) {
+	t.Helper()
+	if assert.ErrorIs(t, err, target, msgAndArgs...) {
+		assert.ErrorContains(t, err, `"`+in+`"`, "the error names the input")
 	}
 }
 
@@ -91,8 +86,8 @@ func TestParseMajor(t *testing.T) {
 	}
 	for _, tc := range ok {
 		got, err := ParseMajor(tc.in, tc.c)
-		if err != nil || got != tc.want {
-			t.Errorf("ParseMajor(%q, %s) = %d, %v; want %d", tc.in, tc.c, got, err, tc.want)
+		if assert.NoErrorf(t, err, "ParseMajor(%q, %s)", tc.in, tc.c) {
+			assert.Equalf(t, tc.want, got, "ParseMajor(%q, %s)", tc.in, tc.c)
 		}
 	}
 	bad := []struct {
@@ -109,17 +104,10 @@ func TestParseMajor(t *testing.T) {
 	}
 	for _, tc := range bad {
 		_, err := ParseMajor(tc.in, tc.c)
-		if !errors.Is(err, ErrInvalidAmount) {
-			t.Errorf("ParseMajor(%q, %s) err = %v, want ErrInvalidAmount", tc.in, tc.c, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), `"`+tc.in+`"`) {
-			t.Errorf("error %q does not name the input", err)
-		}
+		checkRefused(t, err, ErrInvalidAmount, tc.in, "ParseMajor(%q, %s)", tc.in, tc.c)
 	}
-	if _, err := ParseMajor("10.00", "XYZ"); !errors.Is(err, ErrUnknownCurrency) {
-		t.Errorf("unknown currency: err = %v", err)
-	}
+	_, err := ParseMajor("10.00", "XYZ")
+	assert.ErrorIs(t, err, ErrUnknownCurrency, "unknown currency")
 }
 
 func TestFormatMinor(t *testing.T) {
@@ -142,9 +130,7 @@ func TestFormatMinor(t *testing.T) {
 		{math.MinInt64, "JPY", "-9223372036854775808"},
 	}
 	for _, tc := range cases {
-		if got := FormatMinor(tc.a, tc.c); got != tc.want {
-			t.Errorf("FormatMinor(%d, %s) = %q, want %q", tc.a, tc.c, got, tc.want)
-		}
+		assert.Equalf(t, tc.want, FormatMinor(tc.a, tc.c), "FormatMinor(%d, %s)", tc.a, tc.c)
 	}
 }
 
@@ -160,27 +146,21 @@ func FuzzParseMajor(f *testing.F) {
 		c := fuzzCurrencies[int(ci)%len(fuzzCurrencies)]
 		// Every int64 formats to a string that parses back to it.
 		back, err := ParseMajor(FormatMinor(a, c), c)
-		if err != nil || back != a {
-			t.Fatalf("FormatMinor(%d, %s) = %q parses to %d, %v", a, c, FormatMinor(a, c), back, err)
-		}
+		require.NoErrorf(t, err, "FormatMinor(%d, %s) = %q", a, c, FormatMinor(a, c))
+		require.Equalf(t, a, back, "FormatMinor(%d, %s) = %q parses back", a, c, FormatMinor(a, c))
 		// Arbitrary input never panics; what parses is canonicalised by
 		// FormatMinor to a string that parses to the same value.
 		v, err := ParseMajor(s, c)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidAmount) {
-				t.Fatalf("ParseMajor(%q, %s): unexpected error class %v", s, c, err)
-			}
+			require.ErrorIsf(t, err, ErrInvalidAmount, "ParseMajor(%q, %s): unexpected error class", s, c)
 			return
 		}
 		canon := FormatMinor(v, c)
 		again, err := ParseMajor(canon, c)
-		if err != nil || again != v {
-			t.Fatalf("ParseMajor(%q) = %d, canonical %q parses to %d, %v", s, v, canon, again, err)
-		}
+		require.NoErrorf(t, err, "ParseMajor(%q) = %d, canonical %q", s, v, canon)
+		require.Equalf(t, v, again, "ParseMajor(%q) = %d, canonical %q parses back", s, v, canon)
 		// The accepted input and its canonical form differ only in leading
 		// zeros, trailing fraction zeros and a sign on zero.
-		if strings.ContainsAny(s, " +eE,") {
-			t.Fatalf("ParseMajor accepted %q", s)
-		}
+		require.Falsef(t, strings.ContainsAny(s, " +eE,"), "ParseMajor accepted %q", s)
 	})
 }

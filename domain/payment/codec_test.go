@@ -2,10 +2,11 @@ package payment
 
 import (
 	"encoding/json"
-	"errors"
-	"reflect"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // allEvents has one event of every type with every field set, so that a
@@ -35,27 +36,17 @@ func TestCodecRoundTrip(t *testing.T) {
 	seen := map[string]bool{}
 	for _, e := range allEvents() {
 		typ, data, err := Encode(e)
-		if err != nil {
-			t.Fatalf("Encode(%T): %v", e, err)
-		}
-		if typ != e.Type() {
-			t.Errorf("Encode(%T) type %q, want %q", e, typ, e.Type())
-		}
+		require.NoErrorf(t, err, "Encode(%T)", e)
+		assert.Equalf(t, e.Type(), typ, "Encode(%T) type", e)
 		seen[typ] = true
 		back, err := Decode(typ, data)
-		if err != nil {
-			t.Fatalf("Decode(%s, %s): %v", typ, data, err)
-		}
-		if !reflect.DeepEqual(back, e) {
-			t.Errorf("%s round trip:\n got %#v\nwant %#v", typ, back, e)
-		}
+		require.NoErrorf(t, err, "Decode(%s, %s)", typ, data)
+		assert.Equalf(t, e, back, "%s round trip", typ)
 	}
 	for _, typ := range []string{TypeAuthorized, TypeCaptured, TypeFeeRecorded, TypeFailed, TypeCanceled, TypeRefundPending,
 		TypeRefundPosted, TypeRefundReversed, TypeDisputeOpened, TypeDisputeWon, TypeDisputeLost,
 		TypePayoutPaid, TypeFlagged, TypeCleared} {
-		if !seen[typ] {
-			t.Errorf("type %s not covered", typ)
-		}
+		assert.Truef(t, seen[typ], "type %s not covered", typ)
 	}
 }
 
@@ -64,37 +55,27 @@ func TestCodecWireShape(t *testing.T) {
 		Meta:      Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "evt_1", OccurredAt: t0},
 		CaptureID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got map[string]any
-	if err := json.Unmarshal(data, &got); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(data, &got))
 	want := map[string]any{
 		"provider": "stripe", "payment_key": "pi_1", "dedup_key": "evt_1",
 		"occurred_at": "2026-11-29T10:00:00.123456789Z",
 		"capture_id":  "ch_1", "amount": float64(1000), "fee": float64(30), "currency": "USD",
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("wire shape %v, want %v", got, want)
-	}
+	require.Equal(t, want, got, "wire shape")
 }
 
 func TestCodecTimesInUTC(t *testing.T) {
 	paris := time.FixedZone("CET", 3600)
 	e := Failed{Meta: Meta{DedupKey: "k", OccurredAt: time.Date(2026, 1, 2, 3, 4, 5, 6, paris)}}
 	typ, data, err := Encode(e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	back, err := Decode(typ, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := back.Metadata().OccurredAt; !got.Equal(e.OccurredAt) || got.Location() != time.UTC {
-		t.Fatalf("occurred_at %v", got)
-	}
+	require.NoError(t, err)
+	got := back.Metadata().OccurredAt
+	require.Truef(t, got.Equal(e.OccurredAt), "occurred_at %v, want %v", got, e.OccurredAt)
+	require.Samef(t, time.UTC, got.Location(), "occurred_at %v is not in UTC", got)
 }
 
 type strangeEvent struct{ Meta }
@@ -102,43 +83,37 @@ type strangeEvent struct{ Meta }
 func (strangeEvent) Type() string { return "strange" }
 
 func TestCodecErrors(t *testing.T) {
-	if _, err := Decode("payment.exploded", []byte(`{}`)); !errors.Is(err, ErrUnknownEventType) {
-		t.Errorf("unknown type: %v", err)
+	_, err := Decode("payment.exploded", []byte(`{}`))
+	assert.ErrorIs(t, err, ErrUnknownEventType, "unknown type")
+	_, _, err = Encode(strangeEvent{})
+	assert.ErrorIs(t, err, ErrUnknownEventType, "foreign event")
+	_, _, err = Encode(&Captured{})
+	assert.ErrorIs(t, err, ErrUnknownEventType, "pointer event")
+	_, err = Decode(TypeCaptured, []byte(`{"amount":"ten"}`))
+	if assert.Error(t, err, "bad body") {
+		assert.NotErrorIs(t, err, ErrUnknownEventType, "bad body")
 	}
-	if _, _, err := Encode(strangeEvent{}); !errors.Is(err, ErrUnknownEventType) {
-		t.Errorf("foreign event: %v", err)
-	}
-	if _, _, err := Encode(&Captured{}); !errors.Is(err, ErrUnknownEventType) {
-		t.Errorf("pointer event: %v", err)
-	}
-	if _, err := Decode(TypeCaptured, []byte(`{"amount":"ten"}`)); err == nil || errors.Is(err, ErrUnknownEventType) {
-		t.Errorf("bad body: %v", err)
-	}
-	if _, err := Decode(TypeCaptured, []byte(`{"occurred_at":"yesterday"}`)); err == nil {
-		t.Error("bad time accepted")
-	}
+	_, err = Decode(TypeCaptured, []byte(`{"occurred_at":"yesterday"}`))
+	assert.Error(t, err, "bad time accepted")
 	// Fields added by a newer version are ignored, not fatal.
 	e, err := Decode(TypeFailed, []byte(`{"dedup_key":"k","occurred_at":"2026-01-01T00:00:00Z","reason":"x","new_field":1}`))
-	if err != nil || e.(Failed).Reason != "x" {
-		t.Errorf("unknown field: %v %v", e, err)
+	if assert.NoError(t, err, "unknown field") {
+		assert.Equalf(t, "x", e.(Failed).Reason, "unknown field: %v", e)
 	}
 }
 
 // Losses stored before reverses_win existed were plain losses.
 func TestCodecDisputeLostWithoutReversesWin(t *testing.T) {
 	e, err := Decode(TypeDisputeLost, []byte(`{"dedup_key":"k","occurred_at":"2026-01-01T00:00:00Z","dispute_id":"du_1","amount":5,"currency":"USD"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := e.(DisputeLost); l.ReversesWin || l.Amount != 5 || l.DisputeID != "du_1" {
-		t.Fatalf("got %+v", l)
-	}
+	require.NoError(t, err)
+	l := e.(DisputeLost)
+	require.Falsef(t, l.ReversesWin, "got %+v", l)
+	require.Equalf(t, int64(5), l.Amount, "got %+v", l)
+	require.Equalf(t, "du_1", l.DisputeID, "got %+v", l)
 	_, data, err := Encode(DisputeLost{Meta: Meta{OccurredAt: t0}, DisputeID: "du_1", Amount: 5, Currency: "USD", ReversesWin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got map[string]any
-	if err := json.Unmarshal(data, &got); err != nil || got["reverses_win"] != true || got["dispute_id"] != "du_1" {
-		t.Fatalf("wire shape %s: %v", data, err)
-	}
+	require.NoErrorf(t, json.Unmarshal(data, &got), "wire shape %s", data)
+	require.Equalf(t, true, got["reverses_win"], "wire shape %s", data)
+	require.Equalf(t, "du_1", got["dispute_id"], "wire shape %s", data)
 }

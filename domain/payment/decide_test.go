@@ -1,14 +1,17 @@
 package payment
 
 import (
-	"errors"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/google/uuid"
+
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
+	"github.com/onceledger/onceledger/domain/money"
 )
 
 func TestDecideCapture(t *testing.T) {
@@ -18,9 +21,7 @@ func TestDecideCapture(t *testing.T) {
 		Meta:      Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "evt_1", OccurredAt: t0},
 		CaptureID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD",
 	}
-	if len(out) != 1 || !reflect.DeepEqual(out[0], want) {
-		t.Fatalf("got %#v, want %#v", out, want)
-	}
+	require.Equal(t, []Event{want}, out)
 }
 
 func TestDecideRedeliveryAddsNothing(t *testing.T) {
@@ -40,13 +41,10 @@ func TestDecideSameCaptureUnderAnotherKey(t *testing.T) {
 
 	out := s.deliver(deliveryOf("evt_x", capture("ch_1", 999, 30)))
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "ch_1" || f.Details == "" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[0], ReconAmountMismatch, "ch_1")
+	require.NotEmpty(t, out[0].(Flagged).Details, "flag details")
 	wantTypes(t, s.deliver(deliveryOf("evt_y", capture("ch_1", 998, 30)))) // flagged once
-	if got := balances(s.history)[balanceKey{ledger.RevenueSales, "USD"}]; got != -1000 {
-		t.Fatalf("revenue:sales = %d, want -1000 (first amount stands)", got)
-	}
+	require.Equal(t, int64(-1000), balances(s.history)[balanceKey{ledger.RevenueSales, "USD"}], "revenue:sales (first amount stands)")
 }
 
 func TestDecideCurrencyMismatch(t *testing.T) {
@@ -56,18 +54,14 @@ func TestDecideCurrencyMismatch(t *testing.T) {
 	eur.Currency = "EUR"
 	out := s.deliver(deliveryOf("e2", eur))
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "ch_2" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[0], ReconCurrencyMismatch, "ch_2")
 	wantTypes(t, s.deliver(deliveryOf("e3", eur)))
 
 	r := refundFact("re_1", 100)
 	r.Currency = "EUR"
 	out = s.deliver(deliveryOf("e4", r))
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "re_1" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[0], ReconCurrencyMismatch, "re_1")
 	// A failure of the refund that was never recorded is not remembered.
 	wantTypes(t, s.deliver(deliveryOf("e5", refundFailed("re_1"))))
 	d := disputeFact(delivery.KindDisputeOpened, "du_1", 100)
@@ -75,9 +69,7 @@ func TestDecideCurrencyMismatch(t *testing.T) {
 	wantTypes(t, s.deliver(deliveryOf("e6", d)), TypeFlagged)
 
 	for k := range balances(s.history) {
-		if k.currency != "USD" {
-			t.Fatalf("something posted in %s", k.currency)
-		}
+		require.Equal(t, money.Currency("USD"), k.currency, "something posted in another currency")
 	}
 }
 
@@ -86,9 +78,10 @@ func TestDecideRefundAfterCapture(t *testing.T) {
 	s.deliver(deliveryOf("e1", capture("ch_1", 1000, 0)))
 	out := s.deliver(deliveryOf("e2", refundFact("re_1", 300)))
 	wantTypes(t, out, TypeRefundPosted)
-	if r := out[0].(RefundPosted); r.RefundID != "re_1" || r.Amount != 300 || r.WasPending {
-		t.Fatalf("got %+v", r)
-	}
+	r := out[0].(RefundPosted)
+	require.Equalf(t, "re_1", r.RefundID, "got %+v", r)
+	require.Equalf(t, int64(300), r.Amount, "got %+v", r)
+	require.Falsef(t, r.WasPending, "got %+v", r)
 	wantTypes(t, s.deliver(deliveryOf("e3", refundFact("re_1", 300)))) // charge.refunded repeats it
 }
 
@@ -96,12 +89,8 @@ func TestDecideRefundBeforeCapture(t *testing.T) {
 	s := &stream{t: t}
 	out := s.deliver(deliveryOf("e1", refundFact("re_1", 300)))
 	wantTypes(t, out, TypeRefundPending, TypeFlagged)
-	if f := out[1].(Flagged); f.Kind != ReconRefundBeforePayment || f.Key != "re_1" {
-		t.Fatalf("flag = %+v", f)
-	}
-	if len(balances(s.history)) != 0 {
-		t.Fatal("a pending refund posted")
-	}
+	wantItem(t, out[1], ReconRefundBeforePayment, "re_1")
+	require.Empty(t, balances(s.history), "a pending refund posted")
 	wantTypes(t, s.deliver(deliveryOf("e2", refundFact("re_1", 300))))
 	wantTypes(t, s.deliver(deliveryOf("e3", refundFact("re_2", 200))), TypeRefundPending, TypeFlagged)
 
@@ -112,17 +101,13 @@ func TestDecideRefundBeforeCapture(t *testing.T) {
 	for i, id := range []string{"re_1", "re_2"} {
 		rp := out[1+2*i].(RefundPosted)
 		c := out[2+2*i].(Cleared)
-		if rp.RefundID != id || !rp.WasPending || c.Kind != ReconRefundBeforePayment || c.Key != id {
-			t.Fatalf("%s: %+v %+v", id, rp, c)
-		}
+		require.Equalf(t, id, rp.RefundID, "%s: %+v", id, rp)
+		require.Truef(t, rp.WasPending, "%s: %+v", id, rp)
+		wantItem(t, c, ReconRefundBeforePayment, id)
 	}
-	if len(openItems(s.history)) != 0 {
-		t.Fatalf("open items: %v", openItems(s.history))
-	}
+	require.Empty(t, openItems(s.history), "open items")
 	wantTypes(t, s.deliver(deliveryOf("e5", capture("ch_2", 1000, 0))), TypeCaptured) // nothing left pending
-	if got := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; got != 500 {
-		t.Fatalf("revenue:refunds = %d", got)
-	}
+	require.Equal(t, int64(500), balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}], "revenue:refunds")
 }
 
 func TestDecideOverRefund(t *testing.T) {
@@ -132,19 +117,13 @@ func TestDecideOverRefund(t *testing.T) {
 	out := s.deliver(deliveryOf("e3", refundFact("re_2", 60)))
 	// Refunds alone exceed the captures, so refunds plus disputes do too.
 	wantTypes(t, out, TypeRefundPosted, TypeFlagged, TypeFlagged)
-	if f := out[1].(Flagged); f.Kind != ReconOverRefund || f.Key != "refunds" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[1], ReconOverRefund, "refunds")
 	wantTypes(t, s.deliver(deliveryOf("e4", refundFact("re_3", 10))), TypeRefundPosted) // already open
 	out = s.deliver(deliveryOf("e5", capture("ch_2", 100, 0)))
 	wantTypes(t, out, TypeCaptured, TypeCleared, TypeCleared)
-	if c := out[1].(Cleared); c.Kind != ReconOverRefund || c.Key != "refunds" {
-		t.Fatalf("clear = %+v", c)
-	}
+	wantItem(t, out[1], ReconOverRefund, "refunds")
 	// Over-refunds still post.
-	if got := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; got != 130 {
-		t.Fatalf("revenue:refunds = %d", got)
-	}
+	require.Equal(t, int64(130), balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}], "revenue:refunds")
 }
 
 func TestDecideOverRefundFromPendingRefunds(t *testing.T) {
@@ -152,15 +131,11 @@ func TestDecideOverRefundFromPendingRefunds(t *testing.T) {
 	s.deliver(deliveryOf("e1", refundFact("re_1", 150)))
 	out := s.deliver(deliveryOf("e2", capture("ch_1", 100, 0)))
 	wantTypes(t, out, TypeCaptured, TypeRefundPosted, TypeCleared, TypeFlagged, TypeFlagged)
-	if f := out[3].(Flagged); f.Kind != ReconOverRefund {
-		t.Fatalf("flag = %+v", f)
-	}
+	require.Equalf(t, ReconOverRefund, out[3].(Flagged).Kind, "flag = %+v", out[3])
 	// Reversing the refund brings refunds back within captures.
 	out = s.deliver(deliveryOf("e3", refundFailed("re_1")))
 	wantTypes(t, out, TypeRefundReversed, TypeCleared, TypeCleared)
-	if c := out[1].(Cleared); c.Kind != ReconOverRefund {
-		t.Fatalf("clear = %+v", c)
-	}
+	require.Equalf(t, ReconOverRefund, out[1].(Cleared).Kind, "clear = %+v", out[1])
 }
 
 func TestDecideRefundFailedAfterPosting(t *testing.T) {
@@ -169,14 +144,13 @@ func TestDecideRefundFailedAfterPosting(t *testing.T) {
 	s.deliver(deliveryOf("e2", refundFact("re_1", 300)))
 	out := s.deliver(deliveryOf("e3", refundFailed("re_1")))
 	wantTypes(t, out, TypeRefundReversed)
-	if r := out[0].(RefundReversed); r.Amount != 300 || r.WasPending || r.Currency != "USD" {
-		t.Fatalf("got %+v", r)
-	}
+	r := out[0].(RefundReversed)
+	require.Equalf(t, int64(300), r.Amount, "got %+v", r)
+	require.Falsef(t, r.WasPending, "got %+v", r)
+	require.Equalf(t, money.Currency("USD"), r.Currency, "got %+v", r)
 	wantTypes(t, s.deliver(deliveryOf("e4", refundFailed("re_1"))))
 	wantTypes(t, s.deliver(deliveryOf("e5", refundFact("re_1", 300)))) // never posts again
-	if _, ok := balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}]; ok {
-		t.Fatal("revenue:refunds should net to zero")
-	}
+	require.NotContains(t, balances(s.history), balanceKey{ledger.RevenueRefunds, "USD"}, "revenue:refunds should net to zero")
 }
 
 func TestDecideRefundFailedWhilePending(t *testing.T) {
@@ -184,24 +158,19 @@ func TestDecideRefundFailedWhilePending(t *testing.T) {
 	s.deliver(deliveryOf("e1", refundFact("re_1", 300)))
 	out := s.deliver(deliveryOf("e2", refundFailed("re_1")))
 	wantTypes(t, out, TypeRefundReversed, TypeCleared)
-	if r := out[0].(RefundReversed); !r.WasPending || r.Amount != 300 {
-		t.Fatalf("got %+v", r)
-	}
-	if Postings(out[0]) != nil {
-		t.Fatal("dropping a pending refund must post nothing")
-	}
+	r := out[0].(RefundReversed)
+	require.Truef(t, r.WasPending, "got %+v", r)
+	require.Equalf(t, int64(300), r.Amount, "got %+v", r)
+	require.Nil(t, Postings(out[0]), "dropping a pending refund must post nothing")
 	wantTypes(t, s.deliver(deliveryOf("e3", capture("ch_1", 1000, 0))), TypeCaptured) // it must never post
 	wantTypes(t, s.deliver(deliveryOf("e4", refundFact("re_1", 300))))
-	if len(openItems(s.history)) != 0 {
-		t.Fatalf("open items: %v", openItems(s.history))
-	}
+	require.Empty(t, openItems(s.history), "open items")
 	var sum Summary
 	for _, e := range s.history {
 		sum.Apply(e)
 	}
-	if sum.RefundsPending != 0 || sum.Refunded != 0 {
-		t.Fatalf("summary %+v", sum)
-	}
+	require.Zerof(t, sum.RefundsPending, "summary %+v", sum)
+	require.Zerof(t, sum.Refunded, "summary %+v", sum)
 }
 
 func TestDecideRefundFailedBeforeRefund(t *testing.T) {
@@ -215,22 +184,14 @@ func TestDecideRefundFailedBeforeRefund(t *testing.T) {
 	s := &stream{t: t}
 	out := s.deliver(deliveryOf("f", refundFailed("re_1")))
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconUnknownRefundFailed || f.Key != "re_1" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[0], ReconUnknownRefundFailed, "re_1")
 	out = s.deliver(deliveryOf("r", refundFact("re_1", 300)))
 	wantTypes(t, out, TypeCleared)
-	if c := out[0].(Cleared); c.Kind != ReconUnknownRefundFailed || c.Key != "re_1" {
-		t.Fatalf("clear = %+v", c)
-	}
+	wantItem(t, out[0], ReconUnknownRefundFailed, "re_1")
 	wantTypes(t, s.deliver(deliveryOf("r2", refundFact("re_1", 300))))
 	wantTypes(t, s.deliver(deliveryOf("c", capture("ch_1", 1000, 0))), TypeCaptured)
-	if !reflect.DeepEqual(balances(s.history), balances(natural.history)) {
-		t.Fatalf("balances %v, natural %v", balances(s.history), balances(natural.history))
-	}
-	if len(openItems(s.history)) != 0 {
-		t.Fatalf("open items: %v", openItems(s.history))
-	}
+	require.Equal(t, balances(natural.history), balances(s.history), "balances, against the natural order")
+	require.Empty(t, openItems(s.history), "open items")
 }
 
 func TestDecideDisputes(t *testing.T) {
@@ -244,9 +205,9 @@ func TestDecideDisputes(t *testing.T) {
 	// Lost is final: a loss after the win is recorded, reversing the win.
 	out = s.deliver(deliveryOf("e5", disputeFact(delivery.KindDisputeLost, "du_1", 1000)))
 	wantTypes(t, out, TypeDisputeLost)
-	if l := out[0].(DisputeLost); !l.ReversesWin || l.Amount != 1000 {
-		t.Fatalf("got %+v", l)
-	}
+	l := out[0].(DisputeLost)
+	require.Truef(t, l.ReversesWin, "got %+v", l)
+	require.Equalf(t, int64(1000), l.Amount, "got %+v", l)
 	wantTypes(t, s.deliver(deliveryOf("e5b", disputeFact(delivery.KindDisputeLost, "du_1", 1000))))
 	wantTypes(t, s.deliver(deliveryOf("e5c", disputeFact(delivery.KindDisputeWon, "du_1", 1000))), TypeFlagged)
 
@@ -254,42 +215,36 @@ func TestDecideDisputes(t *testing.T) {
 	out = s.deliver(deliveryOf("e6", disputeFact(delivery.KindDisputeLost, "du_2", 400)))
 	// 1400 of disputes against a 1000 capture: over_reversal.
 	wantTypes(t, out, TypeDisputeOpened, TypeDisputeLost, TypeFlagged)
-	if o := out[0].(DisputeOpened); o.Amount != 400 || o.DisputeID != "du_2" {
-		t.Fatalf("got %+v", o)
-	}
+	o := out[0].(DisputeOpened)
+	require.Equalf(t, int64(400), o.Amount, "got %+v", o)
+	require.Equalf(t, "du_2", o.DisputeID, "got %+v", o)
 	wantTypes(t, s.deliver(deliveryOf("e7", disputeFact(delivery.KindDisputeOpened, "du_2", 400))))
 	// A win after the loss posts nothing and is flagged, once.
 	out = s.deliver(deliveryOf("e8", disputeFact(delivery.KindDisputeWon, "du_2", 400)))
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconDisputeOutcomeConflict || f.Key != "du_2" {
-		t.Fatalf("got %+v", f)
-	}
+	wantItem(t, out[0], ReconDisputeOutcomeConflict, "du_2")
 	wantTypes(t, s.deliver(deliveryOf("e8b", disputeFact(delivery.KindDisputeWon, "du_2", 400))))
 
 	b := balances(s.history)
-	if _, ok := b[balanceKey{ledger.DisputeReceivable("stripe"), "USD"}]; ok {
-		t.Fatalf("receivable should net out: %v", b)
-	}
+	require.NotContains(t, b, balanceKey{ledger.DisputeReceivable("stripe"), "USD"}, "receivable should net out")
 	// Both disputes end lost: 1000 + 400 of expenses, taken from the
 	// balance the 1000 capture had filled.
-	if b[balanceKey{ledger.ExpensesDispute, "USD"}] != 1400 || b[balanceKey{ledger.ProviderBalance("stripe"), "USD"}] != -400 {
-		t.Fatalf("balances %v", b)
-	}
+	require.Equalf(t, int64(1400), b[balanceKey{ledger.ExpensesDispute, "USD"}], "balances %v", b)
+	require.Equalf(t, int64(-400), b[balanceKey{ledger.ProviderBalance("stripe"), "USD"}], "balances %v", b)
 	var sum Summary
 	for _, e := range s.history {
 		sum.Apply(e)
 	}
-	if sum.DisputeOpen != 0 || sum.DisputeLost != 1400 || sum.Status() != StatusDisputeLost {
-		t.Fatalf("summary %+v (%s)", sum, sum.Status())
-	}
+	require.Zerof(t, sum.DisputeOpen, "summary %+v", sum)
+	require.Equalf(t, int64(1400), sum.DisputeLost, "summary %+v", sum)
+	require.Equalf(t, StatusDisputeLost, sum.Status(), "summary %+v", sum)
 
 	// An outcome with another amount moves the opened amount and is flagged.
 	s.deliver(deliveryOf("e9", disputeFact(delivery.KindDisputeOpened, "du_3", 100)))
 	out = s.deliver(deliveryOf("e10", disputeFact(delivery.KindDisputeWon, "du_3", 90)))
 	wantTypes(t, out, TypeFlagged, TypeDisputeWon)
-	if f, w := out[0].(Flagged), out[1].(DisputeWon); f.Kind != ReconAmountMismatch || f.Key != "du_3" || w.Amount != 100 {
-		t.Fatalf("got %+v %+v", f, w)
-	}
+	wantItem(t, out[0], ReconAmountMismatch, "du_3")
+	require.Equalf(t, int64(100), out[1].(DisputeWon).Amount, "got %+v", out[1])
 }
 
 func TestDecideAuthorizedFailedCanceledOnce(t *testing.T) {
@@ -297,23 +252,20 @@ func TestDecideAuthorizedFailedCanceledOnce(t *testing.T) {
 	auth := delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_1", Amount: 1000, Currency: "USD"}
 	out := s.deliver(deliveryOf("e1", auth))
 	wantTypes(t, out, TypeAuthorized)
-	if a := out[0].(Authorized); a.AuthorizationID != "auth_1" || a.Amount != 1000 || a.Currency != "USD" {
-		t.Fatalf("got %+v", a)
-	}
+	a := out[0].(Authorized)
+	require.Equalf(t, "auth_1", a.AuthorizationID, "got %+v", a)
+	require.Equalf(t, int64(1000), a.Amount, "got %+v", a)
+	require.Equalf(t, money.Currency("USD"), a.Currency, "got %+v", a)
 	wantTypes(t, s.deliver(deliveryOf("e2", auth)))
 	fail := delivery.Fact{Kind: delivery.KindFailed, Reason: "card_declined"}
 	out = s.deliver(deliveryOf("e3", fail))
 	wantTypes(t, out, TypeFailed)
-	if f := out[0].(Failed); f.Reason != "card_declined" {
-		t.Fatalf("got %+v", f)
-	}
+	require.Equalf(t, "card_declined", out[0].(Failed).Reason, "got %+v", out[0])
 	wantTypes(t, s.deliver(deliveryOf("e4", fail)))
 	cancel := delivery.Fact{Kind: delivery.KindCanceled, Reason: "requested_by_customer"}
 	wantTypes(t, s.deliver(deliveryOf("e5", cancel)), TypeCanceled)
 	wantTypes(t, s.deliver(deliveryOf("e6", cancel)))
-	if len(balances(s.history)) != 0 {
-		t.Fatal("authorizations and failures post nothing")
-	}
+	require.Empty(t, balances(s.history), "authorizations and failures post nothing")
 }
 
 func TestDecideFactsOfOneDeliveryInOrder(t *testing.T) {
@@ -322,29 +274,25 @@ func TestDecideFactsOfOneDeliveryInOrder(t *testing.T) {
 	// releases it.
 	out := s.deliver(deliveryOf("e1", refundFact("re_1", 100), capture("ch_1", 1000, 0), refundFact("re_1", 100), refundFact("re_2", 50)))
 	wantTypes(t, out, TypeRefundPending, TypeFlagged, TypeCaptured, TypeRefundPosted, TypeCleared, TypeRefundPosted)
-	if rp := out[3].(RefundPosted); rp.RefundID != "re_1" || !rp.WasPending {
-		t.Fatalf("got %+v", rp)
-	}
-	if rp := out[5].(RefundPosted); rp.RefundID != "re_2" || rp.WasPending {
-		t.Fatalf("got %+v", rp)
-	}
+	rp := out[3].(RefundPosted)
+	require.Equalf(t, "re_1", rp.RefundID, "got %+v", rp)
+	require.Truef(t, rp.WasPending, "got %+v", rp)
+	rp = out[5].(RefundPosted)
+	require.Equalf(t, "re_2", rp.RefundID, "got %+v", rp)
+	require.Falsef(t, rp.WasPending, "got %+v", rp)
 }
 
 func TestDecideInvalidAndIgnored(t *testing.T) {
-	if _, err := Decide(nil, delivery.Event{Provider: "stripe", PaymentKey: "pi_1", Facts: []delivery.Fact{capture("ch_1", 1, 0)}}); !errors.Is(err, delivery.ErrMissingField) {
-		t.Fatalf("missing dedup key: %v", err)
-	}
-	if _, err := Decide(nil, deliveryOf("e1", capture("", 1, 0))); !errors.Is(err, delivery.ErrMissingField) {
-		t.Fatalf("missing capture id: %v", err)
-	}
+	_, err := Decide(nil, delivery.Event{Provider: "stripe", PaymentKey: "pi_1", Facts: []delivery.Fact{capture("ch_1", 1, 0)}})
+	require.ErrorIs(t, err, delivery.ErrMissingField, "missing dedup key")
+	_, err = Decide(nil, deliveryOf("e1", capture("", 1, 0)))
+	require.ErrorIs(t, err, delivery.ErrMissingField, "missing capture id")
 	out, err := Decide(nil, deliveryOf("e1"))
-	if err != nil || out != nil {
-		t.Fatalf("ignored delivery: %v %v", out, err)
-	}
+	require.NoError(t, err, "ignored delivery")
+	require.Nil(t, out, "ignored delivery")
 	payout := PayoutPaid{Meta: Meta{Provider: "stripe", DedupKey: "p"}, PayoutID: "po_1", Amount: 1, Currency: "USD"}
-	if _, err := Decide([]Event{payout}, deliveryOf("e1", capture("ch_1", 1, 0))); !errors.Is(err, ErrForeignEvent) {
-		t.Fatalf("payout in payment stream: %v", err)
-	}
+	_, err = Decide([]Event{payout}, deliveryOf("e1", capture("ch_1", 1, 0)))
+	require.ErrorIs(t, err, ErrForeignEvent, "payout in payment stream")
 }
 
 func payoutDelivery(key, id string, amount int64) delivery.Event {
@@ -356,21 +304,17 @@ func TestDecidePayout(t *testing.T) {
 	s := &stream{t: t}
 	out := s.deliver(payoutDelivery("e1", "po_1", 5000))
 	want := PayoutPaid{Meta: Meta{Provider: "stripe", PaymentKey: "po_1", DedupKey: "e1", OccurredAt: t0}, PayoutID: "po_1", Amount: 5000, Currency: "USD"}
-	if len(out) != 1 || !reflect.DeepEqual(out[0], want) {
-		t.Fatalf("got %#v", out)
-	}
+	require.Equal(t, []Event{want}, out)
 	wantTypes(t, s.deliver(payoutDelivery("e1", "po_1", 5000)))
 	wantTypes(t, s.deliver(payoutDelivery("e2", "po_1", 5000)))
 
 	mixed := payoutDelivery("e3", "po_1", 1)
 	mixed.Facts = append(mixed.Facts, delivery.Fact{Kind: delivery.KindPayoutPaid, BusinessID: "po_2", Amount: 1, Currency: "USD"})
-	if _, err := Decide(nil, mixed); !errors.Is(err, delivery.ErrMalformed) {
-		t.Fatalf("mixed payouts: %v", err)
-	}
+	_, err := Decide(nil, mixed)
+	require.ErrorIs(t, err, delivery.ErrMalformed, "mixed payouts")
 	captured := Captured{Meta: Meta{Provider: "stripe", DedupKey: "c"}, CaptureID: "ch_1", Amount: 1, Currency: "USD"}
-	if _, err := Decide([]Event{captured}, payoutDelivery("e4", "po_1", 1)); !errors.Is(err, ErrForeignEvent) {
-		t.Fatalf("payment event in payout stream: %v", err)
-	}
+	_, err = Decide([]Event{captured}, payoutDelivery("e4", "po_1", 1))
+	require.ErrorIs(t, err, ErrForeignEvent, "payment event in payout stream")
 }
 
 // pinnedEventID was computed independently (Python uuid.uuid5).
@@ -378,12 +322,8 @@ const pinnedEventID = "48eaf8db-a802-5722-8d81-3c4451f5f0c0"
 
 func TestEventID(t *testing.T) {
 	a := EventID("stripe", "evt_1", 0)
-	if a != EventID("stripe", "evt_1", 0) {
-		t.Fatal("not deterministic")
-	}
-	if a.Version() != 5 {
-		t.Fatalf("version %d", a.Version())
-	}
+	require.Equal(t, a, EventID("stripe", "evt_1", 0), "not deterministic")
+	require.Equal(t, uuid.Version(5), a.Version(), "version")
 	seen := map[string]bool{}
 	for _, id := range []struct {
 		p, k string
@@ -391,15 +331,11 @@ func TestEventID(t *testing.T) {
 	}{{"stripe", "evt_1", 0}, {"stripe", "evt_1", 1}, {"stripe", "evt_2", 0}, {"adyen", "evt_1", 0},
 		{"ab", "c", 0}, {"a", "bc", 0}, {"stripe", "evt_1", 10}, {"stripe", "evt_11", 0}} {
 		u := EventID(id.p, id.k, id.i).String()
-		if seen[u] {
-			t.Fatalf("collision for %+v", id)
-		}
+		require.Falsef(t, seen[u], "collision for %+v", id)
 		seen[u] = true
 	}
 	// Pinned: the namespace and the name layout are part of the stored data.
-	if got := EventID("stripe", "evt_1", 0).String(); got != pinnedEventID {
-		t.Fatalf("EventID changed: %s", got)
-	}
+	require.Equal(t, pinnedEventID, EventID("stripe", "evt_1", 0).String(), "EventID changed")
 }
 
 // A fee of 0 on a capture means "not known": the first non-zero fee is the
@@ -412,9 +348,7 @@ func TestDecideFeeReportedLater(t *testing.T) {
 	wantTypes(t, out, TypeFeeRecorded)
 	want := FeeRecorded{Meta: Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "charge.succeeded", OccurredAt: t0},
 		CaptureID: "ch_1", Fee: 117, Currency: "USD"}
-	if !reflect.DeepEqual(out[0], want) {
-		t.Fatalf("got %#v, want %#v", out[0], want)
-	}
+	require.Equal(t, want, out[0])
 	wantTypes(t, late.deliver(deliveryOf("payment.updated", capture("ch_1", 1000, 117)))) // same fee again
 	wantTypes(t, late.deliver(deliveryOf("payment.updated.2", capture("ch_1", 1000, 0)))) // unknown again
 
@@ -423,39 +357,29 @@ func TestDecideFeeReportedLater(t *testing.T) {
 	wantTypes(t, early.deliver(deliveryOf("payment_intent.succeeded", capture("ch_1", 1000, 0))))
 
 	bl, be := balances(late.history), balances(early.history)
-	if !reflect.DeepEqual(bl, be) {
-		t.Fatalf("balances %v, other order %v", bl, be)
-	}
-	if bl[balanceKey{ledger.ProviderFees("stripe"), "USD"}] != 117 || bl[balanceKey{ledger.ProviderBalance("stripe"), "USD"}] != 883 {
-		t.Fatalf("balances %v", bl)
-	}
+	require.Equal(t, be, bl, "balances, against the other order")
+	require.Equalf(t, int64(117), bl[balanceKey{ledger.ProviderFees("stripe"), "USD"}], "balances %v", bl)
+	require.Equalf(t, int64(883), bl[balanceKey{ledger.ProviderBalance("stripe"), "USD"}], "balances %v", bl)
 
 	// Another non-zero fee later is flagged once and not posted.
 	out = late.deliver(deliveryOf("e_other_fee", capture("ch_1", 1000, 120)))
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "ch_1:fee" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[0], ReconAmountMismatch, "ch_1:fee")
 	wantTypes(t, late.deliver(deliveryOf("e_other_fee_2", capture("ch_1", 1000, 121))))
-	if !reflect.DeepEqual(balances(late.history), bl) {
-		t.Fatalf("a conflicting fee posted: %v", balances(late.history))
-	}
+	require.Equal(t, bl, balances(late.history), "a conflicting fee posted")
 	var sum Summary
 	for _, e := range late.history {
 		sum.Apply(e)
 	}
-	if sum.Fees != 117 || sum.Captured != 1000 {
-		t.Fatalf("summary %+v", sum)
-	}
+	require.Equalf(t, int64(117), sum.Fees, "summary %+v", sum)
+	require.Equalf(t, int64(1000), sum.Captured, "summary %+v", sum)
 
 	// A report with another amount is an amount mismatch of the capture;
 	// its fee is not taken.
 	s := &stream{t: t}
 	s.deliver(deliveryOf("e1", capture("ch_2", 1000, 0)))
 	wantTypes(t, s.deliver(deliveryOf("e2", capture("ch_2", 900, 50))), TypeFlagged)
-	if _, ok := balances(s.history)[balanceKey{ledger.ProviderFees("stripe"), "USD"}]; ok {
-		t.Fatalf("fee of a mismatched report posted: %v", balances(s.history))
-	}
+	require.NotContains(t, balances(s.history), balanceKey{ledger.ProviderFees("stripe"), "USD"}, "fee of a mismatched report posted")
 }
 
 func TestDecideReasonTruncated(t *testing.T) {
@@ -463,13 +387,14 @@ func TestDecideReasonTruncated(t *testing.T) {
 	s := &stream{t: t}
 	out := s.deliver(deliveryOf("e1", delivery.Fact{Kind: delivery.KindFailed, Reason: long}))
 	r := out[0].(Failed).Reason
-	if len(r) > delivery.MaxReasonBytes || len(r) < delivery.MaxReasonBytes-3 || !utf8.ValidString(r) || !strings.HasPrefix(long, r) {
-		t.Fatalf("reason of %d bytes, valid %v", len(r), utf8.ValidString(r))
-	}
+	require.LessOrEqual(t, len(r), delivery.MaxReasonBytes, "reason bytes")
+	require.GreaterOrEqual(t, len(r), delivery.MaxReasonBytes-3, "reason bytes")
+	require.True(t, utf8.ValidString(r), "reason is valid UTF-8")
+	require.True(t, strings.HasPrefix(long, r), "reason is a prefix")
 	out = s.deliver(deliveryOf("e2", delivery.Fact{Kind: delivery.KindCanceled, Reason: "x" + long}))
-	if r := out[0].(Canceled).Reason; len(r) != delivery.MaxReasonBytes-1 || !utf8.ValidString(r) {
-		t.Fatalf("reason of %d bytes", len(r))
-	}
+	r = out[0].(Canceled).Reason
+	require.Len(t, r, delivery.MaxReasonBytes-1, "reason bytes")
+	require.True(t, utf8.ValidString(r), "reason is valid UTF-8")
 }
 
 func TestDecidePayoutMismatch(t *testing.T) {
@@ -478,26 +403,23 @@ func TestDecidePayoutMismatch(t *testing.T) {
 
 	out := s.deliver(payoutDelivery("e2", "po_1", 5001))
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconAmountMismatch || f.Key != "po_1" || f.PaymentKey != "po_1" || f.DedupKey != "e2" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[0], ReconAmountMismatch, "po_1")
+	require.Equalf(t, "po_1", out[0].(Flagged).PaymentKey, "flag = %+v", out[0])
+	require.Equalf(t, "e2", out[0].(Flagged).DedupKey, "flag = %+v", out[0])
 	wantTypes(t, s.deliver(payoutDelivery("e3", "po_1", 5002))) // once
 
 	eur := payoutDelivery("e4", "po_1", 5000)
 	eur.Facts[0].Currency = "EUR"
 	out = s.deliver(eur)
 	wantTypes(t, out, TypeFlagged)
-	if f := out[0].(Flagged); f.Kind != ReconCurrencyMismatch || f.Key != "po_1" {
-		t.Fatalf("flag = %+v", f)
-	}
+	wantItem(t, out[0], ReconCurrencyMismatch, "po_1")
 	eur.DedupKey = "e5"
 	eur.Facts[0].Amount = 1
 	wantTypes(t, s.deliver(eur)) // once
 	wantTypes(t, s.deliver(payoutDelivery("e6", "po_1", 5000)))
 	b := balances(s.history)
-	if len(b) != 2 || b[balanceKey{ledger.BankPayouts, "USD"}] != 5000 {
-		t.Fatalf("balances %v", b)
-	}
+	require.Lenf(t, b, 2, "balances %v", b)
+	require.Equalf(t, int64(5000), b[balanceKey{ledger.BankPayouts, "USD"}], "balances %v", b)
 
 	// A conflicting redelivery item, appended to a payout stream by the
 	// ingestion service, is part of the stream's history, not a foreign event.

@@ -255,11 +255,7 @@ func TestPropertyPayoutFailureOrderDoesNotMatter(t *testing.T) {
 				failures++
 			}
 		}
-		if failures != 1 {
-			t.Fatalf("%d failures recorded: %v", failures, types(history))
-		}
-		if b := nonZero(balances(history)); len(b) != 0 {
-			t.Fatalf("balances %v after a failed payout", b)
-		}
+		require.Equalf(t, 1, failures, "failures recorded: %v", types(history))
+		require.Empty(t, nonZero(balances(history)), "balances after a failed payout")
 	})
 }

@@ -1,9 +1,10 @@
 package payment
 
 import (
-	"reflect"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
@@ -22,13 +23,9 @@ type stream struct {
 func (s *stream) deliver(ev delivery.Event) []Event {
 	s.t.Helper()
 	out, err := Decide(s.history, ev)
-	if err != nil {
-		s.t.Fatalf("Decide(%s): %v", ev.DedupKey, err)
-	}
+	require.NoErrorf(s.t, err, "Decide(%s)", ev.DedupKey)
 	for _, e := range out {
-		if err := ledger.Check(Postings(e)); err != nil {
-			s.t.Fatalf("%s: %v", e.Type(), err)
-		}
+		require.NoErrorf(s.t, ledger.Check(Postings(e)), "%s", e.Type())
 	}
 	s.history = append(s.history, out...)
 	return out
@@ -74,9 +71,23 @@ func wantTypes(t testing.TB, got []Event, want ...string) {
 	if want == nil {
 		want = []string{}
 	}
-	if g := types(got); !reflect.DeepEqual(g, want) {
-		t.Fatalf("events = %v, want %v", g, want)
+	require.Equal(t, want, types(got), "events")
+}
+
+// wantItem fails the test unless e is a reconciliation item (Flagged or
+// Cleared) of kind and key.
+func wantItem(t testing.TB, e Event, kind, key string) {
+	t.Helper()
+	var got reconKey
+	switch e := e.(type) {
+	case Flagged:
+		got = reconKey{e.Kind, e.Key}
+	case Cleared:
+		got = reconKey{e.Kind, e.Key}
+	default:
+		require.Failf(t, "not a reconciliation item", "%+v", e)
 	}
+	require.Equalf(t, reconKey{kind, key}, got, "item = %+v", e)
 }
 
 type balanceKey struct {

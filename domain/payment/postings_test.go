@@ -1,8 +1,9 @@
 package payment
 
 import (
-	"reflect"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/onceledger/onceledger/domain/ledger"
 )
@@ -50,11 +51,7 @@ func TestPostings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := Postings(tc.e)
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s %+v: postings %v, want %v", tc.e.Type(), tc.e, got, tc.want)
-		}
-		if err := ledger.Check(got); err != nil {
-			t.Errorf("%s: %v", tc.e.Type(), err)
-		}
+		assert.Equalf(t, tc.want, got, "%s %+v: postings", tc.e.Type(), tc.e)
+		assert.NoErrorf(t, ledger.Check(got), "%s", tc.e.Type())
 	}
 }

@@ -2,9 +2,10 @@ package payment
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/google/uuid"
 	"pgregory.net/rapid"
@@ -194,31 +195,21 @@ func ingest(t *rapid.T, evs []delivery.Event) []Event {
 	ids := map[uuid.UUID]bool{}
 	for _, ev := range evs {
 		out, err := Decide(history, ev)
-		if err != nil {
-			t.Fatalf("Decide(%s): %v", ev.DedupKey, err)
-		}
+		require.NoErrorf(t, err, "Decide(%s)", ev.DedupKey)
 		for i, e := range out {
-			if err := ledger.Check(Postings(e)); err != nil { // (c)
-				t.Fatalf("%s: %v", e.Type(), err)
-			}
-			typ, data, err := Encode(e) // (d)
-			if err != nil {
-				t.Fatalf("Encode(%#v): %v", e, err)
-			}
+			require.NoErrorf(t, ledger.Check(Postings(e)), "%s", e.Type()) // (c)
+			typ, data, err := Encode(e)                                    // (d)
+			require.NoErrorf(t, err, "Encode(%#v)", e)
 			back, err := Decode(typ, data)
-			if err != nil || !reflect.DeepEqual(back, e) {
-				t.Fatalf("round trip of %#v: %#v, %v", e, back, err)
-			}
+			require.NoErrorf(t, err, "round trip of %#v", e)
+			require.Equalf(t, e, back, "round trip of %#v", e)
 			id := EventID(ev.Provider, ev.DedupKey, i)
-			if ids[id] {
-				t.Fatalf("event id %s decided twice (%s #%d)", id, ev.DedupKey, i)
-			}
+			require.Falsef(t, ids[id], "event id %s decided twice (%s #%d)", id, ev.DedupKey, i)
 			ids[id] = true
 		}
 		history = append(history, out...)
-		if again, _ := Decide(history, ev); len(again) != 0 {
-			t.Fatalf("deciding %s again added %v", ev.DedupKey, types(again))
-		}
+		again, _ := Decide(history, ev)
+		require.Emptyf(t, again, "deciding %s again added %v", ev.DedupKey, types(again))
 	}
 	return history
 }
@@ -327,9 +318,7 @@ func checkOrderIndependence(t *rapid.T, refundFailures bool) {
 
 	// The natural order posts what the lifecycle says, with no refund
 	// waiting for its capture.
-	if got := balances(natural); !reflect.DeepEqual(got, l.want) {
-		t.Fatalf("natural balances %v, want %v", got, l.want)
-	}
+	require.Equal(t, l.want, balances(natural), "natural balances")
 	nf, pf := factsOf(natural), factsOf(permuted)
 	held, lost := 0, 0
 	for _, v := range nf.disputes {
@@ -340,32 +329,24 @@ func checkOrderIndependence(t *rapid.T, refundFailures bool) {
 			lost++
 		}
 	}
-	if nf.counts[TypeCaptured] != l.captures || nf.counts[TypeRefundPosted]-nf.counts[TypeRefundReversed] != l.refunds ||
-		len(nf.disputes) != l.disputes || held != l.held || lost != l.lost {
-		t.Fatalf("natural counts %v, disputes %v for %d captures, %d refunds, %d disputes (%d held, %d lost)",
-			nf.counts, nf.disputes, l.captures, l.refunds, l.disputes, l.held, l.lost)
-	}
+	require.Equalf(t, []int{l.captures, l.refunds, l.disputes, l.held, l.lost},
+		[]int{nf.counts[TypeCaptured], nf.counts[TypeRefundPosted] - nf.counts[TypeRefundReversed], len(nf.disputes), held, lost},
+		"natural counts %v, disputes %v for captures, refunds, disputes, held, lost", nf.counts, nf.disputes)
 
-	if got := balances(permuted); !reflect.DeepEqual(got, l.want) { // (a)
-		t.Fatalf("permuted balances %v, want %v", got, l.want)
+	require.Equal(t, l.want, balances(permuted), "permuted balances") // (a)
+	// (b) the business facts are those of the natural order.
+	require.Equal(t, nf.captures, pf.captures, "business facts differ: captures")
+	require.Equal(t, nf.fees, pf.fees, "business facts differ: fees")
+	require.Equal(t, nf.refunds, pf.refunds, "business facts differ: refunds")
+	require.Equal(t, nf.disputes, pf.disputes, "business facts differ: disputes")
+	require.Equal(t, nf.outcomes, pf.outcomes, "business facts differ: outcomes")
+	if !refundFailures { // (e)
+		require.Equal(t, nf.counts, pf.counts, "event counts, against the natural order")
 	}
-	if !reflect.DeepEqual(pf.captures, nf.captures) || !reflect.DeepEqual(pf.fees, nf.fees) || !reflect.DeepEqual(pf.refunds, nf.refunds) ||
-		!reflect.DeepEqual(pf.disputes, nf.disputes) || !reflect.DeepEqual(pf.outcomes, nf.outcomes) { // (b)
-		t.Fatalf("business facts differ:\npermuted %v %v %v %v %v\nnatural  %v %v %v %v %v",
-			pf.captures, pf.fees, pf.refunds, pf.disputes, pf.outcomes, nf.captures, nf.fees, nf.refunds, nf.disputes, nf.outcomes)
-	}
-	if !refundFailures && !reflect.DeepEqual(pf.counts, nf.counts) { // (e)
-		t.Fatalf("event counts %v, natural %v", pf.counts, nf.counts)
-	}
-	if !reflect.DeepEqual(pf.open, nf.open) {
-		t.Fatalf("open reconciliation items %v, natural %v", pf.open, nf.open)
-	}
-	if pf.summary != nf.summary || pf.summary.Status() != nf.summary.Status() {
-		t.Fatalf("summary %+v (%s), natural %+v (%s)", pf.summary, pf.summary.Status(), nf.summary, nf.summary.Status())
-	}
-	if pf.summary.RefundsPending != 0 {
-		t.Fatalf("refunds still pending after their capture: %+v", pf.summary)
-	}
+	require.Equal(t, nf.open, pf.open, "open reconciliation items, against the natural order")
+	require.Equal(t, nf.summary, pf.summary, "summary, against the natural order")
+	require.Equal(t, nf.summary.Status(), pf.summary.Status(), "summary status, against the natural order")
+	require.Zerof(t, pf.summary.RefundsPending, "refunds still pending after their capture: %+v", pf.summary)
 }
 
 func TestPropertyPayoutRecordedOnce(t *testing.T) {
@@ -378,13 +359,12 @@ func TestPropertyPayoutRecordedOnce(t *testing.T) {
 				Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: amount, Currency: "USD"}}})
 		}
 		history := ingest(t, shuffle(t, evs))
-		if len(history) != 1 {
-			t.Fatalf("payout recorded %d times: %v", len(history), types(history))
-		}
+		require.Lenf(t, history, 1, "payout recorded: %v", types(history))
 		pp, ok := history[0].(PayoutPaid)
-		if !ok || pp.PayoutID != "po_1" || pp.Amount != amount || pp.PaymentKey != "po_1" {
-			t.Fatalf("got %#v", history[0])
-		}
+		require.Truef(t, ok, "got %#v", history[0])
+		require.Equalf(t, "po_1", pp.PayoutID, "got %#v", pp)
+		require.Equalf(t, amount, pp.Amount, "got %#v", pp)
+		require.Equalf(t, "po_1", pp.PaymentKey, "got %#v", pp)
 	})
 }
 
@@ -407,18 +387,12 @@ func TestPropertyPayoutMismatchFlaggedOnce(t *testing.T) {
 			switch e := e.(type) {
 			case PayoutPaid:
 				paid++
-				if e.Amount != order[0].Facts[0].Amount {
-					t.Fatalf("paid %d, first reported %d", e.Amount, order[0].Facts[0].Amount)
-				}
+				require.Equal(t, order[0].Facts[0].Amount, e.Amount, "paid, against the first reported")
 			case Flagged:
 				flags++
-				if e.Kind != ReconAmountMismatch || e.Key != "po_1" {
-					t.Fatalf("flag %+v", e)
-				}
+				require.Equalf(t, reconKey{ReconAmountMismatch, "po_1"}, reconKey{e.Kind, e.Key}, "flag %+v", e)
 			}
 		}
-		if want := min(1, len(amounts)-1); paid != 1 || flags != want {
-			t.Fatalf("%d payouts, %d flags (want 1, %d): %v", paid, flags, want, types(history))
-		}
+		require.Equalf(t, []int{1, min(1, len(amounts)-1)}, []int{paid, flags}, "payouts, flags: %v", types(history))
 	})
 }

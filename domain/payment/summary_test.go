@@ -1,6 +1,11 @@
 package payment
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 func TestSummaryStatus(t *testing.T) {
 	cases := []struct {
@@ -25,9 +30,7 @@ func TestSummaryStatus(t *testing.T) {
 		{Summary{DisputeOpen: 10}, StatusDisputed},
 	}
 	for _, tc := range cases {
-		if got := tc.s.Status(); got != tc.want {
-			t.Errorf("%+v: status %q, want %q", tc.s, got, tc.want)
-		}
+		assert.Equalf(t, tc.want, tc.s.Status(), "%+v: status", tc.s)
 	}
 }
 
@@ -70,13 +73,9 @@ func TestSummaryApply(t *testing.T) {
 	}
 	for i, st := range steps {
 		s.Apply(st.e)
-		if s != st.want {
-			t.Fatalf("step %d (%s): %+v, want %+v", i, st.e.Type(), s, st.want)
-		}
+		require.Equalf(t, st.want, s, "step %d (%s)", i, st.e.Type())
 	}
-	if s.Status() != StatusDisputeLost {
-		t.Fatalf("status %s", s.Status())
-	}
+	require.Equal(t, StatusDisputeLost, s.Status(), "status")
 }
 
 func TestSummaryLateFeeAndLossAfterWin(t *testing.T) {
@@ -99,10 +98,7 @@ func TestSummaryLateFeeAndLossAfterWin(t *testing.T) {
 		plain.Apply(e)
 	}
 	want := Summary{Currency: "EUR", Captured: 1000, Fees: 117, DisputeLost: 400}
-	if late != want || plain != want {
-		t.Fatalf("late %+v, plain %+v, want %+v", late, plain, want)
-	}
-	if late.Status() != StatusDisputeLost {
-		t.Fatalf("status %s", late.Status())
-	}
+	require.Equal(t, want, late, "late")
+	require.Equal(t, want, plain, "plain")
+	require.Equal(t, StatusDisputeLost, late.Status(), "status")
 }

@@ -3,11 +3,13 @@ package adyen
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
@@ -23,11 +25,7 @@ const otherKey = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEE
 
 func mustNew(t testing.TB, keys ...string) *Adapter {
 	t.Helper()
-	a, err := New(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return providertest.Adapter(t, New, keys)
 }
 
 func parse(a *Adapter, body []byte) ([]delivery.Event, error) {
@@ -59,12 +57,8 @@ func TestOfficialSignatureVectors(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := Sign(c.key, c.psp, c.orig, c.acct, c.ref, c.value, c.cur, c.code, c.success)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != c.want {
-			t.Errorf("%s: signature %s, want %s", c.source, got, c.want)
-		}
+		require.NoError(t, err)
+		assert.Equalf(t, c.want, got, "%s: signature", c.source)
 	}
 }
 
@@ -75,39 +69,29 @@ func TestOfficialJavaItems(t *testing.T) {
 	// Adyen/adyen-java-api-library src/test/java/com/adyen/util/HMACValidatorTest.java testValidateHMAC
 	evs, err := parse(mustNew(t, "9064450A8892A093D9E97EFCC9639DE31B74F3A7803135555A3C96F5A57915D6"),
 		providertest.Fixture(t, "java_report_available.json"))
-	if err != nil {
-		t.Fatalf("REPORT_AVAILABLE vector refused: %v", err)
-	}
-	if len(evs) != 1 || !evs[0].Ignored() || evs[0].DedupKey != "test_REPORT_AVAILABLE:REPORT_AVAILABLE:true" {
-		t.Fatalf("REPORT_AVAILABLE: got %+v", evs)
-	}
+	require.NoError(t, err, "REPORT_AVAILABLE vector refused")
+	require.Lenf(t, evs, 1, "REPORT_AVAILABLE: got %+v", evs)
+	require.Truef(t, evs[0].Ignored(), "REPORT_AVAILABLE: got %+v", evs)
+	require.Equal(t, "test_REPORT_AVAILABLE:REPORT_AVAILABLE:true", evs[0].DedupKey, "REPORT_AVAILABLE")
 
 	// ... testValidateHMACWithoutEscaping with mocks/hmac-validation-webhook.json
 	evs, err = parse(mustNew(t, "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174"),
 		providertest.Fixture(t, "java_authorisation_slashes.json"))
-	if err != nil {
-		t.Fatalf("slashes vector refused: %v", err)
-	}
+	require.NoError(t, err, "slashes vector refused")
 	ev := evs[0]
 	want := delivery.Fact{Kind: delivery.KindAuthorized, Amount: 1000, Currency: "EUR"}
-	if ev.PaymentKey != "ZVWN7D3WSMK2WN82" || len(ev.Facts) != 1 || ev.Facts[0] != want {
-		t.Fatalf("slashes vector: got %+v", ev)
-	}
-	if !ev.OccurredAt.Equal(time.Date(2023, 1, 10, 12, 42, 29, 0, time.UTC)) {
-		t.Errorf("OccurredAt %v", ev.OccurredAt)
-	}
+	require.Equalf(t, "ZVWN7D3WSMK2WN82", ev.PaymentKey, "slashes vector: got %+v", ev)
+	require.Equalf(t, []delivery.Fact{want}, ev.Facts, "slashes vector: got %+v", ev)
+	assert.Truef(t, ev.OccurredAt.Equal(time.Date(2023, 1, 10, 12, 42, 29, 0, time.UTC)), "OccurredAt %v", ev.OccurredAt)
 
 	// The same vectors with another key are refused.
-	if _, err := parse(mustNew(t, otherKey), providertest.Fixture(t, "java_authorisation_slashes.json")); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Fatalf("wrong key: err %v, want ErrUnauthorized", err)
-	}
+	_, err = parse(mustNew(t, otherKey), providertest.Fixture(t, "java_authorisation_slashes.json"))
+	require.ErrorIs(t, err, providers.ErrUnauthorized, "wrong key")
 }
 
 func TestLifecycleBatch(t *testing.T) {
 	evs, err := parse(mustNew(t, testKey), providertest.Fixture(t, "lifecycle.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []wantEvent{
 		{"QFQTPCQ8HXSKGK82:AUTHORISATION:true", "AUTHORISATION", "QFQTPCQ8HXSKGK82",
 			[]delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 1000, Currency: "EUR"}}},
@@ -117,16 +101,12 @@ func TestLifecycleBatch(t *testing.T) {
 			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "V4HZ4RBFJGXXGN82", Amount: 250, Currency: "EUR"}}},
 	}
 	checkEvents(t, evs, want)
-	if !evs[1].OccurredAt.Equal(time.Date(2026, 11, 29, 9, 5, 0, 0, time.UTC)) {
-		t.Errorf("capture OccurredAt %v", evs[1].OccurredAt)
-	}
+	assert.Truef(t, evs[1].OccurredAt.Equal(time.Date(2026, 11, 29, 9, 5, 0, 0, time.UTC)), "capture OccurredAt %v", evs[1].OccurredAt)
 }
 
 func TestDisputes(t *testing.T) {
 	evs, err := parse(mustNew(t, testKey), providertest.Fixture(t, "disputes.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	d := func(k delivery.Kind) []delivery.Fact {
 		return []delivery.Fact{{Kind: k, BusinessID: "DZ4DPSHB4WD2WN82", Amount: 1000, Currency: "EUR"}}
 	}
@@ -140,9 +120,7 @@ func TestDisputes(t *testing.T) {
 
 func TestFailuresAndCancellation(t *testing.T) {
 	evs, err := parse(mustNew(t, testKey), providertest.Fixture(t, "failures.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkEvents(t, evs, []wantEvent{
 		{"R7KZ2V7G3HN2WN82:AUTHORISATION:false", "AUTHORISATION", "R7KZ2V7G3HN2WN82",
 			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "Not enough balance"}}},
@@ -161,30 +139,23 @@ type wantEvent struct {
 
 func checkEvents(t *testing.T, evs []delivery.Event, want []wantEvent) {
 	t.Helper()
-	if len(evs) != len(want) {
-		t.Fatalf("%d events, want %d", len(evs), len(want))
-	}
+	require.Len(t, evs, len(want), "events")
 	for i, w := range want {
 		label := fmt.Sprintf("event %d", i)
 		// Raw is the item's canonical JSON, not bytes of the request.
 		providertest.CheckEvent(t, label, evs[i], providertest.Want{Provider: "adyen", DedupKey: w.dedup, Type: w.typ, PaymentKey: w.key, Facts: w.facts})
-		if !json.Valid(evs[i].Raw) {
-			t.Errorf("%s: Raw is not JSON", label)
-		}
+		assert.Truef(t, json.Valid(evs[i].Raw), "%s: Raw is not JSON", label)
 	}
 }
 
 func TestKeyRotation(t *testing.T) {
 	body := providertest.Fixture(t, "lifecycle.json")
-	if _, err := parse(mustNew(t, otherKey, testKey), body); err != nil {
-		t.Fatalf("second configured key should verify: %v", err)
-	}
-	if _, err := parse(mustNew(t, strings.ToLower(testKey)), body); err != nil {
-		t.Fatalf("lower-case hex key should verify: %v", err)
-	}
-	if _, err := parse(mustNew(t, otherKey), body); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Fatalf("unknown key: err %v, want ErrUnauthorized", err)
-	}
+	_, err := parse(mustNew(t, otherKey, testKey), body)
+	require.NoError(t, err, "second configured key should verify")
+	_, err = parse(mustNew(t, strings.ToLower(testKey)), body)
+	require.NoError(t, err, "lower-case hex key should verify")
+	_, err = parse(mustNew(t, otherKey), body)
+	require.ErrorIs(t, err, providers.ErrUnauthorized, "unknown key")
 }
 
 // One tampered item refuses the whole batch: no event at all comes back, even
@@ -205,13 +176,9 @@ func TestTamperedItemRefusesWholeBatch(t *testing.T) {
 	}
 	a := mustNew(t, testKey)
 	for name, b := range tampers {
-		if bytes.Equal(b, body) {
-			t.Fatalf("%s: tamper did not change the body", name)
-		}
+		require.NotEqualf(t, body, b, "%s: tamper did not change the body", name)
 		evs, err := parse(a, b)
-		if !errors.Is(err, providers.ErrUnauthorized) || evs != nil {
-			t.Errorf("%s: events %v err %v, want nothing and ErrUnauthorized", name, evs, err)
-		}
+		providertest.CheckUnauthorized(t, name, evs, err)
 	}
 }
 
@@ -226,9 +193,8 @@ func TestUnverifiableBodies(t *testing.T) {
 		"no signature":  `{"live":"false","notificationItems":[{"NotificationRequestItem":{"pspReference":"A","eventCode":"CAPTURE","success":"true","amount":{"value":1,"currency":"EUR"}}}]}`,
 		"trailing data": string(providertest.Fixture(t, "lifecycle.json")) + `{}`,
 	} {
-		if _, err := parse(a, []byte(b)); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Errorf("%s: err %v, want ErrUnauthorized", name, err)
-		}
+		_, err := parse(a, []byte(b))
+		assert.ErrorIs(t, err, providers.ErrUnauthorized, name)
 	}
 }
 
@@ -237,29 +203,18 @@ func TestUnverifiableBodies(t *testing.T) {
 func TestPayloadHashIsPerItem(t *testing.T) {
 	a := mustNew(t, testKey)
 	full, err := parse(a, providertest.Fixture(t, "lifecycle.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var env map[string]any
-	if err := json.Unmarshal(providertest.Fixture(t, "lifecycle.json"), &env); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(providertest.Fixture(t, "lifecycle.json"), &env))
 	items := env["notificationItems"].([]any)
 	env["notificationItems"] = items[2:]
 	single, err := json.Marshal(env) // compact, keys re-ordered
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	one, err := parse(a, single)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if one[0].PayloadHash != full[2].PayloadHash || one[0].DedupKey != full[2].DedupKey {
-		t.Errorf("same item, different hash/key: %s %s vs %s %s", one[0].PayloadHash, one[0].DedupKey, full[2].PayloadHash, full[2].DedupKey)
-	}
-	if full[0].PayloadHash == full[1].PayloadHash {
-		t.Error("distinct items share a payload hash")
-	}
+	require.NoError(t, err)
+	assert.Equal(t, full[2].PayloadHash, one[0].PayloadHash, "same item, different hash")
+	assert.Equal(t, full[2].DedupKey, one[0].DedupKey, "same item, different key")
+	assert.NotEqual(t, full[1].PayloadHash, full[0].PayloadHash, "distinct items share a payload hash")
 }
 
 // Items that verify but cannot be normalized are a 400-class error naming the
@@ -296,8 +251,8 @@ func TestNormalizationErrors(t *testing.T) {
 		c.edit(m)
 		evs, err := parse(a, signed(t, m))
 		providertest.CheckFieldError(t, c.name, evs, err, c.target, c.field)
-		if err != nil && !strings.Contains(err.Error(), "notificationItems[0]") {
-			t.Errorf("%s: error %q does not name the item", c.name, err)
+		if err != nil {
+			assert.ErrorContainsf(t, err, "notificationItems[0]", "%s: the error does not name the item", c.name)
 		}
 	}
 }
@@ -310,13 +265,9 @@ func signed(t testing.TB, items ...map[string]any) []byte {
 		wrapped = append(wrapped, map[string]any{"NotificationRequestItem": it})
 	}
 	b, err := json.Marshal(map[string]any{"live": "false", "notificationItems": wrapped})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out, err := SignBatch(testKey, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return out
 }
 
@@ -326,28 +277,22 @@ func TestUnhandledEventIsIgnored(t *testing.T) {
 		"success": "true", "merchantAccountCode": "M",
 	})
 	evs, err := parse(mustNew(t, testKey), body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) != 1 || !evs[0].Ignored() || evs[0].DedupKey != "PSP9:RECURRING_CONTRACT:true" {
-		t.Fatalf("got %+v", evs)
-	}
+	require.NoError(t, err)
+	require.Lenf(t, evs, 1, "got %+v", evs)
+	require.Truef(t, evs[0].Ignored(), "got %+v", evs)
+	require.Equal(t, "PSP9:RECURRING_CONTRACT:true", evs[0].DedupKey)
 }
 
 func TestNew(t *testing.T) {
-	if _, err := New(nil); err == nil {
-		t.Error("no keys accepted")
-	}
-	if _, err := New([]string{" ", ""}); err == nil {
-		t.Error("blank keys accepted")
-	}
-	if _, err := New([]string{"not-hex"}); err == nil {
-		t.Error("non-hex key accepted")
-	}
+	_, err := New(nil)
+	assert.Error(t, err, "no keys accepted")
+	_, err = New([]string{" ", ""})
+	assert.Error(t, err, "blank keys accepted")
+	_, err = New([]string{"not-hex"})
+	assert.Error(t, err, "non-hex key accepted")
 	a, err := New([]string{"", testKey})
-	if err != nil || a.Name() != "adyen" {
-		t.Fatalf("New: %v %v", a, err)
-	}
+	require.NoError(t, err, "New")
+	require.Equal(t, "adyen", a.Name())
 }
 
 func FuzzAdyenParse(f *testing.F) {
@@ -361,28 +306,19 @@ func FuzzAdyenParse(f *testing.F) {
 	right := mustNew(f, testKey)
 	wrong := mustNew(f, otherKey)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if evs, err := parse(wrong, body); err == nil {
-			t.Fatalf("accepted with a key that signed nothing: %+v", evs)
-		}
-		evs, err := parse(right, body)
+		evs, err := parse(wrong, body)
+		require.Errorf(t, err, "accepted with a key that signed nothing: %+v", evs)
+		evs, err = parse(right, body)
 		if err != nil {
-			if evs != nil {
-				t.Fatal("events returned with an error")
-			}
+			require.Nil(t, evs, "events returned with an error")
 			return
 		}
 		for _, ev := range evs {
-			if err := ev.Validate(); err != nil {
-				t.Fatalf("accepted an invalid event: %v", err)
-			}
+			require.NoError(t, ev.Validate(), "accepted an invalid event")
 			// Every accepted item carries a signature over its own fields.
 			var it item
-			if err := json.Unmarshal(ev.Raw, &it); err != nil {
-				t.Fatal(err)
-			}
-			if !right.verify(it) {
-				t.Fatalf("accepted an item whose signature does not verify: %s", ev.Raw)
-			}
+			require.NoError(t, json.Unmarshal(ev.Raw, &it))
+			require.Truef(t, right.verify(it), "accepted an item whose signature does not verify: %s", ev.Raw)
 		}
 	})
 }
@@ -395,15 +331,12 @@ func FuzzAdyenParse(f *testing.F) {
 func TestDuplicateKeysRefuseTheBatch(t *testing.T) {
 	body := providertest.Fixture(t, "lifecycle.json")
 	a := mustNew(t, testKey)
-	if _, err := parse(a, body); err != nil {
-		t.Fatal(err)
-	}
+	_, err := parse(a, body)
+	require.NoError(t, err)
 	edit := func(old, new string) []byte {
 		t.Helper()
 		b := bytes.Replace(body, []byte(old), []byte(new), 1)
-		if bytes.Equal(b, body) {
-			t.Fatalf("fixture lacks %q", old)
-		}
+		require.NotEqualf(t, body, b, "fixture lacks %q", old)
 		return b
 	}
 	for name, c := range map[string]struct {
@@ -422,12 +355,14 @@ func TestDuplicateKeysRefuseTheBatch(t *testing.T) {
 		"additionalData, exact dup": {edit(`"hmacSignature": "`, `"shopperReference": "a", "shopperReference": "b", "hmacSignature": "`), "additionalData.shopperReference"},
 	} {
 		evs, err := parse(a, c.body)
-		if !errors.Is(err, providers.ErrUnauthorized) || evs != nil || !strings.Contains(err.Error(), "duplicate key") || !strings.Contains(err.Error(), c.path) {
-			t.Errorf("%s: events %v err %v, want ErrUnauthorized naming %s", name, evs, err, c.path)
+		if providertest.CheckUnauthorized(t, name, evs, err) {
+			assert.ErrorContainsf(t, err, "duplicate key", "%s: want a duplicate key error", name)
+			assert.ErrorContainsf(t, err, c.path, "%s: the error does not name %s", name, c.path)
 		}
 	}
 	caseOnly := edit(`"hmacSignature": "`, `"metadata.orderId": "a", "metadata.orderid": "b", "hmacSignature": "`)
-	if evs, err := parse(a, caseOnly); err != nil || len(evs) != 3 {
-		t.Errorf("additionalData keys differing in case: %v", err)
+	evs, err := parse(a, caseOnly)
+	if assert.NoError(t, err, "additionalData keys differing in case") {
+		assert.Len(t, evs, 3, "additionalData keys differing in case")
 	}
 }

@@ -61,20 +61,7 @@ func TestRequestForInformationIsAnInquiry(t *testing.T) {
 func TestAdyenDisputeFlowPostsWhenFundsMove(t *testing.T) {
 	a := mustNew(t, testKey)
 	var history []payment.Event
-	balances := func() map[string]int64 {
-		b := map[string]int64{}
-		for _, e := range history {
-			for _, p := range payment.Postings(e) {
-				b[p.Account] += p.Amount
-			}
-		}
-		for k, v := range b {
-			if v == 0 {
-				delete(b, k)
-			}
-		}
-		return b
-	}
+	balances := func() map[string]int64 { return providertest.Balances(history) }
 	for _, f := range []string{"lifecycle.json", "disputes.json"} {
 		evs, err := parse(a, providertest.Fixture(t, f))
 		require.NoError(t, err)

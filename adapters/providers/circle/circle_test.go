@@ -7,12 +7,14 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
@@ -43,40 +45,30 @@ var (
 func keys(t testing.TB) (*ecdsa.PrivateKey, *ecdsa.PrivateKey) {
 	keyOnce.Do(func() {
 		var err error
-		if testKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-			t.Fatal(err)
-		}
-		if rogue, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-			t.Fatal(err)
-		}
+		testKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		require.NoError(t, err)
+		rogue, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		require.NoError(t, err)
 	})
 	return testKey, rogue
 }
 
 func spki(t testing.TB, k *ecdsa.PrivateKey) string {
 	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return base64.StdEncoding.EncodeToString(der)
 }
 
 func sign(t testing.TB, k *ecdsa.PrivateKey, body []byte) string {
 	d := sha256.Sum256(body)
 	sig, err := ecdsa.SignASN1(rand.Reader, k, d[:])
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return base64.StdEncoding.EncodeToString(sig)
 }
 
 func adapter(t testing.TB) *Adapter {
 	k, _ := keys(t)
-	a, err := New(map[string]string{testKeyID: spki(t, k), officialKeyID: officialKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return providertest.Adapter(t, New, map[string]string{testKeyID: spki(t, k), officialKeyID: officialKey})
 }
 
 func req(keyID, sig string, body []byte) providers.Request {
@@ -93,22 +85,18 @@ func req(keyID, sig string, body []byte) providers.Request {
 func TestOfficialVector(t *testing.T) {
 	body := providertest.Fixture(t, "official_webhooks_test.json")
 	evs, err := adapter(t).Parse(req(officialKeyID, officialSig, body))
-	if err != nil {
-		t.Fatalf("Circle's documented notification refused: %v", err)
-	}
+	require.NoError(t, err, "Circle's documented notification refused")
 	ev := evs[0]
-	if !ev.Ignored() || ev.DedupKey != "00000000-0000-0000-0000-000000000000" || ev.Type != "webhooks.test" ||
-		!ev.OccurredAt.Equal(time.Date(2024, 1, 26, 18, 22, 19, 779834211, time.UTC)) {
-		t.Fatalf("got %+v", ev)
-	}
+	require.Truef(t, ev.Ignored(), "got %+v", ev)
+	require.Equal(t, "00000000-0000-0000-0000-000000000000", ev.DedupKey)
+	require.Equal(t, "webhooks.test", ev.Type)
+	require.Truef(t, ev.OccurredAt.Equal(time.Date(2024, 1, 26, 18, 22, 19, 779834211, time.UTC)), "OccurredAt %v", ev.OccurredAt)
 	// One byte changed, or the documented signature under another key id.
 	changed := []byte(strings.Replace(string(body), "world", "World", 1))
-	if _, err := adapter(t).Parse(req(officialKeyID, officialSig, changed)); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Fatalf("changed body: %v", err)
-	}
-	if _, err := adapter(t).Parse(req(testKeyID, officialSig, body)); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Fatalf("other key: %v", err)
-	}
+	_, err = adapter(t).Parse(req(officialKeyID, officialSig, changed))
+	require.ErrorIs(t, err, providers.ErrUnauthorized, "changed body")
+	_, err = adapter(t).Parse(req(testKeyID, officialSig, body))
+	require.ErrorIs(t, err, providers.ErrUnauthorized, "other key")
 }
 
 func TestParseSamples(t *testing.T) {
@@ -138,17 +126,14 @@ func TestParseSamples(t *testing.T) {
 	for _, c := range cases {
 		body := providertest.Fixture(t, c.file)
 		evs, err := a.Parse(req(testKeyID, sign(t, k, body), body))
-		if err != nil {
-			t.Errorf("%s: %v", c.file, err)
+		if !assert.NoError(t, err, c.file) {
 			continue
 		}
 		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{Provider: "circle", DedupKey: c.dedup, PaymentKey: c.key, Raw: body, Facts: c.facts})
 	}
 	body := providertest.Fixture(t, "payout_complete.json")
 	evs, _ := a.Parse(req(testKeyID, sign(t, k, body), body))
-	if evs[0].StreamID() != "payout-circle-b8627ae8-732b-4d25-b947-1df8f4007a30" {
-		t.Errorf("payout stream %s", evs[0].StreamID())
-	}
+	assert.Equal(t, "payout-circle-b8627ae8-732b-4d25-b947-1df8f4007a30", evs[0].StreamID(), "payout stream")
 }
 
 func TestVerification(t *testing.T) {
@@ -167,9 +152,8 @@ func TestVerification(t *testing.T) {
 		"not DER":        req(testKeyID, base64.StdEncoding.EncodeToString([]byte("garbage")), body),
 		"nil header":     {Body: body},
 	} {
-		if evs, err := a.Parse(rq); !errors.Is(err, providers.ErrUnauthorized) || evs != nil {
-			t.Errorf("%s: err %v, want ErrUnauthorized", name, err)
-		}
+		evs, err := a.Parse(rq)
+		providertest.CheckUnauthorized(t, name, evs, err)
 	}
 }
 
@@ -202,22 +186,18 @@ func TestNormalizationErrors(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	if _, err := New(nil); err == nil {
-		t.Error("no keys accepted")
-	}
-	if _, err := New(map[string]string{"k": "%%"}); err == nil {
-		t.Error("non-base64 key accepted")
-	}
-	if _, err := New(map[string]string{"k": base64.StdEncoding.EncodeToString([]byte("junk"))}); err == nil {
-		t.Error("non-SPKI key accepted")
-	}
+	_, err := New(nil)
+	assert.Error(t, err, "no keys accepted")
+	_, err = New(map[string]string{"k": "%%"})
+	assert.Error(t, err, "non-base64 key accepted")
+	_, err = New(map[string]string{"k": base64.StdEncoding.EncodeToString([]byte("junk"))})
+	assert.Error(t, err, "non-SPKI key accepted")
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	if _, err := New(map[string]string{"k": spki(t, p384)}); err == nil {
-		t.Error("P-384 key accepted")
-	}
-	if a, err := New(map[string]string{officialKeyID: officialKey}); err != nil || a.Name() != "circle" {
-		t.Fatal(a, err)
-	}
+	_, err = New(map[string]string{"k": spki(t, p384)})
+	assert.Error(t, err, "P-384 key accepted")
+	a, err := New(map[string]string{officialKeyID: officialKey})
+	require.NoError(t, err)
+	require.Equal(t, "circle", a.Name())
 }
 
 func FuzzCircleParse(f *testing.F) {
@@ -229,20 +209,16 @@ func FuzzCircleParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, flip uint16) {
 		sig := sign(t, k, body)
 		evs, err := a.Parse(req(testKeyID, sig, body))
-		if errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("signed body refused: %v", err)
+		require.NotErrorIs(t, err, providers.ErrUnauthorized, "signed body refused")
+		if err == nil {
+			require.Lenf(t, evs, 1, "invalid event accepted: %+v", evs)
+			require.NoErrorf(t, evs[0].Validate(), "invalid event accepted: %+v", evs)
 		}
-		if err == nil && (len(evs) != 1 || evs[0].Validate() != nil) {
-			t.Fatalf("invalid event accepted: %+v", evs)
-		}
-		if _, err := a.Parse(req(testKeyID, sig, providertest.Tampered(body, int(flip), 0x04))); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("tampered body accepted: %v", err)
-		}
-		if _, err := a.Parse(req(testKeyID, sign(t, r, body), body)); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("rogue signature accepted: %v", err)
-		}
-		if _, err := a.Parse(req("", "", body)); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("unsigned accepted: %v", err)
-		}
+		_, err = a.Parse(req(testKeyID, sig, providertest.Tampered(body, int(flip), 0x04)))
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "tampered body accepted")
+		_, err = a.Parse(req(testKeyID, sign(t, r, body), body))
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "rogue signature accepted")
+		_, err = a.Parse(req("", "", body))
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "unsigned accepted")
 	})
 }

@@ -3,10 +3,12 @@ package payload_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/delivery"
@@ -52,22 +54,17 @@ func TestUniqueKeys(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			err := payload.UniqueKeys([]byte(c.raw), c.rule)
 			if c.dup == "" {
-				if err != nil {
-					t.Fatalf("err %v", err)
-				}
+				require.NoError(t, err)
 				return
 			}
-			if !errors.Is(err, payload.ErrDuplicateKey) || !errors.Is(err, delivery.ErrMalformed) {
-				t.Fatalf("err %v, want ErrDuplicateKey", err)
-			}
-			if !strings.Contains(err.Error(), c.dup) {
-				t.Errorf("err %q does not name %s", err, c.dup)
-			}
+			require.ErrorIs(t, err, payload.ErrDuplicateKey)
+			require.ErrorIs(t, err, delivery.ErrMalformed)
+			assert.ErrorContains(t, err, c.dup, "the error names the duplicate")
 		})
 	}
-	if err := payload.UniqueKeys([]byte(`{"a":`), exact); !errors.Is(err, delivery.ErrMalformed) || errors.Is(err, payload.ErrDuplicateKey) {
-		t.Errorf("invalid JSON: %v", err)
-	}
+	err := payload.UniqueKeys([]byte(`{"a":`), exact)
+	assert.ErrorIs(t, err, delivery.ErrMalformed, "invalid JSON")
+	assert.NotErrorIs(t, err, payload.ErrDuplicateKey, "invalid JSON")
 }
 
 // Paths are rebuilt only for an error, so deep nesting stays linear: with a
@@ -76,29 +73,24 @@ func TestUniqueKeysDeepNesting(t *testing.T) {
 	const depth = 50000
 	start := time.Now()
 	deep := strings.Repeat(`{"a":[`, depth) + "1" + strings.Repeat("]}", depth)
-	if err := payload.UniqueKeys([]byte(deep), freeRule); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, payload.UniqueKeys([]byte(deep), freeRule))
 	dup := strings.Repeat(`{"a":`, depth) + `{"b":1,"b":2}` + strings.Repeat("}", depth)
 	err := payload.UniqueKeys([]byte(dup), exact)
-	if !errors.Is(err, payload.ErrDuplicateKey) || !strings.HasSuffix(err.Error(), strings.Repeat("a.", depth)+"b") {
-		t.Fatalf("deep duplicate: %.80v", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %v", d)
-	}
+	require.ErrorIs(t, err, payload.ErrDuplicateKey, "deep duplicate")
+	require.Truef(t, strings.HasSuffix(err.Error(), strings.Repeat("a.", depth)+"b"), "deep duplicate: %.80v", err)
+	assert.LessOrEqual(t, time.Since(start), 10*time.Second, "took")
 }
 
 // The readers refuse duplicates: DecodeObject exactly (its lookups are case
 // sensitive), DecodeBody and DecodeMember also ignoring case (struct fields
 // match either spelling, last one winning).
 func TestDecodersRefuseDuplicateKeys(t *testing.T) {
-	if _, err := payload.DecodeObject([]byte(`{"data":{"amount":1,"amount":2}}`)); !errors.Is(err, payload.ErrDuplicateKey) || !strings.Contains(err.Error(), "data.amount") {
-		t.Errorf("DecodeObject: %v", err)
+	_, err := payload.DecodeObject([]byte(`{"data":{"amount":1,"amount":2}}`))
+	if assert.ErrorIs(t, err, payload.ErrDuplicateKey, "DecodeObject") {
+		assert.ErrorContains(t, err, "data.amount", "DecodeObject")
 	}
-	if _, err := payload.DecodeObject([]byte(`{"data":{"amount":1,"Amount":2}}`)); err != nil {
-		t.Errorf("DecodeObject refuses case-distinct keys: %v", err)
-	}
+	_, err = payload.DecodeObject([]byte(`{"data":{"amount":1,"Amount":2}}`))
+	assert.NoError(t, err, "DecodeObject refuses case-distinct keys")
 	var v struct {
 		Resource json.RawMessage `json:"resource"`
 		Amount   int             `json:"amount"`
@@ -109,17 +101,17 @@ func TestDecodersRefuseDuplicateKeys(t *testing.T) {
 		`{"resource":{"id":"a","id":"b"}}`:                "resource.id",
 		`{"resource":{"links":[{"rel":"up","Rel":"x"}]}}`: "resource.links[0].Rel",
 	} {
-		if err := payload.DecodeBody([]byte(raw), &v); !errors.Is(err, payload.ErrDuplicateKey) || !strings.Contains(err.Error(), path) {
-			t.Errorf("DecodeBody(%s): %v, want duplicate %s", raw, err, path)
+		err := payload.DecodeBody([]byte(raw), &v)
+		if assert.ErrorIsf(t, err, payload.ErrDuplicateKey, "DecodeBody(%s)", raw) {
+			assert.ErrorContainsf(t, err, path, "DecodeBody(%s)", raw)
 		}
 	}
 	var m struct{ ID string }
-	if err := payload.DecodeMember([]byte(`{"id":"a","ID":"b"}`), &m, "notification"); !errors.Is(err, payload.ErrDuplicateKey) || !strings.Contains(err.Error(), "notification.ID") {
-		t.Errorf("DecodeMember: %v", err)
+	err = payload.DecodeMember([]byte(`{"id":"a","ID":"b"}`), &m, "notification")
+	if assert.ErrorIs(t, err, payload.ErrDuplicateKey, "DecodeMember") {
+		assert.ErrorContains(t, err, "notification.ID", "DecodeMember")
 	}
-	if err := payload.DecodeBody([]byte(`{"amount":1,"resource":{"Amount":2}}`), &v); err != nil {
-		t.Errorf("DecodeBody, same name in different objects: %v", err)
-	}
+	assert.NoError(t, payload.DecodeBody([]byte(`{"amount":1,"resource":{"Amount":2}}`), &v), "DecodeBody, same name in different objects")
 }
 
 // FuzzUniqueKeys checks UniqueKeys against an independent oracle: a JSON
@@ -142,8 +134,9 @@ func FuzzUniqueKeys(f *testing.F) {
 		dec.UseNumber()
 		var v any
 		if err := dec.Decode(&v); err != nil || dec.More() {
-			if !json.Valid(raw) && (errExact == nil || errFold == nil) {
-				t.Fatalf("invalid JSON accepted: %q", raw)
+			if !json.Valid(raw) {
+				require.Errorf(t, errExact, "invalid JSON accepted: %q", raw)
+				require.Errorf(t, errFold, "invalid JSON accepted: %q", raw)
 			}
 			return
 		}
@@ -151,13 +144,8 @@ func FuzzUniqueKeys(f *testing.F) {
 			return // a value followed by more: not ours to judge here
 		}
 		wantExact := countMembers(raw) != countKeys(v)
-		if (errExact != nil) != wantExact || (errExact != nil && !errors.Is(errExact, payload.ErrDuplicateKey)) {
-			t.Fatalf("exact: err %v, want duplicate %v, for %q", errExact, wantExact, raw)
-		}
-		wantFold := wantExact || foldCollides(v)
-		if (errFold != nil) != wantFold || (errFold != nil && !errors.Is(errFold, payload.ErrDuplicateKey)) {
-			t.Fatalf("fold: err %v, want duplicate %v, for %q", errFold, wantFold, raw)
-		}
+		checkDuplicate(t, "exact", errExact, wantExact, raw)
+		checkDuplicate(t, "fold", errFold, wantExact || foldCollides(v), raw)
 	})
 }
 
@@ -219,4 +207,15 @@ func foldCollides(v any) bool {
 		}
 	}
 	return false
+}
+
+// checkDuplicate fails the test unless err is a duplicate key error when
+// want, and nil otherwise.
+func checkDuplicate(t *testing.T, rule string, err error, want bool, raw []byte) {
+	t.Helper()
+	if want {
+		require.ErrorIsf(t, err, payload.ErrDuplicateKey, "%s: want a duplicate, for %q", rule, raw)
+	} else {
+		require.NoErrorf(t, err, "%s: want no duplicate, for %q", rule, raw)
+	}
 }

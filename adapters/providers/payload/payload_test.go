@@ -1,9 +1,10 @@
 package payload_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers/payload"
 	"github.com/onceledger/onceledger/domain/delivery"
@@ -14,13 +15,9 @@ import (
 // field by its full path.
 func TestErrorsNameTheField(t *testing.T) {
 	root, err := payload.DecodeObject([]byte(`{"data":{"amount":-1,"list":[{"id":7},"x"],"cur":"XXQ","flag":"yes"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	data, err := root.ReqObject("data")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, missing := data.ReqString("nope")
 	_, negative := data.ReqInt("amount")
 	_, currency := data.ReqCurrency("cur")
@@ -51,13 +48,11 @@ func TestErrorsNameTheField(t *testing.T) {
 		{payload.DecodeBody([]byte(`{} {}`), &v), delivery.ErrMalformed, "body"},
 		{payload.DecodeMember([]byte(`null`), &v, "notification"), delivery.ErrMissingField, "notification"},
 	} {
-		if !errors.Is(c.err, c.target) || !strings.Contains(fmtErr(c.err), c.field) {
-			t.Errorf("err %v, want %v naming %s", c.err, c.target, c.field)
+		if assert.ErrorIs(t, c.err, c.target) {
+			assert.Containsf(t, fmtErr(c.err), c.field, "err %v does not name %s", c.err, c.field)
 		}
 	}
-	if len(ids) != 1 {
-		t.Errorf("EachObject went on after an error: %v", ids)
-	}
+	assert.Len(t, ids, 1, "EachObject went on after an error")
 }
 
 func fmtErr(err error) string {
@@ -83,8 +78,12 @@ func TestDecimalIsExact(t *testing.T) {
 		{"1.00", "", 0, false},
 	} {
 		got, cur, err := payload.Decimal{ValueKey: "amount", Value: c.value, CurrencyKey: "currency", Currency: c.cur}.Parse("notification.amount")
-		if (err == nil) != c.ok || got != c.want || (c.ok && string(cur) != c.cur) {
-			t.Errorf("%q %q: %d %s %v", c.value, c.cur, got, cur, err)
+		if c.ok {
+			assert.NoErrorf(t, err, "%q %q", c.value, c.cur)
+			assert.Equalf(t, c.cur, string(cur), "%q %q: currency", c.value, c.cur)
+		} else {
+			assert.Errorf(t, err, "%q %q", c.value, c.cur)
 		}
+		assert.Equalf(t, c.want, got, "%q %q: amount", c.value, c.cur)
 	}
 }

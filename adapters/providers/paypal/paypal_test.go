@@ -6,13 +6,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
@@ -38,9 +40,7 @@ var (
 func newSigner(t testing.TB, cn string, notBefore, notAfter time.Time) signer {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: cn, Organization: []string{"PayPal, Inc."}},
@@ -49,9 +49,7 @@ func newSigner(t testing.TB, cn string, notBefore, notAfter time.Time) signer {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return signer{key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
@@ -67,19 +65,13 @@ func testSigners(t testing.TB) [3]signer {
 
 func adapter(t testing.TB, certs ...[]byte) *Adapter {
 	t.Helper()
-	a, err := New(webhookID, certs, 5*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return providertest.Adapter(t, func(certs [][]byte) (*Adapter, error) { return New(webhookID, certs, 5*time.Minute) }, certs)
 }
 
 func signed(t testing.TB, s signer, body []byte, at time.Time) http.Header {
 	t.Helper()
 	h, err := SignHeaders(s.key, webhookID, "0d3bc7b0-cd35-11f0-9d6e-2b6a4c8a1f3e", at, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return h
 }
 
@@ -108,13 +100,10 @@ func TestParseSamples(t *testing.T) {
 	for _, c := range cases {
 		body := providertest.Fixture(t, c.file)
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
-		if err != nil {
-			t.Errorf("%s: %v", c.file, err)
+		if !assert.NoError(t, err, c.file) {
 			continue
 		}
-		if len(evs) != 1 {
-			t.Fatalf("%s: %d events", c.file, len(evs))
-		}
+		require.Len(t, evs, 1, c.file)
 		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{Provider: "paypal", DedupKey: c.dedup, Type: c.typ, PaymentKey: c.key, Raw: body, Facts: c.facts})
 	}
 }
@@ -128,22 +117,16 @@ func TestOneStreamPerCapture(t *testing.T) {
 	for _, f := range []string{"capture_completed.json", "capture_refunded.json", "dispute_created.json", "dispute_resolved_buyer.json"} {
 		body := providertest.Fixture(t, f)
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
-		if err != nil {
-			t.Fatal(f, err)
-		}
+		require.NoError(t, err, f)
 		streams[evs[0].StreamID()] = true
 	}
-	if len(streams) != 1 || !streams["payment-paypal-42311647XV020574X"] {
-		t.Fatalf("streams %v", streams)
-	}
+	require.Equal(t, map[string]bool{"payment-paypal-42311647XV020574X": true}, streams)
 }
 
 func TestSignedStringUsesUnsignedDecimalCRC32(t *testing.T) {
 	// CRC-32/IEEE("123456789") = 0xCBF43926, the standard check value.
 	got := signedString("id", "2026-11-29T10:00:00Z", "WH", []byte("123456789"))
-	if got != "id|2026-11-29T10:00:00Z|WH|3421780262" {
-		t.Fatalf("signed string %q", got)
-	}
+	require.Equal(t, "id|2026-11-29T10:00:00Z|WH|3421780262", got, "signed string")
 }
 
 func TestRejections(t *testing.T) {
@@ -194,21 +177,17 @@ func TestRejections(t *testing.T) {
 	}
 	for _, c := range cases {
 		evs, err := a.Parse(providers.Request{Header: c.h, Body: c.body, Now: c.now})
-		if !errors.Is(err, providers.ErrUnauthorized) || evs != nil {
-			t.Errorf("%s: events %v err %v, want ErrUnauthorized", c.name, evs, err)
-		}
+		providertest.CheckUnauthorized(t, c.name, evs, err)
 	}
 	// Within tolerance on both sides passes.
 	for _, at := range []time.Time{now.Add(-5 * time.Minute), now.Add(5 * time.Minute)} {
-		if _, err := a.Parse(providers.Request{Header: signed(t, s[0], body, at), Body: body, Now: now}); err != nil {
-			t.Errorf("at %v: %v", at, err)
-		}
+		_, err := a.Parse(providers.Request{Header: signed(t, s[0], body, at), Body: body, Now: now})
+		assert.NoErrorf(t, err, "at %v", at)
 	}
 	// Sandbox and bare paypal.com cert hosts are PayPal's.
 	for _, u := range []string{"https://api.sandbox.paypal.com/v1/notifications/certs/CERT-1", "https://API.PAYPAL.COM:443/x"} {
-		if _, err := a.Parse(providers.Request{Header: with(HeaderCertURL, u), Body: body, Now: now}); err != nil {
-			t.Errorf("cert url %s: %v", u, err)
-		}
+		_, err := a.Parse(providers.Request{Header: with(HeaderCertURL, u), Body: body, Now: now})
+		assert.NoErrorf(t, err, "cert url %s", u)
 	}
 }
 
@@ -216,19 +195,16 @@ func TestCertificateRotationAndExpiry(t *testing.T) {
 	s := testSigners(t)
 	body := providertest.Fixture(t, "capture_completed.json")
 	a := adapter(t, s[0].certPEM, s[1].certPEM)
-	if _, err := a.Parse(providers.Request{Header: signed(t, s[1], body, now), Body: body, Now: now}); err != nil {
-		t.Fatalf("second trusted cert: %v", err)
-	}
+	_, err := a.Parse(providers.Request{Header: signed(t, s[1], body, now), Body: body, Now: now})
+	require.NoError(t, err, "second trusted cert")
 	// One file holding both certificates works the same.
 	both := append(append([]byte(nil), s[0].certPEM...), s[1].certPEM...)
-	if _, err := adapter(t, both).Parse(providers.Request{Header: signed(t, s[1], body, now), Body: body, Now: now}); err != nil {
-		t.Fatalf("bundle: %v", err)
-	}
+	_, err = adapter(t, both).Parse(providers.Request{Header: signed(t, s[1], body, now), Body: body, Now: now})
+	require.NoError(t, err, "bundle")
 	// An expired certificate verifies nothing.
 	old := newSigner(t, "messageverificationcerts.paypal.com", now.AddDate(-2, 0, 0), now.AddDate(0, 0, -1))
-	if _, err := adapter(t, old.certPEM).Parse(providers.Request{Header: signed(t, old, body, now), Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Fatalf("expired cert: %v", err)
-	}
+	_, err = adapter(t, old.certPEM).Parse(providers.Request{Header: signed(t, old, body, now), Body: body, Now: now})
+	require.ErrorIs(t, err, providers.ErrUnauthorized, "expired cert")
 }
 
 func TestNormalizationErrors(t *testing.T) {
@@ -270,37 +246,29 @@ func TestRefundStatuses(t *testing.T) {
 	for status, want := range map[string]delivery.Kind{"PENDING": "", "FAILED": delivery.KindRefundFailed, "CANCELLED": delivery.KindRefundFailed} {
 		body := []byte(strings.Replace(string(providertest.Fixture(t, "capture_refunded.json")), `"status": "COMPLETED"`, `"status": "`+status+`"`, 1))
 		evs, err := a.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
-		if err != nil {
-			t.Fatal(status, err)
-		}
+		require.NoError(t, err, status)
 		var got delivery.Kind
 		if len(evs[0].Facts) > 0 {
 			got = evs[0].Facts[0].Kind
 		}
-		if got != want || evs[0].PaymentKey != "42311647XV020574X" {
-			t.Errorf("%s: kind %q key %q, want %q", status, got, evs[0].PaymentKey, want)
-		}
+		assert.Equalf(t, want, got, "%s: kind", status)
+		assert.Equalf(t, "42311647XV020574X", evs[0].PaymentKey, "%s: key", status)
 	}
 }
 
 func TestNew(t *testing.T) {
 	s := testSigners(t)
-	if _, err := New("", [][]byte{s[0].certPEM}, time.Minute); err == nil {
-		t.Error("empty webhook id accepted")
-	}
-	if _, err := New(webhookID, nil, time.Minute); err == nil {
-		t.Error("no certificate accepted")
-	}
-	if _, err := New(webhookID, [][]byte{[]byte("not pem")}, time.Minute); err == nil {
-		t.Error("non-PEM accepted")
-	}
-	if _, err := New(webhookID, [][]byte{s[0].certPEM}, 0); err == nil {
-		t.Error("zero tolerance accepted")
-	}
+	_, err := New("", [][]byte{s[0].certPEM}, time.Minute)
+	assert.Error(t, err, "empty webhook id accepted")
+	_, err = New(webhookID, nil, time.Minute)
+	assert.Error(t, err, "no certificate accepted")
+	_, err = New(webhookID, [][]byte{[]byte("not pem")}, time.Minute)
+	assert.Error(t, err, "non-PEM accepted")
+	_, err = New(webhookID, [][]byte{s[0].certPEM}, 0)
+	assert.Error(t, err, "zero tolerance accepted")
 	a, err := New(webhookID, [][]byte{s[0].certPEM}, time.Minute)
-	if err != nil || a.Name() != "paypal" {
-		t.Fatal(a, err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, "paypal", a.Name())
 }
 
 func FuzzPayPalParse(f *testing.F) {
@@ -313,21 +281,16 @@ func FuzzPayPalParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, flip uint16) {
 		h := signed(t, s[0], body, now)
 		evs, err := a.Parse(providers.Request{Header: h, Body: body, Now: now})
-		if errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("correctly signed body refused as unauthorized: %v", err)
-		}
+		require.NotErrorIs(t, err, providers.ErrUnauthorized, "correctly signed body refused as unauthorized")
 		if err == nil {
-			if len(evs) != 1 || evs[0].Validate() != nil {
-				t.Fatalf("accepted an invalid event: %+v", evs)
-			}
+			require.Lenf(t, evs, 1, "accepted an invalid event: %+v", evs)
+			require.NoErrorf(t, evs[0].Validate(), "accepted an invalid event: %+v", evs)
 		}
 		// The same headers over a body with one byte changed never pass.
-		if _, err := a.Parse(providers.Request{Header: h, Body: providertest.Tampered(body, int(flip), 0x01), Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("tampered body not refused: %v", err)
-		}
+		_, err = a.Parse(providers.Request{Header: h, Body: providertest.Tampered(body, int(flip), 0x01), Now: now})
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "tampered body not refused")
 		// A signature from an untrusted key never passes.
-		if _, err := a.Parse(providers.Request{Header: signed(t, s[2], body, now), Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("untrusted signer accepted: %v", err)
-		}
+		_, err = a.Parse(providers.Request{Header: signed(t, s[2], body, now), Body: body, Now: now})
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "untrusted signer accepted")
 	})
 }

@@ -2,7 +2,6 @@ package paypalipn
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
@@ -23,11 +25,7 @@ var now = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 func mustNew(t testing.TB, emails ...string) *Adapter {
 	t.Helper()
-	a, err := New(emails)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return providertest.Adapter(t, New, emails)
 }
 
 func parse(a *Adapter, body []byte) ([]delivery.Event, error) {
@@ -59,8 +57,7 @@ func TestParseSamples(t *testing.T) {
 	for _, c := range cases {
 		body := providertest.Fixture(t, c.file)
 		evs, err := parse(a, body)
-		if err != nil {
-			t.Errorf("%s: %v", c.file, err)
+		if !assert.NoError(t, err, c.file) {
 			continue
 		}
 		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{
@@ -84,8 +81,7 @@ func TestThreeIdenticalIPNsShareOneKey(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			evs, err := parse(a, append([]byte(nil), body...))
-			if err != nil {
-				t.Error(err)
+			if !assert.NoError(t, err) {
 				return
 			}
 			mu.Lock()
@@ -94,37 +90,29 @@ func TestThreeIdenticalIPNsShareOneKey(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if len(keys) != 1 || len(hashes) != 1 {
-		t.Fatalf("keys %v hashes %v", keys, hashes)
-	}
+	require.Len(t, keys, 1, "keys")
+	require.Len(t, hashes, 1, "hashes")
 	pending := strings.Replace(string(body), "payment_status=Completed", "payment_status=Pending&pending_reason=echeck", 1)
 	evs, err := parse(a, []byte(pending))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if keys[evs[0].DedupKey] {
-		t.Fatal("Pending and Completed of one transaction share a dedup key")
-	}
+	require.NoError(t, err)
+	require.False(t, keys[evs[0].DedupKey], "Pending and Completed of one transaction share a dedup key")
 }
 
 func TestReceiverEmail(t *testing.T) {
 	body := providertest.Fixture(t, "completed.txt")
-	if _, err := parse(mustNew(t, "other@onceledger.example"), body); !errors.Is(err, ErrUnknownReceiver) || !errors.Is(err, delivery.ErrMalformed) {
-		t.Fatalf("unknown receiver: err %v, want ErrUnknownReceiver (400-class)", err)
-	}
+	_, err := parse(mustNew(t, "other@onceledger.example"), body)
+	require.ErrorIs(t, err, ErrUnknownReceiver, "unknown receiver")
+	require.ErrorIs(t, err, delivery.ErrMalformed, "unknown receiver: want a 400-class error")
 	// Case-insensitive: pending_authorization.txt says Seller@OnceLedger.example.
-	if _, err := parse(mustNew(t, "other@x.example", receiver), providertest.Fixture(t, "pending_authorization.txt")); err != nil {
-		t.Fatalf("case-insensitive receiver: %v", err)
-	}
+	_, err = parse(mustNew(t, "other@x.example", receiver), providertest.Fixture(t, "pending_authorization.txt"))
+	require.NoError(t, err, "case-insensitive receiver")
 	noReceiver := strings.Replace(string(body), "receiver_email=seller%40onceledger.example&", "", 1)
-	if _, err := parse(mustNew(t, receiver), []byte(noReceiver)); !errors.Is(err, delivery.ErrMissingField) {
-		t.Fatalf("missing receiver: %v", err)
-	}
+	_, err = parse(mustNew(t, receiver), []byte(noReceiver))
+	require.ErrorIs(t, err, delivery.ErrMissingField, "missing receiver")
 	// A receiver in windows-1252 is decoded before comparing.
 	latin := strings.Replace(string(body), "receiver_email=seller%40onceledger.example", "receiver_email=vend%E9e%40onceledger.example", 1)
-	if _, err := parse(mustNew(t, "vendée@onceledger.example"), []byte(latin)); err != nil {
-		t.Fatalf("windows-1252 receiver: %v", err)
-	}
+	_, err = parse(mustNew(t, "vendée@onceledger.example"), []byte(latin))
+	require.NoError(t, err, "windows-1252 receiver")
 }
 
 func TestCharsets(t *testing.T) {
@@ -138,14 +126,13 @@ func TestCharsets(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := decodeCharset(c.in, c.cs)
-		if err != nil || got != c.want {
-			t.Errorf("decode(%q, %s) = %q, %v; want %q", c.in, c.cs, got, err, c.want)
+		if assert.NoErrorf(t, err, "decode(%q, %s)", c.in, c.cs) {
+			assert.Equalf(t, c.want, got, "decode(%q, %s)", c.in, c.cs)
 		}
 	}
 	for _, c := range []struct{ in, cs string }{{"Jos\xe9", "UTF-8"}, {"\x81", "windows-1252"}, {"\xa4\xa4", "big5"}} {
-		if _, err := decodeCharset(c.in, c.cs); err == nil {
-			t.Errorf("decode(%q, %s) accepted", c.in, c.cs)
-		}
+		_, err := decodeCharset(c.in, c.cs)
+		assert.Errorf(t, err, "decode(%q, %s) accepted", c.in, c.cs)
 	}
 }
 
@@ -159,14 +146,13 @@ func TestPaymentDate(t *testing.T) {
 	}
 	for in, want := range cases {
 		got, err := parsePaymentDate(in)
-		if err != nil || !got.Equal(want) {
-			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		if assert.NoError(t, err, in) {
+			assert.Truef(t, got.Equal(want), "%q: %v, want %v", in, got, want)
 		}
 	}
 	for _, in := range []string{"", "20:12:59 Jan 13, 2026", "20:12:59 Jan 13, 2026 CET", "2026-01-13T20:12:59Z PST", "25:00:00 Jan 13, 2026 PST"} {
-		if _, err := parsePaymentDate(in); !errors.Is(err, delivery.ErrMalformed) {
-			t.Errorf("%q accepted (err %v)", in, err)
-		}
+		_, err := parsePaymentDate(in)
+		assert.ErrorIsf(t, err, delivery.ErrMalformed, "%q accepted", in)
 	}
 }
 
@@ -209,26 +195,22 @@ func TestMessagesWithoutTxnID(t *testing.T) {
 	a := mustNew(t, receiver)
 	body := []byte("txn_type=recurring_payment_profile_created&receiver_email=seller%40onceledger.example&ipn_track_id=77aa88bb&charset=UTF-8")
 	evs, err := parse(a, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !evs[0].Ignored() || evs[0].DedupKey != "ipn:ipn_track_id:77aa88bb" || evs[0].Type != "recurring_payment_profile_created" {
-		t.Fatalf("got %+v", evs[0])
-	}
+	require.NoError(t, err)
+	require.Truef(t, evs[0].Ignored(), "got %+v", evs[0])
+	require.Equal(t, "ipn:ipn_track_id:77aa88bb", evs[0].DedupKey)
+	require.Equal(t, "recurring_payment_profile_created", evs[0].Type)
 	bare := []byte("receiver_email=seller%40onceledger.example&foo=bar")
 	evs, err = parse(a, bare)
-	if err != nil || !strings.HasPrefix(evs[0].DedupKey, "ipn:fp:") {
-		t.Fatalf("fingerprint key: %+v %v", evs, err)
-	}
+	require.NoError(t, err, "fingerprint key")
+	require.Truef(t, strings.HasPrefix(evs[0].DedupKey, "ipn:fp:"), "fingerprint key: %+v", evs)
 }
 
 func TestNew(t *testing.T) {
-	if _, err := New([]string{" ", ""}); err == nil {
-		t.Error("no receivers accepted")
-	}
-	if a, err := New([]string{receiver}); err != nil || a.Name() != "paypal-ipn" {
-		t.Fatal(a, err)
-	}
+	_, err := New([]string{" ", ""})
+	assert.Error(t, err, "no receivers accepted")
+	a, err := New([]string{receiver})
+	require.NoError(t, err)
+	require.Equal(t, "paypal-ipn", a.Name())
 }
 
 // postback is a loopback stand-in for PayPal's verify endpoint that records
@@ -279,21 +261,15 @@ func TestVerifierPostsBackExactBytes(t *testing.T) {
 		v := Verifier{URL: srv.URL + "/cgi-bin/webscr", Client: srv.Client()}
 		got, err := v.Verify(context.Background(), raw)
 		srv.Close()
-		if (err != nil) != c.wantErr || got != c.verdict {
-			t.Errorf("%d %q: verdict %q err %v", c.status, c.answer, got, err)
+		if c.wantErr {
+			assert.ErrorIsf(t, err, ErrPostback, "%d %q", c.status, c.answer)
+		} else {
+			assert.NoErrorf(t, err, "%d %q", c.status, c.answer)
 		}
-		if err != nil && !errors.Is(err, ErrPostback) {
-			t.Errorf("%d %q: error %v does not wrap ErrPostback", c.status, c.answer, err)
-		}
-		if len(pb.bodies) != 1 {
-			t.Fatalf("%d posts", len(pb.bodies))
-		}
-		if want := "cmd=_notify-validate&" + string(raw); string(pb.bodies[0]) != want {
-			t.Errorf("posted %q, want %q", pb.bodies[0], want)
-		}
-		if pb.ctypes[0] != "application/x-www-form-urlencoded" {
-			t.Errorf("content type %q", pb.ctypes[0])
-		}
+		assert.Equalf(t, c.verdict, got, "%d %q: verdict", c.status, c.answer)
+		require.Len(t, pb.bodies, 1, "posts")
+		assert.Equal(t, "cmd=_notify-validate&"+string(raw), string(pb.bodies[0]), "posted")
+		assert.Equal(t, "application/x-www-form-urlencoded", pb.ctypes[0], "content type")
 	}
 }
 
@@ -301,9 +277,8 @@ func TestVerifierTransportErrors(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens any more
-	if _, err := (Verifier{URL: url}).Verify(context.Background(), []byte("a=b")); !errors.Is(err, ErrPostback) {
-		t.Fatalf("closed server: %v", err)
-	}
+	_, err := (Verifier{URL: url}).Verify(context.Background(), []byte("a=b"))
+	require.ErrorIs(t, err, ErrPostback, "closed server")
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -315,9 +290,8 @@ func TestVerifierTransportErrors(t *testing.T) {
 	defer close(release) // runs first: lets the handler return so Close does not wait
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := (Verifier{URL: slow.URL, Client: slow.Client()}).Verify(ctx, []byte("a=b")); !errors.Is(err, ErrPostback) {
-		t.Fatalf("timeout: %v", err)
-	}
+	_, err = (Verifier{URL: slow.URL, Client: slow.Client()}).Verify(ctx, []byte("a=b"))
+	require.ErrorIs(t, err, ErrPostback, "timeout")
 }
 
 // An IPN is never trusted by Parse alone; FuzzPayPalIPNParse checks Parse
@@ -332,16 +306,13 @@ func FuzzPayPalIPNParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		evs, err := parse(a, body)
 		if err != nil {
-			if evs != nil {
-				t.Fatal("events with an error")
-			}
-			if !providertest.ClientError(err) {
-				t.Fatalf("error is not 400-class: %v", err)
-			}
+			require.Nil(t, evs, "events with an error")
+			require.Truef(t, providertest.ClientError(err), "error is not 400-class: %v", err)
 			return
 		}
-		if len(evs) != 1 || evs[0].Validate() != nil || string(evs[0].Raw) != string(body) || evs[0].DedupKey == "" {
-			t.Fatalf("bad event %+v", evs)
-		}
+		require.Lenf(t, evs, 1, "bad event %+v", evs)
+		require.NoErrorf(t, evs[0].Validate(), "bad event %+v", evs)
+		require.Equalf(t, string(body), string(evs[0].Raw), "bad event %+v", evs)
+		require.NotEmptyf(t, evs[0].DedupKey, "bad event %+v", evs)
 	})
 }

@@ -1,11 +1,13 @@
 package square
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
@@ -21,11 +23,7 @@ const (
 
 func mustNew(t testing.TB, keys []string, url string) *Adapter {
 	t.Helper()
-	a, err := New(keys, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return providertest.Adapter(t, func(keys []string) (*Adapter, error) { return New(keys, url) }, keys)
 }
 
 func req(sig string, body []byte) providers.Request {
@@ -47,16 +45,12 @@ func TestOfficialVectors(t *testing.T) {
 	)
 	body := providertest.Fixture(t, "official_test_notification.json")
 	evs, err := mustNew(t, []string{key}, url).Parse(req(sig, body))
-	if err != nil {
-		t.Fatalf("official test notification refused: %v", err)
-	}
-	if len(evs) != 1 || !evs[0].Ignored() || evs[0].DedupKey != "ac3ac95b-f97d-458c-a6e6-18981597e05f" ||
-		evs[0].Type != "webhooks.test_notification" {
-		t.Fatalf("got %+v", evs)
-	}
-	if !evs[0].OccurredAt.Equal(time.Date(2022, 7, 13, 20, 30, 59, 37339943, time.UTC)) {
-		t.Errorf("OccurredAt %v", evs[0].OccurredAt)
-	}
+	require.NoError(t, err, "official test notification refused")
+	require.Lenf(t, evs, 1, "got %+v", evs)
+	require.Truef(t, evs[0].Ignored(), "got %+v", evs)
+	require.Equal(t, "ac3ac95b-f97d-458c-a6e6-18981597e05f", evs[0].DedupKey)
+	require.Equal(t, "webhooks.test_notification", evs[0].Type)
+	assert.Truef(t, evs[0].OccurredAt.Equal(time.Date(2022, 7, 13, 20, 30, 59, 37339943, time.UTC)), "OccurredAt %v", evs[0].OccurredAt)
 	// The SDK's negative cases: another URL, another key, another signature,
 	// another body (one digit of the date), the same JSON re-formatted.
 	bad := []struct {
@@ -71,18 +65,15 @@ func TestOfficialVectors(t *testing.T) {
 		{"body re-formatted", key, url, sig, strings.ReplaceAll(string(body), ",", ", ")},
 	}
 	for _, c := range bad {
-		if _, err := mustNew(t, []string{c.key}, c.url).Parse(req(c.sig, []byte(c.body))); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Errorf("%s: err %v, want ErrUnauthorized", c.name, err)
-		}
+		_, err := mustNew(t, []string{c.key}, c.url).Parse(req(c.sig, []byte(c.body)))
+		assert.ErrorIs(t, err, providers.ErrUnauthorized, c.name)
 	}
 	// The SDK's escaping vector: the signature is over the bytes, '<' and '>'
 	// untouched. It verifies; the body then lacks an event id (400, not 401).
 	esc := []byte(`{"data":{"type":"webhooks","id":">id<"}}`)
 	_, err = mustNew(t, []string{"signature-key"}, "https://webhook.site/webhooks").
 		Parse(req("Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U=", esc))
-	if !errors.Is(err, delivery.ErrMissingField) {
-		t.Fatalf("escaping vector: err %v, want verified then ErrMissingField", err)
-	}
+	require.ErrorIs(t, err, delivery.ErrMissingField, "escaping vector: want verified then ErrMissingField")
 }
 
 func TestParseSamples(t *testing.T) {
@@ -114,8 +105,7 @@ func TestParseSamples(t *testing.T) {
 	for _, c := range cases {
 		body := providertest.Fixture(t, c.file)
 		evs, err := a.Parse(req(Sign(testKey, testURL, body), body))
-		if err != nil {
-			t.Errorf("%s: %v", c.file, err)
+		if !assert.NoError(t, err, c.file) {
 			continue
 		}
 		providertest.CheckEvent(t, c.file, evs[0], providertest.Want{Provider: "square", DedupKey: c.dedup, PaymentKey: c.key, Raw: body, Facts: c.facts})
@@ -126,15 +116,13 @@ func TestVerification(t *testing.T) {
 	body := providertest.Fixture(t, "payment_updated_completed.json")
 	good := Sign(testKey, testURL, body)
 	// Rotation: the second key verifies.
-	if _, err := mustNew(t, []string{"old-key", testKey}, testURL).Parse(req(good, body)); err != nil {
-		t.Fatalf("rotation: %v", err)
-	}
+	_, err := mustNew(t, []string{"old-key", testKey}, testURL).Parse(req(good, body))
+	require.NoError(t, err, "rotation")
 	// With no configured URL, the request's URL is what was signed.
 	r := req(good, body)
 	r.URL = testURL
-	if _, err := mustNew(t, []string{testKey}, "").Parse(r); err != nil {
-		t.Fatalf("request URL: %v", err)
-	}
+	_, err = mustNew(t, []string{testKey}, "").Parse(r)
+	require.NoError(t, err, "request URL")
 	a := mustNew(t, []string{testKey}, testURL)
 	tampered := []byte(strings.Replace(string(body), `"amount": 1200`, `"amount": 9200`, 1))
 	for name, rq := range map[string]providers.Request{
@@ -146,13 +134,11 @@ func TestVerification(t *testing.T) {
 		"sha1 legacy only": {Header: http.Header{"X-Square-Signature": {good}}, Body: body},
 		"nil header":       {Body: body},
 	} {
-		if evs, err := a.Parse(rq); !errors.Is(err, providers.ErrUnauthorized) || evs != nil {
-			t.Errorf("%s: err %v, want ErrUnauthorized", name, err)
-		}
+		evs, err := a.Parse(rq)
+		providertest.CheckUnauthorized(t, name, evs, err)
 	}
-	if _, err := mustNew(t, []string{testKey}, "").Parse(req(good, body)); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Errorf("no URL anywhere: %v", err)
-	}
+	_, err = mustNew(t, []string{testKey}, "").Parse(req(good, body))
+	assert.ErrorIs(t, err, providers.ErrUnauthorized, "no URL anywhere")
 }
 
 func TestNormalizationErrors(t *testing.T) {
@@ -182,15 +168,13 @@ func TestNormalizationErrors(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	if _, err := New(nil, testURL); err == nil {
-		t.Error("no keys accepted")
-	}
-	if _, err := New([]string{" "}, testURL); err == nil {
-		t.Error("blank key accepted")
-	}
-	if a, err := New([]string{testKey}, testURL); err != nil || a.Name() != "square" {
-		t.Fatal(a, err)
-	}
+	_, err := New(nil, testURL)
+	assert.Error(t, err, "no keys accepted")
+	_, err = New([]string{" "}, testURL)
+	assert.Error(t, err, "blank key accepted")
+	a, err := New([]string{testKey}, testURL)
+	require.NoError(t, err)
+	require.Equal(t, "square", a.Name())
 }
 
 func FuzzSquareParse(f *testing.F) {
@@ -201,20 +185,16 @@ func FuzzSquareParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, flip uint16) {
 		sig := Sign(testKey, testURL, body)
 		evs, err := a.Parse(req(sig, body))
-		if errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("signed body refused: %v", err)
+		require.NotErrorIs(t, err, providers.ErrUnauthorized, "signed body refused")
+		if err == nil {
+			require.Lenf(t, evs, 1, "invalid event accepted: %+v", evs)
+			require.NoErrorf(t, evs[0].Validate(), "invalid event accepted: %+v", evs)
 		}
-		if err == nil && (len(evs) != 1 || evs[0].Validate() != nil) {
-			t.Fatalf("invalid event accepted: %+v", evs)
-		}
-		if _, err := a.Parse(req(sig, providertest.Tampered(body, int(flip), 0x20))); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("tampered body accepted: %v", err)
-		}
-		if _, err := a.Parse(req(Sign("not-the-key", testURL, body), body)); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("wrong key accepted: %v", err)
-		}
-		if _, err := a.Parse(req("", body)); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("unsigned accepted: %v", err)
-		}
+		_, err = a.Parse(req(sig, providertest.Tampered(body, int(flip), 0x20)))
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "tampered body accepted")
+		_, err = a.Parse(req(Sign("not-the-key", testURL, body), body))
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "wrong key accepted")
+		_, err = a.Parse(req("", body))
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "unsigned accepted")
 	})
 }

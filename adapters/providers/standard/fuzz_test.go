@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -25,9 +27,7 @@ func FuzzStandardParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.json")
 	for _, file := range files {
 		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, err)
 		f.Add(b, msgID, "v1,AAAA", byte(0))
 	}
 	f.Add([]byte(`{"type":"payment.captured","timestamp":"2026-11-29T10:00:00Z","data":{"payment_id":"p","capture_id":"c","amount":10,"currency":"USD","fee":11}}`), "msg_x", "v1,", byte(1))
@@ -39,15 +39,11 @@ func FuzzStandardParse(f *testing.F) {
 
 	a := newAdapter(f, oldSecret, secret)
 	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, body []byte, id string, sigHeader string, flip byte) {
 		// 1. Signed by the reference library.
 		sig, err := wh.Sign(id, now, body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		h := http.Header{}
 		h.Set("webhook-id", id)
 		h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
@@ -56,36 +52,26 @@ func FuzzStandardParse(f *testing.F) {
 		evs, err := a.Parse(providers.Request{Header: h, Body: body, Now: now})
 		switch {
 		case err == nil:
-			if len(evs) != 1 {
-				t.Fatalf("%d events", len(evs))
-			}
+			require.Len(t, evs, 1, "events")
 			ev := evs[0]
-			if err := ev.Validate(); err != nil {
-				t.Fatalf("returned event does not validate: %v", err)
-			}
-			if ev.Provider != "standard" || ev.DedupKey != id || ev.PayloadHash != providers.PayloadHash(body) || !bytes.Equal(ev.Raw, body) {
-				t.Fatalf("event not bound to the verified delivery: %+v", ev)
-			}
+			require.NoError(t, ev.Validate(), "returned event does not validate")
+			providertest.RequireBound(t, ev, "standard", body)
+			require.Equalf(t, id, ev.DedupKey, "event not bound to the verified delivery: %+v", ev)
 		case errors.Is(err, providers.ErrUnauthorized):
-			if validID {
-				t.Fatalf("reference signature rejected: %v", err)
-			}
-		case !providertest.Documented(err):
-			t.Fatalf("undocumented error %v", err)
+			require.Falsef(t, validID, "reference signature rejected: %v", err)
+		default:
+			require.Truef(t, providertest.Documented(err), "undocumented error %v", err)
 		}
 
 		// 2. The same headers over a tampered body.
 		tampered := providertest.Tampered(body, int(flip), 1<<(flip%8))
-		if _, err := a.Parse(providers.Request{Header: h, Body: tampered, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("tampered body accepted or misreported: %v", err)
-		}
+		_, err = a.Parse(providers.Request{Header: h, Body: tampered, Now: now})
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "tampered body accepted or misreported")
 
 		// 3. A signature header the fuzzer made up.
 		h.Set("webhook-signature", sigHeader)
-		if _, err := a.Parse(providers.Request{Header: h, Body: body, Now: now}); err == nil || !errors.Is(err, providers.ErrUnauthorized) {
-			if !carriesTrueSignature(sigHeader, id, body) {
-				t.Fatalf("signature header %q accepted without a valid signature (err %v)", sigHeader, err)
-			}
+		if _, err := a.Parse(providers.Request{Header: h, Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
+			require.Truef(t, carriesTrueSignature(sigHeader, id, body), "signature header %q accepted without a valid signature (err %v)", sigHeader, err)
 		}
 	})
 }

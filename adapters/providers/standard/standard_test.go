@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -32,29 +34,23 @@ const (
 	msgID     = "msg_2Qh7cK9xXcGq3b0dLf5Yv1TzWnA"
 )
 
+// newAdapter returns an adapter for secrets, by default the one secret the
+// fixtures are signed with.
 func newAdapter(t testing.TB, secrets ...string) *standard.Adapter {
 	t.Helper()
 	if len(secrets) == 0 {
 		secrets = []string{secret}
 	}
-	a, err := standard.New(secrets, tolerance)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return providertest.Adapter(t, func(secrets []string) (*standard.Adapter, error) { return standard.New(secrets, tolerance) }, secrets)
 }
 
 // signed builds a request signed by the reference library.
 func signed(t testing.TB, body []byte, secret, id string, ts time.Time) providers.Request {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sig, err := wh.Sign(id, ts, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h := http.Header{}
 	h.Set(standardwebhooks.HeaderWebhookID, id)
 	h.Set(standardwebhooks.HeaderWebhookTimestamp, fmt.Sprint(ts.Unix()))
@@ -69,19 +65,15 @@ func TestNew(t *testing.T) {
 		"not base64": {"whsec_not*base64!"},
 		"empty key":  {"whsec_"},
 	} {
-		if _, err := standard.New(secrets, tolerance); err == nil {
-			t.Errorf("%s: New succeeded", name)
-		}
+		_, err := standard.New(secrets, tolerance)
+		assert.Errorf(t, err, "%s: New succeeded", name)
 	}
-	if _, err := standard.New([]string{secret}, 0); err == nil {
-		t.Error("zero tolerance accepted")
-	}
+	_, err := standard.New([]string{secret}, 0)
+	assert.Error(t, err, "zero tolerance accepted")
 	// The prefix is optional, as in the reference library.
 	a := newAdapter(t, strings.TrimPrefix(secret, "whsec_"))
 	providertest.ParseOne(t, a, signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now))
-	if a.Name() != "standard" {
-		t.Errorf("Name() = %q", a.Name())
-	}
+	assert.Equal(t, "standard", a.Name())
 }
 
 // The vector published in the reference library's tests (and Svix's docs).
@@ -94,12 +86,8 @@ func TestPublishedVector(t *testing.T) {
 	)
 	ts := time.Unix(1614265330, 0)
 	h, err := standard.Sign(key, id, ts, []byte(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := h.Get("webhook-signature"); got != want {
-		t.Errorf("Sign = %q, want %q", got, want)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, want, h.Get("webhook-signature"), "Sign")
 	a := newAdapter(t, key)
 	hdr := http.Header{}
 	hdr.Set("webhook-id", id)
@@ -108,13 +96,11 @@ func TestPublishedVector(t *testing.T) {
 	// The vector's body is not our payload: verification passes and
 	// normalization then names the missing field.
 	_, err = a.Parse(providers.Request{Header: hdr, Body: []byte(payload), Now: ts.Add(time.Minute)})
-	if !errors.Is(err, delivery.ErrMissingField) || !strings.Contains(err.Error(), "type") {
-		t.Fatalf("err = %v, want missing type after a passed verification", err)
-	}
+	require.ErrorIs(t, err, delivery.ErrMissingField, "want missing type after a passed verification")
+	require.ErrorContains(t, err, "type", "want missing type after a passed verification")
 	hdr.Set("webhook-signature", "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=") // the library's "invalid signature" case
-	if _, err := a.Parse(providers.Request{Header: hdr, Body: []byte(payload), Now: ts}); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Fatalf("err = %v, want ErrUnauthorized", err)
-	}
+	_, err = a.Parse(providers.Request{Header: hdr, Body: []byte(payload), Now: ts})
+	require.ErrorIs(t, err, providers.ErrUnauthorized)
 }
 
 // Our Sign must be accepted by the reference library's Verify.
@@ -122,26 +108,18 @@ func TestSignAcceptedByReferenceLibrary(t *testing.T) {
 	body := providertest.Fixture(t, "payment.captured.json")
 	ts := time.Now()
 	h, err := standard.Sign(secret, msgID, ts, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wh.Verify(body, h); err != nil {
-		t.Fatalf("reference library rejects our signature: %v", err)
-	}
-	if ref := signed(t, body, secret, msgID, ts).Header; ref.Get("webhook-signature") != h.Get("webhook-signature") || ref.Get("webhook-timestamp") != h.Get("webhook-timestamp") {
-		t.Errorf("Sign = %v, reference library = %v", h, ref)
-	}
+	require.NoError(t, err)
+	require.NoError(t, wh.Verify(body, h), "reference library rejects our signature")
+	ref := signed(t, body, secret, msgID, ts).Header
+	assert.Equal(t, ref.Get("webhook-signature"), h.Get("webhook-signature"), "Sign, against the reference library")
+	assert.Equal(t, ref.Get("webhook-timestamp"), h.Get("webhook-timestamp"), "Sign, against the reference library")
 }
 
 func TestParseAcceptsReferenceSignature(t *testing.T) {
 	ev := providertest.ParseOne(t, newAdapter(t), signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now.Add(-time.Minute)))
-	if ev.DedupKey != msgID {
-		t.Errorf("DedupKey = %q, want webhook-id %q", ev.DedupKey, msgID)
-	}
+	assert.Equal(t, msgID, ev.DedupKey, "DedupKey, want webhook-id")
 }
 
 func TestSvixHeaders(t *testing.T) {
@@ -152,13 +130,12 @@ func TestSvixHeaders(t *testing.T) {
 		svix.Set("svix-"+k, r.Header.Get("webhook-"+k))
 	}
 	ev := providertest.ParseOne(t, newAdapter(t), providers.Request{Header: svix, Body: body, Now: now})
-	if ev.DedupKey != msgID {
-		t.Errorf("DedupKey = %q", ev.DedupKey)
-	}
+	assert.Equal(t, msgID, ev.DedupKey, "DedupKey")
 	// The sets are not mixed: a webhook-id beside svix-* means webhook-* is used.
 	svix.Set("webhook-id", msgID)
-	if _, err := newAdapter(t).Parse(providers.Request{Header: svix, Body: body, Now: now}); !errors.Is(err, providers.ErrUnauthorized) || !strings.Contains(err.Error(), "missing webhook-timestamp") {
-		t.Errorf("mixed header sets: err = %v", err)
+	_, err := newAdapter(t).Parse(providers.Request{Header: svix, Body: body, Now: now})
+	if assert.ErrorIs(t, err, providers.ErrUnauthorized, "mixed header sets") {
+		assert.ErrorContains(t, err, "missing webhook-timestamp", "mixed header sets")
 	}
 }
 
@@ -197,18 +174,7 @@ func TestVerifyRejects(t *testing.T) {
 	}
 	a := newAdapter(t)
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			evs, err := a.Parse(tc.req)
-			if !errors.Is(err, providers.ErrUnauthorized) {
-				t.Fatalf("err = %v, want ErrUnauthorized", err)
-			}
-			if !strings.Contains(err.Error(), tc.reason) {
-				t.Errorf("err %q does not say %q", err, tc.reason)
-			}
-			if evs != nil {
-				t.Error("events returned with an error")
-			}
-		})
+		providertest.CheckRefusal(t, a, tc.name, tc.req, tc.reason)
 	}
 }
 
@@ -220,27 +186,23 @@ func withBody(r providers.Request, body []byte) providers.Request {
 func TestVerifyBeforeParse(t *testing.T) {
 	a := newAdapter(t)
 	junk := []byte("{not json")
-	if _, err := a.Parse(withBody(signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
-	}
-	if _, err := a.Parse(signed(t, junk, secret, msgID, now)); !errors.Is(err, delivery.ErrMalformed) {
-		t.Errorf("signed junk: err = %v, want ErrMalformed", err)
-	}
+	_, err := a.Parse(withBody(signed(t, providertest.Fixture(t, "payment.captured.json"), secret, msgID, now), junk))
+	assert.ErrorIs(t, err, providers.ErrUnauthorized, "unsigned junk")
+	_, err = a.Parse(signed(t, junk, secret, msgID, now))
+	assert.ErrorIs(t, err, delivery.ErrMalformed, "signed junk")
 }
 
 func TestToleranceBoundary(t *testing.T) {
 	a := newAdapter(t)
 	body := providertest.Fixture(t, "payment.captured.json")
 	for _, ts := range []time.Time{now.Add(-tolerance), now.Add(tolerance), now} {
-		if _, err := a.Parse(signed(t, body, secret, msgID, ts)); err != nil {
-			t.Errorf("timestamp %v from now: %v", ts.Sub(now), err)
-		}
+		_, err := a.Parse(signed(t, body, secret, msgID, ts))
+		assert.NoErrorf(t, err, "timestamp %v from now", ts.Sub(now))
 	}
 	r := signed(t, body, secret, msgID, time.Now())
 	r.Now = time.Time{} // zero: the wall clock
-	if _, err := a.Parse(r); err != nil {
-		t.Errorf("zero Now: %v", err)
-	}
+	_, err := a.Parse(r)
+	assert.NoError(t, err, "zero Now")
 }
 
 func TestRotation(t *testing.T) {
@@ -257,15 +219,12 @@ func TestRotation(t *testing.T) {
 		r := signed(t, body, secret, msgID, now)
 		r.Header.Set("webhook-signature", strings.Join([]string{"v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=", "v2,abc", sOld, "v1,***", sNew}, " "))
 		wh, _ := standardwebhooks.NewWebhook(secret)
-		if err := wh.VerifyIgnoringTimestamp(body, r.Header); err != nil {
-			t.Fatalf("reference library rejects the multi-signature header too: %v", err)
-		}
+		require.NoError(t, wh.VerifyIgnoringTimestamp(body, r.Header), "reference library rejects the multi-signature header too")
 		providertest.ParseOne(t, newAdapter(t), r)
 		// None of the listed signatures is ours: rejected.
 		r.Header.Set("webhook-signature", sOld+" v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=")
-		if _, err := both.Parse(r); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("err = %v", err)
-		}
+		_, err := both.Parse(r)
+		require.ErrorIs(t, err, providers.ErrUnauthorized)
 	})
 }
 
@@ -297,9 +256,7 @@ func TestNormalize(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			body := providertest.Fixture(t, tc.file)
 			var hdr struct{ Type string }
-			if err := json.Unmarshal(body, &hdr); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal(body, &hdr))
 			id := "msg_" + strings.TrimSuffix(tc.file, ".json")
 			ev := providertest.ParseOne(t, a, signed(t, body, secret, id, now))
 			providertest.CheckEvent(t, tc.file, ev, providertest.Want{
@@ -316,16 +273,12 @@ func TestSameFactUnderTwoWebhookIDs(t *testing.T) {
 	body := providertest.Fixture(t, "payment.captured.json")
 	e1 := providertest.ParseOne(t, a, signed(t, body, secret, "msg_1", now))
 	e2 := providertest.ParseOne(t, a, signed(t, body, secret, "msg_2", now))
-	if e1.DedupKey == e2.DedupKey || e1.Facts[0] != e2.Facts[0] || e1.StreamID() != e2.StreamID() {
-		t.Errorf("e1 %+v / e2 %+v", e1, e2)
-	}
-	if e1.StreamID() != "payment-standard-pay_123" {
-		t.Errorf("StreamID = %s", e1.StreamID())
-	}
+	assert.NotEqual(t, e1.DedupKey, e2.DedupKey, "dedup keys")
+	assert.Equal(t, e1.Facts[0], e2.Facts[0], "facts")
+	assert.Equal(t, e1.StreamID(), e2.StreamID(), "streams")
+	assert.Equal(t, "payment-standard-pay_123", e1.StreamID(), "StreamID")
 	po := providertest.ParseOne(t, a, signed(t, providertest.Fixture(t, "payout.paid.json"), secret, "msg_3", now))
-	if po.StreamID() != "payout-standard-po_1" {
-		t.Errorf("payout StreamID = %s", po.StreamID())
-	}
+	assert.Equal(t, "payout-standard-po_1", po.StreamID(), "payout StreamID")
 }
 
 func TestBadInput(t *testing.T) {

@@ -23,18 +23,7 @@ func ledgerAfter(t *testing.T, fixtures ...string) (map[string]int64, []payment.
 		require.NoError(t, err, f)
 		history = append(history, out...)
 	}
-	b := map[string]int64{}
-	for _, e := range history {
-		for _, p := range payment.Postings(e) {
-			b[p.Account] += p.Amount
-		}
-	}
-	for k, v := range b {
-		if v == 0 {
-			delete(b, k)
-		}
-	}
-	return b, history
+	return providertest.Balances(history), history
 }
 
 // Stripe's inquiries (warning_needs_response, then warning_closed) withdraw

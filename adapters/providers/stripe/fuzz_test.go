@@ -1,9 +1,7 @@
 package stripe_test
 
 import (
-	"bytes"
 	"encoding/hex"
-	"errors"
 	"math"
 	"net/http"
 	"os"
@@ -12,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/stripe/stripe-go/v82/webhook"
 
@@ -26,8 +27,9 @@ func TestAbsurdSignedTimestamps(t *testing.T) {
 	a := newAdapter(t)
 	for _, ts := range []int64{math.MinInt64, math.MaxInt64, 0, -1, 1 << 62} {
 		r := withHeader(body, signHeader(secret, ts, body))
-		if _, err := a.Parse(r); !errors.Is(err, providers.ErrUnauthorized) || !strings.Contains(err.Error(), "timestamp outside tolerance") {
-			t.Errorf("t=%d: err = %v", ts, err)
+		_, err := a.Parse(r)
+		if assert.ErrorIsf(t, err, providers.ErrUnauthorized, "t=%d", ts) {
+			assert.ErrorContainsf(t, err, "timestamp outside tolerance", "t=%d", ts)
 		}
 	}
 }
@@ -45,9 +47,7 @@ func FuzzStripeParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.json")
 	for _, file := range files {
 		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, err)
 		f.Add(b, "t=1764410460,v1=00", byte(0))
 	}
 	f.Add([]byte(`{"id":"evt_1","type":"payout.paid","created":1,"data":{"object":{"id":"po_1","amount":-1,"currency":"usd"}}}`), "", byte(1))
@@ -68,27 +68,19 @@ func FuzzStripeParse(f *testing.F) {
 		h.Set("Stripe-Signature", sp.Header)
 		evs, err := a.Parse(providers.Request{Header: h, Body: body, Now: now})
 		if err != nil {
-			if errors.Is(err, providers.ErrUnauthorized) || !providertest.Documented(err) {
-				t.Fatalf("signed body: unexpected error %v", err)
-			}
+			require.NotErrorIs(t, err, providers.ErrUnauthorized, "signed body: unexpected error")
+			require.Truef(t, providertest.Documented(err), "signed body: unexpected error %v", err)
 		} else {
-			if len(evs) != 1 {
-				t.Fatalf("%d events", len(evs))
-			}
+			require.Len(t, evs, 1, "events")
 			ev := evs[0]
-			if err := ev.Validate(); err != nil {
-				t.Fatalf("returned event does not validate: %v", err)
-			}
-			if ev.Provider != "stripe" || ev.PayloadHash != providers.PayloadHash(body) || !bytes.Equal(ev.Raw, body) {
-				t.Fatalf("event not bound to the verified bytes: %+v", ev)
-			}
+			require.NoError(t, ev.Validate(), "returned event does not validate")
+			providertest.RequireBound(t, ev, "stripe", body)
 		}
 
 		// 2. The same header over a tampered body.
 		tampered := providertest.Tampered(body, int(flip), 1<<(flip%8))
-		if _, err := a.Parse(providers.Request{Header: h, Body: tampered, Now: now}); !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("tampered body accepted or misreported: %v", err)
-		}
+		_, err = a.Parse(providers.Request{Header: h, Body: tampered, Now: now})
+		require.ErrorIs(t, err, providers.ErrUnauthorized, "tampered body accepted or misreported")
 
 		// 3. A header the fuzzer made up: accepted only if it carries the
 		// true signature for its own timestamp.
@@ -96,11 +88,9 @@ func FuzzStripeParse(f *testing.F) {
 		h2.Set("Stripe-Signature", header)
 		_, err = a.Parse(providers.Request{Header: h2, Body: body, Now: now})
 		if err == nil {
-			if !carriesTrueSignature(header, body) {
-				t.Fatalf("header %q accepted without a valid signature", header)
-			}
-		} else if !providertest.Documented(err) {
-			t.Fatalf("undocumented error %v", err)
+			require.Truef(t, carriesTrueSignature(header, body), "header %q accepted without a valid signature", header)
+		} else {
+			require.Truef(t, providertest.Documented(err), "undocumented error %v", err)
 		}
 	})
 }

@@ -2,9 +2,11 @@ package stripe_test
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
@@ -76,8 +78,9 @@ func TestLegacyPaymentIntentSucceeded(t *testing.T) {
 				key = "pi_3QxYzA2eZvKYlo2C1PJqQe7b"
 			}
 			providertest.CheckEvent(t, tc.name, ev, providertest.Want{Provider: "stripe", PaymentKey: key, DedupKey: ev.DedupKey, Raw: tc.body, Facts: tc.facts})
-			if tc.facts == nil && (!ev.Ignored() || ev.Type != "payment_intent.succeeded") {
-				t.Errorf("want an ignored payment_intent.succeeded, got %+v", ev)
+			if tc.facts == nil {
+				assert.Truef(t, ev.Ignored(), "want an ignored payment_intent.succeeded, got %+v", ev)
+				assert.Equal(t, "payment_intent.succeeded", ev.Type)
 			}
 		})
 	}
@@ -108,15 +111,12 @@ func TestLegacyCaptureReportedTwiceAgrees(t *testing.T) {
 	})
 	viaPI := providertest.ParseOne(t, a, signed(piBody, secret, now))
 	viaCharge := providertest.ParseOne(t, a, signed(chBody, secret, now))
-	if viaPI.StreamID() != viaCharge.StreamID() || viaPI.StreamID() != "payment-stripe-"+legacyPI {
-		t.Errorf("streams %s and %s", viaPI.StreamID(), viaCharge.StreamID())
-	}
-	if len(viaPI.Facts) != 1 || len(viaCharge.Facts) != 1 || viaPI.Facts[0] != viaCharge.Facts[0] {
-		t.Fatalf("facts differ: %+v vs %+v", viaPI.Facts, viaCharge.Facts)
-	}
-	if f := viaPI.Facts[0]; f.Fee != 132 || f.BusinessID != legacySucceeded {
-		t.Errorf("fact %+v", f)
-	}
+	assert.Equal(t, "payment-stripe-"+legacyPI, viaPI.StreamID(), "stream via the payment intent")
+	assert.Equal(t, "payment-stripe-"+legacyPI, viaCharge.StreamID(), "stream via the charge")
+	require.Len(t, viaPI.Facts, 1, "facts via the payment intent")
+	require.Equal(t, viaPI.Facts, viaCharge.Facts, "facts differ")
+	assert.Equalf(t, int64(132), viaPI.Facts[0].Fee, "fact %+v", viaPI.Facts[0])
+	assert.Equalf(t, legacySucceeded, viaPI.Facts[0].BusinessID, "fact %+v", viaPI.Facts[0])
 }
 
 // A legacy Charges API payment (payment_intent null) is keyed by its charge
@@ -139,26 +139,20 @@ func TestLegacyChargeWithoutPaymentIntentSharesOneStream(t *testing.T) {
 	refundIDs := map[string]bool{}
 	for name, body := range bodies {
 		ev := providertest.ParseOne(t, a, signed(body, secret, now))
-		if ev.StreamID() != stream {
-			t.Errorf("%s: stream %s, want %s", name, ev.StreamID(), stream)
-		}
-		if ev.Ignored() {
-			t.Errorf("%s: no facts", name)
-		}
+		assert.Equalf(t, stream, ev.StreamID(), "%s: stream", name)
+		assert.Falsef(t, ev.Ignored(), "%s: no facts", name)
 		for _, f := range ev.Facts {
 			if f.Kind == delivery.KindRefunded {
 				refundIDs[f.BusinessID] = true
 			}
 		}
 	}
-	if len(refundIDs) != 1 {
-		t.Errorf("the refund reported twice has business ids %v", refundIDs)
-	}
+	assert.Len(t, refundIDs, 1, "the refund reported twice has one business id")
 	// Pending (no facts) deliveries are keyed the same way, best effort.
 	pending := set(t, "charge.refund.updated.legacy_no_pi.json", "status", "pending")
-	if ev := providertest.ParseOne(t, a, signed(pending, secret, now)); !ev.Ignored() || ev.PaymentKey != "ch_1GqLeG2eZvKYlo2CnOpIoNlY" {
-		t.Errorf("pending legacy refund: %+v", ev)
-	}
+	ev := providertest.ParseOne(t, a, signed(pending, secret, now))
+	assert.Truef(t, ev.Ignored(), "pending legacy refund: %+v", ev)
+	assert.Equal(t, "ch_1GqLeG2eZvKYlo2CnOpIoNlY", ev.PaymentKey, "pending legacy refund")
 }
 
 // A signed payload that names a key twice in one object, at any depth, is a
@@ -183,20 +177,16 @@ func TestDuplicateKeysRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, err := a.Parse(signed(tc.body, secret, now))
 			providertest.CheckFieldError(t, tc.name, evs, err, payload.ErrDuplicateKey, tc.field)
-			if !errors.Is(err, delivery.ErrMalformed) {
-				t.Errorf("%v does not wrap ErrMalformed", err)
-			}
+			assert.ErrorIs(t, err, delivery.ErrMalformed, "does not wrap ErrMalformed")
 		})
 	}
 	// Keys differing in case are different keys to Stripe (metadata keys are
 	// the merchant's): accepted.
 	body := edit("charge.succeeded.json", `"metadata": {"order_id": "1041"}`, `"metadata": {"orderId": "1041", "orderid": "1042", "ORDERID": "x"}`)
-	if _, err := a.Parse(signed(body, secret, now)); err != nil {
-		t.Errorf("case-distinct metadata keys refused: %v", err)
-	}
+	_, err := a.Parse(signed(body, secret, now))
+	assert.NoError(t, err, "case-distinct metadata keys refused")
 	// The check is on authenticated bytes only: unsigned, it stays a 401.
 	bad := edit("charge.succeeded.json", `"amount": 2000,`, `"amount": 1, "amount": 2000,`)
-	if _, err := a.Parse(withBody(signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now), bad)); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Errorf("unsigned duplicate: %v", err)
-	}
+	_, err = a.Parse(withBody(signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now), bad))
+	assert.ErrorIs(t, err, providers.ErrUnauthorized, "unsigned duplicate")
 }

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	stripego "github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -30,16 +32,14 @@ const (
 
 var now = time.Unix(1764410460, 0) // a moment after the fixtures' created times
 
+// newAdapter returns an adapter for secrets, by default the one secret the
+// fixtures are signed with.
 func newAdapter(t testing.TB, secrets ...string) *stripe.Adapter {
 	t.Helper()
 	if len(secrets) == 0 {
 		secrets = []string{secret}
 	}
-	a, err := stripe.New(secrets, tolerance)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return providertest.Adapter(t, func(secrets []string) (*stripe.Adapter, error) { return stripe.New(secrets, tolerance) }, secrets)
 }
 
 // signed builds a request signed by stripe-go, the provider's own library.
@@ -51,27 +51,20 @@ func signed(body []byte, secret string, ts time.Time) providers.Request {
 }
 
 func TestNew(t *testing.T) {
-	if _, err := stripe.New(nil, tolerance); err == nil {
-		t.Error("New with no secrets succeeded")
-	}
-	if _, err := stripe.New([]string{" ", ""}, tolerance); err == nil {
-		t.Error("New with blank secrets succeeded")
-	}
-	if _, err := stripe.New([]string{secret}, 0); err == nil {
-		t.Error("New with zero tolerance succeeded")
-	}
+	_, err := stripe.New(nil, tolerance)
+	assert.Error(t, err, "New with no secrets succeeded")
+	_, err = stripe.New([]string{" ", ""}, tolerance)
+	assert.Error(t, err, "New with blank secrets succeeded")
+	_, err = stripe.New([]string{secret}, 0)
+	assert.Error(t, err, "New with zero tolerance succeeded")
 	a := newAdapter(t)
-	if a.Name() != "stripe" {
-		t.Errorf("Name() = %q", a.Name())
-	}
+	assert.Equal(t, "stripe", a.Name())
 }
 
 func TestParseAcceptsStripeGoSignature(t *testing.T) {
 	body := providertest.Fixture(t, "charge.succeeded.json")
 	ev := providertest.ParseOne(t, newAdapter(t), signed(body, secret, now.Add(-10*time.Second)))
-	if ev.DedupKey != "evt_3QxYzA2eZvKYlo2C1x5Gh2aP" {
-		t.Errorf("DedupKey = %q", ev.DedupKey)
-	}
+	assert.Equal(t, "evt_3QxYzA2eZvKYlo2C1x5Gh2aP", ev.DedupKey)
 }
 
 // Our Sign is the counterpart tests and tooling use; stripe-go must accept it
@@ -80,19 +73,14 @@ func TestSignAcceptedByStripeGo(t *testing.T) {
 	body := providertest.Fixture(t, "payment_intent.succeeded.json")
 	ts := time.Now()
 	header := stripe.Sign(secret, ts, body)
-	if err := webhook.ValidatePayloadWithTolerance(body, header, secret, tolerance); err != nil {
-		t.Fatalf("stripe-go rejects our signature: %v", err)
-	}
+	require.NoError(t, webhook.ValidatePayloadWithTolerance(body, header, secret, tolerance), "stripe-go rejects our signature")
 	want := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: ts}).Header
-	if header != want {
-		t.Errorf("Sign = %q, stripe-go = %q", header, want)
-	}
+	assert.Equal(t, want, header, "Sign, against stripe-go")
 	// And the header stripe-go accepts passes our verifier too.
 	h := http.Header{}
 	h.Set("Stripe-Signature", header)
-	if _, err := newAdapter(t).Parse(providers.Request{Header: h, Body: body, Now: ts}); err != nil {
-		t.Fatal(err)
-	}
+	_, err := newAdapter(t).Parse(providers.Request{Header: h, Body: body, Now: ts})
+	require.NoError(t, err)
 }
 
 func TestVerifyRejects(t *testing.T) {
@@ -127,18 +115,7 @@ func TestVerifyRejects(t *testing.T) {
 	}
 	a := newAdapter(t)
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			evs, err := a.Parse(tc.req)
-			if !errors.Is(err, providers.ErrUnauthorized) {
-				t.Fatalf("err = %v, want ErrUnauthorized", err)
-			}
-			if !strings.Contains(err.Error(), tc.reason) {
-				t.Errorf("err %q does not say %q", err, tc.reason)
-			}
-			if evs != nil {
-				t.Errorf("events returned with error: %v", evs)
-			}
-		})
+		providertest.CheckRefusal(t, a, tc.name, tc.req, tc.reason)
 	}
 }
 
@@ -147,21 +124,18 @@ func TestVerifyRejects(t *testing.T) {
 func TestVerifyBeforeParse(t *testing.T) {
 	a := newAdapter(t)
 	junk := []byte("{not json")
-	if _, err := a.Parse(withBody(signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now), junk)); !errors.Is(err, providers.ErrUnauthorized) {
-		t.Errorf("unsigned junk: err = %v, want ErrUnauthorized", err)
-	}
-	if _, err := a.Parse(signed(junk, secret, now)); !errors.Is(err, delivery.ErrMalformed) {
-		t.Errorf("signed junk: err = %v, want ErrMalformed", err)
-	}
+	_, err := a.Parse(withBody(signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now), junk))
+	assert.ErrorIs(t, err, providers.ErrUnauthorized, "unsigned junk")
+	_, err = a.Parse(signed(junk, secret, now))
+	assert.ErrorIs(t, err, delivery.ErrMalformed, "signed junk")
 }
 
 func TestToleranceBoundary(t *testing.T) {
 	a := newAdapter(t)
 	body := providertest.Fixture(t, "charge.succeeded.json")
 	for _, ts := range []time.Time{now.Add(-tolerance), now.Add(tolerance), now} {
-		if _, err := a.Parse(signed(body, secret, ts)); err != nil {
-			t.Errorf("timestamp %v from now: %v", ts.Sub(now), err)
-		}
+		_, err := a.Parse(signed(body, secret, ts))
+		assert.NoErrorf(t, err, "timestamp %v from now", ts.Sub(now))
 	}
 }
 
@@ -169,9 +143,8 @@ func TestZeroNowMeansWallClock(t *testing.T) {
 	body := providertest.Fixture(t, "charge.succeeded.json")
 	r := signed(body, secret, time.Now())
 	r.Now = time.Time{}
-	if _, err := newAdapter(t).Parse(r); err != nil {
-		t.Fatal(err)
-	}
+	_, err := newAdapter(t).Parse(r)
+	require.NoError(t, err)
 }
 
 func TestRotation(t *testing.T) {
@@ -188,9 +161,7 @@ func TestRotation(t *testing.T) {
 		oldHdr := signed(body, "whsec_retired", now).Header.Get("Stripe-Signature")
 		newHdr := signed(body, secret, now).Header.Get("Stripe-Signature")
 		hdr := oldHdr + "," + newHdr[strings.Index(newHdr, "v1="):]
-		if err := webhook.ValidatePayloadWithTolerance(body, hdr, secret, time.Duration(1<<62)); err != nil {
-			t.Fatalf("stripe-go rejects the rotated header too: %v", err)
-		}
+		require.NoError(t, webhook.ValidatePayloadWithTolerance(body, hdr, secret, time.Duration(1<<62)), "stripe-go rejects the rotated header too")
 		providertest.ParseOne(t, newAdapter(t), withHeader(body, hdr))
 		// garbled entries and unknown schemes next to the valid one are ignored
 		providertest.ParseOne(t, newAdapter(t), withHeader(body, hdr+",v1=nothex,v0=abcd,x=y"))
@@ -199,9 +170,7 @@ func TestRotation(t *testing.T) {
 		h1 := signed(body, "whsec_a", now).Header.Get("Stripe-Signature")
 		h2 := signed(body, "whsec_b", now).Header.Get("Stripe-Signature")
 		_, err := both.Parse(withHeader(body, h1+","+h2[strings.Index(h2, "v1="):]))
-		if !errors.Is(err, providers.ErrUnauthorized) {
-			t.Fatalf("err = %v", err)
-		}
+		require.ErrorIs(t, err, providers.ErrUnauthorized)
 	})
 }
 
@@ -291,16 +260,12 @@ func TestNormalize(t *testing.T) {
 				ID   string `json:"id"`
 				Type string `json:"type"`
 			}
-			if err := json.Unmarshal(body, &hdr); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal(body, &hdr))
 			ev := providertest.ParseOne(t, a, signed(body, secret, now))
 			providertest.CheckEvent(t, tc.file, ev, providertest.Want{
 				Provider: "stripe", DedupKey: hdr.ID, Type: hdr.Type, PaymentKey: tc.paymentKey, OccurredAt: time.Unix(tc.created, 0), Raw: body, Facts: tc.facts,
 			})
-			if ev.Ignored() != (len(tc.facts) == 0) {
-				t.Error("Ignored() disagrees with facts")
-			}
+			assert.Equal(t, len(tc.facts) == 0, ev.Ignored(), "Ignored() disagrees with facts")
 		})
 	}
 }
@@ -311,42 +276,29 @@ func TestCaptureReportedTwiceAgrees(t *testing.T) {
 	a := newAdapter(t)
 	viaCharge := providertest.ParseOne(t, a, signed(providertest.Fixture(t, "charge.succeeded.json"), secret, now))
 	viaPI := providertest.ParseOne(t, a, signed(providertest.Fixture(t, "payment_intent.succeeded.json"), secret, now))
-	if viaCharge.StreamID() != viaPI.StreamID() {
-		t.Errorf("streams differ: %s vs %s", viaCharge.StreamID(), viaPI.StreamID())
-	}
-	if viaCharge.Facts[0] != viaPI.Facts[0] {
-		t.Errorf("facts differ: %+v vs %+v", viaCharge.Facts[0], viaPI.Facts[0])
-	}
-	if viaCharge.StreamID() != "payment-stripe-pi_3QxYzA2eZvKYlo2C1PJqQe7b" {
-		t.Errorf("StreamID = %s", viaCharge.StreamID())
-	}
+	assert.Equal(t, viaPI.StreamID(), viaCharge.StreamID(), "streams differ")
+	assert.Equal(t, viaPI.Facts[0], viaCharge.Facts[0], "facts differ")
+	assert.Equal(t, "payment-stripe-pi_3QxYzA2eZvKYlo2C1PJqQe7b", viaCharge.StreamID(), "StreamID")
 	payout := providertest.ParseOne(t, a, signed(providertest.Fixture(t, "payout.paid.json"), secret, now))
-	if payout.StreamID() != "payout-stripe-po_1QzPoU2eZvKYlo2CxPaYoUt1" {
-		t.Errorf("payout StreamID = %s", payout.StreamID())
-	}
+	assert.Equal(t, "payout-stripe-po_1QzPoU2eZvKYlo2CxPaYoUt1", payout.StreamID(), "payout StreamID")
 }
 
 // The fixtures must be shapes stripe-go itself decodes, and our reading of
 // ids and amounts must agree with its typed one.
 func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
+	require.NoError(t, err, "no fixtures")
+	require.NotEmpty(t, files, "no fixtures")
 	a := newAdapter(t)
 	for _, f := range files {
 		body, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var e stripego.Event
-		if err := json.Unmarshal(body, &e); err != nil {
-			t.Fatalf("%s: stripe-go cannot decode: %v", f, err)
-		}
+		require.NoErrorf(t, json.Unmarshal(body, &e), "%s: stripe-go cannot decode", f)
 		ev := providertest.ParseOne(t, a, signed(body, secret, now))
-		if e.ID != ev.DedupKey || string(e.Type) != ev.Type || e.Created != ev.OccurredAt.Unix() {
-			t.Errorf("%s: header fields disagree with stripe-go", f)
-		}
+		assert.Equalf(t, e.ID, ev.DedupKey, "%s: header fields disagree with stripe-go", f)
+		assert.Equalf(t, string(e.Type), ev.Type, "%s: header fields disagree with stripe-go", f)
+		assert.Equalf(t, e.Created, ev.OccurredAt.Unix(), "%s: header fields disagree with stripe-go", f)
 		if ev.Ignored() {
 			continue
 		}
@@ -373,15 +325,12 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 				mustUnmarshal(t, e.Data.Raw, &legacy)
 				switch {
 				case pi.LatestCharge != nil:
-					if pi.LatestCharge.ID != fact.BusinessID {
-						t.Errorf("%s: latest_charge disagrees", f)
-					}
+					assert.Equalf(t, pi.LatestCharge.ID, fact.BusinessID, "%s: latest_charge disagrees", f)
 				case len(legacy.Charges.Data) > 0:
-					if c := legacy.Charges.Data[0]; c.ID != fact.BusinessID || c.Status != "succeeded" {
-						t.Errorf("%s: charges.data disagrees", f)
-					}
+					assert.Equalf(t, legacy.Charges.Data[0].ID, fact.BusinessID, "%s: charges.data disagrees", f)
+					assert.Equalf(t, "succeeded", legacy.Charges.Data[0].Status, "%s: charges.data disagrees", f)
 				default:
-					t.Errorf("%s: captured without a charge", f)
+					assert.Failf(t, "captured without a charge", "%s", f)
 				}
 			case delivery.KindAuthorized:
 				gotAmount = pi.AmountCapturable
@@ -393,9 +342,7 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 			mustUnmarshal(t, e.Data.Raw, &ch)
 			gotID = chargeKey(ch.PaymentIntent, ch.ID)
 			gotAmount = ch.Refunds.Data[0].Amount
-			if ch.Refunds.Data[0].ID != fact.BusinessID {
-				t.Errorf("%s: refund id disagrees", f)
-			}
+			assert.Equalf(t, ch.Refunds.Data[0].ID, fact.BusinessID, "%s: refund id disagrees", f)
 		case strings.HasPrefix(ev.Type, "charge.dispute."):
 			var du stripego.Dispute
 			mustUnmarshal(t, e.Data.Raw, &du)
@@ -411,23 +358,19 @@ func TestFixturesAgreeWithStripeGoTypes(t *testing.T) {
 			if ch.Captured {
 				gotAmount = ch.AmountCaptured
 			}
-			if ch.BalanceTransaction != nil && ch.BalanceTransaction.Fee != fact.Fee {
-				t.Errorf("%s: fee %d, stripe-go %d", f, fact.Fee, ch.BalanceTransaction.Fee)
+			if ch.BalanceTransaction != nil {
+				assert.Equalf(t, ch.BalanceTransaction.Fee, fact.Fee, "%s: fee, against stripe-go", f)
 			}
 		case strings.HasPrefix(ev.Type, "payout."):
 			var po stripego.Payout
 			mustUnmarshal(t, e.Data.Raw, &po)
-			if po.ID != fact.BusinessID {
-				t.Errorf("%s: payout id disagrees", f)
-			}
+			assert.Equalf(t, po.ID, fact.BusinessID, "%s: payout id disagrees", f)
 			gotAmount = po.Amount
 		}
-		if !strings.HasPrefix(ev.Type, "payout.") && gotID != ev.PaymentKey {
-			t.Errorf("%s: payment key %q, stripe-go %q", f, ev.PaymentKey, gotID)
+		if !strings.HasPrefix(ev.Type, "payout.") {
+			assert.Equalf(t, gotID, ev.PaymentKey, "%s: payment key, against stripe-go", f)
 		}
-		if gotAmount != fact.Amount {
-			t.Errorf("%s: amount %d, stripe-go %d", f, fact.Amount, gotAmount)
-		}
+		assert.Equalf(t, gotAmount, fact.Amount, "%s: amount, against stripe-go", f)
 	}
 }
 
@@ -442,9 +385,7 @@ func chargeKey(pi *stripego.PaymentIntent, chargeID string) string {
 
 func mustUnmarshal(t *testing.T, b []byte, v any) {
 	t.Helper()
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(b, v))
 }
 
 // ---------------------------------------------------------------------------
@@ -457,14 +398,10 @@ func mutate(t *testing.T, file string, fn func(root map[string]any)) []byte {
 	dec := json.NewDecoder(bytes.NewReader(providertest.Fixture(t, file)))
 	dec.UseNumber()
 	var root map[string]any
-	if err := dec.Decode(&root); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, dec.Decode(&root))
 	fn(root)
 	b, err := json.Marshal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
@@ -564,23 +501,20 @@ func TestExpandedReferences(t *testing.T) {
 		}
 	})
 	ev := providertest.ParseOne(t, newAdapter(t), signed(body, secret, now))
-	if f := ev.Facts[0]; f.BusinessID != "ch_3QxYzA2eZvKYlo2C1kTq9v0W" || f.Fee != 88 {
-		t.Errorf("fact = %+v", f)
-	}
+	assert.Equalf(t, "ch_3QxYzA2eZvKYlo2C1kTq9v0W", ev.Facts[0].BusinessID, "fact = %+v", ev.Facts[0])
+	assert.Equalf(t, int64(88), ev.Facts[0].Fee, "fact = %+v", ev.Facts[0])
 	body = mutate(t, "charge.succeeded.json", func(r map[string]any) {
 		obj(r)["payment_intent"] = map[string]any{"id": "pi_expanded", "object": "payment_intent"}
 	})
-	if ev := providertest.ParseOne(t, newAdapter(t), signed(body, secret, now)); ev.PaymentKey != "pi_expanded" {
-		t.Errorf("PaymentKey = %q", ev.PaymentKey)
-	}
+	ev = providertest.ParseOne(t, newAdapter(t), signed(body, secret, now))
+	assert.Equal(t, "pi_expanded", ev.PaymentKey)
 }
 
 func TestSignFormat(t *testing.T) {
 	h := stripe.Sign("whsec_x", time.Unix(1700000000, 0), []byte("{}"))
-	if !strings.HasPrefix(h, "t=1700000000,v1=") {
-		t.Fatalf("Sign = %q", h)
-	}
-	if sig, err := hex.DecodeString(strings.TrimPrefix(h, "t=1700000000,v1=")); err != nil || !bytes.Equal(sig, webhook.ComputeSignature(time.Unix(1700000000, 0), []byte("{}"), "whsec_x")) {
-		t.Errorf("Sign disagrees with webhook.ComputeSignature")
+	require.Truef(t, strings.HasPrefix(h, "t=1700000000,v1="), "Sign = %q", h)
+	sig, err := hex.DecodeString(strings.TrimPrefix(h, "t=1700000000,v1="))
+	if assert.NoError(t, err, "Sign disagrees with webhook.ComputeSignature") {
+		assert.Equal(t, webhook.ComputeSignature(time.Unix(1700000000, 0), []byte("{}"), "whsec_x"), sig, "Sign disagrees with webhook.ComputeSignature")
 	}
 }

@@ -1,6 +1,8 @@
 // Package providertest holds what the provider adapters' tests share:
-// reading and editing fixtures, tampering with bodies, and checking
-// normalized events and errors against what a test expects.
+// reading and editing fixtures, tampering with bodies, building adapters,
+// checking normalized events, refusals and errors against what a test
+// expects (with testify, as every suite does), and summing the balances a
+// history posts.
 package providertest
 
 import (
@@ -11,18 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
 )
 
 // Fixture returns testdata/name of the package under test.
 func Fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
@@ -31,9 +35,7 @@ func Fixture(t testing.TB, name string) []byte {
 func Edit(t testing.TB, name, old, new string) []byte {
 	t.Helper()
 	b := string(Fixture(t, name))
-	if !strings.Contains(b, old) {
-		t.Fatalf("%s lacks %q", name, old)
-	}
+	require.Containsf(t, b, old, "%s lacks %q", name, old)
 	return []byte(strings.Replace(b, old, new, 1))
 }
 
@@ -71,16 +73,20 @@ func Documented(err error) bool {
 // events came with it. label prefixes the messages.
 func CheckFieldError(t testing.TB, label string, evs []delivery.Event, err, target error, field string) {
 	t.Helper()
-	if !errors.Is(err, target) || errors.Is(err, providers.ErrUnauthorized) {
-		t.Errorf("%s: err %v, want %v", label, err, target)
+	if !assert.ErrorIs(t, err, target, label) || !assert.NotErrorIs(t, err, providers.ErrUnauthorized, label) {
 		return
 	}
-	if !strings.Contains(err.Error(), field) {
-		t.Errorf("%s: error %q does not name %s", label, err, field)
-	}
-	if evs != nil {
-		t.Errorf("%s: events returned with an error", label)
-	}
+	assert.ErrorContainsf(t, err, field, "%s: the error does not name %s", label, field)
+	assert.Nilf(t, evs, "%s: events returned with an error", label)
+}
+
+// CheckUnauthorized fails the test unless a delivery was refused with an
+// error wrapping ErrUnauthorized and no events came with it; it reports
+// whether both hold. label prefixes the messages.
+func CheckUnauthorized(t testing.TB, label string, evs []delivery.Event, err error) bool {
+	t.Helper()
+	refused := assert.ErrorIs(t, err, providers.ErrUnauthorized, label)
+	return assert.Nilf(t, evs, "%s: events returned with an error", label) && refused
 }
 
 // Want is what a test expects of one normalized event. Type, OccurredAt and
@@ -97,27 +103,27 @@ type Want struct {
 // label prefixes the messages.
 func CheckEvent(t testing.TB, label string, ev delivery.Event, w Want) {
 	t.Helper()
-	if err := ev.Validate(); err != nil {
-		t.Errorf("%s: invalid: %v", label, err)
+	assert.NoErrorf(t, ev.Validate(), "%s: invalid", label)
+	assert.Equalf(t, w.Provider, ev.Provider, "%s: provider", label)
+	assert.Equalf(t, w.DedupKey, ev.DedupKey, "%s: dedup key", label)
+	assert.Equalf(t, w.PaymentKey, ev.PaymentKey, "%s: payment key", label)
+	if w.Type != "" {
+		assert.Equalf(t, w.Type, ev.Type, "%s: type", label)
 	}
-	if ev.Provider != w.Provider || ev.DedupKey != w.DedupKey || ev.PaymentKey != w.PaymentKey || (w.Type != "" && ev.Type != w.Type) {
-		t.Errorf("%s: provider %q dedup %q type %q key %q; want %q %q %q %q",
-			label, ev.Provider, ev.DedupKey, ev.Type, ev.PaymentKey, w.Provider, w.DedupKey, w.Type, w.PaymentKey)
+	assert.Falsef(t, ev.OccurredAt.IsZero(), "%s: OccurredAt is zero", label)
+	assert.Samef(t, time.UTC, ev.OccurredAt.Location(), "%s: OccurredAt %v is not in UTC", label, ev.OccurredAt)
+	if !w.OccurredAt.IsZero() {
+		assert.Truef(t, ev.OccurredAt.Equal(w.OccurredAt), "%s: OccurredAt %v, want %v", label, ev.OccurredAt, w.OccurredAt)
 	}
-	if ev.OccurredAt.IsZero() || ev.OccurredAt.Location() != time.UTC || (!w.OccurredAt.IsZero() && !ev.OccurredAt.Equal(w.OccurredAt)) {
-		t.Errorf("%s: OccurredAt %v, want %v in UTC", label, ev.OccurredAt, w.OccurredAt)
+	assert.Equalf(t, providers.PayloadHash(ev.Raw), ev.PayloadHash, "%s: PayloadHash is not that of Raw", label)
+	if w.Raw != nil {
+		assert.Equalf(t, string(w.Raw), string(ev.Raw), "%s: Raw is not the delivery", label)
 	}
-	if ev.PayloadHash != providers.PayloadHash(ev.Raw) || (w.Raw != nil && string(ev.Raw) != string(w.Raw)) {
-		t.Errorf("%s: Raw/PayloadHash are not those of the delivery", label)
-	}
-	if len(ev.Facts) != len(w.Facts) {
-		t.Errorf("%s: facts %+v, want %+v", label, ev.Facts, w.Facts)
+	if !assert.Lenf(t, ev.Facts, len(w.Facts), "%s: facts %+v, want %+v", label, ev.Facts, w.Facts) {
 		return
 	}
 	for i := range w.Facts {
-		if ev.Facts[i] != w.Facts[i] {
-			t.Errorf("%s: fact %d %+v, want %+v", label, i, ev.Facts[i], w.Facts[i])
-		}
+		assert.Equalf(t, w.Facts[i], ev.Facts[i], "%s: fact %d", label, i)
 	}
 }
 
@@ -126,11 +132,54 @@ func CheckEvent(t testing.TB, label string, ev delivery.Event, w Want) {
 func ParseOne(t testing.TB, a providers.Adapter, r providers.Request) delivery.Event {
 	t.Helper()
 	evs, err := a.Parse(r)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	if len(evs) != 1 {
-		t.Fatalf("Parse returned %d events, want 1", len(evs))
-	}
+	require.NoError(t, err, "Parse")
+	require.Len(t, evs, 1, "Parse")
 	return evs[0]
+}
+
+// RequireBound stops the test unless ev came from provider and carries body,
+// byte for byte, and its hash: an event is bound to the verified delivery.
+func RequireBound(t testing.TB, ev delivery.Event, provider string, body []byte) {
+	t.Helper()
+	require.Equalf(t, provider, ev.Provider, "event not bound to the verified delivery: %+v", ev)
+	require.Equalf(t, providers.PayloadHash(body), ev.PayloadHash, "event not bound to the verified delivery: %+v", ev)
+	require.Equalf(t, body, ev.Raw, "event not bound to the verified delivery: %+v", ev)
+}
+
+// Adapter returns what newAdapter makes of keys, stopping the test on an
+// error: each provider's tests build their adapter through it.
+func Adapter[K, A any](t testing.TB, newAdapter func(K) (A, error), keys K) A {
+	t.Helper()
+	a, err := newAdapter(keys)
+	require.NoError(t, err)
+	return a
+}
+
+// Balances sums the postings of history per account, leaving out the
+// accounts that net to zero (an account that netted out is the same as none).
+func Balances(history []payment.Event) map[string]int64 {
+	b := map[string]int64{}
+	for _, e := range history {
+		for _, p := range payment.Postings(e) {
+			b[p.Account] += p.Amount
+		}
+	}
+	for k, v := range b {
+		if v == 0 {
+			delete(b, k)
+		}
+	}
+	return b
+}
+
+// CheckRefusal parses req with a, in a subtest called name, and checks that
+// it is refused with ErrUnauthorized saying reason, and no events.
+func CheckRefusal(t *testing.T, a providers.Adapter, name string, req providers.Request, reason string) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		evs, err := a.Parse(req)
+		require.ErrorIs(t, err, providers.ErrUnauthorized)
+		assert.ErrorContains(t, err, reason)
+		assert.Nil(t, evs, "events returned with an error")
+	})
 }
