@@ -195,6 +195,13 @@ func (c *serveCmd) Run(g *globals) error {
 		return err
 	}
 	defer pool.Close()
+	// The projectors' own pool: its marked connections never write events,
+	// so the feed horizon passes their transactions (a rebuild's included).
+	rmPool, err := postgres.NewReadModelPool(ctx, pool)
+	if err != nil {
+		return err
+	}
+	defer rmPool.Close()
 	store, closeStore, isPostgres, err := openEventStore(ctx, g.cli.EventStore, pool)
 	if err != nil {
 		return err
@@ -298,7 +305,7 @@ func (c *serveCmd) Run(g *globals) error {
 		startPprof(bgCtx, &wg, c.PprofAddr, log)
 	}
 	if c.Projections {
-		projs := projections.NewService(store, readmodel.New(pool), log)
+		projs := projections.NewService(store, readmodel.New(rmPool), log)
 		wg.Go(func() {
 			if err := projs.Run(bgCtx); err != nil {
 				log.Error("projections stopped", "error", err)
