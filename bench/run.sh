@@ -18,10 +18,18 @@
 #      domain events (bench/seed, COPY), then `onceledger rebuild --all`:
 #      events/s, peak RSS, and the raw read rate of the events table
 #      (psql \copy ... TO /dev/null) for the ratio.
+#   5. Live lag during a rebuild: a database seeded like step 4 (and
+#      rebuilt once, unmeasured, so the live tables are healthy), serve on
+#      it, cmd/loadgen offering a steady BENCH_REBUILD_LIVE_RATE webhooks/s
+#      in open loop, and `onceledger rebuild --all` run in the middle of
+#      that load: the live projections' lag p99 while it runs (loadgen's
+#      projection_lag report, polled every 100 ms), the rebuild's own rate
+#      under load, and the ledger compared with the generator's model.
 #
-#   bench/run.sh            all four
-#   bench/run.sh ingest     1-3 only
-#   bench/run.sh rebuild    4 only
+#   bench/run.sh               all five
+#   bench/run.sh ingest        1-3 only
+#   bench/run.sh rebuild       4 only
+#   bench/run.sh rebuild-live  5 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -32,6 +40,8 @@
 #   BENCH_LAG_SECONDS=20   duration of the lag run
 #   BENCH_OPEN_SECONDS=15  duration of each open-loop run
 #   BENCH_REBUILD_EVENTS=1000000  events seeded for the rebuild (about 3.8 per payment)
+#   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
+#   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   PGHOST/PGPORT/PGUSER   the Postgres server (default 127.0.0.1:5432, postgres)
 set -euo pipefail
@@ -39,8 +49,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -51,6 +61,8 @@ LAG_RATE=${BENCH_LAG_RATE:-1000}
 LAG_SECONDS=${BENCH_LAG_SECONDS:-20}
 OPEN_SECONDS=${BENCH_OPEN_SECONDS:-15}
 REBUILD_EVENTS=${BENCH_REBUILD_EVENTS:-1000000}
+RL_EVENTS=${BENCH_REBUILD_LIVE_EVENTS:-1000000}
+RL_RATE=${BENCH_REBUILD_LIVE_RATE:-500}
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
 
@@ -62,16 +74,20 @@ tag="$(date +%Y%m%d%H%M%S)_$$"
 serve_db="onceledger_bench_serve_${tag}"
 pgb_db="onceledger_bench_pgbench_${tag}"
 rb_db="onceledger_bench_rebuild_${tag}"
+rl_db="onceledger_bench_rebuildlive_${tag}"
 work="$(mktemp -d)"
 server_pid=""
+loadgen_pid=""
 cleanup() {
+	if [[ -n "$loadgen_pid" ]]; then kill "$loadgen_pid" 2>/dev/null || true; wait "$loadgen_pid" 2>/dev/null || true; fi
 	if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
 		dropdb --if-exists "$serve_db" 2>/dev/null || true
 		dropdb --if-exists "$pgb_db" 2>/dev/null || true
 		dropdb --if-exists "$rb_db" 2>/dev/null || true
+		dropdb --if-exists "$rl_db" 2>/dev/null || true
 	else
-		echo "bench: kept databases $serve_db $pgb_db $rb_db" >&2
+		echo "bench: kept databases $serve_db $pgb_db $rb_db $rl_db" >&2
 	fi
 	rm -rf "$work"
 }
@@ -206,6 +222,77 @@ SQL
 fi
 # ============================================================================
 
+# == 5. live lag during a rebuild =============================================
+if want rebuild-live; then
+	echo "== 5. live lag during a rebuild: $RL_EVENTS events seeded, $RL_RATE webhooks/s offered (open loop) while onceledger rebuild --all runs"
+	if [[ -n "$server_pid" ]]; then # step 2's server, idle since
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+		server_pid=""
+	fi
+	rl_url="$(pgurl "$rl_db")"
+	createdb "$rl_db"
+	ONCELEDGER_DATABASE_URL="$rl_url" "$work/onceledger" migrate
+	"$work/seed" --database-url "$rl_url" --events "$RL_EVENTS" | tee "$work/rl_seed.txt"
+	psql -q -c VACUUM "$rl_db"
+	# As in step 4: checkpoints at the head, then one unmeasured rebuild
+	# swaps complete tables in, so serve starts on a healthy, caught-up ledger.
+	psql -q -v ON_ERROR_STOP=1 "$rl_db" <<'SQL'
+INSERT INTO projection_checkpoints (name, position_commit, position_prepare)
+SELECT n, e.tx_id, e.global_position
+FROM unnest(ARRAY['ledger', 'payments', 'reconciliation']) AS n,
+     (SELECT tx_id, global_position FROM events ORDER BY tx_id DESC, global_position DESC LIMIT 1) AS e
+ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, position_prepare = excluded.position_prepare;
+SQL
+	echo "-- unmeasured first rebuild (live tables empty: differences expected)"
+	ONCELEDGER_DATABASE_URL="$rl_url" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" rebuild --all >"$work/rl_first.txt" 2>&1 || true
+	grep -q '^swap: rebuilt tables are live' "$work/rl_first.txt" || { cat "$work/rl_first.txt" >&2; echo "bench: first rebuild did not swap" >&2; exit 1; }
+
+	rl_port="$(free_port)"
+	rl_addr="127.0.0.1:${rl_port}"
+	rl_token="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	rl_std="whsec_$(head -c 24 /dev/urandom | base64)"
+	rl_stripe="whsec_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	ONCELEDGER_DATABASE_URL="$rl_url" ONCELEDGER_ADDR="$rl_addr" ONCELEDGER_API_TOKENS="$rl_token" \
+		ONCELEDGER_STANDARD_SECRETS="$rl_std" ONCELEDGER_STRIPE_SECRETS="$rl_stripe" ONCELEDGER_LOG_LEVEL=warn \
+		"$work/onceledger" serve >"$work/rl_serve.log" 2>&1 &
+	server_pid=$!
+	for _ in $(seq 1 100); do
+		curl -fsS "http://${rl_addr}/readyz" >/dev/null 2>&1 && break
+		kill -0 "$server_pid" 2>/dev/null || { cat "$work/rl_serve.log" >&2; echo "bench: server exited" >&2; exit 1; }
+		sleep 0.2
+	done
+	curl -fsS "http://${rl_addr}/readyz" >/dev/null || { cat "$work/rl_serve.log" >&2; exit 1; }
+
+	# The load runs until told to stop (SIGTERM: it finishes the started
+	# payments, waits for the projections and compares the ledger); the
+	# rebuild runs in its middle, with a few seconds of load on each side.
+	"$work/loadgen" --url "http://${rl_addr}" --token "$rl_token" --standard-secret "$rl_std" --stripe-secret "$rl_stripe" \
+		--payments 0 --duration 24h --rate "$RL_RATE" --open-loop --duplicates 0.2 --lag-interval 100ms \
+		--wait 120s --json >"$work/rl_load.json" 2>"$work/rl_load.err" &
+	loadgen_pid=$!
+	sleep 3
+	rl_rc=0
+	t0=$(date +%s.%N)
+	ONCELEDGER_DATABASE_URL="$rl_url" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" rebuild --all >"$work/rl_rebuild.txt" 2>&1 || rl_rc=$?
+	t1=$(date +%s.%N)
+	sleep 3
+	kill -TERM "$loadgen_pid" 2>/dev/null || true
+	wait "$loadgen_pid" || status=$?
+	loadgen_pid=""
+	grep -E '^rebuilt|^comparison|^swap' "$work/rl_rebuild.txt" || cat "$work/rl_rebuild.txt" >&2
+	echo "rebuild exit $rl_rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')s under load"
+	[[ "$rl_rc" == 0 ]] || status=1
+	jq -r '"load: verdict \(.verdict)  achieved \(.deliveries_per_second|floor)/s of \(.rate) offered  p99 \(.latency_ms.p99*10|round/10) ms  5xx \(.outcomes["5xx"])  late sends \(.late_sends)\nlive lag while loading (\(.projection_lag.polls) polls, rebuild included): events p50 \(.projection_lag.events_p50) p99 \(.projection_lag.events_p99) max \(.projection_lag.events_max); seconds p50 ~\(.projection_lag.seconds_p50*100|round/100) p99 ~\(.projection_lag.seconds_p99*100|round/100) max ~\(.projection_lag.seconds_max*100|round/100)"' "$work/rl_load.json" \
+		|| { cat "$work/rl_load.err" >&2; status=1; }
+	kill "$server_pid" 2>/dev/null || true
+	wait "$server_pid" 2>/dev/null || true
+	server_pid=""
+	rl_load_avg="$(cut -d' ' -f1-3 /proc/loadavg)"
+	dropdb --if-exists "$rl_db"
+fi
+# ============================================================================
+
 echo
 echo "== summary (paste into BENCHMARKS.md)"
 echo "machine: $(nproc) cores ($cpu), $mem RAM; Postgres $pgver; $(go version | awk '{print $3}'); commit $commit; $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -224,6 +311,13 @@ if want rebuild; then
 		"$(cat "$work/rate_first")" $(($(cat "$work/rss_first") / 1024))
 	printf 'raw events read:       %8d events/s; rebuild ratio %.2f (load after the rebuild: %s)\n' \
 		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load"
+fi
+if want rebuild-live; then
+	printf 'live lag during a rebuild of %d events at %s/s offered: p99 ~%s s (%s events), max ~%s s; rebuild under load %s events/s; ledger %s (load after: %s)\n' \
+		"$RL_EVENTS" "$RL_RATE" "$(jq -r '.projection_lag.seconds_p99*100|round/100' "$work/rl_load.json")" \
+		"$(jq -r '.projection_lag.events_p99' "$work/rl_load.json")" "$(jq -r '.projection_lag.seconds_max*100|round/100' "$work/rl_load.json")" \
+		"$(sed -E -n 's/^rebuilt .* in ([^ ]+) \(([0-9]+) events\/s\).*/\2/p' "$work/rl_rebuild.txt")" \
+		"$(jq -r .verdict "$work/rl_load.json")" "$rl_load_avg"
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

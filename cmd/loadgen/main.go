@@ -42,7 +42,7 @@ import (
 )
 
 type options struct {
-	URL            string
+	URL            string // comma-separated: several instances
 	Token          string
 	Providers      string
 	StandardSecret string
@@ -106,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.URL, "url", defaultURL(), "server base URL (default from ONCELEDGER_ADDR)")
+	fs.StringVar(&o.URL, "url", defaultURL(), "server base URL (default from ONCELEDGER_ADDR); several instances: comma-separated, webhook attempts go round-robin (a retry lands on the next one), /v1 reads use the first")
 	fs.StringVar(&o.Token, "token", firstOf("ONCELEDGER_API_TOKENS"), "bearer token for /v1 (default: first of ONCELEDGER_API_TOKENS)")
 	fs.StringVar(&o.Providers, "providers", "standard,stripe", "comma-separated providers to simulate: standard, stripe")
 	fs.StringVar(&o.StandardSecret, "standard-secret", firstOf("ONCELEDGER_STANDARD_SECRETS"), "Standard Webhooks secret whsec_<base64> (default: first of ONCELEDGER_STANDARD_SECRETS)")
@@ -142,8 +142,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.RunID == "" {
 		o.RunID = strconv.FormatUint(randomSeed()%(36*36*36*36*36*36), 36)
 	}
-	o.URL = strings.TrimRight(o.URL, "/")
 	var errs []error
+	o.URL = strings.Join(o.urls(), ",")
+	if o.URL == "" {
+		errs = append(errs, errors.New("--url must name at least one server"))
+	}
 	if o.Concurrency < 1 {
 		errs = append(errs, errors.New("--concurrency must be at least 1"))
 	}
@@ -179,6 +182,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	return o, errors.Join(errs...)
+}
+
+// urls is --url split at commas, without trailing slashes.
+func (o options) urls() []string {
+	var out []string
+	for _, u := range strings.Split(o.URL, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func (o options) providers() []string {
@@ -311,7 +325,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 	}
 	client := &http.Client{Transport: transport, Timeout: o.Timeout}
-	q := &api{base: o.URL, token: o.Token, client: client}
+	urls := o.urls()
+	if len(urls) == 0 {
+		return fail(errors.New("no server URL"))
+	}
+	q := &api{base: urls[0], token: o.Token, client: client} // instances share one database
 
 	// The baseline must be a settled ledger: wait for the projections first.
 	base := model.New()
@@ -333,7 +351,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		deadline = time.Now().Add(o.Duration)
 	}
 	work := newQueue(gen, o.Seed, window, o.Payments, deadline)
-	s := &sender{base: o.URL, client: client, stripeSecret: o.StripeSecret, standard: std,
+	s := &sender{base: urls[0], bases: urls, client: client, stripeSecret: o.StripeSecret, standard: std,
 		maxAttempts: o.MaxAttempts, backoff: o.Backoff, maxBackoff: o.MaxBackoff,
 		ans: newAnswers(), pace: newPacer(o.Rate), openLoop: o.OpenLoop, logf: logf}
 

@@ -451,3 +451,40 @@ func TestFlags(t *testing.T) {
 	_, err = parseFlags([]string{"--payments", "0"}, io.Discard)
 	assert.Error(t, err, "--payments 0 without --duration accepted")
 }
+
+// Several instances behind no balancer: --url takes a comma-separated list
+// and the attempts go round-robin over it; the instances share one ledger
+// (here one fake), which the generator reads through the first.
+func TestRunSpreadsAttemptsOverSeveralInstances(t *testing.T) {
+	fake := newFake(t)
+	var hits [3]atomic.Int64
+	var urls []string
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				hits[i].Add(1)
+			}
+			fake.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		urls = append(urls, srv.URL+"/")
+	}
+	o, err := parseFlags([]string{"--url", strings.Join(urls, " , "), "--token", "tok", "--providers", "standard",
+		"--standard-secret", testStandardSecret, "--payments", "100"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSuffix(urls[0], "/")+","+strings.TrimSuffix(urls[1], "/")+","+strings.TrimSuffix(urls[2], "/"), o.URL)
+	opts := testOptions(o.URL)
+	opts.Payments = 100
+	s, code, stderr := runJSON(t, opts)
+	require.True(t, code == 0 && s.Verdict == "MATCH", "exit %d, verdict %s, differences %+v\nstderr: %s", code, s.Verdict, s.Differences, stderr)
+	total := hits[0].Load() + hits[1].Load() + hits[2].Load()
+	assert.Equal(t, s.Requests, total, "every attempt reached one of the instances")
+	for i := range hits {
+		n := hits[i].Load()
+		assert.InDelta(t, float64(total)/3, float64(n), 2, "instance %d got %d of %d attempts: round-robin", i, n, total)
+	}
+
+	_, err = parseFlags([]string{"--url", " , ", "--token", "tok", "--providers", "standard",
+		"--standard-secret", testStandardSecret}, io.Discard)
+	assert.Error(t, err, "an empty --url list accepted")
+}

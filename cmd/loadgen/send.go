@@ -108,7 +108,9 @@ func (a *answers) violations() (checked int, bad []string) {
 // sender delivers webhooks like a provider: signs each attempt afresh,
 // retries every non-2xx with exponential backoff, and takes a 2xx as final.
 type sender struct {
-	base         string // server URL without trailing slash
+	base         string   // server URL without trailing slash
+	bases        []string // several instances: attempts round-robin (else base)
+	next         atomic.Uint64
 	client       *http.Client
 	stripeSecret string
 	standard     *sign.Standard
@@ -293,7 +295,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // "error") field. Its latency is measured from origin when set (the
 // scheduled send time, open loop), else from the moment it is sent.
 func (s *sender) attempt(ctx context.Context, d *scenario.Delivery, body []byte, origin time.Time) (status int, outcome string, retryAfter time.Duration, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/webhooks/"+d.Provider, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target()+"/webhooks/"+d.Provider, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", 0, err
 	}
@@ -344,6 +346,16 @@ func (s *sender) attempt(ctx context.Context, d *scenario.Delivery, body []byte,
 		}
 	}
 	return resp.StatusCode, outcome, retryAfter, nil
+}
+
+// target is the server of the next attempt: round-robin over several
+// instances, as a load balancer would spread them, so that a retry after a
+// failure goes to another instance.
+func (s *sender) target() string {
+	if len(s.bases) < 2 {
+		return s.base
+	}
+	return s.bases[(s.next.Add(1)-1)%uint64(len(s.bases))]
 }
 
 // pacer spaces deliveries at a fixed rate across all senders: the n-th

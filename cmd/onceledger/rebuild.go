@@ -11,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/projections"
 )
@@ -44,8 +45,16 @@ func projectionService(g *globals) (*projections.Service, func(), error) {
 		pool.Close()
 		return nil, nil, err
 	}
-	svc := projections.NewService(store, readmodel.New(pool), g.log)
-	return svc, func() { _ = closeStore(); pool.Close() }, nil
+	// The read model writes through its own marked pool, so the feed
+	// horizon passes a rebuild's transactions: live projectors keep up.
+	rmPool, err := postgres.NewReadModelPool(g.ctx, pool)
+	if err != nil {
+		_ = closeStore()
+		pool.Close()
+		return nil, nil, err
+	}
+	svc := projections.NewService(store, readmodel.New(rmPool), g.log)
+	return svc, func() { rmPool.Close(); _ = closeStore(); pool.Close() }, nil
 }
 
 func (c *rebuildCmd) Run(g *globals) error {

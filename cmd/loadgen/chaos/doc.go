@@ -16,6 +16,12 @@
 //     off, then projecting servers are killed with SIGKILL while they catch
 //     up. The read models (ledger_entries, account_balances) must still equal
 //     the model exactly: a replayed batch is applied once in effect.
+//   - TestThreeInstancesKill9: three serve processes on one database, the
+//     sender spreading attempts round-robin across them (duplicates and
+//     twins sent to two instances at once included), and kill -9 of the
+//     instance running the projectors mid-load. The ledger must equal the
+//     model, the projections must move again within 5 s (advisory-lock
+//     failover), and only the killed instance may fail a request.
 //   - TestSlowAndDisconnectingClients: clients that close mid-body or trickle
 //     a body past the server's read timeout leave no inbox row and no event,
 //     and the same deliveries sent properly afterwards are first arrivals.

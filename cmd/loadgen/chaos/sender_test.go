@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +127,7 @@ func newWorkload(t *testing.T, seed uint64, payments int) *workload {
 
 // answer is what one POST got: status 0 is a transport error.
 type answer struct {
+	target int // index of the server it was sent to (one-server runs: 0)
 	status int
 	result string // "accepted", "duplicate", "ignored" on 2xx
 	err    error
@@ -132,12 +135,18 @@ type answer struct {
 
 // sender posts deliveries and remembers which were acknowledged. allowed
 // says which statuses the scenario tolerates besides 200; anything else is
-// recorded as a violation.
+// recorded as a violation. With several servers (behind no balancer: the
+// sender is its own), attempts go round-robin, so a retry lands on the next
+// server.
 type sender struct {
-	base    string
+	bases   []string
+	next    atomic.Uint64
 	signer  *sign.Standard
 	client  *http.Client
 	allowed func(a answer) bool
+	// twins is the share of deliveries whose first send goes to two servers
+	// at the same instant: the inbox's primary key decides across processes.
+	twins float64
 
 	mu         sync.Mutex
 	acked      map[string]bool
@@ -150,7 +159,13 @@ type sender struct {
 
 func newSender(t *testing.T, srv *server, workers int, allowed func(answer) bool) *sender {
 	t.Helper()
-	signer, err := sign.NewStandard(srv.sec.standard)
+	return newClusterSender(t, []*server{srv}, workers, allowed)
+}
+
+// newClusterSender spreads its attempts over srvs (which share secrets).
+func newClusterSender(t *testing.T, srvs []*server, workers int, allowed func(answer) bool) *sender {
+	t.Helper()
+	signer, err := sign.NewStandard(srvs[0].sec.standard)
 	require.NoError(t, err)
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
@@ -159,8 +174,12 @@ func newSender(t *testing.T, srv *server, workers int, allowed func(answer) bool
 		IdleConnTimeout:     30 * time.Second,
 	}
 	t.Cleanup(tr.CloseIdleConnections)
+	var bases []string
+	for _, srv := range srvs {
+		bases = append(bases, srv.url("/webhooks/"+provider))
+	}
 	return &sender{
-		base:    srv.url("/webhooks/" + provider),
+		bases:   bases,
 		signer:  signer,
 		client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		allowed: allowed,
@@ -169,22 +188,25 @@ func newSender(t *testing.T, srv *server, workers int, allowed func(answer) bool
 	}
 }
 
-// post sends d once, signed now (the timestamp is part of the signature; the
-// body bytes never change).
-func (s *sender) post(ctx context.Context, d *delivery) answer {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base, bytes.NewReader(d.body))
+// pick is the next server, round-robin.
+func (s *sender) pick() int { return int((s.next.Add(1) - 1) % uint64(len(s.bases))) }
+
+// post sends d once to server i, signed now (the timestamp is part of the
+// signature; the body bytes never change).
+func (s *sender) post(ctx context.Context, i int, d *delivery) answer {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.bases[i], bytes.NewReader(d.body))
 	if err != nil {
-		return answer{err: err}
+		return answer{target: i, err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	s.signer.Headers(req.Header, d.id, time.Now(), d.body)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return answer{err: err}
+		return answer{target: i, err: err}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	a := answer{status: resp.StatusCode}
+	a := answer{target: i, status: resp.StatusCode}
 	if resp.StatusCode/100 == 2 {
 		var v struct {
 			Status string `json:"status"`
@@ -202,12 +224,43 @@ func (s *sender) post(ctx context.Context, d *delivery) answer {
 
 // attempt posts d once and books the answer; it reports acknowledgement.
 func (s *sender) attempt(ctx context.Context, d *delivery) bool {
-	a := s.post(ctx, d)
+	a := s.post(ctx, s.pick(), d)
 	if ctx.Err() != nil && a.err != nil {
 		return false // the test is ending; not the server's answer
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.book(d, a)
+}
+
+// twin posts d to two different servers at the same instant and books both
+// answers; it reports acknowledgement. A first arrival is booked first: the
+// two answers race back, and the "duplicate" may arrive before the
+// "accepted" it depends on.
+func (s *sender) twin(ctx context.Context, d *delivery) bool {
+	i := s.pick()
+	j := (i + 1) % len(s.bases)
+	var other answer
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { <-start; other = s.post(ctx, j, d) })
+	close(start)
+	a := s.post(ctx, i, d)
+	wg.Wait()
+	if ctx.Err() != nil && (a.err != nil || other.err != nil) {
+		return false
+	}
+	if other.result == "accepted" {
+		a, other = other, a
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := s.book(d, a)
+	return s.book(d, other) || ok
+}
+
+// book records one answer to d (under s.mu) and reports acknowledgement.
+func (s *sender) book(d *delivery, a answer) bool {
 	s.counts[a.status]++
 	wasAcked := s.acked[d.id]
 	switch {
@@ -233,7 +286,7 @@ func (s *sender) attempt(ctx context.Context, d *delivery) bool {
 		if a.err != nil {
 			msg = a.err.Error()
 		}
-		s.violations = append(s.violations, fmt.Sprintf("%s (%s): status %d: %s", d.id, d.typ, a.status, msg))
+		s.violations = append(s.violations, fmt.Sprintf("%s (%s): server %d answered status %d: %s", d.id, d.typ, a.target, a.status, msg))
 		return false
 	}
 }
@@ -269,7 +322,11 @@ func (s *sender) deliver(ctx context.Context, seqs [][]*delivery, workers int, p
 						if ctx.Err() != nil || time.Now().After(p.until) {
 							break
 						}
-						if s.attempt(ctx, d) {
+						if try == 1 && s.isTwin(d) {
+							if s.twin(ctx, d) {
+								break
+							}
+						} else if s.attempt(ctx, d) {
 							break
 						}
 						select {
@@ -289,6 +346,16 @@ func (s *sender) deliver(ctx context.Context, seqs [][]*delivery, workers int, p
 	}
 	close(work)
 	wg.Wait()
+}
+
+// isTwin picks, from the webhook-id, the deliveries sent as twins.
+func (s *sender) isTwin(d *delivery) bool {
+	if s.twins <= 0 || len(s.bases) < 2 {
+		return false
+	}
+	h := fnv.New32a()
+	h.Write([]byte(d.id))
+	return float64(h.Sum32()%1000) < s.twins*1000
 }
 
 // redeliver sends ds (each alone, in parallel) until acknowledged or the

@@ -222,7 +222,7 @@ func TestSlowAndDisconnectingClients(t *testing.T) {
 
 	// The same deliveries, complete: every one is a first arrival.
 	for _, d := range ds {
-		a := s.post(ctx, d)
+		a := s.post(ctx, 0, d)
 		assert.True(t, a.status == http.StatusOK && a.result == "accepted",
 			"%s sent properly after its incomplete attempt: %d %q %v, want 200 accepted", d.id, a.status, a.result, a.err)
 	}

@@ -68,9 +68,13 @@ type Config struct {
 
 // App is the wired service.
 type App struct {
-	cfg     Config
-	log     *slog.Logger
-	pool    *pgxpool.Pool
+	cfg  Config
+	log  *slog.Logger
+	pool *pgxpool.Pool
+	// rmPool writes the read models: its connections are marked so that
+	// the feed horizon passes their transactions (postgres.NewReadModelPool);
+	// it must never append events.
+	rmPool  *pgxpool.Pool
 	events  EventStore
 	service *ingest.Service
 	workers []*ingest.Worker
@@ -96,8 +100,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.pool = pool
+	if a.rmPool, err = postgres.NewReadModelPool(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	a.events, err = OpenEventStore(cfg.EventStore, pool)
 	if err != nil {
+		a.rmPool.Close()
 		pool.Close()
 		return nil, err
 	}
@@ -185,6 +194,7 @@ func (a *App) Close() {
 			a.reads.Close()
 		}
 		_ = a.events.Close()
+		a.rmPool.Close()
 		a.pool.Close()
 	})
 }
@@ -223,7 +233,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	}
 	wg.Go(func() { a.reads.Monitor.Run(bgCtx) })
 	if c.Projections {
-		projs := projections.NewService(a.events.Store, readmodel.New(a.pool), a.log)
+		projs := projections.NewService(a.events.Store, readmodel.New(a.rmPool), a.log)
 		wg.Go(func() {
 			if err := projs.Run(bgCtx); err != nil {
 				a.log.Error("projections stopped", "error", err)
