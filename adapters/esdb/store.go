@@ -48,8 +48,9 @@ import (
 var _ eventstore.Store = (*Store)(nil)
 
 // DefaultStreamPrefixes are the streams of the global feed: payments and
-// payouts (see delivery.Event.StreamID).
-var DefaultStreamPrefixes = []string{"payment-", "payout-"}
+// payouts (see delivery.Event.StreamID), and the accounting periods'
+// calendar (domain/period.StreamID).
+var DefaultStreamPrefixes = []string{"payment-", "payout-", "periods"}
 
 // Option configures a Store.
 type Option func(*Store)
