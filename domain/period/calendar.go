@@ -66,10 +66,10 @@ var (
 // open period" is always well defined:
 //
 //   - The first close may be any month, once it has ended. It fixes the start
-//     of the books: every period before it counts as closed too (it has no
-//     trial balance of its own; its entries are the first closed period's
-//     opening balance), and a late fact for it is an adjustment like any
-//     other. The first close also fixes the reporting time zone.
+//     of the books: every period before it counts as closed too (those with
+//     entries are frozen by the same close, each with its trial balance),
+//     and a late fact for one is an adjustment like any other. The first
+//     close also fixes the reporting time zone.
 //   - After that, a period closes only after every earlier one: the next
 //     close is always the month after the last closed one.
 //   - Only the last closed period can be reopened (no later period may be

@@ -74,7 +74,11 @@ func TestClosedFiguresNeverChange(t *testing.T) {
 					t.Fatal(err)
 				}
 				feed = append(feed, logged{period: evs[0]})
-				frozenAtClose[p] = books.Frozen()[p]
+				for q, f := range books.Frozen() {
+					if _, ok := frozenAtClose[q]; !ok {
+						frozenAtClose[q] = f
+					}
+				}
 			}
 		}
 		for i, d := range order {

@@ -206,23 +206,33 @@ func NewBooks(loc *time.Location) *Books {
 func (b *Books) Calendar() Calendar { return b.cal }
 
 // Apply folds a calendar event: a close freezes the period's trial
-// balance, a reopen thaws it. A close in another zone than the books'
+// balance (the first close also those of the earlier periods with
+// entries), a reopen thaws it. A close in another zone than the books'
 // (ErrZoneMismatch) means the entries so far were booked in the wrong zone.
 func (b *Books) Apply(e Event) error {
 	if c, ok := e.(Closed); ok && c.Zone != b.loc.String() {
 		return fmt.Errorf("%w: %s was closed in %s, the books are kept in %s", ErrZoneMismatch, c.Period, c.Zone, b.loc)
 	}
+	first := b.cal.start.IsZero()
 	if err := b.cal.Apply(e); err != nil {
 		return err
 	}
 	p := e.PeriodOf()
 	switch e.(type) {
 	case Closed:
-		tb, err := b.TrialBalance(p)
-		if err != nil {
-			return err
+		// The first close starts the books: every earlier period with
+		// entries closes with it, each with its own frozen figures.
+		ps := []Period{p}
+		if first {
+			ps = append(slices.DeleteFunc(b.Periods(), func(q Period) bool { return !q.Before(p) }), p)
 		}
-		b.frozen[p] = Frozen{Lines: tb.Lines, Hash: Hash(p, tb.Lines)}
+		for _, q := range ps {
+			tb, err := b.TrialBalance(q)
+			if err != nil {
+				return err
+			}
+			b.frozen[q] = Frozen{Lines: tb.Lines, Hash: Hash(q, tb.Lines)}
+		}
 	case Reopened:
 		delete(b.frozen, p)
 	}
@@ -234,6 +244,9 @@ func (b *Books) Apply(e Event) error {
 func (b *Books) Post(effective time.Time, ps []ledger.Posting) ([]Entry, error) {
 	eff := Of(effective, b.loc)
 	booked, late := b.cal.Book(eff)
+	if len(ps) == 0 {
+		return nil, nil // nothing booked: the period gets no entries
+	}
 	sums := b.sums[booked]
 	if sums == nil {
 		sums = map[acctCur]*Sum{}
