@@ -94,7 +94,8 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 		t.Errorf("progress calls %d, queries %d", progressCalls.Load(), queries.Load())
 	}
 	for _, tc := range rep.Tables {
-		if tc.LiveRows != tc.RebuiltRows || tc.LiveRows == 0 || tc.DifferingRows != 0 {
+		// No period is closed here: period_balances stays empty.
+		if tc.LiveRows != tc.RebuiltRows || (tc.LiveRows == 0 && tc.Table != "period_balances") || tc.DifferingRows != 0 {
 			t.Errorf("table %+v", tc)
 		}
 	}

@@ -40,7 +40,8 @@ func TestReadModelMigrationsDownAndUp(t *testing.T) {
 	}
 
 	for _, rel := range []string{"payments", "ledger_entries", "account_balances", "reconciliation_items",
-		"projection_checkpoints", "webhook_inbox", "v_balances_by_provider", "v_open_reconciliation", "v_daily_totals"} {
+		"projection_checkpoints", "webhook_inbox", "v_balances_by_provider", "v_open_reconciliation", "v_daily_totals",
+		"periods", "period_balances"} {
 		var ok bool
 		if err := pool.QueryRow(ctx, `SELECT has_table_privilege('onceledger_readonly', $1, 'SELECT')`, rel).Scan(&ok); err != nil || !ok {
 			t.Errorf("onceledger_readonly cannot read %s (%v)", rel, err)
