@@ -36,7 +36,8 @@ ALTER TABLE ledger_entries
     ALTER COLUMN period SET NOT NULL,
     ADD CONSTRAINT ledger_entries_period_check CHECK (period ~ '^[0-9]{4}-(0[1-9]|1[0-2])$'),
     ADD CONSTRAINT ledger_entries_adjusts_period_check
-        CHECK ((late_adjustment AND adjusts_period < period) OR (NOT late_adjustment AND adjusts_period IS NULL));
+        CHECK (CASE WHEN late_adjustment THEN adjusts_period IS NOT NULL AND adjusts_period < period
+                    ELSE adjusts_period IS NULL END);
 
 CREATE INDEX ledger_entries_period_idx ON ledger_entries (period, account, currency);
 

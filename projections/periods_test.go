@@ -392,3 +392,34 @@ func TestMonthBoundaryInNonUTCZones(t *testing.T) {
 		})
 	}
 }
+
+// Over EventStoreDB the periods stream is part of the feed the projectors
+// read ($all filtered by stream prefix): a close reaches the ledger
+// projection, and a late fact after it is an adjustment.
+func TestESDBFeedCarriesThePeriodsStream(t *testing.T) {
+	t.Parallel()
+	f := newESDBFixture(t)
+	ctx := ctxT(t)
+	stop := f.run(ctx)
+	defer func() { assert.NoError(t, stop()) }()
+	ops := operations.NewPeriods(f.store, time.UTC, func() time.Time { return at("2026-12-02T00:00:00Z") })
+
+	f.recordDeliveries(ctx, standardDelivery("msg_1", "payment.captured", "pe_1", at("2026-11-10T00:00:00Z"),
+		delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "ch_1", Amount: 1000, Currency: "USD"}))
+	_, err := ops.ClosePeriod(ctx, period.MustParse("2026-11"), "alice", "")
+	require.NoError(t, err)
+	f.recordDeliveries(ctx, standardDelivery("msg_2", "refund.succeeded", "pe_1", at("2026-11-20T00:00:00Z"),
+		delivery.Fact{Kind: delivery.KindRefunded, BusinessID: "re_1", Amount: 100, Currency: "USD"}))
+	f.waitAt(ctx, f.head(ctx))
+
+	var late int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries
+		WHERE late_adjustment AND period = '2026-12' AND adjusts_period = '2026-11'`).Scan(&late))
+	assert.Equal(t, 2, late)
+	tb, err := f.db.TrialBalance(ctx, period.MustParse("2026-11"))
+	require.NoError(t, err)
+	assert.True(t, tb.Frozen)
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs)
+}

@@ -154,6 +154,25 @@ func (s *Store) TrialBalance(ctx context.Context, p period.Period) (TrialBalance
 	return tb, err
 }
 
+// TrialBalanceColumns are the CSV header of a trial balance, in the order
+// of TrialBalance.Cells: decimal amounts in major units, then the same in
+// minor units.
+var TrialBalanceColumns = []string{"period", "account", "currency", "opening", "debits", "credits", "closing",
+	"opening_minor", "debits_minor", "credits_minor", "closing_minor"}
+
+// Cells renders the lines as TrialBalanceColumns rows.
+func (tb TrialBalance) Cells() [][]string {
+	out := make([][]string, len(tb.Lines))
+	for i, l := range tb.Lines {
+		out[i] = []string{tb.Info.Period.String(), l.Account, string(l.Currency),
+			money.FormatMinor(l.Opening, l.Currency), money.FormatMinor(l.Debits, l.Currency),
+			money.FormatMinor(l.Credits, l.Currency), money.FormatMinor(l.Closing, l.Currency),
+			strconv.FormatInt(l.Opening, 10), strconv.FormatInt(l.Debits, 10),
+			strconv.FormatInt(l.Credits, 10), strconv.FormatInt(l.Closing, 10)}
+	}
+	return out
+}
+
 func frozenLines(ctx context.Context, tx pgx.Tx, p period.Period) ([]period.Balance, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT account, currency, opening, debits, credits, closing FROM period_balances

@@ -47,3 +47,14 @@ func TestJournalCells(t *testing.T) {
 		id.String(), "", "1050", "2026-11-30T23:00:00Z", "2026-12-02T01:00:00.000000005Z", "2026-12", "true", "2026-11"}, r.Cells())
 	assert.Len(t, readmodel.JournalColumns, len(r.Cells()))
 }
+
+func TestTrialBalanceCells(t *testing.T) {
+	tb := readmodel.TrialBalance{
+		Info:  readmodel.PeriodInfo{Period: period.MustParse("2026-11")},
+		Lines: []period.Balance{{Account: "revenue:sales", Currency: "JPY", Opening: -500, Credits: 1000, Closing: -1500}},
+	}
+	assert.Equal(t, [][]string{{"2026-11", "revenue:sales", "JPY", "-500", "0", "1000", "-1500", "-500", "0", "1000", "-1500"}}, tb.Cells())
+	tb.Lines[0].Currency = "USD"
+	assert.Equal(t, []string{"2026-11", "revenue:sales", "USD", "-5.00", "0.00", "10.00", "-15.00", "-500", "0", "1000", "-1500"}, tb.Cells()[0])
+	assert.Len(t, readmodel.TrialBalanceColumns, len(tb.Cells()[0]))
+}
