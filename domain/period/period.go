@@ -116,3 +116,20 @@ func (p Period) String() string {
 	}
 	return fmt.Sprintf("%04d-%02d", p.year, int(p.month))
 }
+
+// MarshalText renders "YYYY-MM" (JSON: a string; the zero Period is "").
+func (p Period) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "YYYY-MM"; "" is the zero Period.
+func (p *Period) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*p = Period{}
+		return nil
+	}
+	q, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}

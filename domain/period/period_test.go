@@ -1,6 +1,7 @@
 package period_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -75,4 +76,15 @@ func TestOfAtMonthBoundariesInNonUTCZones(t *testing.T) {
 	assert.Equal(t, "2026-04-01T07:00:00Z", mar.End(la).UTC().Format(time.RFC3339))
 	assert.Equal(t, mar, period.Of(mar.Start(la), la))
 	assert.Equal(t, mar, period.Of(mar.End(la).Add(-time.Nanosecond), la))
+}
+
+func TestPeriodAsText(t *testing.T) {
+	b, err := json.Marshal(struct{ P, Z period.Period }{P: period.MustParse("2026-11")})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"P":"2026-11","Z":""}`, string(b))
+	var v struct{ P, Z period.Period }
+	require.NoError(t, json.Unmarshal(b, &v))
+	assert.Equal(t, period.MustParse("2026-11"), v.P)
+	assert.True(t, v.Z.IsZero())
+	assert.ErrorIs(t, json.Unmarshal([]byte(`{"P":"2026-13"}`), &v), period.ErrInvalidPeriod)
 }

@@ -1,6 +1,7 @@
 // Package readmodel is the Postgres side of the projections: the SQL that
 // writes and reads the read-model tables (ledger_entries, account_balances,
-// payments, reconciliation_items), the projection checkpoints and advisory
+// payments, reconciliation_items, periods, period_balances), the
+// projection checkpoints and advisory
 // locks, the shadow tables of a rebuild and the invariant checks. It
 // implements the ports declared by package projections.
 package readmodel
