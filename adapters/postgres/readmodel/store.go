@@ -1,9 +1,9 @@
 // Package readmodel is the Postgres side of the projections: the SQL that
 // writes and reads the read-model tables (ledger_entries, account_balances,
 // payments, reconciliation_items, periods, period_balances), the
-// projection checkpoints and advisory
-// locks, the shadow tables of a rebuild and the invariant checks. It
-// implements the ports declared by package projections.
+// projection checkpoints and advisory locks, the shadow tables of a
+// rebuild and the invariant checks. It implements the ports declared by
+// package projections.
 package readmodel
 
 import (
