@@ -240,3 +240,101 @@ func genDeliveries(t *rapid.T) []delivery.Event {
 	}
 	return out
 }
+
+// With reopens too: operators close and reopen months in any interleaving
+// with the deliveries (within the rules). Whatever is closed at the end
+// has the figures frozen at its last close, entries are never booked into a
+// period closed at the time, and a replay of the feed reproduces it all.
+func TestReopenAndCloseAgainStayConsistent(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		loc := time.UTC
+		pending := rapid.Permutation(genDeliveries(t)).Draw(t, "arrival")
+		books := period.NewBooks(loc)
+		var feed []logged
+		var entries []period.Entry
+		var history []payment.Event
+		frozenAtLastClose := map[period.Period]string{}
+		later := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+		for len(pending) > 0 {
+			cal := books.Calendar()
+			var evs []period.Event
+			var err error
+			switch rapid.IntRange(0, 5).Draw(t, "action") {
+			case 0: // close the next month (the first: any month)
+				p := cal.ClosedThrough()
+				switch {
+				case cal.Start().IsZero():
+					p = period.MustParse("2026-10")
+					for range rapid.IntRange(0, 4).Draw(t, "start") {
+						p = p.Next()
+					}
+				case p.IsZero():
+					p = cal.Start()
+				default:
+					p = p.Next()
+				}
+				evs, err = cal.DecideClose(period.CloseCommand{Period: p, Zone: loc, Actor: "op", Now: later})
+			case 1: // reopen the last closed month
+				p := cal.ClosedThrough()
+				if p.IsZero() {
+					continue
+				}
+				evs, err = cal.DecideReopen(period.ReopenCommand{Period: p, Actor: "op", Reason: "why", Now: later})
+			default:
+				d := pending[0]
+				pending = pending[1:]
+				pevs, err := payment.Decide(history, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				history = append(history, pevs...)
+				for _, e := range pevs {
+					feed = append(feed, logged{payment: e})
+					es, err := books.Post(e.Metadata().OccurredAt, payment.Postings(e))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, en := range es {
+						if cal.IsClosed(en.Booked) {
+							t.Fatalf("%+v booked into a closed period", en)
+						}
+					}
+					entries = append(entries, es...)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("decide: %v", err)
+			}
+			if err := books.Apply(evs[0]); err != nil {
+				t.Fatal(err)
+			}
+			feed = append(feed, logged{period: evs[0]})
+			for p, f := range books.Frozen() {
+				frozenAtLastClose[p] = f.Hash
+			}
+		}
+		for p, f := range books.Frozen() {
+			tb, err := period.Compute(p, entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := period.Hash(p, tb.Lines); h != f.Hash || h != frozenAtLastClose[p] {
+				t.Fatalf("%s: frozen %s, now %s", p, f.Hash, h)
+			}
+		}
+		again := period.NewBooks(loc)
+		for _, l := range feed {
+			if l.period != nil {
+				if err := again.Apply(l.period); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := again.Post(l.payment.Metadata().OccurredAt, payment.Postings(l.payment)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !maps.EqualFunc(again.Frozen(), books.Frozen(), func(a, b period.Frozen) bool { return a.Hash == b.Hash }) {
+			t.Fatalf("replay froze differently")
+		}
+	})
+}
