@@ -1,5 +1,6 @@
 // Package projections turns the global event feed into the Postgres read
-// models accountants query (ledger entries and balances, payments,
+// models accountants query (ledger entries and balances booked into
+// accounting periods with their frozen trial balances, payments,
 // reconciliation items): the projector runtime (checkpointed batches, one
 // active projector per projection across processes, poison events stop a
 // projection instead of being skipped), the projections themselves, the
@@ -25,6 +26,7 @@ import (
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
+	"github.com/onceledger/onceledger/domain/period"
 )
 
 // Names of the projections, as stored in projection_checkpoints and accepted
@@ -44,9 +46,12 @@ const (
 
 // Envelope is one feed event with its decoded domain event. The runtime
 // decodes once per batch, so a projection never sees an undecodable event.
+// Exactly one of Event (payment and payout streams) and Period (the
+// periods stream's calendar events) is set.
 type Envelope struct {
 	Recorded eventstore.RecordedEvent
 	Event    payment.Event
+	Period   period.Event
 }
 
 // Projection maps a batch of events to read-model rows through w. Apply must
@@ -76,6 +81,7 @@ type Writer interface {
 	UpsertPayments(ctx context.Context, rows []PaymentRow) error
 	// ApplyReconciliation opens (or re-opens) and resolves items, in order.
 	ApplyReconciliation(ctx context.Context, changes []ReconciliationChange) error
+	PeriodWriter
 }
 
 // LedgerEntry is one posting of one event, as a ledger_entries row.
@@ -88,9 +94,14 @@ type LedgerEntry struct {
 	Account      string
 	Currency     money.Currency
 	Amount       int64
-	OccurredAt   time.Time
-	RecordedAt   time.Time
+	OccurredAt   time.Time // effective_at: when the provider says it happened
+	RecordedAt   time.Time // booked_at: when the event store recorded it
 	Position     eventstore.Position
+	// Period is the period the entry is booked into; Late marks an entry
+	// whose effective period (Adjusts) was closed when it was booked.
+	Period  period.Period
+	Late    bool
+	Adjusts period.Period
 }
 
 // PaymentRow is one payments row; its shape is the read side's
@@ -135,9 +146,35 @@ func poison(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrPoison}, args...)...)
 }
 
-// Default returns the projections onceledger runs, in a fixed order.
-func Default() []Projection {
-	return []Projection{Ledger(), Payments(), Reconciliation()}
+// Default returns the projections onceledger runs, in a fixed order. The
+// options set the ledger's reporting time zone (default UTC).
+func Default(opts ...Option) []Projection {
+	return []Projection{Ledger(opts...), Payments(), Reconciliation()}
+}
+
+// Option configures the projections, Verify and the Service.
+type Option func(*config)
+
+type config struct {
+	zone *time.Location
+}
+
+// ReportingZone sets the time zone of accounting periods
+// (ONCELEDGER_REPORTING_TZ); nil means UTC.
+func ReportingZone(loc *time.Location) Option {
+	return func(c *config) {
+		if loc != nil {
+			c.zone = loc
+		}
+	}
+}
+
+func configure(opts []Option) config {
+	c := config{zone: time.UTC}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
 }
 
 // decode turns a batch into envelopes. It returns the envelopes of the
@@ -145,11 +182,22 @@ func Default() []Projection {
 func decode(name string, batch []eventstore.RecordedEvent) ([]Envelope, error) {
 	out := make([]Envelope, 0, len(batch))
 	for _, r := range batch {
-		e, err := payment.Decode(r.Type, r.Data)
+		env, err := decodeOne(r)
 		if err != nil {
 			return out, &PoisonError{Projection: name, Event: r, Err: fmt.Errorf("%w: decode: %w", ErrPoison, err)}
 		}
-		out = append(out, Envelope{Recorded: r, Event: e})
+		out = append(out, env)
 	}
 	return out, nil
+}
+
+// decodeOne decodes one feed event with the codec of its stream: the
+// periods stream holds calendar events, every other stream payment events.
+func decodeOne(r eventstore.RecordedEvent) (Envelope, error) {
+	if r.StreamID == period.StreamID {
+		e, err := period.Decode(r.Type, r.Data)
+		return Envelope{Recorded: r, Period: e}, err
+	}
+	e, err := payment.Decode(r.Type, r.Data)
+	return Envelope{Recorded: r, Event: e}, err
 }

@@ -6,58 +6,9 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
-	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
 )
-
-// Ledger is the journal projection: every posting of every event (payments
-// and payouts) into ledger_entries, and their sums into account_balances.
-func Ledger() Projection { return ledgerProjection{} }
-
-type ledgerProjection struct{}
-
-func (ledgerProjection) Name() string     { return NameLedger }
-func (ledgerProjection) Tables() []string { return []string{"ledger_entries", "account_balances"} }
-
-func (ledgerProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
-	var entries []LedgerEntry
-	for _, env := range batch {
-		ps := payment.Postings(env.Event)
-		if len(ps) == 0 {
-			continue
-		}
-		// An unbalanced event would make every balance after it wrong;
-		// stopping here is the only honest option.
-		if err := ledger.Check(ps); err != nil {
-			return poison("event %s: %w", env.Recorded.ID, err)
-		}
-		m := env.Event.Metadata()
-		occurred := m.OccurredAt
-		if occurred.IsZero() {
-			occurred = env.Recorded.RecordedAt
-		}
-		for i, p := range ps {
-			entries = append(entries, LedgerEntry{
-				EventID:      env.Recorded.ID,
-				PostingIndex: i,
-				StreamID:     env.Recorded.StreamID,
-				EventType:    env.Recorded.Type,
-				Provider:     m.Provider,
-				Account:      p.Account,
-				Currency:     p.Currency,
-				Amount:       p.Amount,
-				OccurredAt:   occurred,
-				RecordedAt:   env.Recorded.RecordedAt,
-				Position:     env.Recorded.Position,
-			})
-		}
-	}
-	if len(entries) == 0 {
-		return nil
-	}
-	return w.InsertLedgerEntries(ctx, entries)
-}
 
 // Payments is the per-payment summary projection (payments table). Payout
 // streams do not touch it.

@@ -23,14 +23,16 @@ type Service struct {
 	db    DB
 	projs []Projection
 	log   *slog.Logger
+	opts  []Option
 }
 
 // NewService returns a service over the Default projections. log may be nil.
-func NewService(feed Feed, db DB, log *slog.Logger) *Service {
+// opts (ReportingZone) configure the projections and Verify.
+func NewService(feed Feed, db DB, log *slog.Logger, opts ...Option) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{feed: feed, db: db, projs: Default(), log: log}
+	return &Service{feed: feed, db: db, projs: Default(opts...), log: log, opts: opts}
 }
 
 // Names lists the projections.
@@ -73,7 +75,7 @@ func (s *Service) Rebuild(ctx context.Context, names []string, opts RebuildOptio
 
 // Verify checks the ledger invariants; see the package function Verify.
 func (s *Service) Verify(ctx context.Context) (Violations, error) {
-	return Verify(ctx, s.feed, s.db)
+	return Verify(ctx, s.feed, s.db, s.opts...)
 }
 
 // Status reports positions, lags (every event counted) and inbox counts;

@@ -3,10 +3,13 @@ package projections
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/period"
 )
 
 // AuditDB is what verify and status read from the read-model database.
@@ -19,6 +22,18 @@ type AuditDB interface {
 	// InboxCounts counts webhook_inbox rows by status.
 	InboxCounts(ctx context.Context) (map[string]int64, error)
 	LockHeld(ctx context.Context, kind LockKind, name string) (bool, error)
+	// FrozenPeriods returns the closed periods with their stored hash and
+	// frozen lines, and the ledger projection's checkpoint, from one
+	// snapshot (the periods are as of that position).
+	FrozenPeriods(ctx context.Context) (eventstore.Position, []FrozenPeriod, error)
+}
+
+// FrozenPeriod is a closed period as stored: periods.content_hash and its
+// period_balances rows.
+type FrozenPeriod struct {
+	Period period.Period
+	Hash   string
+	Lines  []period.Balance
 }
 
 // Checks a Violation can come from.
@@ -28,6 +43,7 @@ const (
 	CheckBalancesMatch    = "balances_match_entries" // account_balances differs from SUM(ledger_entries)
 	CheckEntriesBalance   = "entries_balance"        // an event's stored entries do not sum to zero
 	CheckCheckpointInFeed = "checkpoint_within_head" // a projection claims a position past the head
+	CheckPeriodHash       = "period_hash"            // a closed period's figures differ from history or from its hash
 )
 
 // Violation is one broken ledger invariant.
@@ -48,9 +64,20 @@ const maxViolations = 100
 // Verify checks the ledger invariants: every event of the feed decodes and
 // its postings balance per currency; every balance equals the sum of its
 // entries, and every event's entries balance; every checkpoint is at or
-// behind the head. It reads the whole feed.
-func Verify(ctx context.Context, feed Feed, db AuditDB) (Violations, error) {
+// behind the head; every closed period's frozen figures match their hash
+// and a recomputation from history (the feed up to the ledger's checkpoint,
+// booked by domain/period's rule in the reporting zone of opts). It reads
+// the whole feed.
+func Verify(ctx context.Context, feed Feed, db AuditDB, opts ...Option) (Violations, error) {
 	var out Violations
+	// The frozen periods first, with the position they are as of: the
+	// recomputation replays the feed up to there.
+	ledgerAt, frozen, err := db.FrozenPeriods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	books := period.NewBooks(configure(opts).zone)
+	var booksErr error
 	// Head first: a checkpoint may legitimately pass a head read earlier.
 	cps, err := db.Checkpoints(ctx)
 	if err != nil {
@@ -77,14 +104,20 @@ func Verify(ctx context.Context, feed Feed, db AuditDB) (Violations, error) {
 			break
 		}
 		for _, r := range evs {
-			e, err := payment.Decode(r.Type, r.Data)
+			env, err := decodeOne(r)
 			if err != nil {
 				if undecodable++; undecodable <= maxViolations {
 					out = append(out, Violation{CheckDecodable, fmt.Sprintf("event %s (%s %s@%d): %v", r.ID, r.Type, r.StreamID, r.Version, err)})
 				}
 				continue
 			}
-			if err := ledger.Check(payment.Postings(e)); err != nil {
+			if booksErr == nil && !ledgerAt.Less(r.Position) {
+				booksErr = book(books, env)
+			}
+			if env.Event == nil {
+				continue
+			}
+			if err := ledger.Check(payment.Postings(env.Event)); err != nil {
 				if unbalanced++; unbalanced <= maxViolations {
 					out = append(out, Violation{CheckPostingsBalance, fmt.Sprintf("event %s (%s %s@%d): %v", r.ID, r.Type, r.StreamID, r.Version, err)})
 				}
@@ -99,9 +132,62 @@ func Verify(ctx context.Context, feed Feed, db AuditDB) (Violations, error) {
 		out = append(out, Violation{CheckPostingsBalance, fmt.Sprintf("%d unbalanced events in all", unbalanced)})
 	}
 
+	out = append(out, checkPeriods(books, booksErr, frozen)...)
+
 	vs, err := db.CheckLedger(ctx, maxViolations)
 	if err != nil {
 		return nil, err
 	}
 	return append(out, vs...), nil
+}
+
+// book replays one event into the books as the ledger projection does.
+func book(b *period.Books, env Envelope) error {
+	if env.Period != nil {
+		if err := b.Apply(env.Period); err != nil {
+			return fmt.Errorf("event %s (%s): %w", env.Recorded.ID, env.Recorded.Type, err)
+		}
+		return nil
+	}
+	ps := payment.Postings(env.Event)
+	if len(ps) == 0 {
+		return nil
+	}
+	at := env.Event.Metadata().OccurredAt
+	if at.IsZero() {
+		at = env.Recorded.RecordedAt
+	}
+	_, err := b.Post(at, ps)
+	return err
+}
+
+// checkPeriods compares the stored closed periods with the books
+// recomputed from history, and each with its own hash.
+func checkPeriods(books *period.Books, booksErr error, stored []FrozenPeriod) Violations {
+	var out Violations
+	if booksErr != nil {
+		return append(out, Violation{CheckPeriodHash, "cannot recompute the periods from history: " + booksErr.Error()})
+	}
+	want := books.Frozen()
+	seen := map[period.Period]bool{}
+	for _, f := range stored {
+		seen[f.Period] = true
+		if h := period.Hash(f.Period, f.Lines); h != f.Hash {
+			out = append(out, Violation{CheckPeriodHash, fmt.Sprintf("period %s: period_balances hash to %s, periods.content_hash is %s", f.Period, h, f.Hash)})
+		}
+		w, ok := want[f.Period]
+		switch {
+		case !ok:
+			out = append(out, Violation{CheckPeriodHash, fmt.Sprintf("period %s is closed, but history does not close it", f.Period)})
+		case w.Hash != f.Hash:
+			out = append(out, Violation{CheckPeriodHash, fmt.Sprintf("period %s: stored hash %s, recomputed from history %s", f.Period, f.Hash, w.Hash)})
+		}
+	}
+	for p := range want {
+		if !seen[p] {
+			out = append(out, Violation{CheckPeriodHash, fmt.Sprintf("period %s is closed in history, but not in the periods table", p)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Violation) int { return strings.Compare(a.Detail, b.Detail) })
+	return out
 }

@@ -44,13 +44,15 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/period"
 )
 
 var _ eventstore.Store = (*Store)(nil)
 
 // DefaultStreamPrefixes are the streams of the global feed: payments and
-// payouts (see delivery.Event.StreamID).
-var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix}
+// payouts (see delivery.Event.StreamID), and the accounting periods'
+// calendar (domain/period.StreamID).
+var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix, period.StreamID}
 
 // Option configures a Store.
 type Option func(*Store)

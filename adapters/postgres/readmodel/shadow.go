@@ -32,7 +32,22 @@ var tableSpecs = map[string]tableSpec{
 	"ledger_entries": {
 		key: []string{"event_id", "posting_index"},
 		compare: []string{"stream_id", "event_type", "provider", "account", "currency", "amount",
-			"occurred_at", "recorded_at", "position_commit", "position_prepare"},
+			"occurred_at", "recorded_at", "position_commit", "position_prepare",
+			"period", "late_adjustment", "adjusts_period"},
+	},
+	// The calendar's rows come from the periods stream's events (their
+	// times are the events' own), so a rebuild reproduces them exactly;
+	// both tables are written with upserts.
+	"periods": {
+		key: []string{"period"},
+		compare: []string{"status", "books_start", "zone", "closed_at", "closed_by", "close_note", "close_event_id",
+			"reopened_at", "reopened_by", "reopen_reason", "reopen_event_id", "content_hash"},
+		eagerKeys: true,
+	},
+	"period_balances": {
+		key:       []string{"period", "account", "currency"},
+		compare:   []string{"opening", "debits", "credits", "closing", "content_hash"},
+		eagerKeys: true,
 	},
 	"account_balances": {
 		key:     []string{"account", "currency"},

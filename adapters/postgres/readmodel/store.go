@@ -1,10 +1,10 @@
 // Package readmodel is the Postgres side of the projections and owns all
 // read-model SQL: the SQL that writes and reads the read-model tables
-// (ledger_entries, account_balances, payments, reconciliation_items), the
-// projection checkpoints and advisory locks, the shadow tables of a rebuild,
-// the invariant checks, and the /v1 queries. It implements the ports
-// declared by package projections and by the HTTP layer, in the shapes of
-// package views.
+// (ledger_entries, account_balances, payments, reconciliation_items,
+// periods, period_balances), the projection checkpoints and advisory locks,
+// the shadow tables of a rebuild, the invariant checks, and the /v1 and
+// report queries. It implements the ports declared by package projections
+// and by the HTTP layer, in the shapes of package views.
 package readmodel
 
 import (

@@ -59,7 +59,8 @@ func (w *writer) Rollback(ctx context.Context) error { return w.tx.Rollback(ctx)
 
 // ledgerEntryColumns in the order of the arrays and COPY rows below.
 var ledgerEntryColumns = []string{"event_id", "posting_index", "stream_id", "event_type", "provider", "account",
-	"currency", "amount", "occurred_at", "recorded_at", "position_commit", "position_prepare"}
+	"currency", "amount", "occurred_at", "recorded_at", "position_commit", "position_prepare",
+	"period", "late_adjustment", "adjusts_period"}
 
 func (w *writer) InsertLedgerEntries(ctx context.Context, entries []projections.LedgerEntry) error {
 	if w.bulk {
@@ -72,6 +73,9 @@ func (w *writer) InsertLedgerEntries(ctx context.Context, entries []projections.
 		streams, types, provs, accts, curs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		amounts, commits, prepares         = make([]int64, n), make([]int64, n), make([]int64, n)
 		occurred, recorded                 = make([]time.Time, n), make([]time.Time, n)
+		periods                            = make([]string, n)
+		late                               = make([]bool, n)
+		adjusts                            = make([]*string, n)
 	)
 	for i, e := range entries {
 		c, p, err := position64(e.Position)
@@ -83,6 +87,7 @@ func (w *writer) InsertLedgerEntries(ctx context.Context, entries []projections.
 		streams[i], types[i], provs[i], accts[i], curs[i] = e.StreamID, e.EventType, e.Provider, e.Account, string(e.Currency)
 		amounts[i], commits[i], prepares[i] = e.Amount, c, p
 		occurred[i], recorded[i] = e.OccurredAt, e.RecordedAt
+		periods[i], late[i], adjusts[i] = e.Period.String(), e.Late, adjustsColumn(e)
 	}
 	// Only the rows actually inserted reach the balances, so replaying a
 	// batch (or an event twice) changes nothing. Sums are per batch: one
@@ -91,7 +96,8 @@ func (w *writer) InsertLedgerEntries(ctx context.Context, entries []projections.
 		WITH inserted AS (
 			INSERT INTO %[1]s (%[3]s)
 			SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],
-				$7::text[], $8::bigint[], $9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::bigint[])
+				$7::text[], $8::bigint[], $9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::bigint[],
+				$13::text[], $14::bool[], $15::text[])
 			ON CONFLICT (event_id, posting_index) DO NOTHING
 			RETURNING account, currency, amount
 		)
@@ -103,7 +109,8 @@ func (w *writer) InsertLedgerEntries(ctx context.Context, entries []projections.
 		    entry_count = b.entry_count + excluded.entry_count,
 		    updated_at = excluded.updated_at`,
 		w.table("ledger_entries"), w.table("account_balances"), joinQuoted("", ledgerEntryColumns))
-	_, err := w.tx.Exec(ctx, sql, ids, idx, streams, types, provs, accts, curs, amounts, occurred, recorded, commits, prepares)
+	_, err := w.tx.Exec(ctx, sql, ids, idx, streams, types, provs, accts, curs, amounts, occurred, recorded, commits, prepares,
+		periods, late, adjusts)
 	return classify(err)
 }
 
@@ -115,10 +122,21 @@ func (w *writer) copyLedgerEntries(ctx context.Context, entries []projections.Le
 			return err
 		}
 		rows[i] = []any{pgtype.UUID{Bytes: e.EventID, Valid: true}, int32(e.PostingIndex), e.StreamID, e.EventType,
-			e.Provider, e.Account, string(e.Currency), e.Amount, e.OccurredAt, e.RecordedAt, c, p}
+			e.Provider, e.Account, string(e.Currency), e.Amount, e.OccurredAt, e.RecordedAt, c, p,
+			e.Period.String(), e.Late, adjustsColumn(e)}
 	}
 	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"ledger_entries" + shadowSuffix}, ledgerEntryColumns, pgx.CopyFromRows(rows))
 	return classify(err)
+}
+
+// adjustsColumn is adjusts_period: the closed period a late entry adjusts,
+// NULL for the others.
+func adjustsColumn(e projections.LedgerEntry) *string {
+	if !e.Late {
+		return nil
+	}
+	s := e.Adjusts.String()
+	return &s
 }
 
 const paymentColumns = `provider, payment_id, stream_id, status, currency, authorized_amount, captured_amount,
