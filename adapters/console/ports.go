@@ -33,6 +33,8 @@ type ReadModel interface {
 // OverviewReader gives the figures of the overview page.
 type OverviewReader interface {
 	Overview(ctx context.Context) (Overview, error)
+	// TrialBalance is the Trial part of Overview alone.
+	TrialBalance(ctx context.Context) ([]TrialBalance, error)
 }
 
 // ChartReader gives the series of the charts, for days in [from, to).

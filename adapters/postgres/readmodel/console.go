@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/onceledger/onceledger/adapters/console"
 	"github.com/onceledger/onceledger/adapters/eventstore"
@@ -127,17 +128,54 @@ func (w *where) limit(n int) string {
 
 // ---- overview and charts ----
 
-// Overview reads the overview's figures.
+// Overview reads the overview's figures, its queries side by side.
 func (c *Console) Overview(ctx context.Context) (console.Overview, error) {
 	var ov console.Overview
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		ov.Balances, err = c.balances(gctx)
+		ov.Trial = trialBalance(ov.Balances)
+		return err
+	})
+	g.Go(func() (err error) {
+		ov.Projections, err = c.Projections(gctx)
+		return err
+	})
+	g.Go(func() error {
+		rows, _ := c.pool.Query(gctx, `
+			SELECT provider, status, count(*) FROM webhook_inbox
+			GROUP BY provider, status ORDER BY provider COLLATE "C", status COLLATE "C"`)
+		var err error
+		ov.Inbox, err = pgx.CollectRows(rows, pgx.RowToStructByPos[console.InboxCount])
+		return cwrap("inbox counts", err)
+	})
+	g.Go(func() error {
+		rows, _ := c.pool.Query(gctx, `
+			SELECT kind, count(*) FROM reconciliation_items WHERE status = 'open'
+			GROUP BY kind ORDER BY count(*) DESC, kind COLLATE "C"`)
+		var err error
+		ov.OpenItems, err = pgx.CollectRows(rows, pgx.RowToStructByPos[console.KindCount])
+		return cwrap("open items", err)
+	})
+	// Settlement imports: none until the settlement work adds its tables.
+	return ov, g.Wait()
+}
+
+// TrialBalance sums the debit and the credit balances per currency.
+func (c *Console) TrialBalance(ctx context.Context) ([]console.TrialBalance, error) {
+	bals, err := c.balances(ctx)
+	return trialBalance(bals), err
+}
+
+func (c *Console) balances(ctx context.Context) ([]console.Balance, error) {
 	rows, _ := c.pool.Query(ctx, `
 		SELECT account, currency, balance FROM account_balances
 		ORDER BY account COLLATE "C", currency COLLATE "C"`)
 	bals, err := pgx.CollectRows(rows, pgx.RowToStructByPos[console.Balance])
-	if err != nil {
-		return ov, cwrap("balances", err)
-	}
-	ov.Balances = bals
+	return bals, cwrap("balances", err)
+}
+
+func trialBalance(bals []console.Balance) []console.TrialBalance {
 	trial := map[string]*console.TrialBalance{}
 	var currencies []string
 	for _, b := range bals {
@@ -154,26 +192,11 @@ func (c *Console) Overview(ctx context.Context) (console.Overview, error) {
 		}
 	}
 	slices.Sort(currencies)
+	out := make([]console.TrialBalance, 0, len(currencies))
 	for _, cur := range currencies {
-		ov.Trial = append(ov.Trial, *trial[cur])
+		out = append(out, *trial[cur])
 	}
-	if ov.Projections, err = c.Projections(ctx); err != nil {
-		return ov, err
-	}
-	rows, _ = c.pool.Query(ctx, `
-		SELECT provider, status, count(*) FROM webhook_inbox
-		GROUP BY provider, status ORDER BY provider COLLATE "C", status COLLATE "C"`)
-	if ov.Inbox, err = pgx.CollectRows(rows, pgx.RowToStructByPos[console.InboxCount]); err != nil {
-		return ov, cwrap("inbox counts", err)
-	}
-	rows, _ = c.pool.Query(ctx, `
-		SELECT kind, count(*) FROM reconciliation_items WHERE status = 'open'
-		GROUP BY kind ORDER BY count(*) DESC, kind COLLATE "C"`)
-	if ov.OpenItems, err = pgx.CollectRows(rows, pgx.RowToStructByPos[console.KindCount]); err != nil {
-		return ov, cwrap("open items", err)
-	}
-	// Settlement imports: none until the settlement work adds its tables.
-	return ov, nil
+	return out
 }
 
 // DailyVolume sums captures, refunds (net of reversals) and disputes
