@@ -137,6 +137,14 @@ func (c *consoleServer) signIn(w http.ResponseWriter, r *http.Request) {
 			signInData{Configured: c.cfg.Tokens.Configured(), Error: "That token is not one this server accepts."})
 		return
 	}
+	// A sign-in over an existing session replaces it (no session outlives
+	// the cookie that named it).
+	if old, err := r.Cookie(cookieName); err == nil && old.Value != "" && len(old.Value) <= 128 {
+		if err := c.cfg.Sessions.Delete(r.Context(), idHash(old.Value)); err != nil {
+			c.errorPage(w, r, err, 0, "")
+			return
+		}
+	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		c.errorPage(w, r, err, 0, "")
