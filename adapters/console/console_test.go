@@ -298,6 +298,18 @@ func TestConsoleTimelineInboxAndRedrive(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusNotFound, c.get("/console/payments/standard/nope").status)
 
+	// An id with a slash and other URL characters: the list links to it and
+	// the link opens it.
+	odd := "ord/42?x=1&y=<b>"
+	f.deliver("msg_odd", "payment.captured", map[string]any{"payment_id": odd, "capture_id": "cap_odd", "amount": 100, "currency": "USD"})
+	f.waitProjected()
+	list := c.get("/console/payments?payment_id=" + url.QueryEscape("ord/"))
+	link := regexp.MustCompile(`href="(/console/payments/standard/[^"]+)"`).FindStringSubmatch(list.body)
+	require.Len(t, link, 2, list.body)
+	r = c.get(strings.ReplaceAll(link[1], "&amp;", "&"))
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Contains(t, r.body, `<span id="payment-id">ord/42?x=1&amp;y=&lt;b&gt;</span>`)
+
 	r = c.get("/console/inbox?status=ignored")
 	require.Equal(t, http.StatusOK, r.status)
 	assert.Contains(t, r.body, s.ignoredKey)
@@ -310,7 +322,7 @@ func TestConsoleTimelineInboxAndRedrive(t *testing.T) {
 	assert.Contains(t, r.body, "1 considered")
 	reqs := f.redrive.snapshot()
 	require.Len(t, reqs, 1)
-	assert.Equal(t, []console.InboxKey{{Provider: "standard", DedupKey: s.ignoredKey}}, reqs[0].Keys)
+	assert.Equal(t, []console.DeliveryRef{{Provider: "standard", DedupKey: s.ignoredKey}}, reqs[0].Keys)
 	assert.Equal(t, "ops", reqs[0].Actor)
 	assert.Equal(t, "ignored", reqs[0].Filter.Status)
 

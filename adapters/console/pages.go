@@ -588,7 +588,7 @@ func (c *consoleServer) redrive(w http.ResponseWriter, r *http.Request) {
 				c.errorPage(w, r, fmt.Errorf("%w: key: not a delivery this console listed", errBadParam), 0, "")
 				return
 			}
-			req.Keys = append(req.Keys, InboxKey{Provider: ref.Provider, DedupKey: ref.DedupKey})
+			req.Keys = append(req.Keys, DeliveryRef{Provider: ref.Provider, DedupKey: ref.DedupKey})
 		}
 		if len(req.Keys) == 0 {
 			c.errorPage(w, r, nil, http.StatusBadRequest, "Select the deliveries to redrive, or redrive all matching.")

@@ -421,7 +421,13 @@ type Projection struct {
 type RedriveRequest struct {
 	Actor  string
 	Filter InboxFilter
-	Keys   []InboxKey
+	Keys   []DeliveryRef
+}
+
+// DeliveryRef identifies a delivery in the inbox.
+type DeliveryRef struct {
+	Provider string
+	DedupKey string
 }
 
 // RedriveResult counts what a redrive did.
