@@ -1,0 +1,219 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/money"
+)
+
+type pageTemplate struct{ t *template.Template }
+
+// parsePages parses each page of templates/ together with the layout.
+func parsePages() (map[string]*pageTemplate, error) {
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: parse layout: %w", err)
+	}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*pageTemplate{}
+	for _, n := range names {
+		name := strings.TrimSuffix(path.Base(n), ".html")
+		if name == "layout" || name == "partials" {
+			continue
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, n)
+		if err != nil {
+			return nil, fmt.Errorf("console: parse %s: %w", n, err)
+		}
+		out[name] = &pageTemplate{t: t}
+	}
+	return out, nil
+}
+
+var funcs = template.FuncMap{
+	"amount": func(minor int64, currency string) string {
+		if currency == "" {
+			return fmt.Sprint(minor)
+		}
+		return money.FormatMinor(minor, money.Currency(currency))
+	},
+	"time": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"date": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02")
+	},
+	"age": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return humanAge(time.Since(t))
+	},
+	"pathesc": url.PathEscape,
+	"actionForm": func(it ReconItem, csrf, ret string) actionForm {
+		sum := sha256.Sum256([]byte(it.Ref.StreamID + "\x00" + it.Ref.Kind + "\x00" + it.Ref.Key))
+		return actionForm{Item: it, CSRF: csrf, Return: ret, ID: hex.EncodeToString(sum[:6])}
+	},
+	"payload":  func(b []byte) string { return payloadText(b) },
+	"slice_of": func(v ...string) []string { return v },
+	"negative": func(n int64) bool { return n < 0 },
+	"abs": func(n int64) int64 {
+		if n < 0 {
+			return -n
+		}
+		return n
+	},
+}
+
+func humanAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
+
+// payloadText shows a stored body: as text when it is UTF-8 (JSON, form
+// encoding), else as a hex dump note. html/template escapes it.
+func payloadText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return fmt.Sprintf("(%d bytes, not UTF-8) %x", len(b), b)
+}
+
+// actionForm is what the resolve/reopen form of one item needs.
+type actionForm struct {
+	Item   ReconItem
+	CSRF   string
+	Return string // where to go back to after acting
+	ID     string // unique on the page, for the note's label
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Nav      string
+	SignedIn bool
+	Actor    string
+	Role     string
+	CanAct   bool
+	CSRF     string
+	Notice   string
+	Data     any
+}
+
+var navTitles = map[string]string{
+	"overview": "overview", "payments": "payments", "payment": "payments", "reconciliation": "reconciliation",
+	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "periods": "periods",
+	"projections": "projections",
+}
+
+func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	t, ok := c.pages[name]
+	if !ok {
+		c.errorPage(w, r, fmt.Errorf("console: no template %q", name), http.StatusInternalServerError, "")
+		return
+	}
+	v := viewerOf(r)
+	p := page{
+		Title: title, Nav: navTitles[name], SignedIn: v.Actor != "", Actor: v.Actor, Role: string(v.Role),
+		CanAct: v.CanAct(), CSRF: v.csrf, Data: data, Notice: notices[r.URL.Query().Get("done")],
+	}
+	var buf bytes.Buffer
+	if err := t.t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		c.cfg.Logger.Error("console: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// notices are the fixed messages a redirect after an action may ask for
+// (?done=…); nothing from the URL is reflected into the page.
+var notices = map[string]string{
+	"resolved": "The item was resolved; the action is recorded as an event with your name and note.",
+	"reopened": "The item was reopened; the action is recorded as an event with your name and note.",
+}
+
+var (
+	errBadParam      = errors.New("bad parameter")
+	errNotConfigured = errors.New("not configured on this server")
+)
+
+// statusFor maps an error to the console's HTTP status: the one place
+// that does.
+func statusFor(err error) int {
+	switch {
+	case errors.Is(err, errBadParam), errors.Is(err, errBadCursor), errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, errNotConfigured), errors.Is(err, eventstore.ErrUnavailable),
+		errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+type errorData struct {
+	Status  int
+	Heading string
+	Message string
+}
+
+// errorPage answers with an error page. With status 0 the status comes from
+// err; msg defaults to err's text for client errors and to a generic
+// sentence for server errors (whose detail goes to the log only).
+func (c *consoleServer) errorPage(w http.ResponseWriter, r *http.Request, err error, status int, msg string) {
+	if status == 0 {
+		status = statusFor(err)
+	}
+	if msg == "" {
+		switch {
+		case status == http.StatusServiceUnavailable && errors.Is(err, errNotConfigured):
+			msg = err.Error()
+		case status == http.StatusServiceUnavailable:
+			msg = "The ledger's database is unavailable right now; try again shortly."
+		case status >= 500:
+			msg = "Something went wrong on the server; the details are in its log."
+		case err != nil:
+			msg = err.Error()
+		}
+	}
+	if status >= 500 && err != nil {
+		c.cfg.Logger.Error("console", "path", r.URL.Path, "status", status, "err", err)
+	}
+	c.render(w, r, status, "error", http.StatusText(status), errorData{Status: status, Heading: http.StatusText(status), Message: msg})
+}
