@@ -65,7 +65,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	require.NoError(t, err)
 	f := &fixture{
 		t: t, pool: pool, es: es, adapter: adapter,
-		svc:     ingest.New(postgres.NewRecorder(pool, es), ingest.PaymentDecider{}, ingest.Options{}),
+		svc:     ingest.New(postgres.NewJournal(pool, es), ingest.PaymentDecider{}, ingest.Options{}),
 		projSvc: projections.NewService(es, readmodel.New(pool), nil),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
