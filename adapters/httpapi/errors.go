@@ -18,6 +18,7 @@ var (
 	errUnknownProvider = errors.New("unknown or unconfigured provider")
 	errBadParameter    = errors.New("bad parameter")
 	errUnauthenticated = errors.New("missing or invalid bearer token")
+	errForbidden       = errors.New("forbidden")
 	errNotFound        = errors.New("not found")
 	errOverloaded      = errors.New("too many concurrent requests for this provider")
 )
@@ -52,6 +53,8 @@ func statusFor(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, providers.ErrUnauthorized), errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden
 	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errMethodNotAllowed):

@@ -56,7 +56,7 @@ var (
 
 // registerQuery mounts the bearer-protected /v1 query API.
 func (s *server) registerQuery(r *mux.Router) {
-	auth := newBearerAuth(s.cfg.APITokens)
+	auth := s.tokenAuth()
 	v1 := r.PathPrefix("/v1").Subrouter()
 	v1.Use(auth.middleware, noStore)
 	v1.HandleFunc("/balances", s.queryBalances).Methods(http.MethodGet)

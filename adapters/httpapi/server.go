@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/onceledger/onceledger/adapters/httpapi/access"
 	"github.com/onceledger/onceledger/adapters/providers"
 )
 
@@ -55,6 +56,11 @@ type Config struct {
 	// APITokens are the bearer tokens of the /v1 query API
 	// (ONCELEDGER_API_TOKENS); none = /v1 answers 401 to everyone.
 	APITokens []string
+	// AdminTokens may also act (ONCELEDGER_ADMIN_TOKENS). Entries of both
+	// lists may be name=token; the name is the actor recorded on actions.
+	AdminTokens []string
+	// Tokens, if set, replaces APITokens and AdminTokens (already parsed).
+	Tokens *access.Tokens
 	// Query reads the read models for /v1 (readmodel.Store); nil = /v1
 	// answers 503 after the token check.
 	Query QueryStore
@@ -274,4 +280,18 @@ func fail(w http.ResponseWriter, err error) {
 
 func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+// tokenAuth is the /v1 token check of the configured tokens. A token list
+// that cannot be read refuses everyone (serve refuses to start with one:
+// see access.New).
+func (s *server) tokenAuth() *tokenAuth {
+	if s.cfg.Tokens != nil {
+		return &tokenAuth{tokens: s.cfg.Tokens}
+	}
+	t, err := access.New(s.cfg.APITokens, s.cfg.AdminTokens)
+	if err != nil {
+		s.log.Error("API tokens refused: /v1 answers 401 to everyone", "error", err)
+	}
+	return &tokenAuth{tokens: t, err: err}
 }

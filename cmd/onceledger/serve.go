@@ -21,7 +21,8 @@ import (
 
 type serveCmd struct {
 	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" group:"Server" help:"Listen address."`
-	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," group:"Query API tokens" help:"Bearer tokens for the /v1 query API; none = /v1 answers 401."`
+	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," group:"Query API tokens" help:"Read tokens for /v1 and the console; name=token entries name the actor; none (and no admin token) = /v1 answers 401."`
+	AdminTokens         []string      `name:"admin-tokens" env:"ONCELEDGER_ADMIN_TOKENS" sep:"," group:"Query API tokens" help:"Tokens that may also act (settlement uploads, resolve, redrive, erase, period close); name=token entries name the actor."`
 	MetricsToken        string        `name:"metrics-token" env:"ONCELEDGER_METRICS_TOKEN" group:"Query API tokens" help:"Bearer token /metrics requires; none = /metrics is open."`
 	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" group:"Tuning" help:"Max signature timestamp age."`
 	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" group:"Tuning" help:"Larger webhook bodies get 413."`
@@ -176,6 +177,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		Addr:                c.Addr,
 		Providers:           provs,
 		APITokens:           c.APITokens,
+		AdminTokens:         c.AdminTokens,
 		MetricsToken:        c.MetricsToken,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		IngestTimeout:       c.IngestTimeout,

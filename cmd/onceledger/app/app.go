@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/httpapi/access"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
@@ -44,7 +45,10 @@ type Config struct {
 
 	Addr      string                       // listen address of Run
 	Providers map[string]providers.Adapter // configured providers only: others answer 404
-	APITokens []string                     // bearer tokens of /v1
+	APITokens []string                     // read tokens of /v1 and the console (name=token entries allowed)
+	// AdminTokens may also act (settlement uploads, resolve, redrive, erase,
+	// period close); the entry's name is the actor recorded on actions.
+	AdminTokens []string
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 
@@ -79,6 +83,7 @@ type App struct {
 	service *ingest.Service
 	workers []*ingest.Worker
 	reads   *readSide
+	tokens  *access.Tokens
 	handler http.Handler
 	closed  sync.Once
 }
@@ -90,6 +95,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	tokens, err := access.New(cfg.APITokens, cfg.AdminTokens)
+	if err != nil {
+		return nil, err
+	}
+	a.tokens = tokens
 	if cfg.Migrate {
 		if err := Migrate(ctx, cfg.DatabaseURL, a.log); err != nil {
 			return nil, err
@@ -129,7 +139,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	hc := httpapi.Config{
 		Providers:           cfg.Providers,
 		Ingester:            a.service,
-		APITokens:           cfg.APITokens,
+		Tokens:              a.tokens,
 		MaxBodyBytes:        cfg.MaxBodyBytes,
 		IngestTimeout:       cfg.IngestTimeout,
 		ProviderConcurrency: cfg.ProviderConcurrency,
