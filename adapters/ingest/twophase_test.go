@@ -566,7 +566,12 @@ func TestInFlightFirstArrival(t *testing.T) {
 				if other {
 					mustIngest(t, f.svc, deliveryOf("p1", "evt_d", "dispute.created",
 						delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: "dp_1", Amount: 100, Currency: "USD"}), ingest.Accepted)
-					want = append([]string{payment.TypeDisputeOpened}, want...)
+					// A dispute before any capture posts nothing yet: it is
+					// recorded pending and flagged dispute_before_payment;
+					// the capture then moves its funds and clears the item,
+					// before the delivery's refund (domain/payment disputed).
+					want = []string{payment.TypeDisputePending, payment.TypeFlagged,
+						payment.TypeCaptured, payment.TypeDisputeFundsWithdrawn, payment.TypeCleared, payment.TypeRefundPosted}
 				}
 				mustIngest(t, f.svc, ev, ingest.Duplicate)
 				equal(t, "stream after the redelivery", types(t, f.store, stream("p1")), want)
