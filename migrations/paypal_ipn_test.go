@@ -123,9 +123,15 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 
-	// The colliding rows wait for the sweeper, which the service runs on
-	// Postgres too; drive them as it does.
-	w := svc.Sweeper(postgres.NewInbox(pool), 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The colliding rows wait for the sweeper, which is among the service's
+	// workers on the Postgres event store too; drive them as it does.
+	var w *ingest.Worker
+	for _, worker := range svc.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}) {
+		if worker.Status == ingest.StatusReceived {
+			w = worker
+		}
+	}
+	require.NotNil(t, w, "the service runs no sweeper of received rows")
 	n, err := w.Once(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "B's two IPN rows")
