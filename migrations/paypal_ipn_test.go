@@ -85,8 +85,7 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	store := postgres.NewEventStore(pool)
-	rec := postgres.NewRecorder(pool, store)
-	svc := ingest.New(rec, ingest.PaymentDecider{}, ingest.Options{})
+	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{})
 	ingestAll := func(evs ...delivery.Event) {
 		t.Helper()
 		for _, ev := range evs {
@@ -110,8 +109,9 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 		rest("WH-RB2", "B", refunded("RB2", 100)),
 	)
 	// An IPN still waiting for PayPal's postback.
-	_, err = postgres.NewInbox(pool).Hold(ctx, oldIPN("U:Completed", "U", "hU", captured("U", 700, 0)))
+	res, err := svc.Hold(ctx, oldIPN("U:Completed", "U", "hU", captured("U", 700, 0)))
 	require.NoError(t, err)
+	require.Equal(t, ingest.Accepted, res.Outcome)
 
 	proj := projections.NewService(store, readmodel.New(pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	_, err = proj.Rebuild(ctx, nil, projections.RebuildOptions{})
@@ -123,9 +123,15 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
 
-	// The colliding rows wait for the sweeper; drive them as it does.
-	w := &ingest.Worker{Name: "sweeper", Inbox: postgres.NewInbox(pool), Redriver: rec, Decider: ingest.PaymentDecider{},
-		Status: ingest.StatusReceived, Lease: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// The colliding rows wait for the sweeper, which is among the service's
+	// workers on the Postgres event store too; drive them as it does.
+	var w *ingest.Worker
+	for _, worker := range svc.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}) {
+		if worker.Status == ingest.StatusReceived {
+			w = worker
+		}
+	}
+	require.NotNil(t, w, "the service runs no sweeper of received rows")
 	n, err := w.Once(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "B's two IPN rows")
@@ -181,7 +187,7 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	// a resend of a moved message is a duplicate, adds nothing.
 	moved := oldIPN("ipn:A:Completed", "A", "hA", captured("A", 1995, 88))
 	moved.Provider = "paypal"
-	res, err := svc.Ingest(ctx, moved)
+	res, err = svc.Ingest(ctx, moved)
 	require.NoError(t, err)
 	assert.Equal(t, ingest.Duplicate, res.Outcome)
 	// And a REST report of A, arriving only now, adds nothing either.

@@ -128,16 +128,23 @@ func ipnRefundBody(txn, parent string) []byte {
 		"&receiver_email=seller%40onceledger.example&mc_currency=USD&test_ipn=1&ipn_track_id=c1d2e3f4a5b6")
 }
 
+// IPN is a channel of provider paypal: its facts post to PayPal's accounts.
 var ipnCaptured = map[string]int64{
-	"provider:paypal-ipn:balance USD": 1995 - 88,
-	"expenses:fees:paypal-ipn USD":    88,
-	"revenue:sales USD":               -1995,
+	"provider:paypal:balance USD": 1995 - 88,
+	"expenses:fees:paypal USD":    88,
+	"revenue:sales USD":           -1995,
 }
+
+// ipnKey is the inbox dedup key of the IPN for txn in payment_status status.
+func ipnKey(txn, status string) string { return "ipn:" + txn + ":" + status }
+
+// ipnStream is the payment stream an IPN for txn records to: PayPal's.
+func ipnStream(txn string) string { return "payment-paypal-" + txn }
 
 func ipnRow(s *e2eStack, key string) (status string, deliveries int64) {
 	s.t.Helper()
 	require.NoError(s.t, s.pool.QueryRow(context.Background(),
-		`SELECT status, delivery_count FROM webhook_inbox WHERE provider = 'paypal-ipn' AND dedup_key = $1`, key).
+		`SELECT status, delivery_count FROM webhook_inbox WHERE provider = 'paypal' AND dedup_key = $1`, key).
 		Scan(&status, &deliveries))
 	return status, deliveries
 }
@@ -152,7 +159,7 @@ func TestIPNThreeIdenticalSequential(t *testing.T) {
 	for range 3 {
 		requireIPNStored(t, s.postIPN(body))
 	}
-	status, n := ipnRow(s, txn+":Completed")
+	status, n := ipnRow(s, ipnKey(txn, "Completed"))
 	assert.Equal(t, ingest.StatusUnverified, status)
 	assert.EqualValues(t, 3, n)
 	assert.Zero(t, s.eventCount(), "nothing applied before PayPal verified it")
@@ -164,17 +171,17 @@ func TestIPNThreeIdenticalSequential(t *testing.T) {
 	posted := v.postbacks()
 	require.Len(t, posted, 1, "one postback for one message")
 	assert.Equal(t, "cmd=_notify-validate&"+string(body), string(posted[0]), "the raw body, unchanged")
-	stream := "payment-paypal-ipn-" + txn
+	stream := ipnStream(txn)
 	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
 	assert.Equal(t, ipnCaptured, s.balances(stream))
-	status, _ = ipnRow(s, txn+":Completed")
+	status, _ = ipnRow(s, ipnKey(txn, "Completed"))
 	assert.Equal(t, ingest.StatusApplied, status)
 
 	// A fourth copy after it was applied: stored answer, nothing new.
 	requireIPNStored(t, s.postIPN(body))
 	assert.Zero(t, once(t, w))
 	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
-	_, n = ipnRow(s, txn+":Completed")
+	_, n = ipnRow(s, ipnKey(txn, "Completed"))
 	assert.EqualValues(t, 4, n)
 }
 
@@ -185,7 +192,7 @@ func TestIPNThreeIdenticalConcurrent(t *testing.T) {
 	v := newVerifyServer(t, "VERIFIED")
 	txn := uniq("TXN")
 	body := ipnPaymentBody(txn)
-	key := txn + ":Completed"
+	key := ipnKey(txn, "Completed")
 
 	const copies, senders = 3, 10
 	answers := make([]answer, copies*senders)
@@ -236,7 +243,7 @@ func TestIPNThreeIdenticalConcurrent(t *testing.T) {
 	posted := v.postbacks()
 	require.Len(t, posted, 1, "the claim lease lets one verifier post back")
 	assert.Equal(t, "cmd=_notify-validate&"+string(body), string(posted[0]))
-	stream := "payment-paypal-ipn-" + txn
+	stream := ipnStream(txn)
 	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
 	assert.Equal(t, ipnCaptured, s.balances(stream))
 	assert.EqualValues(t, 1, s.eventCount())
@@ -252,7 +259,7 @@ func TestIPNInvalid(t *testing.T) {
 
 	w := ipnWorker(s, v, time.Second)
 	assert.Equal(t, 1, once(t, w))
-	status, _ := ipnRow(s, txn+":Completed")
+	status, _ := ipnRow(s, ipnKey(txn, "Completed"))
 	assert.Equal(t, ingest.StatusInvalid, status)
 
 	// PayPal would now say VERIFIED to a genuine copy; the stored one stays
@@ -260,7 +267,7 @@ func TestIPNInvalid(t *testing.T) {
 	v.set("VERIFIED")
 	requireIPNStored(t, s.postIPN(body))
 	assert.Zero(t, once(t, ipnWorker(s, v, time.Second)))
-	status, n := ipnRow(s, txn+":Completed")
+	status, n := ipnRow(s, ipnKey(txn, "Completed"))
 	assert.Equal(t, ingest.StatusInvalid, status)
 	assert.EqualValues(t, 2, n)
 	assert.Len(t, v.postbacks(), 1)
@@ -276,7 +283,7 @@ func TestIPNPostbackFailuresRetryAndSurviveRestart(t *testing.T) {
 	s := newProviderStack(t, dbURL)
 	v := newVerifyServer(t, "500")
 	txn := uniq("TXN")
-	key := txn + ":Completed"
+	key := ipnKey(txn, "Completed")
 	body := ipnPaymentBody(txn)
 	requireIPNStored(t, s.postIPN(body))
 
@@ -287,7 +294,7 @@ func TestIPNPostbackFailuresRetryAndSurviveRestart(t *testing.T) {
 		t.Helper()
 		require.NoError(t, s.pool.QueryRow(context.Background(), `
 			SELECT attempts, COALESCE(last_error, ''), EXTRACT(EPOCH FROM next_attempt_at - now())::float8
-			FROM webhook_inbox WHERE provider = 'paypal-ipn' AND dedup_key = $1`, key).Scan(&attempts, &lastError, &wait))
+			FROM webhook_inbox WHERE provider = 'paypal' AND dedup_key = $1`, key).Scan(&attempts, &lastError, &wait))
 		return attempts, lastError, wait
 	}
 
@@ -325,7 +332,7 @@ func TestIPNPostbackFailuresRetryAndSurviveRestart(t *testing.T) {
 	status, n := ipnRow(restarted, key)
 	assert.Equal(t, ingest.StatusApplied, status)
 	assert.EqualValues(t, 2, n)
-	stream := "payment-paypal-ipn-" + txn
+	stream := ipnStream(txn)
 	assert.Equal(t, []string{payment.TypeCaptured}, restarted.streamTypes(stream))
 	assert.Equal(t, ipnCaptured, restarted.balances(stream))
 	posted := v.postbacks()
@@ -342,7 +349,7 @@ func TestIPNRefundBeforeItsPayment(t *testing.T) {
 	v := newVerifyServer(t, "VERIFIED")
 	w := ipnWorker(s, v, time.Second)
 	txn, refundTxn := uniq("TXN"), uniq("RFD")
-	stream := "payment-paypal-ipn-" + txn
+	stream := ipnStream(txn)
 
 	refund := ipnRefundBody(refundTxn, txn)
 	requireIPNStored(t, s.postIPN(refund))
@@ -354,10 +361,10 @@ func TestIPNRefundBeforeItsPayment(t *testing.T) {
 	requireIPNStored(t, s.postIPN(refund)) // PayPal resends the refund too
 	assert.Equal(t, 1, once(t, w))
 	assert.Equal(t, map[string]int64{
-		"provider:paypal-ipn:balance USD": 1995 - 88 - 500,
-		"expenses:fees:paypal-ipn USD":    88,
-		"revenue:sales USD":               -1995,
-		"revenue:refunds USD":             500,
+		"provider:paypal:balance USD": 1995 - 88 - 500,
+		"expenses:fees:paypal USD":    88,
+		"revenue:sales USD":           -1995,
+		"revenue:refunds USD":         500,
 	}, s.balances(stream))
 	count := countTypes(s.streamTypes(stream))
 	assert.Equal(t, 1, count[payment.TypeCaptured])

@@ -8,6 +8,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -292,7 +293,9 @@ var adyenE2E = e2eProvider{
 		return adyenBatch(t, adyenItem{psp: id, orig: pay, code: "REFUND", value: amount, key: adyenOfficialKey})
 	},
 	dispute: func(t testing.TB, pay, id string, amount int64) []byte {
-		return adyenBatch(t, adyenItem{psp: id, orig: pay, code: "NOTIFICATION_OF_CHARGEBACK", value: amount, key: adyenTestKey})
+		// CHARGEBACK is when Adyen debits the amount (NOTIFICATION_OF_CHARGEBACK
+		// is an inquiry and moves nothing).
+		return adyenBatch(t, adyenItem{psp: id, orig: pay, code: "CHARGEBACK", value: amount, key: adyenTestKey})
 	},
 	disputeLost: func(t testing.TB, pay, id string, amount int64) []byte {
 		return adyenBatch(t, adyenItem{psp: id, orig: pay, code: "SECOND_CHARGEBACK", value: amount, key: adyenTestKey})
@@ -652,10 +655,17 @@ func TestProvidersDifferentEventsForOnePaymentAtOnce(t *testing.T) {
 		count := countTypes(s.streamTypes(stream)) // asserts contiguous versions
 		assert.Equal(t, 1, count[payment.TypeCaptured])
 		assert.Equal(t, refunds, count[payment.TypeRefundPosted])
-		assert.Equal(t, disputes, count[payment.TypeDisputeOpened])
+		// A dispute after the capture is opened; one that raced ahead of it
+		// waits (dispute.pending) and its funds are withdrawn when the
+		// capture arrives. Either way, once per dispute.
+		assert.Equal(t, disputes, count[payment.TypeDisputeOpened]+count[payment.TypeDisputeFundsWithdrawn])
 		assert.Equal(t, 1, count[payment.TypeDisputeLost])
-		assert.Equal(t, count[payment.TypeRefundPending], count[payment.TypeCleared],
+		flagged, cleared := s.reconItems(stream)
+		assert.Equal(t, count[payment.TypeRefundPending], cleared[payment.ReconRefundBeforePayment],
 			"every refund that raced ahead of the capture is cleared by it")
+		assert.Equal(t, count[payment.TypeDisputeFundsWithdrawn], cleared[payment.ReconDisputeBeforePayment],
+			"every dispute that raced ahead of the capture is cleared by it")
+		assert.Equal(t, flagged, cleared, "nothing left open")
 		assert.EqualValues(t, len(bodies), s.scalar(`SELECT count(*) FROM webhook_inbox WHERE provider = $1 AND status = 'applied'`, p.name))
 		assert.EqualValues(t, 2*len(bodies), s.deliveryCount(p.name))
 	})
@@ -756,7 +766,10 @@ func TestAdyenBatches(t *testing.T) {
 		{psp: pay + "C", orig: pay, code: "CAPTURE", value: 5000, key: adyenTestKey},
 		{psp: pay + "R1", orig: pay, code: "REFUND", value: 1000, key: adyenTestKey},
 		{psp: pay + "R2", orig: pay, code: "REFUND", value: 500, key: adyenOfficialKey},
+		// The chargeback's notice is an inquiry (posts nothing); Adyen debits
+		// the amount at CHARGEBACK.
 		{psp: pay + "D1", orig: pay, code: "NOTIFICATION_OF_CHARGEBACK", value: 2000, key: adyenTestKey},
+		{psp: pay + "D1", orig: pay, code: "CHARGEBACK", value: 2000, key: adyenTestKey},
 		{psp: pay + "X", orig: pay, code: "REPORT_AVAILABLE", value: 0, key: adyenTestKey}, // recorded, posts nothing
 	}
 
@@ -870,6 +883,26 @@ func (s *e2eStack) balances(streams ...string) map[string]int64 {
 }
 
 func (s *e2eStack) streamTypes(stream string) []string { return streamTypes(s.t, s.store, stream) }
+
+// reconItems counts the stream's reconciliation items flagged and cleared,
+// by kind.
+func (s *e2eStack) reconItems(stream string) (flagged, cleared map[string]int) {
+	s.t.Helper()
+	evs, err := s.store.ReadStream(context.Background(), stream)
+	require.NoError(s.t, err)
+	flagged, cleared = map[string]int{}, map[string]int{}
+	for _, r := range evs {
+		e, err := payment.Decode(r.Type, r.Data)
+		require.NoError(s.t, err)
+		switch e := e.(type) {
+		case payment.Flagged:
+			flagged[e.Kind]++
+		case payment.Cleared:
+			cleared[e.Kind]++
+		}
+	}
+	return flagged, cleared
+}
 
 func (s *e2eStack) scalar(q string, args ...any) int64 { return queryInt(s.t, s.pool, q, args...) }
 

@@ -20,8 +20,10 @@ const PollInterval = 2 * time.Second
 
 // Worker drives inbox rows that were stored before their facts were
 // recorded: held deliveries waiting for their provider's verification
-// (Postback set), or rows a two-phase unit left "received" when the process
-// died between the inbox commit and the append. All its state is in the
+// (Postback set), or rows left "received": by a two-phase unit when the
+// process died between the inbox commit and the append, or by a migration
+// that hands rows back to the domain (00010 re-drives double-booked PayPal
+// IPN rows, on the Postgres event store too). All its state is in the
 // inbox, so it survives restarts, and leases let several instances share the
 // work. Workers builds the ones a Service needs.
 type Worker struct {
@@ -39,8 +41,9 @@ type Worker struct {
 
 // WorkerOptions configure the background workers of a Service.
 type WorkerOptions struct {
-	// SweepAge: a two-phase row still "received" after this long is re-driven
-	// (DefaultSweepAge when 0).
+	// SweepAge: a row still "received" after this long is re-driven
+	// (DefaultSweepAge when 0). Rows scheduled for an attempt (a migration's
+	// re-drive, a failed one) are due at that time instead.
 	SweepAge time.Duration
 	// Postback verifies held deliveries; nil when no provider holds them.
 	Postback Postback
@@ -48,13 +51,17 @@ type WorkerOptions struct {
 }
 
 // Workers returns the background workers s needs, each to run in one
-// goroutine per instance: the sweeper when its journal is two-phase, and the
-// verifier of held deliveries when a postback is given.
+// goroutine per instance: the sweeper, and the verifier of held deliveries
+// when a postback is given.
+//
+// The sweeper runs whatever the journal. A two-phase journal leaves rows
+// "received" in its normal course; an atomic one never commits a row
+// "received", but a migration may set rows back to it for the domain to
+// apply again (00010: PayPal IPN rows whose events were a double booking),
+// and nothing else would drive them. With nothing to do it costs one claim
+// per poll on the inbox's partial index of pending rows.
 func (s *Service) Workers(q Queue, o WorkerOptions) []*Worker {
-	var out []*Worker
-	if !s.journal.Atomic() {
-		out = append(out, s.Sweeper(q, o.SweepAge, o.Log))
-	}
+	out := []*Worker{s.Sweeper(q, o.SweepAge, o.Log)}
 	if o.Postback != nil {
 		out = append(out, s.newWorker("held-verifier", q, StatusUnverified, 0, o.Log, o.Postback))
 	}

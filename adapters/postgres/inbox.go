@@ -157,6 +157,12 @@ func setStatus(ctx context.Context, q execer, k ingest.InboxKey, from, to string
 // olderThan): it pushes their next attempt lease into the future and counts
 // the attempt, so concurrent workers (other instances) take different rows
 // and a worker that dies lets the lease expire.
+//
+// The literal status list (the only statuses workers drive) repeats the
+// predicate of webhook_inbox_pending_idx, so that even a generic plan of
+// this prepared statement (status a parameter) can use that partial index:
+// the sweeper polls on every instance, and an idle poll must not scan the
+// whole inbox.
 func (in *Inbox) Claim(ctx context.Context, status string, olderThan, lease time.Duration, limit int) ([]ingest.InboxKey, error) {
 	rows, err := in.pool.Query(ctx, `
 		UPDATE webhook_inbox AS w
@@ -164,6 +170,7 @@ func (in *Inbox) Claim(ctx context.Context, status string, olderThan, lease time
 		FROM (
 			SELECT provider, dedup_key FROM webhook_inbox
 			WHERE status = $1
+			  AND status IN ('`+ingest.StatusReceived+`', '`+ingest.StatusUnverified+`')
 			  AND COALESCE(next_attempt_at, first_seen_at + $2::interval) <= now()
 			ORDER BY COALESCE(next_attempt_at, first_seen_at)
 			LIMIT $4

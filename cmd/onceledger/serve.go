@@ -32,7 +32,7 @@ type serveCmd struct {
 	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" group:"Server" help:"How long to drain in-flight requests on SIGTERM."`
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" group:"Server" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
-	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
+	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"Inbox rows still 'received' after this long are re-driven by the sweeper (EventStoreDB's crash window; rows a migration hands back)."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`

@@ -16,8 +16,11 @@ import (
 // facts make a conflicting redelivery.
 //
 // Left out on purpose: the bytes and their hash, the occurrence time (a
-// re-rendered timestamp is not a new fact), a failure's free-text reason,
-// and the provider and dedup key (equal by construction when it is compared).
+// re-rendered timestamp is not a new fact), a fact's free-text reason (of a
+// failure, cancellation, dispute or payout failure: the provider's wording,
+// which moves no money), and the provider and dedup key (equal by
+// construction when it is compared; so the hash of a row migration 00010
+// moved to provider paypal and an ipn: key still holds).
 // The facts are compared as a set, so a provider listing them in another
 // order says the same thing.
 func (e Event) FactsHash() string {

@@ -67,7 +67,7 @@ type Fact struct {
 	Amount     int64  // minor units, >= 0
 	Fee        int64  // minor units, >= 0, captures only
 	Currency   money.Currency
-	Reason     string // free text for failures, cancellations; optional
+	Reason     string // free text for failures, cancellations, disputes, payout failures; optional
 }
 
 // Event is one verified, normalized delivery.

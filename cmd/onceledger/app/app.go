@@ -57,8 +57,9 @@ type Config struct {
 	ReadTimeout         time.Duration
 	ShutdownTimeout     time.Duration
 	ProviderConcurrency int
-	// SweepAge: with a two-phase journal, rows still "received" after this
-	// long are re-driven (ingest.DefaultSweepAge when 0).
+	// SweepAge: inbox rows still "received" after this long are re-driven
+	// (ingest.DefaultSweepAge when 0): the two-phase journal's crash window,
+	// and rows a migration hands back to the domain on any event store.
 	SweepAge time.Duration
 
 	// PostbackURL is where held deliveries (PayPal IPN) are posted back for
