@@ -211,7 +211,9 @@ func (p *Payment) apply(e Event) {
 	case DisputeWon:
 		d := p.dispute(e.DisputeID)
 		d.facts.won, d.won = true, true
-		if !e.NoFunds || d.posted == stageNone {
+		// A win with no funds moved leaves the ledger where it is: if the
+		// withdrawal is reported later (out of order), both movements post.
+		if !e.NoFunds {
 			p.disputeStage(e.DisputeID, stageReleased)
 		}
 	case DisputeLost:
@@ -579,14 +581,17 @@ func (d *decision) settleDispute(id string, facts disputeFacts) {
 	ds := d.p.disputes[id]
 	m, amt, cur := d.meta, ds.amount, ds.currency
 	target := facts.target()
-	if ds.posted == stageNone && (target == stageHeld || target == stageLost || facts.reinstated) {
-		// The funds left first, whatever order the reports came in.
+	if ds.posted == stageNone && facts.withdrawn {
+		// The funds left first, whatever order the reports came in: a win
+		// reported before the withdrawal (a crash, a redelivery) still
+		// posts both movements once the withdrawal is known, so the entries
+		// do not depend on arrival order.
 		d.emit(DisputeFundsWithdrawn{Meta: m, DisputeID: id, Amount: amt, Currency: cur})
 	}
 	switch target {
 	case stageReleased:
 		switch {
-		case ds.posted == stageHeld && facts.won:
+		case ds.posted == stageHeld && facts.won && !ds.won:
 			d.emit(DisputeWon{Meta: m, DisputeID: id, Amount: amt, Currency: cur})
 		case ds.posted == stageHeld:
 			d.emit(DisputeFundsReinstated{Meta: m, DisputeID: id, Amount: amt, Currency: cur})

@@ -1,7 +1,10 @@
 package payment
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -258,4 +261,30 @@ func TestPropertyPayoutFailureOrderDoesNotMatter(t *testing.T) {
 		require.Equalf(t, 1, failures, "failures recorded: %v", types(history))
 		require.Empty(t, nonZero(balances(history)), "balances after a failed payout")
 	})
+}
+
+// A win reported before the withdrawal it closes (deliveries come back out
+// of order after a crash) ends with the same entries as the natural order:
+// once the withdrawal is known, both movements post, not only the balance.
+func TestDisputeWonBeforeWithdrawnPostsTheSameEntries(t *testing.T) {
+	entries := func(order ...delivery.Fact) []ledger.Posting {
+		s := &stream{t: t}
+		s.deliver(deliveryOf("cap", capture("ch_1", 1000, 0)))
+		for i, f := range order {
+			s.deliver(deliveryOf(fmt.Sprintf("d%d", i), f))
+		}
+		var out []ledger.Posting
+		for _, e := range s.history {
+			out = append(out, Postings(e)...)
+		}
+		slices.SortFunc(out, func(a, b ledger.Posting) int {
+			return cmp.Or(strings.Compare(a.Account, b.Account), cmp.Compare(a.Amount, b.Amount))
+		})
+		return out
+	}
+	opened := disputeFact(delivery.KindDisputeOpened, "du_1", 1000)
+	won := disputeFact(delivery.KindDisputeWon, "du_1", 1000)
+	natural := entries(opened, won)
+	require.Len(t, natural, 6, "capture, withdrawal, return")
+	assert.Equal(t, natural, entries(won, opened))
 }
