@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
@@ -60,6 +61,28 @@ func balances(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map[string]
 	require.NoError(t, err)
 	for _, r := range got {
 		out[r.Account] = r.Balance
+	}
+	return out
+}
+
+// historyBalances sums every recorded event's postings per account (non-zero
+// balances only), as the ledger projection would.
+func historyBalances(ctx context.Context, t *testing.T, store *postgres.EventStore) map[string]int64 {
+	t.Helper()
+	evs, err := store.ReadAll(ctx, eventstore.Start, 100_000)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for _, r := range evs {
+		e, err := payment.Decode(r.Type, r.Data)
+		require.NoError(t, err, r.Type)
+		for _, p := range payment.Postings(e) {
+			out[p.Account] += p.Amount
+		}
+	}
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
 	}
 	return out
 }
@@ -113,10 +136,9 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ingest.Accepted, res.Outcome)
 
-	proj := projections.NewService(store, readmodel.New(pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	_, err = proj.Rebuild(ctx, nil, projections.RebuildOptions{})
-	require.NoError(t, err)
-	before := balances(ctx, t, pool)
+	// The ledger as history gave it before 00010, folded from the events
+	// themselves: the read models of version 9 are not today's.
+	before := historyBalances(ctx, t, store)
 	require.Equal(t, int64(1000-79+100*-1), before["provider:paypal:balance"], "REST's own view of B")
 	require.Contains(t, before, "provider:paypal-ipn:balance", "the double booking this migration undoes")
 
@@ -136,6 +158,7 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "B's two IPN rows")
 
+	proj := projections.NewService(store, readmodel.New(pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	_, err = proj.Rebuild(ctx, nil, projections.RebuildOptions{})
 	require.NoError(t, err)
 	violations, err := proj.Verify(ctx)
