@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -506,4 +507,45 @@ func parseMinor(t *testing.T, s string) int64 {
 	_, err := fmt.Sscan(s, &v)
 	require.NoError(t, err, s)
 	return v
+}
+
+// TestPeriodCloseRace: many admins close the same month at once; exactly
+// one close is recorded, the others are told it is closed already (or,
+// when they kept losing the race for the stream, to retry).
+func TestPeriodCloseRace(t *testing.T) {
+	b := startBooks(t, onPostgres, time.UTC)
+	const n = 16
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, err := http.NewRequest(http.MethodPost, b.base+"/v1/periods/2025-10/close", strings.NewReader(`{"note":"race"}`))
+			if err != nil {
+				statuses <- -1
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				statuses <- -1
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	assert.Equal(t, 1, count[http.StatusOK], "one close recorded: %v", count)
+	assert.Equal(t, n-1, count[http.StatusConflict]+count[http.StatusServiceUnavailable], "the others refused: %v", count)
+
+	recs, err := b.app.Events().Store.ReadStream(context.Background(), "periods")
+	require.NoError(t, err)
+	assert.Len(t, recs, 1)
+	b.waitPeriod("2025-10", func(s string, _, _ int64) bool { return s == "closed" })
 }
