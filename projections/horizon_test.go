@@ -36,7 +36,7 @@ func TestLiveProjectorsKeepUpDuringARebuildTransaction(t *testing.T) {
 	long, err := rm.Begin(ctx)
 	require.NoError(t, err)
 	defer long.Rollback(context.WithoutCancel(ctx))
-	_, err = long.Exec(ctx, `CREATE TABLE ledger_entries_rebuild_test (LIKE ledger_entries INCLUDING ALL);
+	_, err = long.Exec(ctx, `CREATE TABLE ledger_entries_rebuild_test (LIKE ledger_entries INCLUDING ALL EXCLUDING GENERATED);
 		INSERT INTO ledger_entries_rebuild_test SELECT * FROM ledger_entries`)
 	require.NoError(t, err)
 	var longXID uint64

@@ -18,6 +18,7 @@ import (
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // periodsFixture is the Postgres fixture with the projections in a
@@ -133,14 +134,14 @@ func (f *periodsFixture) frozen(ctx context.Context) []string {
 	return out
 }
 
-func (f *periodsFixture) trialBalance(ctx context.Context, p string) readmodel.TrialBalance {
+func (f *periodsFixture) trialBalance(ctx context.Context, p string) views.TrialBalance {
 	f.t.Helper()
 	tb, err := f.db.TrialBalance(ctx, period.MustParse(p))
 	require.NoError(f.t, err)
 	return tb
 }
 
-func lineOf(tb readmodel.TrialBalance, account string) period.Balance {
+func lineOf(tb views.TrialBalance, account string) period.Balance {
 	for _, l := range tb.Lines {
 		if l.Account == account {
 			return l
@@ -234,11 +235,11 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 	assert.Equal(t, []string{"2026-10 closed", "2026-11 closed", "2026-12 open"}, listed)
 	assert.Equal(t, int64(4), periods[2].Adjustments)
 
-	journal, err := f.db.Journal(ctx, readmodel.JournalFilter{Period: period.MustParse("2026-12"), Zone: f.zone})
+	journal, err := f.db.Journal(ctx, views.JournalFilter{Period: period.MustParse("2026-12"), Zone: f.zone})
 	require.NoError(t, err)
 	require.Len(t, journal, 6)
 	for _, j := range journal {
-		assert.Equal(t, len(readmodel.JournalColumns), len(j.Cells()))
+		assert.Equal(t, len(views.JournalColumns), len(j.Cells()))
 		if j.Account == "receivable:disputes:standard" {
 			assert.Equal(t, "2026-12-01", j.Date, "an adjustment is dated in the period it is booked into")
 			assert.Equal(t, "40.00", j.DebitDecimal)
@@ -252,10 +253,10 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 			assert.Equal(t, "2026-12-03", j.Date)
 		}
 	}
-	all, err := f.db.Journal(ctx, readmodel.JournalFilter{From: at("2026-11-01T00:00:00Z"), To: at("2026-12-01T00:00:00Z")})
+	all, err := f.db.Journal(ctx, views.JournalFilter{From: at("2026-11-01T00:00:00Z"), To: at("2026-12-01T00:00:00Z")})
 	require.NoError(t, err)
 	assert.Len(t, all, 5, "November by effective time: the capture (3) and the late dispute (2)")
-	page, err := f.db.Journal(ctx, readmodel.JournalFilter{Limit: 2, AfterID: all[0].ID})
+	page, err := f.db.Journal(ctx, views.JournalFilter{Limit: 2, AfterID: all[0].ID})
 	require.NoError(t, err)
 	require.Len(t, page, 2)
 	assert.Greater(t, page[0].ID, all[0].ID)
@@ -367,7 +368,7 @@ func TestMonthBoundaryInNonUTCZones(t *testing.T) {
 			nov := f.trialBalance(ctx, "2026-11")
 			assert.Equal(t, c.zone, nov.Info.Zone)
 			assert.Equal(t, period.Balance{Account: "revenue:sales", Currency: "USD", Credits: 1000, Closing: -1000}, lineOf(nov, "revenue:sales"))
-			journal, err := f.db.Journal(ctx, readmodel.JournalFilter{Zone: f.zone})
+			journal, err := f.db.Journal(ctx, views.JournalFilter{Zone: f.zone})
 			require.NoError(t, err)
 			dates := map[string]bool{}
 			for _, j := range journal {

@@ -8,9 +8,12 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/period"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // Sentinel errors of the HTTP layer itself.
@@ -33,6 +36,20 @@ var badInput = []error{
 	money.ErrUnknownCurrency,
 	money.ErrInvalidAmount,
 	errBadParameter,
+	period.ErrInvalidPeriod,
+	period.ErrActorRequired,
+	period.ErrReasonRequired,
+}
+
+// conflicts are the refusals of a period close or reopen that the state of
+// the books explains (409: another action first, or later).
+var conflicts = []error{
+	period.ErrPeriodNotEnded,
+	period.ErrEarlierPeriodOpen,
+	period.ErrAlreadyClosed,
+	period.ErrNotClosed,
+	period.ErrLaterPeriodClosed,
+	period.ErrZoneMismatch,
 }
 
 func isBadInput(err error) bool {
@@ -55,14 +72,17 @@ func statusFor(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
-	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound):
+	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound), errors.Is(err, views.ErrUnknownPeriod):
 		return http.StatusNotFound
+	case slices.ContainsFunc(conflicts, func(target error) bool { return errors.Is(err, target) }):
+		return http.StatusConflict
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	case isBadInput(err):
 		return http.StatusBadRequest
 	case errors.Is(err, eventstore.ErrUnavailable),
 		errors.Is(err, ingest.ErrContention),
+		errors.Is(err, operations.ErrContention),
 		errors.Is(err, errOverloaded),
 		errors.Is(err, errQueryNotConfigured),
 		errors.Is(err, context.DeadlineExceeded),

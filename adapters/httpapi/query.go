@@ -64,6 +64,7 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.HandleFunc("/ledger/entries", s.queryEntries).Methods(http.MethodGet)
 	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
+	s.registerPeriods(v1)
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 for a known path (every /v1 endpoint is GET), else a 404.
@@ -110,7 +111,8 @@ func (s *server) queryStore(w http.ResponseWriter, r *http.Request, q *params) (
 func (s *server) queryBalances(w http.ResponseWriter, r *http.Request) {
 	q := newParams(r)
 	format := q.format()
-	f := views.BalanceFilter{AccountPrefix: q.get("account"), Currency: q.currency("currency"), AsOf: q.time("as_of")}
+	f := views.BalanceFilter{AccountPrefix: q.get("account"), Currency: q.currency("currency"), AsOf: q.time("as_of"),
+		Booked: q.booked()}
 	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
@@ -137,7 +139,7 @@ func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
 	format := q.format()
 	f := views.EntryFilter{
 		AccountPrefix: q.get("account"), Currency: q.currency("currency"),
-		From: q.time("from"), To: q.time("to"), AfterID: q.cursor(),
+		From: q.time("from"), To: q.time("to"), AfterID: q.cursor(), Booked: q.booked(),
 	}
 	limit := q.limit()
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {

@@ -114,6 +114,12 @@ func (p *params) oneOf(name string, allowed ...string) string {
 	return v
 }
 
+// booked is ?time=effective|booked (default effective): whether as_of,
+// from and to compare with the entries' booked time (when the ledger
+// recorded them) rather than their effective time (when the provider says
+// they happened).
+func (p *params) booked() bool { return p.oneOf("time", "effective", "booked") == "booked" }
+
 // cursor is the id after which a ledger page starts (0: from the start).
 func (p *params) cursor() int64 {
 	id, err := decodeCursor(p.q.Get("cursor"))

@@ -70,6 +70,15 @@ type Config struct {
 	// Projections reads the projections' status for GET /v1/projections
 	// (projections.StatusReader); nil = that endpoint answers 503.
 	Projections ProjectionsReader
+	// Periods reads the periods, trial balances and the journal
+	// (readmodel.Store); PeriodActions closes and reopens periods
+	// (operations.Periods). nil = those endpoints answer 503.
+	Periods       PeriodStore
+	PeriodActions PeriodActions
+	// ReportingZone is the time zone of accounting periods
+	// (ONCELEDGER_REPORTING_TZ): journal dates and YYYY-MM-DD bounds are
+	// in it. nil = UTC.
+	ReportingZone *time.Location
 }
 
 type server struct {

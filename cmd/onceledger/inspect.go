@@ -17,6 +17,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/period"
 )
 
 type inspectCmd struct {
@@ -139,6 +140,16 @@ func viewOf(r eventstore.RecordedEvent) eventView {
 			v.Metadata = &m
 		}
 	}
+	// The calendar's stream holds period events, decoded by their own codec.
+	if r.StreamID == period.StreamID || period.IsEventType(r.Type) {
+		pe, err := period.Decode(r.Type, r.Data)
+		if err != nil {
+			v.DecodeError = err.Error()
+			return v
+		}
+		v.fields = describePeriod(pe)
+		return v
+	}
 	e, err := payment.Decode(r.Type, r.Data)
 	if err != nil {
 		v.DecodeError = err.Error()
@@ -246,6 +257,19 @@ func describe(e payment.Event) ([]field, []amountView) {
 		amounts = []amountView{}
 	}
 	return fs, amounts
+}
+
+// describePeriod lists a close's or reopen's fields, by their stored names.
+func describePeriod(e period.Event) []field {
+	switch e := e.(type) {
+	case period.Closed:
+		return []field{{"period", e.Period.String()}, {"zone", e.Zone}, {"actor", e.Actor}, {"note", e.Note},
+			{"at", e.At.UTC().Format(time.RFC3339Nano)}}
+	case period.Reopened:
+		return []field{{"period", e.Period.String()}, {"actor", e.Actor}, {"reason", e.Reason},
+			{"at", e.At.UTC().Format(time.RFC3339Nano)}}
+	}
+	return nil
 }
 
 func writeText(w io.Writer, stream string, views []eventView) error {

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+	_ "time/tzdata" // ONCELEDGER_REPORTING_TZ without system zone data
 
 	"github.com/alecthomas/kong"
 )
@@ -21,6 +23,7 @@ import (
 type cli struct {
 	DatabaseURL string `name:"database-url" env:"ONCELEDGER_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/onceledger?sslmode=disable" group:"Storage" help:"Postgres: read models, inbox and the default event store."`
 	EventStore  string `name:"event-store" env:"ONCELEDGER_EVENT_STORE" default:"postgres" group:"Storage" help:"'postgres', or an esdb://host:2113?tls=false connection string for EventStoreDB / KurrentDB."`
+	ReportingTZ string `name:"reporting-tz" env:"ONCELEDGER_REPORTING_TZ" default:"UTC" group:"Storage" help:"IANA time zone of accounting periods (a month is YYYY-MM in it), e.g. Europe/Berlin."`
 	LogLevel    string `name:"log-level" env:"ONCELEDGER_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" group:"Logging" help:"Log level."`
 	LogFormat   string `name:"log-format" env:"ONCELEDGER_LOG_FORMAT" default:"text" enum:"text,json" group:"Logging" help:"Log format."`
 
@@ -32,6 +35,24 @@ type cli struct {
 	Verify  verifyCmd  `cmd:"" help:"Check ledger invariants; non-zero exit on any violation."`
 	Inspect inspectCmd `cmd:"" help:"Print the events of one stream, in order."`
 	Sample  sampleCmd  `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
+	Period  periodCmd  `cmd:"" help:"Close or reopen an accounting period (recorded as events with the actor)."`
+}
+
+// Validate refuses an unknown reporting time zone before any command runs.
+func (c *cli) Validate() error {
+	_, err := c.zone()
+	return err
+}
+
+// zone is ONCELEDGER_REPORTING_TZ as a location. The binary embeds the
+// IANA database (time/tzdata), so a zone name works on a host without
+// system zone data (a scratch or distroless image).
+func (c *cli) zone() (*time.Location, error) {
+	loc, err := time.LoadLocation(c.ReportingTZ)
+	if err != nil {
+		return nil, fmt.Errorf("ONCELEDGER_REPORTING_TZ: %w", err)
+	}
+	return loc, nil
 }
 
 // globals is what every subcommand gets.

@@ -140,8 +140,8 @@ func qInsertEntry(t testing.TB, pool *pgxpool.Pool, account, currency string, am
 	var id int64
 	if err := tx.QueryRow(ctx, `
 		INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account,
-			currency, amount, occurred_at, recorded_at, position_commit, position_prepare)
-		VALUES ($1, 0, 'payment-test-p1', 'payment.captured', 'test', $2, $3, $4, $5, $5, 7, 9)
+			currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period)
+		VALUES ($1, 0, 'payment-test-p1', 'payment.captured', 'test', $2, $3, $4, $5, $5, 7, 9, to_char($5::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'))
 		RETURNING id`, uuid.New(), account, currency, amount, occurred).Scan(&id); err != nil {
 		t.Errorf("insert entry: %v", err)
 		return 0

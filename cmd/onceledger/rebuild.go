@@ -36,6 +36,10 @@ func (c *rebuildCmd) Validate() error {
 // projectionService opens what every projection command needs: the
 // database, the configured event store and the read-model adapter.
 func projectionService(g *globals) (*projections.Service, func(), error) {
+	zone, err := g.cli.zone()
+	if err != nil {
+		return nil, nil, err
+	}
 	pool, err := openPool(g.ctx, g.cli.DatabaseURL)
 	if err != nil {
 		return nil, nil, err
@@ -53,7 +57,7 @@ func projectionService(g *globals) (*projections.Service, func(), error) {
 		pool.Close()
 		return nil, nil, err
 	}
-	svc := projections.NewService(store, readmodel.New(rmPool), g.log)
+	svc := projections.NewService(store, readmodel.New(rmPool), g.log, projections.ReportingZone(zone))
 	return svc, func() { rmPool.Close(); _ = closeStore(); pool.Close() }, nil
 }
 

@@ -160,7 +160,11 @@ func (c *serveCmd) Run(g *globals) error {
 	if err != nil {
 		return fmt.Errorf("provider configuration: %w", err)
 	}
-	a, err := app.New(g.ctx, c.config(g, provs))
+	cfg := c.config(g, provs)
+	if cfg.ReportingZone, err = g.cli.zone(); err != nil {
+		return err
+	}
+	a, err := app.New(g.ctx, cfg)
 	if err != nil {
 		return err
 	}

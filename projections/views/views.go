@@ -24,6 +24,10 @@ type BalanceFilter struct {
 	// AsOf, when not zero, sums the entries that occurred at or before it
 	// instead of reading the maintained balances.
 	AsOf time.Time
+	// Booked compares AsOf with the entries' booked time (when the ledger
+	// recorded them) instead of their effective time (when the provider
+	// says they happened): ?time=booked.
+	Booked bool
 }
 
 // Balance is the sum of one account's entries in one currency.
@@ -39,8 +43,11 @@ type EntryFilter struct {
 	Currency      string
 	From          time.Time // occurred_at >= From, when not zero
 	To            time.Time // occurred_at < To, when not zero
-	AfterID       int64     // keyset: only entries with id > AfterID
-	Limit         int       // at most this many; <= 0 means no limit
+	// Booked bounds From and To on the booked time (recorded_at) instead
+	// of the effective time (occurred_at): ?time=booked.
+	Booked  bool
+	AfterID int64 // keyset: only entries with id > AfterID
+	Limit   int   // at most this many; <= 0 means no limit
 }
 
 // Entry is one posting of the journal, as stored (with its id).

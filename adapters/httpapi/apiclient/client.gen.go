@@ -57,6 +57,42 @@ func (e PaymentStatus) Valid() bool {
 	}
 }
 
+// Defines values for PeriodStatus.
+const (
+	PeriodStatusClosed PeriodStatus = "closed"
+	PeriodStatusOpen   PeriodStatus = "open"
+)
+
+// Valid indicates whether the value is a known member of the PeriodStatus enum.
+func (e PeriodStatus) Valid() bool {
+	switch e {
+	case PeriodStatusClosed:
+		return true
+	case PeriodStatusOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PeriodActionStatus.
+const (
+	PeriodActionStatusClosed PeriodActionStatus = "closed"
+	PeriodActionStatusOpen   PeriodActionStatus = "open"
+)
+
+// Valid indicates whether the value is a known member of the PeriodActionStatus enum.
+func (e PeriodActionStatus) Valid() bool {
+	switch e {
+	case PeriodActionStatusClosed:
+		return true
+	case PeriodActionStatusOpen:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProjectionStatus.
 const (
 	Live       ProjectionStatus = "live"
@@ -90,6 +126,24 @@ func (e ReconciliationItemStatus) Valid() bool {
 	case ReconciliationItemStatusOpen:
 		return true
 	case ReconciliationItemStatusResolved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrialBalanceStatus.
+const (
+	TrialBalanceStatusClosed TrialBalanceStatus = "closed"
+	TrialBalanceStatusOpen   TrialBalanceStatus = "open"
+)
+
+// Valid indicates whether the value is a known member of the TrialBalanceStatus enum.
+func (e TrialBalanceStatus) Valid() bool {
+	switch e {
+	case TrialBalanceStatusClosed:
+		return true
+	case TrialBalanceStatusOpen:
 		return true
 	default:
 		return false
@@ -135,6 +189,60 @@ func (e GetBalancesParamsFormat) Valid() bool {
 	}
 }
 
+// Defines values for GetBalancesParamsTime.
+const (
+	GetBalancesParamsTimeBooked    GetBalancesParamsTime = "booked"
+	GetBalancesParamsTimeEffective GetBalancesParamsTime = "effective"
+)
+
+// Valid indicates whether the value is a known member of the GetBalancesParamsTime enum.
+func (e GetBalancesParamsTime) Valid() bool {
+	switch e {
+	case GetBalancesParamsTimeBooked:
+		return true
+	case GetBalancesParamsTimeEffective:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetJournalParamsTime.
+const (
+	GetJournalParamsTimeBooked    GetJournalParamsTime = "booked"
+	GetJournalParamsTimeEffective GetJournalParamsTime = "effective"
+)
+
+// Valid indicates whether the value is a known member of the GetJournalParamsTime enum.
+func (e GetJournalParamsTime) Valid() bool {
+	switch e {
+	case GetJournalParamsTimeBooked:
+		return true
+	case GetJournalParamsTimeEffective:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetJournalParamsFormat.
+const (
+	GetJournalParamsFormatCsv  GetJournalParamsFormat = "csv"
+	GetJournalParamsFormatJson GetJournalParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetJournalParamsFormat enum.
+func (e GetJournalParamsFormat) Valid() bool {
+	switch e {
+	case GetJournalParamsFormatCsv:
+		return true
+	case GetJournalParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetLedgerEntriesParamsFormat.
 const (
 	GetLedgerEntriesParamsFormatCsv  GetLedgerEntriesParamsFormat = "csv"
@@ -153,6 +261,24 @@ func (e GetLedgerEntriesParamsFormat) Valid() bool {
 	}
 }
 
+// Defines values for GetLedgerEntriesParamsTime.
+const (
+	GetLedgerEntriesParamsTimeBooked    GetLedgerEntriesParamsTime = "booked"
+	GetLedgerEntriesParamsTimeEffective GetLedgerEntriesParamsTime = "effective"
+)
+
+// Valid indicates whether the value is a known member of the GetLedgerEntriesParamsTime enum.
+func (e GetLedgerEntriesParamsTime) Valid() bool {
+	switch e {
+	case GetLedgerEntriesParamsTimeBooked:
+		return true
+	case GetLedgerEntriesParamsTimeEffective:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetPaymentParamsFormat.
 const (
 	GetPaymentParamsFormatCsv  GetPaymentParamsFormat = "csv"
@@ -165,6 +291,60 @@ func (e GetPaymentParamsFormat) Valid() bool {
 	case GetPaymentParamsFormatCsv:
 		return true
 	case GetPaymentParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPeriodsParamsFormat.
+const (
+	GetPeriodsParamsFormatCsv  GetPeriodsParamsFormat = "csv"
+	GetPeriodsParamsFormatJson GetPeriodsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetPeriodsParamsFormat enum.
+func (e GetPeriodsParamsFormat) Valid() bool {
+	switch e {
+	case GetPeriodsParamsFormatCsv:
+		return true
+	case GetPeriodsParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTrialBalanceParamsPart.
+const (
+	Adjustments GetTrialBalanceParamsPart = "adjustments"
+	Lines       GetTrialBalanceParamsPart = "lines"
+)
+
+// Valid indicates whether the value is a known member of the GetTrialBalanceParamsPart enum.
+func (e GetTrialBalanceParamsPart) Valid() bool {
+	switch e {
+	case Adjustments:
+		return true
+	case Lines:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetTrialBalanceParamsFormat.
+const (
+	GetTrialBalanceParamsFormatCsv  GetTrialBalanceParamsFormat = "csv"
+	GetTrialBalanceParamsFormatJson GetTrialBalanceParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetTrialBalanceParamsFormat enum.
+func (e GetTrialBalanceParamsFormat) Valid() bool {
+	switch e {
+	case GetTrialBalanceParamsFormatCsv:
+		return true
+	case GetTrialBalanceParamsFormatJson:
 		return true
 	default:
 		return false
@@ -225,6 +405,28 @@ func (e GetReconciliationItemsParamsFormat) Valid() bool {
 	}
 }
 
+// Adjustment defines model for Adjustment.
+type Adjustment struct {
+	Account string `json:"account"`
+
+	// AdjustsPeriod The closed period the entry belongs to by its effective time.
+	AdjustsPeriod string `json:"adjusts_period"`
+
+	// Amount Signed minor units: debit positive, credit negative.
+	Amount int64 `json:"amount"`
+
+	// AmountDecimal The same amount in major units with the currency's exponent.
+	AmountDecimal string             `json:"amount_decimal"`
+	BookedAt      time.Time          `json:"booked_at"`
+	Currency      string             `json:"currency"`
+	EffectiveAt   time.Time          `json:"effective_at"`
+	EventId       openapi_types.UUID `json:"event_id"`
+	EventType     string             `json:"event_type"`
+	PostingIndex  int                `json:"posting_index"`
+	Provider      string             `json:"provider"`
+	StreamId      string             `json:"stream_id"`
+}
+
 // Balance defines model for Balance.
 type Balance struct {
 	// Account Example: revenue:sales
@@ -268,6 +470,41 @@ type Entry struct {
 // Error defines model for Error.
 type Error struct {
 	Error string `json:"error"`
+}
+
+// JournalRow defines model for JournalRow.
+type JournalRow struct {
+	Account string `json:"account"`
+
+	// AdjustsPeriod For a late adjustment, the closed period it adjusts; else empty.
+	AdjustsPeriod string    `json:"adjusts_period"`
+	BookedAt      time.Time `json:"booked_at"`
+
+	// Credit Decimal major units, empty on a debit line.
+	Credit      string `json:"credit"`
+	CreditMinor int64  `json:"credit_minor"`
+	Currency    string `json:"currency"`
+
+	// Date Accounting date in the reporting zone: the effective date; for a late adjustment the first day of the period it is booked into.
+	Date openapi_types.Date `json:"date"`
+
+	// Debit Decimal major units, empty on a credit line.
+	Debit          string             `json:"debit"`
+	DebitMinor     int64              `json:"debit_minor"`
+	EffectiveAt    time.Time          `json:"effective_at"`
+	EventId        openapi_types.UUID `json:"event_id"`
+	Id             int64              `json:"id"`
+	LateAdjustment bool               `json:"late_adjustment"`
+
+	// Memo Example: dispute.opened (late: adjusts 2026-11)
+	Memo string `json:"memo"`
+
+	// PaymentId Empty for payouts.
+	PaymentId string `json:"payment_id"`
+
+	// Period YYYY-MM the entry is booked into.
+	Period   string `json:"period"`
+	Provider string `json:"provider"`
 }
 
 // Payment defines model for Payment.
@@ -331,6 +568,62 @@ type PaymentEvent struct {
 	Version *int64  `json:"version,omitempty"`
 }
 
+// Period defines model for Period.
+type Period struct {
+	// Adjustments Of which late adjustments for earlier, closed periods.
+	Adjustments int64 `json:"adjustments"`
+
+	// BooksStart The first period ever closed: every earlier period counts as closed with it.
+	BooksStart bool       `json:"books_start"`
+	CloseNote  string     `json:"close_note"`
+	ClosedAt   *time.Time `json:"closed_at"`
+
+	// ClosedBy Actor of the last close.
+	ClosedBy string `json:"closed_by"`
+
+	// ContentHash SHA-256 (hex) of the frozen trial balance; empty while open. `onceledger verify` recomputes it from history.
+	ContentHash string `json:"content_hash"`
+
+	// Entries Ledger entries booked into the period.
+	Entries int64 `json:"entries"`
+
+	// Period YYYY-MM
+	//
+	// Example: 2026-11
+	Period       string       `json:"period"`
+	ReopenReason string       `json:"reopen_reason"`
+	ReopenedAt   *time.Time   `json:"reopened_at"`
+	ReopenedBy   string       `json:"reopened_by"`
+	Status       PeriodStatus `json:"status"`
+
+	// Zone IANA time zone the books were closed in (empty before the first close).
+	Zone string `json:"zone"`
+}
+
+// PeriodStatus defines model for Period.Status.
+type PeriodStatus string
+
+// PeriodAction defines model for PeriodAction.
+type PeriodAction struct {
+	// Actor The token's name.
+	Actor string    `json:"actor"`
+	At    time.Time `json:"at"`
+	Note  *string   `json:"note,omitempty"`
+
+	// Period YYYY-MM
+	//
+	// Example: 2026-11
+	Period string  `json:"period"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Status What the period is once the projection has read the event.
+	Status PeriodActionStatus `json:"status"`
+	Zone   *string            `json:"zone,omitempty"`
+}
+
+// PeriodActionStatus What the period is once the projection has read the event.
+type PeriodActionStatus string
+
 // Position A place in the global event feed.
 type Position struct {
 	Commit  *int64 `json:"commit,omitempty"`
@@ -386,6 +679,77 @@ type ReconciliationItem struct {
 // ReconciliationItemStatus defines model for ReconciliationItem.Status.
 type ReconciliationItemStatus string
 
+// TrialBalance defines model for TrialBalance.
+type TrialBalance struct {
+	// Adjustments Late entries booked into this period for earlier, closed ones.
+	Adjustments []Adjustment `json:"adjustments"`
+
+	// BooksStart The first period ever closed: every earlier period counts as closed with it.
+	BooksStart bool       `json:"books_start"`
+	CloseNote  string     `json:"close_note"`
+	ClosedAt   *time.Time `json:"closed_at"`
+
+	// ClosedBy Actor of the last close.
+	ClosedBy string `json:"closed_by"`
+
+	// ContentHash SHA-256 (hex) of the frozen trial balance; empty while open. `onceledger verify` recomputes it from history.
+	ContentHash string `json:"content_hash"`
+
+	// Entries Ledger entries booked into the period.
+	Entries int64 `json:"entries"`
+
+	// Frozen True when the period is closed: the lines are the frozen figures.
+	Frozen bool               `json:"frozen"`
+	Lines  []TrialBalanceLine `json:"lines"`
+
+	// Period YYYY-MM
+	//
+	// Example: 2026-11
+	Period       string             `json:"period"`
+	ReopenReason string             `json:"reopen_reason"`
+	ReopenedAt   *time.Time         `json:"reopened_at"`
+	ReopenedBy   string             `json:"reopened_by"`
+	Status       TrialBalanceStatus `json:"status"`
+
+	// Zone IANA time zone the books were closed in (empty before the first close).
+	Zone string `json:"zone"`
+}
+
+// TrialBalanceStatus defines model for TrialBalance.Status.
+type TrialBalanceStatus string
+
+// TrialBalanceLine defines model for TrialBalanceLine.
+type TrialBalanceLine struct {
+	Account string `json:"account"`
+
+	// Closing opening + debits - credits, minor units.
+	Closing int64 `json:"closing"`
+
+	// ClosingDecimal The same amount in major units with the currency's exponent.
+	ClosingDecimal string `json:"closing_decimal"`
+
+	// Credits Sum of the period's credits (magnitudes of negative entries), minor units.
+	Credits int64 `json:"credits"`
+
+	// CreditsDecimal The same amount in major units with the currency's exponent.
+	CreditsDecimal string `json:"credits_decimal"`
+
+	// Currency Example: USD
+	Currency string `json:"currency"`
+
+	// Debits Sum of the period's debits (positive entries), minor units.
+	Debits int64 `json:"debits"`
+
+	// DebitsDecimal The same amount in major units with the currency's exponent.
+	DebitsDecimal string `json:"debits_decimal"`
+
+	// Opening Closing of everything booked before the period, minor units.
+	Opening int64 `json:"opening"`
+
+	// OpeningDecimal The same amount in major units with the currency's exponent.
+	OpeningDecimal string `json:"opening_decimal"`
+}
+
 // WebhookStatus defines model for WebhookStatus.
 type WebhookStatus struct {
 	Status WebhookStatusStatus `json:"status"`
@@ -407,10 +771,46 @@ type GetBalancesParams struct {
 
 	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
 	Format *GetBalancesParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Time Which time of an entry `as_of`, `from` and `to` compare with: `effective` (default), when the provider says it happened, or `booked`, when the ledger recorded it.
+	Time *GetBalancesParamsTime `form:"time,omitempty" json:"time,omitempty"`
 }
 
 // GetBalancesParamsFormat defines parameters for GetBalances.
 type GetBalancesParamsFormat string
+
+// GetBalancesParamsTime defines parameters for GetBalances.
+type GetBalancesParamsTime string
+
+// GetJournalParams defines parameters for GetJournal.
+type GetJournalParams struct {
+	// From Entries at or after: an RFC 3339 timestamp, or a date YYYY-MM-DD (its midnight in the reporting zone).
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Entries before (exclusive): RFC 3339 or YYYY-MM-DD.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// Time Which time of an entry `as_of`, `from` and `to` compare with: `effective` (default), when the provider says it happened, or `booked`, when the ledger recorded it.
+	Time *GetJournalParamsTime `form:"time,omitempty" json:"time,omitempty"`
+
+	// Period Only the entries booked into this period (YYYY-MM).
+	Period *string `form:"period,omitempty" json:"period,omitempty"`
+
+	// Cursor Opaque cursor from a previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
+	Format *GetJournalParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetJournalParamsTime defines parameters for GetJournal.
+type GetJournalParamsTime string
+
+// GetJournalParamsFormat defines parameters for GetJournal.
+type GetJournalParamsFormat string
 
 // GetLedgerEntriesParams defines parameters for GetLedgerEntries.
 type GetLedgerEntriesParams struct {
@@ -434,10 +834,16 @@ type GetLedgerEntriesParams struct {
 
 	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
 	Format *GetLedgerEntriesParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Time Which time of an entry `as_of`, `from` and `to` compare with: `effective` (default), when the provider says it happened, or `booked`, when the ledger recorded it.
+	Time *GetLedgerEntriesParamsTime `form:"time,omitempty" json:"time,omitempty"`
 }
 
 // GetLedgerEntriesParamsFormat defines parameters for GetLedgerEntries.
 type GetLedgerEntriesParamsFormat string
+
+// GetLedgerEntriesParamsTime defines parameters for GetLedgerEntries.
+type GetLedgerEntriesParamsTime string
 
 // GetPaymentParams defines parameters for GetPayment.
 type GetPaymentParams struct {
@@ -447,6 +853,40 @@ type GetPaymentParams struct {
 
 // GetPaymentParamsFormat defines parameters for GetPayment.
 type GetPaymentParamsFormat string
+
+// GetPeriodsParams defines parameters for GetPeriods.
+type GetPeriodsParams struct {
+	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
+	Format *GetPeriodsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetPeriodsParamsFormat defines parameters for GetPeriods.
+type GetPeriodsParamsFormat string
+
+// PostPeriodCloseJSONBody defines parameters for PostPeriodClose.
+type PostPeriodCloseJSONBody struct {
+	Note *string `json:"note,omitempty"`
+}
+
+// PostPeriodReopenJSONBody defines parameters for PostPeriodReopen.
+type PostPeriodReopenJSONBody struct {
+	Reason string `json:"reason"`
+}
+
+// GetTrialBalanceParams defines parameters for GetTrialBalance.
+type GetTrialBalanceParams struct {
+	// Part CSV only: `lines` (default) or `adjustments`.
+	Part *GetTrialBalanceParamsPart `form:"part,omitempty" json:"part,omitempty"`
+
+	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
+	Format *GetTrialBalanceParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetTrialBalanceParamsPart defines parameters for GetTrialBalance.
+type GetTrialBalanceParamsPart string
+
+// GetTrialBalanceParamsFormat defines parameters for GetTrialBalance.
+type GetTrialBalanceParamsFormat string
 
 // GetProjectionsParams defines parameters for GetProjections.
 type GetProjectionsParams struct {
@@ -481,6 +921,12 @@ type PostWebhookJSONBody = map[string]interface{}
 // PostWebhookFormdataBody defines parameters for PostWebhook.
 type PostWebhookFormdataBody = struct {
 }
+
+// PostPeriodCloseJSONRequestBody defines body for PostPeriodClose for application/json ContentType.
+type PostPeriodCloseJSONRequestBody PostPeriodCloseJSONBody
+
+// PostPeriodReopenJSONRequestBody defines body for PostPeriodReopen for application/json ContentType.
+type PostPeriodReopenJSONRequestBody PostPeriodReopenJSONBody
 
 // PostWebhookJSONRequestBody defines body for PostWebhook for application/json ContentType.
 type PostWebhookJSONRequestBody = PostWebhookJSONBody
@@ -591,6 +1037,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetJournal The double-entry journal
+	//
+	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+	//
+	// Corresponds with GET /v1/journal (the `GetJournal` operationId).
+	GetJournal(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetLedgerEntries Ledger entries (postings), paginated
 	//
 	// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
@@ -604,6 +1057,56 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/payments/{provider}/{payment_id} (the `GetPayment` operationId).
 	GetPayment(ctx context.Context, provider string, paymentId string, params *GetPaymentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPeriods Accounting periods and their status
+	//
+	// The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
+	//
+	// Corresponds with GET /v1/periods (the `GetPeriods` operationId).
+	GetPeriods(ctx context.Context, params *GetPeriodsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostPeriodCloseWithBody Close (freeze) a period (admin)
+	//
+	// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+	PostPeriodCloseWithBody(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostPeriodClose Close (freeze) a period (admin)
+	//
+	// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+	PostPeriodClose(ctx context.Context, period string, body PostPeriodCloseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostPeriodReopenWithBody Reopen the last closed period (admin)
+	//
+	// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+	PostPeriodReopenWithBody(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostPeriodReopen Reopen the last closed period (admin)
+	//
+	// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+	PostPeriodReopen(ctx context.Context, period string, body PostPeriodReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTrialBalance A period's trial balance and its late adjustments
+	//
+	// Per account and currency: opening, debits, credits, closing, in minor units and in decimal. Frozen (with its content hash) when the period is closed, computed from its entries while open. `adjustments` lists the late entries booked into this period for earlier, closed ones. CSV: the lines, or with `part=adjustments` the adjustments.
+	//
+	// Corresponds with GET /v1/periods/{period}/trial-balance (the `GetTrialBalance` operationId).
+	GetTrialBalance(ctx context.Context, period string, params *GetTrialBalanceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetProjections Projections: position, lag, status
 	//
@@ -727,6 +1230,23 @@ func (c *Client) GetBalances(ctx context.Context, params *GetBalancesParams, req
 	return c.Client.Do(req)
 }
 
+// GetJournal The double-entry journal
+//
+// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+//
+// Corresponds with GET /v1/journal (the `GetJournal` operationId).
+func (c *Client) GetJournal(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJournalRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetLedgerEntries Ledger entries (postings), paginated
 //
 // In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
@@ -751,6 +1271,116 @@ func (c *Client) GetLedgerEntries(ctx context.Context, params *GetLedgerEntriesP
 // Corresponds with GET /v1/payments/{provider}/{payment_id} (the `GetPayment` operationId).
 func (c *Client) GetPayment(ctx context.Context, provider string, paymentId string, params *GetPaymentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPaymentRequest(c.Server, provider, paymentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPeriods Accounting periods and their status
+//
+// The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
+//
+// Corresponds with GET /v1/periods (the `GetPeriods` operationId).
+func (c *Client) GetPeriods(ctx context.Context, params *GetPeriodsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPeriodsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostPeriodCloseWithBody Close (freeze) a period (admin)
+//
+// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+func (c *Client) PostPeriodCloseWithBody(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostPeriodCloseRequestWithBody(c.Server, period, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostPeriodClose Close (freeze) a period (admin)
+//
+// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+func (c *Client) PostPeriodClose(ctx context.Context, period string, body PostPeriodCloseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostPeriodCloseRequest(c.Server, period, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostPeriodReopenWithBody Reopen the last closed period (admin)
+//
+// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+func (c *Client) PostPeriodReopenWithBody(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostPeriodReopenRequestWithBody(c.Server, period, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostPeriodReopen Reopen the last closed period (admin)
+//
+// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+func (c *Client) PostPeriodReopen(ctx context.Context, period string, body PostPeriodReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostPeriodReopenRequest(c.Server, period, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTrialBalance A period's trial balance and its late adjustments
+//
+// Per account and currency: opening, debits, credits, closing, in minor units and in decimal. Frozen (with its content hash) when the period is closed, computed from its entries while open. `adjustments` lists the late entries booked into this period for earlier, closed ones. CSV: the lines, or with `part=adjustments` the adjustments.
+//
+// Corresponds with GET /v1/periods/{period}/trial-balance (the `GetTrialBalance` operationId).
+func (c *Client) GetTrialBalance(ctx context.Context, period string, params *GetTrialBalanceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTrialBalanceRequest(c.Server, period, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1047,6 +1677,144 @@ func NewGetBalancesRequest(server string, params *GetBalancesParams) (*http.Requ
 
 		}
 
+		if params.Time != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "time", *params.Time, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetJournalRequest constructs an http.Request for the GetJournal method
+func NewGetJournalRequest(server string, params *GetJournalParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/journal")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Time != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "time", *params.Time, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Period != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "period", *params.Period, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1173,6 +1941,18 @@ func NewGetLedgerEntriesRequest(server string, params *GetLedgerEntriesParams) (
 
 		}
 
+		if params.Time != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "time", *params.Time, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1228,6 +2008,227 @@ func NewGetPaymentRequest(server string, provider string, paymentId string, para
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPeriodsRequest constructs an http.Request for the GetPeriods method
+func NewGetPeriodsRequest(server string, params *GetPeriodsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/periods")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostPeriodCloseRequest calls the generic PostPeriodClose builder with application/json body
+func NewPostPeriodCloseRequest(server string, period string, body PostPeriodCloseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostPeriodCloseRequestWithBody(server, period, "application/json", bodyReader)
+}
+
+// NewPostPeriodCloseRequestWithBody constructs an http.Request for the PostPeriodClose method, with any body, and a specified content type
+func NewPostPeriodCloseRequestWithBody(server string, period string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "period", period, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/periods/%s/close", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostPeriodReopenRequest calls the generic PostPeriodReopen builder with application/json body
+func NewPostPeriodReopenRequest(server string, period string, body PostPeriodReopenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostPeriodReopenRequestWithBody(server, period, "application/json", bodyReader)
+}
+
+// NewPostPeriodReopenRequestWithBody constructs an http.Request for the PostPeriodReopen method, with any body, and a specified content type
+func NewPostPeriodReopenRequestWithBody(server string, period string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "period", period, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/periods/%s/reopen", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetTrialBalanceRequest constructs an http.Request for the GetTrialBalance method
+func NewGetTrialBalanceRequest(server string, period string, params *GetTrialBalanceParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "period", period, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/periods/%s/trial-balance", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Part != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "part", *params.Part, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Format != nil {
 
@@ -1562,6 +2563,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalancesWithResponse(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*GetBalancesResponse, error)
 
+	// GetJournalWithResponse The double-entry journal
+	//
+	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/journal (the `GetJournal` operationId).
+	GetJournalWithResponse(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*GetJournalResponse, error)
+
 	// GetLedgerEntriesWithResponse Ledger entries (postings), paginated
 	//
 	// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
@@ -1579,6 +2589,60 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/payments/{provider}/{payment_id} (the `GetPayment` operationId).
 	GetPaymentWithResponse(ctx context.Context, provider string, paymentId string, params *GetPaymentParams, reqEditors ...RequestEditorFn) (*GetPaymentResponse, error)
+
+	// GetPeriodsWithResponse Accounting periods and their status
+	//
+	// The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/periods (the `GetPeriods` operationId).
+	GetPeriodsWithResponse(ctx context.Context, params *GetPeriodsParams, reqEditors ...RequestEditorFn) (*GetPeriodsResponse, error)
+
+	// PostPeriodCloseWithBodyWithResponse Close (freeze) a period (admin)
+	//
+	// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+	PostPeriodCloseWithBodyWithResponse(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostPeriodCloseResponse, error)
+
+	// PostPeriodCloseWithResponse Close (freeze) a period (admin)
+	//
+	// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+	PostPeriodCloseWithResponse(ctx context.Context, period string, body PostPeriodCloseJSONRequestBody, reqEditors ...RequestEditorFn) (*PostPeriodCloseResponse, error)
+
+	// PostPeriodReopenWithBodyWithResponse Reopen the last closed period (admin)
+	//
+	// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+	PostPeriodReopenWithBodyWithResponse(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostPeriodReopenResponse, error)
+
+	// PostPeriodReopenWithResponse Reopen the last closed period (admin)
+	//
+	// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+	PostPeriodReopenWithResponse(ctx context.Context, period string, body PostPeriodReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*PostPeriodReopenResponse, error)
+
+	// GetTrialBalanceWithResponse A period's trial balance and its late adjustments
+	//
+	// Per account and currency: opening, debits, credits, closing, in minor units and in decimal. Frozen (with its content hash) when the period is closed, computed from its entries while open. `adjustments` lists the late entries booked into this period for earlier, closed ones. CSV: the lines, or with `part=adjustments` the adjustments.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/periods/{period}/trial-balance (the `GetTrialBalance` operationId).
+	GetTrialBalanceWithResponse(ctx context.Context, period string, params *GetTrialBalanceParams, reqEditors ...RequestEditorFn) (*GetTrialBalanceResponse, error)
 
 	// GetProjectionsWithResponse Projections: position, lag, status
 	//
@@ -1884,6 +2948,92 @@ func (r GetBalancesResponse) ContentType() string {
 	return ""
 }
 
+// GetJournalResponse200Headers the declared response headers of an HTTP 200 response for GetJournal
+type GetJournalResponse200Headers struct {
+	NextCursor *string
+}
+
+// GetJournalResponse401Headers the declared response headers of an HTTP 401 response for GetJournal
+type GetJournalResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetJournalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Journal []JournalRow `json:"journal"`
+
+		// NextCursor Empty on the last page.
+		NextCursor string `json:"next_cursor"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJournalResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJournalResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJournalResponse) GetJSON200() *struct {
+	Journal []JournalRow `json:"journal"`
+
+	// NextCursor Empty on the last page.
+	NextCursor string `json:"next_cursor"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetJournalResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetJournalResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetJournalResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJournalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJournalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJournalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJournalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetLedgerEntriesResponse200Headers the declared response headers of an HTTP 200 response for GetLedgerEntries
 type GetLedgerEntriesResponse200Headers struct {
 	NextCursor *string
@@ -2040,6 +3190,345 @@ func (r GetPaymentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPeriodsResponse401Headers the declared response headers of an HTTP 401 response for GetPeriods
+type GetPeriodsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPeriodsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Periods []Period `json:"periods"`
+
+		// ReportingZone ONCELEDGER_REPORTING_TZ
+		//
+		// Example: UTC
+		ReportingZone string `json:"reporting_zone"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPeriodsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPeriodsResponse) GetJSON200() *struct {
+	Periods []Period `json:"periods"`
+
+	// ReportingZone ONCELEDGER_REPORTING_TZ
+	//
+	// Example: UTC
+	ReportingZone string `json:"reporting_zone"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPeriodsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPeriodsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPeriodsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPeriodsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPeriodsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPeriodsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPeriodsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostPeriodCloseResponse401Headers the declared response headers of an HTTP 401 response for PostPeriodClose
+type PostPeriodCloseResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PostPeriodCloseResponse503Headers the declared response headers of an HTTP 503 response for PostPeriodClose
+type PostPeriodCloseResponse503Headers struct {
+	RetryAfter *string
+}
+
+type PostPeriodCloseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PeriodAction
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostPeriodCloseResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostPeriodCloseResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostPeriodCloseResponse) GetJSON200() *PeriodAction {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostPeriodCloseResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostPeriodCloseResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostPeriodCloseResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostPeriodCloseResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostPeriodCloseResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostPeriodCloseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostPeriodCloseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostPeriodCloseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostPeriodCloseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostPeriodReopenResponse401Headers the declared response headers of an HTTP 401 response for PostPeriodReopen
+type PostPeriodReopenResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PostPeriodReopenResponse503Headers the declared response headers of an HTTP 503 response for PostPeriodReopen
+type PostPeriodReopenResponse503Headers struct {
+	RetryAfter *string
+}
+
+type PostPeriodReopenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PeriodAction
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostPeriodReopenResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostPeriodReopenResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostPeriodReopenResponse) GetJSON200() *PeriodAction {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostPeriodReopenResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostPeriodReopenResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostPeriodReopenResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostPeriodReopenResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostPeriodReopenResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostPeriodReopenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostPeriodReopenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostPeriodReopenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostPeriodReopenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTrialBalanceResponse401Headers the declared response headers of an HTTP 401 response for GetTrialBalance
+type GetTrialBalanceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetTrialBalanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrialBalance
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTrialBalanceResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTrialBalanceResponse) GetJSON200() *TrialBalance {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetTrialBalanceResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTrialBalanceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetTrialBalanceResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetTrialBalanceResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTrialBalanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTrialBalanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTrialBalanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTrialBalanceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2378,6 +3867,21 @@ func (c *ClientWithResponses) GetBalancesWithResponse(ctx context.Context, param
 	return ParseGetBalancesResponse(rsp)
 }
 
+// GetJournalWithResponse The double-entry journal
+//
+// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/journal (the `GetJournal` operationId).
+func (c *ClientWithResponses) GetJournalWithResponse(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*GetJournalResponse, error) {
+	rsp, err := c.GetJournal(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJournalResponse(rsp)
+}
+
 // GetLedgerEntriesWithResponse Ledger entries (postings), paginated
 //
 // In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
@@ -2406,6 +3910,96 @@ func (c *ClientWithResponses) GetPaymentWithResponse(ctx context.Context, provid
 		return nil, err
 	}
 	return ParseGetPaymentResponse(rsp)
+}
+
+// GetPeriodsWithResponse Accounting periods and their status
+//
+// The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/periods (the `GetPeriods` operationId).
+func (c *ClientWithResponses) GetPeriodsWithResponse(ctx context.Context, params *GetPeriodsParams, reqEditors ...RequestEditorFn) (*GetPeriodsResponse, error) {
+	rsp, err := c.GetPeriods(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPeriodsResponse(rsp)
+}
+
+// PostPeriodCloseWithBodyWithResponse Close (freeze) a period (admin)
+//
+// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+func (c *ClientWithResponses) PostPeriodCloseWithBodyWithResponse(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostPeriodCloseResponse, error) {
+	rsp, err := c.PostPeriodCloseWithBody(ctx, period, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostPeriodCloseResponse(rsp)
+}
+
+// PostPeriodCloseWithResponse Close (freeze) a period (admin)
+//
+// Closes the period as the token's name, with an optional note, as an event (never an UPDATE). The period must have ended in the reporting zone, and every earlier period must be closed (the first close starts the books: earlier periods count as closed). A late fact for a closed period is booked into the first open period as an adjustment.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/periods/{period}/close (the `PostPeriodClose` operationId).
+func (c *ClientWithResponses) PostPeriodCloseWithResponse(ctx context.Context, period string, body PostPeriodCloseJSONRequestBody, reqEditors ...RequestEditorFn) (*PostPeriodCloseResponse, error) {
+	rsp, err := c.PostPeriodClose(ctx, period, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostPeriodCloseResponse(rsp)
+}
+
+// PostPeriodReopenWithBodyWithResponse Reopen the last closed period (admin)
+//
+// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+func (c *ClientWithResponses) PostPeriodReopenWithBodyWithResponse(ctx context.Context, period string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostPeriodReopenResponse, error) {
+	rsp, err := c.PostPeriodReopenWithBody(ctx, period, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostPeriodReopenResponse(rsp)
+}
+
+// PostPeriodReopenWithResponse Reopen the last closed period (admin)
+//
+// Reopens the period as the token's name, with a required reason, as an event. Only the last closed period can be reopened.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/periods/{period}/reopen (the `PostPeriodReopen` operationId).
+func (c *ClientWithResponses) PostPeriodReopenWithResponse(ctx context.Context, period string, body PostPeriodReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*PostPeriodReopenResponse, error) {
+	rsp, err := c.PostPeriodReopen(ctx, period, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostPeriodReopenResponse(rsp)
+}
+
+// GetTrialBalanceWithResponse A period's trial balance and its late adjustments
+//
+// Per account and currency: opening, debits, credits, closing, in minor units and in decimal. Frozen (with its content hash) when the period is closed, computed from its entries while open. `adjustments` lists the late entries booked into this period for earlier, closed ones. CSV: the lines, or with `part=adjustments` the adjustments.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/periods/{period}/trial-balance (the `GetTrialBalance` operationId).
+func (c *ClientWithResponses) GetTrialBalanceWithResponse(ctx context.Context, period string, params *GetTrialBalanceParams, reqEditors ...RequestEditorFn) (*GetTrialBalanceResponse, error) {
+	rsp, err := c.GetTrialBalance(ctx, period, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTrialBalanceResponse(rsp)
 }
 
 // GetProjectionsWithResponse Projections: position, lag, status
@@ -2676,6 +4270,84 @@ func ParseGetBalancesResponse(rsp *http.Response) (*GetBalancesResponse, error) 
 	return response, nil
 }
 
+// ParseGetJournalResponse parses an HTTP response from a GetJournalWithResponse call
+func ParseGetJournalResponse(rsp *http.Response) (*GetJournalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJournalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Journal []JournalRow `json:"journal"`
+
+			// NextCursor Empty on the last page.
+			NextCursor string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJournalResponse200Headers
+		if values := rsp.Header.Values("Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.NextCursor = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJournalResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetLedgerEntriesResponse parses an HTTP response from a GetLedgerEntriesWithResponse call
 func ParseGetLedgerEntriesResponse(rsp *http.Response) (*GetLedgerEntriesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -2811,6 +4483,314 @@ func ParseGetPaymentResponse(rsp *http.Response) (*GetPaymentResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPeriodsResponse parses an HTTP response from a GetPeriodsWithResponse call
+func ParseGetPeriodsResponse(rsp *http.Response) (*GetPeriodsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPeriodsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Periods []Period `json:"periods"`
+
+			// ReportingZone ONCELEDGER_REPORTING_TZ
+			//
+			// Example: UTC
+			ReportingZone string `json:"reporting_zone"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPeriodsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostPeriodCloseResponse parses an HTTP response from a PostPeriodCloseWithResponse call
+func ParsePostPeriodCloseResponse(rsp *http.Response) (*PostPeriodCloseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostPeriodCloseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PeriodAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostPeriodCloseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostPeriodCloseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostPeriodReopenResponse parses an HTTP response from a PostPeriodReopenWithResponse call
+func ParsePostPeriodReopenResponse(rsp *http.Response) (*PostPeriodReopenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostPeriodReopenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PeriodAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostPeriodReopenResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostPeriodReopenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTrialBalanceResponse parses an HTTP response from a GetTrialBalanceWithResponse call
+func ParseGetTrialBalanceResponse(rsp *http.Response) (*GetTrialBalanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTrialBalanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrialBalance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTrialBalanceResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

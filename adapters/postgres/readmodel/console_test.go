@@ -150,11 +150,11 @@ func TestConsoleReconInboxPayoutsAndOverview(t *testing.T) {
 	}
 	assert.Equal(t, int64(12), total)
 
-	exec(t, pool, `INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account, currency, amount, occurred_at, recorded_at, position_commit, position_prepare) VALUES
-		(gen_random_uuid(), 0, 'payout-stripe-po_1', 'payout.paid', 'stripe', 'bank:payouts', 'USD', 5000, $1, $1, 1, 1),
-		(gen_random_uuid(), 1, 'payout-stripe-po_1', 'payout.paid', 'stripe', 'provider:stripe:balance', 'USD', -5000, $1, $1, 1, 1),
-		(gen_random_uuid(), 0, 'payment-stripe-a', 'payment.captured', 'stripe', 'revenue:sales', 'USD', -7000, $1, $1, 2, 2),
-		(gen_random_uuid(), 1, 'payment-stripe-a', 'payment.captured', 'stripe', 'provider:stripe:balance', 'USD', 7000, $1, $1, 2, 2)`, now)
+	exec(t, pool, `INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account, currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period) VALUES
+		(gen_random_uuid(), 0, 'payout-stripe-po_1', 'payout.paid', 'stripe', 'bank:payouts', 'USD', 5000, $1, $1, 1, 1, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM')),
+		(gen_random_uuid(), 1, 'payout-stripe-po_1', 'payout.paid', 'stripe', 'provider:stripe:balance', 'USD', -5000, $1, $1, 1, 1, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM')),
+		(gen_random_uuid(), 0, 'payment-stripe-a', 'payment.captured', 'stripe', 'revenue:sales', 'USD', -7000, $1, $1, 2, 2, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM')),
+		(gen_random_uuid(), 1, 'payment-stripe-a', 'payment.captured', 'stripe', 'provider:stripe:balance', 'USD', 7000, $1, $1, 2, 2, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'))`, now)
 	exec(t, pool, `INSERT INTO account_balances (account, currency, balance, entry_count, updated_at) VALUES
 		('bank:payouts', 'USD', 5000, 1, now()), ('provider:stripe:balance', 'USD', 2000, 2, now()),
 		('revenue:sales', 'USD', -7000, 1, now()), ('revenue:sales', 'EUR', -10, 1, now())`)

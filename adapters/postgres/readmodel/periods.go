@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -15,38 +13,15 @@ import (
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
+
+// ErrUnknownPeriod is views.ErrUnknownPeriod, for callers of this package.
+var ErrUnknownPeriod = views.ErrUnknownPeriod
 
 // Queries over the accounting periods, for `GET /v1/periods`,
 // `GET /v1/periods/{p}/trial-balance` and `GET /v1/journal` (and the
 // console), and the frozen periods `verify` checks.
-
-// ErrUnknownPeriod: no entry was ever booked into the period and it was
-// never closed.
-var ErrUnknownPeriod = errors.New("unknown period")
-
-// PeriodInfo is one periods row.
-type PeriodInfo struct {
-	Period       period.Period
-	Status       string // "open" or "closed"
-	BooksStart   bool   // the first period ever closed
-	Zone         string // reporting time zone it was closed in
-	ClosedAt     *time.Time
-	ClosedBy     string
-	CloseNote    string
-	ReopenedAt   *time.Time
-	ReopenedBy   string
-	ReopenReason string
-	ContentHash  string // of the frozen trial balance; "" while open
-	Entries      int64  // ledger entries booked into the period
-	Adjustments  int64  // of which late adjustments for earlier periods
-}
-
-// Period statuses.
-const (
-	PeriodOpen   = "open"
-	PeriodClosed = "closed"
-)
 
 const periodInfoColumns = `p.period, p.status, p.books_start, coalesce(p.zone, ''), p.closed_at, coalesce(p.closed_by, ''),
 	coalesce(p.close_note, ''), p.reopened_at, coalesce(p.reopened_by, ''), coalesce(p.reopen_reason, ''),
@@ -54,8 +29,8 @@ const periodInfoColumns = `p.period, p.status, p.books_start, coalesce(p.zone, '
 	(SELECT count(*) FROM ledger_entries e WHERE e.period = p.period),
 	(SELECT count(*) FROM ledger_entries e WHERE e.period = p.period AND e.late_adjustment)`
 
-func scanPeriodInfo(r pgx.CollectableRow) (PeriodInfo, error) {
-	var pi PeriodInfo
+func scanPeriodInfo(r pgx.CollectableRow) (views.PeriodInfo, error) {
+	var pi views.PeriodInfo
 	var name string
 	if err := r.Scan(&name, &pi.Status, &pi.BooksStart, &pi.Zone, &pi.ClosedAt, &pi.ClosedBy, &pi.CloseNote,
 		&pi.ReopenedAt, &pi.ReopenedBy, &pi.ReopenReason, &pi.ContentHash, &pi.Entries, &pi.Adjustments); err != nil {
@@ -68,7 +43,7 @@ func scanPeriodInfo(r pgx.CollectableRow) (PeriodInfo, error) {
 
 // Periods lists the periods (those with entries, and those ever closed),
 // oldest first.
-func (s *Store) Periods(ctx context.Context) ([]PeriodInfo, error) {
+func (s *Store) Periods(ctx context.Context) ([]views.PeriodInfo, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+periodInfoColumns+` FROM periods p ORDER BY p.period`)
 	if err != nil {
 		return nil, err
@@ -76,36 +51,11 @@ func (s *Store) Periods(ctx context.Context) ([]PeriodInfo, error) {
 	return pgx.CollectRows(rows, scanPeriodInfo)
 }
 
-// Adjustment is a late entry booked into a period for an earlier, closed
-// one.
-type Adjustment struct {
-	EventID      uuid.UUID
-	PostingIndex int
-	StreamID     string
-	EventType    string
-	Provider     string
-	Account      string
-	Currency     money.Currency
-	Amount       int64
-	EffectiveAt  time.Time
-	BookedAt     time.Time
-	Adjusts      period.Period // the closed period the entry belongs to by its effective time
-}
-
-// TrialBalance is a period's figures: frozen (with the content hash) when
-// the period is closed, computed from the entries when it is open.
-type TrialBalance struct {
-	Info        PeriodInfo
-	Frozen      bool
-	Lines       []period.Balance
-	Adjustments []Adjustment
-}
-
 // TrialBalance returns the trial balance of p, with the late entries
 // booked into it as adjustments, from one snapshot. A period with no row
 // (nothing booked, never closed) is ErrUnknownPeriod.
-func (s *Store) TrialBalance(ctx context.Context, p period.Period) (TrialBalance, error) {
-	var tb TrialBalance
+func (s *Store) TrialBalance(ctx context.Context, p period.Period) (views.TrialBalance, error) {
+	var tb views.TrialBalance
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+periodInfoColumns+` FROM periods p WHERE p.period = $1`, p.String())
 		if err != nil {
@@ -118,7 +68,7 @@ func (s *Store) TrialBalance(ctx context.Context, p period.Period) (TrialBalance
 		if err != nil {
 			return err
 		}
-		tb.Frozen = tb.Info.Status == PeriodClosed
+		tb.Frozen = tb.Info.Status == views.PeriodClosed
 		if tb.Frozen {
 			tb.Lines, err = frozenLines(ctx, tx, p)
 		} else {
@@ -137,8 +87,8 @@ func (s *Store) TrialBalance(ctx context.Context, p period.Period) (TrialBalance
 		if err != nil {
 			return err
 		}
-		tb.Adjustments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Adjustment, error) {
-			var a Adjustment
+		tb.Adjustments, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (views.Adjustment, error) {
+			var a views.Adjustment
 			var cur, adjusts string
 			if err := r.Scan(&a.EventID, &a.PostingIndex, &a.StreamID, &a.EventType, &a.Provider, &a.Account, &cur,
 				&a.Amount, &a.EffectiveAt, &a.BookedAt, &adjusts); err != nil {
@@ -152,25 +102,6 @@ func (s *Store) TrialBalance(ctx context.Context, p period.Period) (TrialBalance
 		return err
 	})
 	return tb, err
-}
-
-// TrialBalanceColumns are the CSV header of a trial balance, in the order
-// of TrialBalance.Cells: decimal amounts in major units, then the same in
-// minor units.
-var TrialBalanceColumns = []string{"period", "account", "currency", "opening", "debits", "credits", "closing",
-	"opening_minor", "debits_minor", "credits_minor", "closing_minor"}
-
-// Cells renders the lines as TrialBalanceColumns rows.
-func (tb TrialBalance) Cells() [][]string {
-	out := make([][]string, len(tb.Lines))
-	for i, l := range tb.Lines {
-		out[i] = []string{tb.Info.Period.String(), l.Account, string(l.Currency),
-			money.FormatMinor(l.Opening, l.Currency), money.FormatMinor(l.Debits, l.Currency),
-			money.FormatMinor(l.Credits, l.Currency), money.FormatMinor(l.Closing, l.Currency),
-			strconv.FormatInt(l.Opening, 10), strconv.FormatInt(l.Debits, 10),
-			strconv.FormatInt(l.Credits, 10), strconv.FormatInt(l.Closing, 10)}
-	}
-	return out
 }
 
 func frozenLines(ctx context.Context, tx pgx.Tx, p period.Period) ([]period.Balance, error) {
@@ -230,65 +161,6 @@ func (s *Store) FrozenPeriods(ctx context.Context) (eventstore.Position, []proje
 	return at, out, err
 }
 
-// JournalFilter selects journal rows. Zero values do not filter.
-type JournalFilter struct {
-	// From and To bound the entries' time, [From, To): effective_at, or
-	// booked_at when Booked is set (as_of's time=effective|booked).
-	From, To time.Time
-	Booked   bool
-	// Period keeps only the entries booked into it.
-	Period period.Period
-	// Zone is the reporting time zone the Date column is in (nil: UTC).
-	Zone *time.Location
-	// AfterID continues after the row with this id (the previous page's
-	// last); Limit caps the page (<= 0: 1000).
-	AfterID int64
-	Limit   int
-}
-
-// JournalRow is one line of the double-entry journal: one posting, with
-// its amount as a debit or a credit, in minor units and in decimal.
-type JournalRow struct {
-	ID             int64 // ledger_entries.id: the order and the page cursor
-	Date           string
-	Account        string
-	Debit, Credit  int64 // minor units, one of them 0
-	DebitDecimal   string
-	CreditDecimal  string
-	Currency       money.Currency
-	Memo           string
-	Provider       string
-	PaymentID      string // "" for payouts
-	EventID        uuid.UUID
-	EffectiveAt    time.Time
-	BookedAt       time.Time
-	Period         period.Period
-	LateAdjustment bool
-	Adjusts        period.Period
-}
-
-// JournalColumns are the CSV header of the journal, in the order of Cells.
-// The first nine are the accounting columns; the rest say when and where
-// the entry was booked.
-var JournalColumns = []string{"date", "account", "debit", "credit", "currency", "memo", "provider", "payment_id",
-	"event_id", "debit_minor", "credit_minor", "effective_at", "booked_at", "period", "late_adjustment", "adjusts_period"}
-
-// Cells renders the row as JournalColumns: amounts in decimal major units
-// ("12.50", empty on the other side), then in minor units; times in RFC 3339
-// UTC.
-func (r JournalRow) Cells() []string {
-	minor := func(v int64) string {
-		if v == 0 {
-			return ""
-		}
-		return strconv.FormatInt(v, 10)
-	}
-	return []string{r.Date, r.Account, r.DebitDecimal, r.CreditDecimal, string(r.Currency), r.Memo, r.Provider,
-		r.PaymentID, r.EventID.String(), minor(r.Debit), minor(r.Credit),
-		r.EffectiveAt.UTC().Format(time.RFC3339Nano), r.BookedAt.UTC().Format(time.RFC3339Nano),
-		r.Period.String(), strconv.FormatBool(r.LateAdjustment), r.Adjusts.String()}
-}
-
 // Journal returns journal rows in ledger_entries.id order (the order the
 // ledger projected them).
 //
@@ -298,7 +170,7 @@ func (r JournalRow) Cells() []string {
 // which an accounting tool importing the journal would refuse, too).
 // Memo says what happened ("payment.captured"), and for an adjustment,
 // which period it adjusts.
-func (s *Store) Journal(ctx context.Context, f JournalFilter) ([]JournalRow, error) {
+func (s *Store) Journal(ctx context.Context, f views.JournalFilter) ([]views.JournalRow, error) {
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
@@ -306,10 +178,8 @@ func (s *Store) Journal(ctx context.Context, f JournalFilter) ([]JournalRow, err
 	if loc == nil {
 		loc = time.UTC
 	}
-	timeCol := "e.effective_at"
-	if f.Booked {
-		timeCol = "e.booked_at"
-	}
+	// The older names of effective_at and booked_at, which are indexed.
+	timeCol := "e." + timeColumn(f.Booked)
 	var from, to pgtype.Timestamptz
 	if !f.From.IsZero() {
 		from = pgtype.Timestamptz{Time: f.From, Valid: true}
@@ -334,8 +204,8 @@ func (s *Store) Journal(ctx context.Context, f JournalFilter) ([]JournalRow, err
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (JournalRow, error) {
-		var j JournalRow
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (views.JournalRow, error) {
+		var j views.JournalRow
 		var amount int64
 		var cur, eventType, booked, adjusts string
 		if err := r.Scan(&j.ID, &j.Account, &amount, &cur, &eventType, &j.Provider, &j.PaymentID, &j.EventID,

@@ -36,7 +36,7 @@ func (s *Store) Balances(ctx context.Context, f views.BalanceFilter, fn func(vie
 			SELECT account, currency, sum(amount)::bigint
 			FROM ledger_entries
 			WHERE account LIKE $1 ESCAPE '\' AND ($2 = '' OR currency = $2)
-				AND occurred_at <= $3
+				AND ` + timeColumn(f.Booked) + ` <= $3
 			GROUP BY account, currency
 			ORDER BY account COLLATE "C", currency COLLATE "C"`
 		args = append(args, f.AsOf)
@@ -63,8 +63,8 @@ func (s *Store) Entries(ctx context.Context, f views.EntryFilter, fn func(views.
 		WHERE id > $1
 			AND account LIKE $2 ESCAPE '\'
 			AND ($3 = '' OR currency = $3)
-			AND ($4::timestamptz IS NULL OR occurred_at >= $4)
-			AND ($5::timestamptz IS NULL OR occurred_at < $5)
+			AND ($4::timestamptz IS NULL OR ` + timeColumn(f.Booked) + ` >= $4)
+			AND ($5::timestamptz IS NULL OR ` + timeColumn(f.Booked) + ` < $5)
 		ORDER BY id`
 	args := []any{f.AfterID, likePrefix(f.AccountPrefix), f.Currency, nullTime(f.From), nullTime(f.To)}
 	if f.Limit > 0 {
@@ -79,6 +79,17 @@ func (s *Store) Entries(ctx context.Context, f views.EntryFilter, fn func(views.
 		e.Position = eventstore.Position{Commit: uint64(commit), Prepare: uint64(prepare)}
 		return fn(e)
 	})
+}
+
+// timeColumn is the ledger_entries column of an as_of query's time:
+// occurred_at (= effective_at, when the provider says it happened) or, for
+// time=booked, recorded_at (= booked_at, when the ledger recorded it). The
+// older names, which the indexes are on.
+func timeColumn(booked bool) string {
+	if booked {
+		return "recorded_at"
+	}
+	return "occurred_at"
 }
 
 // Payment returns the read model's row of one payment; found is false when

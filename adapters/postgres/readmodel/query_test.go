@@ -30,8 +30,8 @@ func qEntry(t *testing.T, pool *pgxpool.Pool, account, currency string, amount i
 	var id int64
 	err := pool.QueryRow(ctx, `
 		INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account,
-			currency, amount, occurred_at, recorded_at, position_commit, position_prepare)
-		VALUES ($1, 0, 'payment-test-p1', 'payment.captured', 'test', $2, $3, $4, $5, $5, 1, 1)
+			currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period)
+		VALUES ($1, 0, 'payment-test-p1', 'payment.captured', 'test', $2, $3, $4, $5, $5, 1, 1, to_char($5::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'))
 		RETURNING id`, uuid.New(), account, currency, amount, occurred).Scan(&id)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `

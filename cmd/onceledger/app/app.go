@@ -24,6 +24,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/httpapi/access"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -42,6 +43,13 @@ type Config struct {
 	Migrate bool
 	// Projections runs the projectors in this process.
 	Projections bool
+	// ReportingZone is ONCELEDGER_REPORTING_TZ, the time zone of accounting
+	// periods: the ledger projection books in it and period close decides
+	// in it (nil: UTC).
+	ReportingZone *time.Location
+	// Now is the clock of the operators' actions (period close); nil:
+	// time.Now.
+	Now func() time.Time
 
 	Addr      string                       // listen address of Run
 	Providers map[string]providers.Adapter // configured providers only: others answer 404
@@ -155,6 +163,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hc.Query, hc.Events = a.reads.Query, a.events.Store
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
+	hc.Periods, hc.PeriodActions = a.reads.Query, operations.NewPeriods(a.events.Store, cfg.ReportingZone, cfg.Now)
+	hc.ReportingZone = cfg.ReportingZone
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
@@ -244,7 +254,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	}
 	wg.Go(func() { a.reads.Monitor.Run(bgCtx) })
 	if c.Projections {
-		projs := projections.NewService(a.events.Store, readmodel.New(a.rmPool), a.log)
+		projs := projections.NewService(a.events.Store, readmodel.New(a.rmPool), a.log, projections.ReportingZone(c.ReportingZone))
 		wg.Go(func() {
 			if err := projs.Run(bgCtx); err != nil {
 				a.log.Error("projections stopped", "error", err)
