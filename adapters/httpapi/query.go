@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -67,13 +68,20 @@ func (s *server) registerQuery(r *mux.Router) {
 	s.registerPeriods(v1)
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
-	// 405 for a known path (every /v1 endpoint is GET), else a 404.
+	// 405 with Allow for a known path and another method, else a 404. Every
+	// /v1 route must be registered above this line.
 	v1.PathPrefix("/").Name(v1CatchAll).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		probe := r.Clone(r.Context())
-		probe.Method = http.MethodGet
-		var m mux.RouteMatch
-		if r.Method != http.MethodGet && v1.Match(probe, &m) && m.Route != nil && m.Route.GetName() != v1CatchAll {
-			w.Header().Set("Allow", http.MethodGet)
+		var allow []string
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			var m mux.RouteMatch
+			if v1.Match(probe, &m) && m.Route != nil && m.Route.GetName() != v1CatchAll {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
 			fail(w, errMethodNotAllowed)
 			return
 		}

@@ -735,6 +735,10 @@ func TestQueryAuth(t *testing.T) {
 			assert.Equal(t, "GET", resp.Header.Get("Allow"))
 		}
 	}
+	// A POST-only endpoint read with GET: 405 naming POST.
+	resp, _ = open.do("/v1/periods/2026-11/close", "Bearer "+qToken1)
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	assert.Equal(t, "POST", resp.Header.Get("Allow"))
 
 	// Health, readiness, metrics and the API document need no token, even
 	// on a server with none configured.
