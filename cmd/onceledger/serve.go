@@ -29,6 +29,7 @@ type serveCmd struct {
 	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" group:"Tuning" help:"Time to record a webhook before answering 503."`
 	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"64" group:"Tuning" help:"In-flight webhooks per provider before 503 + Retry-After."`
 	ReadTimeout         time.Duration `name:"read-timeout" env:"ONCELEDGER_READ_TIMEOUT" default:"15s" group:"Server" help:"Time to read a whole request; a client that trickles its body is cut off."`
+	MaxConnections      int           `name:"max-connections" env:"ONCELEDGER_MAX_CONNECTIONS" default:"1024" group:"Server" help:"Connections served at once; more wait to be accepted (<0 = no bound)."`
 	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" group:"Server" help:"How long to drain in-flight requests on SIGTERM."`
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" group:"Server" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
@@ -184,6 +185,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		ReadTimeout:         c.ReadTimeout,
 		ShutdownTimeout:     c.ShutdownTimeout,
 		ProviderConcurrency: c.ProviderConcurrency,
+		MaxConnections:      c.MaxConnections,
 		SweepAge:            c.SweepAge,
 		PostbackURL:         c.PaypalIPNVerifyURL,
 		PprofAddr:           c.PprofAddr,

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/net/netutil"
 
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/httpapi/access"
@@ -57,6 +58,9 @@ type Config struct {
 	ReadTimeout         time.Duration
 	ShutdownTimeout     time.Duration
 	ProviderConcurrency int
+	// MaxConnections bounds the connections served at once (default 1024;
+	// <0 = no bound). See Serve.
+	MaxConnections int
 	// SweepAge: with a two-phase journal, rows still "received" after this
 	// long are re-driven (ingest.DefaultSweepAge when 0).
 	SweepAge time.Duration
@@ -142,6 +146,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Tokens:              a.tokens,
 		MaxBodyBytes:        cfg.MaxBodyBytes,
 		IngestTimeout:       cfg.IngestTimeout,
+		BodyTimeout:         cfg.ReadTimeout,
 		ProviderConcurrency: cfg.ProviderConcurrency,
 		Logger:              a.log,
 		Registry:            reg,
@@ -222,9 +227,28 @@ func (a *App) Run(ctx context.Context) error {
 	return a.Serve(ctx, l)
 }
 
+// DefaultMaxConnections is the default bound on connections served at once.
+const DefaultMaxConnections = 1024
+
 // Serve is Run on a listener the caller opened; it closes l.
+//
+// The listener is bounded (netutil.LimitListener, x/net: a maintained,
+// well-known implementation of exactly this): every open connection costs a
+// goroutine, buffers and a file descriptor, and without a bound a flood of
+// idle or trickling connections runs the process out of descriptors, at
+// which point accept fails for everyone, providers and probes alike. Past the
+// bound, new connections wait in the kernel's backlog until one closes
+// rather than being refused; ReadHeaderTimeout, the per-request body
+// deadline (httpapi.Config.BodyTimeout) and IdleTimeout make sure held
+// connections do close.
 func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	c := a.cfg
+	switch {
+	case c.MaxConnections == 0:
+		l = netutil.LimitListener(l, DefaultMaxConnections)
+	case c.MaxConnections > 0:
+		l = netutil.LimitListener(l, c.MaxConnections)
+	}
 	srv := &http.Server{
 		Handler:           a.handler,
 		ReadHeaderTimeout: 5 * time.Second,
