@@ -133,11 +133,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}, []string{"provider"})
 	reg.MustRegister(retries)
 
+	inbox, postback := postgres.NewInbox(pool), a.postback()
 	a.service = ingest.New(a.events.Journal, ingest.PaymentDecider{}, ingest.Options{
 		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
+		// Unverified deliveries (IPN) are bounded: past the bounds they are
+		// verified inline (ingest.Hold).
+		Hold: ingest.HoldOptions{Pending: inbox, Postback: postback},
 	})
-	a.workers = a.service.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{
-		SweepAge: cfg.SweepAge, Postback: a.postback(), Log: a.log,
+	a.workers = a.service.Workers(inbox, ingest.WorkerOptions{
+		SweepAge: cfg.SweepAge, Postback: postback, Log: a.log,
 	})
 
 	hc := httpapi.Config{
