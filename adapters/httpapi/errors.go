@@ -33,6 +33,7 @@ var badInput = []error{
 	money.ErrUnknownCurrency,
 	money.ErrInvalidAmount,
 	errBadParameter,
+	ingest.ErrBadErasure,
 }
 
 func isBadInput(err error) bool {

@@ -71,6 +71,9 @@ type Config struct {
 	// Events reads a payment's stream for GET /v1/payments/... (the
 	// configured event store); nil = the answer lists no events.
 	Events StreamReader
+	// Eraser erases raw bodies for POST /v1/inbox/erase (admin); nil = that
+	// endpoint answers 503.
+	Eraser RawEraser
 	// Projections reads the projections' status for GET /v1/projections
 	// (projections.StatusReader); nil = that endpoint answers 503.
 	Projections ProjectionsReader

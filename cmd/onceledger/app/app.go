@@ -61,6 +61,12 @@ type Config struct {
 	// MaxConnections bounds the connections served at once (default 1024;
 	// <0 = no bound). See Serve.
 	MaxConnections int
+	// RawRetention (ONCELEDGER_RAW_RETENTION): stored raw webhook bodies
+	// older than this are erased by a background worker (hash, facts and
+	// events kept); 0 keeps them. RetentionInterval is the pause between
+	// its passes (default 10m).
+	RawRetention      time.Duration
+	RetentionInterval time.Duration
 	// SweepAge: with a two-phase journal, rows still "received" after this
 	// long are re-driven (ingest.DefaultSweepAge when 0).
 	SweepAge time.Duration
@@ -163,6 +169,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hc.Query, hc.Events = a.reads.Query, a.events.Store
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
+	hc.Eraser = postgres.NewEraser(pool)
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
@@ -281,6 +288,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	for _, w := range a.workers {
 		wg.Go(func() { _ = w.Run(bgCtx) })
 	}
+	if c.RawRetention > 0 {
+		wg.Go(func() { a.retain(bgCtx) })
+	}
 	names := make([]string, 0, len(c.Providers))
 	for n := range c.Providers {
 		names = append(names, n)
@@ -309,6 +319,36 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	a.log.Info("stopped")
 	return nil
 }
+
+// retain erases raw bodies older than RawRetention, at start and then every
+// RetentionInterval, until ctx ends. Several instances may run it at once:
+// each batch locks its rows (SKIP LOCKED), so they share the work.
+func (a *App) retain(ctx context.Context) {
+	interval := a.cfg.RetentionInterval
+	if interval <= 0 {
+		interval = 10 * time.Minute
+	}
+	eraser := postgres.NewEraser(a.pool)
+	for {
+		n, err := eraser.EraseOlderThan(ctx, a.cfg.RawRetention, 1000)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn("raw body retention pass failed; will retry", "error", err)
+		case n.InboxRows+n.ConflictRows > 0:
+			a.log.Info("raw bodies erased (retention)", "inbox_rows", n.InboxRows, "conflict_rows", n.ConflictRows,
+				"retention", a.cfg.RawRetention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Eraser erases raw bodies on request (`onceledger erase`, POST
+// /v1/inbox/erase).
+func (a *App) Eraser() *postgres.Eraser { return postgres.NewEraser(a.pool) }
 
 // Migrate creates the database if needed and applies pending migrations.
 func Migrate(ctx context.Context, url string, log *slog.Logger) error {
