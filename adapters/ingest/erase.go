@@ -39,7 +39,7 @@ const (
 )
 
 // ErrBadErasure: the selection names no delivery and no payment, or both.
-var ErrBadErasure = errors.New("erase: give a provider and either a dedup key or a payment id")
+var ErrBadErasure = errors.New("an erasure names a provider and either a dedup key or a payment id")
 
 // ParsePayment reads "provider/payment_id" (as `--payment` takes it).
 func ParsePayment(s string) (provider, paymentID string, err error) {

@@ -91,6 +91,9 @@ func (s *Service) Hold(ctx context.Context, ev delivery.Event) (Result, error) {
 	if _, isCandidate := CandidateOf(ev.DedupKey); isCandidate {
 		return Result{}, fmt.Errorf("%w: dedup key %q contains %q", delivery.ErrMalformed, ev.DedupKey, CandidateMarker)
 	}
+	// The count and the insert are not one transaction: concurrent requests
+	// may each see room, so the bounds hold up to the provider's in-flight
+	// cap (httpapi's ProviderConcurrency) more candidates, still bounded.
 	if h := s.opts.Hold; h.Pending != nil && h.Postback != nil {
 		perKey, bytes, err := h.Pending.PendingCandidates(ctx, ev.Provider, ev.DedupKey)
 		if err != nil {
