@@ -39,6 +39,7 @@ var badInput = []error{
 	period.ErrInvalidPeriod,
 	period.ErrActorRequired,
 	period.ErrReasonRequired,
+	ingest.ErrBadErasure,
 }
 
 // conflicts are the refusals of a period close or reopen that the state of

@@ -66,6 +66,7 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
 	s.registerPeriods(v1)
+	v1.Handle("/inbox/erase", acting(s.eraseRaw)).Methods(http.MethodPost)
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 with Allow for a known path and another method, else a 404. Every
@@ -125,7 +126,8 @@ func (s *server) queryBalances(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := newRowWriter(w, format, "balances", []string{"account", "currency", "balance", "balance_decimal"})
+	out := newRowWriter(w, format, "balances", []string{"account", "currency", "balance", "balance_decimal"},
+		"balance", "balance_decimal")
 	err := store.Balances(r.Context(), f, func(b views.Balance) error {
 		dec := money.FormatMinor(b.Balance, money.Currency(b.Currency))
 		return out.row(balanceJSON{Account: b.Account, Currency: b.Currency, Balance: b.Balance, BalanceDecimal: dec},
@@ -181,7 +183,7 @@ func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
 		"id", "event_id", "posting_index", "stream_id", "event_type", "provider", "account",
 		"currency", "amount", "amount_decimal", "occurred_at", "recorded_at",
 		"position_commit", "position_prepare",
-	})
+	}, "amount", "amount_decimal")
 	for _, e := range page {
 		dec := money.FormatMinor(e.Amount, money.Currency(e.Currency))
 		err = out.row(entryJSON{
@@ -378,7 +380,11 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 	}
 	header = append(header, "failed", "canceled", "updated_at")
 	rec = append(rec, strconv.FormatBool(sum.Failed), strconv.FormatBool(sum.Canceled), formatTime(p.UpdatedAt))
-	out := newRowWriter(w, formatCSV, "", header)
+	var amounts []string
+	for _, a := range body.Amounts.list() {
+		amounts = append(amounts, a.name, a.name+"_decimal")
+	}
+	out := newRowWriter(w, formatCSV, "", header, amounts...)
 	err = out.row(nil, rec)
 	s.finishRows(w, r, out, err, nil)
 }

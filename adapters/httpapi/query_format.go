@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceledger/onceledger/adapters/csvexport"
 	"github.com/onceledger/onceledger/domain/money"
 )
 
@@ -177,21 +177,28 @@ func decodeCursor(s string) (int64, error) {
 }
 
 // rowWriter streams a list as JSON ({"<key>":[row,…]} plus trailing fields)
-// or as RFC 4180 CSV with a header row. Nothing is written before the first
-// row (or finish), so an error that comes before it can still be answered
-// with a proper status.
+// or as RFC 4180 CSV with a header row, written by csvexport: provider
+// supplied ids and details are attacker-controlled, so a text cell that a
+// spreadsheet would run as a formula is neutralized; the columns named in
+// amounts stay numbers while they are plain decimals. Nothing is written
+// before the first row (or finish), so an error that comes before it can
+// still be answered with a proper status.
 type rowWriter struct {
 	w       http.ResponseWriter
 	format  format
 	key     string
-	header  []string
-	csv     *csv.Writer
+	cols    []csvexport.Column
+	csv     *csvexport.Writer
 	started bool
 	n       int
 }
 
-func newRowWriter(w http.ResponseWriter, f format, key string, header []string) *rowWriter {
-	return &rowWriter{w: w, format: f, key: key, header: header}
+func newRowWriter(w http.ResponseWriter, f format, key string, header []string, amounts ...string) *rowWriter {
+	cols := make([]csvexport.Column, len(header))
+	for i, h := range header {
+		cols[i] = csvexport.Column{Name: h, Numeric: slices.Contains(amounts, h)}
+	}
+	return &rowWriter{w: w, format: f, key: key, cols: cols}
 }
 
 func (o *rowWriter) start() error {
@@ -199,9 +206,8 @@ func (o *rowWriter) start() error {
 	if o.format == formatCSV {
 		o.w.Header().Set("Content-Type", "text/csv; charset=utf-8; header=present")
 		o.w.WriteHeader(http.StatusOK)
-		o.csv = csv.NewWriter(o.w)
-		o.csv.UseCRLF = true // RFC 4180 line breaks
-		return o.csv.Write(o.header)
+		o.csv = csvexport.NewWriter(o.w, o.cols...) // RFC 4180, CRLF
+		return nil
 	}
 	o.w.Header().Set("Content-Type", "application/json")
 	o.w.WriteHeader(http.StatusOK)
@@ -219,9 +225,9 @@ func (o *rowWriter) row(v any, rec []string) error {
 	}
 	o.n++
 	if o.format == formatCSV {
-		// csv.Writer's 4 KiB buffer passes each full buffer on to the
-		// connection, so rows leave as they come.
-		return o.csv.Write(rec)
+		// The csv.Writer's 4 KiB buffer under csvexport passes each full
+		// buffer on to the connection, so rows leave as they come.
+		return o.csv.Write(rec...)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -243,8 +249,7 @@ func (o *rowWriter) finish(trailer map[string]any) error {
 		}
 	}
 	if o.format == formatCSV {
-		o.csv.Flush()
-		return o.csv.Error()
+		return o.csv.Flush()
 	}
 	var b strings.Builder
 	b.WriteString("]")

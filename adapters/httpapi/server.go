@@ -34,6 +34,10 @@ type Config struct {
 	Ingester      Ingester
 	MaxBodyBytes  int64         // default 1 MiB
 	IngestTimeout time.Duration // default 10s
+	// BodyTimeout bounds the reading of one webhook body (a per-request
+	// read deadline on the connection): a sender that trickles its body is
+	// cut off with 400. Default 10s.
+	BodyTimeout time.Duration
 	// ProviderConcurrency caps in-flight webhooks per provider, so that a
 	// burst from one provider cannot starve the others or exhaust the pool;
 	// excess requests get 503 with Retry-After. Default 64; <0 = no cap.
@@ -67,6 +71,9 @@ type Config struct {
 	// Events reads a payment's stream for GET /v1/payments/... (the
 	// configured event store); nil = the answer lists no events.
 	Events StreamReader
+	// Eraser erases raw bodies for POST /v1/inbox/erase (admin); nil = that
+	// endpoint answers 503.
+	Eraser RawEraser
 	// Projections reads the projections' status for GET /v1/projections
 	// (projections.StatusReader); nil = that endpoint answers 503.
 	Projections ProjectionsReader
@@ -95,6 +102,9 @@ func NewHandler(cfg Config) http.Handler {
 	}
 	if cfg.IngestTimeout <= 0 {
 		cfg.IngestTimeout = 10 * time.Second
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 10 * time.Second
 	}
 	if cfg.ProviderConcurrency == 0 {
 		cfg.ProviderConcurrency = 64

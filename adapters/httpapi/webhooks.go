@@ -35,20 +35,14 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.webhookError(w, r, name, start, log, fmt.Errorf("%w: %q", errUnknownProvider, name))
 		return
 	}
-	release, err := s.limiter.acquire(name)
+	// The body is read, and its signature checked, before the request takes
+	// one of its provider's slots: a slot is for recording, and a sender
+	// that announces a body and trickles it (or sends none that verifies)
+	// must never hold one, or a few dozen stalled uploads would lock a
+	// provider out (issue 13). The read has its own deadline, so a stalled
+	// upload ends with a 400 instead of holding a connection.
+	body, err := s.readBody(w, r)
 	if err != nil {
-		w.Header().Set("Retry-After", "1")
-		s.webhookError(w, r, name, start, log, err)
-		return
-	}
-	defer release()
-
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if !errors.As(err, &tooLarge) {
-			err = fmt.Errorf("%w: reading body: %v", delivery.ErrMalformed, err)
-		}
 		s.webhookError(w, r, name, start, log, err)
 		return
 	}
@@ -62,6 +56,13 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.webhookError(w, r, name, start, log, err)
 		return
 	}
+	release, err := s.limiter.acquire(name)
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		s.webhookError(w, r, name, start, log, err)
+		return
+	}
+	defer release()
 
 	// The provider's retry is what recovers from a timeout: better a fast 503
 	// than a hung connection the provider gives up on.
@@ -102,6 +103,27 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(a.Body)
+}
+
+// readBody reads the request body up to MaxBodyBytes within BodyTimeout.
+// The deadline is the connection's (http.ResponseController), so a sender
+// that stops sending is cut off even while a read is blocked; a handler
+// that is not served over a connection (a recorder in a test) reads without
+// one.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return nil, fmt.Errorf("%w: setting the body deadline: %v", delivery.ErrMalformed, err)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if !errors.As(err, &tooLarge) {
+			err = fmt.Errorf("%w: reading body: %v", delivery.ErrMalformed, err)
+		}
+		return nil, err
+	}
+	return body, nil
 }
 
 func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name string, start time.Time, log *slog.Logger, err error) {

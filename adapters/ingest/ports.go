@@ -14,6 +14,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
@@ -57,7 +58,16 @@ const (
 	StatusIgnored    = "ignored"    // type not handled; kept for audit, never driven
 	StatusUnverified = "unverified" // held until its provider verifies it (PayPal IPN postback)
 	StatusInvalid    = "invalid"    // the provider said it never sent it: kept, never posted
+	// StatusFailed: the facts could not be recorded after
+	// Options.MaxDriveAttempts (a decision that fails permanently); the
+	// row keeps its last error and is re-driven from "failed" after a fix.
+	StatusFailed = "failed"
 )
+
+// ErrRawErased: the row's raw body was erased (retention or `onceledger
+// erase`), so nothing that needs it (a postback, a re-normalization) can be
+// done with the row; its normalized facts are still there.
+var ErrRawErased = errors.New("raw body erased")
 
 // InboxKey names one inbox row.
 type InboxKey struct {
@@ -130,8 +140,11 @@ type Queue interface {
 	// attempt is due or, never scheduled, first seen longer ago than
 	// olderThan. A claimed row is left alone for lease.
 	Claim(ctx context.Context, status string, olderThan, lease time.Duration, limit int) ([]InboxKey, error)
-	// Retry schedules the next attempt after base·2^(attempts−1), capped.
-	Retry(ctx context.Context, k InboxKey, base time.Duration, cause error) error
+	// Retry schedules the next attempt after base·2^(attempts−1), capped,
+	// and keeps cause as the row's last error. When failAfter > 0 and the
+	// row was claimed failAfter times or more, it moves the row to
+	// StatusFailed instead and returns true.
+	Retry(ctx context.Context, k InboxKey, base time.Duration, cause error, failAfter int) (failed bool, err error)
 }
 
 // Postback verifies a held delivery with its provider (PayPal IPN): true for

@@ -22,6 +22,12 @@ type Options struct {
 	BaseBackoff time.Duration
 	// OnRetry, if set, is called once per lost race (metrics).
 	OnRetry func(provider string)
+	// Hold bounds the candidates of held deliveries (see Hold).
+	Hold HoldOptions
+	// MaxDriveAttempts bounds how often a worker drives a row whose facts
+	// cannot be recorded before it marks the row failed (see Worker).
+	// Default 10.
+	MaxDriveAttempts int
 }
 
 func (o Options) withDefaults() Options {
@@ -31,6 +37,10 @@ func (o Options) withDefaults() Options {
 	if o.BaseBackoff <= 0 {
 		o.BaseBackoff = 2 * time.Millisecond
 	}
+	if o.MaxDriveAttempts <= 0 {
+		o.MaxDriveAttempts = 10
+	}
+	o.Hold = o.Hold.withDefaults()
 	return o
 }
 
@@ -56,13 +66,6 @@ var ErrContention = errors.New("stream contention: too many concurrent writers")
 // acknowledged.
 func (s *Service) Ingest(ctx context.Context, ev delivery.Event) (Result, error) {
 	return s.record(ctx, ev, false)
-}
-
-// Hold validates ev and stores it durably as unverified, without applying
-// it: the delivery carries no signature (PayPal IPN) and is applied by the
-// verifier (Workers) only once its provider confirmed it.
-func (s *Service) Hold(ctx context.Context, ev delivery.Event) (Result, error) {
-	return s.record(ctx, ev, true)
 }
 
 func (s *Service) record(ctx context.Context, ev delivery.Event, held bool) (Result, error) {
@@ -221,6 +224,9 @@ func (s *Service) redrive(ctx context.Context, tx Tx, k InboxKey, from string) (
 	}
 	if status != from {
 		return Result{Outcome: Duplicate}, nil
+	}
+	if real, ok := CandidateOf(k.DedupKey); ok && from == StatusUnverified {
+		return s.promote(ctx, tx, k, real, ev)
 	}
 	if ev.Ignored() {
 		if _, err := tx.SetStatus(ctx, k, from, StatusIgnored); err != nil {

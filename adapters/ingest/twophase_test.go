@@ -644,22 +644,28 @@ func TestConflictWhileReceived(t *testing.T) {
 // TestConflictWhileUnverified: a held delivery (PayPal IPN awaiting its
 // postback) redelivered with another payload keeps the conflict out of the
 // stream, so the held facts still post once verified.
-func TestConflictWhileUnverified(t *testing.T) {
+// TestUnverifiedNeverOwnsTheKey: a held (unverified) delivery is a
+// candidate under a key of its own, so a verified delivery of its dedup key
+// is a first arrival; the candidate, once confirmed, is its redelivery
+// (issue 13: a forged IPN cannot pre-empt the genuine one).
+func TestUnverifiedNeverOwnsTheKey(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)
 		ev := capture("p1", "ipn_1", 1000)
 		res, err := f.svc.Hold(tctx(t), ev)
 		require.NoError(t, err, "hold: %+v, %v", res, err)
 		require.EqualValues(t, ingest.Accepted, res.Outcome, "hold: %+v, %v", res, err)
-		res = mustIngest(t, f.svc, withBody(capture("p1", "ipn_1", 500), "other"), ingest.Duplicate)
-		require.True(t, res.Conflict, "conflict not reported")
 		equal(t, "stream while held", types(t, f.store, stream("p1")), []string{})
-		res, err = f.svc.Redrive(tctx(t), ingest.InboxKey{Provider: "standard", DedupKey: "ipn_1"}, ingest.StatusUnverified)
+		mustIngest(t, f.svc, withBody(capture("p1", "ipn_1", 1000), "other bytes"), ingest.Accepted)
+		equal(t, "stream after the verified one", types(t, f.store, stream("p1")), []string{payment.TypeCaptured})
+		cand := ingest.CandidateKey("ipn_1", ev.PayloadHash)
+		res, err = f.svc.Redrive(tctx(t), ingest.InboxKey{Provider: "standard", DedupKey: cand}, ingest.StatusUnverified)
 		require.NoError(t, err, "redrive: %+v, %v", res, err)
-		require.EqualValues(t, ingest.Accepted, res.Outcome, "redrive: %+v, %v", res, err)
-		require.EqualValues(t, 1, res.Appended, "redrive: %+v, %v", res, err)
+		require.EqualValues(t, ingest.Duplicate, res.Outcome, "redrive: %+v, %v", res, err)
+		require.False(t, res.Conflict, "same facts")
 		equal(t, "stream once verified", types(t, f.store, stream("p1")), []string{payment.TypeCaptured})
 		wantInboxStatus(t, f.pool, "ipn_1", "applied", "")
+		wantInboxStatus(t, f.pool, cand, "verified", "")
 	})
 }
 

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
 )
 
 // DefaultSweepAge is how long a row stays "received" before the sweeper
@@ -36,7 +39,9 @@ type Worker struct {
 	// request's hands is not the sweeper's). Lease: how long a claimed row is
 	// left alone. Interval: pause between empty polls.
 	OlderThan, Lease, Interval time.Duration
-	Log                        *slog.Logger
+	// Parallel: postbacks in flight at once (verifier only; default 8).
+	Parallel int
+	Log      *slog.Logger
 }
 
 // WorkerOptions configure the background workers of a Service.
@@ -82,7 +87,7 @@ func (s *Service) newWorker(name string, q Queue, status string, olderThan time.
 		log = slog.Default()
 	}
 	return &Worker{Name: name, Queue: q, Service: s, Status: status, Postback: pb,
-		OlderThan: olderThan, Lease: time.Minute, Interval: PollInterval, Log: log}
+		OlderThan: olderThan, Lease: time.Minute, Interval: PollInterval, Parallel: 8, Log: log}
 }
 
 // Run polls until ctx ends.
@@ -106,18 +111,36 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// Once drives one batch of due rows and returns how many it claimed.
+// Once drives one batch of due rows and returns how many it claimed. A
+// verifier (Postback set) drives up to Parallel rows at once, so that one
+// slow postback does not hold the rows behind it.
 func (w *Worker) Once(ctx context.Context) (int, error) {
 	keys, err := w.Queue.Claim(ctx, w.Status, w.OlderThan, w.Lease, 50)
 	if err != nil {
 		return 0, err
 	}
-	var errs []error
-	for _, k := range keys {
-		if err := w.drive(ctx, k); err != nil {
-			errs = append(errs, err)
-		}
+	parallel := 1
+	if w.Postback != nil {
+		parallel = max(w.Parallel, 1)
 	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, parallel)
+	)
+	for _, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := w.drive(ctx, k); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 	return len(keys), errors.Join(errs...)
 }
 
@@ -125,9 +148,14 @@ func (w *Worker) drive(ctx context.Context, k InboxKey) error {
 	log := w.Log.With("worker", w.Name, "provider", k.Provider, "dedup_key", k.DedupKey)
 	if w.Postback != nil {
 		verified, err := w.verify(ctx, k)
+		if errors.Is(err, ErrRawErased) {
+			// Nothing left to post back: it can never be verified.
+			return w.fail(ctx, log, k, err)
+		}
 		if err != nil {
 			log.Warn("postback failed; will retry", "error", err)
-			return w.Queue.Retry(ctx, k, w.Interval, err)
+			_, rerr := w.Queue.Retry(ctx, k, w.Interval, err, 0)
+			return rerr
 		}
 		if !verified {
 			log.Warn("postback answered INVALID: kept, never posted")
@@ -139,14 +167,33 @@ func (w *Worker) drive(ctx context.Context, k InboxKey) error {
 	}
 	res, err := w.Service.Redrive(ctx, k, w.Status)
 	if err != nil {
-		log.Warn("re-drive failed; will retry", "error", err)
-		if rerr := w.Queue.Retry(ctx, k, w.Interval, err); rerr != nil {
+		// A store that cannot be reached is retried for as long as it takes;
+		// any other error (a decision that fails) only MaxDriveAttempts
+		// times, then the row is marked failed with its error.
+		failAfter := w.Service.opts.MaxDriveAttempts
+		if errors.Is(err, eventstore.ErrUnavailable) {
+			failAfter = 0
+		}
+		failed, rerr := w.Queue.Retry(ctx, k, w.Interval, err, failAfter)
+		if rerr != nil {
 			return errors.Join(err, rerr)
 		}
+		if failed {
+			log.Error("re-drive failed too often: row marked failed; re-drive it after a fix", "error", err)
+			return nil
+		}
+		log.Warn("re-drive failed; will retry", "error", err)
 		return fmt.Errorf("re-drive %s/%s: %w", k.Provider, k.DedupKey, err)
 	}
 	log.Info("inbox row applied", "outcome", res.Outcome, "stream", res.StreamID, "appended", res.Appended)
 	return nil
+}
+
+// fail marks row k failed at once, with cause.
+func (w *Worker) fail(ctx context.Context, log *slog.Logger, k InboxKey, cause error) error {
+	log.Error("inbox row cannot be driven: marked failed", "error", cause)
+	_, err := w.Queue.Retry(ctx, k, w.Interval, cause, 1)
+	return err
 }
 
 // verify asks the provider about a held row still in the worker's status
@@ -161,6 +208,9 @@ func (w *Worker) verify(ctx context.Context, k InboxKey) (bool, error) {
 	})
 	if err != nil || status != w.Status {
 		return true, err
+	}
+	if raw == nil {
+		return false, fmt.Errorf("%s/%s: %w", k.Provider, k.DedupKey, ErrRawErased)
 	}
 	return w.Postback.Verify(ctx, raw)
 }

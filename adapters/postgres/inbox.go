@@ -194,17 +194,45 @@ func (in *Inbox) Claim(ctx context.Context, status string, olderThan, lease time
 
 // Retry implements ingest.Queue: it records a failed attempt; the next one
 // is due after base·2^(attempts−1), at most an hour later (attempts counts
-// claims).
-func (in *Inbox) Retry(ctx context.Context, k ingest.InboxKey, base time.Duration, cause error) error {
-	_, err := in.pool.Exec(ctx, `
+// claims). With failAfter > 0, a row claimed that often moves to failed
+// instead, keeping cause as its last error.
+func (in *Inbox) Retry(ctx context.Context, k ingest.InboxKey, base time.Duration, cause error, failAfter int) (bool, error) {
+	var status string
+	err := in.pool.QueryRow(ctx, `
 		UPDATE webhook_inbox
-		SET next_attempt_at = now() + least(interval '1 hour', $3::interval * power(2, least(greatest(attempts - 1, 0), 12))),
+		SET status = CASE WHEN $5 > 0 AND attempts >= $5 THEN '`+ingest.StatusFailed+`' ELSE status END,
+		    next_attempt_at = CASE WHEN $5 > 0 AND attempts >= $5 THEN NULL
+		        ELSE now() + least(interval '1 hour', $3::interval * power(2, least(greatest(attempts - 1, 0), 12))) END,
 		    last_error = $4
-		WHERE provider = $1 AND dedup_key = $2`, k.Provider, k.DedupKey, base.String(), cause.Error())
-	if err != nil {
-		return fmt.Errorf("schedule retry of %s/%s: %w", k.Provider, k.DedupKey, markUnavailable(err))
+		WHERE provider = $1 AND dedup_key = $2
+		RETURNING status`, k.Provider, k.DedupKey, base.String(), cause.Error(), failAfter).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // gone (erased with its key): nothing to retry
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("schedule retry of %s/%s: %w", k.Provider, k.DedupKey, markUnavailable(err))
+	}
+	return status == ingest.StatusFailed, nil
+}
+
+var _ ingest.Pending = (*Inbox)(nil)
+
+// PendingCandidates implements ingest.Pending: the unverified candidates of
+// dedupKey, and the raw bytes of all of provider's (the partial index on
+// unverified rows keeps this to the short queue).
+func (in *Inbox) PendingCandidates(ctx context.Context, provider, dedupKey string) (int, int64, error) {
+	var n int
+	var bytes int64
+	err := in.pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE starts_with(dedup_key, $2)),
+		       COALESCE(sum(octet_length(raw_body)), 0)
+		FROM webhook_inbox
+		WHERE status = '`+ingest.StatusUnverified+`' AND provider = $1`,
+		provider, dedupKey+ingest.CandidateMarker).Scan(&n, &bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count pending candidates of %s/%s: %w", provider, dedupKey, markUnavailable(err))
+	}
+	return n, bytes, nil
 }
 
 // normalizedEvent is the inbox's copy of a normalized delivery, so a row can

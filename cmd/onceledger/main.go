@@ -36,6 +36,7 @@ type cli struct {
 	Inspect inspectCmd `cmd:"" help:"Print the events of one stream, in order."`
 	Sample  sampleCmd  `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
 	Period  periodCmd  `cmd:"" help:"Close or reopen an accounting period (recorded as events with the actor)."`
+	Erase   eraseCmd   `cmd:"" help:"Erase stored raw webhook bodies (personal data) of one delivery or one payment; hashes, facts and events stay."`
 }
 
 // Validate refuses an unknown reporting time zone before any command runs.

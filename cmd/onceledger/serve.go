@@ -29,9 +29,11 @@ type serveCmd struct {
 	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" group:"Tuning" help:"Time to record a webhook before answering 503."`
 	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"64" group:"Tuning" help:"In-flight webhooks per provider before 503 + Retry-After."`
 	ReadTimeout         time.Duration `name:"read-timeout" env:"ONCELEDGER_READ_TIMEOUT" default:"15s" group:"Server" help:"Time to read a whole request; a client that trickles its body is cut off."`
+	MaxConnections      int           `name:"max-connections" env:"ONCELEDGER_MAX_CONNECTIONS" default:"1024" group:"Server" help:"Connections served at once; more wait to be accepted (<0 = no bound)."`
 	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" group:"Server" help:"How long to drain in-flight requests on SIGTERM."`
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" group:"Server" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
+	RawRetention        time.Duration `name:"raw-retention" env:"ONCELEDGER_RAW_RETENTION" default:"2160h" group:"Server" help:"Stored raw webhook bodies older than this are erased (hash, facts and events kept); 0 keeps them."`
 	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"Inbox rows still 'received' after this long are re-driven by the sweeper (EventStoreDB's crash window; rows a migration hands back)."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
@@ -62,6 +64,9 @@ func (c *serveCmd) Validate() error {
 	}
 	if c.IngestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_INGEST_TIMEOUT must be positive, got %v", c.IngestTimeout))
+	}
+	if c.RawRetention < 0 {
+		errs = append(errs, fmt.Errorf("ONCELEDGER_RAW_RETENTION must be 0 (keep) or positive, got %v", c.RawRetention))
 	}
 	if len(nonEmpty(c.SquareSignatureKeys)) > 0 && c.SquareNotificationURL == "" {
 		errs = append(errs, errors.New("ONCELEDGER_SQUARE_SIGNATURE_KEYS needs ONCELEDGER_SQUARE_NOTIFICATION_URL (Square signs the URL)"))
@@ -188,6 +193,8 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		ReadTimeout:         c.ReadTimeout,
 		ShutdownTimeout:     c.ShutdownTimeout,
 		ProviderConcurrency: c.ProviderConcurrency,
+		MaxConnections:      c.MaxConnections,
+		RawRetention:        c.RawRetention,
 		SweepAge:            c.SweepAge,
 		PostbackURL:         c.PaypalIPNVerifyURL,
 		PprofAddr:           c.PprofAddr,

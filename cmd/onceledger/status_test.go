@@ -108,7 +108,7 @@ func TestStatusJSON(t *testing.T) {
 
 	require.Equal(t, evs[3].Position.Prepare, v.Head)
 	require.Equal(t, evs[3].Position.Commit, v.HeadCommit)
-	require.Equal(t, map[string]int64{"applied": 3, "received": 1, "invalid": 1, "ignored": 0, "unverified": 0}, v.Inbox)
+	require.Equal(t, map[string]int64{"applied": 3, "received": 1, "invalid": 1, "ignored": 0, "unverified": 0, "verified": 0, "failed": 0}, v.Inbox)
 	require.Len(t, v.Projections, 3)
 	by := map[string]views.ProjectionStatus{}
 	for _, p := range v.Projections {

@@ -103,7 +103,7 @@ type ReconciliationItem struct {
 // InboxStatuses are the webhook_inbox statuses (the table's CHECK), in
 // their lifecycle order. Status reports each of them, with 0 when no row
 // has it, so that a status that empties out shows 0 instead of vanishing.
-var InboxStatuses = []string{"received", "applied", "ignored", "unverified", "invalid"}
+var InboxStatuses = []string{"received", "applied", "ignored", "unverified", "invalid", "verified", "failed"}
 
 // Status is the state of the projections and of the inbox: what
 // `onceledger status`, GET /v1/projections and /metrics report, all from

@@ -467,6 +467,15 @@ type Entry struct {
 	StreamId     *string    `json:"stream_id,omitempty"`
 }
 
+// Erased defines model for Erased.
+type Erased struct {
+	// ConflictRows webhook_conflicts payloads erased
+	ConflictRows int `json:"conflict_rows"`
+
+	// InboxRows webhook_inbox rows whose raw body was erased
+	InboxRows int `json:"inbox_rows"`
+}
+
 // Error defines model for Error.
 type Error struct {
 	Error string `json:"error"`
@@ -782,6 +791,20 @@ type GetBalancesParamsFormat string
 // GetBalancesParamsTime defines parameters for GetBalances.
 type GetBalancesParamsTime string
 
+// PostInboxEraseJSONBody defines parameters for PostInboxErase.
+type PostInboxEraseJSONBody struct {
+	// DedupKey Dedup key of the delivery.
+	DedupKey *string `json:"dedup_key,omitempty"`
+
+	// Payment provider/payment_id: every delivery of this payment.
+	//
+	// Example: stripe/pi_123
+	Payment *string `json:"payment,omitempty"`
+
+	// Provider Provider of the delivery (with dedup_key).
+	Provider *string `json:"provider,omitempty"`
+}
+
 // GetJournalParams defines parameters for GetJournal.
 type GetJournalParams struct {
 	// From Entries at or after: an RFC 3339 timestamp, or a date YYYY-MM-DD (its midnight in the reporting zone).
@@ -922,6 +945,9 @@ type PostWebhookJSONBody = map[string]interface{}
 type PostWebhookFormdataBody = struct {
 }
 
+// PostInboxEraseJSONRequestBody defines body for PostInboxErase for application/json ContentType.
+type PostInboxEraseJSONRequestBody PostInboxEraseJSONBody
+
 // PostPeriodCloseJSONRequestBody defines body for PostPeriodClose for application/json ContentType.
 type PostPeriodCloseJSONRequestBody PostPeriodCloseJSONBody
 
@@ -1036,6 +1062,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostInboxEraseWithBody Erase stored raw webhook bodies (admin)
+	//
+	// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+	PostInboxEraseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostInboxErase Erase stored raw webhook bodies (admin)
+	//
+	// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+	PostInboxErase(ctx context.Context, body PostInboxEraseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetJournal The double-entry journal
 	//
@@ -1220,6 +1264,44 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // Corresponds with GET /v1/balances (the `GetBalances` operationId).
 func (c *Client) GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBalancesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInboxEraseWithBody Erase stored raw webhook bodies (admin)
+//
+// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+func (c *Client) PostInboxEraseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboxEraseRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInboxErase Erase stored raw webhook bodies (admin)
+//
+// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+func (c *Client) PostInboxErase(ctx context.Context, body PostInboxEraseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboxEraseRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1699,6 +1781,46 @@ func NewGetBalancesRequest(server string, params *GetBalancesParams) (*http.Requ
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewPostInboxEraseRequest calls the generic PostInboxErase builder with application/json body
+func NewPostInboxEraseRequest(server string, body PostInboxEraseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostInboxEraseRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostInboxEraseRequestWithBody constructs an http.Request for the PostInboxErase method, with any body, and a specified content type
+func NewPostInboxEraseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbox/erase")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -2563,6 +2685,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalancesWithResponse(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*GetBalancesResponse, error)
 
+	// PostInboxEraseWithBodyWithResponse Erase stored raw webhook bodies (admin)
+	//
+	// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+	PostInboxEraseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboxEraseResponse, error)
+
+	// PostInboxEraseWithResponse Erase stored raw webhook bodies (admin)
+	//
+	// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+	PostInboxEraseWithResponse(ctx context.Context, body PostInboxEraseJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboxEraseResponse, error)
+
 	// GetJournalWithResponse The double-entry journal
 	//
 	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
@@ -2942,6 +3082,82 @@ func (r GetBalancesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBalancesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostInboxEraseResponse401Headers the declared response headers of an HTTP 401 response for PostInboxErase
+type PostInboxEraseResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostInboxEraseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Erased
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostInboxEraseResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostInboxEraseResponse) GetJSON200() *Erased {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostInboxEraseResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostInboxEraseResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostInboxEraseResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostInboxEraseResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostInboxEraseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostInboxEraseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostInboxEraseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostInboxEraseResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3867,6 +4083,36 @@ func (c *ClientWithResponses) GetBalancesWithResponse(ctx context.Context, param
 	return ParseGetBalancesResponse(rsp)
 }
 
+// PostInboxEraseWithBodyWithResponse Erase stored raw webhook bodies (admin)
+//
+// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+func (c *ClientWithResponses) PostInboxEraseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboxEraseResponse, error) {
+	rsp, err := c.PostInboxEraseWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInboxEraseResponse(rsp)
+}
+
+// PostInboxEraseWithResponse Erase stored raw webhook bodies (admin)
+//
+// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
+func (c *ClientWithResponses) PostInboxEraseWithResponse(ctx context.Context, body PostInboxEraseJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboxEraseResponse, error) {
+	rsp, err := c.PostInboxErase(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInboxEraseResponse(rsp)
+}
+
 // GetJournalWithResponse The double-entry journal
 //
 // One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
@@ -4257,6 +4503,73 @@ func ParseGetBalancesResponse(rsp *http.Response) (*GetBalancesResponse, error) 
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetBalancesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostInboxEraseResponse parses an HTTP response from a PostInboxEraseWithResponse call
+func ParsePostInboxEraseResponse(rsp *http.Response) (*PostInboxEraseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostInboxEraseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Erased
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostInboxEraseResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

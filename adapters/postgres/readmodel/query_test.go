@@ -240,7 +240,7 @@ func TestStatusOverPostgres(t *testing.T) {
 	assert.Equal(t, &all[0].Position, byName["payments"].ErrorPosition)
 	assert.Equal(t, int64(4), byName["reconciliation"].Lag)
 	assert.Nil(t, byName["reconciliation"].ErrorPosition)
-	assert.Equal(t, map[string]int64{"applied": 2, "received": 1, "ignored": 0, "unverified": 0, "invalid": 0}, st.Inbox)
+	assert.Equal(t, map[string]int64{"applied": 2, "received": 1, "ignored": 0, "unverified": 0, "invalid": 0, "verified": 0, "failed": 0}, st.Inbox)
 
 	st, err = projections.Status(ctx, store, db, projections.StatusOptions{})
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/net/netutil"
 
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/httpapi/access"
@@ -65,6 +66,15 @@ type Config struct {
 	ReadTimeout         time.Duration
 	ShutdownTimeout     time.Duration
 	ProviderConcurrency int
+	// MaxConnections bounds the connections served at once (default 1024;
+	// <0 = no bound). See Serve.
+	MaxConnections int
+	// RawRetention (ONCELEDGER_RAW_RETENTION): stored raw webhook bodies
+	// older than this are erased by a background worker (hash, facts and
+	// events kept); 0 keeps them. RetentionInterval is the pause between
+	// its passes (default 10m).
+	RawRetention      time.Duration
+	RetentionInterval time.Duration
 	// SweepAge: inbox rows still "received" after this long are re-driven
 	// (ingest.DefaultSweepAge when 0): the two-phase journal's crash window,
 	// and rows a migration hands back to the domain on any event store.
@@ -138,11 +148,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}, []string{"provider"})
 	reg.MustRegister(retries)
 
+	inbox, postback := postgres.NewInbox(pool), a.postback()
 	a.service = ingest.New(a.events.Journal, ingest.PaymentDecider{}, ingest.Options{
 		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
+		// Unverified deliveries (IPN) are bounded: past the bounds they are
+		// verified inline (ingest.Hold).
+		Hold: ingest.HoldOptions{Pending: inbox, Postback: postback},
 	})
-	a.workers = a.service.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{
-		SweepAge: cfg.SweepAge, Postback: a.postback(), Log: a.log,
+	a.workers = a.service.Workers(inbox, ingest.WorkerOptions{
+		SweepAge: cfg.SweepAge, Postback: postback, Log: a.log,
 	})
 
 	hc := httpapi.Config{
@@ -151,6 +165,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Tokens:              a.tokens,
 		MaxBodyBytes:        cfg.MaxBodyBytes,
 		IngestTimeout:       cfg.IngestTimeout,
+		BodyTimeout:         cfg.ReadTimeout,
 		ProviderConcurrency: cfg.ProviderConcurrency,
 		Logger:              a.log,
 		Registry:            reg,
@@ -165,6 +180,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
 	hc.Periods, hc.PeriodActions = a.reads.Query, operations.NewPeriods(a.events.Store, cfg.ReportingZone, cfg.Now)
 	hc.ReportingZone = cfg.ReportingZone
+	hc.Eraser = postgres.NewEraser(pool)
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
@@ -233,9 +249,28 @@ func (a *App) Run(ctx context.Context) error {
 	return a.Serve(ctx, l)
 }
 
+// DefaultMaxConnections is the default bound on connections served at once.
+const DefaultMaxConnections = 1024
+
 // Serve is Run on a listener the caller opened; it closes l.
+//
+// The listener is bounded (netutil.LimitListener, x/net: a maintained,
+// well-known implementation of exactly this): every open connection costs a
+// goroutine, buffers and a file descriptor, and without a bound a flood of
+// idle or trickling connections runs the process out of descriptors, at
+// which point accept fails for everyone, providers and probes alike. Past the
+// bound, new connections wait in the kernel's backlog until one closes
+// rather than being refused; ReadHeaderTimeout, the per-request body
+// deadline (httpapi.Config.BodyTimeout) and IdleTimeout make sure held
+// connections do close.
 func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	c := a.cfg
+	switch {
+	case c.MaxConnections == 0:
+		l = netutil.LimitListener(l, DefaultMaxConnections)
+	case c.MaxConnections > 0:
+		l = netutil.LimitListener(l, c.MaxConnections)
+	}
 	srv := &http.Server{
 		Handler:           a.handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -263,6 +298,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	}
 	for _, w := range a.workers {
 		wg.Go(func() { _ = w.Run(bgCtx) })
+	}
+	if c.RawRetention > 0 {
+		wg.Go(func() { a.retain(bgCtx) })
 	}
 	names := make([]string, 0, len(c.Providers))
 	for n := range c.Providers {
@@ -292,6 +330,36 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	a.log.Info("stopped")
 	return nil
 }
+
+// retain erases raw bodies older than RawRetention, at start and then every
+// RetentionInterval, until ctx ends. Several instances may run it at once:
+// each batch locks its rows (SKIP LOCKED), so they share the work.
+func (a *App) retain(ctx context.Context) {
+	interval := a.cfg.RetentionInterval
+	if interval <= 0 {
+		interval = 10 * time.Minute
+	}
+	eraser := postgres.NewEraser(a.pool)
+	for {
+		n, err := eraser.EraseOlderThan(ctx, a.cfg.RawRetention, 1000)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn("raw body retention pass failed; will retry", "error", err)
+		case n.InboxRows+n.ConflictRows > 0:
+			a.log.Info("raw bodies erased (retention)", "inbox_rows", n.InboxRows, "conflict_rows", n.ConflictRows,
+				"retention", a.cfg.RawRetention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Eraser erases raw bodies on request (`onceledger erase`, POST
+// /v1/inbox/erase).
+func (a *App) Eraser() *postgres.Eraser { return postgres.NewEraser(a.pool) }
 
 // Migrate creates the database if needed and applies pending migrations.
 func Migrate(ctx context.Context, url string, log *slog.Logger) error {

@@ -1,4 +1,4 @@
-package httpapi_test
+package main_test
 
 // PayPal IPN end to end: the listener through the real HTTP server, the
 // postback to a loopback verify server this file controls, the verifier

@@ -1,4 +1,4 @@
-package httpapi_test
+package main_test
 
 // The duplicate-delivery matrix of the ingestion issue: one test per row,
 // each through the real HTTP server against a real Postgres database.

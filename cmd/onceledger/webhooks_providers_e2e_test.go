@@ -1,4 +1,4 @@
-package httpapi_test
+package main_test
 
 // The ingestion matrix's duplicate, concurrency, reorder and signature rows
 // for Adyen, PayPal, Square and Circle: deliveries signed as each provider
@@ -826,7 +826,7 @@ func TestAdyenBatches(t *testing.T) {
 
 func readProviderTestdata(t *testing.T, provider, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "providers", provider, "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "adapters", "providers", provider, "testdata", name))
 	require.NoError(t, err)
 	return b
 }
