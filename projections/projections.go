@@ -25,8 +25,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/projections/views"
 	"github.com/onceledger/onceledger/domain/period"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // Names of the projections, as stored in projection_checkpoints and accepted
@@ -109,11 +109,15 @@ type LedgerEntry struct {
 type PaymentRow = views.Payment
 
 // ReconciliationChange opens (Open) or resolves one reconciliation item.
+// Actor is set when an operator acted (reconciliation.resolved /
+// reopened, with Note); empty when the facts opened or cleared the item.
 type ReconciliationChange struct {
 	StreamID  string
 	Kind      string
 	Key       string
 	Open      bool
+	Actor     string
+	Note      string
 	Provider  string
 	PaymentID string
 	Details   string
