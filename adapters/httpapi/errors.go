@@ -8,9 +8,11 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
 )
 
 // Sentinel errors of the HTTP layer itself.
@@ -33,6 +35,9 @@ var badInput = []error{
 	money.ErrUnknownCurrency,
 	money.ErrInvalidAmount,
 	errBadParameter,
+	payment.ErrNoteRequired,
+	payment.ErrActorRequired,
+	ingest.ErrBadRedrive,
 }
 
 func isBadInput(err error) bool {
@@ -55,14 +60,17 @@ func statusFor(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
-	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound):
+	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound), errors.Is(err, payment.ErrItemNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, payment.ErrItemResolved), errors.Is(err, payment.ErrItemOpen):
+		return http.StatusConflict
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	case isBadInput(err):
 		return http.StatusBadRequest
 	case errors.Is(err, eventstore.ErrUnavailable),
 		errors.Is(err, ingest.ErrContention),
+		errors.Is(err, operations.ErrContention),
 		errors.Is(err, errOverloaded),
 		errors.Is(err, errQueryNotConfigured),
 		errors.Is(err, context.DeadlineExceeded),

@@ -64,6 +64,9 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.HandleFunc("/ledger/entries", s.queryEntries).Methods(http.MethodGet)
 	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
+	v1.Handle("/reconciliation/resolve", acting(s.itemAction(true))).Methods(http.MethodPost)
+	v1.Handle("/reconciliation/reopen", acting(s.itemAction(false))).Methods(http.MethodPost)
+	v1.Handle("/inbox/redrive", acting(s.inboxRedrive)).Methods(http.MethodPost)
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 for a known path (every /v1 endpoint is GET), else a 404.

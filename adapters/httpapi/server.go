@@ -70,6 +70,10 @@ type Config struct {
 	// Projections reads the projections' status for GET /v1/projections
 	// (projections.StatusReader); nil = that endpoint answers 503.
 	Projections ProjectionsReader
+	// Recon and Redrive act (admin tokens): POST /v1/reconciliation/
+	// resolve|reopen and POST /v1/inbox/redrive; nil = they answer 503.
+	Recon   ReconActions
+	Redrive InboxRedriver
 }
 
 type server struct {

@@ -32,6 +32,7 @@ type cli struct {
 	Verify  verifyCmd  `cmd:"" help:"Check ledger invariants; non-zero exit on any violation."`
 	Inspect inspectCmd `cmd:"" help:"Print the events of one stream, in order."`
 	Sample  sampleCmd  `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
+	Redrive redriveCmd `cmd:"" help:"Re-normalize stored raw deliveries with the current code and record what they now carry; prints counts."`
 }
 
 // globals is what every subcommand gets.

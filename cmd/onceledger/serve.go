@@ -33,6 +33,7 @@ type serveCmd struct {
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" group:"Server" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
 	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
+	ConsoleSecure       bool          `name:"console-secure-cookies" env:"ONCELEDGER_CONSOLE_SECURE_COOKIES" group:"Server" help:"Mark the console's session cookie Secure on plain HTTP too (behind a TLS-terminating proxy); requests over TLS always get it."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
@@ -170,24 +171,25 @@ func (c *serveCmd) Run(g *globals) error {
 // config is the app's configuration from the command line and environment.
 func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Config {
 	return app.Config{
-		DatabaseURL:         g.cli.DatabaseURL,
-		EventStore:          g.cli.EventStore,
-		Migrate:             c.Migrate,
-		Projections:         c.Projections,
-		Addr:                c.Addr,
-		Providers:           provs,
-		APITokens:           c.APITokens,
-		AdminTokens:         c.AdminTokens,
-		MetricsToken:        c.MetricsToken,
-		MaxBodyBytes:        c.MaxBodyBytes,
-		IngestTimeout:       c.IngestTimeout,
-		ReadTimeout:         c.ReadTimeout,
-		ShutdownTimeout:     c.ShutdownTimeout,
-		ProviderConcurrency: c.ProviderConcurrency,
-		SweepAge:            c.SweepAge,
-		PostbackURL:         c.PaypalIPNVerifyURL,
-		PprofAddr:           c.PprofAddr,
-		Logger:              g.log,
+		DatabaseURL:          g.cli.DatabaseURL,
+		EventStore:           g.cli.EventStore,
+		Migrate:              c.Migrate,
+		Projections:          c.Projections,
+		Addr:                 c.Addr,
+		Providers:            provs,
+		APITokens:            c.APITokens,
+		AdminTokens:          c.AdminTokens,
+		MetricsToken:         c.MetricsToken,
+		ConsoleSecureCookies: c.ConsoleSecure,
+		MaxBodyBytes:         c.MaxBodyBytes,
+		IngestTimeout:        c.IngestTimeout,
+		ReadTimeout:          c.ReadTimeout,
+		ShutdownTimeout:      c.ShutdownTimeout,
+		ProviderConcurrency:  c.ProviderConcurrency,
+		SweepAge:             c.SweepAge,
+		PostbackURL:          c.PaypalIPNVerifyURL,
+		PprofAddr:            c.PprofAddr,
+		Logger:               g.log,
 	}
 }
 

@@ -398,6 +398,10 @@ func summarize(ev payment.Event) string {
 		return fmt.Sprintf("Reconciliation item %s (%s) opened: %s", e.Kind, e.Key, e.Details)
 	case payment.Cleared:
 		return fmt.Sprintf("Reconciliation item %s (%s) resolved: %s", e.Kind, e.Key, e.Details)
+	case payment.Resolved:
+		return fmt.Sprintf("Reconciliation item %s (%s) resolved by %s", e.Kind, e.Key, e.Actor)
+	case payment.Reopened:
+		return fmt.Sprintf("Reconciliation item %s (%s) reopened by %s", e.Kind, e.Key, e.Actor)
 	}
 	return ev.Type()
 }

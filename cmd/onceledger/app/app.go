@@ -24,6 +24,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/httpapi/access"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -51,6 +52,9 @@ type Config struct {
 	AdminTokens []string
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// ConsoleSecureCookies marks the console's session cookie Secure even
+	// on plain HTTP (behind a TLS-terminating proxy); over TLS it always is.
+	ConsoleSecureCookies bool
 
 	MaxBodyBytes        int64
 	IngestTimeout       time.Duration
@@ -78,14 +82,16 @@ type App struct {
 	// rmPool writes the read models: its connections are marked so that
 	// the feed horizon passes their transactions (postgres.NewReadModelPool);
 	// it must never append events.
-	rmPool  *pgxpool.Pool
-	events  EventStore
-	service *ingest.Service
-	workers []*ingest.Worker
-	reads   *readSide
-	tokens  *access.Tokens
-	handler http.Handler
-	closed  sync.Once
+	rmPool   *pgxpool.Pool
+	events   EventStore
+	service  *ingest.Service
+	workers  []*ingest.Worker
+	reads    *readSide
+	recon    *operations.Reconciliation
+	redriver *ingest.Redriver
+	tokens   *access.Tokens
+	handler  http.Handler
+	closed   sync.Once
 }
 
 // New builds the app from cfg. It opens the database (migrating it first
@@ -154,6 +160,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hc.Query, hc.Events = a.reads.Query, a.events.Store
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
+	a.actions()
+	hc.Recon, hc.Redrive = a.recon, a.redriver
+	if hc.Routes, err = a.consoleRoutes(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
