@@ -146,17 +146,19 @@ func signOut(t *testing.T, tab context.Context) {
 // (projectors, workers, the console), on a real socket over a real
 // database.
 type liveApp struct {
-	t    *testing.T
-	app  *app.App
-	base string
+	t     *testing.T
+	app   *app.App
+	base  string
+	dbURL string
 }
 
 func startLiveApp(t *testing.T) *liveApp {
 	t.Helper()
 	sw, err := standard.New([]string{consoleSecret}, 5*time.Minute)
 	require.NoError(t, err)
+	dbURL := pgtest.NewDatabase(t)
 	a, err := app.New(context.Background(), app.Config{
-		DatabaseURL: pgtest.NewDatabase(t),
+		DatabaseURL: dbURL,
 		Projections: true,
 		Providers:   map[string]providers.Adapter{standard.Name: sw},
 		APITokens:   []string{"alice=" + readToken},
@@ -177,7 +179,7 @@ func startLiveApp(t *testing.T) *liveApp {
 		assert.NoError(t, <-served)
 		a.Close()
 	})
-	return &liveApp{t: t, app: a, base: "http://" + l.Addr().String()}
+	return &liveApp{t: t, app: a, base: "http://" + l.Addr().String(), dbURL: dbURL}
 }
 
 // deliver POSTs a delivery signed with the Standard Webhooks scheme to the
