@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,6 +293,41 @@ func TestRedriveRecordsWhatStoredDeliveriesNowCarry(t *testing.T) {
 			recs, err := s.app.Events().Store.ReadStream(ctx, "payment-standard-"+pay)
 			require.NoError(t, err)
 			assert.Len(t, recs, 1, "one capture event")
+		})
+	}
+}
+
+// TestConsoleMountedOnBothStores: serve's app serves the console; a
+// payment's timeline is read from the configured event store and the
+// projections' lag counted on its feed, EventStoreDB included.
+func TestConsoleMountedOnBothStores(t *testing.T) {
+	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := startActStack(t, kind)
+			pay := uniq("pay_console")
+			require.JSONEq(t, `{"status":"accepted"}`, s.deliver(uniq("msg"), "payment.captured",
+				map[string]any{"payment_id": pay, "capture_id": "cap_1", "amount": 1000, "currency": "USD"}))
+			jar, err := cookiejar.New(nil)
+			require.NoError(t, err)
+			client := &http.Client{Jar: jar}
+			resp, err := client.PostForm(s.base+"/console/signin", url.Values{"token": {actRead}})
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			get := func(path string) string {
+				resp, err := client.Get(s.base + path)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, b)
+				return string(b)
+			}
+			require.Eventually(t, func() bool {
+				return strings.Contains(get("/console/payments/standard/"+pay), "payment.captured")
+			}, 30*time.Second, 20*time.Millisecond)
+			assert.Contains(t, get("/console/projections"), "live")
+			assert.Contains(t, get("/console/periods"), `id="periods"`)
 		})
 	}
 }
