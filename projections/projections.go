@@ -109,11 +109,15 @@ type LedgerEntry struct {
 type PaymentRow = views.Payment
 
 // ReconciliationChange opens (Open) or resolves one reconciliation item.
+// Actor is set when an operator acted (reconciliation.resolved /
+// reopened, with Note); empty when the facts opened or cleared the item.
 type ReconciliationChange struct {
 	StreamID  string
 	Kind      string
 	Key       string
 	Open      bool
+	Actor     string
+	Note      string
 	Provider  string
 	PaymentID string
 	Details   string

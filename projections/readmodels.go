@@ -108,7 +108,8 @@ func FoldPayment(events []eventstore.RecordedEvent) (p views.Payment, found bool
 }
 
 // Reconciliation is the reconciliation items projection: Flagged opens an
-// item, Cleared resolves it.
+// item, Cleared resolves it; an operator's Resolved resolves it and
+// Reopened opens it again, each with its actor and note.
 func Reconciliation() Projection { return reconciliationProjection{} }
 
 type reconciliationProjection struct{}
@@ -125,6 +126,10 @@ func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Env
 			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Details: e.Details, Open: true}
 		case payment.Cleared:
 			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Details: e.Details}
+		case payment.Resolved:
+			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Actor: e.Actor, Note: e.Note}
+		case payment.Reopened:
+			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Actor: e.Actor, Note: e.Note, Open: true}
 		default:
 			continue
 		}

@@ -50,6 +50,9 @@ type Config struct {
 	Sessions Sessions
 	// Read is the read model. Required.
 	Read ReadModel
+	// Periods lists the accounting periods with their trial balances; nil
+	// shows the trial balance of the whole ledger instead.
+	Periods PeriodReader
 	// Recon and Redrive act; nil answers their forms with 503 "not
 	// configured".
 	Recon   ReconActions

@@ -663,13 +663,26 @@ func (c *consoleServer) payouts(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "payouts", "Payouts", l)
 }
 
+type periodsData struct {
+	Trial           []TrialBalance
+	Periods         []PeriodBalance
+	HasPeriodReader bool
+}
+
 func (c *consoleServer) periods(w http.ResponseWriter, r *http.Request) {
 	trial, err := c.cfg.Read.TrialBalance(r.Context())
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
 		return
 	}
-	c.render(w, r, http.StatusOK, "periods", "Periods", Overview{Trial: trial})
+	d := periodsData{Trial: trial, HasPeriodReader: c.cfg.Periods != nil}
+	if c.cfg.Periods != nil {
+		if d.Periods, err = c.cfg.Periods.Periods(r.Context()); err != nil {
+			c.errorPage(w, r, err, 0, "")
+			return
+		}
+	}
+	c.render(w, r, http.StatusOK, "periods", "Periods", d)
 }
 
 type projectionsData struct {

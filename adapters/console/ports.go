@@ -75,6 +75,13 @@ type ProjectionReader interface {
 	Projections(ctx context.Context) ([]Projection, error)
 }
 
+// PeriodReader lists the accounting periods, newest first, each with its
+// trial balance (frozen when closed) and the late adjustments booked into
+// it.
+type PeriodReader interface {
+	Periods(ctx context.Context) ([]PeriodBalance, error)
+}
+
 // ReconActions resolves and reopens reconciliation items. Each call is
 // recorded as an event in the item's stream with the actor and the note.
 type ReconActions interface {
@@ -437,4 +444,43 @@ type RedriveResult struct {
 	Ignored  int // still not handled by the current code
 	Erased   int // could not be re-driven: their raw body was erased
 	Failed   int
+}
+
+// PeriodBalance is one accounting period and its trial balance.
+type PeriodBalance struct {
+	Period       string // YYYY-MM
+	Status       string // open, closed
+	Frozen       bool   // closed: the figures are the frozen ones
+	ClosedAt     time.Time
+	ClosedBy     string
+	CloseNote    string
+	ReopenedBy   string
+	ReopenReason string
+	Lines        []PeriodLine
+	Adjustments  []PeriodAdjustment
+}
+
+// PeriodLine is one account and currency of a period's trial balance, in
+// signed minor units (debit positive): opening, the period's debits and
+// credits (magnitudes), closing.
+type PeriodLine struct {
+	Account  string
+	Currency string
+	Opening  int64
+	Debits   int64
+	Credits  int64
+	Closing  int64
+}
+
+// PeriodAdjustment is a late entry booked into a period for an earlier,
+// closed one.
+type PeriodAdjustment struct {
+	Adjusts     string // the closed period it belongs to by its effective time
+	Account     string
+	Currency    string
+	Amount      int64
+	EventType   string
+	StreamID    string
+	EffectiveAt time.Time
+	BookedAt    time.Time
 }

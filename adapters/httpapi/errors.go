@@ -12,6 +12,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -40,9 +41,13 @@ var badInput = []error{
 	period.ErrActorRequired,
 	period.ErrReasonRequired,
 	ingest.ErrBadErasure,
+	payment.ErrNoteRequired,
+	payment.ErrActorRequired,
+	ingest.ErrBadRedrive,
 }
 
-// conflicts are the refusals of a period close or reopen that the state of
+// conflicts are the refusals of an action (period close or reopen, resolving
+// or reopening an item) that the state of
 // the books explains (409: another action first, or later).
 var conflicts = []error{
 	period.ErrPeriodNotEnded,
@@ -51,6 +56,8 @@ var conflicts = []error{
 	period.ErrNotClosed,
 	period.ErrLaterPeriodClosed,
 	period.ErrZoneMismatch,
+	payment.ErrItemResolved,
+	payment.ErrItemOpen,
 }
 
 func isBadInput(err error) bool {
@@ -73,7 +80,8 @@ func statusFor(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
-	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound), errors.Is(err, views.ErrUnknownPeriod):
+	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound), errors.Is(err, views.ErrUnknownPeriod),
+		errors.Is(err, payment.ErrItemNotFound):
 		return http.StatusNotFound
 	case slices.ContainsFunc(conflicts, func(target error) bool { return errors.Is(err, target) }):
 		return http.StatusConflict

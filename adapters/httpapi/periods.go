@@ -43,7 +43,7 @@ var _ PeriodActions = (*operations.Periods)(nil)
 // CSV streams the whole range page after page, never all of it in memory.
 const journalPage = 1000
 
-// maxActionBody caps the JSON body of close and reopen.
+// maxActionBody caps the JSON body of an acting endpoint.
 const maxActionBody = 64 << 10
 
 func (s *server) registerPeriods(v1 *mux.Router) {

@@ -67,6 +67,9 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
 	s.registerPeriods(v1)
 	v1.Handle("/inbox/erase", acting(s.eraseRaw)).Methods(http.MethodPost)
+	v1.Handle("/reconciliation/resolve", acting(s.itemAction(true))).Methods(http.MethodPost)
+	v1.Handle("/reconciliation/reopen", acting(s.itemAction(false))).Methods(http.MethodPost)
+	v1.Handle("/inbox/redrive", acting(s.inboxRedrive)).Methods(http.MethodPost)
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 with Allow for a known path and another method, else a 404. Every
@@ -236,20 +239,24 @@ func (s *server) queryReconciliation(w http.ResponseWriter, r *http.Request) {
 	}
 	out := newRowWriter(w, format, "items", []string{
 		"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at",
+		"resolved_by", "note", "id",
 	})
 	err := store.Reconciliation(r.Context(), f, func(it views.ReconciliationItem) error {
 		return out.row(reconJSON{
+			ID: it.ID(), ResolvedBy: it.ResolvedBy, Note: it.Note,
 			StreamID: it.StreamID, Provider: it.Provider, PaymentID: it.PaymentID, Kind: it.Kind, Key: it.Key,
 			Status: it.Status, Details: it.Details, OpenedAt: timePtr(it.OpenedAt), ResolvedAt: timePtr(it.ResolvedAt),
 		}, []string{
 			it.StreamID, it.Provider, it.PaymentID, it.Kind, it.Key, it.Status, it.Details,
-			formatTime(it.OpenedAt), formatTime(it.ResolvedAt),
+			formatTime(it.OpenedAt), formatTime(it.ResolvedAt), it.ResolvedBy, it.Note, it.ID(),
 		})
 	})
 	s.finishRows(w, r, out, err, nil)
 }
 
 type reconJSON struct {
+	// ID is what POST /v1/reconciliation/resolve|reopen take.
+	ID         string     `json:"id"`
 	StreamID   string     `json:"stream_id"`
 	Provider   string     `json:"provider"`
 	PaymentID  string     `json:"payment_id"`
@@ -259,6 +266,8 @@ type reconJSON struct {
 	Details    string     `json:"details"`
 	OpenedAt   *time.Time `json:"opened_at"`
 	ResolvedAt *time.Time `json:"resolved_at"`
+	ResolvedBy string     `json:"resolved_by,omitempty"`
+	Note       string     `json:"note,omitempty"`
 }
 
 // GET /v1/projections

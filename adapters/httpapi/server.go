@@ -1,5 +1,6 @@
 // Package httpapi is onceledger's HTTP surface: the webhook endpoint
-// POST /webhooks/{provider}, the bearer-protected /v1 query API, health,
+// POST /webhooks/{provider}, the bearer-protected /v1 query API and its
+// acting endpoints (admin tokens: resolve, reopen, redrive), health,
 // readiness and Prometheus metrics. It verifies and normalizes through the
 // provider adapters and records through the ingest service; it owns no
 // business rule. It reads through ports it declares in the types of
@@ -86,6 +87,10 @@ type Config struct {
 	// (ONCELEDGER_REPORTING_TZ): journal dates and YYYY-MM-DD bounds are
 	// in it. nil = UTC.
 	ReportingZone *time.Location
+	// Recon and Redrive act (admin tokens): POST /v1/reconciliation/
+	// resolve|reopen and POST /v1/inbox/redrive; nil = they answer 503.
+	Recon   ReconActions
+	Redrive InboxRedriver
 }
 
 type server struct {

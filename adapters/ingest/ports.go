@@ -126,6 +126,11 @@ type Tx interface {
 	// SetStatus moves a row from one status to another; false when it was
 	// not in status from (someone else moved it on).
 	SetStatus(ctx context.Context, k InboxKey, from, to string) (bool, error)
+	// Renormalize replaces a row's normalized delivery with ev (the same
+	// raw bytes, normalized by the current code: type, stream, facts) and
+	// moves it from one status to another, recording who re-drove it;
+	// false when it was not in status from.
+	Renormalize(ctx context.Context, k InboxKey, ev delivery.Event, from, to, actor string) (bool, error)
 	// ReadStream returns a stream's events in order (none: empty).
 	ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error)
 	// Append writes events after the read events of stream: the expected

@@ -18,6 +18,7 @@ type Inbox interface {
 	KeepConflict(ctx context.Context, ev delivery.Event) error
 	Load(ctx context.Context, k InboxKey) (delivery.Event, string, error)
 	SetStatus(ctx context.Context, k InboxKey, from, to string) (bool, error)
+	Renormalize(ctx context.Context, k InboxKey, ev delivery.Event, from, to, actor string) (bool, error)
 }
 
 // Streams is the part of an event store the two-phase journal needs; every
@@ -69,6 +70,10 @@ func (t twoPhaseTx) Load(ctx context.Context, k InboxKey) (delivery.Event, strin
 
 func (t twoPhaseTx) SetStatus(ctx context.Context, k InboxKey, from, to string) (bool, error) {
 	return t.inbox.SetStatus(ctx, k, from, to)
+}
+
+func (t twoPhaseTx) Renormalize(ctx context.Context, k InboxKey, ev delivery.Event, from, to, actor string) (bool, error) {
+	return t.inbox.Renormalize(ctx, k, ev, from, to, actor)
 }
 
 func (t twoPhaseTx) ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error) {

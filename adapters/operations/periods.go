@@ -3,7 +3,9 @@
 // user) and a note or reason, in the stream the action is about, never as
 // an UPDATE of a read model; the projections turn the events into table
 // rows, and the stream is the audit trail. Closing and reopening
-// accounting periods (the "periods" stream, domain/period) live here.
+// accounting periods (the "periods" stream, domain/period) and resolving
+// and reopening reconciliation items (the item's payment or payout
+// stream) live here.
 package operations
 
 import (
@@ -27,9 +29,9 @@ type EventStore interface {
 
 var _ EventStore = eventstore.Store(nil)
 
-// ErrContention: the periods stream kept changing under the command (other
-// operators acting at the same moment); nothing was recorded.
-var ErrContention = errors.New("periods stream contention: try again")
+// ErrContention: the stream kept changing under the command (other
+// operators or deliveries at the same moment); nothing was recorded.
+var ErrContention = errors.New("stream contention: try again")
 
 // maxAttempts bounds how often a command that lost the race for the
 // stream is decided again on the new history.

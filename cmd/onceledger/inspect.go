@@ -252,6 +252,16 @@ func describe(e payment.Event) ([]field, []amountView) {
 		str("kind", e.Kind)
 		str("key", e.Key)
 		str("details", e.Details)
+	case payment.Resolved:
+		str("kind", e.Kind)
+		str("key", e.Key)
+		str("actor", e.Actor)
+		str("note", e.Note)
+	case payment.Reopened:
+		str("kind", e.Kind)
+		str("key", e.Key)
+		str("actor", e.Actor)
+		str("note", e.Note)
 	}
 	if amounts == nil {
 		amounts = []amountView{}

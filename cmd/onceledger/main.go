@@ -37,6 +37,7 @@ type cli struct {
 	Sample  sampleCmd  `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
 	Period  periodCmd  `cmd:"" help:"Close or reopen an accounting period (recorded as events with the actor)."`
 	Erase   eraseCmd   `cmd:"" help:"Erase stored raw webhook bodies (personal data) of one delivery or one payment; hashes, facts and events stay."`
+	Redrive redriveCmd `cmd:"" help:"Re-normalize stored raw deliveries with the current code and record what they now carry; prints counts."`
 }
 
 // Validate refuses an unknown reporting time zone before any command runs.

@@ -616,10 +616,12 @@ func TestQueryReconciliation(t *testing.T) {
 	require.NotNil(t, open.Items, "an empty list, not null")
 
 	header, rows, _ := a.getCSV("/v1/reconciliation?kind=over_refund")
-	assert.Equal(t, []string{"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at"}, header)
+	assert.Equal(t, []string{"stream_id", "provider", "payment_id", "kind", "key", "status", "details", "opened_at", "resolved_at",
+		"resolved_by", "note", "id"}, header)
 	assert.Equal(t, [][]string{{
 		"payment-stripe-pi_1", "stripe", "pi_1", "over_refund", "re_2", "open",
 		`refunds 1200 > captures 1000, "USD"`, qT0.Add(time.Hour).Format(time.RFC3339Nano), "",
+		"", "", "payment-stripe-pi_1/over_refund/re_2",
 	}}, rows)
 }
 

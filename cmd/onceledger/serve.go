@@ -35,6 +35,7 @@ type serveCmd struct {
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
 	RawRetention        time.Duration `name:"raw-retention" env:"ONCELEDGER_RAW_RETENTION" default:"2160h" group:"Server" help:"Stored raw webhook bodies older than this are erased (hash, facts and events kept); 0 keeps them."`
 	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"Inbox rows still 'received' after this long are re-driven by the sweeper (EventStoreDB's crash window; rows a migration hands back)."`
+	ConsoleSecure       bool          `name:"console-secure-cookies" env:"ONCELEDGER_CONSOLE_SECURE_COOKIES" group:"Server" help:"Mark the console's session cookie Secure on plain HTTP too (behind a TLS-terminating proxy); requests over TLS always get it."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
@@ -179,26 +180,27 @@ func (c *serveCmd) Run(g *globals) error {
 // config is the app's configuration from the command line and environment.
 func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Config {
 	return app.Config{
-		DatabaseURL:         g.cli.DatabaseURL,
-		EventStore:          g.cli.EventStore,
-		Migrate:             c.Migrate,
-		Projections:         c.Projections,
-		Addr:                c.Addr,
-		Providers:           provs,
-		APITokens:           c.APITokens,
-		AdminTokens:         c.AdminTokens,
-		MetricsToken:        c.MetricsToken,
-		MaxBodyBytes:        c.MaxBodyBytes,
-		IngestTimeout:       c.IngestTimeout,
-		ReadTimeout:         c.ReadTimeout,
-		ShutdownTimeout:     c.ShutdownTimeout,
-		ProviderConcurrency: c.ProviderConcurrency,
-		MaxConnections:      c.MaxConnections,
-		RawRetention:        c.RawRetention,
-		SweepAge:            c.SweepAge,
-		PostbackURL:         c.PaypalIPNVerifyURL,
-		PprofAddr:           c.PprofAddr,
-		Logger:              g.log,
+		DatabaseURL:          g.cli.DatabaseURL,
+		EventStore:           g.cli.EventStore,
+		Migrate:              c.Migrate,
+		Projections:          c.Projections,
+		Addr:                 c.Addr,
+		Providers:            provs,
+		APITokens:            c.APITokens,
+		AdminTokens:          c.AdminTokens,
+		MetricsToken:         c.MetricsToken,
+		ConsoleSecureCookies: c.ConsoleSecure,
+		MaxBodyBytes:         c.MaxBodyBytes,
+		IngestTimeout:        c.IngestTimeout,
+		ReadTimeout:          c.ReadTimeout,
+		ShutdownTimeout:      c.ShutdownTimeout,
+		ProviderConcurrency:  c.ProviderConcurrency,
+		MaxConnections:       c.MaxConnections,
+		RawRetention:         c.RawRetention,
+		SweepAge:             c.SweepAge,
+		PostbackURL:          c.PaypalIPNVerifyURL,
+		PprofAddr:            c.PprofAddr,
+		Logger:               g.log,
 	}
 }
 

@@ -104,6 +104,16 @@ type wirePayout struct {
 	Currency string `json:"currency"`
 }
 
+// wireAction is the shape of an operator's action on an item: the console's
+// timeline shows its "actor" and "note".
+type wireAction struct {
+	wireMeta
+	Kind  string `json:"kind"`
+	Key   string `json:"key"`
+	Actor string `json:"actor"`
+	Note  string `json:"note"`
+}
+
 type wireRecon struct {
 	wireMeta
 	Kind    string `json:"kind"`
@@ -171,6 +181,10 @@ func Encode(e Event) (typ string, data []byte, err error) {
 		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details}
 	case Cleared:
 		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details}
+	case Resolved:
+		w = wireAction{toWireMeta(e.Meta), e.Kind, e.Key, e.Actor, e.Note}
+	case Reopened:
+		w = wireAction{toWireMeta(e.Meta), e.Kind, e.Key, e.Actor, e.Note}
 	default:
 		return "", nil, fmt.Errorf("%w: %T", ErrUnknownEventType, e)
 	}
@@ -257,6 +271,14 @@ func Decode(typ string, data []byte) (Event, error) {
 	case TypeCleared:
 		return decode(typ, data, func(w wireRecon, m Meta) Event {
 			return Cleared{Meta: m, Kind: w.Kind, Key: w.Key, Details: w.Details}
+		})
+	case TypeResolved:
+		return decode(typ, data, func(w wireAction, m Meta) Event {
+			return Resolved{Meta: m, Kind: w.Kind, Key: w.Key, Actor: w.Actor, Note: w.Note}
+		})
+	case TypeReopened:
+		return decode(typ, data, func(w wireAction, m Meta) Event {
+			return Reopened{Meta: m, Kind: w.Kind, Key: w.Key, Actor: w.Actor, Note: w.Note}
 		})
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownEventType, typ)

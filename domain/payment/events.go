@@ -51,6 +51,10 @@ const (
 	TypePayoutFailed           = "payout.failed"
 	TypeFlagged                = "reconciliation.flagged"
 	TypeCleared                = "reconciliation.cleared"
+	// An operator's decisions about an item (acting is an event): they
+	// change the item's status, never the payment's money.
+	TypeResolved = "reconciliation.resolved"
+	TypeReopened = "reconciliation.reopened"
 )
 
 // Reconciliation kinds (CONTRACT.md).
@@ -260,6 +264,31 @@ type Cleared struct {
 	Details string
 }
 
+// Resolved: an operator marked the reconciliation item (Kind, Key) of its
+// stream handled, with a note. Posts nothing and changes no amount; the
+// aggregate's own bookkeeping of items (which it opens and clears as facts
+// arrive) is untouched, so a human's word never changes what the facts
+// post. Meta.DedupKey is "" (no delivery caused it); OccurredAt is when the
+// operator acted.
+type Resolved struct {
+	Meta
+	Kind  string
+	Key   string
+	Actor string
+	Note  string
+}
+
+// Reopened: an operator reopened a resolved item, with a note.
+type Reopened struct {
+	Meta
+	Kind  string
+	Key   string
+	Actor string
+	Note  string
+}
+
+func (Resolved) Type() string               { return TypeResolved }
+func (Reopened) Type() string               { return TypeReopened }
 func (Authorized) Type() string             { return TypeAuthorized }
 func (Captured) Type() string               { return TypeCaptured }
 func (FeeRecorded) Type() string            { return TypeFeeRecorded }

@@ -47,6 +47,9 @@ func (po *payout) apply(e Event) error {
 	case Flagged:
 		po.flagged[reconKey{e.Kind, e.Key}] = true
 	case Cleared:
+	case Resolved, Reopened:
+		// An operator's word on an item: not a delivery, nothing applied.
+		return nil
 	default:
 		return fmt.Errorf("%s in a payout stream: %w", e.Type(), ErrForeignEvent)
 	}

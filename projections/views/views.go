@@ -9,6 +9,9 @@ package views
 
 import (
 	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -98,6 +101,37 @@ type ReconciliationItem struct {
 	Details    string
 	OpenedAt   time.Time // zero when unknown
 	ResolvedAt time.Time // zero while open
+	ResolvedBy string    // the operator who resolved it; "" when the facts did, or while open
+	Note       string    // the note of the operator's last action
+}
+
+// ID is the item's id as GET /v1/reconciliation lists it and
+// POST /v1/reconciliation/resolve|reopen take it: stream, kind and key,
+// each path-escaped, joined by "/" (readable, and unambiguous whatever a
+// provider puts in an id).
+func (it ReconciliationItem) ID() string { return ReconciliationID(it.StreamID, it.Kind, it.Key) }
+
+// ReconciliationID builds an item's id from its parts.
+func ReconciliationID(stream, kind, key string) string {
+	return url.PathEscape(stream) + "/" + url.PathEscape(kind) + "/" + url.PathEscape(key)
+}
+
+// ErrBadReconciliationID: an id that ReconciliationID did not make.
+var ErrBadReconciliationID = errors.New("bad reconciliation item id: want stream/kind/key as GET /v1/reconciliation lists it")
+
+// ParseReconciliationID is the inverse of ReconciliationID.
+func ParseReconciliationID(id string) (stream, kind, key string, err error) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 3 {
+		return "", "", "", ErrBadReconciliationID
+	}
+	var out [3]string
+	for i, p := range parts {
+		if out[i], err = url.PathUnescape(p); err != nil || out[i] == "" {
+			return "", "", "", ErrBadReconciliationID
+		}
+	}
+	return out[0], out[1], out[2], nil
 }
 
 // InboxStatuses are the webhook_inbox statuses (the table's CHECK), in

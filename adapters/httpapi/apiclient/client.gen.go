@@ -18,6 +18,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ItemActionResultStatus.
+const (
+	ItemActionResultStatusOpen     ItemActionResultStatus = "open"
+	ItemActionResultStatusResolved ItemActionResultStatus = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the ItemActionResultStatus enum.
+func (e ItemActionResultStatus) Valid() bool {
+	switch e {
+	case ItemActionResultStatusOpen:
+		return true
+	case ItemActionResultStatusResolved:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	Authorized        PaymentStatus = "authorized"
@@ -132,6 +150,24 @@ func (e ReconciliationItemStatus) Valid() bool {
 	}
 }
 
+// Defines values for RedriveRequestStatus.
+const (
+	RedriveRequestStatusIgnored  RedriveRequestStatus = "ignored"
+	RedriveRequestStatusReceived RedriveRequestStatus = "received"
+)
+
+// Valid indicates whether the value is a known member of the RedriveRequestStatus enum.
+func (e RedriveRequestStatus) Valid() bool {
+	switch e {
+	case RedriveRequestStatusIgnored:
+		return true
+	case RedriveRequestStatusReceived:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TrialBalanceStatus.
 const (
 	TrialBalanceStatusClosed TrialBalanceStatus = "closed"
@@ -152,19 +188,19 @@ func (e TrialBalanceStatus) Valid() bool {
 
 // Defines values for WebhookStatusStatus.
 const (
-	Accepted  WebhookStatusStatus = "accepted"
-	Duplicate WebhookStatusStatus = "duplicate"
-	Ignored   WebhookStatusStatus = "ignored"
+	WebhookStatusStatusAccepted  WebhookStatusStatus = "accepted"
+	WebhookStatusStatusDuplicate WebhookStatusStatus = "duplicate"
+	WebhookStatusStatusIgnored   WebhookStatusStatus = "ignored"
 )
 
 // Valid indicates whether the value is a known member of the WebhookStatusStatus enum.
 func (e WebhookStatusStatus) Valid() bool {
 	switch e {
-	case Accepted:
+	case WebhookStatusStatusAccepted:
 		return true
-	case Duplicate:
+	case WebhookStatusStatusDuplicate:
 		return true
-	case Ignored:
+	case WebhookStatusStatusIgnored:
 		return true
 	default:
 		return false
@@ -481,6 +517,29 @@ type Error struct {
 	Error string `json:"error"`
 }
 
+// ItemAction defines model for ItemAction.
+type ItemAction struct {
+	// Id The item's id as GET /v1/reconciliation lists it.
+	Id string `json:"id"`
+
+	// Note Why: recorded in the event forever. Required, not blank.
+	Note string `json:"note"`
+}
+
+// ItemActionResult defines model for ItemActionResult.
+type ItemActionResult struct {
+	// Actor The admin token's name, recorded in the event.
+	Actor string `json:"actor"`
+	Id    string `json:"id"`
+	Note  string `json:"note"`
+
+	// Status The item's status after the action.
+	Status ItemActionResultStatus `json:"status"`
+}
+
+// ItemActionResultStatus The item's status after the action.
+type ItemActionResultStatus string
+
 // JournalRow defines model for JournalRow.
 type JournalRow struct {
 	Account string `json:"account"`
@@ -673,20 +732,70 @@ type ProjectionStatus string
 // ReconciliationItem defines model for ReconciliationItem.
 type ReconciliationItem struct {
 	Details *string `json:"details,omitempty"`
-	Key     *string `json:"key,omitempty"`
+
+	// Id The item's id: stream, kind and key, each path-escaped, joined by `/`. POST /v1/reconciliation/resolve and /reopen take it.
+	//
+	// Example: payment-standard-pay_123/refund_before_payment/re_1
+	Id  *string `json:"id,omitempty"`
+	Key *string `json:"key,omitempty"`
 
 	// Kind Example: refund_before_payment
-	Kind       *string                   `json:"kind,omitempty"`
-	OpenedAt   *time.Time                `json:"opened_at,omitempty"`
-	PaymentId  *string                   `json:"payment_id,omitempty"`
-	Provider   *string                   `json:"provider,omitempty"`
-	ResolvedAt *time.Time                `json:"resolved_at,omitempty"`
+	Kind *string `json:"kind,omitempty"`
+
+	// Note The note of the operator's last action on the item (resolve or reopen).
+	Note       *string    `json:"note,omitempty"`
+	OpenedAt   *time.Time `json:"opened_at,omitempty"`
+	PaymentId  *string    `json:"payment_id,omitempty"`
+	Provider   *string    `json:"provider,omitempty"`
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+
+	// ResolvedBy The operator (the admin token's name) who resolved the item; absent when the facts resolved it, or while open.
+	ResolvedBy *string                   `json:"resolved_by,omitempty"`
 	Status     *ReconciliationItemStatus `json:"status,omitempty"`
 	StreamId   *string                   `json:"stream_id,omitempty"`
 }
 
 // ReconciliationItemStatus defines model for ReconciliationItem.Status.
 type ReconciliationItemStatus string
+
+// RedriveRequest defines model for RedriveRequest.
+type RedriveRequest struct {
+	// Provider Only deliveries of this provider; empty: all.
+	Provider *string `json:"provider,omitempty"`
+
+	// Status Inbox status of the deliveries to re-drive.
+	Status *RedriveRequestStatus `json:"status,omitempty"`
+
+	// Type Only deliveries of this event type, as the inbox lists it; empty: all.
+	Type *string `json:"type,omitempty"`
+}
+
+// RedriveRequestStatus Inbox status of the deliveries to re-drive.
+type RedriveRequestStatus string
+
+// RedriveResult defines model for RedriveResult.
+type RedriveResult struct {
+	// Erased Not re-drivable: their raw body was erased after the retention period (ONCELEDGER_RAW_RETENTION).
+	Erased int `json:"erased"`
+
+	// Failed Could not be re-normalized (named in the server log), or their provider is not configured.
+	Failed int `json:"failed"`
+
+	// Ignored Still a type the current code does not handle.
+	Ignored int `json:"ignored"`
+
+	// Message The counts in one sentence.
+	Message string `json:"message"`
+
+	// Recorded Now carry facts, recorded in their stream.
+	Recorded int `json:"recorded"`
+
+	// Selected Deliveries the filter matched.
+	Selected int `json:"selected"`
+
+	// Skipped Moved on meanwhile (another redrive, the sweeper).
+	Skipped int `json:"skipped"`
+}
 
 // TrialBalance defines model for TrialBalance.
 type TrialBalance struct {
@@ -948,11 +1057,20 @@ type PostWebhookFormdataBody = struct {
 // PostInboxEraseJSONRequestBody defines body for PostInboxErase for application/json ContentType.
 type PostInboxEraseJSONRequestBody PostInboxEraseJSONBody
 
+// PostInboxRedriveJSONRequestBody defines body for PostInboxRedrive for application/json ContentType.
+type PostInboxRedriveJSONRequestBody = RedriveRequest
+
 // PostPeriodCloseJSONRequestBody defines body for PostPeriodClose for application/json ContentType.
 type PostPeriodCloseJSONRequestBody PostPeriodCloseJSONBody
 
 // PostPeriodReopenJSONRequestBody defines body for PostPeriodReopen for application/json ContentType.
 type PostPeriodReopenJSONRequestBody PostPeriodReopenJSONBody
+
+// PostReconciliationReopenJSONRequestBody defines body for PostReconciliationReopen for application/json ContentType.
+type PostReconciliationReopenJSONRequestBody = ItemAction
+
+// PostReconciliationResolveJSONRequestBody defines body for PostReconciliationResolve for application/json ContentType.
+type PostReconciliationResolveJSONRequestBody = ItemAction
 
 // PostWebhookJSONRequestBody defines body for PostWebhook for application/json ContentType.
 type PostWebhookJSONRequestBody = PostWebhookJSONBody
@@ -1081,6 +1199,24 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
 	PostInboxErase(ctx context.Context, body PostInboxEraseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostInboxRedriveWithBody Re-drive stored deliveries with the current code (admin)
+	//
+	// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+	PostInboxRedriveWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostInboxRedrive Re-drive stored deliveries with the current code (admin)
+	//
+	// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+	PostInboxRedrive(ctx context.Context, body PostInboxRedriveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetJournal The double-entry journal
 	//
 	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
@@ -1161,6 +1297,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/reconciliation (the `GetReconciliationItems` operationId).
 	GetReconciliationItems(ctx context.Context, params *GetReconciliationItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostReconciliationReopenWithBody Reopen a resolved reconciliation item (admin)
+	//
+	// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+	PostReconciliationReopenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostReconciliationReopen Reopen a resolved reconciliation item (admin)
+	//
+	// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+	PostReconciliationReopen(ctx context.Context, body PostReconciliationReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostReconciliationResolveWithBody Resolve a reconciliation item (admin)
+	//
+	// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+	PostReconciliationResolveWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostReconciliationResolve Resolve a reconciliation item (admin)
+	//
+	// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+	PostReconciliationResolve(ctx context.Context, body PostReconciliationResolveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeadWebhook Endpoint check (Circle verifies a subscription with HEAD)
 	//
@@ -1302,6 +1474,44 @@ func (c *Client) PostInboxEraseWithBody(ctx context.Context, contentType string,
 // Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
 func (c *Client) PostInboxErase(ctx context.Context, body PostInboxEraseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostInboxEraseRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInboxRedriveWithBody Re-drive stored deliveries with the current code (admin)
+//
+// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+func (c *Client) PostInboxRedriveWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboxRedriveRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInboxRedrive Re-drive stored deliveries with the current code (admin)
+//
+// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+func (c *Client) PostInboxRedrive(ctx context.Context, body PostInboxRedriveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInboxRedriveRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1493,6 +1703,82 @@ func (c *Client) GetProjections(ctx context.Context, params *GetProjectionsParam
 // Corresponds with GET /v1/reconciliation (the `GetReconciliationItems` operationId).
 func (c *Client) GetReconciliationItems(ctx context.Context, params *GetReconciliationItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReconciliationItemsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostReconciliationReopenWithBody Reopen a resolved reconciliation item (admin)
+//
+// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+func (c *Client) PostReconciliationReopenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReconciliationReopenRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostReconciliationReopen Reopen a resolved reconciliation item (admin)
+//
+// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+func (c *Client) PostReconciliationReopen(ctx context.Context, body PostReconciliationReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReconciliationReopenRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostReconciliationResolveWithBody Resolve a reconciliation item (admin)
+//
+// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+func (c *Client) PostReconciliationResolveWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReconciliationResolveRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostReconciliationResolve Resolve a reconciliation item (admin)
+//
+// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+func (c *Client) PostReconciliationResolve(ctx context.Context, body PostReconciliationResolveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReconciliationResolveRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1806,6 +2092,46 @@ func NewPostInboxEraseRequestWithBody(server string, contentType string, body io
 	}
 
 	operationPath := fmt.Sprintf("/v1/inbox/erase")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostInboxRedriveRequest calls the generic PostInboxRedrive builder with application/json body
+func NewPostInboxRedriveRequest(server string, body PostInboxRedriveJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostInboxRedriveRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostInboxRedriveRequestWithBody constructs an http.Request for the PostInboxRedrive method, with any body, and a specified content type
+func NewPostInboxRedriveRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbox/redrive")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2510,6 +2836,86 @@ func NewGetReconciliationItemsRequest(server string, params *GetReconciliationIt
 	return req, nil
 }
 
+// NewPostReconciliationReopenRequest calls the generic PostReconciliationReopen builder with application/json body
+func NewPostReconciliationReopenRequest(server string, body PostReconciliationReopenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostReconciliationReopenRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostReconciliationReopenRequestWithBody constructs an http.Request for the PostReconciliationReopen method, with any body, and a specified content type
+func NewPostReconciliationReopenRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reconciliation/reopen")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostReconciliationResolveRequest calls the generic PostReconciliationResolve builder with application/json body
+func NewPostReconciliationResolveRequest(server string, body PostReconciliationResolveJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostReconciliationResolveRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostReconciliationResolveRequestWithBody constructs an http.Request for the PostReconciliationResolve method, with any body, and a specified content type
+func NewPostReconciliationResolveRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reconciliation/resolve")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewHeadWebhookRequest constructs an http.Request for the HeadWebhook method
 func NewHeadWebhookRequest(server string, provider string) (*http.Request, error) {
 	var err error
@@ -2703,6 +3109,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/inbox/erase (the `PostInboxErase` operationId).
 	PostInboxEraseWithResponse(ctx context.Context, body PostInboxEraseJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboxEraseResponse, error)
 
+	// PostInboxRedriveWithBodyWithResponse Re-drive stored deliveries with the current code (admin)
+	//
+	// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+	PostInboxRedriveWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboxRedriveResponse, error)
+
+	// PostInboxRedriveWithResponse Re-drive stored deliveries with the current code (admin)
+	//
+	// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+	PostInboxRedriveWithResponse(ctx context.Context, body PostInboxRedriveJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboxRedriveResponse, error)
+
 	// GetJournalWithResponse The double-entry journal
 	//
 	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
@@ -2797,6 +3221,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/reconciliation (the `GetReconciliationItems` operationId).
 	GetReconciliationItemsWithResponse(ctx context.Context, params *GetReconciliationItemsParams, reqEditors ...RequestEditorFn) (*GetReconciliationItemsResponse, error)
+
+	// PostReconciliationReopenWithBodyWithResponse Reopen a resolved reconciliation item (admin)
+	//
+	// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+	PostReconciliationReopenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReconciliationReopenResponse, error)
+
+	// PostReconciliationReopenWithResponse Reopen a resolved reconciliation item (admin)
+	//
+	// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+	PostReconciliationReopenWithResponse(ctx context.Context, body PostReconciliationReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReconciliationReopenResponse, error)
+
+	// PostReconciliationResolveWithBodyWithResponse Resolve a reconciliation item (admin)
+	//
+	// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+	PostReconciliationResolveWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReconciliationResolveResponse, error)
+
+	// PostReconciliationResolveWithResponse Resolve a reconciliation item (admin)
+	//
+	// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+	PostReconciliationResolveWithResponse(ctx context.Context, body PostReconciliationResolveJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReconciliationResolveResponse, error)
 
 	// HeadWebhookWithResponse Endpoint check (Circle verifies a subscription with HEAD)
 	//
@@ -3158,6 +3618,89 @@ func (r PostInboxEraseResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostInboxEraseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostInboxRedriveResponse401Headers the declared response headers of an HTTP 401 response for PostInboxRedrive
+type PostInboxRedriveResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostInboxRedriveResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RedriveResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostInboxRedriveResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostInboxRedriveResponse) GetJSON200() *RedriveResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostInboxRedriveResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostInboxRedriveResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostInboxRedriveResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostInboxRedriveResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostInboxRedriveResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostInboxRedriveResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostInboxRedriveResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostInboxRedriveResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostInboxRedriveResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3897,6 +4440,186 @@ func (r GetReconciliationItemsResponse) ContentType() string {
 	return ""
 }
 
+// PostReconciliationReopenResponse401Headers the declared response headers of an HTTP 401 response for PostReconciliationReopen
+type PostReconciliationReopenResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostReconciliationReopenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ItemActionResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostReconciliationReopenResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostReconciliationReopenResponse) GetJSON200() *ItemActionResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostReconciliationReopenResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostReconciliationReopenResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostReconciliationReopenResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostReconciliationReopenResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostReconciliationReopenResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostReconciliationReopenResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostReconciliationReopenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostReconciliationReopenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostReconciliationReopenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostReconciliationReopenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostReconciliationResolveResponse401Headers the declared response headers of an HTTP 401 response for PostReconciliationResolve
+type PostReconciliationResolveResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostReconciliationResolveResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ItemActionResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostReconciliationResolveResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostReconciliationResolveResponse) GetJSON200() *ItemActionResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostReconciliationResolveResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostReconciliationResolveResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostReconciliationResolveResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostReconciliationResolveResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostReconciliationResolveResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostReconciliationResolveResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostReconciliationResolveResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostReconciliationResolveResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostReconciliationResolveResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostReconciliationResolveResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type HeadWebhookResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4113,6 +4836,36 @@ func (c *ClientWithResponses) PostInboxEraseWithResponse(ctx context.Context, bo
 	return ParsePostInboxEraseResponse(rsp)
 }
 
+// PostInboxRedriveWithBodyWithResponse Re-drive stored deliveries with the current code (admin)
+//
+// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+func (c *ClientWithResponses) PostInboxRedriveWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInboxRedriveResponse, error) {
+	rsp, err := c.PostInboxRedriveWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInboxRedriveResponse(rsp)
+}
+
+// PostInboxRedriveWithResponse Re-drive stored deliveries with the current code (admin)
+//
+// As `onceledger redrive`: the stored raw body of each selected delivery is normalized again by its provider's adapter (no signature re-check: it was verified when it arrived) and what it now carries is recorded through the same gate as a webhook; the actor is recorded on the inbox row. Deliveries whose raw body was erased are counted as `erased`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbox/redrive (the `PostInboxRedrive` operationId).
+func (c *ClientWithResponses) PostInboxRedriveWithResponse(ctx context.Context, body PostInboxRedriveJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInboxRedriveResponse, error) {
+	rsp, err := c.PostInboxRedrive(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInboxRedriveResponse(rsp)
+}
+
 // GetJournalWithResponse The double-entry journal
 //
 // One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
@@ -4272,6 +5025,66 @@ func (c *ClientWithResponses) GetReconciliationItemsWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseGetReconciliationItemsResponse(rsp)
+}
+
+// PostReconciliationReopenWithBodyWithResponse Reopen a resolved reconciliation item (admin)
+//
+// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+func (c *ClientWithResponses) PostReconciliationReopenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReconciliationReopenResponse, error) {
+	rsp, err := c.PostReconciliationReopenWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostReconciliationReopenResponse(rsp)
+}
+
+// PostReconciliationReopenWithResponse Reopen a resolved reconciliation item (admin)
+//
+// Appends a `reconciliation.reopened` event, with the actor and the note, to the item's stream; the item lists as open again.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reconciliation/reopen (the `PostReconciliationReopen` operationId).
+func (c *ClientWithResponses) PostReconciliationReopenWithResponse(ctx context.Context, body PostReconciliationReopenJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReconciliationReopenResponse, error) {
+	rsp, err := c.PostReconciliationReopen(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostReconciliationReopenResponse(rsp)
+}
+
+// PostReconciliationResolveWithBodyWithResponse Resolve a reconciliation item (admin)
+//
+// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+func (c *ClientWithResponses) PostReconciliationResolveWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReconciliationResolveResponse, error) {
+	rsp, err := c.PostReconciliationResolveWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostReconciliationResolveResponse(rsp)
+}
+
+// PostReconciliationResolveWithResponse Resolve a reconciliation item (admin)
+//
+// Appends a `reconciliation.resolved` event, with the admin token's name as actor and the note, to the item's stream (never an UPDATE). The item then lists as resolved, with `resolved_by` and `note`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
+func (c *ClientWithResponses) PostReconciliationResolveWithResponse(ctx context.Context, body PostReconciliationResolveJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReconciliationResolveResponse, error) {
+	rsp, err := c.PostReconciliationResolve(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostReconciliationResolveResponse(rsp)
 }
 
 // HeadWebhookWithResponse Endpoint check (Circle verifies a subscription with HEAD)
@@ -4570,6 +5383,80 @@ func ParsePostInboxEraseResponse(rsp *http.Response) (*PostInboxEraseResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers PostInboxEraseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostInboxRedriveResponse parses an HTTP response from a PostInboxRedriveWithResponse call
+func ParsePostInboxRedriveResponse(rsp *http.Response) (*PostInboxRedriveResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostInboxRedriveResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RedriveResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostInboxRedriveResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -5234,6 +6121,168 @@ func ParseGetReconciliationItemsResponse(rsp *http.Response) (*GetReconciliation
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetReconciliationItemsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostReconciliationReopenResponse parses an HTTP response from a PostReconciliationReopenWithResponse call
+func ParsePostReconciliationReopenResponse(rsp *http.Response) (*PostReconciliationReopenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostReconciliationReopenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ItemActionResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostReconciliationReopenResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostReconciliationResolveResponse parses an HTTP response from a PostReconciliationResolveWithResponse call
+func ParsePostReconciliationResolveResponse(rsp *http.Response) (*PostReconciliationResolveResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostReconciliationResolveResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ItemActionResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostReconciliationResolveResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

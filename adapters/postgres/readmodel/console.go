@@ -398,6 +398,10 @@ func summarize(ev payment.Event) string {
 		return fmt.Sprintf("Reconciliation item %s (%s) opened: %s", e.Kind, e.Key, e.Details)
 	case payment.Cleared:
 		return fmt.Sprintf("Reconciliation item %s (%s) resolved: %s", e.Kind, e.Key, e.Details)
+	case payment.Resolved:
+		return fmt.Sprintf("Reconciliation item %s (%s) resolved by an operator", e.Kind, e.Key)
+	case payment.Reopened:
+		return fmt.Sprintf("Reconciliation item %s (%s) reopened by an operator", e.Kind, e.Key)
 	}
 	return ev.Type()
 }
@@ -412,12 +416,22 @@ func consoleIndentJSON(b []byte) string {
 
 // ---- reconciliation ----
 
-const consoleReconColumns = `stream_id, kind, item_key, status, provider, payment_id, details, opened_at, resolved_at`
+const consoleReconColumns = `stream_id, kind, item_key, status, provider, payment_id, details, opened_at, resolved_at,
+	coalesce(resolved_by, ''), coalesce(note, '')`
 
 func scanConsoleRecon(row pgx.CollectableRow) (console.ReconItem, error) {
 	var it console.ReconItem
 	var opened, resolved *time.Time
-	err := row.Scan(&it.Ref.StreamID, &it.Ref.Kind, &it.Ref.Key, &it.Status, &it.Provider, &it.PaymentID, &it.Details, &opened, &resolved)
+	var by, note string
+	err := row.Scan(&it.Ref.StreamID, &it.Ref.Kind, &it.Ref.Key, &it.Status, &it.Provider, &it.PaymentID, &it.Details, &opened, &resolved,
+		&by, &note)
+	// An operator's last word on the item, after what the facts said.
+	switch {
+	case by != "":
+		it.Details += fmt.Sprintf(" — resolved by %s: %s", by, note)
+	case note != "":
+		it.Details += fmt.Sprintf(" — reopened: %s", note)
+	}
 	if opened != nil {
 		it.OpenedAt = *opened
 	}

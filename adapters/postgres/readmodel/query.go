@@ -114,9 +114,11 @@ func (s *Store) Payment(ctx context.Context, provider, paymentID string) (p view
 func (s *Store) Reconciliation(ctx context.Context, f views.ReconciliationFilter, fn func(views.ReconciliationItem) error) error {
 	var it views.ReconciliationItem
 	var opened, resolved *time.Time
-	dest := []any{&it.StreamID, &it.Kind, &it.Key, &it.Status, &it.Provider, &it.PaymentID, &it.Details, &opened, &resolved}
+	dest := []any{&it.StreamID, &it.Kind, &it.Key, &it.Status, &it.Provider, &it.PaymentID, &it.Details, &opened, &resolved,
+		&it.ResolvedBy, &it.Note}
 	return s.each(ctx, "reconciliation items", `
-		SELECT stream_id, kind, item_key, status, provider, payment_id, details, opened_at, resolved_at
+		SELECT stream_id, kind, item_key, status, provider, payment_id, details, opened_at, resolved_at,
+		       coalesce(resolved_by, ''), coalesce(note, '')
 		FROM reconciliation_items
 		WHERE ($1 = '' OR status = $1) AND ($2 = '' OR kind = $2)
 		ORDER BY coalesce(opened_at, resolved_at), stream_id COLLATE "C", kind COLLATE "C", item_key COLLATE "C"`,

@@ -63,7 +63,7 @@ var tableSpecs = map[string]tableSpec{
 	"reconciliation_items": {
 		key: []string{"stream_id", "kind", "item_key"},
 		compare: []string{"status", "provider", "payment_id", "details", "opened_at", "resolved_at",
-			"opened_event_id", "resolved_event_id"},
+			"opened_event_id", "resolved_event_id", "resolved_by", "note"},
 		eagerKeys: true,
 	},
 }

@@ -224,22 +224,45 @@ func (w *writer) ApplyReconciliation(ctx context.Context, changes []projections.
 		VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8)
 		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
 		SET status = 'open', details = excluded.details, opened_at = excluded.opened_at,
-		    opened_event_id = excluded.opened_event_id, resolved_at = NULL, resolved_event_id = NULL`
+		    opened_event_id = excluded.opened_event_id, resolved_at = NULL, resolved_event_id = NULL,
+		    resolved_by = NULL, note = NULL`
 	// A clearing without a known opening still records the item, resolved:
-	// the event happened, and accountants should see it.
+	// the event happened, and accountants should see it. The facts clearing
+	// an item an operator resolved already keep the operator's name.
 	resolve := `
 		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, details, resolved_at, resolved_event_id)
 		VALUES ($1, $2, $3, 'resolved', $4, $5, $6, $7, $8)
 		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
 		SET status = 'resolved', resolved_at = excluded.resolved_at, resolved_event_id = excluded.resolved_event_id,
-		    details = CASE WHEN excluded.details <> '' THEN excluded.details ELSE r.details END`
+		    details = CASE WHEN excluded.details <> '' THEN excluded.details ELSE r.details END,
+		    resolved_by = CASE WHEN r.status = 'resolved' THEN r.resolved_by END`
+	// An operator's actions: details (what the facts said) stay; the
+	// operator and the note are recorded. Reopening keeps the opening time,
+	// so the item's age counts from when the facts opened it.
+	humanResolve := `
+		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, resolved_at, resolved_event_id, resolved_by, note)
+		VALUES ($1, $2, $3, 'resolved', $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
+		SET status = 'resolved', resolved_at = excluded.resolved_at, resolved_event_id = excluded.resolved_event_id,
+		    resolved_by = excluded.resolved_by, note = excluded.note`
+	humanReopen := `
+		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, opened_at, opened_event_id, note)
+		VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8)
+		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
+		SET status = 'open', resolved_at = NULL, resolved_event_id = NULL, resolved_by = NULL, note = excluded.note`
 	b := &pgx.Batch{}
 	for _, c := range changes {
-		sql := resolve
-		if c.Open {
-			sql = open
+		id := pgtype.UUID{Bytes: c.EventID, Valid: true}
+		switch {
+		case c.Actor != "" && c.Open:
+			b.Queue(humanReopen, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.At, id, c.Note)
+		case c.Actor != "":
+			b.Queue(humanResolve, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.At, id, c.Actor, c.Note)
+		case c.Open:
+			b.Queue(open, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.Details, c.At, id)
+		default:
+			b.Queue(resolve, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.Details, c.At, id)
 		}
-		b.Queue(sql, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.Details, c.At, pgtype.UUID{Bytes: c.EventID, Valid: true})
 	}
 	return classify(w.tx.SendBatch(ctx, b).Close())
 }

@@ -60,6 +60,9 @@ type Config struct {
 	AdminTokens []string
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// ConsoleSecureCookies marks the console's session cookie Secure even
+	// on plain HTTP (behind a TLS-terminating proxy); over TLS it always is.
+	ConsoleSecureCookies bool
 
 	MaxBodyBytes        int64
 	IngestTimeout       time.Duration
@@ -97,14 +100,16 @@ type App struct {
 	// rmPool writes the read models: its connections are marked so that
 	// the feed horizon passes their transactions (postgres.NewReadModelPool);
 	// it must never append events.
-	rmPool  *pgxpool.Pool
-	events  EventStore
-	service *ingest.Service
-	workers []*ingest.Worker
-	reads   *readSide
-	tokens  *access.Tokens
-	handler http.Handler
-	closed  sync.Once
+	rmPool   *pgxpool.Pool
+	events   EventStore
+	service  *ingest.Service
+	workers  []*ingest.Worker
+	reads    *readSide
+	recon    *operations.Reconciliation
+	redriver *ingest.Redriver
+	tokens   *access.Tokens
+	handler  http.Handler
+	closed   sync.Once
 }
 
 // New builds the app from cfg. It opens the database (migrating it first
@@ -181,6 +186,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	hc.Periods, hc.PeriodActions = a.reads.Query, operations.NewPeriods(a.events.Store, cfg.ReportingZone, cfg.Now)
 	hc.ReportingZone = cfg.ReportingZone
 	hc.Eraser = postgres.NewEraser(pool)
+	a.actions()
+	hc.Recon, hc.Redrive = a.recon, a.redriver
+	if hc.Routes, err = a.consoleRoutes(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
