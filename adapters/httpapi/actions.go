@@ -33,7 +33,6 @@ var (
 // MaxNote bounds an action's note: it is stored in an event forever.
 const MaxNote = 1000
 
-
 type itemActionBody struct {
 	ID   string `json:"id"`
 	Note string `json:"note"`
@@ -143,4 +142,3 @@ func RedriveMessage(c ingest.RedriveCounts) string {
 	}
 	return msg
 }
-
