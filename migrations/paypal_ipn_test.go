@@ -1,6 +1,7 @@
 package migrations_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"io"
@@ -46,6 +47,14 @@ func captured(id string, amount, fee int64) delivery.Fact {
 
 func refunded(id string, amount int64) delivery.Fact {
 	return delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: "USD"}
+}
+
+// postback stands in for PayPal's IPN postback: it confirms every message
+// but forged ones.
+type postback struct{}
+
+func (postback) Verify(_ context.Context, raw []byte) (bool, error) {
+	return !bytes.Contains(raw, []byte("forged")), nil
 }
 
 func balances(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map[string]int64 {
@@ -131,10 +140,28 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 		oldIPN("RB1:Refunded", "B", "hRB1", refunded("RB1", 250)),
 		rest("WH-RB2", "B", refunded("RB2", 100)),
 	)
-	// An IPN still waiting for PayPal's postback.
-	res, err := svc.Hold(ctx, oldIPN("U:Completed", "U", "hU", captured("U", 700, 0)))
+	// Held IPNs as the service stored them before issue 13, under their real
+	// dedup key: U still waiting for PayPal's postback, with a redelivery of
+	// other facts kept as its conflict; F a forgery PayPal answered INVALID,
+	// which owned F's key.
+	legacyHeld := func(ev delivery.Event, status string) {
+		t.Helper()
+		res, err := svc.Hold(ctx, ev)
+		require.NoError(t, err)
+		require.Equal(t, ingest.Accepted, res.Outcome)
+		cand := ingest.CandidateKey(ev.DedupKey, ev.PayloadHash)
+		_, err = pool.Exec(ctx, `UPDATE webhook_inbox SET dedup_key = $3, status = $4,
+			normalized = jsonb_set(normalized, '{dedup_key}', to_jsonb($3::text))
+			WHERE provider = $1 AND dedup_key = $2`, ev.Provider, cand, ev.DedupKey, status)
+		require.NoError(t, err)
+	}
+	legacyHeld(oldIPN("U:Completed", "U", "hU", captured("U", 700, 0)), ingest.StatusUnverified)
+	_, err = pool.Exec(ctx, `INSERT INTO webhook_conflicts (provider, dedup_key, payload_hash, raw_body)
+		VALUES ('paypal-ipn', 'U:Completed', 'hU-other', 'txn_id=U:Completed&mc_gross=7.50')`)
 	require.NoError(t, err)
-	require.Equal(t, ingest.Accepted, res.Outcome)
+	forgedF := oldIPN("F:Completed", "F", "hF-forged", captured("F", 100, 0))
+	forgedF.Raw = []byte("txn_id=F:Completed&forged")
+	legacyHeld(forgedF, ingest.StatusInvalid)
 
 	// The ledger as history gave it before 00010, folded from the events
 	// themselves: the read models of version 9 are not today's.
@@ -158,6 +185,41 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "B's two IPN rows")
 
+	// 00060 turned the legacy held rows into the candidates they would be
+	// today: none owns its real key any more; U is still to be verified, the
+	// forged F stays kept and marked.
+	held := func(key, hash string) string { return ingest.CandidateKey(key, hash) }
+	var realKeys int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE dedup_key IN ('ipn:U:Completed', 'ipn:F:Completed')`).Scan(&realKeys))
+	assert.Zero(t, realKeys, "a held row does not own its real key")
+	var uConflicts int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE provider = 'paypal' AND dedup_key = $1`,
+		held("ipn:U:Completed", "hU")).Scan(&uConflicts))
+	assert.Equal(t, 1, uConflicts, "the conflict row follows its held row")
+
+	// PayPal's genuine IPN for F arrives after the migration; the verifier
+	// confirms U and the genuine F, promotes them to their real keys (the
+	// forgery no longer pre-empts F), and leaves the forgery alone.
+	genuineF := oldIPN("ipn:F:Completed", "F", "hF", captured("F", 300, 10))
+	genuineF.Provider = "paypal"
+	res, err := svc.Hold(ctx, genuineF)
+	require.NoError(t, err)
+	require.Equal(t, ingest.Accepted, res.Outcome)
+	var verifier *ingest.Worker
+	for _, worker := range svc.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{Postback: postback{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}) {
+		if worker.Status == ingest.StatusUnverified {
+			verifier = worker
+		}
+	}
+	require.NotNil(t, verifier, "the service runs no verifier of held rows")
+	n, err = verifier.Once(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "U and the genuine F; not the forgery")
+	n, err = verifier.Once(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
 	proj := projections.NewService(store, readmodel.New(pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	_, err = proj.Rebuild(ctx, nil, projections.RebuildOptions{})
 	require.NoError(t, err)
@@ -166,9 +228,9 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	assert.Empty(t, violations)
 
 	assert.Equal(t, map[string]int64{
-		"provider:paypal:balance": (1995 - 88 - 500) + (1000 - 79 - 250 - 100),
-		"expenses:fees:paypal":    88 + 79,
-		"revenue:sales":           -(1995 + 1000),
+		"provider:paypal:balance": (1995 - 88 - 500) + (1000 - 79 - 250 - 100) + 700 + (300 - 10),
+		"expenses:fees:paypal":    88 + 79 + 10,
+		"revenue:sales":           -(1995 + 1000 + 700 + 300),
 		"revenue:refunds":         500 + 250 + 100,
 	}, balances(ctx, t, pool))
 
@@ -198,7 +260,17 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 		assert.NotContains(t, *r.StreamID, "paypal-ipn", k)
 		assert.Equal(t, "paypal", *r.Provider, k)
 	}
-	assert.Equal(t, "unverified", row("ipn:U:Completed").Status)
+	assert.Equal(t, ingest.StatusApplied, row("ipn:U:Completed").Status)
+	assert.Equal(t, ingest.StatusVerified, row(held("ipn:U:Completed", "hU")).Status)
+	assert.Equal(t, ingest.StatusApplied, row("ipn:F:Completed").Status)
+	assert.Equal(t, ingest.StatusVerified, row(held("ipn:F:Completed", "hF")).Status)
+	assert.Equal(t, ingest.StatusInvalid, row(held("ipn:F:Completed", "hF-forged")).Status)
+	for _, txn := range []string{"U", "F"} {
+		var c int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE stream_id = $1 AND type = $2`,
+			"payment-paypal-"+txn, payment.TypeCaptured).Scan(&c))
+		assert.Equal(t, 1, c, txn+" captured once")
+	}
 	var conflicts int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE provider = 'paypal' AND dedup_key = 'ipn:A:Completed'`).Scan(&conflicts))
 	assert.Equal(t, 1, conflicts, "the conflict row follows its inbox row")

@@ -149,6 +149,37 @@ func ipnRow(s *e2eStack, key string) (status string, deliveries int64) {
 	return status, deliveries
 }
 
+// ipnHasRow: whether the inbox has a row under key (an IPN takes its real
+// dedup key only once PayPal verified it).
+func ipnHasRow(s *e2eStack, key string) bool {
+	s.t.Helper()
+	return s.scalar(`SELECT count(*) FROM webhook_inbox WHERE provider = 'paypal' AND dedup_key = $1`, key) == 1
+}
+
+// ipnCandidate is the one held candidate of key: identical bytes are one
+// candidate (ingest.CandidateKey of key and their payload hash), whatever
+// the number of deliveries. It fails unless there is exactly one.
+func ipnCandidate(s *e2eStack, key string) (status string, deliveries int64) {
+	s.t.Helper()
+	var keys []string
+	rows, err := s.pool.Query(context.Background(),
+		`SELECT dedup_key, status, delivery_count FROM webhook_inbox
+		 WHERE provider = 'paypal' AND starts_with(dedup_key, $1)`, key+ingest.CandidateMarker)
+	require.NoError(s.t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		require.NoError(s.t, rows.Scan(&k, &status, &deliveries))
+		keys = append(keys, k)
+	}
+	require.NoError(s.t, rows.Err())
+	require.Len(s.t, keys, 1, "one candidate for one message: %v", keys)
+	real, ok := ingest.CandidateOf(keys[0])
+	require.True(s.t, ok)
+	require.Equal(s.t, key, real)
+	return status, deliveries
+}
+
 // The incident: three identical IPNs for one transaction, one after another.
 func TestIPNThreeIdenticalSequential(t *testing.T) {
 	s := newProviderStack(t, pgtest.NewDatabase(t))
@@ -156,12 +187,17 @@ func TestIPNThreeIdenticalSequential(t *testing.T) {
 	txn := uniq("TXN")
 	body := ipnPaymentBody(txn)
 
+	key := ipnKey(txn, "Completed")
 	for range 3 {
 		requireIPNStored(t, s.postIPN(body))
 	}
-	status, n := ipnRow(s, ipnKey(txn, "Completed"))
+	// Held: one candidate that counted the three deliveries; the real key is
+	// not taken before PayPal confirms the bytes (issue 13).
+	status, n := ipnCandidate(s, key)
 	assert.Equal(t, ingest.StatusUnverified, status)
 	assert.EqualValues(t, 3, n)
+	assert.False(t, ipnHasRow(s, key), "the real key waits for PayPal")
+	assert.EqualValues(t, 1, s.inboxCount())
 	assert.Zero(t, s.eventCount(), "nothing applied before PayPal verified it")
 
 	w := ipnWorker(s, v, time.Second)
@@ -174,19 +210,30 @@ func TestIPNThreeIdenticalSequential(t *testing.T) {
 	stream := ipnStream(txn)
 	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
 	assert.Equal(t, ipnCaptured, s.balances(stream))
-	status, _ = ipnRow(s, ipnKey(txn, "Completed"))
+	// Promoted: the real key applied, the candidate verified (and still
+	// counting the deliveries of those bytes).
+	status, _ = ipnRow(s, key)
 	assert.Equal(t, ingest.StatusApplied, status)
+	status, n = ipnCandidate(s, key)
+	assert.Equal(t, ingest.StatusVerified, status)
+	assert.EqualValues(t, 3, n)
 
-	// A fourth copy after it was applied: stored answer, nothing new.
+	// A fourth copy after it was applied: stored answer, nothing new, no
+	// second postback.
 	requireIPNStored(t, s.postIPN(body))
 	assert.Zero(t, once(t, w))
 	assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream))
-	_, n = ipnRow(s, ipnKey(txn, "Completed"))
+	status, n = ipnCandidate(s, key)
+	assert.Equal(t, ingest.StatusVerified, status)
 	assert.EqualValues(t, 4, n)
+	assert.EqualValues(t, 2, s.inboxCount(), "the candidate and the real key, nothing else")
+	assert.Len(t, v.postbacks(), 1)
+	assert.EqualValues(t, 1, s.eventCount())
 }
 
 // The incident, concurrently: 3 IPNs × 10 goroutines at once, while three
-// verifier instances poll → one row, one postback, one fact.
+// verifier instances poll → one candidate counting every delivery, promoted
+// once to the real key, one postback, one fact.
 func TestIPNThreeIdenticalConcurrent(t *testing.T) {
 	s := newProviderStack(t, pgtest.NewDatabase(t))
 	v := newVerifyServer(t, "VERIFIED")
@@ -237,9 +284,12 @@ func TestIPNThreeIdenticalConcurrent(t *testing.T) {
 	for _, a := range answers {
 		requireIPNStored(t, a)
 	}
-	_, n := ipnRow(s, key)
-	assert.EqualValues(t, copies*senders, n, "every delivery counted on the one row")
-	assert.EqualValues(t, 1, s.inboxCount())
+	status, n := ipnCandidate(s, key)
+	assert.Equal(t, ingest.StatusVerified, status)
+	assert.EqualValues(t, copies*senders, n, "every delivery counted on the one candidate")
+	_, n = ipnRow(s, key)
+	assert.EqualValues(t, 1, n, "promoted once")
+	assert.EqualValues(t, 2, s.inboxCount(), "the candidate and the real key, nothing else")
 	posted := v.postbacks()
 	require.Len(t, posted, 1, "the claim lease lets one verifier post back")
 	assert.Equal(t, "cmd=_notify-validate&"+string(body), string(posted[0]))
@@ -257,19 +307,25 @@ func TestIPNInvalid(t *testing.T) {
 	body := ipnPaymentBody(txn)
 	requireIPNStored(t, s.postIPN(body))
 
+	key := ipnKey(txn, "Completed")
 	w := ipnWorker(s, v, time.Second)
 	assert.Equal(t, 1, once(t, w))
-	status, _ := ipnRow(s, ipnKey(txn, "Completed"))
+	status, _ := ipnCandidate(s, key)
 	assert.Equal(t, ingest.StatusInvalid, status)
+	assert.False(t, ipnHasRow(s, key), "an INVALID message never takes the real key")
 
-	// PayPal would now say VERIFIED to a genuine copy; the stored one stays
-	// invalid: a redelivery is a duplicate of it, and no worker picks it up.
+	// PayPal would now say VERIFIED to the same bytes; the stored candidate
+	// stays invalid: a redelivery of those bytes is a duplicate of it, and
+	// no worker picks it up. (Other bytes would be a candidate of their
+	// own: TestForgedIPNCannotPreemptTheGenuineOne.)
 	v.set("VERIFIED")
 	requireIPNStored(t, s.postIPN(body))
 	assert.Zero(t, once(t, ipnWorker(s, v, time.Second)))
-	status, n := ipnRow(s, ipnKey(txn, "Completed"))
+	status, n := ipnCandidate(s, key)
 	assert.Equal(t, ingest.StatusInvalid, status)
 	assert.EqualValues(t, 2, n)
+	assert.False(t, ipnHasRow(s, key))
+	assert.EqualValues(t, 1, s.inboxCount())
 	assert.Len(t, v.postbacks(), 1)
 	assert.Zero(t, s.eventCount(), "never posted")
 	assert.Equal(t, "cmd=_notify-validate&"+string(body), string(v.postbacks()[0]))
@@ -292,9 +348,11 @@ func TestIPNPostbackFailuresRetryAndSurviveRestart(t *testing.T) {
 	// delay reads the row's retry schedule: seconds until the next attempt.
 	delay := func() (attempts int64, lastError string, wait float64) {
 		t.Helper()
+		// The held message is its candidate row (the only row of key).
 		require.NoError(t, s.pool.QueryRow(context.Background(), `
 			SELECT attempts, COALESCE(last_error, ''), EXTRACT(EPOCH FROM next_attempt_at - now())::float8
-			FROM webhook_inbox WHERE provider = 'paypal' AND dedup_key = $1`, key).Scan(&attempts, &lastError, &wait))
+			FROM webhook_inbox WHERE provider = 'paypal' AND starts_with(dedup_key, $1)`, key+ingest.CandidateMarker).
+			Scan(&attempts, &lastError, &wait))
 		return attempts, lastError, wait
 	}
 
@@ -314,8 +372,9 @@ func TestIPNPostbackFailuresRetryAndSurviveRestart(t *testing.T) {
 	assert.Contains(t, lastErr, "unexpected answer")
 	assert.Greater(t, wait, base.Seconds(), "backoff doubles")
 	assert.LessOrEqual(t, wait, 2*base.Seconds())
-	status, _ := ipnRow(s, key)
+	status, _ := ipnCandidate(s, key)
 	assert.Equal(t, ingest.StatusUnverified, status)
+	assert.False(t, ipnHasRow(s, key))
 	assert.Zero(t, s.eventCount())
 	require.Len(t, v.postbacks(), 2)
 
@@ -329,9 +388,12 @@ func TestIPNPostbackFailuresRetryAndSurviveRestart(t *testing.T) {
 	require.Eventually(t, func() bool { return once(t, w2) == 1 }, 5*time.Second, 25*time.Millisecond)
 	assert.Zero(t, once(t, w2))
 
-	status, n := ipnRow(restarted, key)
+	status, _ = ipnRow(restarted, key)
 	assert.Equal(t, ingest.StatusApplied, status)
-	assert.EqualValues(t, 2, n)
+	status, n := ipnCandidate(restarted, key)
+	assert.Equal(t, ingest.StatusVerified, status)
+	assert.EqualValues(t, 2, n, "the resend counted on the same candidate")
+	assert.EqualValues(t, 2, restarted.inboxCount())
 	stream := ipnStream(txn)
 	assert.Equal(t, []string{payment.TypeCaptured}, restarted.streamTypes(stream))
 	assert.Equal(t, ipnCaptured, restarted.balances(stream))
