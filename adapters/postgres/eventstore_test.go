@@ -79,6 +79,21 @@ func readAllOurs(t *testing.T, ctx context.Context, s *postgres.EventStore) []ev
 	return evs
 }
 
+// readAllAtLeast polls the feed until it shows n events (or 30 s pass) and
+// returns what it shows last. The feed horizon errs low for a moment while
+// another database's transaction is not yet attributed to it
+// (pg_stat_activity lags behind a fresh xid), so a count that must appear is
+// waited for; a count that must NOT be exceeded is read once.
+func readAllAtLeast(t *testing.T, ctx context.Context, s *postgres.EventStore, n int) []eventstore.RecordedEvent {
+	t.Helper()
+	var evs []eventstore.RecordedEvent
+	require.Eventually(t, func() bool {
+		evs = readAllOurs(t, ctx, s)
+		return len(evs) >= n
+	}, 30*time.Second, 10*time.Millisecond, "the feed never showed %d events", n)
+	return evs
+}
+
 // With Any, re-appending ids that are already in the stream is a no-op.
 func TestAppendAnyIdempotent(t *testing.T) {
 	ctx := testCtx(t)
