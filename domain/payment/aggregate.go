@@ -74,6 +74,8 @@ type Payment struct {
 
 	open    map[reconKey]bool // open reconciliation items
 	flagged map[reconKey]bool // items ever opened: mismatches are flagged once
+
+	settle settleState // settlement lines recorded (settle.go)
 }
 
 func newPayment() *Payment {
@@ -150,6 +152,7 @@ func (p *Payment) apply(e Event) {
 	case Cleared:
 		delete(p.open, reconKey{e.Kind, e.Key})
 	}
+	p.applySettlement(e) // settle.go
 }
 
 func (p *Payment) setCurrency(c money.Currency) {
@@ -209,6 +212,10 @@ func (d *decision) emit(e Event) {
 }
 
 func (d *decision) fact(f delivery.Fact) {
+	if d.settlement(f) { // settle.go: a settlement line, or a webhook fact a line reported first
+		d.overRefund()
+		return
+	}
 	switch f.Kind {
 	case delivery.KindAuthorized:
 		d.authorized(f)

@@ -57,7 +57,7 @@ func Postings(e Event) []ledger.Posting {
 			ledger.BankPayouts, e.Amount,
 			ledger.ProviderBalance(p), -e.Amount)
 	}
-	return nil
+	return settlePostings(e) // settle_events.go
 }
 
 // lines builds postings from (account, amount) pairs, dropping zero amounts.
