@@ -142,6 +142,9 @@ func (d *decision) mismatch(l settlement.Line, amount int64, cur money.Currency)
 }
 
 func (d *decision) missing(key string, l settlement.Line) {
+	if l.NoWebhook {
+		return
+	}
 	d.flagOnce(ReconMissingWebhook, key, fmt.Sprintf("%s %s reported by settlement line %s (payout %s) but by no webhook; recorded from the line",
 		l.Kind, l.BusinessID(), l.DedupKey(), l.PayoutID))
 }

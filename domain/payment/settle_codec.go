@@ -33,6 +33,7 @@ type wireLine struct {
 	PayoutID         string `json:"payout_id"`
 	LineOccurredAt   string `json:"line_occurred_at"`
 	AvailableOn      string `json:"available_on"`
+	NoWebhook        bool   `json:"no_webhook"`
 }
 
 type wireFeeSettled struct {
@@ -67,7 +68,7 @@ func encodeSettle(e Event) (w any, ok bool) {
 		return wireLine{toWireMeta(e.Meta), l.Provider, string(l.Kind), l.SourceType, l.LineID, l.Key, l.DedupKey(),
 			l.PaymentKey, l.CaptureID, l.RefundID, l.DisputeID, l.Gross, l.Fee, l.Net, string(l.Currency),
 			l.OriginalAmount, string(l.OriginalCurrency), l.ExchangeRate, l.PayoutID,
-			fmtTime(l.OccurredAt), fmtTime(l.AvailableOn)}, true
+			fmtTime(l.OccurredAt), fmtTime(l.AvailableOn), l.NoWebhook}, true
 	case FeeSettled:
 		return wireFeeSettled{toWireMeta(e.Meta), e.LineID, e.Fee, string(e.Currency)}, true
 	case Converted:
@@ -94,7 +95,7 @@ func decodeSettle(typ string, data []byte) (Event, bool, error) {
 				CaptureID: w.CaptureID, RefundID: w.RefundID, DisputeID: w.DisputeID,
 				Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
 				OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
-				ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID,
+				ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook,
 			}}
 		})
 		if err == nil {

@@ -98,7 +98,7 @@ func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) er
 	amount := -l.Gross
 	first, paid := po.paid[id]
 	if !paid {
-		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency}); err != nil {
+		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency}); err != nil || l.NoWebhook {
 			return err
 		}
 		return flagOnce(ReconMissingWebhook, id, fmt.Sprintf("payout %s reported by settlement line %s but by no webhook; recorded from the line",

@@ -124,10 +124,16 @@ type Line struct {
 	OccurredAt  time.Time // when the provider booked the line (UTC)
 	AvailableOn time.Time // when its funds became available; zero if not reported
 
-	// Key is set by importers for lines without an own id, from the ids the
-	// report gives them (Adyen: batch, type, references). DedupKey uses
-	// LineID when there is one, else Key.
+	// Key is set by importers when LineID alone does not identify the line
+	// (Adyen lines have no id: batch, type and references; a PayPal
+	// transaction id is not unique across event codes). DedupKey uses Key
+	// when set, else LineID.
 	Key string
+
+	// NoWebhook says the provider sends no webhook for this line's fact
+	// (payouts of Adyen, PayPal and Square: their webhook adapters carry
+	// none), so recording it from the line opens no missing_webhook.
+	NoWebhook bool
 }
 
 // BusinessID is the id of the business fact the line reports, as the
@@ -154,9 +160,9 @@ func (l Line) BusinessID() string {
 // webhook's key (event ids and Adyen's "psp:code:success" have no such
 // prefix). A key longer than MaxIDBytes is replaced by its SHA-256.
 func (l Line) DedupKey() string {
-	id := l.LineID
+	id := l.Key
 	if id == "" {
-		id = l.Key
+		id = l.LineID
 	}
 	k := "settle:" + id
 	if len(k) > MaxIDBytes {
