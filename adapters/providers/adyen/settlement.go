@@ -55,6 +55,8 @@ var settlementColumns = []string{
 
 var costColumns = []string{"Commission (NC)", "Markup (NC)", "Scheme Fees (NC)", "Interchange (NC)"}
 
+var _ report.Parser = ParseSettlement
+
 // ParseSettlement streams a Settlement details report. Required columns:
 // Psp Reference, Type, Creation Date, Gross Currency or Net Currency, and
 // Batch Number unless opt.PayoutID gives the batch (from the file name).

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -21,8 +22,14 @@ type CSV struct {
 
 // NewCSV returns a reader over r. Records may have different field counts
 // (PayPal mixes record types); a missing cell reads as "".
+// A UTF-8 byte order mark at the start is skipped (PayPal's spec allows one
+// since 9.0.3; before a quoted field it would break the CSV grammar).
 func NewCSV(r io.Reader) *CSV {
-	cr := csv.NewReader(r)
+	br := bufio.NewReaderSize(r, 64<<10)
+	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
+		_, _ = br.Discard(3)
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	return &CSV{r: cr}

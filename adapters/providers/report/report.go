@@ -16,6 +16,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/onceledger/onceledger/domain/money"
@@ -121,3 +122,9 @@ func NormalizeHeader(s string) string {
 	s = strings.TrimPrefix(s, "\uFEFF")
 	return strings.ToLower(strings.Join(strings.Fields(s), " "))
 }
+
+// Parser is the signature every provider's importer has
+// (stripe.ParseSettlement, adyen.ParseSettlement, paypal.ParseSettlement,
+// square.ParseSettlement): stream the records of one report file from r to
+// fn, or stop at the first *ParseError.
+type Parser func(r io.Reader, opt Options, fn Func) error

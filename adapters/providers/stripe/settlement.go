@@ -54,6 +54,8 @@ var reportColumns = []string{
 	"charge_id", "payment_intent_id",
 }
 
+var _ report.Parser = ParseSettlement
+
 // ParseSettlement reads either Stripe format, told apart by the first
 // non-blank byte: '{' is a Balance Transactions list, anything else the CSV
 // report.
