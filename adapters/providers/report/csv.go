@@ -17,7 +17,9 @@ type CSV struct {
 	cols   map[string]int // normalized header → index
 	header []string       // as the file spells it
 	rec    []string
-	raw    []byte
+	// byName caches the index of each name asked for (-1: absent), so that
+	// a lookup per cell does not normalize the name again.
+	byName map[string]int
 }
 
 // NewCSV returns a reader over r. Records may have different field counts
@@ -66,6 +68,7 @@ func (c *CSV) name(i int) string {
 func (c *CSV) SetHeader(from int) error {
 	c.header = make([]string, len(c.rec))
 	c.cols = make(map[string]int, len(c.rec))
+	c.byName = make(map[string]int, len(c.rec))
 	for i := from; i < len(c.rec); i++ {
 		h := c.rec[i]
 		c.header[i] = h
@@ -102,11 +105,23 @@ func (c *CSV) Require(names ...string) error {
 	return nil
 }
 
-// Has reports whether the header names the column.
-func (c *CSV) Has(name string) bool {
-	_, ok := c.cols[NormalizeHeader(name)]
-	return ok
+// index is the field index of the named column, -1 when absent.
+func (c *CSV) index(name string) int {
+	if i, ok := c.byName[name]; ok {
+		return i
+	}
+	i, ok := c.cols[NormalizeHeader(name)]
+	if !ok {
+		i = -1
+	}
+	if c.byName != nil {
+		c.byName[name] = i
+	}
+	return i
 }
+
+// Has reports whether the header names the column.
+func (c *CSV) Has(name string) bool { return c.index(name) >= 0 }
 
 // Field returns the current record's raw field at index i ("" when short).
 func (c *CSV) Field(i int) string {
@@ -122,8 +137,8 @@ func (c *CSV) Len() int { return len(c.rec) }
 // Get returns the cell of the named column in the current record; "" when
 // the column is absent or the record is short.
 func (c *CSV) Get(name string) string {
-	i, ok := c.cols[NormalizeHeader(name)]
-	if !ok || i >= len(c.rec) {
+	i := c.index(name)
+	if i < 0 || i >= len(c.rec) {
 		return ""
 	}
 	return c.rec[i]
@@ -138,7 +153,7 @@ func (c *CSV) Line() int {
 // Err returns a *ParseError at the current record's line for the named column.
 func (c *CSV) Err(column string, err error) *ParseError {
 	line := c.Line()
-	if i, ok := c.cols[NormalizeHeader(column)]; ok {
+	if i := c.index(column); i >= 0 {
 		if i < len(c.rec) {
 			line, _ = c.r.FieldPos(i)
 		}
@@ -148,15 +163,25 @@ func (c *CSV) Err(column string, err error) *ParseError {
 }
 
 // Raw returns a JSON object of the named columns of the current record
-// (header spelling → cell), in the order given, skipping absent columns:
-// the audit copy of a line. The returned slice is new on each call.
+// (name as given → cell), in the order given, skipping absent columns: the
+// audit copy of a line. The returned slice is new on each call (one
+// allocation, sized in advance).
 func (c *CSV) Raw(names ...string) []byte {
-	b := make([]byte, 0, 256)
+	size := 2
+	for _, n := range names {
+		if i := c.index(n); i >= 0 {
+			size += len(n) + 6
+			if i < len(c.rec) {
+				size += len(c.rec[i]) + len(c.rec[i])/8
+			}
+		}
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '{')
 	first := true
 	for _, n := range names {
-		i, ok := c.cols[NormalizeHeader(n)]
-		if !ok {
+		i := c.index(n)
+		if i < 0 {
 			continue
 		}
 		if !first {
