@@ -96,6 +96,9 @@ func (d *decision) settleLine(l settlement.Line) {
 	d.emit(LineSettled{Meta: d.meta, Line: l})
 	switch l.Kind {
 	case settlement.KindCharge:
+		if k := (reconKey{ReconUnsettled, l.CaptureID}); p.open[k] {
+			d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: "settled by line " + l.DedupKey()})
+		}
 		d.settleCapture(l)
 	case settlement.KindRefund:
 		d.settleRefund(l)

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -189,4 +190,20 @@ func TestSettlementEventsRoundTrip(t *testing.T) {
 		assert.Equal(t, e, back)
 		require.NoError(t, ledger.Check(Postings(e)))
 	}
+}
+
+func TestUnsettledOpensAndALaterLineClears(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0)))
+	s.deliver(deliveryOf("evt_2", capture("ch_2", 500, 0)))
+	s.deliver(settled(chargeLine("ch_2", 500, 10)))
+	meta := Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "unsettled:import-1", OccurredAt: t0.Add(200 * time.Hour)}
+	flags := Unsettled(s.history, meta, t0.Add(200*time.Hour), 168*time.Hour)
+	wantTypes(t, flags, TypeFlagged)
+	assert.Equal(t, "ch_1", flags[0].(Flagged).Key)
+	assert.Empty(t, Unsettled(s.history, meta, t0.Add(100*time.Hour), 168*time.Hour), "not old enough")
+	s.history = append(s.history, flags...)
+	assert.Empty(t, Unsettled(s.history, meta, t0.Add(300*time.Hour), 168*time.Hour), "opened once")
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeCleared, TypeFeeRecorded)
+	assert.Empty(t, openItems(s.history))
 }
