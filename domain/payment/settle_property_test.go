@@ -189,3 +189,35 @@ func TestPropertySettlementOrderAndDuplicationDoNotMatter(t *testing.T) {
 		}
 	})
 }
+
+// A payout reported by webhooks (any number, or none) and by its report
+// line (once or several times), in any order, is paid once, and
+// missing_webhook stays open exactly when no webhook reported it.
+func TestPropertyPayoutLineAndWebhooks(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		amount := rapid.Int64Range(1, 1<<40).Draw(t, "amount")
+		line := settlement.Line{Provider: "stripe", Kind: settlement.KindPayout, LineID: "txn_po", Gross: -amount, Net: -amount,
+			Currency: "USD", OriginalAmount: -amount, OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: t0}
+		fee := settlement.Line{Provider: "stripe", Kind: settlement.KindFee, LineID: "txn_fee", Gross: -5, Net: -5,
+			Currency: "USD", OriginalAmount: -5, OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: t0}
+		evs := []delivery.Event{delivery.Settled(line, nil), delivery.Settled(fee, nil)}
+		webhooks := rapid.IntRange(0, 3).Draw(t, "webhooks")
+		for i := range webhooks {
+			evs = append(evs, delivery.Event{Provider: "stripe", DedupKey: fmt.Sprintf("evt_%d", i), Type: "payout.paid", OccurredAt: t0,
+				Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: amount, Currency: "USD"}}})
+		}
+		history := ingest(t, shuffle(t, evs))
+		want := map[balanceKey]int64{
+			{ledger.BankPayouts, "USD"}:               amount,
+			{ledger.ProviderBalance("stripe"), "USD"}: -amount - 5,
+			{ledger.ProviderFees("stripe"), "USD"}:    5,
+		}
+		if got := balances(history); !reflect.DeepEqual(got, want) {
+			t.Fatalf("balances %v, want %v (%v)", got, want, types(history))
+		}
+		open := openItems(history)
+		if want := webhooks == 0; open[reconKey{ReconMissingWebhook, "po_1"}] != want || len(open) != map[bool]int{true: 1, false: 0}[want] {
+			t.Fatalf("open items %v with %d webhooks", open, webhooks)
+		}
+	})
+}
