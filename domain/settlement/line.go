@@ -27,6 +27,19 @@
 // amount, signed like Gross; they equal Gross and Currency when nothing was
 // converted. ExchangeRate is the provider's rate, kept as the exact decimal
 // text it published ("1.234"), never a float; empty when not published.
+//
+// # How a line reaches the ledger
+//
+//	parse := stripe.ParseSettlement // or adyen., paypal., square.ParseSettlement (report.Parser)
+//	err := parse(file, report.Options{}, func(r report.Record) error {
+//		ev := delivery.Settled(r.Line, r.Raw) // dedup key "settle:<line id>", payload hash over the money facts
+//		return ingest(ev)                     // the same gate as a webhook
+//	})
+//
+// delivery.Settled routes the line: a line with a PaymentKey joins
+// payment-<provider>-<payment key>, the stream its webhooks feed; one
+// without joins payout-<provider>-<payout id> (or, with no payout,
+// payout-<provider>-<dedup key>). payment.Decide does the rest (settle.go).
 package settlement
 
 import (

@@ -259,7 +259,11 @@ func ParseBalanceTransactions(r io.Reader, opt report.Options, fn report.Func) e
 				var pe *report.ParseError
 				if errors.As(err, &pe) {
 					pe.Line = line
-					pe.Column = fmt.Sprintf("data[%d].%s", i, pe.Column)
+					if pe.Column == "" {
+						pe.Column = fmt.Sprintf("data[%d]", i)
+					} else {
+						pe.Column = fmt.Sprintf("data[%d].%s", i, pe.Column)
+					}
 					return pe
 				}
 				return &report.ParseError{Line: line, Column: fmt.Sprintf("data[%d]", i), Err: err}

@@ -169,3 +169,30 @@ func TestUnauthorized(t *testing.T) {
 	_, err = stripeapi.New("", "", nil)
 	assert.Error(t, err)
 }
+
+// The fake renders a line as the balance transaction the client maps back
+// to the same line.
+func TestFakeBalanceTransactionRoundTrip(t *testing.T) {
+	h := newHarness(t)
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	want := []settlement.Line{
+		{Provider: "stripe", Kind: settlement.KindCharge, LineID: "txn_1", PaymentKey: "pi_1", CaptureID: "ch_1",
+			Gross: 1234, Fee: 66, Net: 1168, Currency: "USD", OriginalAmount: 1000, OriginalCurrency: "EUR",
+			ExchangeRate: "1.234", PayoutID: "po_1", OccurredAt: at, AvailableOn: at.Add(48 * time.Hour)},
+		{Provider: "stripe", Kind: settlement.KindRefund, LineID: "txn_2", PaymentKey: "ch_legacy", CaptureID: "ch_legacy",
+			RefundID: "re_1", Gross: -500, Net: -500, Currency: "USD", OriginalAmount: -500, OriginalCurrency: "USD",
+			PayoutID: "po_1", OccurredAt: at.Add(time.Hour)},
+		{Provider: "stripe", Kind: settlement.KindPayout, LineID: "txn_3", Gross: -668, Net: -668, Currency: "USD",
+			OriginalAmount: -668, OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: at.Add(2 * time.Hour)},
+	}
+	for i, l := range want {
+		require.NoError(t, h.fake.AddBalanceTransaction("po_1", stripefake.BalanceTransaction(l)))
+		want[i].SourceType = string(l.Kind) // the reporting category, as the importer reads it
+	}
+	var got []settlement.Line
+	require.NoError(t, h.client.BalanceTransactions(context.Background(), stripeapi.BalanceQuery{Payout: "po_1"}, func(r report.Record) error {
+		got = append([]settlement.Line{r.Line}, got...) // listed newest first
+		return nil
+	}))
+	assert.Equal(t, want, got)
+}

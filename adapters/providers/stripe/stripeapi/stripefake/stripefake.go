@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // Fake is the double. Safe for concurrent use.
@@ -285,5 +287,60 @@ func render(o object, collapseSource bool) json.RawMessage {
 		}
 	}
 	b, _ := json.Marshal(m)
+	return b
+}
+
+// BalanceTransaction renders a settlement line as the BalanceTransaction
+// object Stripe would list for it, source expanded (a charge, refund or
+// dispute naming its PaymentIntent and charge; a payout), so that tests can
+// build the API's view of the lines they expect. Amounts are written as
+// they are: right for every currency Stripe counts like ISO 4217 (all but
+// ISK and MGA).
+func BalanceTransaction(l settlement.Line) []byte {
+	category := map[settlement.Kind]string{
+		settlement.KindCharge: "charge", settlement.KindRefund: "refund", settlement.KindDispute: "dispute",
+		settlement.KindDisputeReversal: "dispute_reversal", settlement.KindFee: "fee", settlement.KindPayout: "payout",
+	}[l.Kind]
+	if category == "" {
+		category = "other_adjustment"
+	}
+	bt := map[string]any{
+		"id": l.LineID, "object": "balance_transaction", "amount": l.Gross, "fee": l.Fee, "net": l.Net,
+		"currency": strings.ToLower(string(l.Currency)), "created": l.OccurredAt.Unix(),
+		"reporting_category": category, "type": category, "exchange_rate": nil,
+	}
+	if !l.AvailableOn.IsZero() {
+		bt["available_on"] = l.AvailableOn.Unix()
+	}
+	if l.ExchangeRate != "" {
+		bt["exchange_rate"] = json.Number(l.ExchangeRate)
+	}
+	abs := func(v int64) int64 {
+		if v < 0 {
+			return -v
+		}
+		return v
+	}
+	var pi any
+	if l.PaymentKey != "" && l.PaymentKey != l.CaptureID {
+		pi = l.PaymentKey
+	}
+	src := map[string]any{"amount": abs(l.OriginalAmount), "currency": strings.ToLower(string(l.OriginalCurrency)), "payment_intent": pi}
+	switch l.Kind {
+	case settlement.KindCharge:
+		src["id"], src["object"], src["amount_captured"] = l.CaptureID, "charge", abs(l.OriginalAmount)
+	case settlement.KindRefund:
+		src["id"], src["object"], src["charge"] = l.RefundID, "refund", l.CaptureID
+	case settlement.KindDispute, settlement.KindDisputeReversal:
+		src["id"], src["object"], src["charge"] = l.DisputeID, "dispute", l.CaptureID
+	case settlement.KindPayout:
+		src = map[string]any{"id": l.PayoutID, "object": "payout", "amount": abs(l.Gross), "currency": bt["currency"]}
+	default:
+		src = nil
+	}
+	if src != nil {
+		bt["source"] = src
+	}
+	b, _ := json.Marshal(bt)
 	return b
 }
