@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // Kind is the business meaning of one fact, independent of the provider's
@@ -67,7 +68,8 @@ type Fact struct {
 	Amount     int64  // minor units, >= 0
 	Fee        int64  // minor units, >= 0, captures only
 	Currency   money.Currency
-	Reason     string // free text for failures, cancellations; optional
+	Reason     string           // free text for failures, cancellations; optional
+	Settlement *settlement.Line // KindSettled only: the report line (settled.go)
 }
 
 // Event is one verified, normalized delivery.
@@ -95,6 +97,9 @@ func (e Event) Ignored() bool { return len(e.Facts) == 0 }
 
 // IsPayout reports whether the delivery is about a payout rather than a payment.
 func (e Event) IsPayout() bool {
+	if _, ok := e.settledPayoutKey(); ok {
+		return true // a settlement line tied to no payment (settled.go)
+	}
 	return len(e.Facts) > 0 && e.Facts[0].Kind.IsPayout()
 }
 
@@ -104,6 +109,9 @@ func (k Kind) IsPayout() bool { return k == KindPayoutPaid || k == KindPayoutFai
 // StreamID names the event stream the delivery's facts belong to:
 // PaymentStream or PayoutStream.
 func (e Event) StreamID() string {
+	if k, ok := e.settledPayoutKey(); ok {
+		return PayoutStream(e.Provider, k)
+	}
 	if e.IsPayout() {
 		return PayoutStream(e.Provider, e.Facts[0].BusinessID)
 	}
@@ -166,6 +174,9 @@ func (e Event) Validate() error {
 	}
 	if e.Ignored() {
 		return nil
+	}
+	if e.SettledLine() != nil || (len(e.Facts) > 0 && e.Facts[0].Kind == KindSettled) {
+		return e.validateSettled()
 	}
 	payout := e.IsPayout()
 	if !payout && e.PaymentKey == "" {

@@ -172,7 +172,10 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Cleared:
 		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details}
 	default:
-		return "", nil, fmt.Errorf("%w: %T", ErrUnknownEventType, e)
+		var ok bool
+		if w, ok = encodeSettle(e); !ok { // settle_codec.go
+			return "", nil, fmt.Errorf("%w: %T", ErrUnknownEventType, e)
+		}
 	}
 	data, err = json.Marshal(w)
 	if err != nil {
@@ -258,6 +261,9 @@ func Decode(typ string, data []byte) (Event, error) {
 		return decode(typ, data, func(w wireRecon, m Meta) Event {
 			return Cleared{Meta: m, Kind: w.Kind, Key: w.Key, Details: w.Details}
 		})
+	}
+	if e, ok, err := decodeSettle(typ, data); ok { // settle_codec.go
+		return e, err
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownEventType, typ)
 }

@@ -24,6 +24,7 @@ type payout struct {
 	paid    map[string]PayoutPaid   // payout ids already recorded
 	failed  map[string]PayoutFailed // payout ids recorded as failed
 	flagged map[reconKey]bool       // items ever opened: mismatches are flagged once
+	settle  payoutSettle            // settlement lines (settle_payout.go)
 }
 
 func newPayout() *payout {
@@ -47,14 +48,19 @@ func (po *payout) apply(e Event) error {
 	case Flagged:
 		po.flagged[reconKey{e.Kind, e.Key}] = true
 	case Cleared:
+	case LineSettled, FeeSettled, Converted, PayoutReturned: // settle_payout.go
 	default:
 		return fmt.Errorf("%s in a payout stream: %w", e.Type(), ErrForeignEvent)
 	}
+	po.applySettled(e)
 	po.applied[e.Metadata().DedupKey] = true
 	return nil
 }
 
 func (po *payout) decide(in delivery.Event) ([]Event, error) {
+	if in.SettledLine() != nil { // settle_payout.go
+		return po.decideSettled(in)
+	}
 	id := in.Facts[0].BusinessID
 	for i, f := range in.Facts {
 		// The stream is named after the first payout id; a delivery naming
@@ -66,6 +72,9 @@ func (po *payout) decide(in delivery.Event) ([]Event, error) {
 	}
 	if po.applied[in.DedupKey] {
 		return nil, nil
+	}
+	if out, ok, err := po.webhookAfterLine(in); ok { // settle_payout.go
+		return out, err
 	}
 	meta := Meta{Provider: in.Provider, PaymentKey: id, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
 	var out []Event

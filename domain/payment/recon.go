@@ -3,7 +3,7 @@ package payment
 // ReconKinds lists every reconciliation item kind the aggregate can open, so
 // that readers can tell a misspelt filter from an empty result.
 func ReconKinds() []string {
-	return []string{
+	return append([]string{
 		ReconRefundBeforePayment,
 		ReconOverRefund,
 		ReconConflictingRedelivery,
@@ -13,5 +13,5 @@ func ReconKinds() []string {
 		ReconDisputeOutcomeConflict,
 		ReconDisputeBeforePayment,
 		ReconOverReversal,
-	}
+	}, SettlementReconKinds()...) // settle_events.go
 }

@@ -1,0 +1,139 @@
+package payment
+
+import (
+	"fmt"
+
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+// Settlement lines tied to no payment join the payout stream of their
+// payout (delivery.Event.StreamID): the payout line itself, the fees and
+// adjustments deducted from it, conversion legs. A payout line and the
+// payout.paid webhook are two reports of one payout, recorded once whichever
+// comes first (missing_webhook when the line comes first, cleared by the
+// webhook; settlement_mismatch when the amounts differ; the first stands).
+
+// payoutSettle is what the payout aggregate remembers about settlement.
+type payoutSettle struct {
+	returned map[string]bool   // payout ids recorded as returned
+	open     map[reconKey]bool // open missing_webhook items
+}
+
+func (po *payout) applySettled(e Event) {
+	s := &po.settle
+	if s.returned == nil {
+		s.returned, s.open = map[string]bool{}, map[reconKey]bool{}
+	}
+	switch e := e.(type) {
+	case PayoutReturned:
+		s.returned[e.PayoutID] = true
+	case Flagged:
+		s.open[reconKey{e.Kind, e.Key}] = true
+	case Cleared:
+		delete(s.open, reconKey{e.Kind, e.Key})
+	}
+}
+
+// decideSettled decides a settlement line in a payout stream.
+func (po *payout) decideSettled(in delivery.Event) ([]Event, error) {
+	l := in.SettledLine()
+	if l == nil {
+		return nil, fmt.Errorf("%w: settled fact without its line", delivery.ErrMissingField)
+	}
+	if po.applied[in.DedupKey] {
+		return nil, nil
+	}
+	meta := Meta{Provider: in.Provider, PaymentKey: l.PayoutID, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
+	var out []Event
+	emit := func(e Event) error {
+		out = append(out, e)
+		return po.apply(e)
+	}
+	flagOnce := func(kind, key, details string) error {
+		if po.flagged[reconKey{kind, key}] {
+			return nil
+		}
+		return emit(Flagged{Meta: meta, Kind: kind, Key: key, Details: details})
+	}
+	if err := emit(LineSettled{Meta: meta, Line: *l}); err != nil {
+		return nil, err
+	}
+	fee := func(f int64) error {
+		if f == 0 {
+			return nil
+		}
+		return emit(FeeSettled{Meta: meta, LineID: l.DedupKey(), Fee: f, Currency: l.Currency})
+	}
+	var err error
+	switch l.Kind {
+	case settlement.KindPayout:
+		err = po.settlePayout(*l, meta, emit, flagOnce)
+		if err == nil {
+			err = fee(l.Fee)
+		}
+	case settlement.KindFee:
+		err = fee(-l.Net)
+	case settlement.KindFX:
+		err = emit(Converted{Meta: meta, LineID: l.DedupKey(), SettledAmount: l.Net, SettledCurrency: l.Currency, ExchangeRate: l.ExchangeRate})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// settlePayout: a payout line with negative gross is the payout paid (its
+// amount is −gross; a fee on it posts apart); with positive gross the
+// payout came back (failed or canceled after it was paid).
+func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) error, flagOnce func(kind, key, details string) error) error {
+	id := l.PayoutID
+	if l.Gross > 0 {
+		if po.settle.returned[id] {
+			return nil
+		}
+		return emit(PayoutReturned{Meta: meta, PayoutID: id, Amount: l.Gross, Currency: l.Currency})
+	}
+	amount := -l.Gross
+	first, paid := po.paid[id]
+	if !paid {
+		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency}); err != nil || l.NoWebhook {
+			return err
+		}
+		return flagOnce(ReconMissingWebhook, id, fmt.Sprintf("payout %s reported by settlement line %s but by no webhook; recorded from the line",
+			id, l.DedupKey()))
+	}
+	if first.Amount != amount || first.Currency != l.Currency {
+		return flagOnce(ReconSettlementMismatch, id, fmt.Sprintf("payout %s settled as %s %s, recorded as %s %s; the recorded payout stands",
+			id, money.FormatMinor(amount, l.Currency), l.Currency, money.FormatMinor(first.Amount, first.Currency), first.Currency))
+	}
+	return nil
+}
+
+// webhookAfterLine handles a payout webhook for a payout a settlement line
+// recorded first: it adds nothing, clears missing_webhook, and a different
+// amount or currency opens settlement_mismatch. ok is false when the payout
+// was not recorded from a line (the webhook rules decide).
+func (po *payout) webhookAfterLine(in delivery.Event) (out []Event, ok bool, err error) {
+	f := in.Facts[0]
+	if f.Kind != delivery.KindPayoutPaid || !po.flagged[reconKey{ReconMissingWebhook, f.BusinessID}] {
+		return nil, false, nil
+	}
+	first := po.paid[f.BusinessID]
+	meta := Meta{Provider: in.Provider, PaymentKey: f.BusinessID, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
+	add := func(e Event) {
+		if err == nil {
+			out = append(out, e)
+			err = po.apply(e)
+		}
+	}
+	if k := (reconKey{ReconMissingWebhook, f.BusinessID}); po.settle.open[k] {
+		add(Cleared{Meta: meta, Kind: k.kind, Key: k.key, Details: "the webhook arrived after the settlement line"})
+	}
+	if k := (reconKey{ReconSettlementMismatch, f.BusinessID}); (f.Amount != first.Amount || f.Currency != first.Currency) && !po.flagged[k] {
+		add(Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("payout %s reported by webhook as %s %s, settled as %s %s; the settled payout stands",
+			f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(first.Amount, first.Currency), first.Currency)})
+	}
+	return out, true, err
+}

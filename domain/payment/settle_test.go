@@ -1,0 +1,209 @@
+package payment
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/ledger"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+func chargeLine(id string, gross, fee int64) settlement.Line {
+	return settlement.Line{Provider: "stripe", Kind: settlement.KindCharge, LineID: "txn_" + id, PaymentKey: "pi_1",
+		CaptureID: id, Gross: gross, Fee: fee, Net: gross - fee, Currency: "USD", OriginalAmount: gross,
+		OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: t0}
+}
+
+func settled(l settlement.Line) delivery.Event { return delivery.Settled(l, []byte(`{}`)) }
+
+func openKinds(h []Event) map[string]string {
+	out := map[string]string{}
+	for k := range openItems(h) {
+		out[k.kind] = k.key
+	}
+	return out
+}
+
+func TestSettledLineAddsTheFeeTheWebhookDidNotCarry(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0)))
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeFeeRecorded)
+	assert.Equal(t, map[balanceKey]int64{
+		{ledger.ProviderBalance("stripe"), "USD"}: 1912,
+		{ledger.ProviderFees("stripe"), "USD"}:    88,
+		{ledger.RevenueSales, "USD"}:              -2000,
+	}, balances(s.history))
+	assert.Empty(t, openItems(s.history))
+	// The same line again, under its own dedup key: nothing.
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))))
+}
+
+func TestLineWithoutWebhookRecordsTheFactAndOpensMissingWebhook(t *testing.T) {
+	s := &stream{t: t}
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeCaptured, TypeFlagged)
+	assert.Equal(t, map[string]string{ReconMissingWebhook: "ch_1"}, openKinds(s.history))
+	// The webhook after all: nothing posts twice, the item clears.
+	wantTypes(t, s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0))), TypeCleared)
+	assert.Empty(t, openItems(s.history))
+	assert.Equal(t, int64(88), balances(s.history)[balanceKey{ledger.ProviderFees("stripe"), "USD"}])
+}
+
+func TestFeeMismatchFirstStands(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 60)))
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeFlagged)
+	assert.Equal(t, map[string]string{ReconFeeMismatch: "ch_1"}, openKinds(s.history))
+	assert.Equal(t, int64(60), balances(s.history)[balanceKey{ledger.ProviderFees("stripe"), "USD"}])
+
+	s = &stream{t: t}
+	s.deliver(settled(chargeLine("ch_1", 2000, 88)))
+	wantTypes(t, s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 60))), TypeCleared, TypeFlagged)
+	assert.Equal(t, map[string]string{ReconFeeMismatch: "ch_1"}, openKinds(s.history))
+	assert.Equal(t, int64(88), balances(s.history)[balanceKey{ledger.ProviderFees("stripe"), "USD"}])
+}
+
+func TestSettlementMismatchFirstStands(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0)))
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2500, 88))), TypeLineSettled, TypeFlagged)
+	assert.Equal(t, map[string]string{ReconSettlementMismatch: "ch_1"}, openKinds(s.history))
+	assert.Equal(t, int64(-2000), balances(s.history)[balanceKey{ledger.RevenueSales, "USD"}])
+
+	s = &stream{t: t}
+	s.deliver(settled(chargeLine("ch_1", 2500, 88)))
+	wantTypes(t, s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0))), TypeCleared, TypeFlagged)
+	assert.Equal(t, map[string]string{ReconSettlementMismatch: "ch_1"}, openKinds(s.history))
+	assert.Equal(t, int64(-2500), balances(s.history)[balanceKey{ledger.RevenueSales, "USD"}])
+
+	// A line in another currency than the payment's customer-facing one.
+	s = &stream{t: t}
+	s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0)))
+	l := chargeLine("ch_1", 2000, 88)
+	l.OriginalCurrency = "EUR"
+	s.deliver(settled(l))
+	assert.Equal(t, map[string]string{ReconSettlementMismatch: "ch_1"}, openKinds(s.history))
+}
+
+func TestConversionThroughFXTrading(t *testing.T) {
+	// Stripe's example: 10.00 EUR charged, 12.34 USD settled, fee 0.66 USD.
+	s := &stream{t: t}
+	s.deliver(deliveryOf("evt_1", delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "ch_1", Amount: 1000, Currency: "EUR"}))
+	l := chargeLine("ch_1", 1234, 66)
+	l.OriginalAmount, l.OriginalCurrency, l.ExchangeRate = 1000, "EUR", "1.234"
+	wantTypes(t, s.deliver(settled(l)), TypeLineSettled, TypeFeeSettled, TypeConverted)
+	bal := ledger.ProviderBalance("stripe")
+	assert.Equal(t, map[balanceKey]int64{
+		{bal, "USD"}:                           1168,
+		{ledger.ProviderFees("stripe"), "USD"}: 66,
+		{ledger.RevenueSales, "EUR"}:           -1000,
+		{FXTrading, "EUR"}:                     1000,
+		{FXTrading, "USD"}:                     -1234,
+	}, balances(s.history))
+	conv := s.history[len(s.history)-1].(Converted)
+	assert.Equal(t, "1.234", conv.ExchangeRate)
+}
+
+func TestPayoutLineAndWebhookAreOnePayout(t *testing.T) {
+	payoutLine := settlement.Line{Provider: "stripe", Kind: settlement.KindPayout, LineID: "txn_po", Gross: -1811, Net: -1811,
+		Currency: "USD", OriginalAmount: -1811, OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: t0}
+	webhook := delivery.Event{Provider: "stripe", DedupKey: "evt_po", Type: "payout.paid", OccurredAt: t0,
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: 1811, Currency: "USD"}}}
+	ev := settled(payoutLine)
+	assert.Equal(t, "payout-stripe-po_1", ev.StreamID())
+	assert.Equal(t, webhook.StreamID(), ev.StreamID())
+
+	s := &stream{t: t}
+	wantTypes(t, s.deliver(ev), TypeLineSettled, TypePayoutPaid, TypeFlagged)
+	wantTypes(t, s.deliver(webhook), TypeCleared)
+	assert.Equal(t, int64(1811), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+
+	s = &stream{t: t}
+	s.deliver(webhook)
+	wantTypes(t, s.deliver(ev), TypeLineSettled)
+	assert.Equal(t, int64(1811), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+
+	// Amounts differ: the first stands, settlement_mismatch opens.
+	short := payoutLine
+	short.Gross, short.Net, short.OriginalAmount = -1800, -1800, -1800
+	s = &stream{t: t}
+	s.deliver(webhook)
+	wantTypes(t, s.deliver(settled(short)), TypeLineSettled, TypeFlagged)
+	assert.Equal(t, map[string]string{ReconSettlementMismatch: "po_1"}, openKinds(s.history))
+	s = &stream{t: t}
+	s.deliver(settled(short))
+	wantTypes(t, s.deliver(webhook), TypeCleared, TypeFlagged)
+	assert.Equal(t, int64(1800), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+
+	// Returned.
+	back := payoutLine
+	back.LineID, back.Gross, back.Net, back.OriginalAmount = "txn_back", 1811, 1811, 1811
+	wantTypes(t, s.deliver(settled(back)), TypeLineSettled, TypePayoutReturned)
+	wantTypes(t, s.deliver(settled(back)))
+	assert.Equal(t, int64(1800-1811), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+}
+
+func TestFeeLineJoinsItsPayout(t *testing.T) {
+	fee := settlement.Line{Provider: "stripe", Kind: settlement.KindFee, LineID: "txn_fee", Gross: -5, Net: -5,
+		Currency: "USD", OriginalAmount: -5, OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: t0}
+	ev := settled(fee)
+	assert.Equal(t, "payout-stripe-po_1", ev.StreamID())
+	s := &stream{t: t}
+	wantTypes(t, s.deliver(ev), TypeLineSettled, TypeFeeSettled)
+	assert.Equal(t, int64(5), balances(s.history)[balanceKey{ledger.ProviderFees("stripe"), "USD"}])
+
+	fee.PayoutID = ""
+	assert.Equal(t, "payout-stripe-settle:txn_fee", settled(fee).StreamID())
+}
+
+func TestSettledDeliveryValidation(t *testing.T) {
+	ok := settled(chargeLine("ch_1", 2000, 88))
+	require.NoError(t, ok.Validate())
+	bad := ok
+	bad.PaymentKey = "pi_2"
+	assert.ErrorIs(t, bad.Validate(), delivery.ErrMalformed)
+	l := chargeLine("ch_1", 2000, 88)
+	l.Net = 1900
+	assert.ErrorIs(t, settled(l).Validate(), settlement.ErrInvalidAmount)
+	_, err := Decide(nil, settled(l))
+	assert.Error(t, err)
+}
+
+func TestSettlementEventsRoundTrip(t *testing.T) {
+	l := chargeLine("ch_1", 1234, 66)
+	l.OriginalAmount, l.OriginalCurrency, l.ExchangeRate, l.AvailableOn = 1000, "EUR", "1.234", t0.AddDate(0, 0, 2)
+	meta := Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: l.DedupKey(), OccurredAt: t0}
+	for _, e := range []Event{
+		LineSettled{Meta: meta, Line: l},
+		FeeSettled{Meta: meta, LineID: "settle:txn_1", Fee: -2, Currency: "USD"},
+		Converted{Meta: meta, LineID: "settle:txn_1", OriginalAmount: -1000, OriginalCurrency: "EUR", SettledAmount: -1234, SettledCurrency: "USD", ExchangeRate: "1.234"},
+		PayoutReturned{Meta: meta, PayoutID: "po_1", Amount: 5, Currency: money.Currency("USD")},
+	} {
+		typ, data, err := Encode(e)
+		require.NoError(t, err)
+		back, err := Decode(typ, data)
+		require.NoError(t, err)
+		assert.Equal(t, e, back)
+		require.NoError(t, ledger.Check(Postings(e)))
+	}
+}
+
+func TestUnsettledOpensAndALaterLineClears(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0)))
+	s.deliver(deliveryOf("evt_2", capture("ch_2", 500, 0)))
+	s.deliver(settled(chargeLine("ch_2", 500, 10)))
+	meta := Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "unsettled:import-1", OccurredAt: t0.Add(200 * time.Hour)}
+	flags := Unsettled(s.history, meta, t0.Add(200*time.Hour), 168*time.Hour)
+	wantTypes(t, flags, TypeFlagged)
+	assert.Equal(t, "ch_1", flags[0].(Flagged).Key)
+	assert.Empty(t, Unsettled(s.history, meta, t0.Add(100*time.Hour), 168*time.Hour), "not old enough")
+	s.history = append(s.history, flags...)
+	assert.Empty(t, Unsettled(s.history, meta, t0.Add(300*time.Hour), 168*time.Hour), "opened once")
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeCleared, TypeFeeRecorded)
+	assert.Empty(t, openItems(s.history))
+}
