@@ -346,6 +346,7 @@ func (d *decision) emit(e Event) {
 func (d *decision) fact(f delivery.Fact) {
 	if d.settlement(f) { // settle.go: a settlement line, or a webhook fact a line reported first
 		d.overRefund()
+		d.overReversal()
 		return
 	}
 	switch f.Kind {

@@ -48,7 +48,7 @@ func (po *payout) apply(e Event) error {
 	case Flagged:
 		po.flagged[reconKey{e.Kind, e.Key}] = true
 	case Cleared:
-	case LineSettled, FeeSettled, Converted, PayoutReturned: // settle_payout.go
+	case LineSettled, FeeSettled, Converted: // settle_payout.go
 	default:
 		return fmt.Errorf("%s in a payout stream: %w", e.Type(), ErrForeignEvent)
 	}

@@ -15,11 +15,15 @@ import (
 //
 //   - The line is always recorded (LineSettled): gross, fee, net,
 //     settlement currency, original amount, rate, payout, availability.
-//   - Its business fact (a capture for a charge line, a refund, a dispute
-//     opened, a dispute won for a reversal) is recorded from the line when
-//     no webhook recorded it, through the same rules as a webhook's fact,
-//     and a missing_webhook item opens. The webhook, arriving later, adds
-//     nothing and clears the item.
+//   - Its business fact (a capture for a charge line, a refund, a dispute's
+//     funds withdrawn, a dispute's funds reinstated for a reversal) is
+//     recorded from the line when no webhook recorded it, through the same
+//     rules as a webhook's fact, and a missing_webhook item opens. The
+//     webhook, arriving later, adds nothing and clears the item. A dispute
+//     line is a movement of funds, like the webhooks' funds_withdrawn and
+//     funds_reinstated: it moves the dispute where the facts reported so far
+//     put it (aggregate.go disputed), so a line and its webhook, in either
+//     order, move the funds once.
 //   - When the fact was already recorded with another amount or currency,
 //     settlement_mismatch opens and the line posts nothing more: the first
 //     fact stands. The same holds the other way round.
@@ -40,6 +44,11 @@ import (
 type settleState struct {
 	lines   map[string]bool          // dedup keys of the lines recorded
 	settled map[reconKey]settledFact // (line kind, business id) → the first line's facts
+	// hooked: the dispute facts webhooks reported, by dispute id. A
+	// dispute line opens missing_webhook only for a movement no webhook
+	// reported; the aggregate's disputeFacts cannot tell, since lines
+	// record facts too.
+	hooked map[string]disputeFacts
 }
 
 type settledFact struct {
@@ -53,16 +62,18 @@ func (s *settleState) init() {
 	if s.lines == nil {
 		s.lines = map[string]bool{}
 		s.settled = map[reconKey]settledFact{}
+		s.hooked = map[string]disputeFacts{}
 	}
 }
 
 // applySettlement folds the settlement events into the payment state.
 func (p *Payment) applySettlement(e Event) {
+	p.settle.init()
 	ls, ok := e.(LineSettled)
 	if !ok {
+		p.applyHooked(e)
 		return
 	}
-	p.settle.init()
 	l := ls.Line
 	p.settle.lines[l.DedupKey()] = true
 	if id := l.BusinessID(); id != "" {
@@ -103,9 +114,9 @@ func (d *decision) settleLine(l settlement.Line) {
 	case settlement.KindRefund:
 		d.settleRefund(l)
 	case settlement.KindDispute:
-		d.settleDispute(l, "")
+		d.settleDisputeLine(l, delivery.KindDisputeOpened)
 	case settlement.KindDisputeReversal:
-		d.settleDispute(l, TypeDisputeWon)
+		d.settleDisputeLine(l, delivery.KindDisputeFundsReinstated)
 	case settlement.KindFee:
 		d.feeSettled(l, -l.Net)
 	case settlement.KindFX:
@@ -251,11 +262,62 @@ func (d *decision) settleRefund(l settlement.Line) {
 	d.convert(l)
 }
 
-// settleDispute handles a dispute line (outcome "") and a dispute reversal
-// (outcome won). A line that names no dispute (PayPal's chargeback rows
-// carry the chargeback's transaction id, not the PP-D-… id the webhooks
-// use) cannot be matched: it is recorded and its fee posted.
-func (d *decision) settleDispute(l settlement.Line, outcome string) {
+// applyHooked remembers the dispute facts a webhook reported. A dispute
+// event recorded by a line's delivery is the line's; one recorded while the
+// dispute waited for its capture (pending) was decided by the capture's
+// delivery, not reported by it: the DisputePending before it said who
+// reported the fact.
+func (p *Payment) applyHooked(e Event) {
+	if p.settle.lines[e.Metadata().DedupKey] {
+		return
+	}
+	var id string
+	var k delivery.Kind
+	switch e := e.(type) {
+	case DisputePending:
+		id, k = e.DisputeID, delivery.Kind(e.Fact)
+	case DisputeOpened:
+		id, k = e.DisputeID, delivery.KindDisputeOpened
+	case DisputeFundsWithdrawn:
+		id, k = e.DisputeID, delivery.KindDisputeOpened
+	case DisputeFundsReinstated:
+		id, k = e.DisputeID, delivery.KindDisputeFundsReinstated
+	case DisputeWon:
+		id, k = e.DisputeID, delivery.KindDisputeWon
+	case DisputeLost:
+		id, k = e.DisputeID, delivery.KindDisputeLost
+	default:
+		return
+	}
+	if ds := p.disputes[id]; ds != nil && ds.pending {
+		if _, isPending := e.(DisputePending); !isPending {
+			return
+		}
+	}
+	p.settle.hooked[id] = p.settle.hooked[id].with(k)
+}
+
+// reinstatedKey is the missing_webhook key of a dispute's reversal line:
+// the dispute id keys its withdrawal.
+func reinstatedKey(id string) string { return id + ":reinstated" }
+
+// webhookReportedDispute: a webhook reported the dispute with funds or an
+// outcome (an inquiry alone does not say the funds moved).
+func webhookReportedDispute(f disputeFacts) bool { return f != disputeFacts{} }
+
+// webhookReportedReinstatement: a webhook said the funds came back (won
+// or reinstated).
+func webhookReportedReinstatement(f disputeFacts) bool { return f.won || f.reinstated }
+
+// settleDisputeLine records a dispute line: funds withdrawn (kind
+// KindDisputeOpened, Stripe reporting category "dispute") or reinstated
+// (KindDisputeFundsReinstated, "dispute_reversal"), through the webhook
+// rules (disputed), so that a line and a webhook reporting the same
+// movement move the funds once. A line that names no dispute (PayPal's
+// chargeback rows carry the chargeback's transaction id, not the PP-D-…
+// id the webhooks use) cannot be matched: it is recorded and its fee
+// posted.
+func (d *decision) settleDisputeLine(l settlement.Line, kind delivery.Kind) {
 	p := d.p
 	id := l.DisputeID
 	if id == "" {
@@ -271,27 +333,21 @@ func (d *decision) settleDispute(l settlement.Line, outcome string) {
 		d.mismatch(l, ds.amount, ds.currency)
 		return
 	}
-	kind := delivery.KindDisputeOpened
-	if outcome == TypeDisputeWon {
-		kind = delivery.KindDisputeWon
-	}
-	switch {
-	case !known:
-		d.disputed(delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}, outcome)
-		if _, ok := p.disputes[id]; !ok {
-			return // refused (currency_mismatch)
-		}
-		d.missing(id, l)
-		if outcome == TypeDisputeWon {
-			d.missing(id+":won", l)
-		}
-	case outcome == TypeDisputeWon && ds.outcome == "":
-		d.disputed(delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}, outcome)
-		d.missing(id+":won", l)
-	case outcome == TypeDisputeWon && ds.outcome == TypeDisputeLost:
+	if known && ds.facts.lost && kind == delivery.KindDisputeFundsReinstated {
 		// Lost is final (aggregate.go): the reversal is flagged, not posted.
-		d.disputed(delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur}, outcome)
+		d.disputed(delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur})
 		return
+	}
+	d.disputed(delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur})
+	if _, ok := p.disputes[id]; !ok {
+		return // refused (currency_mismatch): nothing of it posts
+	}
+	hooked := p.settle.hooked[id]
+	if !webhookReportedDispute(hooked) {
+		d.missing(id, l)
+	}
+	if kind == delivery.KindDisputeFundsReinstated && !webhookReportedReinstatement(hooked) {
+		d.missing(reinstatedKey(id), l)
 	}
 	d.feeSettled(l, l.Fee)
 	d.convert(l)
@@ -348,7 +404,7 @@ func (d *decision) webhookAfterLine(f delivery.Fact) bool {
 		// Equal: nothing to add. Different, and the webhooks recorded it:
 		// two webhooks disagree, the webhook rules flag amount_mismatch.
 		return r.amount == f.Amount && r.currency == f.Currency
-	case delivery.KindDisputeOpened, delivery.KindDisputeWon, delivery.KindDisputeLost:
+	case delivery.KindDisputeOpened, delivery.KindDisputeFundsReinstated, delivery.KindDisputeWon, delivery.KindDisputeLost:
 		_, opened := p.settle.settled[reconKey{string(settlement.KindDispute), f.BusinessID}]
 		_, reversed := p.settle.settled[reconKey{string(settlement.KindDisputeReversal), f.BusinessID}]
 		ds, recorded := p.disputes[f.BusinessID]
@@ -357,15 +413,15 @@ func (d *decision) webhookAfterLine(f delivery.Fact) bool {
 		}
 		fromLine := p.flagged[reconKey{ReconMissingWebhook, f.BusinessID}]
 		d.clearMissing(f.BusinessID)
-		if f.Kind == delivery.KindDisputeWon {
-			d.clearMissing(f.BusinessID + ":won")
+		if webhookReportedReinstatement(disputeFacts{}.with(f.Kind)) {
+			d.clearMissing(reinstatedKey(f.BusinessID))
 		}
 		if fromLine && (ds.amount != f.Amount || ds.currency != f.Currency) {
 			d.flagOnce(ReconSettlementMismatch, f.BusinessID, fmt.Sprintf("dispute %s reported by webhook as %s %s, settled as %s %s; the settled fact stands",
 				f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(ds.amount, ds.currency), ds.currency))
 			return true
 		}
-		return false // outcomes follow the webhook rules; an opening already recorded adds nothing there
+		return false // the webhook rules move the funds; a movement the line recorded adds nothing there
 	}
 	return false
 }

@@ -74,8 +74,6 @@ func encodeSettle(e Event) (w any, ok bool) {
 	case Converted:
 		return wireConverted{toWireMeta(e.Meta), e.LineID, e.OriginalAmount, string(e.OriginalCurrency),
 			e.SettledAmount, string(e.SettledCurrency), e.ExchangeRate}, true
-	case PayoutReturned:
-		return wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}, true
 	}
 	return nil, false
 }
@@ -120,10 +118,6 @@ func decodeSettle(typ string, data []byte) (Event, bool, error) {
 			return Converted{Meta: m, LineID: w.LineID, OriginalAmount: w.OriginalAmount,
 				OriginalCurrency: money.Currency(w.OriginalCurrency), SettledAmount: w.SettledAmount,
 				SettledCurrency: money.Currency(w.SettledCurrency), ExchangeRate: w.ExchangeRate}
-		})
-	case TypePayoutReturned:
-		e, err = decode(typ, data, func(w wirePayout, m Meta) Event {
-			return PayoutReturned{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
 		})
 	default:
 		return nil, false, nil

@@ -21,9 +21,6 @@ const (
 	// TypeConverted posts a conversion between the payment's currency and
 	// the settlement currency through fx:trading.
 	TypeConverted = "settlement.converted"
-	// TypePayoutReturned: a paid-out amount came back to the provider
-	// balance (a failed or canceled payout).
-	TypePayoutReturned = "payout.returned"
 )
 
 // Reconciliation kinds from settlement (CONTRACT.md).
@@ -31,7 +28,7 @@ const (
 	// A report line for a fact no webhook delivered: the line's fact is
 	// recorded and the item opened; the webhook, if it comes after all,
 	// adds nothing twice and clears the item. Key: the business id
-	// (capture, refund, dispute, payout id); a dispute's reversal "<id>:won".
+	// (capture, refund, dispute, payout id); a dispute's reversal "<id>:reinstated".
 	ReconMissingWebhook = "missing_webhook"
 	// A capture's fee in the report differs from the webhook's; the first
 	// stands. Key: the capture id.
@@ -90,23 +87,13 @@ type Converted struct {
 	ExchangeRate     string // the provider's rate, exact text; "" if none
 }
 
-// PayoutReturned: a payout failed or was canceled after it was paid, and
-// the amount went back to the provider balance.
-type PayoutReturned struct {
-	Meta
-	PayoutID string
-	Amount   int64
-	Currency money.Currency
-}
-
-func (LineSettled) Type() string    { return TypeLineSettled }
-func (FeeSettled) Type() string     { return TypeFeeSettled }
-func (Converted) Type() string      { return TypeConverted }
-func (PayoutReturned) Type() string { return TypePayoutReturned }
+func (LineSettled) Type() string { return TypeLineSettled }
+func (FeeSettled) Type() string  { return TypeFeeSettled }
+func (Converted) Type() string   { return TypeConverted }
 
 // settlePostings are the postings of the settlement events (CONTRACT.md's
 // chart: a fee known only from a settlement report; a conversion through
-// fx:trading; a payout returned). nil for every other event.
+// fx:trading). A returned payout line records PayoutFailed (settle_payout.go). nil for every other event.
 func settlePostings(e Event) []ledger.Posting {
 	p := e.Metadata().Provider
 	switch e := e.(type) {
@@ -124,10 +111,6 @@ func settlePostings(e Event) []ledger.Posting {
 		return append(out, lines(e.SettledCurrency,
 			ledger.ProviderBalance(p), e.SettledAmount,
 			FXTrading, -e.SettledAmount)...)
-	case PayoutReturned:
-		return lines(e.Currency,
-			ledger.ProviderBalance(p), e.Amount,
-			ledger.BankPayouts, -e.Amount)
 	}
 	return nil
 }

@@ -14,21 +14,22 @@ import (
 // payout.paid webhook are two reports of one payout, recorded once whichever
 // comes first (missing_webhook when the line comes first, cleared by the
 // webhook; settlement_mismatch when the amounts differ; the first stands).
+// Likewise a returned payout line (Stripe payout_reversal) and the
+// payout.failed webhook are two reports of one failure: either records
+// PayoutFailed, once, and the other adds nothing, so the payout is reversed
+// once whichever source reports it first.
 
 // payoutSettle is what the payout aggregate remembers about settlement.
 type payoutSettle struct {
-	returned map[string]bool   // payout ids recorded as returned
-	open     map[reconKey]bool // open missing_webhook items
+	open map[reconKey]bool // open missing_webhook items
 }
 
 func (po *payout) applySettled(e Event) {
 	s := &po.settle
-	if s.returned == nil {
-		s.returned, s.open = map[string]bool{}, map[reconKey]bool{}
+	if s.open == nil {
+		s.open = map[reconKey]bool{}
 	}
 	switch e := e.(type) {
-	case PayoutReturned:
-		s.returned[e.PayoutID] = true
 	case Flagged:
 		s.open[reconKey{e.Kind, e.Key}] = true
 	case Cleared:
@@ -86,17 +87,31 @@ func (po *payout) decideSettled(in delivery.Event) ([]Event, error) {
 
 // settlePayout: a payout line with negative gross is the payout paid (its
 // amount is −gross; a fee on it posts apart); with positive gross the
-// payout came back (failed or canceled after it was paid).
+// payout came back (failed or canceled after it was paid): the failure, as
+// payout.failed would record it (payout.go).
 func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) error, flagOnce func(kind, key, details string) error) error {
 	id := l.PayoutID
+	first, paid := po.paid[id]
+	failure, failed := po.failed[id]
 	if l.Gross > 0 {
-		if po.settle.returned[id] {
-			return nil
+		if failed {
+			return nil // the webhook (or another line) reported the failure
 		}
-		return emit(PayoutReturned{Meta: meta, PayoutID: id, Amount: l.Gross, Currency: l.Currency})
+		// The reversal moves what was paid, whatever this line says.
+		amount, cur := l.Gross, l.Currency
+		if paid {
+			amount, cur = first.Amount, first.Currency
+		}
+		return emit(PayoutFailed{Meta: meta, PayoutID: id, Amount: amount, Currency: cur,
+			Reason: "returned (settlement line " + l.DedupKey() + ")", WasPaid: paid})
 	}
 	amount := -l.Gross
-	first, paid := po.paid[id]
+	if !paid && failed {
+		// Failed before it was reported paid: a paid report after its
+		// failure posts nothing (payout.go), from a line as from a webhook.
+		first = PayoutPaid{PayoutID: id, Amount: failure.Amount, Currency: failure.Currency}
+		paid = true
+	}
 	if !paid {
 		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency}); err != nil || l.NoWebhook {
 			return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
-	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
 
@@ -139,12 +138,83 @@ func TestPayoutLineAndWebhookAreOnePayout(t *testing.T) {
 	wantTypes(t, s.deliver(webhook), TypeCleared, TypeFlagged)
 	assert.Equal(t, int64(1800), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
 
-	// Returned.
+	// Returned: the failure reverses what was paid (the first report's
+	// 1800), whatever the line says.
 	back := payoutLine
 	back.LineID, back.Gross, back.Net, back.OriginalAmount = "txn_back", 1811, 1811, 1811
-	wantTypes(t, s.deliver(settled(back)), TypeLineSettled, TypePayoutReturned)
+	wantTypes(t, s.deliver(settled(back)), TypeLineSettled, TypePayoutFailed)
 	wantTypes(t, s.deliver(settled(back)))
-	assert.Equal(t, int64(1800-1811), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+	assert.Equal(t, int64(0), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+}
+
+// A returned payout line and the payout.failed webhook are one failure:
+// the payout is reversed once, whichever comes first, and a paid report
+// after the failure posts nothing.
+func TestPayoutReturnedLineAndFailedWebhookAreOneFailure(t *testing.T) {
+	paid := delivery.Event{Provider: "stripe", DedupKey: "evt_paid", Type: "payout.paid", OccurredAt: t0,
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: 1811, Currency: "USD"}}}
+	failed := delivery.Event{Provider: "stripe", DedupKey: "evt_failed", Type: "payout.failed", OccurredAt: t0,
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1", Amount: 1811, Currency: "USD"}}}
+	back := settlement.Line{Provider: "stripe", Kind: settlement.KindPayout, LineID: "txn_back", Gross: 1811, Net: 1811,
+		Currency: "USD", OriginalAmount: 1811, OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: t0}
+	for name, order := range map[string][]delivery.Event{
+		"webhook first":     {paid, failed, settled(back)},
+		"line first":        {paid, settled(back), failed},
+		"failure first":     {settled(back), failed, paid},
+		"line, paid, again": {settled(back), paid, settled(back), failed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &stream{t: t}
+			for _, ev := range order {
+				s.deliver(ev)
+			}
+			assert.Equal(t, 1, countTypes(s.history)[TypePayoutFailed], types(s.history))
+			assert.Equal(t, int64(0), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+			assert.Equal(t, int64(0), balances(s.history)[balanceKey{ledger.ProviderBalance("stripe"), "USD"}])
+		})
+	}
+}
+
+// A dispute line is a movement of funds: with the funds_withdrawn /
+// funds_reinstated webhooks, in any order, the funds move once, and
+// missing_webhook opens only for a movement no webhook reported.
+func TestDisputeLinesMoveFundsOnceWithTheirWebhooks(t *testing.T) {
+	line := func(kind settlement.Kind, id string, amount int64) delivery.Event {
+		return settled(settlement.Line{Provider: "stripe", Kind: kind, LineID: "txn_" + id, PaymentKey: "pi_1",
+			DisputeID: "du_1", Gross: amount, Net: amount, Currency: "USD", OriginalAmount: amount, OriginalCurrency: "USD",
+			PayoutID: "po_1", OccurredAt: t0})
+	}
+	withdrawnLine, reinstatedLine := line(settlement.KindDispute, "w", -500), line(settlement.KindDisputeReversal, "r", 500)
+	withdrawn := deliveryOf("evt_w", disputeFact(delivery.KindDisputeOpened, "du_1", 500))
+	reinstated := deliveryOf("evt_r", disputeFact(delivery.KindDisputeFundsReinstated, "du_1", 500))
+	won := deliveryOf("evt_won", disputeFact(delivery.KindDisputeWon, "du_1", 500))
+	cases := []struct {
+		name    string
+		order   []delivery.Event
+		held    int64
+		missing map[string]string
+	}{
+		{"webhook then line", []delivery.Event{withdrawn, withdrawnLine}, 500, map[string]string{}},
+		{"line then webhook", []delivery.Event{withdrawnLine, withdrawn}, 500, map[string]string{}},
+		{"line alone", []delivery.Event{withdrawnLine}, 500, map[string]string{ReconMissingWebhook: "du_1"}},
+		{"both movements, lines first", []delivery.Event{withdrawnLine, reinstatedLine, reinstated, withdrawn}, 0, map[string]string{}},
+		{"won webhook covers the reversal", []delivery.Event{withdrawn, won, reinstatedLine, withdrawnLine}, 0, map[string]string{}},
+		{"reversal line without its webhook", []delivery.Event{withdrawn, withdrawnLine, reinstatedLine}, 0,
+			map[string]string{ReconMissingWebhook: "du_1:reinstated"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &stream{t: t}
+			s.deliver(deliveryOf("evt_cap", capture("ch_1", 2000, 0)))
+			for _, ev := range c.order {
+				s.deliver(ev)
+			}
+			b := balances(s.history)
+			assert.Equal(t, c.held, b[balanceKey{ledger.DisputeReceivable("stripe"), "USD"}])
+			assert.Equal(t, 2000-c.held, b[balanceKey{ledger.ProviderBalance("stripe"), "USD"}])
+			assert.Equal(t, c.missing, openKinds(s.history), types(s.history))
+		})
+	}
 }
 
 func TestFeeLineJoinsItsPayout(t *testing.T) {
@@ -181,7 +251,6 @@ func TestSettlementEventsRoundTrip(t *testing.T) {
 		LineSettled{Meta: meta, Line: l},
 		FeeSettled{Meta: meta, LineID: "settle:txn_1", Fee: -2, Currency: "USD"},
 		Converted{Meta: meta, LineID: "settle:txn_1", OriginalAmount: -1000, OriginalCurrency: "EUR", SettledAmount: -1234, SettledCurrency: "USD", ExchangeRate: "1.234"},
-		PayoutReturned{Meta: meta, PayoutID: "po_1", Amount: 5, Currency: money.Currency("USD")},
 	} {
 		typ, data, err := Encode(e)
 		require.NoError(t, err)
@@ -206,4 +275,12 @@ func TestUnsettledOpensAndALaterLineClears(t *testing.T) {
 	assert.Empty(t, Unsettled(s.history, meta, t0.Add(300*time.Hour), 168*time.Hour), "opened once")
 	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeCleared, TypeFeeRecorded)
 	assert.Empty(t, openItems(s.history))
+}
+
+func countTypes(h []Event) map[string]int {
+	n := map[string]int{}
+	for _, e := range h {
+		n[e.Type()]++
+	}
+	return n
 }
