@@ -9,6 +9,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 )
@@ -32,6 +33,7 @@ var badInput = []error{
 	money.ErrUnknownCurrency,
 	money.ErrInvalidAmount,
 	errBadParameter,
+	report.ErrMalformed, // a settlement report: the error names line and column
 }
 
 func isBadInput(err error) bool {
@@ -52,7 +54,7 @@ func statusFor(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, providers.ErrUnauthorized), errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized
-	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound):
+	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound), errors.Is(err, ErrNoReportImporter):
 		return http.StatusNotFound
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed

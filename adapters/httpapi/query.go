@@ -64,6 +64,7 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.HandleFunc("/ledger/entries", s.queryEntries).Methods(http.MethodGet)
 	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
+	s.registerSettlements(v1) // settlements.go
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 for a known path (every /v1 endpoint is GET), else a 404.

@@ -64,6 +64,13 @@ type Config struct {
 	// Projections reads the projections' status for GET /v1/projections
 	// (projections.StatusReader); nil = that endpoint answers 503.
 	Projections ProjectionsReader
+	// Settlements imports uploaded settlement reports (POST
+	// /v1/settlements/{provider}); SettlementQuery reads payouts and
+	// their lines (GET /v1/payouts…). nil = those answer 503.
+	Settlements     SettlementImporter
+	SettlementQuery SettlementQuery
+	// MaxReportBytes bounds an uploaded report (DefaultMaxReportBytes).
+	MaxReportBytes int64
 }
 
 type server struct {

@@ -32,6 +32,7 @@ type serveCmd struct {
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" group:"Server" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
 	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
+	UnsettledAfter      time.Duration `name:"unsettled-after" env:"ONCELEDGER_UNSETTLED_AFTER" default:"168h" group:"Tuning" help:"After a settlement import, a capture with no settlement line this long before the report's latest line opens 'unsettled'."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
@@ -185,6 +186,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		SweepAge:            c.SweepAge,
 		PostbackURL:         c.PaypalIPNVerifyURL,
 		PprofAddr:           c.PprofAddr,
+		UnsettledAfter:      c.UnsettledAfter,
 		Logger:              g.log,
 	}
 }

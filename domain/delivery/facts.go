@@ -29,6 +29,10 @@ func (e Event) FactsHash() string {
 		b = field(b, strconv.FormatInt(f.Amount, 10))
 		b = field(b, strconv.FormatInt(f.Fee, 10))
 		b = field(b, string(f.Currency))
+		if f.Settlement != nil {
+			// A report line's facts are its amounts (settlement.Line.FactsHash).
+			b = field(b, f.Settlement.FactsHash())
+		}
 		facts = append(facts, b)
 	}
 	slices.SortFunc(facts, func(a, b []byte) int { return slices.Compare(a, b) })

@@ -210,6 +210,10 @@ func (e Event) Validate() error {
 		switch f.Kind {
 		case KindAuthorized, KindFailed, KindCanceled:
 			// may carry no id and no amount
+		case KindUnsettledCheck:
+			if f.Amount <= 0 {
+				return fmt.Errorf("%w: unsettled check without its period", ErrInvalidAmount)
+			}
 		case KindCaptured, KindRefunded, KindRefundFailed, KindDisputeOpened, KindDisputeInquiry,
 			KindDisputeFundsReinstated, KindDisputeWon, KindDisputeLost, KindPayoutPaid, KindPayoutFailed:
 			if f.BusinessID == "" {

@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -35,6 +37,29 @@ func Settled(l settlement.Line, raw []byte) Event {
 		PayloadHash: l.FactsHash(),
 		Raw:         raw,
 		Facts:       []Fact{{Kind: KindSettled, BusinessID: l.BusinessID(), Currency: l.Currency, Settlement: &line}},
+	}
+}
+
+// KindUnsettledCheck asks the payment, after a settlement report was
+// imported, to open `unsettled` for each capture recorded at least Amount
+// seconds (ONCELEDGER_UNSETTLED_AFTER) before OccurredAt (the report's
+// latest line) that no settlement line settled. It carries no business
+// fact of its own; BusinessID is the payment key.
+const KindUnsettledCheck Kind = "unsettled_check"
+
+// UnsettledCheck returns the unsettled check of one payment after a report
+// whose latest line is asOf. Its dedup key names the payment and the
+// report's date, so importing the same report again adds nothing.
+func UnsettledCheck(provider, paymentKey string, asOf time.Time, after time.Duration) Event {
+	asOf = asOf.UTC()
+	secs := int64(after / time.Second)
+	return Event{
+		Provider:   provider,
+		DedupKey:   "unsettled:" + paymentKey + "@" + asOf.Format(time.RFC3339) + "/" + strconv.FormatInt(secs, 10),
+		Type:       "settlement.unsettled_check",
+		PaymentKey: paymentKey,
+		OccurredAt: asOf,
+		Facts:      []Fact{{Kind: KindUnsettledCheck, BusinessID: paymentKey, Amount: secs}},
 	}
 }
 

@@ -2,6 +2,8 @@ package payment
 
 import (
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
@@ -49,6 +51,9 @@ type settleState struct {
 	// reported; the aggregate's disputeFacts cannot tell, since lines
 	// record facts too.
 	hooked map[string]disputeFacts
+	// capturedAt: when each capture happened (its OccurredAt), for the
+	// unsettled check.
+	capturedAt map[string]time.Time
 }
 
 type settledFact struct {
@@ -63,12 +68,18 @@ func (s *settleState) init() {
 		s.lines = map[string]bool{}
 		s.settled = map[reconKey]settledFact{}
 		s.hooked = map[string]disputeFacts{}
+		s.capturedAt = map[string]time.Time{}
 	}
 }
 
 // applySettlement folds the settlement events into the payment state.
 func (p *Payment) applySettlement(e Event) {
 	p.settle.init()
+	if c, ok := e.(Captured); ok {
+		if _, seen := p.settle.capturedAt[c.CaptureID]; !seen {
+			p.settle.capturedAt[c.CaptureID] = c.OccurredAt
+		}
+	}
 	ls, ok := e.(LineSettled)
 	if !ok {
 		p.applyHooked(e)
@@ -93,6 +104,10 @@ func (d *decision) settlement(f delivery.Fact) bool {
 		if f.Settlement != nil {
 			d.settleLine(*f.Settlement)
 		}
+		return true
+	}
+	if f.Kind == delivery.KindUnsettledCheck {
+		d.unsettledCheck(time.Duration(f.Amount) * time.Second)
 		return true
 	}
 	return d.webhookAfterLine(f)
@@ -424,4 +439,25 @@ func (d *decision) webhookAfterLine(f delivery.Fact) bool {
 		return false // the webhook rules move the funds; a movement the line recorded adds nothing there
 	}
 	return false
+}
+
+// unsettledCheck opens `unsettled` for each capture recorded at least after
+// before the check's time (the imported report's latest line) that no
+// settlement line settled and that has no item yet; a charge line arriving
+// later clears it (settleLine).
+func (d *decision) unsettledCheck(after time.Duration) {
+	p := d.p
+	cutoff := d.meta.OccurredAt.Add(-after)
+	var ids []string
+	for id, at := range p.settle.capturedAt {
+		_, settled := p.settle.settled[reconKey{string(settlement.KindCharge), id}]
+		if !settled && !p.flagged[reconKey{ReconUnsettled, id}] && !at.After(cutoff) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		d.emit(Flagged{Meta: d.meta, Kind: ReconUnsettled, Key: id, Details: fmt.Sprintf(
+			"capture %s of %s has no settlement line %s after it", id, p.settle.capturedAt[id].Format(time.RFC3339), after)})
+	}
 }

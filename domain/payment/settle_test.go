@@ -284,3 +284,21 @@ func countTypes(h []Event) map[string]int {
 	}
 	return n
 }
+
+// The import's unsettled check opens an item for each old capture no line
+// settled, once; a later charge line clears it.
+func TestUnsettledCheckThroughDecide(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(deliveryOf("evt_1", capture("ch_1", 2000, 0)))
+	s.deliver(deliveryOf("evt_2", capture("ch_2", 500, 0)))
+	s.deliver(settled(chargeLine("ch_2", 500, 10)))
+	check := delivery.UnsettledCheck("stripe", "pi_1", t0.Add(200*time.Hour), 168*time.Hour)
+	require.NoError(t, check.Validate())
+	assert.Empty(t, s.deliver(delivery.UnsettledCheck("stripe", "pi_1", t0.Add(100*time.Hour), 168*time.Hour)), "not old enough")
+	out := s.deliver(check)
+	wantTypes(t, out, TypeFlagged)
+	assert.Equal(t, "ch_1", out[0].(Flagged).Key)
+	assert.Empty(t, s.deliver(delivery.UnsettledCheck("stripe", "pi_1", t0.Add(300*time.Hour), 168*time.Hour)), "opened once")
+	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeCleared, TypeFeeRecorded)
+	assert.Empty(t, openItems(s.history))
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
+	"github.com/onceledger/onceledger/adapters/settlements"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	// verification; PostbackClient the client doing it (nil: a default).
 	PostbackURL    string
 	PostbackClient *http.Client
+
+	// UnsettledAfter is ONCELEDGER_UNSETTLED_AFTER (DefaultUnsettledAfter
+	// when 0): the unsettled check after a settlement import.
+	UnsettledAfter time.Duration
 
 	PprofAddr string // serve net/http/pprof there; "" = off
 	Logger    *slog.Logger
@@ -135,6 +140,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hc.Query, hc.Events = a.reads.Query, a.events.Store
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
+	hc.SettlementQuery = a.reads.Query
+	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
@@ -169,6 +176,15 @@ func (a *App) Pool() *pgxpool.Pool { return a.pool }
 
 // Events is the configured event store.
 func (a *App) Events() EventStore { return a.events }
+
+// Importer is the settlement report importer (settlements.go).
+func (a *App) Importer() *settlements.Importer {
+	after := a.cfg.UnsettledAfter
+	if after <= 0 {
+		after = DefaultUnsettledAfter
+	}
+	return NewImporter(a.service, a.reads.Query, after)
+}
 
 // Service is the ingest service.
 func (a *App) Service() *ingest.Service { return a.service }
