@@ -240,7 +240,7 @@ func TestOpenAPIClientDecodesAnswers(t *testing.T) {
 	projs, err := c.GetProjectionsWithResponse(ctx, &apiclient.GetProjectionsParams{})
 	require.NoError(t, err)
 	require.NotNil(t, projs.JSON200, string(projs.Body))
-	assert.Len(t, projs.JSON200.Projections, 3)
+	assert.Len(t, projs.JSON200.Projections, 4) // ledger, payments, payouts, reconciliation
 
 	pay, err := c.GetPaymentWithResponse(ctx, "stripe", "pi_missing", &apiclient.GetPaymentParams{})
 	require.NoError(t, err)
