@@ -103,3 +103,16 @@ func (s *Store) UnsettledCandidates(ctx context.Context, provider string, cutoff
 	})
 	return out, err
 }
+
+// OpenItemCounts counts the open reconciliation items per kind.
+func (s *Store) OpenItemCounts(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	var kind string
+	var n int64
+	err := s.each(ctx, "open items", `SELECT kind, count(*) FROM reconciliation_items WHERE status = 'open' GROUP BY kind`,
+		nil, []any{&kind, &n}, func() error {
+			out[kind] = n
+			return nil
+		})
+	return out, err
+}
