@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,7 @@ func (c *settleImportCmd) run(g *globals, after time.Duration, out io.Writer, te
 	im := a.Importer()
 	var total settlements.Summary
 	for _, name := range c.Files {
+		name = shownPath(name)
 		bar := newLineBar(term, name)
 		im.Progress = bar.set
 		sum, err := im.Import(g.ctx, c.Provider, func() (io.ReadCloser, error) { return os.Open(name) }, report.Options{})
@@ -94,6 +96,17 @@ func (c *settleImportCmd) run(g *globals, after time.Duration, out io.Writer, te
 		printSummary(out, "total", total)
 	}
 	return nil
+}
+
+// shownPath is a file name as the user typed it: kong makes existing files
+// absolute; relative to the working directory reads better.
+func shownPath(name string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, name); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return name
 }
 
 func addSummary(a, b settlements.Summary) settlements.Summary {
