@@ -146,6 +146,7 @@ func TestSettlementReportsCloseTheBooks(t *testing.T) {
 			wantImport(t, s, w.report(0, 600), 600, 0, 600)
 
 			var sales, fees, paid int64
+			sales += oldAmount
 			for i := range w.amounts {
 				sales += w.amounts[i]
 				fees += w.fees[i]
@@ -156,7 +157,7 @@ func TestSettlementReportsCloseTheBooks(t *testing.T) {
 			want := map[string]int64{
 				"revenue:sales|USD":           -sales,
 				"expenses:fees:stripe|USD":    fees,
-				"provider:stripe:balance|USD": w.short, // the lines' nets minus what was paid out
+				"provider:stripe:balance|USD": w.short + oldAmount, // the lines' nets minus what was paid out, and the unsettled capture
 				"bank:payouts|USD":            paid,
 			}
 			require.Eventually(t, func() bool { return equalBalances(s.readBalances(), want) }, 60*time.Second, 100*time.Millisecond,
@@ -171,7 +172,8 @@ func TestSettlementReportsCloseTheBooks(t *testing.T) {
 				"missing_webhook %v, want %v", s.openItems("missing_webhook"), dropped)
 			assert.Empty(t, s.openItems("fee_mismatch"))
 			assert.Empty(t, s.openItems("settlement_mismatch"))
-			assert.Empty(t, s.openItems("unsettled"))
+			require.Eventually(t, func() bool { return equalStrings(s.openItems("payout_mismatch"), []string{w.payout(0)}) },
+				30*time.Second, 100*time.Millisecond, "payout_mismatch %v", s.openItems("payout_mismatch"))
 
 			var payouts struct {
 				Payouts []struct {
@@ -217,6 +219,17 @@ func TestSettlementReportsCloseTheBooks(t *testing.T) {
 			assert.Len(t, one.Lines, 100)
 			assert.Equal(t, http.StatusNotFound, s.v1(http.MethodGet, "/v1/payouts/stripe/po_none", nil).Status)
 
+			// The capture no report settled, older than
+			// ONCELEDGER_UNSETTLED_AFTER before the report's latest line,
+			// is unsettled once a report is imported with the read model
+			// caught up (it was, for the balances above).
+			// (Imported again until the payments read model, which
+			// names the candidates, has caught up.)
+			require.Eventually(t, func() bool {
+				wantImport(t, s, w.report(0, 600), 600, 0, 600)
+				return equalStrings(s.openItems("unsettled"), []string{w.ch(-1)})
+			}, 30*time.Second, 500*time.Millisecond, "unsettled %v", s.openItems("unsettled"))
+
 			// A dropped webhook arriving after all adds nothing twice and
 			// clears its item.
 			late := 33
@@ -227,7 +240,13 @@ func TestSettlementReportsCloseTheBooks(t *testing.T) {
 	}
 }
 
+// oldAmount is a capture ten days before the reports that no report settles.
+const oldAmount = 777
+
 func sendAll(t *testing.T, s *stack, w *settleWorld) {
+	old := fmt.Appendf(nil, `{"id":"evt_old_%s","object":"event","type":"charge.succeeded","created":%d,"data":{"object":{"id":%q,"object":"charge","payment_intent":%q,"amount":%d,"amount_captured":%d,"captured":true,"currency":"usd"}}}`,
+		w.run, w.createdAt.Add(-240*time.Hour).Unix(), w.ch(-1), w.pi(-1), oldAmount, oldAmount)
+	require.Equal(t, "accepted", s.sendStripe(old).outcome(t))
 	var wg sync.WaitGroup
 	idx := make(chan int)
 	for range 8 {

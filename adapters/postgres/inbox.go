@@ -222,6 +222,8 @@ type normalizedFact struct {
 	// Settlement is a settlement line's normalized form (KindSettled), so
 	// that a line's row can be re-driven like a webhook's.
 	Settlement *settlement.Line `json:"settlement,omitempty"`
+	// Counted: a payout-lines delivery's lines.
+	Counted []settlement.Counted `json:"counted,omitempty"`
 }
 
 func encodeNormalized(ev delivery.Event) normalizedEvent {
@@ -229,7 +231,7 @@ func encodeNormalized(ev delivery.Event) normalizedEvent {
 		PaymentKey: ev.PaymentKey, OccurredAt: ev.OccurredAt, Facts: []normalizedFact{}}
 	for _, f := range ev.Facts {
 		n.Facts = append(n.Facts, normalizedFact{Kind: string(f.Kind), BusinessID: f.BusinessID,
-			Amount: f.Amount, Fee: f.Fee, Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement})
+			Amount: f.Amount, Fee: f.Fee, Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
 	}
 	return n
 }
@@ -243,7 +245,7 @@ func decodeNormalized(b []byte) (delivery.Event, error) {
 		PaymentKey: n.PaymentKey, OccurredAt: n.OccurredAt}
 	for _, f := range n.Facts {
 		ev.Facts = append(ev.Facts, delivery.Fact{Kind: delivery.Kind(f.Kind), BusinessID: f.BusinessID,
-			Amount: f.Amount, Fee: f.Fee, Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement})
+			Amount: f.Amount, Fee: f.Fee, Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
 	}
 	return ev, nil
 }

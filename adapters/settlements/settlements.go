@@ -25,6 +25,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/square"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // Parsers are the report importers by provider name (CONTRACT.md,
@@ -172,11 +174,17 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 			}
 		})
 	}
+	counted := newPayoutCounter(provider)
 	perr := walk(func(rec report.Record) error {
 		if rec.Line.OccurredAt.After(latest) {
 			latest = rec.Line.OccurredAt
 		}
 		sum.Lines++
+		if full := counted.add(rec.Line); full != nil {
+			if err := im.ingestCounted(ctx, *full, latest); err != nil {
+				return err
+			}
+		}
 		select {
 		case jobs <- delivery.Settled(rec.Line, rec.Raw):
 			return nil
@@ -191,6 +199,13 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	}
 	if perr != nil {
 		return sum, perr
+	}
+	// The lines are recorded: tell each payout which lines it holds, so
+	// that its stream can prove it (payout_mismatch otherwise).
+	for _, b := range counted.rest() {
+		if err := im.ingestCounted(ctx, b, latest); err != nil {
+			return sum, err
+		}
 	}
 	if im.Candidates != nil && im.UnsettledAfter > 0 && !latest.IsZero() {
 		n, err := im.checkUnsettled(ctx, provider, latest)
@@ -223,4 +238,64 @@ func (im *Importer) checkUnsettled(ctx context.Context, provider string, asOf ti
 		}
 	}
 	return n, nil
+}
+
+// payoutBatch is up to settlement.MaxCountedPerDelivery lines of one payout.
+type payoutBatch struct {
+	provider, payout string
+	currency         money.Currency
+	lines            []settlement.Counted
+}
+
+// payoutCounter gathers the lines of each payout a report lists (not the
+// payout lines themselves, which carry the payout's amount), in batches
+// of bounded size: memory stays bounded by the number of payouts open at
+// once, not by the file.
+type payoutCounter struct {
+	provider string
+	open     map[string]*payoutBatch
+	order    []string
+}
+
+func newPayoutCounter(provider string) *payoutCounter {
+	return &payoutCounter{provider: provider, open: map[string]*payoutBatch{}}
+}
+
+// add counts l; it returns a full batch to deliver now, or nil.
+func (c *payoutCounter) add(l settlement.Line) *payoutBatch {
+	if l.PayoutID == "" || l.Kind == settlement.KindPayout {
+		return nil
+	}
+	b, ok := c.open[l.PayoutID]
+	if !ok {
+		b = &payoutBatch{provider: c.provider, payout: l.PayoutID, currency: l.Currency}
+		c.open[l.PayoutID] = b
+		c.order = append(c.order, l.PayoutID)
+	}
+	b.lines = append(b.lines, settlement.Counted{Key: l.DedupKey(), Net: l.Net})
+	if len(b.lines) < settlement.MaxCountedPerDelivery {
+		return nil
+	}
+	full := *b
+	b.lines = nil
+	return &full
+}
+
+// rest returns the batches not delivered yet, in the order their payouts
+// first appeared.
+func (c *payoutCounter) rest() []payoutBatch {
+	var out []payoutBatch
+	for _, id := range c.order {
+		if b := c.open[id]; len(b.lines) > 0 {
+			out = append(out, *b)
+		}
+	}
+	return out
+}
+
+func (im *Importer) ingestCounted(ctx context.Context, b payoutBatch, at time.Time) error {
+	if _, err := im.Ingest.Ingest(ctx, delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, at)); err != nil {
+		return fmt.Errorf("payout %s lines: %w", b.payout, err)
+	}
+	return nil
 }

@@ -70,6 +70,9 @@ type Fact struct {
 	Currency   money.Currency
 	Reason     string           // free text for failures, cancellations; optional
 	Settlement *settlement.Line // KindSettled only: the report line (settled.go)
+	// Counted: KindPayoutLines only: lines of the payout BusinessID as a
+	// report listed them (settled.go).
+	Counted []settlement.Counted
 }
 
 // Event is one verified, normalized delivery.
@@ -104,7 +107,9 @@ func (e Event) IsPayout() bool {
 }
 
 // IsPayout reports whether k is a fact about a payout rather than a payment.
-func (k Kind) IsPayout() bool { return k == KindPayoutPaid || k == KindPayoutFailed }
+func (k Kind) IsPayout() bool {
+	return k == KindPayoutPaid || k == KindPayoutFailed || k == KindPayoutLines
+}
 
 // StreamID names the event stream the delivery's facts belong to:
 // PaymentStream or PayoutStream.
@@ -210,6 +215,10 @@ func (e Event) Validate() error {
 		switch f.Kind {
 		case KindAuthorized, KindFailed, KindCanceled:
 			// may carry no id and no amount
+		case KindPayoutLines:
+			if err := validateCounted(f); err != nil {
+				return err
+			}
 		case KindUnsettledCheck:
 			if f.Amount <= 0 {
 				return fmt.Errorf("%w: unsettled check without its period", ErrInvalidAmount)

@@ -1,9 +1,13 @@
 package delivery
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/onceledger/onceledger/domain/money"
 
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -53,14 +57,71 @@ const KindUnsettledCheck Kind = "unsettled_check"
 func UnsettledCheck(provider, paymentKey string, asOf time.Time, after time.Duration) Event {
 	asOf = asOf.UTC()
 	secs := int64(after / time.Second)
-	return Event{
+	ev := Event{
 		Provider:   provider,
 		DedupKey:   "unsettled:" + paymentKey + "@" + asOf.Format(time.RFC3339) + "/" + strconv.FormatInt(secs, 10),
 		Type:       "settlement.unsettled_check",
 		PaymentKey: paymentKey,
 		OccurredAt: asOf,
+		Raw:        fmt.Appendf(nil, `{"payment":%q,"as_of":%q,"after_seconds":%d}`, paymentKey, asOf.Format(time.RFC3339), secs),
 		Facts:      []Fact{{Kind: KindUnsettledCheck, BusinessID: paymentKey, Amount: secs}},
 	}
+	ev.PayloadHash = ev.FactsHash()
+	return ev
+}
+
+// KindPayoutLines lists lines of one payout (BusinessID) as a report gave
+// them (Fact.Counted: each line's dedup key and net, in Currency), so that
+// the payout's stream can prove the payout: the nets of all the lines it was
+// told of sum to its amount, or payout_mismatch opens. Lines already counted
+// (an overlapping report) count once.
+const KindPayoutLines Kind = "payout_lines"
+
+// PayoutLines returns the delivery of up to settlement.MaxCountedPerDelivery
+// lines of payout. Its dedup key is derived from the payout and the lines,
+// so the same lines from the same report again are one delivery.
+func PayoutLines(provider, payoutID string, c money.Currency, lines []settlement.Counted, at time.Time) Event {
+	h := sha256.New()
+	h.Write([]byte(payoutID))
+	for _, l := range lines {
+		h.Write([]byte{0})
+		h.Write([]byte(l.Key))
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.FormatInt(l.Net, 10)))
+	}
+	ev := Event{
+		Provider:   provider,
+		DedupKey:   "payout-lines:" + hex.EncodeToString(h.Sum(nil)),
+		Type:       "settlement.payout_lines",
+		OccurredAt: at,
+		// The inbox keeps what was asserted, for audit: the lines are in
+		// the normalized facts; the raw copy says what the delivery is.
+		Raw:   fmt.Appendf(nil, `{"payout":%q,"currency":%q,"lines":%d}`, payoutID, c, len(lines)),
+		Facts: []Fact{{Kind: KindPayoutLines, BusinessID: payoutID, Currency: c, Counted: lines}},
+	}
+	ev.PayloadHash = ev.FactsHash()
+	return ev
+}
+
+func validateCounted(f Fact) error {
+	if f.BusinessID == "" {
+		return fmt.Errorf("%w: payout id of payout lines", ErrMissingField)
+	}
+	if len(f.Counted) == 0 || len(f.Counted) > settlement.MaxCountedPerDelivery {
+		return fmt.Errorf("%w: %d payout lines in one delivery (1 to %d)", ErrMalformed, len(f.Counted), settlement.MaxCountedPerDelivery)
+	}
+	for i, c := range f.Counted {
+		if err := checkID(fmt.Sprintf("payout line %d key", i), c.Key); err != nil {
+			return err
+		}
+		if c.Key == "" {
+			return fmt.Errorf("%w: payout line %d key", ErrMissingField, i)
+		}
+		if c.Net > settlement.MaxAmount || c.Net < -settlement.MaxAmount {
+			return fmt.Errorf("%w: payout line %d net %d beyond 10^15", ErrInvalidAmount, i, c.Net)
+		}
+	}
+	return nil
 }
 
 // SettledLine returns the settlement line the delivery carries, or nil for

@@ -48,7 +48,7 @@ func (po *payout) apply(e Event) error {
 	case Flagged:
 		po.flagged[reconKey{e.Kind, e.Key}] = true
 	case Cleared:
-	case LineSettled, FeeSettled, Converted: // settle_payout.go
+	case LineSettled, FeeSettled, Converted, PayoutLinesCounted: // settle_payout.go
 	default:
 		return fmt.Errorf("%s in a payout stream: %w", e.Type(), ErrForeignEvent)
 	}
@@ -58,8 +58,21 @@ func (po *payout) apply(e Event) error {
 }
 
 func (po *payout) decide(in delivery.Event) ([]Event, error) {
+	out, err := po.decideFacts(in)
+	if err != nil {
+		return nil, err
+	}
+	// Whatever the delivery said (the payout paid, failed, its lines), the
+	// lines counted so far may now prove the payout or not.
+	return po.checkLines(in, out) // settle_payout.go
+}
+
+func (po *payout) decideFacts(in delivery.Event) ([]Event, error) {
 	if in.SettledLine() != nil { // settle_payout.go
 		return po.decideSettled(in)
+	}
+	if in.Facts[0].Kind == delivery.KindPayoutLines { // settle_payout.go
+		return po.decideLines(in)
 	}
 	id := in.Facts[0].BusinessID
 	for i, f := range in.Facts {

@@ -53,6 +53,18 @@ type wireConverted struct {
 	ExchangeRate     string `json:"exchange_rate"`
 }
 
+type wireCounted struct {
+	Key string `json:"key"`
+	Net int64  `json:"net"`
+}
+
+type wirePayoutLines struct {
+	wireMeta
+	PayoutID string        `json:"payout_id"`
+	Currency string        `json:"currency"`
+	Lines    []wireCounted `json:"lines"`
+}
+
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
@@ -71,6 +83,13 @@ func encodeSettle(e Event) (w any, ok bool) {
 			fmtTime(l.OccurredAt), fmtTime(l.AvailableOn), l.NoWebhook}, true
 	case FeeSettled:
 		return wireFeeSettled{toWireMeta(e.Meta), e.LineID, e.Fee, string(e.Currency)}, true
+	case PayoutLinesCounted:
+		w := wirePayoutLines{wireMeta: toWireMeta(e.Meta), PayoutID: e.PayoutID, Currency: string(e.Currency),
+			Lines: make([]wireCounted, len(e.Lines))}
+		for i, l := range e.Lines {
+			w.Lines[i] = wireCounted{l.Key, l.Net}
+		}
+		return w, true
 	case Converted:
 		return wireConverted{toWireMeta(e.Meta), e.LineID, e.OriginalAmount, string(e.OriginalCurrency),
 			e.SettledAmount, string(e.SettledCurrency), e.ExchangeRate}, true
@@ -118,6 +137,15 @@ func decodeSettle(typ string, data []byte) (Event, bool, error) {
 			return Converted{Meta: m, LineID: w.LineID, OriginalAmount: w.OriginalAmount,
 				OriginalCurrency: money.Currency(w.OriginalCurrency), SettledAmount: w.SettledAmount,
 				SettledCurrency: money.Currency(w.SettledCurrency), ExchangeRate: w.ExchangeRate}
+		})
+	case TypePayoutLinesCounted:
+		e, err = decode(typ, data, func(w wirePayoutLines, m Meta) Event {
+			out := PayoutLinesCounted{Meta: m, PayoutID: w.PayoutID, Currency: money.Currency(w.Currency),
+				Lines: make([]settlement.Counted, len(w.Lines))}
+			for i, l := range w.Lines {
+				out.Lines[i] = settlement.Counted{Key: l.Key, Net: l.Net}
+			}
+			return out
 		})
 	default:
 		return nil, false, nil

@@ -21,6 +21,10 @@ const (
 	// TypeConverted posts a conversion between the payment's currency and
 	// the settlement currency through fx:trading.
 	TypeConverted = "settlement.converted"
+	// TypePayoutLinesCounted records lines of a payout a report listed
+	// (their keys and nets), in the payout's stream, so that it can tell
+	// whether its lines prove it. Posts nothing.
+	TypePayoutLinesCounted = "settlement.payout_lines_counted"
 )
 
 // Reconciliation kinds from settlement (CONTRACT.md).
@@ -41,8 +45,9 @@ const (
 	// not by Decide (it needs a clock). Key: the capture id.
 	ReconUnsettled = "unsettled"
 	// A payout whose amount differs from the sum of its lines' nets. Opened
-	// by the payouts read model, which is the only place that sees all the
-	// lines of a payout. Key: the payout id.
+	// in the payout's stream when the lines a report listed for it
+	// (delivery.KindPayoutLines) and its amount disagree, cleared when
+	// they come to agree. Key: the payout id.
 	ReconPayoutMismatch = "payout_mismatch"
 )
 
@@ -86,6 +91,16 @@ type Converted struct {
 	SettledCurrency  money.Currency
 	ExchangeRate     string // the provider's rate, exact text; "" if none
 }
+
+// PayoutLinesCounted: lines of payout PayoutID not counted before.
+type PayoutLinesCounted struct {
+	Meta
+	PayoutID string
+	Currency money.Currency
+	Lines    []settlement.Counted
+}
+
+func (PayoutLinesCounted) Type() string { return TypePayoutLinesCounted }
 
 func (LineSettled) Type() string { return TypeLineSettled }
 func (FeeSettled) Type() string  { return TypeFeeSettled }

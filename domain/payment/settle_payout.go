@@ -21,15 +21,31 @@ import (
 
 // payoutSettle is what the payout aggregate remembers about settlement.
 type payoutSettle struct {
-	open map[reconKey]bool // open missing_webhook items
+	open    map[reconKey]bool // open items
+	counted map[string]int64  // lines counted (PayoutLinesCounted): key → net
+	sum     int64             // their nets
+	over    bool              // the sum left int64 (never with real reports)
 }
 
 func (po *payout) applySettled(e Event) {
 	s := &po.settle
 	if s.open == nil {
 		s.open = map[reconKey]bool{}
+		s.counted = map[string]int64{}
 	}
 	switch e := e.(type) {
+	case PayoutLinesCounted:
+		for _, l := range e.Lines {
+			if _, ok := s.counted[l.Key]; ok {
+				continue
+			}
+			s.counted[l.Key] = l.Net
+			if v, err := money.Add(s.sum, l.Net); err == nil {
+				s.sum = v
+			} else {
+				s.over = true
+			}
+		}
 	case Flagged:
 		s.open[reconKey{e.Kind, e.Key}] = true
 	case Cleared:
@@ -151,4 +167,69 @@ func (po *payout) webhookAfterLine(in delivery.Event) (out []Event, ok bool, err
 			f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(first.Amount, first.Currency), first.Currency)})
 	}
 	return out, true, err
+}
+
+// decideLines counts the lines of a payout-lines delivery not counted
+// before.
+func (po *payout) decideLines(in delivery.Event) ([]Event, error) {
+	if po.applied[in.DedupKey] {
+		return nil, nil
+	}
+	f := in.Facts[0]
+	var fresh []settlement.Counted
+	seen := map[string]bool{}
+	for _, c := range f.Counted {
+		if _, ok := po.settle.counted[c.Key]; ok || seen[c.Key] {
+			continue
+		}
+		seen[c.Key] = true
+		fresh = append(fresh, c)
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	e := PayoutLinesCounted{Meta: Meta{Provider: in.Provider, PaymentKey: f.BusinessID, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt},
+		PayoutID: f.BusinessID, Currency: f.Currency, Lines: fresh}
+	if err := po.apply(e); err != nil {
+		return nil, err
+	}
+	return []Event{e}, nil
+}
+
+// checkLines opens payout_mismatch when the lines counted for the payout do
+// not sum to its amount, and clears it when they come to: after any
+// delivery, since the lines and the amount arrive in any order. A payout
+// not reported paid yet (no amount) or failed is not judged.
+func (po *payout) checkLines(in delivery.Event, out []Event) ([]Event, error) {
+	s := &po.settle
+	if len(s.counted) == 0 || len(in.Facts) == 0 {
+		return out, nil
+	}
+	id := in.Facts[0].BusinessID
+	if l := in.SettledLine(); l != nil {
+		id = l.PayoutID
+	}
+	paid, ok := po.paid[id]
+	if _, failed := po.failed[id]; !ok || failed || id == "" {
+		return out, nil
+	}
+	k := reconKey{ReconPayoutMismatch, id}
+	meta := Meta{Provider: in.Provider, PaymentKey: id, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
+	var e Event
+	switch diff := s.sum - paid.Amount; {
+	case (diff != 0 || s.over) && !s.open[k]:
+		e = Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
+			"payout %s of %s %s: its %d settlement lines sum to %s %s (difference %s)", id,
+			money.FormatMinor(paid.Amount, paid.Currency), paid.Currency, len(s.counted),
+			money.FormatMinor(s.sum, paid.Currency), paid.Currency, money.FormatMinor(diff, paid.Currency))}
+	case diff == 0 && !s.over && s.open[k]:
+		e = Cleared{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
+			"payout %s: its %d settlement lines sum to its amount", id, len(s.counted))}
+	default:
+		return out, nil
+	}
+	if err := po.apply(e); err != nil {
+		return nil, err
+	}
+	return append(out, e), nil
 }

@@ -251,6 +251,7 @@ func TestSettlementEventsRoundTrip(t *testing.T) {
 		LineSettled{Meta: meta, Line: l},
 		FeeSettled{Meta: meta, LineID: "settle:txn_1", Fee: -2, Currency: "USD"},
 		Converted{Meta: meta, LineID: "settle:txn_1", OriginalAmount: -1000, OriginalCurrency: "EUR", SettledAmount: -1234, SettledCurrency: "USD", ExchangeRate: "1.234"},
+		PayoutLinesCounted{Meta: meta, PayoutID: "po_1", Currency: "USD", Lines: []settlement.Counted{{Key: "settle:a", Net: -5}, {Key: "settle:b", Net: 7}}},
 	} {
 		typ, data, err := Encode(e)
 		require.NoError(t, err)
@@ -301,4 +302,41 @@ func TestUnsettledCheckThroughDecide(t *testing.T) {
 	assert.Empty(t, s.deliver(delivery.UnsettledCheck("stripe", "pi_1", t0.Add(300*time.Hour), 168*time.Hour)), "opened once")
 	wantTypes(t, s.deliver(settled(chargeLine("ch_1", 2000, 88))), TypeLineSettled, TypeCleared, TypeFeeRecorded)
 	assert.Empty(t, openItems(s.history))
+}
+
+// A payout's lines, listed by reports (overlapping, in any order) and its
+// amount (payout.paid) prove it or open payout_mismatch, whatever the order;
+// lines arriving later that make up the difference clear it.
+func TestPayoutLinesProveThePayout(t *testing.T) {
+	paid := delivery.Event{Provider: "stripe", DedupKey: "evt_paid", Type: "payout.paid", OccurredAt: t0,
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: 300, Currency: "USD"}}}
+	first := delivery.PayoutLines("stripe", "po_1", "USD", []settlement.Counted{{Key: "settle:a", Net: 100}, {Key: "settle:b", Net: 150}}, t0)
+	overlap := delivery.PayoutLines("stripe", "po_1", "USD", []settlement.Counted{{Key: "settle:b", Net: 150}, {Key: "settle:c", Net: 50}}, t0)
+	require.NoError(t, first.Validate())
+	assert.Equal(t, "payout-stripe-po_1", first.StreamID())
+
+	for name, order := range map[string][]delivery.Event{
+		"paid first":  {paid, first, overlap},
+		"lines first": {first, overlap, paid},
+		"between":     {first, paid, overlap, first},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &stream{t: t}
+			for _, ev := range order {
+				s.deliver(ev)
+			}
+			assert.Empty(t, openItems(s.history), types(s.history))
+		})
+	}
+	s := &stream{t: t}
+	s.deliver(first)
+	wantTypes(t, s.deliver(paid), TypePayoutPaid, TypeFlagged)
+	assert.Equal(t, map[string]string{ReconPayoutMismatch: "po_1"}, openKinds(s.history))
+	wantTypes(t, s.deliver(first))
+	wantTypes(t, s.deliver(overlap), TypePayoutLinesCounted, TypeCleared)
+	assert.Empty(t, openItems(s.history))
+
+	bad := first
+	bad.Facts = []delivery.Fact{{Kind: delivery.KindPayoutLines, BusinessID: "po_1", Currency: "USD"}}
+	assert.ErrorIs(t, bad.Validate(), delivery.ErrMalformed)
 }

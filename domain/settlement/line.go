@@ -358,3 +358,15 @@ func IsDecimal(s string) bool {
 	}
 	return len(s) <= 64
 }
+
+// Counted is one line as its payout counts it: the line's dedup key and its
+// net (settlement currency). A payout is proven when the nets of its lines
+// (the payout line itself excluded) sum to its amount.
+type Counted struct {
+	Key string
+	Net int64
+}
+
+// MaxCountedPerDelivery bounds the lines one payout-lines delivery carries,
+// so that its event stays small whatever the payout's size.
+const MaxCountedPerDelivery = 1000
