@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi/stripefake"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 func settleGlobals(url string) *globals {
@@ -131,4 +132,36 @@ func TestBackfillStripeAndItsWebhookAreOneDelivery(t *testing.T) {
 	again, err := Backfill(ctx, a.Service(), client, time.Unix(created, 0).Add(-time.Minute))
 	require.NoError(t, err)
 	assert.Equal(t, BackfillSummary{Read: 2, Duplicates: 2}, again)
+}
+
+// `settle sync stripe --payout` pulls the payout's balance transactions
+// from the API (the protocol double here) and imports them like a report:
+// a second sync changes nothing.
+func TestSettleSyncStripe(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	g := settleGlobals(url)
+	fake := stripefake.New("sk_test_sync")
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		l := settlement.Line{Provider: "stripe", Kind: settlement.KindCharge, SourceType: "charge", LineID: fmt.Sprintf("txn_sync_%d", i),
+			PaymentKey: fmt.Sprintf("pi_sync_%d", i), CaptureID: fmt.Sprintf("ch_sync_%d", i), Gross: 1000, Fee: 59, Net: 941,
+			Currency: "USD", OriginalAmount: 1000, OriginalCurrency: "USD", PayoutID: "po_sync", OccurredAt: at}
+		require.NoError(t, fake.AddBalanceTransaction("po_sync", stripefake.BalanceTransaction(l)))
+	}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cmd := &settleSyncStripeCmd{stripeAPIFlags: stripeAPIFlags{APIKey: "sk_test_sync", APIBase: srv.URL}, Payout: "po_sync"}
+	parent := &settleCmd{UnsettledAfter: 168 * time.Hour}
+	require.NoError(t, cmd.Run(g, parent))
+	require.NoError(t, cmd.Run(g, parent))
+
+	a, err := app.New(context.Background(), app.Config{DatabaseURL: url})
+	require.NoError(t, err)
+	defer a.Close()
+	var lines, captures int64
+	require.NoError(t, a.Pool().QueryRow(context.Background(),
+		`SELECT count(*), sum(delivery_count) FROM webhook_inbox WHERE event_type = 'settlement.charge'`).Scan(&lines, new(int64)))
+	assert.Equal(t, int64(3), lines)
+	require.NoError(t, a.Pool().QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = 'payment.captured'`).Scan(&captures))
+	assert.Equal(t, int64(3), captures, "each capture recorded once, from its line")
 }
