@@ -74,6 +74,13 @@ func (s *server) importSettlement(w http.ResponseWriter, r *http.Request) {
 	if limit <= 0 {
 		limit = DefaultMaxReportBytes
 	}
+	// A report is far larger than a webhook and its import takes as long
+	// as its lines: the server's read and write timeouts (sized for
+	// webhooks) do not apply to this authenticated upload; the request's
+	// context still ends it if the client goes away.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	f, err := os.CreateTemp("", "onceledger-report-*")
 	if err != nil {
 		s.queryError(w, r, fmt.Errorf("spool report: %w", err))
