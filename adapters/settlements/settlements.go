@@ -148,29 +148,53 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 		latest time.Time
 		wg     sync.WaitGroup
 	)
-	jobs := make(chan delivery.Event, workers*4)
-	for range workers {
+	// Each worker owns the streams hashed to it, so that a stream's lines
+	// are recorded in file order by one worker and two batches never take
+	// the same streams in concurrent transactions.
+	jobs := make([]chan delivery.Event, workers)
+	count := func(res ingest.Result) {
+		mu.Lock()
+		if res.Outcome == ingest.Duplicate {
+			sum.Duplicates++
+		} else {
+			sum.New++
+			sum.Appended += res.Appended
+		}
+		done := sum.New + sum.Duplicates
+		mu.Unlock()
+		if im.Progress != nil {
+			im.Progress(done)
+		}
+	}
+	fail := func(ev delivery.Event, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = fmt.Errorf("line %s: %w", ev.DedupKey, err)
+			cancel()
+		}
+	}
+	for i := range jobs {
+		jobs[i] = make(chan delivery.Event, batchSize)
 		wg.Go(func() {
-			for ev := range jobs {
-				res, err := im.Ingest.Ingest(ctx, ev)
-				mu.Lock()
-				switch {
-				case err != nil:
-					if first == nil {
-						first = fmt.Errorf("line %s: %w", ev.DedupKey, err)
-						cancel()
+			batch := make([]delivery.Event, 0, batchSize)
+			for ev := range jobs[i] {
+				batch = append(batch, ev)
+				// Batch what is waiting, never wait for a batch to fill.
+			fill:
+				for len(batch) < batchSize {
+					select {
+					case ev, ok := <-jobs[i]:
+						if !ok {
+							break fill
+						}
+						batch = append(batch, ev)
+					default:
+						break fill
 					}
-				case res.Outcome == ingest.Duplicate:
-					sum.Duplicates++
-				default:
-					sum.New++
-					sum.Appended += res.Appended
 				}
-				done := sum.New + sum.Duplicates
-				mu.Unlock()
-				if im.Progress != nil {
-					im.Progress(done)
-				}
+				im.recordBatch(ctx, batch, count, fail)
+				batch = batch[:0]
 			}
 		})
 	}
@@ -185,14 +209,17 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 				return err
 			}
 		}
+		ev := delivery.Settled(rec.Line, rec.Raw)
 		select {
-		case jobs <- delivery.Settled(rec.Line, rec.Raw):
+		case jobs[streamWorker(ev.StreamID(), workers)] <- ev:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	})
-	close(jobs)
+	for _, j := range jobs {
+		close(j)
+	}
 	wg.Wait()
 	if first != nil {
 		return sum, first
@@ -215,6 +242,48 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 		}
 	}
 	return sum, nil
+}
+
+// batchSize bounds the lines recorded in one unit of work.
+const batchSize = 200
+
+// BatchIngester records several deliveries in one unit of work
+// (ingest.Service.IngestBatch): one commit per batch.
+type BatchIngester interface {
+	IngestBatch(ctx context.Context, evs []delivery.Event) ([]ingest.Result, error)
+}
+
+// recordBatch records a worker's batch: in one unit of work when the
+// ingester can, else (or when the batch fails for another reason than a
+// lost race) line by line, so that a failing line is named and its
+// neighbours recorded.
+func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, count func(ingest.Result), fail func(delivery.Event, error)) {
+	if b, ok := im.Ingest.(BatchIngester); ok && len(batch) > 1 {
+		if res, err := b.IngestBatch(ctx, batch); err == nil {
+			for _, r := range res {
+				count(r)
+			}
+			return
+		}
+	}
+	for _, ev := range batch {
+		res, err := im.Ingest.Ingest(ctx, ev)
+		if err != nil {
+			fail(ev, err)
+			return
+		}
+		count(res)
+	}
+}
+
+// streamWorker is the worker of a stream (FNV-1a of its id).
+func streamWorker(stream string, workers int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(stream); i++ {
+		h ^= uint32(stream[i])
+		h *= 16777619
+	}
+	return int(h % uint32(workers))
 }
 
 // checkUnsettled asks the domain, for each payment of the provider that may
