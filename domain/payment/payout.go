@@ -63,8 +63,12 @@ func (po *payout) decide(in delivery.Event) ([]Event, error) {
 		return nil, err
 	}
 	// Whatever the delivery said (the payout paid, failed, its lines), the
-	// lines counted so far may now prove the payout or not.
-	return po.checkLines(in, out) // settle_payout.go
+	// lines counted so far may now prove the payout or not; a failed payout
+	// is not judged.
+	if out, err = po.closeFailed(in, out); err != nil { // settle_payout.go
+		return nil, err
+	}
+	return po.checkLines(in, out)
 }
 
 func (po *payout) decideFacts(in delivery.Event) ([]Event, error) {

@@ -124,7 +124,11 @@ func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) er
 	amount := -l.Gross
 	if !paid && failed {
 		// Failed before it was reported paid: a paid report after its
-		// failure posts nothing (payout.go), from a line as from a webhook.
+		// failure posts nothing (payout.go), from a line as from a webhook;
+		// but no payout.paid webhook reported it, as when the line came
+		// first.
+		// A failed payout is not judged by which webhooks reported it
+		// (closeFailed): no missing_webhook either.
 		first = PayoutPaid{PayoutID: id, Amount: failure.Amount, Currency: failure.Currency}
 		paid = true
 	}
@@ -205,16 +209,13 @@ func (po *payout) checkLines(in delivery.Event, out []Event) ([]Event, error) {
 	if len(s.counted) == 0 || len(in.Facts) == 0 {
 		return out, nil
 	}
-	id := in.Facts[0].BusinessID
-	if l := in.SettledLine(); l != nil {
-		id = l.PayoutID
-	}
+	id := payoutIDOf(in)
 	paid, ok := po.paid[id]
+	k := reconKey{ReconPayoutMismatch, id}
+	meta := Meta{Provider: in.Provider, PaymentKey: id, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
 	if _, failed := po.failed[id]; !ok || failed || id == "" {
 		return out, nil
 	}
-	k := reconKey{ReconPayoutMismatch, id}
-	meta := Meta{Provider: in.Provider, PaymentKey: id, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
 	var e Event
 	switch diff := s.sum - paid.Amount; {
 	case (diff != 0 || s.over) && !s.open[k]:
@@ -232,4 +233,38 @@ func (po *payout) checkLines(in delivery.Event, out []Event) ([]Event, error) {
 		return nil, err
 	}
 	return append(out, e), nil
+}
+
+func payoutIDOf(in delivery.Event) string {
+	if l := in.SettledLine(); l != nil {
+		return l.PayoutID
+	}
+	return in.Facts[0].BusinessID
+}
+
+// closeFailed: a failed payout (payout.failed, or a returned line) never
+// reached the bank, so it is judged neither by its lines nor by which
+// webhooks reported it: its open payout_mismatch and missing_webhook items
+// close, as if the failure had come first (then they never open).
+func (po *payout) closeFailed(in delivery.Event, out []Event) ([]Event, error) {
+	if len(in.Facts) == 0 {
+		return out, nil
+	}
+	id := payoutIDOf(in)
+	if _, failed := po.failed[id]; !failed {
+		return out, nil
+	}
+	meta := Meta{Provider: in.Provider, PaymentKey: id, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
+	for _, kind := range []string{ReconPayoutMismatch, ReconMissingWebhook} {
+		k := reconKey{kind, id}
+		if !po.settle.open[k] {
+			continue
+		}
+		e := Cleared{Meta: meta, Kind: k.kind, Key: k.key, Details: "payout " + id + " failed: it never reached the bank"}
+		if err := po.apply(e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

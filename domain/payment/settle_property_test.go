@@ -196,8 +196,10 @@ func TestPropertySettlementOrderAndDuplicationDoNotMatter(t *testing.T) {
 }
 
 // A payout reported by webhooks (any number, or none) and by its report
-// line (once or several times), in any order, is paid once, and
-// missing_webhook stays open exactly when no webhook reported it.
+// line (once or several times), in any order, is paid once, reversed once
+// when it failed (a payout.failed webhook, a returned line, or both), its
+// lines prove it, and missing_webhook stays open exactly when no webhook
+// reported it.
 func TestPropertyPayoutLineAndWebhooks(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		amount := rapid.Int64Range(1, 1<<40).Draw(t, "amount")
@@ -211,17 +213,49 @@ func TestPropertyPayoutLineAndWebhooks(t *testing.T) {
 			evs = append(evs, delivery.Event{Provider: "stripe", DedupKey: fmt.Sprintf("evt_%d", i), Type: "payout.paid", OccurredAt: t0,
 				Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: amount, Currency: "USD"}}})
 		}
+		// The payout may fail (a bank returns it): reported by payout.failed
+		// webhooks, by a returned line, or both, any number of times.
+		failed := false
+		for i := range rapid.IntRange(0, 2).Draw(t, "failure webhooks") {
+			failed = true
+			evs = append(evs, delivery.Event{Provider: "stripe", DedupKey: fmt.Sprintf("evt_failed_%d", i), Type: "payout.failed", OccurredAt: t0,
+				Facts: []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1", Amount: amount, Currency: "USD"}}})
+		}
+		if rapid.Bool().Draw(t, "returned line") {
+			failed = true
+			back := line
+			back.LineID, back.Gross, back.Net, back.OriginalAmount = "txn_back", amount, amount, amount
+			evs = append(evs, delivery.Settled(back, nil))
+		}
+		// The lines of the payout, told by reports (overlapping): they sum
+		// to its amount, so no payout_mismatch stays open.
+		lines := []settlement.Counted{{Key: "settle:a", Net: amount + 5}, {Key: "settle:txn_fee", Net: -5}}
+		evs = append(evs, delivery.PayoutLines("stripe", "po_1", "USD", lines[:1], t0), delivery.PayoutLines("stripe", "po_1", "USD", lines, t0))
 		history := ingest(t, shuffle(t, evs))
+		paidOut := amount
+		if failed {
+			paidOut = 0
+		}
 		want := map[balanceKey]int64{
-			{ledger.BankPayouts, "USD"}:               amount,
-			{ledger.ProviderBalance("stripe"), "USD"}: -amount - 5,
+			{ledger.BankPayouts, "USD"}:               paidOut,
+			{ledger.ProviderBalance("stripe"), "USD"}: -paidOut - 5,
 			{ledger.ProviderFees("stripe"), "USD"}:    5,
+		}
+		for k, v := range want {
+			if v == 0 {
+				delete(want, k)
+			}
 		}
 		if got := balances(history); !reflect.DeepEqual(got, want) {
 			t.Fatalf("balances %v, want %v (%v)", got, want, types(history))
 		}
+		if n := countTypes(history)[TypePayoutFailed]; failed != (n == 1) || n > 1 {
+			t.Fatalf("%d payout failures recorded (failed: %v): %v", n, failed, types(history))
+		}
 		open := openItems(history)
-		if want := webhooks == 0; open[reconKey{ReconMissingWebhook, "po_1"}] != want || len(open) != map[bool]int{true: 1, false: 0}[want] {
+		// A failed payout is judged neither by its lines nor by its
+		// webhooks.
+		if want := webhooks == 0 && !failed; open[reconKey{ReconMissingWebhook, "po_1"}] != want || len(open) != map[bool]int{true: 1, false: 0}[want] {
 			t.Fatalf("open items %v with %d webhooks", open, webhooks)
 		}
 	})
