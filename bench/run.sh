@@ -26,10 +26,16 @@
 #      projection_lag report, polled every 100 ms), the rebuild's own rate
 #      under load, and the ledger compared with the generator's model.
 #
-#   bench/run.sh               all five
+#   6. Settlement import: a Stripe itemized payout reconciliation report of
+#      BENCH_SETTLE_LINES charge lines (bench/settlegen), imported with
+#      `onceledger settle import` into a fresh database: lines/s (validation
+#      pass included), peak RSS; then the same file again (all duplicates).
+#
+#   bench/run.sh               all six
 #   bench/run.sh ingest        1-3 only
 #   bench/run.sh rebuild       4 only
 #   bench/run.sh rebuild-live  5 only
+#   bench/run.sh settle        6 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -42,6 +48,7 @@
 #   BENCH_REBUILD_EVENTS=1000000  events seeded for the rebuild (about 3.8 per payment)
 #   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
+#   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   PGHOST/PGPORT/PGUSER   the Postgres server (default 127.0.0.1:5432, postgres)
 set -euo pipefail
@@ -49,8 +56,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -63,6 +70,7 @@ OPEN_SECONDS=${BENCH_OPEN_SECONDS:-15}
 REBUILD_EVENTS=${BENCH_REBUILD_EVENTS:-1000000}
 RL_EVENTS=${BENCH_REBUILD_LIVE_EVENTS:-1000000}
 RL_RATE=${BENCH_REBUILD_LIVE_RATE:-500}
+SETTLE_LINES=${BENCH_SETTLE_LINES:-1000000}
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
 
@@ -75,6 +83,7 @@ serve_db="onceledger_bench_serve_${tag}"
 pgb_db="onceledger_bench_pgbench_${tag}"
 rb_db="onceledger_bench_rebuild_${tag}"
 rl_db="onceledger_bench_rebuildlive_${tag}"
+st_db="onceledger_bench_settle_${tag}"
 work="$(mktemp -d)"
 server_pid=""
 loadgen_pid=""
@@ -86,8 +95,9 @@ cleanup() {
 		dropdb --if-exists "$pgb_db" 2>/dev/null || true
 		dropdb --if-exists "$rb_db" 2>/dev/null || true
 		dropdb --if-exists "$rl_db" 2>/dev/null || true
+		dropdb --if-exists "$st_db" 2>/dev/null || true
 	else
-		echo "bench: kept databases $serve_db $pgb_db $rb_db $rl_db" >&2
+		echo "bench: kept databases $serve_db $pgb_db $rb_db $rl_db $st_db" >&2
 	fi
 	rm -rf "$work"
 }
@@ -102,6 +112,7 @@ echo "== build"
 go build -o "$work/onceledger" ./cmd/onceledger
 go build -o "$work/loadgen" ./cmd/loadgen
 go build -o "$work/seed" ./bench/seed
+go build -o "$work/settlegen" ./bench/settlegen
 
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit="${commit}-dirty"; fi
@@ -220,6 +231,46 @@ SQL
 	rb_load="$(cut -d' ' -f1-3 /proc/loadavg)"
 	dropdb --if-exists "$rb_db"
 fi
+# == 6. settlement import =====================================================
+if want settle; then
+	echo "== 6. settlement import: a Stripe report of $SETTLE_LINES lines, onceledger settle import"
+	"$work/settlegen" -lines "$SETTLE_LINES" -run "b$tag" >"$work/report.csv"
+	echo "report: $(du -h "$work/report.csv" | cut -f1)"
+	createdb "$st_db"
+	st_url="$(pgurl "$st_db")"
+	ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" migrate
+	st_run() { # $1: label; the import under /usr/bin/time -v (or polling VmHWM)
+		local out="$work/settle_$1.txt" rc=0 t0 t1
+		t0=$(date +%s.%N)
+		if [[ -x /usr/bin/time ]]; then
+			ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_LOG_LEVEL=warn /usr/bin/time -v \
+				"$work/onceledger" settle import --provider stripe "$work/report.csv" >"$out" 2>&1 || rc=$?
+			awk '/Maximum resident set size/ {print $NF}' "$out" >"$work/strss_$1"
+		else
+			ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_LOG_LEVEL=warn \
+				"$work/onceledger" settle import --provider stripe "$work/report.csv" >"$out" 2>&1 &
+			local pid=$! peak=0 v
+			while kill -0 "$pid" 2>/dev/null; do
+				v=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+				((v > peak)) && peak=$v
+				sleep 0.2
+			done
+			wait "$pid" || rc=$?
+			echo "$peak" >"$work/strss_$1"
+		fi
+		t1=$(date +%s.%N)
+		awk -v n="$SETTLE_LINES" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}' >"$work/strate_$1"
+		grep -m1 'lines read' "$out" || true
+		echo "exit $rc; $(cat "$work/strate_$1") lines/s; peak RSS $(($(cat "$work/strss_$1") / 1024)) MiB"
+		((rc == 0)) || { cat "$out" >&2; status=1; }
+	}
+	echo "-- first import (every line new)"
+	st_run first
+	echo "-- the same file again (every line a duplicate)"
+	st_run again
+	st_load="$(cut -d' ' -f1-3 /proc/loadavg)"
+	dropdb --if-exists "$st_db"
+fi
 # ============================================================================
 
 # == 5. live lag during a rebuild =============================================
@@ -318,6 +369,11 @@ if want rebuild-live; then
 		"$(jq -r '.projection_lag.events_p99' "$work/rl_load.json")" "$(jq -r '.projection_lag.seconds_max*100|round/100' "$work/rl_load.json")" \
 		"$(sed -E -n 's/^rebuilt .* in ([^ ]+) \(([0-9]+) events\/s\).*/\2/p' "$work/rl_rebuild.txt")" \
 		"$(jq -r .verdict "$work/rl_load.json")" "$rl_load_avg"
+fi
+if want settle; then
+	printf 'settle import %d lines: %8d lines/s, peak RSS %d MiB (again, all duplicates: %d lines/s, %d MiB; load: %s)\n' \
+		"$SETTLE_LINES" "$(cat "$work/strate_first")" $(($(cat "$work/strss_first") / 1024)) \
+		"$(cat "$work/strate_again")" $(($(cat "$work/strss_again") / 1024)) "$st_load"
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

@@ -82,6 +82,8 @@ type Writer interface {
 	// ApplyReconciliation opens (or re-opens) and resolves items, in order.
 	ApplyReconciliation(ctx context.Context, changes []ReconciliationChange) error
 	PeriodWriter
+	// The settlement read models (payouts, settlement_lines).
+	SettlementWriter
 }
 
 // LedgerEntry is one posting of one event, as a ledger_entries row.
@@ -153,7 +155,7 @@ func poison(format string, args ...any) error {
 // Default returns the projections onceledger runs, in a fixed order. The
 // options set the ledger's reporting time zone (default UTC).
 func Default(opts ...Option) []Projection {
-	return []Projection{Ledger(opts...), Payments(), Reconciliation()}
+	return []Projection{Ledger(opts...), Payments(), Reconciliation(), Payouts()}
 }
 
 // Option configures the projections, Verify and the Service.
@@ -204,4 +206,37 @@ func decodeOne(r eventstore.RecordedEvent) (Envelope, error) {
 	}
 	e, err := payment.Decode(r.Type, r.Data)
 	return Envelope{Recorded: r, Event: e}, err
+}
+
+// NamePayouts is the payouts projection (payouts, settlement_lines).
+const NamePayouts = "payouts"
+
+// SettlementLineRow is one settlement_lines row; its shape is the read
+// side's.
+type SettlementLineRow = views.SettlementLine
+
+// PayoutChange is what one event says about a payout: reported paid
+// (Amount, Currency, At), failed, or its settlement lines (recorded with
+// InsertSettlementLines, which counts them).
+type PayoutChange struct {
+	Provider string
+	PayoutID string
+	Paid     bool
+	Amount   int64
+	Currency string
+	At       time.Time
+	Failed   bool
+}
+
+// SettlementWriter is what the payouts projection writes through, beside
+// Writer.
+type SettlementWriter interface {
+	// InsertSettlementLines stores lines, skipping those on record
+	// (provider, line key), and counts exactly the inserted ones that
+	// belong to a payout (other than the payout line itself) in its payout
+	// row.
+	InsertSettlementLines(ctx context.Context, lines []SettlementLineRow) error
+	// ApplyPayouts records payouts paid (the first amount stands) and
+	// failed, and recomputes the status of every payout touched.
+	ApplyPayouts(ctx context.Context, changes []PayoutChange) error
 }

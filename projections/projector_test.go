@@ -66,13 +66,13 @@ func TestProjectionsMatchIndependentModel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, vs, "verify")
 	st := f.statusWhen(ctx, func(st views.Status) bool {
-		atHead := len(st.Projections) == 3
+		atHead := len(st.Projections) == len(projections.Default())
 		for _, p := range st.Projections {
 			atHead = atHead && p.Position == st.Head
 		}
 		return atHead
 	})
-	require.Len(t, st.Projections, 3)
+	require.Len(t, st.Projections, len(projections.Default()))
 	for _, p := range st.Projections {
 		assert.Zero(t, p.Lag, p.Name)
 		assert.Equal(t, st.Head, p.Position, p.Name)

@@ -17,6 +17,9 @@ type StatusOptions struct {
 	LagCap int64
 	// Inbox adds the webhook_inbox counts (a GROUP BY over the table).
 	Inbox bool
+	// Settlement adds the last settlement import per provider and the open
+	// reconciliation items per kind (when db is a SettlementStatusDB).
+	Settlement bool
 	// Now is the clock of LagSeconds; default time.Now.
 	Now func() time.Time
 }
@@ -69,6 +72,11 @@ func Status(ctx context.Context, feed Feed, db AuditDB, opts StatusOptions) (vie
 			return rep, err
 		}
 		rep.Projections = append(rep.Projections, st)
+	}
+	if opts.Settlement {
+		if err := settlementStatus(ctx, db, &rep); err != nil {
+			return rep, err
+		}
 	}
 	if !opts.Inbox {
 		return rep, nil
@@ -152,4 +160,24 @@ func Lag(ctx context.Context, feed Feed, after eventstore.Position, limit int64)
 	}
 	l, err := countLag(ctx, feed, after, head, limit)
 	return l.n, l.capped, err
+}
+
+// SettlementStatusDB is the read-model database's settlement side of the
+// status (readmodel.Store).
+type SettlementStatusDB interface {
+	LastImports(ctx context.Context) (map[string]time.Time, error)
+	OpenItemCounts(ctx context.Context) (map[string]int64, error)
+}
+
+func settlementStatus(ctx context.Context, db AuditDB, rep *views.Status) error {
+	sdb, ok := db.(SettlementStatusDB)
+	if !ok {
+		return nil
+	}
+	var err error
+	if rep.LastImports, err = sdb.LastImports(ctx); err != nil {
+		return err
+	}
+	rep.OpenItems, err = sdb.OpenItemCounts(ctx)
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
@@ -44,6 +45,7 @@ var badInput = []error{
 	payment.ErrNoteRequired,
 	payment.ErrActorRequired,
 	ingest.ErrBadRedrive,
+	report.ErrMalformed, // a settlement report: the error names line and column
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving
@@ -81,7 +83,7 @@ func statusFor(err error) int {
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
 	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound), errors.Is(err, views.ErrUnknownPeriod),
-		errors.Is(err, payment.ErrItemNotFound):
+		errors.Is(err, payment.ErrItemNotFound), errors.Is(err, ErrNoReportImporter):
 		return http.StatusNotFound
 	case slices.ContainsFunc(conflicts, func(target error) bool { return errors.Is(err, target) }):
 		return http.StatusConflict

@@ -91,6 +91,13 @@ type Config struct {
 	// resolve|reopen and POST /v1/inbox/redrive; nil = they answer 503.
 	Recon   ReconActions
 	Redrive InboxRedriver
+	// Settlements imports uploaded settlement reports (POST
+	// /v1/settlements/{provider}); SettlementQuery reads payouts and
+	// their lines (GET /v1/payouts…). nil = those answer 503.
+	Settlements     SettlementImporter
+	SettlementQuery SettlementQuery
+	// MaxReportBytes bounds an uploaded report (DefaultMaxReportBytes).
+	MaxReportBytes int64
 }
 
 type server struct {

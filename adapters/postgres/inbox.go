@@ -13,6 +13,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // Inbox is webhook_inbox on its own, each call its own transaction: the
@@ -253,6 +254,11 @@ type normalizedFact struct {
 	Fee        int64  `json:"fee,omitempty"`
 	Currency   string `json:"currency,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// Settlement is a settlement line's normalized form (KindSettled), so
+	// that a line's row can be re-driven like a webhook's.
+	Settlement *settlement.Line `json:"settlement,omitempty"`
+	// Counted: a payout-lines delivery's lines.
+	Counted []settlement.Counted `json:"counted,omitempty"`
 }
 
 func encodeNormalized(ev delivery.Event) normalizedEvent {
@@ -260,7 +266,7 @@ func encodeNormalized(ev delivery.Event) normalizedEvent {
 		PaymentKey: ev.PaymentKey, OccurredAt: ev.OccurredAt, Facts: []normalizedFact{}}
 	for _, f := range ev.Facts {
 		n.Facts = append(n.Facts, normalizedFact{Kind: string(f.Kind), BusinessID: f.BusinessID,
-			Amount: f.Amount, Fee: f.Fee, Currency: string(f.Currency), Reason: f.Reason})
+			Amount: f.Amount, Fee: f.Fee, Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
 	}
 	return n
 }
@@ -274,7 +280,7 @@ func decodeNormalized(b []byte) (delivery.Event, error) {
 		PaymentKey: n.PaymentKey, OccurredAt: n.OccurredAt}
 	for _, f := range n.Facts {
 		ev.Facts = append(ev.Facts, delivery.Fact{Kind: delivery.Kind(f.Kind), BusinessID: f.BusinessID,
-			Amount: f.Amount, Fee: f.Fee, Currency: money.Currency(f.Currency), Reason: f.Reason})
+			Amount: f.Amount, Fee: f.Fee, Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
 	}
 	return ev, nil
 }

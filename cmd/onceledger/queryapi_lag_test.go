@@ -98,8 +98,8 @@ func TestProjectionsLagFromEventStoreDB(t *testing.T) {
 	t.Run("counted from the feed", func(t *testing.T) {
 		a := start(t, 100_000)
 		lags, capped := projectionLags(a)
-		assert.Equal(t, map[string]int64{"ledger": lagEvents - 345, "payments": lagEvents, "reconciliation": 0}, lags)
-		assert.Equal(t, map[string]bool{"ledger": false, "payments": false, "reconciliation": false}, capped)
+		assert.Equal(t, map[string]int64{"ledger": lagEvents - 345, "payments": lagEvents, "payouts": lagEvents, "reconciliation": 0}, lags)
+		assert.Equal(t, map[string]bool{"ledger": false, "payments": false, "payouts": false, "reconciliation": false}, capped)
 
 		header, rows, _ := a.getCSV("/v1/projections")
 		assert.Equal(t, "lag", header[3])
@@ -110,8 +110,8 @@ func TestProjectionsLagFromEventStoreDB(t *testing.T) {
 
 	t.Run("capped", func(t *testing.T) {
 		lags, capped := projectionLags(start(t, 1500))
-		assert.Equal(t, map[string]int64{"ledger": 1500, "payments": 1500, "reconciliation": 0}, lags)
-		assert.Equal(t, map[string]bool{"ledger": true, "payments": true, "reconciliation": false}, capped)
+		assert.Equal(t, map[string]int64{"ledger": 1500, "payments": 1500, "payouts": 1500, "reconciliation": 0}, lags)
+		assert.Equal(t, map[string]bool{"ledger": true, "payments": true, "payouts": true, "reconciliation": false}, capped)
 	})
 
 	t.Run("exactly at the cap is not capped", func(t *testing.T) {

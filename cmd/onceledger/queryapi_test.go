@@ -652,9 +652,9 @@ func TestQueryProjections(t *testing.T) {
 	require.Eventually(t, func() bool {
 		raw.Projections = nil
 		a.getJSON("/v1/projections", &raw)
-		return len(raw.Projections) == 3 && raw.Projections[0]["lag"] == float64(2) && raw.Projections[1]["lag"] == float64(3)
+		return len(raw.Projections) == 4 && raw.Projections[0]["lag"] == float64(2) && raw.Projections[1]["lag"] == float64(3)
 	}, 30*time.Second, 20*time.Millisecond, "lags never reached 2 and 3")
-	require.Len(t, raw.Projections, 3)
+	require.Len(t, raw.Projections, 4) // ledger, payments, payouts, reconciliation
 	ledger := raw.Projections[0]
 	assert.Equal(t, "ledger", ledger["name"])
 	assert.Equal(t, float64(feed[0].Position.Prepare), ledger["position"])
@@ -671,10 +671,10 @@ func TestQueryProjections(t *testing.T) {
 	var rows [][]string
 	require.Eventually(t, func() bool { // as above
 		header, rows, _ = a.getCSV("/v1/projections")
-		return len(rows) == 3 && len(rows[0]) > 3 && rows[0][3] == "2"
+		return len(rows) == 4 && len(rows[0]) > 3 && rows[0][3] == "2"
 	}, 30*time.Second, 20*time.Millisecond, "ledger lag never reached 2")
 	require.Equal(t, []string{"name", "position", "position_commit", "lag", "status", "error", "updated_at"}, header)
-	require.Len(t, rows, 3)
+	require.Len(t, rows, 4)
 	assert.Equal(t, []string{"ledger", strconv.FormatUint(feed[0].Position.Prepare, 10),
 		strconv.FormatUint(feed[0].Position.Commit, 10), "2", "live", ""}, rows[0][:6])
 }

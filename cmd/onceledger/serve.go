@@ -36,6 +36,7 @@ type serveCmd struct {
 	RawRetention        time.Duration `name:"raw-retention" env:"ONCELEDGER_RAW_RETENTION" default:"2160h" group:"Server" help:"Stored raw webhook bodies older than this are erased (hash, facts and events kept); 0 keeps them."`
 	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"Inbox rows still 'received' after this long are re-driven by the sweeper (EventStoreDB's crash window; rows a migration hands back)."`
 	ConsoleSecure       bool          `name:"console-secure-cookies" env:"ONCELEDGER_CONSOLE_SECURE_COOKIES" group:"Server" help:"Mark the console's session cookie Secure on plain HTTP too (behind a TLS-terminating proxy); requests over TLS always get it."`
+	UnsettledAfter      time.Duration `name:"unsettled-after" env:"ONCELEDGER_UNSETTLED_AFTER" default:"168h" group:"Tuning" help:"After a settlement import, a capture with no settlement line this long before the report's latest line opens 'unsettled'."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
@@ -200,6 +201,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		SweepAge:             c.SweepAge,
 		PostbackURL:          c.PaypalIPNVerifyURL,
 		PprofAddr:            c.PprofAddr,
+		UnsettledAfter:       c.UnsettledAfter,
 		Logger:               g.log,
 	}
 }

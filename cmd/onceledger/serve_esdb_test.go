@@ -24,6 +24,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/projections"
 )
 
 // esdbServeEnv is the configuration of `onceledger serve` (and of the
@@ -332,7 +333,8 @@ func TestServeWithEventStoreDB(t *testing.T) {
 				at++
 			}
 		}
-		return at == 3 && len(projs.Projections) == 3
+		n := len(projections.Default())
+		return at == n && len(projs.Projections) == n
 	}, 30*time.Second, 100*time.Millisecond, "projections at the head %s", head)
 
 	// status and inspect, run as commands with the server's configuration.
@@ -342,7 +344,7 @@ func TestServeWithEventStoreDB(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 	assert.Equal(t, head.Prepare, st.Head)
 	assert.Equal(t, head.Commit, st.HeadCommit)
-	require.Len(t, st.Projections, 3)
+	require.Len(t, st.Projections, len(projections.Default()))
 	for _, p := range st.Projections {
 		assert.Equal(t, int64(0), p.Lag, p.Name)
 		assert.Equal(t, head, p.Position, p.Name)

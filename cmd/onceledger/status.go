@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -39,7 +40,7 @@ func (c *statusCmd) run(g *globals, w io.Writer) error {
 		return err
 	}
 	defer func() { _ = closeStore() }()
-	st, err := projections.Status(g.ctx, store, readmodel.New(pool), projections.StatusOptions{Inbox: true})
+	st, err := projections.Status(g.ctx, store, readmodel.New(pool), projections.StatusOptions{Inbox: true, Settlement: true})
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
@@ -61,10 +62,21 @@ type statusView struct {
 	HeadCommit  uint64                   `json:"head_commit"`
 	Projections []views.ProjectionStatus `json:"projections"`
 	Inbox       map[string]int64         `json:"inbox"` // every known status, 0 when none
+	// LastImports: when each provider's settlement lines were last
+	// recorded; OpenItems: open reconciliation items per kind.
+	LastImports map[string]time.Time `json:"last_settlement_imports"`
+	OpenItems   map[string]int64     `json:"open_reconciliation_items"`
 }
 
 func newStatusView(st views.Status) statusView {
-	v := statusView{Head: st.Head.Prepare, HeadCommit: st.Head.Commit, Projections: st.Projections, Inbox: st.Inbox}
+	v := statusView{Head: st.Head.Prepare, HeadCommit: st.Head.Commit, Projections: st.Projections, Inbox: st.Inbox,
+		LastImports: st.LastImports, OpenItems: st.OpenItems}
+	if v.LastImports == nil {
+		v.LastImports = map[string]time.Time{}
+	}
+	if v.OpenItems == nil {
+		v.OpenItems = map[string]int64{}
+	}
 	if v.Projections == nil {
 		v.Projections = []views.ProjectionStatus{}
 	}
@@ -102,6 +114,20 @@ func writeStatusText(w io.Writer, v statusView) error {
 	fmt.Fprintln(tw, "\nINBOX\tROWS")
 	for _, s := range inboxOrder(v.Inbox) {
 		fmt.Fprintf(tw, "%s\t%d\n", s, v.Inbox[s])
+	}
+	fmt.Fprintln(tw, "\nSETTLEMENT IMPORTS\tLAST LINE RECORDED")
+	if len(v.LastImports) == 0 {
+		fmt.Fprintln(tw, "(none)\t")
+	}
+	for _, p := range slices.Sorted(maps.Keys(v.LastImports)) {
+		fmt.Fprintf(tw, "%s\t%s\n", p, v.LastImports[p].UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(tw, "\nOPEN RECONCILIATION ITEMS\tCOUNT")
+	if len(v.OpenItems) == 0 {
+		fmt.Fprintln(tw, "(none)\t")
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.OpenItems)) {
+		fmt.Fprintf(tw, "%s\t%d\n", k, v.OpenItems[k])
 	}
 	return tw.Flush()
 }

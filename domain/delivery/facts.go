@@ -32,6 +32,14 @@ func (e Event) FactsHash() string {
 		b = field(b, strconv.FormatInt(f.Amount, 10))
 		b = field(b, strconv.FormatInt(f.Fee, 10))
 		b = field(b, string(f.Currency))
+		if f.Settlement != nil {
+			// A report line's facts are its amounts (settlement.Line.FactsHash).
+			b = field(b, f.Settlement.FactsHash())
+		}
+		for _, c := range f.Counted {
+			b = field(b, c.Key)
+			b = field(b, strconv.FormatInt(c.Net, 10))
+		}
 		facts = append(facts, b)
 	}
 	slices.SortFunc(facts, func(a, b []byte) int { return slices.Compare(a, b) })

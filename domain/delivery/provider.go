@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // Kind is the business meaning of one fact, independent of the provider's
@@ -67,7 +68,11 @@ type Fact struct {
 	Amount     int64  // minor units, >= 0
 	Fee        int64  // minor units, >= 0, captures only
 	Currency   money.Currency
-	Reason     string // free text for failures, cancellations, disputes, payout failures; optional
+	Reason     string           // free text for failures, cancellations, disputes, payout failures; optional
+	Settlement *settlement.Line // KindSettled only: the report line (settled.go)
+	// Counted: KindPayoutLines only: lines of the payout BusinessID as a
+	// report listed them (settled.go).
+	Counted []settlement.Counted
 }
 
 // Event is one verified, normalized delivery.
@@ -95,15 +100,23 @@ func (e Event) Ignored() bool { return len(e.Facts) == 0 }
 
 // IsPayout reports whether the delivery is about a payout rather than a payment.
 func (e Event) IsPayout() bool {
+	if _, ok := e.settledPayoutKey(); ok {
+		return true // a settlement line tied to no payment (settled.go)
+	}
 	return len(e.Facts) > 0 && e.Facts[0].Kind.IsPayout()
 }
 
 // IsPayout reports whether k is a fact about a payout rather than a payment.
-func (k Kind) IsPayout() bool { return k == KindPayoutPaid || k == KindPayoutFailed }
+func (k Kind) IsPayout() bool {
+	return k == KindPayoutPaid || k == KindPayoutFailed || k == KindPayoutLines
+}
 
 // StreamID names the event stream the delivery's facts belong to:
 // PaymentStream or PayoutStream.
 func (e Event) StreamID() string {
+	if k, ok := e.settledPayoutKey(); ok {
+		return PayoutStream(e.Provider, k)
+	}
 	if e.IsPayout() {
 		return PayoutStream(e.Provider, e.Facts[0].BusinessID)
 	}
@@ -167,6 +180,9 @@ func (e Event) Validate() error {
 	if e.Ignored() {
 		return nil
 	}
+	if e.SettledLine() != nil || (len(e.Facts) > 0 && e.Facts[0].Kind == KindSettled) {
+		return e.validateSettled()
+	}
 	payout := e.IsPayout()
 	if !payout && e.PaymentKey == "" {
 		return fmt.Errorf("%w: payment id", ErrMissingField)
@@ -199,6 +215,14 @@ func (e Event) Validate() error {
 		switch f.Kind {
 		case KindAuthorized, KindFailed, KindCanceled:
 			// may carry no id and no amount
+		case KindPayoutLines:
+			if err := validateCounted(f); err != nil {
+				return err
+			}
+		case KindUnsettledCheck:
+			if f.Amount <= 0 {
+				return fmt.Errorf("%w: unsettled check without its period", ErrInvalidAmount)
+			}
 		case KindCaptured, KindRefunded, KindRefundFailed, KindDisputeOpened, KindDisputeInquiry,
 			KindDisputeFundsReinstated, KindDisputeWon, KindDisputeLost, KindPayoutPaid, KindPayoutFailed:
 			if f.BusinessID == "" {

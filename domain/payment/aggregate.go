@@ -136,6 +136,8 @@ type Payment struct {
 
 	open    map[reconKey]bool // open reconciliation items
 	flagged map[reconKey]bool // items ever opened: mismatches are flagged once
+
+	settle settleState // settlement lines recorded (settle.go)
 }
 
 func newPayment() *Payment {
@@ -237,6 +239,7 @@ func (p *Payment) apply(e Event) {
 			}
 		}
 	}
+	p.applySettlement(e) // settle.go
 }
 
 // add is the aggregate's checked sum: on overflow it saturates and marks the
@@ -343,6 +346,11 @@ func (d *decision) emit(e Event) {
 }
 
 func (d *decision) fact(f delivery.Fact) {
+	if d.settlement(f) { // settle.go: a settlement line, or a webhook fact a line reported first
+		d.overRefund()
+		d.overReversal()
+		return
+	}
 	switch f.Kind {
 	case delivery.KindAuthorized:
 		d.authorized(f)

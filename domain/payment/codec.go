@@ -186,7 +186,10 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Reopened:
 		w = wireAction{toWireMeta(e.Meta), e.Kind, e.Key, e.Actor, e.Note}
 	default:
-		return "", nil, fmt.Errorf("%w: %T", ErrUnknownEventType, e)
+		var ok bool
+		if w, ok = encodeSettle(e); !ok { // settle_codec.go
+			return "", nil, fmt.Errorf("%w: %T", ErrUnknownEventType, e)
+		}
 	}
 	data, err = json.Marshal(w)
 	if err != nil {
@@ -280,6 +283,9 @@ func Decode(typ string, data []byte) (Event, error) {
 		return decode(typ, data, func(w wireAction, m Meta) Event {
 			return Reopened{Meta: m, Kind: w.Kind, Key: w.Key, Actor: w.Actor, Note: w.Note}
 		})
+	}
+	if e, ok, err := decodeSettle(typ, data); ok { // settle_codec.go
+		return e, err
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownEventType, typ)
 }

@@ -24,6 +24,7 @@ type payout struct {
 	paid    map[string]PayoutPaid   // payout ids already recorded
 	failed  map[string]PayoutFailed // payout ids recorded as failed
 	flagged map[reconKey]bool       // items ever opened: mismatches are flagged once
+	settle  payoutSettle            // settlement lines (settle_payout.go)
 }
 
 func newPayout() *payout {
@@ -47,17 +48,39 @@ func (po *payout) apply(e Event) error {
 	case Flagged:
 		po.flagged[reconKey{e.Kind, e.Key}] = true
 	case Cleared:
+	case LineSettled, FeeSettled, Converted, PayoutLinesCounted: // settle_payout.go
 	case Resolved, Reopened:
 		// An operator's word on an item: not a delivery, nothing applied.
 		return nil
 	default:
 		return fmt.Errorf("%s in a payout stream: %w", e.Type(), ErrForeignEvent)
 	}
+	po.applySettled(e)
 	po.applied[e.Metadata().DedupKey] = true
 	return nil
 }
 
 func (po *payout) decide(in delivery.Event) ([]Event, error) {
+	out, err := po.decideFacts(in)
+	if err != nil {
+		return nil, err
+	}
+	// Whatever the delivery said (the payout paid, failed, its lines), the
+	// lines counted so far may now prove the payout or not; a failed payout
+	// is not judged.
+	if out, err = po.closeFailed(in, out); err != nil { // settle_payout.go
+		return nil, err
+	}
+	return po.checkLines(in, out)
+}
+
+func (po *payout) decideFacts(in delivery.Event) ([]Event, error) {
+	if in.SettledLine() != nil { // settle_payout.go
+		return po.decideSettled(in)
+	}
+	if in.Facts[0].Kind == delivery.KindPayoutLines { // settle_payout.go
+		return po.decideLines(in)
+	}
 	id := in.Facts[0].BusinessID
 	for i, f := range in.Facts {
 		// The stream is named after the first payout id; a delivery naming
@@ -69,6 +92,9 @@ func (po *payout) decide(in delivery.Event) ([]Event, error) {
 	}
 	if po.applied[in.DedupKey] {
 		return nil, nil
+	}
+	if out, ok, err := po.webhookAfterLine(in); ok { // settle_payout.go
+		return out, err
 	}
 	meta := Meta{Provider: in.Provider, PaymentKey: id, DedupKey: in.DedupKey, OccurredAt: in.OccurredAt}
 	var out []Event

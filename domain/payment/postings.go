@@ -76,7 +76,7 @@ func Postings(e Event) []ledger.Posting {
 			ledger.ProviderBalance(p), e.Amount,
 			ledger.BankPayouts, -e.Amount)
 	}
-	return nil
+	return settlePostings(e) // settle_events.go
 }
 
 // lines builds postings from (account, amount) pairs, dropping zero amounts.

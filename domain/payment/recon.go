@@ -10,7 +10,7 @@ import (
 // ReconKinds lists every reconciliation item kind the aggregate can open, so
 // that readers can tell a misspelt filter from an empty result.
 func ReconKinds() []string {
-	return []string{
+	return append([]string{
 		ReconRefundBeforePayment,
 		ReconOverRefund,
 		ReconConflictingRedelivery,
@@ -20,7 +20,7 @@ func ReconKinds() []string {
 		ReconDisputeOutcomeConflict,
 		ReconDisputeBeforePayment,
 		ReconOverReversal,
-	}
+	}, SettlementReconKinds()...) // settle_events.go
 }
 
 // Errors of the operators' actions on reconciliation items.

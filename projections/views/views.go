@@ -148,6 +148,11 @@ type Status struct {
 	// Inbox counts webhook_inbox rows by status (every InboxStatuses key,
 	// 0 when none); nil when the reading did not ask for it.
 	Inbox map[string]int64
+	// LastImports is when each provider's settlement lines were last
+	// recorded, and OpenItems the open reconciliation items per kind; nil
+	// when the reading did not ask for them (StatusOptions.Settlement).
+	LastImports map[string]time.Time
+	OpenItems   map[string]int64
 }
 
 // ProjectionStatus is one projection's checkpoint and how far behind the

@@ -38,37 +38,61 @@ func (e ItemActionResultStatus) Valid() bool {
 
 // Defines values for PaymentStatus.
 const (
-	Authorized        PaymentStatus = "authorized"
-	Canceled          PaymentStatus = "canceled"
-	Captured          PaymentStatus = "captured"
-	DisputeLost       PaymentStatus = "dispute_lost"
-	Disputed          PaymentStatus = "disputed"
-	Failed            PaymentStatus = "failed"
-	PartiallyRefunded PaymentStatus = "partially_refunded"
-	Pending           PaymentStatus = "pending"
-	Refunded          PaymentStatus = "refunded"
+	PaymentStatusAuthorized        PaymentStatus = "authorized"
+	PaymentStatusCanceled          PaymentStatus = "canceled"
+	PaymentStatusCaptured          PaymentStatus = "captured"
+	PaymentStatusDisputeLost       PaymentStatus = "dispute_lost"
+	PaymentStatusDisputed          PaymentStatus = "disputed"
+	PaymentStatusFailed            PaymentStatus = "failed"
+	PaymentStatusPartiallyRefunded PaymentStatus = "partially_refunded"
+	PaymentStatusPending           PaymentStatus = "pending"
+	PaymentStatusRefunded          PaymentStatus = "refunded"
 )
 
 // Valid indicates whether the value is a known member of the PaymentStatus enum.
 func (e PaymentStatus) Valid() bool {
 	switch e {
-	case Authorized:
+	case PaymentStatusAuthorized:
 		return true
-	case Canceled:
+	case PaymentStatusCanceled:
 		return true
-	case Captured:
+	case PaymentStatusCaptured:
 		return true
-	case DisputeLost:
+	case PaymentStatusDisputeLost:
 		return true
-	case Disputed:
+	case PaymentStatusDisputed:
 		return true
-	case Failed:
+	case PaymentStatusFailed:
 		return true
-	case PartiallyRefunded:
+	case PaymentStatusPartiallyRefunded:
 		return true
-	case Pending:
+	case PaymentStatusPending:
 		return true
-	case Refunded:
+	case PaymentStatusRefunded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PayoutStatus.
+const (
+	PayoutStatusFailed     PayoutStatus = "failed"
+	PayoutStatusMismatch   PayoutStatus = "mismatch"
+	PayoutStatusPaid       PayoutStatus = "paid"
+	PayoutStatusReconciled PayoutStatus = "reconciled"
+)
+
+// Valid indicates whether the value is a known member of the PayoutStatus enum.
+func (e PayoutStatus) Valid() bool {
+	switch e {
+	case PayoutStatusFailed:
+		return true
+	case PayoutStatusMismatch:
+		return true
+	case PayoutStatusPaid:
+		return true
+	case PayoutStatusReconciled:
 		return true
 	default:
 		return false
@@ -162,6 +186,42 @@ func (e RedriveRequestStatus) Valid() bool {
 	case RedriveRequestStatusIgnored:
 		return true
 	case RedriveRequestStatusReceived:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SettlementLineKind.
+const (
+	SettlementLineKindAdjustment      SettlementLineKind = "adjustment"
+	SettlementLineKindCharge          SettlementLineKind = "charge"
+	SettlementLineKindDispute         SettlementLineKind = "dispute"
+	SettlementLineKindDisputeReversal SettlementLineKind = "dispute_reversal"
+	SettlementLineKindFee             SettlementLineKind = "fee"
+	SettlementLineKindFx              SettlementLineKind = "fx"
+	SettlementLineKindPayout          SettlementLineKind = "payout"
+	SettlementLineKindRefund          SettlementLineKind = "refund"
+)
+
+// Valid indicates whether the value is a known member of the SettlementLineKind enum.
+func (e SettlementLineKind) Valid() bool {
+	switch e {
+	case SettlementLineKindAdjustment:
+		return true
+	case SettlementLineKindCharge:
+		return true
+	case SettlementLineKindDispute:
+		return true
+	case SettlementLineKindDisputeReversal:
+		return true
+	case SettlementLineKindFee:
+		return true
+	case SettlementLineKindFx:
+		return true
+	case SettlementLineKindPayout:
+		return true
+	case SettlementLineKindRefund:
 		return true
 	default:
 		return false
@@ -327,6 +387,90 @@ func (e GetPaymentParamsFormat) Valid() bool {
 	case GetPaymentParamsFormatCsv:
 		return true
 	case GetPaymentParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPayoutsParamsStatus.
+const (
+	GetPayoutsParamsStatusFailed     GetPayoutsParamsStatus = "failed"
+	GetPayoutsParamsStatusMismatch   GetPayoutsParamsStatus = "mismatch"
+	GetPayoutsParamsStatusPaid       GetPayoutsParamsStatus = "paid"
+	GetPayoutsParamsStatusReconciled GetPayoutsParamsStatus = "reconciled"
+)
+
+// Valid indicates whether the value is a known member of the GetPayoutsParamsStatus enum.
+func (e GetPayoutsParamsStatus) Valid() bool {
+	switch e {
+	case GetPayoutsParamsStatusFailed:
+		return true
+	case GetPayoutsParamsStatusMismatch:
+		return true
+	case GetPayoutsParamsStatusPaid:
+		return true
+	case GetPayoutsParamsStatusReconciled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPayoutsParamsFormat.
+const (
+	GetPayoutsParamsFormatCsv  GetPayoutsParamsFormat = "csv"
+	GetPayoutsParamsFormatJson GetPayoutsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetPayoutsParamsFormat enum.
+func (e GetPayoutsParamsFormat) Valid() bool {
+	switch e {
+	case GetPayoutsParamsFormatCsv:
+		return true
+	case GetPayoutsParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPayoutParamsFormat.
+const (
+	GetPayoutParamsFormatCsv  GetPayoutParamsFormat = "csv"
+	GetPayoutParamsFormatJson GetPayoutParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetPayoutParamsFormat enum.
+func (e GetPayoutParamsFormat) Valid() bool {
+	switch e {
+	case GetPayoutParamsFormatCsv:
+		return true
+	case GetPayoutParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPayout200JSONResponseBodyStatus.
+const (
+	GetPayout200JSONResponseBodyStatusFailed     GetPayout200JSONResponseBodyStatus = "failed"
+	GetPayout200JSONResponseBodyStatusMismatch   GetPayout200JSONResponseBodyStatus = "mismatch"
+	GetPayout200JSONResponseBodyStatusPaid       GetPayout200JSONResponseBodyStatus = "paid"
+	GetPayout200JSONResponseBodyStatusReconciled GetPayout200JSONResponseBodyStatus = "reconciled"
+)
+
+// Valid indicates whether the value is a known member of the GetPayout200JSONResponseBodyStatus enum.
+func (e GetPayout200JSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case GetPayout200JSONResponseBodyStatusFailed:
+		return true
+	case GetPayout200JSONResponseBodyStatusMismatch:
+		return true
+	case GetPayout200JSONResponseBodyStatusPaid:
+		return true
+	case GetPayout200JSONResponseBodyStatusReconciled:
 		return true
 	default:
 		return false
@@ -517,6 +661,18 @@ type Error struct {
 	Error string `json:"error"`
 }
 
+// ImportSummary defines model for ImportSummary.
+type ImportSummary struct {
+	// Duplicates Lines already on record (the same or an overlapping file imported before).
+	Duplicates int `json:"duplicates"`
+
+	// Lines Lines read.
+	Lines int `json:"lines"`
+
+	// New Lines recorded for the first time.
+	New int `json:"new"`
+}
+
 // ItemAction defines model for ItemAction.
 type ItemAction struct {
 	// Id The item's id as GET /v1/reconciliation lists it.
@@ -635,6 +791,34 @@ type PaymentEvent struct {
 	Type    *string `json:"type,omitempty"`
 	Version *int64  `json:"version,omitempty"`
 }
+
+// Payout defines model for Payout.
+type Payout struct {
+	// Amount What was paid out, minor units.
+	Amount        *int64     `json:"amount,omitempty"`
+	AmountDecimal *string    `json:"amount_decimal,omitempty"`
+	ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
+	Currency      *string    `json:"currency,omitempty"`
+
+	// Difference lines_net − amount: 0 when reconciled.
+	Difference        *int64  `json:"difference,omitempty"`
+	DifferenceDecimal *string `json:"difference_decimal,omitempty"`
+
+	// LineCount Settlement lines counted in the payout (not the payout line itself).
+	LineCount *int64 `json:"line_count,omitempty"`
+
+	// LinesNet The sum of their nets.
+	LinesNet *int64  `json:"lines_net,omitempty"`
+	PayoutId *string `json:"payout_id,omitempty"`
+	Provider *string `json:"provider,omitempty"`
+
+	// Status reconciled: the nets of its settlement lines sum to its amount; mismatch: they do not (see difference); paid: no line counted yet; failed: failed or returned after it was paid.
+	Status    *PayoutStatus `json:"status,omitempty"`
+	UpdatedAt *time.Time    `json:"updated_at,omitempty"`
+}
+
+// PayoutStatus reconciled: the nets of its settlement lines sum to its amount; mismatch: they do not (see difference); paid: no line counted yet; failed: failed or returned after it was paid.
+type PayoutStatus string
 
 // Period defines model for Period.
 type Period struct {
@@ -796,6 +980,38 @@ type RedriveResult struct {
 	// Skipped Moved on meanwhile (another redrive, the sweeper).
 	Skipped int `json:"skipped"`
 }
+
+// SettlementLine defines model for SettlementLine.
+type SettlementLine struct {
+	AvailableOn *time.Time `json:"available_on,omitempty"`
+	CaptureId   *string    `json:"capture_id,omitempty"`
+
+	// Currency Settlement currency of gross, fee and net.
+	Currency  *string `json:"currency,omitempty"`
+	DisputeId *string `json:"dispute_id,omitempty"`
+
+	// ExchangeRate The provider's rate, exact decimal text; empty when none.
+	ExchangeRate *string             `json:"exchange_rate,omitempty"`
+	Fee          *int64              `json:"fee,omitempty"`
+	Gross        *int64              `json:"gross,omitempty"`
+	Kind         *SettlementLineKind `json:"kind,omitempty"`
+	LineId       *string             `json:"line_id,omitempty"`
+
+	// LineKey The line's dedup key (from its own ids).
+	LineKey          *string    `json:"line_key,omitempty"`
+	Net              *int64     `json:"net,omitempty"`
+	OccurredAt       *time.Time `json:"occurred_at,omitempty"`
+	OriginalAmount   *int64     `json:"original_amount,omitempty"`
+	OriginalCurrency *string    `json:"original_currency,omitempty"`
+	PaymentId        *string    `json:"payment_id,omitempty"`
+	RefundId         *string    `json:"refund_id,omitempty"`
+
+	// SourceType The provider's own row type.
+	SourceType *string `json:"source_type,omitempty"`
+}
+
+// SettlementLineKind defines model for SettlementLine.Kind.
+type SettlementLineKind string
 
 // TrialBalance defines model for TrialBalance.
 type TrialBalance struct {
@@ -986,6 +1202,39 @@ type GetPaymentParams struct {
 // GetPaymentParamsFormat defines parameters for GetPayment.
 type GetPaymentParamsFormat string
 
+// GetPayoutsParams defines parameters for GetPayouts.
+type GetPayoutsParams struct {
+	Provider *string                 `form:"provider,omitempty" json:"provider,omitempty"`
+	Status   *GetPayoutsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// From Arrival date at or after (RFC 3339).
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Arrival date before (RFC 3339).
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
+	Format *GetPayoutsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetPayoutsParamsStatus defines parameters for GetPayouts.
+type GetPayoutsParamsStatus string
+
+// GetPayoutsParamsFormat defines parameters for GetPayouts.
+type GetPayoutsParamsFormat string
+
+// GetPayoutParams defines parameters for GetPayout.
+type GetPayoutParams struct {
+	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
+	Format *GetPayoutParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetPayoutParamsFormat defines parameters for GetPayout.
+type GetPayoutParamsFormat string
+
+// GetPayout200JSONResponseBodyStatus defines parameters for GetPayout.
+type GetPayout200JSONResponseBodyStatus string
+
 // GetPeriodsParams defines parameters for GetPeriods.
 type GetPeriodsParams struct {
 	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
@@ -1047,6 +1296,9 @@ type GetReconciliationItemsParamsStatus string
 // GetReconciliationItemsParamsFormat defines parameters for GetReconciliationItems.
 type GetReconciliationItemsParamsFormat string
 
+// PostSettlementReportJSONBody defines parameters for PostSettlementReport.
+type PostSettlementReportJSONBody = map[string]interface{}
+
 // PostWebhookJSONBody defines parameters for PostWebhook.
 type PostWebhookJSONBody = map[string]interface{}
 
@@ -1071,6 +1323,9 @@ type PostReconciliationReopenJSONRequestBody = ItemAction
 
 // PostReconciliationResolveJSONRequestBody defines body for PostReconciliationResolve for application/json ContentType.
 type PostReconciliationResolveJSONRequestBody = ItemAction
+
+// PostSettlementReportJSONRequestBody defines body for PostSettlementReport for application/json ContentType.
+type PostSettlementReportJSONRequestBody = PostSettlementReportJSONBody
 
 // PostWebhookJSONRequestBody defines body for PostWebhook for application/json ContentType.
 type PostWebhookJSONRequestBody = PostWebhookJSONBody
@@ -1238,6 +1493,16 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/payments/{provider}/{payment_id} (the `GetPayment` operationId).
 	GetPayment(ctx context.Context, provider string, paymentId string, params *GetPaymentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetPayouts Payouts and whether their settlement lines prove them
+	//
+	// Corresponds with GET /v1/payouts (the `GetPayouts` operationId).
+	GetPayouts(ctx context.Context, params *GetPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPayout One payout and its settlement lines
+	//
+	// Corresponds with GET /v1/payouts/{provider}/{payout_id} (the `GetPayout` operationId).
+	GetPayout(ctx context.Context, provider string, payoutId string, params *GetPayoutParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetPeriods Accounting periods and their status
 	//
 	// The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
@@ -1333,6 +1598,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
 	PostReconciliationResolve(ctx context.Context, body PostReconciliationResolveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSettlementReportWithBody Import one settlement report file (admin)
+	//
+	// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+	PostSettlementReportWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSettlementReport Import one settlement report file (admin)
+	//
+	// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+	PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeadWebhook Endpoint check (Circle verifies a subscription with HEAD)
 	//
@@ -1573,6 +1856,36 @@ func (c *Client) GetPayment(ctx context.Context, provider string, paymentId stri
 	return c.Client.Do(req)
 }
 
+// GetPayouts Payouts and whether their settlement lines prove them
+//
+// Corresponds with GET /v1/payouts (the `GetPayouts` operationId).
+func (c *Client) GetPayouts(ctx context.Context, params *GetPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPayoutsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPayout One payout and its settlement lines
+//
+// Corresponds with GET /v1/payouts/{provider}/{payout_id} (the `GetPayout` operationId).
+func (c *Client) GetPayout(ctx context.Context, provider string, payoutId string, params *GetPayoutParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPayoutRequest(c.Server, provider, payoutId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetPeriods Accounting periods and their status
 //
 // The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
@@ -1779,6 +2092,44 @@ func (c *Client) PostReconciliationResolveWithBody(ctx context.Context, contentT
 // Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
 func (c *Client) PostReconciliationResolve(ctx context.Context, body PostReconciliationResolveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostReconciliationResolveRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSettlementReportWithBody Import one settlement report file (admin)
+//
+// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSettlementReportRequestWithBody(c.Server, provider, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSettlementReport Import one settlement report file (admin)
+//
+// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+func (c *Client) PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSettlementReportRequest(c.Server, provider, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2483,6 +2834,176 @@ func NewGetPaymentRequest(server string, provider string, paymentId string, para
 	return req, nil
 }
 
+// NewGetPayoutsRequest constructs an http.Request for the GetPayouts method
+func NewGetPayoutsRequest(server string, params *GetPayoutsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/payouts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Provider != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPayoutRequest constructs an http.Request for the GetPayout method
+func NewGetPayoutRequest(server string, provider string, payoutId string, params *GetPayoutParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider", provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "payout_id", payoutId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/payouts/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetPeriodsRequest constructs an http.Request for the GetPeriods method
 func NewGetPeriodsRequest(server string, params *GetPeriodsParams) (*http.Request, error) {
 	var err error
@@ -2916,6 +3437,53 @@ func NewPostReconciliationResolveRequestWithBody(server string, contentType stri
 	return req, nil
 }
 
+// NewPostSettlementReportRequest calls the generic PostSettlementReport builder with application/json body
+func NewPostSettlementReportRequest(server string, provider string, body PostSettlementReportJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSettlementReportRequestWithBody(server, provider, "application/json", bodyReader)
+}
+
+// NewPostSettlementReportRequestWithBody constructs an http.Request for the PostSettlementReport method, with any body, and a specified content type
+func NewPostSettlementReportRequestWithBody(server string, provider string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider", provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/settlements/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewHeadWebhookRequest constructs an http.Request for the HeadWebhook method
 func NewHeadWebhookRequest(server string, provider string) (*http.Request, error) {
 	var err error
@@ -3154,6 +3722,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/payments/{provider}/{payment_id} (the `GetPayment` operationId).
 	GetPaymentWithResponse(ctx context.Context, provider string, paymentId string, params *GetPaymentParams, reqEditors ...RequestEditorFn) (*GetPaymentResponse, error)
 
+	// GetPayoutsWithResponse Payouts and whether their settlement lines prove them
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/payouts (the `GetPayouts` operationId).
+	GetPayoutsWithResponse(ctx context.Context, params *GetPayoutsParams, reqEditors ...RequestEditorFn) (*GetPayoutsResponse, error)
+
+	// GetPayoutWithResponse One payout and its settlement lines
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/payouts/{provider}/{payout_id} (the `GetPayout` operationId).
+	GetPayoutWithResponse(ctx context.Context, provider string, payoutId string, params *GetPayoutParams, reqEditors ...RequestEditorFn) (*GetPayoutResponse, error)
+
 	// GetPeriodsWithResponse Accounting periods and their status
 	//
 	// The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
@@ -3257,6 +3839,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/reconciliation/resolve (the `PostReconciliationResolve` operationId).
 	PostReconciliationResolveWithResponse(ctx context.Context, body PostReconciliationResolveJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReconciliationResolveResponse, error)
+
+	// PostSettlementReportWithBodyWithResponse Import one settlement report file (admin)
+	//
+	// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+	PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
+
+	// PostSettlementReportWithResponse Import one settlement report file (admin)
+	//
+	// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+	PostSettlementReportWithResponse(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
 
 	// HeadWebhookWithResponse Endpoint check (Circle verifies a subscription with HEAD)
 	//
@@ -3955,6 +4555,201 @@ func (r GetPaymentResponse) ContentType() string {
 	return ""
 }
 
+// GetPayoutsResponse401Headers the declared response headers of an HTTP 401 response for GetPayouts
+type GetPayoutsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Payouts []Payout `json:"payouts"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPayoutsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPayoutsResponse) GetJSON200() *struct {
+	Payouts []Payout `json:"payouts"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPayoutsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPayoutsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPayoutsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPayoutResponse401Headers the declared response headers of an HTTP 401 response for GetPayout
+type GetPayoutResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetPayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Amount What was paid out, minor units.
+		Amount        *int64     `json:"amount,omitempty"`
+		AmountDecimal *string    `json:"amount_decimal,omitempty"`
+		ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
+		Currency      *string    `json:"currency,omitempty"`
+
+		// Difference lines_net − amount: 0 when reconciled.
+		Difference        *int64  `json:"difference,omitempty"`
+		DifferenceDecimal *string `json:"difference_decimal,omitempty"`
+
+		// LineCount Settlement lines counted in the payout (not the payout line itself).
+		LineCount *int64           `json:"line_count,omitempty"`
+		Lines     []SettlementLine `json:"lines"`
+
+		// LinesNet The sum of their nets.
+		LinesNet *int64  `json:"lines_net,omitempty"`
+		PayoutId *string `json:"payout_id,omitempty"`
+		Provider *string `json:"provider,omitempty"`
+
+		// Status reconciled: the nets of its settlement lines sum to its amount; mismatch: they do not (see difference); paid: no line counted yet; failed: failed or returned after it was paid.
+		Status    *GetPayout200JSONResponseBodyStatus `json:"status,omitempty"`
+		UpdatedAt *time.Time                          `json:"updated_at,omitempty"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPayoutResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPayoutResponse) GetJSON200() *struct {
+	// Amount What was paid out, minor units.
+	Amount        *int64     `json:"amount,omitempty"`
+	AmountDecimal *string    `json:"amount_decimal,omitempty"`
+	ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
+	Currency      *string    `json:"currency,omitempty"`
+
+	// Difference lines_net − amount: 0 when reconciled.
+	Difference        *int64  `json:"difference,omitempty"`
+	DifferenceDecimal *string `json:"difference_decimal,omitempty"`
+
+	// LineCount Settlement lines counted in the payout (not the payout line itself).
+	LineCount *int64           `json:"line_count,omitempty"`
+	Lines     []SettlementLine `json:"lines"`
+
+	// LinesNet The sum of their nets.
+	LinesNet *int64  `json:"lines_net,omitempty"`
+	PayoutId *string `json:"payout_id,omitempty"`
+	Provider *string `json:"provider,omitempty"`
+
+	// Status reconciled: the nets of its settlement lines sum to its amount; mismatch: they do not (see difference); paid: no line counted yet; failed: failed or returned after it was paid.
+	Status    *GetPayout200JSONResponseBodyStatus `json:"status,omitempty"`
+	UpdatedAt *time.Time                          `json:"updated_at,omitempty"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPayoutResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPayoutResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPayoutResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPayoutResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPayoutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetPeriodsResponse401Headers the declared response headers of an HTTP 401 response for GetPeriods
 type GetPeriodsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4620,6 +5415,89 @@ func (r PostReconciliationResolveResponse) ContentType() string {
 	return ""
 }
 
+// PostSettlementReportResponse401Headers the declared response headers of an HTTP 401 response for PostSettlementReport
+type PostSettlementReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostSettlementReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportSummary
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostSettlementReportResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSettlementReportResponse) GetJSON200() *ImportSummary {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSettlementReportResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSettlementReportResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostSettlementReportResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostSettlementReportResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostSettlementReportResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSettlementReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSettlementReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSettlementReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSettlementReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type HeadWebhookResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4911,6 +5789,32 @@ func (c *ClientWithResponses) GetPaymentWithResponse(ctx context.Context, provid
 	return ParseGetPaymentResponse(rsp)
 }
 
+// GetPayoutsWithResponse Payouts and whether their settlement lines prove them
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/payouts (the `GetPayouts` operationId).
+func (c *ClientWithResponses) GetPayoutsWithResponse(ctx context.Context, params *GetPayoutsParams, reqEditors ...RequestEditorFn) (*GetPayoutsResponse, error) {
+	rsp, err := c.GetPayouts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPayoutsResponse(rsp)
+}
+
+// GetPayoutWithResponse One payout and its settlement lines
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/payouts/{provider}/{payout_id} (the `GetPayout` operationId).
+func (c *ClientWithResponses) GetPayoutWithResponse(ctx context.Context, provider string, payoutId string, params *GetPayoutParams, reqEditors ...RequestEditorFn) (*GetPayoutResponse, error) {
+	rsp, err := c.GetPayout(ctx, provider, payoutId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPayoutResponse(rsp)
+}
+
 // GetPeriodsWithResponse Accounting periods and their status
 //
 // The periods with entries and those ever closed, oldest first. A close is recorded at once; the ledger projection marks the period closed and freezes its trial balance when it reads the event.
@@ -5085,6 +5989,36 @@ func (c *ClientWithResponses) PostReconciliationResolveWithResponse(ctx context.
 		return nil, err
 	}
 	return ParsePostReconciliationResolveResponse(rsp)
+}
+
+// PostSettlementReportWithBodyWithResponse Import one settlement report file (admin)
+//
+// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+func (c *ClientWithResponses) PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
+	rsp, err := c.PostSettlementReportWithBody(ctx, provider, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSettlementReportResponse(rsp)
+}
+
+// PostSettlementReportWithResponse Import one settlement report file (admin)
+//
+// The body is one report file as the provider publishes it (stripe: itemized payout reconciliation CSV or a Balance Transactions list; adyen: Settlement details report; paypal: STL settlement report; square: ListPayoutEntries JSON). The whole file is validated first: a malformed file imports nothing. Each line then passes the inbox gate with a dedup key from its own ids, so importing the same or an overlapping file again changes nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
+func (c *ClientWithResponses) PostSettlementReportWithResponse(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
+	rsp, err := c.PostSettlementReport(ctx, provider, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSettlementReportResponse(rsp)
 }
 
 // HeadWebhookWithResponse Endpoint check (Circle verifies a subscription with HEAD)
@@ -5696,6 +6630,164 @@ func ParseGetPaymentResponse(rsp *http.Response) (*GetPaymentResponse, error) {
 	return response, nil
 }
 
+// ParseGetPayoutsResponse parses an HTTP response from a GetPayoutsWithResponse call
+func ParseGetPayoutsResponse(rsp *http.Response) (*GetPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Payouts []Payout `json:"payouts"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPayoutsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPayoutResponse parses an HTTP response from a GetPayoutWithResponse call
+func ParseGetPayoutResponse(rsp *http.Response) (*GetPayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Amount What was paid out, minor units.
+			Amount        *int64     `json:"amount,omitempty"`
+			AmountDecimal *string    `json:"amount_decimal,omitempty"`
+			ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
+			Currency      *string    `json:"currency,omitempty"`
+
+			// Difference lines_net − amount: 0 when reconciled.
+			Difference        *int64  `json:"difference,omitempty"`
+			DifferenceDecimal *string `json:"difference_decimal,omitempty"`
+
+			// LineCount Settlement lines counted in the payout (not the payout line itself).
+			LineCount *int64           `json:"line_count,omitempty"`
+			Lines     []SettlementLine `json:"lines"`
+
+			// LinesNet The sum of their nets.
+			LinesNet *int64  `json:"lines_net,omitempty"`
+			PayoutId *string `json:"payout_id,omitempty"`
+			Provider *string `json:"provider,omitempty"`
+
+			// Status reconciled: the nets of its settlement lines sum to its amount; mismatch: they do not (see difference); paid: no line counted yet; failed: failed or returned after it was paid.
+			Status    *GetPayout200JSONResponseBodyStatus `json:"status,omitempty"`
+			UpdatedAt *time.Time                          `json:"updated_at,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPayoutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetPeriodsResponse parses an HTTP response from a GetPeriodsWithResponse call
 func ParseGetPeriodsResponse(rsp *http.Response) (*GetPeriodsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6283,6 +7375,80 @@ func ParsePostReconciliationResolveResponse(rsp *http.Response) (*PostReconcilia
 	switch {
 	case rsp.StatusCode == 401:
 		var headers PostReconciliationResolveResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostSettlementReportResponse parses an HTTP response from a PostSettlementReportWithResponse call
+func ParsePostSettlementReportResponse(rsp *http.Response) (*PostSettlementReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSettlementReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportSummary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostSettlementReportResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -38,7 +38,7 @@ func TestReadModelMigrationsDownAndUp(t *testing.T) {
 	require.NoError(t, err, "up again")
 
 	for _, rel := range []string{"payments", "ledger_entries", "account_balances", "reconciliation_items",
-		"projection_checkpoints", "webhook_inbox", "v_balances_by_provider", "v_open_reconciliation", "v_daily_totals",
+		"projection_checkpoints", "webhook_inbox", "payouts", "settlement_lines", "v_balances_by_provider", "v_open_reconciliation", "v_daily_totals",
 		"periods", "period_balances"} {
 		var ok bool
 		require.NoError(t, pool.QueryRow(ctx, `SELECT has_table_privilege('onceledger_readonly', $1, 'SELECT')`, rel).Scan(&ok))
@@ -54,5 +54,5 @@ func TestReadModelMigrationsDownAndUp(t *testing.T) {
 	require.NoError(t, err)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ledger", "payments", "reconciliation"}, names, "seeded checkpoints")
+	assert.Equal(t, []string{"ledger", "payments", "payouts", "reconciliation"}, names, "seeded checkpoints")
 }

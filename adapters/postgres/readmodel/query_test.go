@@ -223,13 +223,14 @@ func TestStatusOverPostgres(t *testing.T) {
 
 	st, err := projections.Status(ctx, store, db, projections.StatusOptions{Inbox: true, LagCap: 4})
 	require.NoError(t, err)
-	require.Len(t, st.Projections, 3)
+	require.Len(t, st.Projections, 4)
 	assert.Equal(t, all[4].Position, st.Head)
 	byName := map[string]views.ProjectionStatus{}
 	for _, s := range st.Projections {
 		byName[s.Name] = s
 	}
-	assert.Equal(t, []string{"ledger", "payments", "reconciliation"}, []string{st.Projections[0].Name, st.Projections[1].Name, st.Projections[2].Name})
+	assert.Equal(t, []string{"ledger", "payments", "payouts", "reconciliation"},
+		[]string{st.Projections[0].Name, st.Projections[1].Name, st.Projections[2].Name, st.Projections[3].Name})
 	assert.Equal(t, int64(3), byName["ledger"].Lag)
 	assert.False(t, byName["ledger"].LagCapped)
 	assert.Equal(t, at, byName["ledger"].Position)

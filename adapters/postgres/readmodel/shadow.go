@@ -66,6 +66,19 @@ var tableSpecs = map[string]tableSpec{
 			"opened_event_id", "resolved_event_id", "resolved_by", "note"},
 		eagerKeys: true,
 	},
+	"settlement_lines": {
+		key: []string{"provider", "line_key"},
+		compare: []string{"kind", "source_type", "line_id", "payment_id", "capture_id", "refund_id", "dispute_id",
+			"gross", "fee", "net", "currency", "original_amount", "original_currency", "exchange_rate", "payout_id",
+			"occurred_at", "available_on", "stream_id"},
+		eagerKeys: true,
+	},
+	"payouts": {
+		key: []string{"provider", "payout_id"},
+		compare: []string{"amount", "currency", "arrival_date", "paid", "failed", "status", "line_count",
+			"lines_net", "difference"},
+		eagerKeys: true,
+	},
 }
 
 // shadowIndexSuffix marks index and constraint names on shadow tables

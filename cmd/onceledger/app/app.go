@@ -30,6 +30,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
+	"github.com/onceledger/onceledger/adapters/settlements"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -87,6 +88,10 @@ type Config struct {
 	// verification; PostbackClient the client doing it (nil: a default).
 	PostbackURL    string
 	PostbackClient *http.Client
+
+	// UnsettledAfter is ONCELEDGER_UNSETTLED_AFTER (DefaultUnsettledAfter
+	// when 0): the unsettled check after a settlement import.
+	UnsettledAfter time.Duration
 
 	PprofAddr string // serve net/http/pprof there; "" = off
 	Logger    *slog.Logger
@@ -192,6 +197,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	hc.SettlementQuery = a.reads.Query
+	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
 	return a, nil
 }
@@ -226,6 +233,15 @@ func (a *App) Pool() *pgxpool.Pool { return a.pool }
 
 // Events is the configured event store.
 func (a *App) Events() EventStore { return a.events }
+
+// Importer is the settlement report importer (settlements.go).
+func (a *App) Importer() *settlements.Importer {
+	after := a.cfg.UnsettledAfter
+	if after <= 0 {
+		after = DefaultUnsettledAfter
+	}
+	return NewImporter(a.service, a.reads.Query, after)
+}
 
 // Service is the ingest service.
 func (a *App) Service() *ingest.Service { return a.service }

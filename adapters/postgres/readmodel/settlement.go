@@ -1,0 +1,131 @@
+package readmodel
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/projections"
+)
+
+// payoutStatus recomputes a payouts row's status and difference from its
+// totals (alias p): failed is final; a paid payout with no line counted yet
+// is paid; otherwise its lines prove it or they do not.
+const payoutStatus = `
+	status = CASE WHEN p.failed THEN 'failed'
+	              WHEN p.paid AND p.line_count = 0 THEN 'paid'
+	              WHEN p.lines_net = p.amount THEN 'reconciled'
+	              ELSE 'mismatch' END,
+	difference = p.lines_net - p.amount`
+
+var settlementLineColumns = []string{"provider", "line_key", "kind", "source_type", "line_id", "payment_id",
+	"capture_id", "refund_id", "dispute_id", "gross", "fee", "net", "currency", "original_amount",
+	"original_currency", "exchange_rate", "payout_id", "occurred_at", "available_on", "stream_id"}
+
+func (w *writer) InsertSettlementLines(ctx context.Context, lines []projections.SettlementLineRow) error {
+	n := len(lines)
+	cols := make([][]string, 13)
+	for i := range cols {
+		cols[i] = make([]string, n)
+	}
+	gross, fee, net, orig := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	occurred, avail := make([]time.Time, n), make([]*time.Time, n)
+	for i, l := range lines {
+		for j, v := range []string{l.Provider, l.LineKey, l.Kind, l.SourceType, l.LineID, l.PaymentID, l.CaptureID,
+			l.RefundID, l.DisputeID, l.Currency, l.OriginalCurrency, l.ExchangeRate, l.PayoutID} {
+			cols[j][i] = v
+		}
+		gross[i], fee[i], net[i], orig[i] = l.Gross, l.Fee, l.Net, l.OriginalAmount
+		occurred[i] = l.OccurredAt
+		if !l.AvailableOn.IsZero() {
+			a := l.AvailableOn
+			avail[i] = &a
+		}
+	}
+	streams := make([]string, n)
+	for i, l := range lines {
+		streams[i] = l.StreamID
+	}
+	// Only the lines actually inserted are counted in their payout, so a
+	// replayed batch changes nothing. The payout line itself is what the
+	// others must sum to, not one of them.
+	_, err := w.tx.Exec(ctx, `
+		WITH inserted AS (
+			INSERT INTO `+w.table("settlement_lines")+` (`+joinQuoted("", settlementLineColumns)+`)
+			SELECT provider, line_key, kind, source_type, line_id, payment_id, capture_id, refund_id, dispute_id,
+				gross, fee, net, currency, original_amount, original_currency, exchange_rate, payout_id,
+				occurred_at, available_on, stream_id
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+				$14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::timestamptz[], $19::timestamptz[], $20::text[])
+				AS r(provider, line_key, kind, source_type, line_id, payment_id, capture_id, refund_id, dispute_id,
+				currency, original_currency, exchange_rate, payout_id, gross, fee, net, original_amount,
+				occurred_at, available_on, stream_id)
+			ON CONFLICT (provider, line_key) DO NOTHING
+			RETURNING provider, payout_id, kind, net, occurred_at
+		), counted AS (
+			SELECT provider, payout_id, count(*) AS n, sum(net)::bigint AS net, max(occurred_at) AS at
+			FROM inserted WHERE payout_id <> '' AND kind <> 'payout'
+			GROUP BY provider, payout_id
+		)
+		INSERT INTO `+w.table("payouts")+` AS p (provider, payout_id, line_count, lines_net, status, difference, updated_at)
+		SELECT provider, payout_id, n, net, 'mismatch', net, at FROM counted
+		ON CONFLICT (provider, payout_id) DO UPDATE
+		SET line_count = p.line_count + excluded.line_count,
+		    lines_net = p.lines_net + excluded.lines_net,
+		    updated_at = greatest(p.updated_at, excluded.updated_at)`,
+		cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], cols[10], cols[11], cols[12],
+		gross, fee, net, orig, occurred, avail, streams)
+	if err != nil {
+		return classify(err)
+	}
+	return w.refreshPayouts(ctx)
+}
+
+// refreshPayouts recomputes the status of the rows whose totals changed in
+// this transaction (their stored status or difference no longer matches).
+func (w *writer) refreshPayouts(ctx context.Context) error {
+	_, err := w.tx.Exec(ctx, `
+		UPDATE `+w.table("payouts")+` AS p SET `+payoutStatus+`
+		WHERE p.difference <> p.lines_net - p.amount
+		   OR p.status <> CASE WHEN p.failed THEN 'failed'
+		                       WHEN p.paid AND p.line_count = 0 THEN 'paid'
+		                       WHEN p.lines_net = p.amount THEN 'reconciled'
+		                       ELSE 'mismatch' END`)
+	return classify(err)
+}
+
+func (w *writer) ApplyPayouts(ctx context.Context, changes []projections.PayoutChange) error {
+	t := w.table("payouts")
+	b := &pgx.Batch{}
+	for _, c := range changes {
+		if c.Paid {
+			// The first report of the amount stands (the domain flags a
+			// different one); a replay sets the same values again.
+			b.Queue(`
+				INSERT INTO `+t+` AS p (provider, payout_id, amount, currency, arrival_date, paid, status, updated_at)
+				VALUES ($1, $2, $3, $4, $5, true, 'paid', $5)
+				ON CONFLICT (provider, payout_id) DO UPDATE
+				SET amount = CASE WHEN p.paid THEN p.amount ELSE excluded.amount END,
+				    currency = coalesce(p.currency, excluded.currency),
+				    arrival_date = coalesce(p.arrival_date, excluded.arrival_date),
+				    paid = true,
+				    updated_at = greatest(p.updated_at, excluded.updated_at)`,
+				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At)
+		}
+		if c.Failed {
+			b.Queue(`
+				INSERT INTO `+t+` AS p (provider, payout_id, amount, currency, failed, status, updated_at)
+				VALUES ($1, $2, $3, $4, true, 'failed', $5)
+				ON CONFLICT (provider, payout_id) DO UPDATE
+				SET failed = true, currency = coalesce(p.currency, excluded.currency),
+				    updated_at = greatest(p.updated_at, excluded.updated_at)`,
+				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At)
+		}
+	}
+	if err := w.tx.SendBatch(ctx, b).Close(); err != nil {
+		return classify(err)
+	}
+	return w.refreshPayouts(ctx)
+}

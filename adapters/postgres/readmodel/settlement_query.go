@@ -1,0 +1,118 @@
+package readmodel
+
+import (
+	"context"
+	"time"
+
+	"github.com/onceledger/onceledger/projections/views"
+)
+
+// The settlement read side: payouts and their settlement lines (GET
+// /v1/payouts…), the last import per provider (status), and the
+// candidates of the unsettled check.
+
+const payoutSelect = `
+	SELECT provider, payout_id, amount, coalesce(currency, ''), arrival_date, status, line_count, lines_net,
+		difference, updated_at
+	FROM payouts`
+
+func payoutDest(p *views.Payout, arrival **time.Time) []any {
+	return []any{&p.Provider, &p.PayoutID, &p.Amount, &p.Currency, arrival, &p.Status, &p.LineCount, &p.LinesNet,
+		&p.Difference, &p.UpdatedAt}
+}
+
+// Payouts streams payouts, by arrival date (unknown first), then provider
+// and payout id.
+func (s *Store) Payouts(ctx context.Context, f views.PayoutFilter, fn func(views.Payout) error) error {
+	var p views.Payout
+	var arrival *time.Time
+	return s.each(ctx, "payouts", payoutSelect+`
+		WHERE ($1 = '' OR provider = $1) AND ($2 = '' OR status = $2)
+			AND ($3::timestamptz IS NULL OR arrival_date >= $3)
+			AND ($4::timestamptz IS NULL OR arrival_date < $4)
+		ORDER BY arrival_date NULLS FIRST, provider COLLATE "C", payout_id COLLATE "C"`,
+		[]any{f.Provider, f.Status, nullTime(f.From), nullTime(f.To)}, payoutDest(&p, &arrival), func() error {
+			p.ArrivalDate = derefTime(arrival)
+			return fn(p)
+		})
+}
+
+// Payout returns one payout; found is false when the read model has none.
+func (s *Store) Payout(ctx context.Context, provider, payoutID string) (p views.Payout, found bool, err error) {
+	var arrival *time.Time
+	err = s.each(ctx, "payout", payoutSelect+` WHERE provider = $1 AND payout_id = $2`,
+		[]any{provider, payoutID}, payoutDest(&p, &arrival), func() error {
+			p.ArrivalDate = derefTime(arrival)
+			found = true
+			return nil
+		})
+	return p, found, err
+}
+
+// SettlementLines streams the lines of one payout (the payout line
+// included), in the order the provider booked them.
+func (s *Store) SettlementLines(ctx context.Context, provider, payoutID string, fn func(views.SettlementLine) error) error {
+	var l views.SettlementLine
+	var avail *time.Time
+	dest := []any{&l.Provider, &l.LineKey, &l.Kind, &l.SourceType, &l.LineID, &l.PaymentID, &l.CaptureID, &l.RefundID,
+		&l.DisputeID, &l.Gross, &l.Fee, &l.Net, &l.Currency, &l.OriginalAmount, &l.OriginalCurrency, &l.ExchangeRate,
+		&l.PayoutID, &l.OccurredAt, &avail, &l.StreamID}
+	return s.each(ctx, "settlement lines", `
+		SELECT `+joinQuoted("", settlementLineColumns)+`
+		FROM settlement_lines WHERE provider = $1 AND payout_id = $2
+		ORDER BY occurred_at, line_key COLLATE "C"`,
+		[]any{provider, payoutID}, dest, func() error {
+			l.AvailableOn = derefTime(avail)
+			return fn(l)
+		})
+}
+
+// LastImports returns, per provider, the latest time a settlement line was
+// recorded (the inbox's first_seen_at of its settlement deliveries).
+func (s *Store) LastImports(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	var prov string
+	var at time.Time
+	err := s.each(ctx, "last imports", `
+		SELECT provider, max(first_seen_at) FROM webhook_inbox
+		WHERE event_type LIKE 'settlement.%' GROUP BY provider`, nil, []any{&prov, &at}, func() error {
+		out[prov] = at
+		return nil
+	})
+	return out, err
+}
+
+// UnsettledCandidates lists the payments of provider with a capture that
+// occurred at or before cutoff and no charge line recorded for it in the
+// read model (settlement.Line.KindCharge).
+func (s *Store) UnsettledCandidates(ctx context.Context, provider string, cutoff time.Time) ([]string, error) {
+	var out []string
+	var id string
+	err := s.each(ctx, "unsettled candidates", `
+		SELECT p.payment_id FROM payments p
+		WHERE p.provider = $1 AND p.captured_amount > 0
+		  AND EXISTS (SELECT 1 FROM ledger_entries e
+		              WHERE e.stream_id = p.stream_id AND e.event_type = 'payment.captured' AND e.occurred_at <= $2)
+		  AND (SELECT count(*) FROM settlement_lines l
+		       WHERE l.provider = p.provider AND l.payment_id = p.payment_id AND l.kind = 'charge')
+		      < (SELECT count(*) FROM ledger_entries e
+		         WHERE e.stream_id = p.stream_id AND e.event_type = 'payment.captured' AND e.account = 'revenue:sales')
+		ORDER BY p.payment_id COLLATE "C"`, []any{provider, cutoff}, []any{&id}, func() error {
+		out = append(out, id)
+		return nil
+	})
+	return out, err
+}
+
+// OpenItemCounts counts the open reconciliation items per kind.
+func (s *Store) OpenItemCounts(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	var kind string
+	var n int64
+	err := s.each(ctx, "open items", `SELECT kind, count(*) FROM reconciliation_items WHERE status = 'open' GROUP BY kind`,
+		nil, []any{&kind, &n}, func() error {
+			out[kind] = n
+			return nil
+		})
+	return out, err
+}

@@ -1,0 +1,301 @@
+package adyen
+
+// Settlement details report (settlement_detail_report_batch_N.csv): one CSV
+// per merchant account and payable batch [docs.adyen.com/reporting/
+// settlement-detail-report]. Columns are found by header name: Adyen adds
+// and reorders columns between accounts and report versions.
+//
+// Ids, matched to this package's webhook normalizer (adyen.go):
+//   - PaymentKey: Psp Reference, the payment's PSP reference — the
+//     webhook's originalReference on modifications (its payment key).
+//   - Settled: CaptureID = Modification Reference, the capture's PSP
+//     reference = the CAPTURE notification's pspReference (its business id).
+//     With automatic capture Adyen writes the payment's reference there.
+//   - Refunded: RefundID = Modification Reference (REFUND pspReference).
+//   - Chargeback, ChargebackReversed: DisputeID = Modification Reference,
+//     the dispute's PSP reference that CHARGEBACK, CHARGEBACK_REVERSED …
+//     carry as pspReference.
+//   - PayoutID: "<Merchant Account>/<Batch Number>/<Net Currency>": one
+//     payout per batch and settlement currency (a batch pays one
+//     MerchantPayout line per currency). Adyen sends no payout webhook the
+//     adapter maps, so payout lines are NoWebhook.
+//
+// Units and signs [docs.adyen.com/reporting/settlement-reconciliation/
+// transaction-level/settlement-details-report]: amounts are unsigned major
+// units; the column says the direction (Gross/Net Debit vs Credit). The four
+// cost columns (Commission, Markup, Scheme Fees, Interchange; net currency)
+// are unsigned: "net credit = gross credit × rate − fees", "net debit = gross
+// debit × rate + fees". A line's Net is Net Credit − Net Debit; its Fee is
+// Gross − Net when gross and net share a currency (which also counts cost
+// columns a report version adds), else the sum of the cost columns; Gross is
+// Net + Fee in the settlement (net) currency. Gross (GC) signed is the
+// original amount, Exchange Rate kept as text.
+//
+// Lines have no id of their own: the dedup key is merchant account, batch,
+// type, PSP reference, modification reference and net currency.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+var settlementColumns = []string{
+	"Merchant Account", "Psp Reference", "Merchant Reference", "Creation Date", "TimeZone", "Type",
+	"Modification Reference", "Gross Currency", "Gross Debit (GC)", "Gross Credit (GC)", "Exchange Rate",
+	"Net Currency", "Net Debit (NC)", "Net Credit (NC)", "Commission (NC)", "Markup (NC)", "Scheme Fees (NC)",
+	"Interchange (NC)", "Batch Number",
+}
+
+var costColumns = []string{"Commission (NC)", "Markup (NC)", "Scheme Fees (NC)", "Interchange (NC)"}
+
+var _ report.Parser = ParseSettlement
+
+// ParseSettlement streams a Settlement details report. Required columns:
+// Psp Reference, Type, Creation Date, Gross Currency or Net Currency, and
+// Batch Number unless opt.PayoutID gives the batch (from the file name).
+func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
+	c := report.NewCSV(r)
+	if err := c.ReadHeader(); err != nil {
+		return err
+	}
+	if err := c.Require("Psp Reference", "Type", "Creation Date"); err != nil {
+		return err
+	}
+	if !c.Has("Net Currency") && !c.Has("Gross Currency") {
+		return c.Require("Net Currency")
+	}
+	if !c.Has("Batch Number") && opt.PayoutID == "" {
+		return c.Require("Batch Number")
+	}
+	for {
+		if err := c.Next(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if c.Len() == 1 && c.Field(0) == "" {
+			continue
+		}
+		l, err := settlementLine(c, opt)
+		if err != nil {
+			return err
+		}
+		if err := fn(report.Record{Line: l, Raw: c.Raw(settlementColumns...), Pos: c.Line()}); err != nil {
+			return err
+		}
+	}
+}
+
+// signed reads an unsigned debit/credit pair as credit − debit.
+func debitCredit(c *report.CSV, debit, credit string, cur money.Currency, opt report.Options) (v int64, present bool, err error) {
+	d, cr := strings.TrimSpace(c.Get(debit)), strings.TrimSpace(c.Get(credit))
+	var dv, cv int64
+	if d != "" {
+		if dv, err = report.Major(d, cur, opt.DecimalSeparator); err != nil {
+			return 0, false, c.Err(debit, err)
+		}
+		if dv < 0 {
+			return 0, false, c.Err(debit, errors.New("debit amounts are unsigned"))
+		}
+	}
+	if cr != "" {
+		if cv, err = report.Major(cr, cur, opt.DecimalSeparator); err != nil {
+			return 0, false, c.Err(credit, err)
+		}
+		if cv < 0 {
+			return 0, false, c.Err(credit, errors.New("credit amounts are unsigned"))
+		}
+	}
+	return cv - dv, d != "" || cr != "", nil
+}
+
+func settlementLine(c *report.CSV, opt report.Options) (settlement.Line, error) {
+	typ := strings.TrimSpace(c.Get("Type"))
+	l := settlement.Line{Provider: Name, SourceType: typ}
+	if typ == "" {
+		return l, c.Err("Type", errors.New("empty"))
+	}
+	grossCur, netCur := strings.TrimSpace(c.Get("Gross Currency")), strings.TrimSpace(c.Get("Net Currency"))
+	if netCur == "" {
+		netCur = grossCur
+	}
+	if grossCur == "" {
+		grossCur = netCur
+	}
+	nc, err := report.Currency(netCur)
+	if err != nil {
+		return l, c.Err("Net Currency", err)
+	}
+	gc, err := report.Currency(grossCur)
+	if err != nil {
+		return l, c.Err("Gross Currency", err)
+	}
+	l.Currency, l.OriginalCurrency = nc, gc
+	gross, hasGross, err := debitCredit(c, "Gross Debit (GC)", "Gross Credit (GC)", gc, opt)
+	if err != nil {
+		return l, err
+	}
+	net, hasNet, err := debitCredit(c, "Net Debit (NC)", "Net Credit (NC)", nc, opt)
+	if err != nil {
+		return l, err
+	}
+	var costs int64
+	for _, col := range costColumns {
+		s := strings.TrimSpace(c.Get(col))
+		if s == "" {
+			continue
+		}
+		v, err := report.Major(s, nc, opt.DecimalSeparator)
+		if err != nil {
+			return l, c.Err(col, err)
+		}
+		if costs, err = settlement.AddChecked(costs, v); err != nil {
+			return l, c.Err(col, err)
+		}
+	}
+	switch {
+	case !hasNet && !hasGross:
+		// A line with no amount at all (some Balancetransfer lines): zero.
+	case !hasNet:
+		// Reports without the Net columns: the net is the gross less costs.
+		if gc != nc {
+			return l, c.Err("Net Credit (NC)", errors.New("gross and net currencies differ and the net amount is missing"))
+		}
+		if net, err = settlement.SubChecked(gross, costs); err != nil {
+			return l, c.Err("Net Credit (NC)", err)
+		}
+	}
+	l.Net = net
+	if hasGross && gc == nc {
+		l.Gross = gross
+		if l.Fee, err = settlement.SubChecked(gross, net); err != nil {
+			return l, c.Err("Net Credit (NC)", err)
+		}
+	} else {
+		l.Fee = costs
+		if l.Gross, err = settlement.AddChecked(net, costs); err != nil {
+			return l, c.Err("Net Credit (NC)", err)
+		}
+	}
+	l.OriginalAmount = gross
+	if !hasGross {
+		l.OriginalAmount, l.OriginalCurrency = l.Gross, l.Currency
+	}
+	if rate := strings.TrimSpace(c.Get("Exchange Rate")); rate != "" {
+		if !settlement.IsDecimal(normalizeRate(rate)) {
+			return l, c.Err("Exchange Rate", fmt.Errorf("%q is not a plain decimal", rate))
+		}
+		l.ExchangeRate = normalizeRate(rate)
+	}
+	if l.OccurredAt, err = creationTime(c.Get("Creation Date"), c.Get("TimeZone")); err != nil {
+		return l, c.Err("Creation Date", err)
+	}
+
+	psp, mod := strings.TrimSpace(c.Get("Psp Reference")), strings.TrimSpace(c.Get("Modification Reference"))
+	merchant, batch := strings.TrimSpace(c.Get("Merchant Account")), strings.TrimSpace(c.Get("Batch Number"))
+	if batch == "" {
+		batch = opt.PayoutID
+	}
+	if batch == "" {
+		return l, c.Err("Batch Number", errors.New("empty"))
+	}
+	l.PayoutID = batch + "/" + string(nc)
+	if merchant != "" {
+		l.PayoutID = merchant + "/" + l.PayoutID
+	}
+	l.Key = strings.Join([]string{merchant, batch, typ, psp, mod, string(nc)}, "|")
+	l.LineID = mod
+	paymentLine := func(kind settlement.Kind) error {
+		if psp == "" {
+			return c.Err("Psp Reference", fmt.Errorf("a %s line needs the payment's PSP reference", typ))
+		}
+		if mod == "" {
+			mod = psp // automatic capture: the payment's reference [AD10]
+		}
+		l.Kind, l.PaymentKey = kind, psp
+		return nil
+	}
+	switch typ {
+	case "Settled", "SettledBulk":
+		err = paymentLine(settlement.KindCharge)
+		l.CaptureID = mod
+	case "Refunded", "RefundedBulk":
+		err = paymentLine(settlement.KindRefund)
+		l.RefundID = mod
+	case "Chargeback":
+		err = paymentLine(settlement.KindDispute)
+		l.DisputeID = mod
+	case "ChargebackReversed":
+		err = paymentLine(settlement.KindDisputeReversal)
+		l.DisputeID = mod
+	case "Fee", "MiscCosts", "PaymentCost", "AuthorisationSchemeFee":
+		l.Kind = settlement.KindFee
+		if typ == "PaymentCost" && psp != "" {
+			l.PaymentKey = psp
+		}
+	case "MerchantPayout", "BankInstructionReturned":
+		l.Kind, l.NoWebhook = settlement.KindPayout, true
+	default:
+		// SecondChargeback, RefundedReversed, DepositCorrection,
+		// InvoiceDeduction, Balancetransfer, MatchedStatement,
+		// ManualCorrected…: recorded and counted in the batch; the
+		// webhooks (SECOND_CHARGEBACK, REFUNDED_REVERSED) post what they
+		// mean.
+		l.Kind = settlement.KindAdjustment
+	}
+	if err != nil {
+		return l, err
+	}
+	if err := l.Validate(); err != nil {
+		col := ""
+		if errors.Is(err, settlement.ErrInvalidAmount) {
+			col = "Net Credit (NC)"
+		}
+		return l, c.Err(col, err)
+	}
+	return l, nil
+}
+
+// normalizeRate accepts the rate with a leading dot (".5931"), as Adyen's
+// files write decimals below one.
+func normalizeRate(s string) string {
+	if strings.HasPrefix(s, ".") {
+		return "0" + s
+	}
+	return s
+}
+
+// zones are the time-zone abbreviations Adyen writes in the TimeZone column
+// (the account's setting; it switches across DST within one file).
+var zones = map[string]int{ // offset from UTC in minutes
+	"UTC": 0, "GMT": 0, "WET": 0, "BST": 60, "WEST": 60, "CET": 60, "CEST": 120, "EET": 120, "EEST": 180,
+	"MSK": 180, "GST": 240, "IST": 330, "SGT": 480, "HKT": 480, "AWST": 480, "JST": 540, "KST": 540,
+	"AEST": 600, "AEDT": 660, "NZST": 720, "NZDT": 780, "EST": -300, "EDT": -240, "CST": -360, "CDT": -300,
+	"MST": -420, "MDT": -360, "PST": -480, "PDT": -420, "AST": -240, "ADT": -180, "BRT": -180, "ART": -180,
+}
+
+// creationTime reads "YYYY-MM-DD HH:MM:SS" in the zone named by its
+// abbreviation. An abbreviation not listed is read as UTC: the time is for
+// audit and ordering, and refusing a whole report over it would be worse.
+func creationTime(s, zone string) (time.Time, error) {
+	t, err := time.Parse("2006-01-02 15:04:05", strings.TrimSpace(s))
+	if err != nil {
+		if t, err = time.Parse(time.RFC3339, strings.TrimSpace(s)); err == nil {
+			return t.UTC(), nil
+		}
+		return time.Time{}, fmt.Errorf("%q is not a date-time (YYYY-MM-DD HH:MM:SS)", s)
+	}
+	off, ok := zones[strings.ToUpper(strings.TrimSpace(zone))]
+	if !ok {
+		return t, nil
+	}
+	return t.Add(-time.Duration(off) * time.Minute).UTC(), nil
+}

@@ -1,0 +1,370 @@
+// Package settlements owns the import of settlement reports: a report file
+// of a provider is validated whole, then each of its lines becomes a
+// delivery (delivery.Settled: dedup key from the line's own ids) recorded
+// through the same ingest service and inbox gate as the webhooks, so that
+// importing the same or an overlapping file again changes nothing. After an
+// import it asks the domain to open `unsettled` for the provider's captures
+// that the report's period should have settled and did not. The command line
+// (`onceledger settle import`, `settle sync stripe`) and the HTTP endpoint
+// (`POST /v1/settlements/{provider}`) both go through Importer.
+package settlements
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/providers/adyen"
+	"github.com/onceledger/onceledger/adapters/providers/paypal"
+	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/adapters/providers/square"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+// Parsers are the report importers by provider name (CONTRACT.md,
+// "Settlement reports").
+func Parsers() map[string]report.Parser {
+	return map[string]report.Parser{
+		"stripe": stripe.ParseSettlement,
+		"adyen":  adyen.ParseSettlement,
+		"paypal": paypal.ParseSettlement,
+		"square": square.ParseSettlement,
+	}
+}
+
+// ErrUnknownProvider: no importer for the provider named.
+var ErrUnknownProvider = errors.New("no settlement report importer for this provider")
+
+// Ingester records one delivery through the inbox gate (ingest.Service).
+type Ingester interface {
+	Ingest(ctx context.Context, ev delivery.Event) (ingest.Result, error)
+}
+
+// Candidates lists the payments of a provider that may hold captures no
+// settlement line settled, captured at or before cutoff (a read-model
+// query; the domain decides on the stream, so a stale answer only costs a
+// delivery that adds nothing).
+type Candidates interface {
+	UnsettledCandidates(ctx context.Context, provider string, cutoff time.Time) ([]string, error)
+}
+
+// Importer imports report files.
+type Importer struct {
+	Ingest Ingester
+	// Candidates, when set, with UnsettledAfter > 0, makes every import end
+	// with the unsettled check (ONCELEDGER_UNSETTLED_AFTER).
+	Candidates     Candidates
+	UnsettledAfter time.Duration
+	// Workers is how many lines are recorded concurrently (default 8):
+	// lines of different payments do not wait for each other; lines of
+	// one payment that race are retried by the ingest service.
+	Workers int
+	// Progress, when set, is called with the number of lines recorded so
+	// far (the CLI's progress bar).
+	Progress func(lines int)
+}
+
+// Summary is what an import did (CONTRACT.md: lines read, new, duplicates).
+type Summary struct {
+	Lines      int `json:"lines"`
+	New        int `json:"new"`
+	Duplicates int `json:"duplicates"`
+	// Appended counts the domain events the new lines added (facts).
+	Appended  int `json:"-"`
+	Unsettled int `json:"-"` // unsettled checks that opened items
+}
+
+// Source opens a report file; Import reads it twice (validate, then
+// import), so that a malformed file imports nothing while memory stays
+// bounded whatever its size.
+type Source func() (io.ReadCloser, error)
+
+// Validate parses the whole file and returns its line count, or the
+// *report.ParseError naming the first malformed line and column. Lines are
+// also checked as deliveries (delivery.Event.Validate), so nothing the
+// gate would refuse gets past it.
+func Validate(provider string, r io.Reader, opt report.Options) (int, error) {
+	parse, ok := Parsers()[provider]
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
+	}
+	n := 0
+	err := parse(r, opt, func(rec report.Record) error {
+		if err := delivery.Settled(rec.Line, nil).Validate(); err != nil {
+			return &report.ParseError{Line: rec.Pos, Err: err}
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// Import validates the source whole, then records each line. It returns
+// with an error naming line and column, having recorded nothing, when the
+// file is malformed; with another error (storage unavailable) some lines
+// may be recorded: importing the file again completes it.
+func (im *Importer) Import(ctx context.Context, provider string, src Source, opt report.Options) (Summary, error) {
+	r, err := src()
+	if err != nil {
+		return Summary{}, err
+	}
+	_, err = Validate(provider, r, opt)
+	_ = r.Close()
+	if err != nil {
+		return Summary{}, err
+	}
+	r, err = src()
+	if err != nil {
+		return Summary{}, err
+	}
+	defer r.Close()
+	parse := Parsers()[provider]
+	return im.Record(ctx, provider, func(fn report.Func) error { return parse(r, opt, fn) })
+}
+
+// Record records the lines walk hands it (a parsed file, or lines pulled
+// from a provider's API: `settle sync stripe`), each through the gate, then
+// runs the unsettled check. Lines are not validated ahead: walk's source
+// is read once.
+func (im *Importer) Record(ctx context.Context, provider string, walk func(report.Func) error) (Summary, error) {
+	workers := im.Workers
+	if workers <= 0 {
+		workers = 8
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		sum    Summary
+		first  error
+		latest time.Time
+		wg     sync.WaitGroup
+	)
+	// Each worker owns the streams hashed to it, so that a stream's lines
+	// are recorded in file order by one worker and two batches never take
+	// the same streams in concurrent transactions.
+	jobs := make([]chan delivery.Event, workers)
+	count := func(res ingest.Result) {
+		mu.Lock()
+		if res.Outcome == ingest.Duplicate {
+			sum.Duplicates++
+		} else {
+			sum.New++
+			sum.Appended += res.Appended
+		}
+		done := sum.New + sum.Duplicates
+		mu.Unlock()
+		if im.Progress != nil {
+			im.Progress(done)
+		}
+	}
+	fail := func(ev delivery.Event, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = fmt.Errorf("line %s: %w", ev.DedupKey, err)
+			cancel()
+		}
+	}
+	for i := range jobs {
+		jobs[i] = make(chan delivery.Event, batchSize)
+		wg.Go(func() {
+			batch := make([]delivery.Event, 0, batchSize)
+			for ev := range jobs[i] {
+				batch = append(batch, ev)
+				// Batch what is waiting, never wait for a batch to fill.
+			fill:
+				for len(batch) < batchSize {
+					select {
+					case ev, ok := <-jobs[i]:
+						if !ok {
+							break fill
+						}
+						batch = append(batch, ev)
+					default:
+						break fill
+					}
+				}
+				im.recordBatch(ctx, batch, count, fail)
+				batch = batch[:0]
+			}
+		})
+	}
+	counted := newPayoutCounter(provider)
+	perr := walk(func(rec report.Record) error {
+		if rec.Line.OccurredAt.After(latest) {
+			latest = rec.Line.OccurredAt
+		}
+		sum.Lines++
+		if full := counted.add(rec.Line); full != nil {
+			if err := im.ingestCounted(ctx, *full, latest); err != nil {
+				return err
+			}
+		}
+		ev := delivery.Settled(rec.Line, rec.Raw)
+		select {
+		case jobs[streamWorker(ev.StreamID(), workers)] <- ev:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	for _, j := range jobs {
+		close(j)
+	}
+	wg.Wait()
+	if first != nil {
+		return sum, first
+	}
+	if perr != nil {
+		return sum, perr
+	}
+	// The lines are recorded: tell each payout which lines it holds, so
+	// that its stream can prove it (payout_mismatch otherwise).
+	for _, b := range counted.rest() {
+		if err := im.ingestCounted(ctx, b, latest); err != nil {
+			return sum, err
+		}
+	}
+	if im.Candidates != nil && im.UnsettledAfter > 0 && !latest.IsZero() {
+		n, err := im.checkUnsettled(ctx, provider, latest)
+		sum.Unsettled = n
+		if err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// batchSize bounds the lines recorded in one unit of work.
+const batchSize = 200
+
+// BatchIngester records several deliveries in one unit of work
+// (ingest.Service.IngestBatch): one commit per batch.
+type BatchIngester interface {
+	IngestBatch(ctx context.Context, evs []delivery.Event) ([]ingest.Result, error)
+}
+
+// recordBatch records a worker's batch: in one unit of work when the
+// ingester can, else (or when the batch fails for another reason than a
+// lost race) line by line, so that a failing line is named and its
+// neighbours recorded.
+func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, count func(ingest.Result), fail func(delivery.Event, error)) {
+	if b, ok := im.Ingest.(BatchIngester); ok && len(batch) > 1 {
+		if res, err := b.IngestBatch(ctx, batch); err == nil {
+			for _, r := range res {
+				count(r)
+			}
+			return
+		}
+	}
+	for _, ev := range batch {
+		res, err := im.Ingest.Ingest(ctx, ev)
+		if err != nil {
+			fail(ev, err)
+			return
+		}
+		count(res)
+	}
+}
+
+// streamWorker is the worker of a stream (FNV-1a of its id).
+func streamWorker(stream string, workers int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(stream); i++ {
+		h ^= uint32(stream[i])
+		h *= 16777619
+	}
+	return int(h % uint32(workers))
+}
+
+// checkUnsettled asks the domain, for each payment of the provider that may
+// have a capture older than UnsettledAfter before the report's latest line
+// with no settlement line, to open `unsettled` (delivery.UnsettledCheck:
+// one delivery per payment and report date, so a re-import adds nothing).
+func (im *Importer) checkUnsettled(ctx context.Context, provider string, asOf time.Time) (int, error) {
+	ids, err := im.Candidates.UnsettledCandidates(ctx, provider, asOf.Add(-im.UnsettledAfter))
+	if err != nil {
+		return 0, fmt.Errorf("unsettled check: %w", err)
+	}
+	sort.Strings(ids)
+	n := 0
+	for _, id := range ids {
+		res, err := im.Ingest.Ingest(ctx, delivery.UnsettledCheck(provider, id, asOf, im.UnsettledAfter))
+		if err != nil {
+			return n, fmt.Errorf("unsettled check of %s: %w", id, err)
+		}
+		if res.Appended > 0 {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// payoutBatch is up to settlement.MaxCountedPerDelivery lines of one payout.
+type payoutBatch struct {
+	provider, payout string
+	currency         money.Currency
+	lines            []settlement.Counted
+}
+
+// payoutCounter gathers the lines of each payout a report lists (not the
+// payout lines themselves, which carry the payout's amount), in batches
+// of bounded size: memory stays bounded by the number of payouts open at
+// once, not by the file.
+type payoutCounter struct {
+	provider string
+	open     map[string]*payoutBatch
+	order    []string
+}
+
+func newPayoutCounter(provider string) *payoutCounter {
+	return &payoutCounter{provider: provider, open: map[string]*payoutBatch{}}
+}
+
+// add counts l; it returns a full batch to deliver now, or nil.
+func (c *payoutCounter) add(l settlement.Line) *payoutBatch {
+	if l.PayoutID == "" || l.Kind == settlement.KindPayout {
+		return nil
+	}
+	b, ok := c.open[l.PayoutID]
+	if !ok {
+		b = &payoutBatch{provider: c.provider, payout: l.PayoutID, currency: l.Currency}
+		c.open[l.PayoutID] = b
+		c.order = append(c.order, l.PayoutID)
+	}
+	b.lines = append(b.lines, settlement.Counted{Key: l.DedupKey(), Net: l.Net})
+	if len(b.lines) < settlement.MaxCountedPerDelivery {
+		return nil
+	}
+	full := *b
+	b.lines = nil
+	return &full
+}
+
+// rest returns the batches not delivered yet, in the order their payouts
+// first appeared.
+func (c *payoutCounter) rest() []payoutBatch {
+	var out []payoutBatch
+	for _, id := range c.order {
+		if b := c.open[id]; len(b.lines) > 0 {
+			out = append(out, *b)
+		}
+	}
+	return out
+}
+
+func (im *Importer) ingestCounted(ctx context.Context, b payoutBatch, at time.Time) error {
+	if _, err := im.Ingest.Ingest(ctx, delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, at)); err != nil {
+		return fmt.Errorf("payout %s lines: %w", b.payout, err)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package settlements
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+// recorder is an Ingester that keeps what it was given: the first arrival
+// of a dedup key is accepted, a later one a duplicate.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	evs  []delivery.Event
+}
+
+func (r *recorder) Ingest(_ context.Context, ev delivery.Event) (ingest.Result, error) {
+	if err := ev.Validate(); err != nil {
+		return ingest.Result{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	r.evs = append(r.evs, ev)
+	if r.seen[ev.DedupKey] {
+		return ingest.Result{Outcome: ingest.Duplicate}, nil
+	}
+	r.seen[ev.DedupKey] = true
+	return ingest.Result{Outcome: ingest.Accepted, Appended: 1}, nil
+}
+
+func report2500(bad int) string {
+	var b strings.Builder
+	b.WriteString("automatic_payout_id,balance_transaction_id,created_utc,currency,gross,fee,net,reporting_category,source_id,payment_intent_id\n")
+	for i := range 2500 {
+		gross := "10.00"
+		if i == bad {
+			gross = "10.0.0"
+		}
+		fmt.Fprintf(&b, "po_%d,txn_%d,2026-11-29 10:00:00,usd,%s,0.59,9.41,charge,ch_%d,pi_%d\n", i%2, i, gross, i, i)
+	}
+	return b.String()
+}
+
+func source(s string) Source {
+	return func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(s)), nil }
+}
+
+func TestImportRecordsEveryLineAndTellsEachPayoutItsLines(t *testing.T) {
+	r := &recorder{}
+	im := &Importer{Ingest: r}
+	sum, err := im.Import(context.Background(), "stripe", source(report2500(-1)), report.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Lines: 2500, New: 2500, Appended: 2500}, sum)
+	counted := map[string]int{}
+	for _, ev := range r.evs {
+		if f := ev.Facts[0]; f.Kind == delivery.KindPayoutLines {
+			assert.LessOrEqual(t, len(f.Counted), settlement.MaxCountedPerDelivery)
+			counted[f.BusinessID] += len(f.Counted)
+		}
+	}
+	assert.Equal(t, map[string]int{"po_0": 1250, "po_1": 1250}, counted)
+
+	again, err := im.Import(context.Background(), "stripe", source(report2500(-1)), report.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Lines: 2500, Duplicates: 2500}, again)
+}
+
+func TestMalformedReportImportsNothing(t *testing.T) {
+	r := &recorder{}
+	im := &Importer{Ingest: r}
+	_, err := im.Import(context.Background(), "stripe", source(report2500(2000)), report.Options{})
+	var pe *report.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 2002, pe.Line)
+	assert.Equal(t, "gross", pe.Column)
+	assert.Empty(t, r.evs, "nothing imported")
+
+	_, err = im.Import(context.Background(), "circle", source(""), report.Options{})
+	assert.ErrorIs(t, err, ErrUnknownProvider)
+}

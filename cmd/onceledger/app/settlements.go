@@ -1,0 +1,40 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/adapters/settlements"
+)
+
+// DefaultUnsettledAfter is ONCELEDGER_UNSETTLED_AFTER's default.
+const DefaultUnsettledAfter = 168 * time.Hour
+
+// NewImporter is the settlement report importer over the ingest service
+// (every line through the inbox gate) and the read models (the candidates
+// of the unsettled check). The CLI and the HTTP endpoint share it.
+func NewImporter(service *ingest.Service, reads *readmodel.Store, unsettledAfter time.Duration) *settlements.Importer {
+	return &settlements.Importer{Ingest: service, Candidates: reads, UnsettledAfter: unsettledAfter}
+}
+
+// reportImporter adapts the importer to the HTTP layer's port.
+type reportImporter struct{ im *settlements.Importer }
+
+var _ httpapi.SettlementImporter = reportImporter{}
+
+func (r reportImporter) ImportReport(ctx context.Context, provider string, src httpapi.ReportSource) (httpapi.ImportSummary, error) {
+	if _, ok := settlements.Parsers()[provider]; !ok {
+		return httpapi.ImportSummary{}, fmt.Errorf("%w: %q", httpapi.ErrNoReportImporter, provider)
+	}
+	sum, err := r.im.Import(ctx, provider, settlements.Source(src), report.Options{})
+	if err != nil && errors.Is(err, settlements.ErrUnknownProvider) {
+		err = fmt.Errorf("%w: %w", httpapi.ErrNoReportImporter, err)
+	}
+	return httpapi.ImportSummary{Lines: sum.Lines, New: sum.New, Duplicates: sum.Duplicates}, err
+}

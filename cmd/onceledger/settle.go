@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
+	"github.com/onceledger/onceledger/adapters/settlements"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
+)
+
+// settleCmd: `onceledger settle import|sync` (CONTRACT.md).
+type settleCmd struct {
+	Import settleImportCmd `cmd:"" help:"Import settlement / payout reports; a file with an error imports nothing (exit 1, naming line and column)."`
+	Sync   settleSyncCmd   `cmd:"" help:"Pull settlement lines from a provider's API and import them like a report."`
+
+	UnsettledAfter time.Duration `name:"unsettled-after" env:"ONCELEDGER_UNSETTLED_AFTER" default:"168h" help:"A capture with no settlement line this long before a report's latest line opens 'unsettled'."`
+}
+
+type settleImportCmd struct {
+	Provider string   `name:"provider" required:"" enum:"stripe,adyen,paypal,square" help:"Whose report the files are."`
+	Files    []string `arg:"" type:"existingfile" help:"Report files, as the provider publishes them."`
+}
+
+type settleSyncCmd struct {
+	Stripe settleSyncStripeCmd `cmd:"" help:"Pull Stripe balance transactions by payout (GET /v1/payouts, /v1/balance_transactions)."`
+}
+
+type stripeAPIFlags struct {
+	APIKey  string `name:"stripe-api-key" env:"ONCELEDGER_STRIPE_API_KEY" help:"Stripe secret key (sk_…) of the account."`
+	APIBase string `name:"stripe-api-base" env:"ONCELEDGER_STRIPE_API_BASE" default:"https://api.stripe.com" help:"Stripe API base URL."`
+}
+
+func (f stripeAPIFlags) client() (*stripeapi.Client, error) {
+	if strings.TrimSpace(f.APIKey) == "" {
+		return nil, errors.New("ONCELEDGER_STRIPE_API_KEY is not set")
+	}
+	return stripeapi.New(f.APIBase, f.APIKey, &http.Client{Timeout: 60 * time.Second})
+}
+
+type settleSyncStripeCmd struct {
+	stripeAPIFlags
+	Payout string `name:"payout" help:"Only this payout (po_…)."`
+	Since  string `name:"since" help:"Payouts created at or after this time (RFC 3339 or YYYY-MM-DD); default: the last 30 days."`
+}
+
+// openApp builds the app (ingest service, read models) without serving.
+func openApp(g *globals, unsettledAfter time.Duration) (*app.App, error) {
+	return app.New(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore,
+		UnsettledAfter: unsettledAfter, Logger: g.log})
+}
+
+func (c *settleImportCmd) Run(g *globals, parent *settleCmd) error {
+	return c.run(g, parent.UnsettledAfter, os.Stdout, os.Stderr)
+}
+
+func (c *settleImportCmd) run(g *globals, after time.Duration, out io.Writer, term *os.File) error {
+	a, err := openApp(g, after)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	im := a.Importer()
+	var total settlements.Summary
+	for _, name := range c.Files {
+		name = shownPath(name)
+		bar := newLineBar(term, name)
+		im.Progress = bar.set
+		sum, err := im.Import(g.ctx, c.Provider, func() (io.ReadCloser, error) { return os.Open(name) }, report.Options{})
+		bar.finish()
+		if err != nil {
+			var pe *report.ParseError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("%s: nothing imported: %w", name, err)
+			}
+			return fmt.Errorf("%s: %w (lines recorded so far stay recorded; importing the file again completes it)", name, err)
+		}
+		printSummary(out, name, sum)
+		total = addSummary(total, sum)
+	}
+	if len(c.Files) > 1 {
+		printSummary(out, "total", total)
+	}
+	return nil
+}
+
+// shownPath is a file name as the user typed it: kong makes existing files
+// absolute; relative to the working directory reads better.
+func shownPath(name string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, name); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return name
+}
+
+func addSummary(a, b settlements.Summary) settlements.Summary {
+	return settlements.Summary{Lines: a.Lines + b.Lines, New: a.New + b.New, Duplicates: a.Duplicates + b.Duplicates,
+		Appended: a.Appended + b.Appended, Unsettled: a.Unsettled + b.Unsettled}
+}
+
+func printSummary(w io.Writer, what string, s settlements.Summary) {
+	fmt.Fprintf(w, "%s: %d lines read, %d new (%d facts recorded), %d duplicates", what, s.Lines, s.New, s.Appended, s.Duplicates)
+	if s.Unsettled > 0 {
+		fmt.Fprintf(w, "; unsettled opened for %d payments", s.Unsettled)
+	}
+	fmt.Fprintln(w)
+}
+
+func (c *settleSyncStripeCmd) Run(g *globals, parent *settleCmd) error {
+	since, err := parseSince(c.Since, time.Now().AddDate(0, 0, -30))
+	if err != nil {
+		return err
+	}
+	client, err := c.client()
+	if err != nil {
+		return err
+	}
+	a, err := openApp(g, parent.UnsettledAfter)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	im := a.Importer()
+	bar := newLineBar(os.Stderr, "stripe balance transactions")
+	im.Progress = bar.set
+	sum, err := im.Record(g.ctx, "stripe", func(fn report.Func) error {
+		return client.SyncPayouts(g.ctx, c.Payout, since, fn)
+	})
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("sync stripe: %w", err)
+	}
+	printSummary(os.Stdout, "stripe", sum)
+	return nil
+}
+
+// backfillCmd: `onceledger backfill stripe --since T`.
+type backfillCmd struct {
+	Stripe backfillStripeCmd `cmd:"" help:"Pull Stripe events (GET /v1/events) and ingest each as its webhook (dedup key: the event id)."`
+}
+
+type backfillStripeCmd struct {
+	stripeAPIFlags
+	Since string `name:"since" required:"" help:"Events created at or after this time (RFC 3339 or YYYY-MM-DD)."`
+}
+
+func (c *backfillStripeCmd) Run(g *globals) error {
+	since, err := parseSince(c.Since, time.Time{})
+	if err != nil {
+		return err
+	}
+	client, err := c.client()
+	if err != nil {
+		return err
+	}
+	a, err := app.New(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore, Logger: g.log})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	sum, err := Backfill(g.ctx, a.Service(), client, since)
+	fmt.Printf("stripe events: %d read, %d new, %d duplicates, %d ignored\n", sum.Read, sum.New, sum.Duplicates, sum.Ignored)
+	return err
+}
+
+// BackfillSummary counts what a backfill did.
+type BackfillSummary struct{ Read, New, Duplicates, Ignored int }
+
+// Backfill ingests every Stripe event created at or after since through
+// svc, normalized as its webhook would be (stripe.NormalizeEvent): the same
+// dedup key (the event id) and the same facts, so that an event already
+// delivered by its webhook is a plain duplicate.
+func Backfill(ctx context.Context, svc *ingest.Service, client *stripeapi.Client, since time.Time) (BackfillSummary, error) {
+	var sum BackfillSummary
+	err := client.Events(ctx, since, func(id string, raw []byte) error {
+		sum.Read++
+		evs, err := stripe.NormalizeEvent(raw)
+		if err != nil {
+			return fmt.Errorf("event %s: %w", id, err)
+		}
+		for _, ev := range evs {
+			res, err := svc.Ingest(ctx, ev)
+			if err != nil {
+				return fmt.Errorf("event %s: %w", id, err)
+			}
+			switch res.Outcome {
+			case ingest.Duplicate:
+				sum.Duplicates++
+			case ingest.Ignored:
+				sum.Ignored++
+			default:
+				sum.New++
+			}
+		}
+		return nil
+	})
+	return sum, err
+}
+
+// parseSince reads --since: RFC 3339, or a date (midnight UTC); "" is def.
+func parseSince(s string, def time.Time) (time.Time, error) {
+	if s == "" {
+		return def, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since %q: want RFC 3339 or YYYY-MM-DD", s)
+	}
+	return t, nil
+}
+
+// lineBar is the import's progress bar on a terminal (nothing elsewhere).
+type lineBar struct {
+	bar  *progressbar.ProgressBar
+	last atomic.Int64
+}
+
+func newLineBar(w *os.File, what string) *lineBar {
+	b := &lineBar{}
+	if w != nil && term.IsTerminal(int(w.Fd())) {
+		b.bar = progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(what),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("lines"),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	return b
+}
+
+func (b *lineBar) set(n int) {
+	if b.bar == nil {
+		return
+	}
+	// Workers report concurrently: the bar only moves forward.
+	for {
+		last := b.last.Load()
+		if int64(n) <= last || b.last.CompareAndSwap(last, int64(n)) {
+			break
+		}
+	}
+	_ = b.bar.Set64(b.last.Load())
+}
+
+func (b *lineBar) finish() {
+	if b.bar != nil {
+		_ = b.bar.Finish()
+	}
+}

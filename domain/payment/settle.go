@@ -1,0 +1,463 @@
+package payment
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+// How a settlement line joins a payment stream (DESIGN.md "Two sources of
+// truth"). The line and the webhooks are two reports of the same business
+// facts, matched by the ids the webhooks carry (capture, refund, dispute),
+// so each fact is recorded once whichever source comes first:
+//
+//   - The line is always recorded (LineSettled): gross, fee, net,
+//     settlement currency, original amount, rate, payout, availability.
+//   - Its business fact (a capture for a charge line, a refund, a dispute's
+//     funds withdrawn, a dispute's funds reinstated for a reversal) is
+//     recorded from the line when no webhook recorded it, through the same
+//     rules as a webhook's fact, and a missing_webhook item opens. The
+//     webhook, arriving later, adds nothing and clears the item. A dispute
+//     line is a movement of funds, like the webhooks' funds_withdrawn and
+//     funds_reinstated: it moves the dispute where the facts reported so far
+//     put it (aggregate.go disputed), so a line and its webhook, in either
+//     order, move the funds once.
+//   - When the fact was already recorded with another amount or currency,
+//     settlement_mismatch opens and the line posts nothing more: the first
+//     fact stands. The same holds the other way round.
+//   - The line posts what only it knows. A capture's fee in the payment's
+//     currency goes on the capture (FeeRecorded when the webhook did not
+//     know it, fee 0; fee_mismatch when it knew another). Every other fee
+//     (in another currency, of a refund, of a dispute, of a fee line) is a
+//     FeeSettled. A settlement currency other than the original posts the
+//     conversion (Converted) through fx:trading.
+//
+// Because each fact is recorded once and each posting depends only on the
+// line's own amounts or on facts both sources agree on, the ledger ends the
+// same for any order and duplication of consistent deliveries
+// (settle_property_test.go).
+
+// settleState is what the payment aggregate remembers about settlement:
+// the lines recorded and the facts they reported, by business id.
+type settleState struct {
+	lines   map[string]bool          // dedup keys of the lines recorded
+	settled map[reconKey]settledFact // (line kind, business id) → the first line's facts
+	// hooked: the dispute facts webhooks reported, by dispute id. A
+	// dispute line opens missing_webhook only for a movement no webhook
+	// reported; the aggregate's disputeFacts cannot tell, since lines
+	// record facts too.
+	hooked map[string]disputeFacts
+	// capturedAt: when each capture happened (its OccurredAt), for the
+	// unsettled check.
+	capturedAt map[string]time.Time
+}
+
+type settledFact struct {
+	line             string // dedup key of the first line reporting the fact
+	fee              int64  // the line's fee, settlement currency
+	currency         money.Currency
+	originalCurrency money.Currency
+}
+
+func (s *settleState) init() {
+	if s.lines == nil {
+		s.lines = map[string]bool{}
+		s.settled = map[reconKey]settledFact{}
+		s.hooked = map[string]disputeFacts{}
+		s.capturedAt = map[string]time.Time{}
+	}
+}
+
+// applySettlement folds the settlement events into the payment state.
+func (p *Payment) applySettlement(e Event) {
+	p.settle.init()
+	if c, ok := e.(Captured); ok {
+		if _, seen := p.settle.capturedAt[c.CaptureID]; !seen {
+			p.settle.capturedAt[c.CaptureID] = c.OccurredAt
+		}
+	}
+	ls, ok := e.(LineSettled)
+	if !ok {
+		p.applyHooked(e)
+		return
+	}
+	l := ls.Line
+	p.settle.lines[l.DedupKey()] = true
+	if id := l.BusinessID(); id != "" {
+		k := reconKey{string(l.Kind), id}
+		if _, seen := p.settle.settled[k]; !seen {
+			p.settle.settled[k] = settledFact{line: l.DedupKey(), fee: l.Fee, currency: l.Currency, originalCurrency: l.OriginalCurrency}
+		}
+	}
+}
+
+// settlement is the aggregate's hook for settlement: it decides a
+// delivery.KindSettled fact, and a webhook fact whose business fact a
+// settlement line already reported. It returns false for a fact it leaves
+// to the webhook rules.
+func (d *decision) settlement(f delivery.Fact) bool {
+	if f.Kind == delivery.KindSettled {
+		if f.Settlement != nil {
+			d.settleLine(*f.Settlement)
+		}
+		return true
+	}
+	if f.Kind == delivery.KindUnsettledCheck {
+		d.unsettledCheck(time.Duration(f.Amount) * time.Second)
+		return true
+	}
+	return d.webhookAfterLine(f)
+}
+
+func (d *decision) settleLine(l settlement.Line) {
+	p := d.p
+	p.settle.init()
+	if p.settle.lines[l.DedupKey()] {
+		return
+	}
+	d.emit(LineSettled{Meta: d.meta, Line: l})
+	switch l.Kind {
+	case settlement.KindCharge:
+		if k := (reconKey{ReconUnsettled, l.CaptureID}); p.open[k] {
+			d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: "settled by line " + l.DedupKey()})
+		}
+		d.settleCapture(l)
+	case settlement.KindRefund:
+		d.settleRefund(l)
+	case settlement.KindDispute:
+		d.settleDisputeLine(l, delivery.KindDisputeOpened)
+	case settlement.KindDisputeReversal:
+		d.settleDisputeLine(l, delivery.KindDisputeFundsReinstated)
+	case settlement.KindFee:
+		d.feeSettled(l, -l.Net)
+	case settlement.KindFX:
+		d.emit(Converted{Meta: d.meta, LineID: l.DedupKey(), SettledAmount: l.Net, SettledCurrency: l.Currency,
+			ExchangeRate: l.ExchangeRate})
+	}
+	// payout, adjustment: recorded, counted in their payout; no posting.
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// firstLine reports whether l is the first line reporting its business fact;
+// a later line for the same fact (another line id) is compared with the
+// first and posts nothing.
+func (d *decision) firstLine(l settlement.Line) bool {
+	k := reconKey{string(l.Kind), l.BusinessID()}
+	first, seen := d.p.settle.settled[k]
+	if !seen || first.line == l.DedupKey() {
+		return true // the LineSettled just emitted made l the first
+	}
+	if first.currency != l.Currency || first.originalCurrency != l.OriginalCurrency || first.fee != l.Fee {
+		d.flagOnce(ReconSettlementMismatch, l.BusinessID(), fmt.Sprintf("%s %s settled twice with different facts",
+			l.Kind, l.BusinessID()))
+	}
+	return false
+}
+
+func (d *decision) mismatch(l settlement.Line, amount int64, cur money.Currency) {
+	d.flagOnce(ReconSettlementMismatch, l.BusinessID(), fmt.Sprintf("%s %s settled as %s %s, recorded as %s %s; the recorded fact stands",
+		l.Kind, l.BusinessID(), money.FormatMinor(abs(l.OriginalAmount), l.OriginalCurrency), l.OriginalCurrency,
+		money.FormatMinor(amount, cur), cur))
+}
+
+func (d *decision) missing(key string, l settlement.Line) {
+	if l.NoWebhook {
+		return
+	}
+	d.flagOnce(ReconMissingWebhook, key, fmt.Sprintf("%s %s reported by settlement line %s (payout %s) but by no webhook; recorded from the line",
+		l.Kind, l.BusinessID(), l.DedupKey(), l.PayoutID))
+}
+
+// clearMissing clears an open missing_webhook item: its webhook came after all.
+func (d *decision) clearMissing(key string) {
+	if k := (reconKey{ReconMissingWebhook, key}); d.p.open[k] {
+		d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: "the webhook arrived after the settlement line"})
+	}
+}
+
+func (d *decision) feeSettled(l settlement.Line, fee int64) {
+	if fee != 0 {
+		d.emit(FeeSettled{Meta: d.meta, LineID: l.DedupKey(), Fee: fee, Currency: l.Currency})
+	}
+}
+
+func (d *decision) convert(l settlement.Line) {
+	if l.OriginalCurrency == l.Currency {
+		return
+	}
+	d.emit(Converted{Meta: d.meta, LineID: l.DedupKey(), OriginalAmount: l.OriginalAmount,
+		OriginalCurrency: l.OriginalCurrency, SettledAmount: l.Gross, SettledCurrency: l.Currency, ExchangeRate: l.ExchangeRate})
+}
+
+// sameCurrency reports whether the line settled in the currency it was
+// charged in: then its fee can be the capture's fee.
+func sameCurrency(l settlement.Line) bool { return l.Currency == l.OriginalCurrency }
+
+func (d *decision) settleCapture(l settlement.Line) {
+	p := d.p
+	id := l.CaptureID
+	if !d.firstLine(l) {
+		return
+	}
+	amount, cur := abs(l.OriginalAmount), l.OriginalCurrency
+	if recorded, ok := p.captures[id]; ok {
+		if cur != p.currency || amount != recorded {
+			d.mismatch(l, recorded, p.currency)
+			return
+		}
+		known := p.fees[id]
+		switch {
+		case sameCurrency(l) && known == 0:
+			if l.Fee != 0 {
+				d.emit(FeeRecorded{Meta: d.meta, CaptureID: id, Fee: l.Fee, Currency: l.Currency})
+			}
+		case sameCurrency(l) && known != l.Fee, !sameCurrency(l) && known != 0:
+			d.feeMismatch(id, known, p.currency, l)
+		case !sameCurrency(l):
+			d.feeSettled(l, l.Fee)
+		}
+		d.convert(l)
+		return
+	}
+	f := delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: amount, Currency: cur}
+	if sameCurrency(l) {
+		f.Fee = l.Fee
+	}
+	d.captured(f)
+	if _, ok := p.captures[id]; !ok {
+		return // refused (currency_mismatch): nothing of it posts
+	}
+	d.missing(id, l)
+	if !sameCurrency(l) {
+		d.feeSettled(l, l.Fee)
+	}
+	d.convert(l)
+}
+
+func (d *decision) feeMismatch(id string, known int64, cur money.Currency, l settlement.Line) {
+	d.flagOnce(ReconFeeMismatch, id, fmt.Sprintf("fee of capture %s: webhook %s %s, settlement %s %s; the first stands",
+		id, money.FormatMinor(known, cur), cur, money.FormatMinor(l.Fee, l.Currency), l.Currency))
+}
+
+func (d *decision) settleRefund(l settlement.Line) {
+	p := d.p
+	id := l.RefundID
+	if !d.firstLine(l) {
+		return
+	}
+	amount, cur := abs(l.OriginalAmount), l.OriginalCurrency
+	if r, ok := p.refunds[id]; ok {
+		if r.state == refundFailedEarly {
+			// Its failure came first: it never posts, so neither do its
+			// fee nor its conversion.
+			return
+		}
+		if r.amount != amount || r.currency != cur {
+			d.mismatch(l, r.amount, r.currency)
+			return
+		}
+	} else {
+		d.refunded(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: cur})
+		if _, ok := p.refunds[id]; !ok {
+			return // refused (currency_mismatch)
+		}
+		d.missing(id, l)
+	}
+	d.feeSettled(l, l.Fee)
+	d.convert(l)
+}
+
+// applyHooked remembers the dispute facts a webhook reported. A dispute
+// event recorded by a line's delivery is the line's; one recorded while the
+// dispute waited for its capture (pending) was decided by the capture's
+// delivery, not reported by it: the DisputePending before it said who
+// reported the fact.
+func (p *Payment) applyHooked(e Event) {
+	if p.settle.lines[e.Metadata().DedupKey] {
+		return
+	}
+	var id string
+	var k delivery.Kind
+	switch e := e.(type) {
+	case DisputePending:
+		id, k = e.DisputeID, delivery.Kind(e.Fact)
+	case DisputeOpened:
+		id, k = e.DisputeID, delivery.KindDisputeOpened
+	case DisputeFundsWithdrawn:
+		id, k = e.DisputeID, delivery.KindDisputeOpened
+	case DisputeFundsReinstated:
+		id, k = e.DisputeID, delivery.KindDisputeFundsReinstated
+	case DisputeWon:
+		id, k = e.DisputeID, delivery.KindDisputeWon
+	case DisputeLost:
+		id, k = e.DisputeID, delivery.KindDisputeLost
+	default:
+		return
+	}
+	if ds := p.disputes[id]; ds != nil && ds.pending {
+		if _, isPending := e.(DisputePending); !isPending {
+			return
+		}
+	}
+	p.settle.hooked[id] = p.settle.hooked[id].with(k)
+}
+
+// reinstatedKey is the missing_webhook key of a dispute's reversal line:
+// the dispute id keys its withdrawal.
+func reinstatedKey(id string) string { return id + ":reinstated" }
+
+// webhookReportedDispute: a webhook reported the dispute with funds or an
+// outcome (an inquiry alone does not say the funds moved).
+func webhookReportedDispute(f disputeFacts) bool { return f != disputeFacts{} }
+
+// webhookReportedReinstatement: a webhook said the funds came back (won
+// or reinstated).
+func webhookReportedReinstatement(f disputeFacts) bool { return f.won || f.reinstated }
+
+// settleDisputeLine records a dispute line: funds withdrawn (kind
+// KindDisputeOpened, Stripe reporting category "dispute") or reinstated
+// (KindDisputeFundsReinstated, "dispute_reversal"), through the webhook
+// rules (disputed), so that a line and a webhook reporting the same
+// movement move the funds once. A line that names no dispute (PayPal's
+// chargeback rows carry the chargeback's transaction id, not the PP-D-…
+// id the webhooks use) cannot be matched: it is recorded and its fee
+// posted.
+func (d *decision) settleDisputeLine(l settlement.Line, kind delivery.Kind) {
+	p := d.p
+	id := l.DisputeID
+	if id == "" {
+		d.feeSettled(l, l.Fee)
+		return
+	}
+	if !d.firstLine(l) {
+		return
+	}
+	amount, cur := abs(l.OriginalAmount), l.OriginalCurrency
+	ds, known := p.disputes[id]
+	if known && (ds.amount != amount || ds.currency != cur) {
+		d.mismatch(l, ds.amount, ds.currency)
+		return
+	}
+	if known && ds.facts.lost && kind == delivery.KindDisputeFundsReinstated {
+		// Lost is final (aggregate.go): the reversal is flagged, not posted.
+		d.disputed(delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur})
+		return
+	}
+	d.disputed(delivery.Fact{Kind: kind, BusinessID: id, Amount: amount, Currency: cur})
+	if _, ok := p.disputes[id]; !ok {
+		return // refused (currency_mismatch): nothing of it posts
+	}
+	hooked := p.settle.hooked[id]
+	if !webhookReportedDispute(hooked) {
+		d.missing(id, l)
+	}
+	if kind == delivery.KindDisputeFundsReinstated && !webhookReportedReinstatement(hooked) {
+		d.missing(reinstatedKey(id), l)
+	}
+	d.feeSettled(l, l.Fee)
+	d.convert(l)
+}
+
+// webhookAfterLine handles a webhook fact whose business fact a settlement
+// line already reported: the fact is not recorded again; the line's
+// missing_webhook item clears; a different amount or currency than the line
+// recorded opens settlement_mismatch, a different fee fee_mismatch. It
+// returns false when the webhook rules should decide (no line reported the
+// fact, or the fact is a dispute outcome the line did not report).
+func (d *decision) webhookAfterLine(f delivery.Fact) bool {
+	p := d.p
+	if p.settle.settled == nil {
+		return false
+	}
+	switch f.Kind {
+	case delivery.KindCaptured:
+		s, ok := p.settle.settled[reconKey{string(settlement.KindCharge), f.BusinessID}]
+		amount, recorded := p.captures[f.BusinessID]
+		if !ok || !recorded {
+			return false
+		}
+		fromLine := p.flagged[reconKey{ReconMissingWebhook, f.BusinessID}]
+		d.clearMissing(f.BusinessID)
+		if f.Currency != p.currency || f.Amount != amount {
+			if !fromLine {
+				return false // two webhooks disagree: amount_mismatch, the webhook rules
+			}
+			d.flagOnce(ReconSettlementMismatch, f.BusinessID, fmt.Sprintf("capture %s reported by webhook as %s %s, settled as %s %s; the settled fact stands",
+				f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(amount, p.currency), p.currency))
+			return true
+		}
+		if f.Fee != 0 && (s.currency != s.originalCurrency || f.Fee != s.fee) {
+			d.flagOnce(ReconFeeMismatch, f.BusinessID, fmt.Sprintf("fee of capture %s: webhook %s %s, settlement %s %s; the settlement's stands",
+				f.BusinessID, money.FormatMinor(f.Fee, f.Currency), f.Currency, money.FormatMinor(s.fee, s.currency), s.currency))
+		}
+		return true
+	case delivery.KindRefunded:
+		if _, ok := p.settle.settled[reconKey{string(settlement.KindRefund), f.BusinessID}]; !ok {
+			return false
+		}
+		r, recorded := p.refunds[f.BusinessID]
+		if !recorded {
+			return false
+		}
+		fromLine := p.flagged[reconKey{ReconMissingWebhook, f.BusinessID}]
+		d.clearMissing(f.BusinessID)
+		if fromLine && (r.amount != f.Amount || r.currency != f.Currency) {
+			d.flagOnce(ReconSettlementMismatch, f.BusinessID, fmt.Sprintf("refund %s reported by webhook as %s %s, settled as %s %s; the settled fact stands",
+				f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(r.amount, r.currency), r.currency))
+			return true
+		}
+		// Equal: nothing to add. Different, and the webhooks recorded it:
+		// two webhooks disagree, the webhook rules flag amount_mismatch.
+		return r.amount == f.Amount && r.currency == f.Currency
+	case delivery.KindDisputeOpened, delivery.KindDisputeFundsReinstated, delivery.KindDisputeWon, delivery.KindDisputeLost:
+		_, opened := p.settle.settled[reconKey{string(settlement.KindDispute), f.BusinessID}]
+		_, reversed := p.settle.settled[reconKey{string(settlement.KindDisputeReversal), f.BusinessID}]
+		ds, recorded := p.disputes[f.BusinessID]
+		if (!opened && !reversed) || !recorded {
+			return false
+		}
+		fromLine := p.flagged[reconKey{ReconMissingWebhook, f.BusinessID}]
+		d.clearMissing(f.BusinessID)
+		if webhookReportedReinstatement(disputeFacts{}.with(f.Kind)) {
+			d.clearMissing(reinstatedKey(f.BusinessID))
+		}
+		if fromLine && (ds.amount != f.Amount || ds.currency != f.Currency) {
+			d.flagOnce(ReconSettlementMismatch, f.BusinessID, fmt.Sprintf("dispute %s reported by webhook as %s %s, settled as %s %s; the settled fact stands",
+				f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(ds.amount, ds.currency), ds.currency))
+			return true
+		}
+		return false // the webhook rules move the funds; a movement the line recorded adds nothing there
+	}
+	return false
+}
+
+// unsettledCheck opens `unsettled` for each capture recorded at least after
+// before the check's time (the imported report's latest line) that no
+// settlement line settled and that has no item yet; a charge line arriving
+// later clears it (settleLine).
+func (d *decision) unsettledCheck(after time.Duration) {
+	p := d.p
+	cutoff := d.meta.OccurredAt.Add(-after)
+	var ids []string
+	for id, at := range p.settle.capturedAt {
+		_, settled := p.settle.settled[reconKey{string(settlement.KindCharge), id}]
+		if !settled && !p.flagged[reconKey{ReconUnsettled, id}] && !at.After(cutoff) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		d.emit(Flagged{Meta: d.meta, Kind: ReconUnsettled, Key: id, Details: fmt.Sprintf(
+			"capture %s of %s has no settlement line %s after it", id, p.settle.capturedAt[id].Format(time.RFC3339), after)})
+	}
+}

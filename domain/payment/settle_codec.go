@@ -1,0 +1,157 @@
+package payment
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+// Stored JSON shapes of the settlement events (see codec.go for the rules).
+
+type wireLine struct {
+	wireMeta
+	LineProvider     string `json:"line_provider"`
+	Kind             string `json:"kind"`
+	SourceType       string `json:"source_type"`
+	LineID           string `json:"line_id"`
+	LineKey          string `json:"line_key"`
+	DedupKeyOfLine   string `json:"line_dedup_key"`
+	LinePaymentKey   string `json:"line_payment_key"`
+	CaptureID        string `json:"capture_id"`
+	RefundID         string `json:"refund_id"`
+	DisputeID        string `json:"dispute_id"`
+	Gross            int64  `json:"gross"`
+	Fee              int64  `json:"fee"`
+	Net              int64  `json:"net"`
+	Currency         string `json:"currency"`
+	OriginalAmount   int64  `json:"original_amount"`
+	OriginalCurrency string `json:"original_currency"`
+	ExchangeRate     string `json:"exchange_rate"`
+	PayoutID         string `json:"payout_id"`
+	LineOccurredAt   string `json:"line_occurred_at"`
+	AvailableOn      string `json:"available_on"`
+	NoWebhook        bool   `json:"no_webhook"`
+}
+
+type wireFeeSettled struct {
+	wireMeta
+	LineID   string `json:"line_id"`
+	Fee      int64  `json:"fee"`
+	Currency string `json:"currency"`
+}
+
+type wireConverted struct {
+	wireMeta
+	LineID           string `json:"line_id"`
+	OriginalAmount   int64  `json:"original_amount"`
+	OriginalCurrency string `json:"original_currency"`
+	SettledAmount    int64  `json:"settled_amount"`
+	SettledCurrency  string `json:"settled_currency"`
+	ExchangeRate     string `json:"exchange_rate"`
+}
+
+type wireCounted struct {
+	Key string `json:"key"`
+	Net int64  `json:"net"`
+}
+
+type wirePayoutLines struct {
+	wireMeta
+	PayoutID string        `json:"payout_id"`
+	Currency string        `json:"currency"`
+	Lines    []wireCounted `json:"lines"`
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// encodeSettle encodes the settlement events; ok is false for any other.
+func encodeSettle(e Event) (w any, ok bool) {
+	switch e := e.(type) {
+	case LineSettled:
+		l := e.Line
+		return wireLine{toWireMeta(e.Meta), l.Provider, string(l.Kind), l.SourceType, l.LineID, l.Key, l.DedupKey(),
+			l.PaymentKey, l.CaptureID, l.RefundID, l.DisputeID, l.Gross, l.Fee, l.Net, string(l.Currency),
+			l.OriginalAmount, string(l.OriginalCurrency), l.ExchangeRate, l.PayoutID,
+			fmtTime(l.OccurredAt), fmtTime(l.AvailableOn), l.NoWebhook}, true
+	case FeeSettled:
+		return wireFeeSettled{toWireMeta(e.Meta), e.LineID, e.Fee, string(e.Currency)}, true
+	case PayoutLinesCounted:
+		w := wirePayoutLines{wireMeta: toWireMeta(e.Meta), PayoutID: e.PayoutID, Currency: string(e.Currency),
+			Lines: make([]wireCounted, len(e.Lines))}
+		for i, l := range e.Lines {
+			w.Lines[i] = wireCounted{l.Key, l.Net}
+		}
+		return w, true
+	case Converted:
+		return wireConverted{toWireMeta(e.Meta), e.LineID, e.OriginalAmount, string(e.OriginalCurrency),
+			e.SettledAmount, string(e.SettledCurrency), e.ExchangeRate}, true
+	}
+	return nil, false
+}
+
+// decodeSettle decodes the settlement events; ok is false for another type.
+func decodeSettle(typ string, data []byte) (Event, bool, error) {
+	var (
+		e   Event
+		err error
+	)
+	switch typ {
+	case TypeLineSettled:
+		e, err = decode(typ, data, func(w wireLine, m Meta) Event {
+			return LineSettled{Meta: m, Line: settlement.Line{
+				Provider: w.LineProvider, Kind: settlement.Kind(w.Kind), SourceType: w.SourceType,
+				LineID: w.LineID, Key: w.LineKey, PaymentKey: w.LinePaymentKey,
+				CaptureID: w.CaptureID, RefundID: w.RefundID, DisputeID: w.DisputeID,
+				Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
+				OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
+				ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook,
+			}}
+		})
+		if err == nil {
+			// The two line times are not in wireMeta; read them here.
+			var w wireLine
+			_ = json.Unmarshal(data, &w)
+			ls := e.(LineSettled)
+			if ls.Line.OccurredAt, err = settleTime(w.LineOccurredAt); err == nil {
+				ls.Line.AvailableOn, err = settleTime(w.AvailableOn)
+			}
+			if err != nil {
+				err = fmt.Errorf("decode %s: %w", typ, err)
+			}
+			e = ls
+		}
+	case TypeFeeSettled:
+		e, err = decode(typ, data, func(w wireFeeSettled, m Meta) Event {
+			return FeeSettled{Meta: m, LineID: w.LineID, Fee: w.Fee, Currency: money.Currency(w.Currency)}
+		})
+	case TypeConverted:
+		e, err = decode(typ, data, func(w wireConverted, m Meta) Event {
+			return Converted{Meta: m, LineID: w.LineID, OriginalAmount: w.OriginalAmount,
+				OriginalCurrency: money.Currency(w.OriginalCurrency), SettledAmount: w.SettledAmount,
+				SettledCurrency: money.Currency(w.SettledCurrency), ExchangeRate: w.ExchangeRate}
+		})
+	case TypePayoutLinesCounted:
+		e, err = decode(typ, data, func(w wirePayoutLines, m Meta) Event {
+			out := PayoutLinesCounted{Meta: m, PayoutID: w.PayoutID, Currency: money.Currency(w.Currency),
+				Lines: make([]settlement.Counted, len(w.Lines))}
+			for i, l := range w.Lines {
+				out.Lines[i] = settlement.Counted{Key: l.Key, Net: l.Net}
+			}
+			return out
+		})
+	default:
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	return e, true, nil
+}

@@ -1,0 +1,65 @@
+package views
+
+import "time"
+
+// Payout statuses (payouts.status, CONTRACT.md).
+const (
+	PayoutPaid       = "paid"       // paid, no settlement line counted yet
+	PayoutFailed     = "failed"     // failed or returned after it was paid
+	PayoutReconciled = "reconciled" // its lines' nets sum to its amount
+	PayoutMismatch   = "mismatch"   // they do not; Difference says by how much
+)
+
+// PayoutStatuses lists the statuses, for filters.
+func PayoutStatuses() []string {
+	return []string{PayoutPaid, PayoutFailed, PayoutReconciled, PayoutMismatch}
+}
+
+// Payout is one payouts row: a payout known from a webhook (payout.paid),
+// from a report line, or both (one payout), with the settlement lines
+// counted in it.
+type Payout struct {
+	Provider string
+	PayoutID string
+	Amount   int64  // what was paid out; 0 while no report of it has arrived
+	Currency string // "" while unknown
+	// ArrivalDate is when the payout was reported paid (its payout.paid
+	// or its payout line); zero while unknown.
+	ArrivalDate time.Time
+	Status      string
+	LineCount   int64 // settlement lines counted in the payout (not the payout line itself)
+	LinesNet    int64 // the sum of their nets
+	// Difference is LinesNet − Amount: what the lines say should have
+	// been paid beyond what was (0 when reconciled).
+	Difference int64
+	UpdatedAt  time.Time
+}
+
+// PayoutFilter selects payouts. Empty fields do not filter.
+type PayoutFilter struct {
+	Provider string
+	Status   string
+	From, To time.Time // arrival_date >= From, < To, when not zero
+}
+
+// SettlementLine is one settlement_lines row: a report line as recorded.
+type SettlementLine struct {
+	Provider         string
+	LineKey          string // the line's dedup key
+	Kind             string
+	SourceType       string
+	LineID           string
+	PaymentID        string
+	CaptureID        string
+	RefundID         string
+	DisputeID        string
+	Gross, Fee, Net  int64
+	Currency         string
+	OriginalAmount   int64
+	OriginalCurrency string
+	ExchangeRate     string
+	PayoutID         string
+	OccurredAt       time.Time
+	AvailableOn      time.Time // zero if not reported
+	StreamID         string
+}
