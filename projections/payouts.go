@@ -28,6 +28,9 @@ func (payoutsProjection) Apply(ctx context.Context, w Writer, batch []Envelope) 
 	// Lines and payout facts are written in feed order, in two runs: a
 	// payout's status depends only on the totals, not on the order.
 	for _, env := range batch {
+		if env.Event == nil {
+			continue // the periods stream: nothing about payouts
+		}
 		m := env.Event.Metadata()
 		at := m.OccurredAt
 		if at.IsZero() {

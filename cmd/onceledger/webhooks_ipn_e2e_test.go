@@ -277,8 +277,11 @@ func TestIPNThreeIdenticalConcurrent(t *testing.T) {
 	close(start)
 	wg.Wait()
 	require.Eventually(t, func() bool {
-		status, _ := ipnRow(s, key)
-		return status == ingest.StatusApplied
+		// No row under the real key until a candidate is promoted.
+		var status string
+		err := s.pool.QueryRow(context.Background(),
+			`SELECT status FROM webhook_inbox WHERE provider = 'paypal' AND dedup_key = $1`, key).Scan(&status)
+		return err == nil && status == ingest.StatusApplied
 	}, 30*time.Second, 20*time.Millisecond)
 	close(done)
 	workers.Wait()

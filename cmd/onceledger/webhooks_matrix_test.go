@@ -246,7 +246,10 @@ func testTwentyDifferentEventsForOnePaymentAtOnce(t *testing.T, s *stack) {
 	}
 	assert.Equal(t, 10, count[payment.TypeCaptured])
 	assert.Equal(t, 8, count[payment.TypeRefundPosted])
-	assert.Equal(t, 2, count[payment.TypeDisputeOpened])
+	// A dispute that raced ahead of every capture is recorded pending and
+	// posts its withdrawal with the first capture (dispute.funds_withdrawn);
+	// one that came after a capture is dispute.opened. Either way, once.
+	assert.Equal(t, 2, count[payment.TypeDisputeOpened]+count[payment.TypeDisputeFundsWithdrawn])
 }
 
 func TestSameIDDifferentPayload(t *testing.T) { eachStore(t, testSameIDDifferentPayload) }

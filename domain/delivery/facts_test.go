@@ -62,7 +62,7 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 		"Provider", "DedupKey", "OccurredAt", "PayloadHash", "Raw", // not facts
 	}, fields(delivery.Event{}))
 	assert.ElementsMatch(t, []string{
-		"Kind", "BusinessID", "Amount", "Fee", "Currency", // hashed
+		"Kind", "BusinessID", "Amount", "Fee", "Currency", "Settlement", "Counted", // hashed
 		"Reason", // free text: not a fact
 	}, fields(delivery.Fact{}))
 }
