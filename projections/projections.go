@@ -25,8 +25,8 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/projections/views"
 	"github.com/onceledger/onceledger/domain/period"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // Names of the projections, as stored in projection_checkpoints and accepted

@@ -593,7 +593,7 @@ type ClientInterface interface {
 
 	// GetLedgerEntries Ledger entries (postings), paginated
 	//
-	// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+	// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 	//
 	// Corresponds with GET /v1/ledger/entries (the `GetLedgerEntries` operationId).
 	GetLedgerEntries(ctx context.Context, params *GetLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -729,7 +729,7 @@ func (c *Client) GetBalances(ctx context.Context, params *GetBalancesParams, req
 
 // GetLedgerEntries Ledger entries (postings), paginated
 //
-// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 //
 // Corresponds with GET /v1/ledger/entries (the `GetLedgerEntries` operationId).
 func (c *Client) GetLedgerEntries(ctx context.Context, params *GetLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1564,7 +1564,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetLedgerEntriesWithResponse Ledger entries (postings), paginated
 	//
-	// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+	// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2380,7 +2380,7 @@ func (c *ClientWithResponses) GetBalancesWithResponse(ctx context.Context, param
 
 // GetLedgerEntriesWithResponse Ledger entries (postings), paginated
 //
-// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
