@@ -20,9 +20,10 @@ import (
 )
 
 // TestQueryLedgerExportAcrossRebuild pages through /v1/ledger/entries while
-// rebuilds swap new tables in (which renumber the id column) and new
-// entries arrive: the export sees every entry exactly once, in the order of
-// the full list, because the cursor names the entry by its stable key.
+// rebuilds swap new tables in (which renumbers the id column), add new
+// entries, and repair a damaged table: the export sees every entry exactly
+// once, in the order of the full list, because the cursor names the entry
+// by its stable key.
 func TestQueryLedgerExportAcrossRebuild(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -51,8 +52,8 @@ func TestQueryLedgerExportAcrossRebuild(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	rebuild := func() {
-		rep, err := svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 7})
+	rebuild := func(swapAll bool) {
+		rep, err := svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 7, SwapAll: swapAll})
 		require.NoError(t, err)
 		require.True(t, rep.Swapped)
 	}
@@ -72,7 +73,7 @@ func TestQueryLedgerExportAcrossRebuild(t *testing.T) {
 	}
 
 	addPayments(20)
-	rebuild() // fills the empty live tables
+	rebuild(false) // fills the empty live tables
 	before, _ := list("/v1/ledger/entries?limit=1000")
 	require.NotEmpty(t, before)
 	require.Zero(t, len(before)%20, "every payment posts the same entries")
@@ -85,15 +86,22 @@ func TestQueryLedgerExportAcrossRebuild(t *testing.T) {
 		export = append(export, page...)
 		switch pages {
 		case 2:
-			// Mid-export: a rebuild swaps new tables in; ids renumber.
-			rebuild()
+			// Mid-export: a rebuild replaces the tables by new ones; ids
+			// renumber.
+			rebuild(true)
 			after, _ := list("/v1/ledger/entries?limit=1000")
 			require.Len(t, after, len(before))
 			assert.NotEqual(t, before[0].id, after[0].id, "the swap renumbered the ids")
 		case 5:
-			// New facts, then another swap: they come after everything.
+			// New facts, then another rebuild (which adds their rows to
+			// the live tables in place): they come after everything.
 			addPayments(3)
-			rebuild()
+			rebuild(false)
+		case 7:
+			// A live table damaged mid-export: the rebuild repairs it.
+			_, err := pool.Exec(ctx, `DELETE FROM ledger_entries WHERE id IN (SELECT id FROM ledger_entries ORDER BY id DESC LIMIT 3)`)
+			require.NoError(t, err)
+			rebuild(false)
 		}
 		if next == "" {
 			break

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +21,7 @@ type rebuildCmd struct {
 	Names      []string `arg:"" optional:"" help:"Projections to rebuild (ledger, payments, reconciliation)."`
 	All        bool     `help:"Rebuild every projection."`
 	VerifyOnly bool     `name:"verify-only" help:"Compare and report; leave the live tables alone."`
+	SwapAll    bool     `name:"swap-all" help:"Replace every live table by its rebuilt copy, even one equal to history (by default an equal table is kept and one with few differing rows repaired in place)."`
 	BatchSize  int      `name:"batch-size" default:"5000" help:"Events per bulk batch."`
 }
 
@@ -71,6 +73,7 @@ func (c *rebuildCmd) Run(g *globals) error {
 	defer progress.finish()
 	rep, err := svc.Rebuild(g.ctx, names, projections.RebuildOptions{
 		VerifyOnly: c.VerifyOnly,
+		SwapAll:    c.SwapAll,
 		BatchSize:  c.BatchSize,
 		Progress:   progress.update,
 	})
@@ -108,7 +111,17 @@ func printReport(w io.Writer, rep projections.Report) {
 	}
 	switch {
 	case rep.Swapped:
-		fmt.Fprintln(w, "swap: rebuilt tables are live")
+		byRepair := map[string][]string{}
+		for _, t := range rep.Tables {
+			byRepair[t.Repair] = append(byRepair[t.Repair], t.Table)
+		}
+		var how []string
+		for _, r := range []string{projections.RepairReplaced, projections.RepairPatched, projections.RepairNone} {
+			if len(byRepair[r]) > 0 {
+				how = append(how, r+": "+strings.Join(byRepair[r], ", "))
+			}
+		}
+		fmt.Fprintf(w, "swap: rebuilt tables are live (%s)\n", strings.Join(how, "; "))
 	default:
 		fmt.Fprintln(w, "swap: not swapped (--verify-only)")
 	}
