@@ -236,12 +236,13 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 			opts.Progress(rep.Events, -1)
 		}
 	}
-	shadowAt, err := replayShadow(ctx, feed, db, projs, eventstore.Start, nil, opts.BatchSize, progress)
+	lanes := lanesOf(projs)
+	shadowAt, err := replayShadow(ctx, feed, db, lanes, eventstore.Start, nil, opts.BatchSize, progress)
 	if err != nil {
 		return rep, err
 	}
 	phase("replay")
-	if shadowAt, err = replayShadow(ctx, feed, db, projs, shadowAt, nil, opts.BatchSize, progress); err != nil {
+	if shadowAt, err = replayShadow(ctx, feed, db, lanes, shadowAt, nil, opts.BatchSize, progress); err != nil {
 		return rep, err
 	}
 	phase("catch-up")
@@ -269,7 +270,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	if err := retryShort(ctx, func() (bool, error) {
 		var err error
-		shadowAt, err = replayShadow(ctx, feed, db, projs, shadowAt, &target, opts.BatchSize, progress)
+		shadowAt, err = replayShadow(ctx, feed, db, lanes, shadowAt, &target, opts.BatchSize, progress)
 		return !shadowAt.Less(target), err
 	}); err != nil {
 		return rep, fmt.Errorf("bring the shadow to %s: %w", target, err)
@@ -331,6 +332,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 type lane struct {
 	proj        Projection
 	part, parts int
+	hold        *paymentHold // the payments projection's lanes: rows held in memory
 }
 
 // streamLocal is implemented by projections whose every row depends on
@@ -342,22 +344,28 @@ type streamLocal interface {
 	partitions() int
 }
 
-func lanesOf(projs []Projection) []lane {
-	var out []lane
+// lanesOf returns the lanes of a rebuild; they keep state (held rows)
+// from one replay to the next.
+func lanesOf(projs []Projection) []*lane {
+	var out []*lane
 	for _, p := range projs {
 		n := 1
 		if s, ok := p.(streamLocal); ok {
 			n = max(1, s.partitions())
 		}
 		for i := range n {
-			out = append(out, lane{proj: p, part: i, parts: n})
+			l := &lane{proj: p, part: i, parts: n}
+			if _, ok := p.(paymentsProjection); ok {
+				l.hold = newPaymentHold()
+			}
+			out = append(out, l)
 		}
 	}
 	return out
 }
 
 // events returns the lane's share of a batch.
-func (l lane) events(envs []Envelope) []Envelope {
+func (l *lane) events(envs []Envelope) []Envelope {
 	if l.parts == 1 {
 		return envs
 	}
@@ -391,8 +399,7 @@ type replayBatch struct {
 // and each lane writes its share on its own read-model connection, so that
 // the database's work and this process's overlap. A batch counts as
 // replayed once every lane has committed it.
-func replayShadow(ctx context.Context, feed Feed, db ShadowDB, projs []Projection, from eventstore.Position, upTo *eventstore.Position, size int, progress func(int)) (eventstore.Position, error) {
-	lanes := lanesOf(projs)
+func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, from eventstore.Position, upTo *eventstore.Position, size int, progress func(int)) (eventstore.Position, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	raw := make(chan []eventstore.RecordedEvent, 1)
 	g.Go(func() error {
@@ -448,7 +455,7 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, projs []Projectio
 	for i, l := range lanes {
 		g.Go(func() error {
 			for b := range laneIn[i] {
-				if err := applyLane(gctx, db, l, b.envs); err != nil {
+				if err := l.apply(gctx, db, b.envs); err != nil {
 					return err
 				}
 				if b.left.Add(-1) == 0 {
@@ -459,7 +466,8 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, projs []Projectio
 					}
 				}
 			}
-			return nil
+			// What the lane still holds goes in before the replay ends.
+			return l.release(gctx, db)
 		})
 	}
 	errc := make(chan error, 1)
@@ -507,8 +515,8 @@ func decodeParallel(evs []eventstore.RecordedEvent) ([]Envelope, error) {
 	return append(first, second...), secondErr
 }
 
-// applyLane writes the lane's share of a batch in one transaction.
-func applyLane(ctx context.Context, db ShadowDB, l lane, envs []Envelope) (err error) {
+// apply writes the lane's share of a batch in one transaction.
+func (l *lane) apply(ctx context.Context, db ShadowDB, envs []Envelope) (err error) {
 	envs = l.events(envs)
 	if len(envs) == 0 {
 		return nil
@@ -522,10 +530,40 @@ func applyLane(ctx context.Context, db ShadowDB, l lane, envs []Envelope) (err e
 			_ = b.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := safeApply(ctx, l.proj, b, envs); err != nil {
+	var w Writer = b
+	if l.hold != nil {
+		w = holdingWriter{Batch: b, h: l.hold}
+	}
+	if err := safeApply(ctx, l.proj, w, envs); err != nil {
 		return poisonAt(l.proj.Name(), envs, err)
 	}
+	if l.hold != nil {
+		l.hold.batch++
+		if err := l.hold.release(ctx, b, false); err != nil {
+			return err
+		}
+	}
 	return b.Commit(ctx, envs[len(envs)-1].Recorded.Position)
+}
+
+// release writes every row the lane holds, in one transaction.
+func (l *lane) release(ctx context.Context, db ShadowDB) (err error) {
+	if l.hold == nil || len(l.hold.rows) == 0 {
+		return nil
+	}
+	b, err := db.BeginShadow(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = b.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := l.hold.release(ctx, b, true); err != nil {
+		return err
+	}
+	return b.Commit(ctx, eventstore.Position{})
 }
 
 // advanceLive applies the feed from the live checkpoint up to target to a

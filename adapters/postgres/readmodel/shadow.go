@@ -361,14 +361,16 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	var diffs []projections.Difference
 	// One snapshot for all the queries.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		// Hash aggregates, not sorts: the groups are few and sorting text
-		// in the database's collation is slow. JIT costs more than it
-		// saves on these scans.
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = off`); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
-			return err
+		// One sequential scan of each side into a hash aggregate: the
+		// groups are few (the planner, without statistics of the shadow,
+		// guesses hundreds of thousands and would sort, or walk an index
+		// in group order, both much slower than a scan: text sorts in the
+		// database's collation). JIT costs more than it saves here.
+		for _, set := range []string{"enable_sort = off", "enable_incremental_sort = off", "enable_indexscan = off",
+			"enable_indexonlyscan = off", "enable_bitmapscan = off", "work_mem = '64MB'", "jit = off"} {
+			if _, err := tx.Exec(ctx, `SET LOCAL `+set); err != nil {
+				return err
+			}
 		}
 		for _, t := range tables {
 			c, err := compareGroups(ctx, tx, t)
@@ -503,7 +505,7 @@ func compareRows(ctx context.Context, tx pgx.Tx, table string, groups []string, 
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = on`); err != nil {
 		return 0, nil, err
 	}
-	defer func() { _, _ = tx.Exec(ctx, `SET LOCAL enable_sort = off`) }()
+	defer func() { _, _ = tx.Exec(context.WithoutCancel(ctx), `SET LOCAL enable_sort = off`) }()
 	rows, err := tx.Query(ctx, sql, limit, projections.DiffMissingInLive, projections.DiffMissingInRebuilt, projections.DiffRow, groups)
 	if err != nil {
 		return 0, nil, err
