@@ -152,6 +152,11 @@ type Report struct {
 	Swapped     bool
 	Duration    time.Duration
 	Phases      []Phase
+	// Busy is how long each stage of the replay pipeline worked (reading
+	// the feed, decoding, each lane's writes), all replays together: the
+	// stage closest to the replay's duration is the one the others wait
+	// for.
+	Busy []Phase
 }
 
 // Rebuild replays the whole feed into shadow tables of the named
@@ -237,12 +242,13 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 		}
 	}
 	lanes := lanesOf(projs)
-	shadowAt, err := replayShadow(ctx, feed, db, lanes, eventstore.Start, nil, opts.BatchSize, progress)
+	var stats replayStats
+	shadowAt, err := replayShadow(ctx, feed, db, lanes, &stats, eventstore.Start, nil, opts.BatchSize, progress)
 	if err != nil {
 		return rep, err
 	}
 	phase("replay")
-	if shadowAt, err = replayShadow(ctx, feed, db, lanes, shadowAt, nil, opts.BatchSize, progress); err != nil {
+	if shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, nil, opts.BatchSize, progress); err != nil {
 		return rep, err
 	}
 	phase("catch-up")
@@ -270,7 +276,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	if err := retryShort(ctx, func() (bool, error) {
 		var err error
-		shadowAt, err = replayShadow(ctx, feed, db, lanes, shadowAt, &target, opts.BatchSize, progress)
+		shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, &target, opts.BatchSize, progress)
 		return !shadowAt.Less(target), err
 	}); err != nil {
 		return rep, fmt.Errorf("bring the shadow to %s: %w", target, err)
@@ -282,6 +288,10 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	rep.Position = target
 	phase("paused catch-up")
+	rep.Busy = append(rep.Busy, Phase{Name: "read", Duration: stats.read}, Phase{Name: "decode", Duration: stats.decode})
+	for _, l := range lanes {
+		rep.Busy = append(rep.Busy, Phase{Name: "write " + l.name(), Duration: l.busy})
+	}
 	if err := db.FinishBulk(ctx, tables); err != nil {
 		return rep, fmt.Errorf("finish bulk load: %w", err)
 	}
@@ -333,6 +343,16 @@ type lane struct {
 	proj        Projection
 	part, parts int
 	hold        *paymentHold // the payments projection's lanes: rows held in memory
+	copies      bool         // the ledger's lane: entries loaded by an entryCopier
+	copier      *entryCopier // while a replay runs
+	busy        time.Duration
+}
+
+func (l *lane) name() string {
+	if l.parts == 1 {
+		return l.proj.Name()
+	}
+	return fmt.Sprintf("%s/%d", l.proj.Name(), l.part)
 }
 
 // streamLocal is implemented by projections whose every row depends on
@@ -355,8 +375,11 @@ func lanesOf(projs []Projection) []*lane {
 		}
 		for i := range n {
 			l := &lane{proj: p, part: i, parts: n}
-			if _, ok := p.(paymentsProjection); ok {
+			switch p.(type) {
+			case paymentsProjection:
 				l.hold = newPaymentHold()
+			case ledgerProjection:
+				l.copies = true
 			}
 			out = append(out, l)
 		}
@@ -399,13 +422,18 @@ type replayBatch struct {
 // and each lane writes its share on its own read-model connection, so that
 // the database's work and this process's overlap. A batch counts as
 // replayed once every lane has committed it.
-func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, from eventstore.Position, upTo *eventstore.Position, size int, progress func(int)) (eventstore.Position, error) {
+// replayStats accumulates the busy times of a rebuild's reader and decoder.
+type replayStats struct{ read, decode time.Duration }
+
+func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, stats *replayStats, from eventstore.Position, upTo *eventstore.Position, size int, progress func(int)) (eventstore.Position, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	raw := make(chan []eventstore.RecordedEvent, 1)
 	g.Go(func() error {
 		defer close(raw)
 		for at := from; ; {
+			t := time.Now()
 			evs, err := readUpTo(gctx, feed, at, upTo, size)
+			stats.read += time.Since(t)
 			if err != nil {
 				return err
 			}
@@ -432,7 +460,9 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, fr
 		}()
 		seq := 0
 		for evs := range raw {
+			t := time.Now()
 			envs, err := decodeParallel(evs)
+			stats.decode += time.Since(t)
 			if len(envs) > 0 {
 				b := &replayBatch{seq: seq, envs: envs}
 				seq++
@@ -453,9 +483,21 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, fr
 	})
 	done := make(chan *replayBatch, 2*len(lanes))
 	for i, l := range lanes {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			if l.copies {
+				l.copier = startEntryCopier(gctx, db)
+				defer func() {
+					if cerr := l.copier.stop(); err == nil {
+						err = cerr
+					}
+					l.copier = nil
+				}()
+			}
 			for b := range laneIn[i] {
-				if err := l.apply(gctx, db, b.envs); err != nil {
+				t := time.Now()
+				err := l.apply(gctx, db, b.envs)
+				l.busy += time.Since(t)
+				if err != nil {
 					return err
 				}
 				if b.left.Add(-1) == 0 {
@@ -531,8 +573,11 @@ func (l *lane) apply(ctx context.Context, db ShadowDB, envs []Envelope) (err err
 		}
 	}()
 	var w Writer = b
-	if l.hold != nil {
+	switch {
+	case l.hold != nil:
 		w = holdingWriter{Batch: b, h: l.hold}
+	case l.copier != nil:
+		w = copyingWriter{Batch: b, c: l.copier}
 	}
 	if err := safeApply(ctx, l.proj, w, envs); err != nil {
 		return poisonAt(l.proj.Name(), envs, err)

@@ -73,6 +73,9 @@ func run(url, out string, batch int, swapAll bool) error {
 	for _, p := range rep.Phases {
 		fmt.Printf("  %-16s %s\n", p.Name, p.Duration.Round(time.Millisecond))
 	}
+	for _, p := range rep.Busy {
+		fmt.Printf("  busy %-16s %s\n", p.Name, p.Duration.Round(time.Millisecond))
+	}
 	for _, t := range rep.Tables {
 		fmt.Printf("  %-20s live %d rebuilt %d differing %d: %s\n", t.Table, t.LiveRows, t.RebuiltRows, t.DifferingRows, t.Repair)
 	}
