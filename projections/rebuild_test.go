@@ -24,6 +24,7 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	defer stop()
 	f.waitCaughtUp(ctx)
 	indexesBefore := f.indexes(ctx)
+	tablesBefore := f.tableDefinitions(ctx)
 
 	var balances, entries, payments int64
 	require.NoError(t, f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM account_balances), (SELECT count(*) FROM ledger_entries),
@@ -102,6 +103,7 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	// The swapped-in tables are the live tables in every respect: names of
 	// indexes, grants, views, the id sequence; the projectors go on.
 	assert.Equal(t, indexesBefore, f.indexes(ctx), "indexes after swap")
+	assert.Equal(t, tablesBefore, f.tableDefinitions(ctx), "persistence and constraints after swap")
 	rows, err := f.pool.Query(ctx, `SELECT relname::text FROM pg_class
 		WHERE relnamespace = 'public'::regnamespace AND (relname LIKE '%\_shadow%' OR relname LIKE '%\_old' OR relname LIKE '%\_sh')`)
 	require.NoError(t, err)
@@ -273,4 +275,19 @@ func TestRebuildWithoutLiveProjectors(t *testing.T) {
 	vs, err := f.svc.Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, hasCheck(vs, projections.CheckCheckpointInFeed), "verify should report the checkpoint past the head: %v", vs)
+}
+
+// tableDefinitions lists, per read-model table, its persistence (logged or
+// not) and its constraints' names and definitions.
+func (f *fixture) tableDefinitions(ctx context.Context) []string {
+	f.t.Helper()
+	rows, err := f.pool.Query(ctx, `
+		SELECT t.relname || ' ' || t.relpersistence::text || coalesce(' ' || c.conname || ': ' || pg_get_constraintdef(c.oid), '')
+		FROM pg_class t LEFT JOIN pg_constraint c ON c.conrelid = t.oid
+		WHERE t.relname IN ('ledger_entries', 'account_balances', 'payments', 'reconciliation_items', 'periods', 'period_balances')
+		ORDER BY 1`)
+	require.NoError(f.t, err)
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(f.t, err)
+	return defs
 }

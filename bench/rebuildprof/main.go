@@ -35,7 +35,12 @@ func main() {
 
 func run(url, out string, batch int, swapAll bool) error {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = max(cfg.MaxConns, 8) // as `onceledger rebuild` (rebuildConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -38,7 +39,7 @@ func (c *rebuildCmd) Validate() error {
 // projectionService opens what every projection command needs: the
 // database, the configured event store and the read-model adapter.
 func projectionService(g *globals) (*projections.Service, func(), error) {
-	pool, err := openPool(g.ctx, g.cli.DatabaseURL)
+	pool, err := openRebuildPool(g.ctx, g.cli.DatabaseURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,6 +58,27 @@ func projectionService(g *globals) (*projections.Service, func(), error) {
 	}
 	svc := projections.NewService(store, readmodel.New(rmPool), g.log)
 	return svc, func() { rmPool.Close(); _ = closeStore(); pool.Close() }, nil
+}
+
+// rebuildConns is the least pool size of the projection commands: a
+// rebuild writes on several connections at once (the ledger's lane and its
+// two loaders, the payments' two lanes, reconciliation's), and its ledger
+// lane waits for its loaders while it holds a connection.
+const rebuildConns = 8
+
+// openRebuildPool opens the database with at least rebuildConns
+// connections (pgxpool's default is 4).
+func openRebuildPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("ONCELEDGER_DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = max(cfg.MaxConns, rebuildConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
 }
 
 func (c *rebuildCmd) Run(g *globals) error {

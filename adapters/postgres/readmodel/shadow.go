@@ -103,13 +103,20 @@ func (s *Store) PrepareShadow(ctx context.Context, tables []string) error {
 		for _, t := range tables {
 			sh := quoted(t + shadowSuffix)
 			// LIKE copies columns, defaults (ledger_entries.id keeps drawing
-			// from the live sequence), NOT NULL and CHECK constraints, but no
-			// indexes: those are built after the load.
+			// from the live sequence) and NOT NULL, but no CHECK constraints
+			// and no indexes: a shadow that replaces its live table gets them
+			// after the load (IndexShadow), and one that only serves the
+			// comparison never needs them (rows repaired into a live table
+			// pass its checks there).
+			//
+			// UNLOGGED: the load writes no WAL. A shadow is worth nothing
+			// until the swap, and a crash that empties it only repeats the
+			// rebuild; one that replaces its live table is made LOGGED first.
 			if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+sh); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `CREATE TABLE `+sh+` (LIKE `+quoted(t)+
-				` INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE)`); err != nil {
+			if _, err := tx.Exec(ctx, `CREATE UNLOGGED TABLE `+sh+` (LIKE `+quoted(t)+
+				` INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE)`); err != nil {
 				return err
 			}
 			if tableSpecs[t].eagerKeys {
@@ -163,6 +170,9 @@ func (s *Store) IndexShadow(ctx context.Context, tables []string) error {
 	type job struct{ table, sql, attach string }
 	var jobs []job
 	for _, t := range tables {
+		if err := s.logShadow(ctx, t); err != nil {
+			return err
+		}
 		ks, err := s.missingConstraints(ctx, t)
 		if err != nil {
 			return err
@@ -214,6 +224,38 @@ func (s *Store) IndexShadow(ctx context.Context, tables []string) error {
 		}
 		for _, t := range tables {
 			if _, err := tx.Exec(ctx, `ANALYZE `+quoted(t+shadowSuffix)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// logShadow makes a shadow that will replace its live table LOGGED (it is
+// rewritten with WAL, so it survives a crash and reaches replicas), with
+// the live table's CHECK constraints, under their live names (CHECK names
+// are per table).
+func (s *Store) logShadow(ctx context.Context, table string) error {
+	sh := quoted(table + shadowSuffix)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+sh+` SET LOGGED`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT c.conname, pg_get_constraintdef(c.oid)
+			FROM pg_constraint c
+			WHERE c.conrelid = $1::regclass AND c.contype = 'c'
+			  AND NOT EXISTS (SELECT 1 FROM pg_constraint s WHERE s.conrelid = $2::regclass AND s.conname = c.conname)
+			ORDER BY c.conname`, quoted(table), sh)
+		if err != nil {
+			return err
+		}
+		checks, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Name, Def string }])
+		if err != nil {
+			return err
+		}
+		for _, c := range checks {
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+sh+` ADD CONSTRAINT `+quoted(c.Name)+` `+c.Def); err != nil {
 				return err
 			}
 		}
