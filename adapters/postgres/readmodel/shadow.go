@@ -399,26 +399,30 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	if err := checkTables(tables); err != nil {
 		return nil, nil, err
 	}
+	sums, err := s.checksums(ctx, tables)
+	if err != nil {
+		return nil, nil, err
+	}
 	var comps []projections.TableComparison
 	var diffs []projections.Difference
-	// One snapshot for all the queries.
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		// One sequential scan of each side into a hash aggregate: the
-		// groups are few (the planner, without statistics of the shadow,
-		// guesses hundreds of thousands and would sort, or walk an index
-		// in group order, both much slower than a scan: text sorts in the
-		// database's collation). JIT costs more than it saves here.
-		for _, set := range []string{"enable_sort = off", "enable_incremental_sort = off", "enable_indexscan = off",
-			"enable_indexonlyscan = off", "enable_bitmapscan = off", "work_mem = '64MB'", "jit = off"} {
-			if _, err := tx.Exec(ctx, `SET LOCAL `+set); err != nil {
-				return err
+	// One snapshot for the row comparisons.
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		for i, t := range tables {
+			c := projections.TableComparison{Table: t}
+			live, shadow := sums[2*i], sums[2*i+1]
+			for g, l := range live {
+				c.LiveRows += l.n
+				if sh, ok := shadow[g]; !ok || sh != l {
+					c.DifferingGroups = append(c.DifferingGroups, g)
+				}
 			}
-		}
-		for _, t := range tables {
-			c, err := compareGroups(ctx, tx, t)
-			if err != nil {
-				return err
+			for g, sh := range shadow {
+				c.RebuiltRows += sh.n
+				if _, ok := live[g]; !ok {
+					c.DifferingGroups = append(c.DifferingGroups, g)
+				}
 			}
+			slices.Sort(c.DifferingGroups)
 			if c.LiveRows != c.RebuiltRows {
 				diffs = append(diffs, projections.Difference{Table: t, Kind: projections.DiffRowCount,
 					Live: fmt.Sprint(c.LiveRows), Rebuilt: fmt.Sprint(c.RebuiltRows)})
@@ -445,6 +449,66 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	return comps, diffs, err
 }
 
+// groupSum is one checksum group: its row count and the XOR of its rows'
+// hashes.
+type groupSum struct{ n, h int64 }
+
+// compareScans is how many checksum scans run at once.
+const compareScans = 2
+
+// checksums scans each table and its shadow (in that order in the result,
+// two entries per table) into per-group sums, side by side. The live
+// projectors are paused and the shadows complete, so nothing changes the
+// tables meanwhile: separate snapshots see the same rows.
+func (s *Store) checksums(ctx context.Context, tables []string) ([]map[string]groupSum, error) {
+	out := make([]map[string]groupSum, 2*len(tables))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(compareScans)
+	for i, t := range tables {
+		for side, name := range []string{t, t + shadowSuffix} {
+			g.Go(func() error {
+				sums, err := s.checksum(gctx, t, name)
+				out[2*i+side] = sums
+				return err
+			})
+		}
+	}
+	return out, g.Wait()
+}
+
+// checksum is one table's (live or shadow) per-group row counts and XOR of
+// row hashes.
+func (s *Store) checksum(ctx context.Context, table, name string) (map[string]groupSum, error) {
+	spec := tableSpecs[table]
+	out := map[string]groupSum{}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// One sequential scan into a hash aggregate: the groups are few
+		// (the planner, without statistics of the shadow, guesses hundreds
+		// of thousands and would sort, or walk an index in group order,
+		// both much slower: text sorts in the database's collation). JIT
+		// costs more than it saves here.
+		for _, set := range []string{"enable_sort = off", "enable_incremental_sort = off", "enable_indexscan = off",
+			"enable_indexonlyscan = off", "enable_bitmapscan = off", "work_mem = '64MB'", "jit = off"} {
+			if _, err := tx.Exec(ctx, `SET LOCAL `+set); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT `+groupKey(spec)+`, count(*), bit_xor(`+rowHash(spec)+`)
+			FROM `+quoted(name)+` GROUP BY `+strings.Join(spec.group, ", "))
+		if err != nil {
+			return err
+		}
+		var g string
+		var sum groupSum
+		_, err = pgx.ForEachRow(rows, []any{&g, &sum.n, &sum.h}, func() error {
+			out[g] = sum
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
 // groupKey is the text naming a row's checksum group (the group
 // expressions' columns unqualified).
 func groupKey(spec tableSpec) string {
@@ -458,40 +522,6 @@ func groupKey(spec tableSpec) string {
 // rowHash is the 64-bit hash of a row's key and compared columns.
 func rowHash(spec tableSpec) string {
 	return "hash_record_extended(ROW(" + joinQuoted("", append(slices.Clone(spec.key), spec.compare...)) + "), 0)"
-}
-
-// compareGroups counts both sides and names the groups whose checksums
-// differ.
-func compareGroups(ctx context.Context, tx pgx.Tx, table string) (projections.TableComparison, error) {
-	spec := tableSpecs[table]
-	var on []string
-	for i := range spec.group {
-		on = append(on, fmt.Sprintf("l.g%d = s.g%d", i, i))
-	}
-	var cols, gnames []string
-	for i, e := range spec.group {
-		cols = append(cols, fmt.Sprintf("%s AS g%d", e, i))
-		gnames = append(gnames, fmt.Sprintf("coalesce(l.g%[1]d, s.g%[1]d)::text", i))
-	}
-	sql := fmt.Sprintf(`
-		WITH l AS (SELECT %[3]s, count(*) AS n, bit_xor(%[4]s) AS h FROM %[1]s GROUP BY %[6]s),
-		     s AS (SELECT %[3]s, count(*) AS n, bit_xor(%[4]s) AS h FROM %[2]s GROUP BY %[6]s)
-		SELECT (SELECT coalesce(sum(n), 0)::bigint FROM l), (SELECT coalesce(sum(n), 0)::bigint FROM s),
-		       array(SELECT concat_ws('/', %[5]s) FROM l FULL JOIN s ON %[7]s
-		             WHERE l.n IS DISTINCT FROM s.n OR l.h IS DISTINCT FROM s.h ORDER BY 1)`,
-		quoted(table), quoted(table+shadowSuffix), strings.Join(cols, ", "), rowHash(spec),
-		strings.Join(gnames, ", "), groupOrdinals(len(spec.group)), strings.Join(on, " AND "))
-	c := projections.TableComparison{Table: table}
-	err := tx.QueryRow(ctx, sql).Scan(&c.LiveRows, &c.RebuiltRows, &c.DifferingGroups)
-	return c, err
-}
-
-func groupOrdinals(n int) string {
-	o := make([]string, n)
-	for i := range o {
-		o[i] = fmt.Sprint(i + 1)
-	}
-	return strings.Join(o, ", ")
 }
 
 // compareSums compares the entries' sums per account and currency.
@@ -543,11 +573,6 @@ func compareRows(ctx context.Context, tx pgx.Tx, table string, groups []string, 
 		quoted(table), quoted(table+shadowSuffix), strings.Join(keyText, ", "), k0,
 		strings.Join(lCols, ", "), strings.Join(sCols, ", "), strings.Join(lObj, ", "), strings.Join(sObj, ", "),
 		strings.Join(on, " AND "), groupKey(spec))
-	// The sort of this query is small (the differing rows), and needed.
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = on`); err != nil {
-		return 0, nil, err
-	}
-	defer func() { _, _ = tx.Exec(context.WithoutCancel(ctx), `SET LOCAL enable_sort = off`) }()
 	rows, err := tx.Query(ctx, sql, limit, projections.DiffMissingInLive, projections.DiffMissingInRebuilt, projections.DiffRow, groups)
 	if err != nil {
 		return 0, nil, err
