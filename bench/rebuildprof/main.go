@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -35,6 +36,13 @@ func main() {
 
 func run(url, out string, batch int, swapAll bool) error {
 	ctx := context.Background()
+	// As `onceledger rebuild` (rebuildMemory).
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(300)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(160 << 20)
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return err
