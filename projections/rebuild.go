@@ -36,6 +36,9 @@ type ShadowDB interface {
 	// IndexShadow builds the live tables' keys and indexes on the shadows
 	// of tables, before they replace the live ones.
 	IndexShadow(ctx context.Context, tables []string) error
+	// RowCounts counts the rows of each live table and of its shadow
+	// (LiveRows and RebuiltRows).
+	RowCounts(ctx context.Context, tables []string) ([]TableComparison, error)
 	// Compare compares shadow and live tables: per-group checksums, then
 	// rows in the groups that differ (at most maxRows differences of each
 	// table are detailed).
@@ -133,6 +136,12 @@ const (
 // replaced rather than repaired row by row (building its indexes at once
 // is cheaper than maintaining them row by row from there on).
 const replaceShare = 10 // percent
+
+// replaces tells whether a table with differing rows out of c's is
+// replaced rather than repaired in place.
+func replaces(differing int64, c TableComparison) bool {
+	return differing*100 > replaceShare*max(c.LiveRows, c.RebuiltRows)
+}
 
 // Phase is how long one step of a rebuild took.
 type Phase struct {
@@ -253,6 +262,33 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	phase("catch-up")
 
+	// A table whose shadow has many more rows (the first rebuild, into
+	// empty tables) will be replaced: its shadow's indexes are built now,
+	// while the live projectors run, rather than during the pause. The
+	// comparison under the pause has the last word; a table it finds
+	// different beyond this guess gets its indexes then. (Derived tables
+	// are still empty here: FinishBulk fills them.)
+	indexed := map[string]bool{}
+	if !opts.VerifyOnly {
+		counts, err := db.RowCounts(ctx, tables)
+		if err != nil {
+			return rep, err
+		}
+		var early []string
+		for _, c := range counts {
+			if opts.SwapAll || replaces(c.RebuiltRows-c.LiveRows, c) {
+				early = append(early, c.Table)
+				indexed[c.Table] = true
+			}
+		}
+		if len(early) > 0 {
+			if err := db.IndexShadow(ctx, early); err != nil {
+				return rep, fmt.Errorf("index shadow tables: %w", err)
+			}
+			phase("indexes")
+		}
+	}
+
 	// Pause: the exclusive pause lock waits for the live batch in flight
 	// and holds off the next ones. Then bring everybody to one position.
 	for _, p := range projs {
@@ -306,7 +342,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 		plan := SwapPlan{Patch: map[string][]string{}}
 		for i, c := range rep.Tables {
 			switch {
-			case opts.SwapAll || c.DifferingRows*100 > replaceShare*max(c.LiveRows, c.RebuiltRows):
+			case opts.SwapAll || replaces(c.DifferingRows, c):
 				plan.Replace = append(plan.Replace, c.Table)
 				rep.Tables[i].Repair = RepairReplaced
 			case c.DifferingRows > 0 || len(c.DifferingGroups) > 0:
@@ -316,11 +352,17 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 				rep.Tables[i].Repair = RepairNone
 			}
 		}
-		if len(plan.Replace) > 0 {
-			if err := db.IndexShadow(ctx, plan.Replace); err != nil {
+		var late []string
+		for _, t := range plan.Replace {
+			if !indexed[t] {
+				late = append(late, t)
+			}
+		}
+		if len(late) > 0 {
+			if err := db.IndexShadow(ctx, late); err != nil {
 				return rep, fmt.Errorf("index shadow tables: %w", err)
 			}
-			phase("indexes")
+			phase("indexes (paused)")
 		}
 		cps := map[string]eventstore.Position{}
 		for _, p := range projs {
