@@ -2,8 +2,6 @@ package projections
 
 import (
 	"context"
-	"maps"
-	"slices"
 )
 
 // heldBatches is how many batches a payments row stays in memory after
@@ -86,8 +84,7 @@ func (w holdingWriter) UpsertPayments(ctx context.Context, rows []PaymentRow) er
 // all) through b, and forgets them.
 func (h *paymentHold) release(ctx context.Context, b Batch, all bool) error {
 	var fresh, again []PaymentRow
-	for _, s := range slices.Sorted(maps.Keys(h.rows)) {
-		r := h.rows[s]
+	for s, r := range h.rows {
 		if !all && h.batch-r.seen < heldBatches {
 			continue
 		}
