@@ -46,6 +46,12 @@
 #   BENCH_LAG_SECONDS=20   duration of the lag run
 #   BENCH_OPEN_SECONDS=15  duration of each open-loop run
 #   BENCH_REBUILD_EVENTS=1000000  events seeded for the rebuild (about 3.8 per payment)
+#   BENCH_REBUILD_BEFORE=<rev>    also time the rebuild of git revision <rev> on the same
+#                          database, alternating with this one (before, after, before,
+#                          after), and print the ratios: a shared machine moves every
+#                          absolute figure, back-to-back pairs much less
+#   BENCH_REBUILD_PROFILE=1       then run bench/rebuildprof once: phases, busy time per
+#                          pipeline stage, and the top of its CPU profile
 #   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
@@ -220,15 +226,49 @@ SQL
 	# what matters here is that it swapped.
 	rb_run first || true
 	grep -q '^swap: rebuilt tables are live' "$work/rebuild_first.txt" || { echo "bench: first rebuild did not swap" >&2; status=1; }
+	raw_read() { # the events table read raw, timed: the ceiling the rebuild is compared with
+		local t0 t1
+		t0=$(date +%s.%N)
+		psql -q -c "\\copy (SELECT * FROM events) TO '/dev/null'" "$rb_db"
+		t1=$(date +%s.%N)
+		awk -v n="$REBUILD_EVENTS" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}'
+	}
+	rb_load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+	if [[ -n "${BENCH_REBUILD_BEFORE:-}" ]]; then
+		# The same database, the two binaries alternating, each run with the
+		# raw read next to it: ratios from neighbouring runs.
+		echo "-- before ($BENCH_REBUILD_BEFORE) and after, alternating, with the raw read of the events table"
+		mkdir -p "$work/before"
+		git archive "$BENCH_REBUILD_BEFORE" | tar -x -C "$work/before"
+		(cd "$work/before" && go build -o "$work/onceledger_before" ./cmd/onceledger)
+		after_bin="$work/onceledger"
+		: >"$work/pairs.txt"
+		for pair in 1 2; do
+			raw_b="$(raw_read)"
+			cp "$after_bin" "$work/onceledger_after"
+			cp "$work/onceledger_before" "$work/onceledger"
+			echo "   before, pair $pair (raw read $raw_b events/s, load $(cut -d' ' -f1 /proc/loadavg))"
+			rb_run "before$pair" || true
+			cp "$work/onceledger_after" "$work/onceledger"
+			raw_a="$(raw_read)"
+			echo "   after, pair $pair (raw read $raw_a events/s, load $(cut -d' ' -f1 /proc/loadavg))"
+			rb_run "after$pair" || status=$?
+			echo "$pair $(cat "$work/rate_before$pair") $(cat "$work/rate_after$pair") $raw_b $raw_a $(($(cat "$work/rss_before$pair") / 1024)) $(($(cat "$work/rss_after$pair") / 1024)) $(cut -d' ' -f1 /proc/loadavg)" >>"$work/pairs.txt"
+		done
+	fi
 	echo "-- rebuild of a healthy ledger (measured)"
 	rb_run measured || status=$?
 	echo "-- raw read: \\copy (SELECT * FROM events) TO /dev/null"
-	t0=$(date +%s.%N)
-	psql -q -c "\\copy (SELECT * FROM events) TO '/dev/null'" "$rb_db"
-	t1=$(date +%s.%N)
-	raw_rate=$(awk -v n="$REBUILD_EVENTS" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')
+	raw_rate="$(raw_read)"
 	echo "raw read: $raw_rate events/s"
 	rb_load="$(cut -d' ' -f1-3 /proc/loadavg)"
+	if [[ "${BENCH_REBUILD_PROFILE:-0}" == 1 ]]; then
+		echo "-- bench/rebuildprof: phases, busy time per stage, CPU profile"
+		go build -o "$work/rebuildprof" ./bench/rebuildprof
+		"$work/rebuildprof" --database-url "$rb_url" --cpuprofile "$work/rebuild.pprof" | tee "$work/rebuildprof.txt"
+		go tool pprof -top -nodecount=15 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '4,22p'
+		go tool pprof -top -cum -nodecount=25 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '6,32p'
+	fi
 	dropdb --if-exists "$rb_db"
 fi
 # == 6. settlement import =====================================================
@@ -360,8 +400,12 @@ if want rebuild; then
 	printf 'rebuild %d events:    %8d events/s, peak RSS %d MiB (first, into empty live tables: %d events/s, %d MiB)\n' \
 		"$REBUILD_EVENTS" "$(cat "$work/rate_measured")" $(($(cat "$work/rss_measured") / 1024)) \
 		"$(cat "$work/rate_first")" $(($(cat "$work/rss_first") / 1024))
-	printf 'raw events read:       %8d events/s; rebuild ratio %.2f (load after the rebuild: %s)\n' \
-		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load"
+	printf 'raw events read:       %8d events/s; rebuild ratio %.2f (load before the step: %s; after the rebuild: %s)\n' \
+		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load_before" "$rb_load"
+	if [[ -s "$work/pairs.txt" ]]; then
+		echo "rebuild before ($BENCH_REBUILD_BEFORE) / after, alternating on one database:"
+		awk '{printf "  pair %d: before %d events/s (%d MiB), after %d events/s (%d MiB): x%.2f; raw read %d / %d events/s: rebuild/raw %.2f -> %.2f; load %s\n", $1, $2, $6, $3, $7, $3 / $2, $4, $5, $2 / $4, $3 / $5, $8}' "$work/pairs.txt"
+	fi
 fi
 if want rebuild-live; then
 	printf 'live lag during a rebuild of %d events at %s/s offered: p99 ~%s s (%s events), max ~%s s; rebuild under load %s events/s; ledger %s (load after: %s)\n' \

@@ -79,6 +79,9 @@ type Writer interface {
 	// UpsertPayments writes rows, each only if its Version is newer than
 	// the stored one.
 	UpsertPayments(ctx context.Context, rows []PaymentRow) error
+	// CopyPayments inserts rows of streams that have none (a rebuild's
+	// bulk load).
+	CopyPayments(ctx context.Context, rows []PaymentRow) error
 	// ApplyReconciliation opens (or re-opens) and resolves items, in order.
 	ApplyReconciliation(ctx context.Context, changes []ReconciliationChange) error
 	PeriodWriter

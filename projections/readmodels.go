@@ -16,7 +16,10 @@ func Payments() Projection { return paymentsProjection{} }
 
 type paymentsProjection struct{}
 
-func (paymentsProjection) Name() string     { return NamePayments }
+func (paymentsProjection) Name() string { return NamePayments }
+
+// partitions: each payments row is the fold of one stream (streamLocal).
+func (paymentsProjection) partitions() int  { return 2 }
 func (paymentsProjection) Tables() []string { return []string{"payments"} }
 
 func (paymentsProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
@@ -114,7 +117,11 @@ func Reconciliation() Projection { return reconciliationProjection{} }
 
 type reconciliationProjection struct{}
 
-func (reconciliationProjection) Name() string     { return NameReconciliation }
+func (reconciliationProjection) Name() string { return NameReconciliation }
+
+// partitions: each item belongs to one stream (streamLocal); its events
+// are few, one lane is enough.
+func (reconciliationProjection) partitions() int  { return 1 }
 func (reconciliationProjection) Tables() []string { return []string{"reconciliation_items"} }
 
 func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {

@@ -2,11 +2,16 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 )
@@ -15,30 +20,55 @@ import (
 // runtime's part: shadow copies of the read-model tables (<table>_shadow).
 type ShadowDB interface {
 	RuntimeDB
-	// BeginShadow starts a batch writing to the shadow tables; bulk means
-	// the shadow has no indexes yet and derived tables (balances) are left
-	// to FinishBulk.
-	BeginShadow(ctx context.Context, bulk bool) (Batch, error)
+	// BeginShadow starts a batch writing to the shadow tables, in bulk: the
+	// shadow has no secondary indexes, entries are appended without
+	// conflict checks (the feed holds each event once) and derived tables
+	// (balances) are left to FinishBulk. Batches of different projections,
+	// and of different streams of a stream-local projection, may run at
+	// once.
+	BeginShadow(ctx context.Context) (Batch, error)
 	// PrepareShadow (re)creates empty shadow tables shaped like the live
 	// ones, without their secondary indexes.
 	PrepareShadow(ctx context.Context, tables []string) error
-	// FinishBulk computes derived tables from the bulk load, then builds
-	// the live tables' indexes on the shadows.
+	// FinishBulk computes derived tables from the loaded ones, once, after
+	// the last batch.
 	FinishBulk(ctx context.Context, tables []string) error
-	// Compare compares shadow and live tables: counts, sums, rows (at most
-	// maxRows differences of each table are detailed).
+	// IndexShadow builds the live tables' keys and indexes on the shadows
+	// of tables, before they replace the live ones.
+	IndexShadow(ctx context.Context, tables []string) error
+	// RowCounts counts the rows of each live table and of its shadow
+	// (LiveRows and RebuiltRows).
+	RowCounts(ctx context.Context, tables []string) ([]TableComparison, error)
+	// Compare compares shadow and live tables: per-group checksums, then
+	// rows in the groups that differ (at most maxRows differences of each
+	// table are detailed).
 	Compare(ctx context.Context, tables []string, maxRows int) ([]TableComparison, []Difference, error)
-	// Swap replaces the live tables by their shadows in one transaction
-	// (grants and dependent views carried over) and sets the checkpoints.
-	Swap(ctx context.Context, tables []string, checkpoints map[string]eventstore.Position) error
+	// Swap brings the live tables to their shadows' content in one
+	// transaction, as plan says (grants and dependent views carried over),
+	// and sets the checkpoints.
+	Swap(ctx context.Context, plan SwapPlan, checkpoints map[string]eventstore.Position) error
 	DropShadow(ctx context.Context, tables []string) error
 	LockHeld(ctx context.Context, kind LockKind, name string) (bool, error)
+}
+
+// SwapPlan says how a swap brings each live table to its rebuilt content;
+// a table in neither field equals it already.
+type SwapPlan struct {
+	// Replace: the shadow, indexed, takes the live table's place.
+	Replace []string
+	// Patch: the live table is repaired in place, in the named checksum
+	// groups (TableComparison.DifferingGroups).
+	Patch map[string][]string
 }
 
 // RebuildOptions tune Rebuild.
 type RebuildOptions struct {
 	// VerifyOnly compares and reports, and leaves the live tables alone.
 	VerifyOnly bool
+	// SwapAll replaces every live table by its shadow, even those equal to
+	// history (by default an equal table is kept, and one with few
+	// differing rows is repaired in place).
+	SwapAll bool
 	// Progress, if set, is called after each batch with the events
 	// replayed so far and the total (-1: unknown, the feed cannot count).
 	Progress func(done, total int64)
@@ -87,11 +117,41 @@ type TableComparison struct {
 	LiveRows      int64
 	RebuiltRows   int64
 	DifferingRows int64
+	// DifferingGroups name the checksum groups (for ledger entries:
+	// account/currency/day) whose rows differ.
+	DifferingGroups []string
+	// Repair is what the swap did to the live table: RepairNone,
+	// RepairPatched or RepairReplaced (empty: not swapped).
+	Repair string
+}
+
+// Repairs a swap makes to a live table.
+const (
+	RepairNone     = "unchanged" // equal to history: kept as it is
+	RepairPatched  = "patched"   // the differing rows repaired in place
+	RepairReplaced = "replaced"  // the rebuilt table took its place
+)
+
+// replaceShare: a table with more than this share of differing rows is
+// replaced rather than repaired row by row (building its indexes at once
+// is cheaper than maintaining them row by row from there on).
+const replaceShare = 10 // percent
+
+// replaces tells whether a table with differing rows out of c's is
+// replaced rather than repaired in place.
+func replaces(differing int64, c TableComparison) bool {
+	return differing*100 > replaceShare*max(c.LiveRows, c.RebuiltRows)
+}
+
+// Phase is how long one step of a rebuild took.
+type Phase struct {
+	Name     string
+	Duration time.Duration
 }
 
 // Report is the outcome of a rebuild. A non-empty Differences means the
 // live tables did not match history (the CLI exits non-zero); unless
-// VerifyOnly, the rebuilt tables replaced them anyway.
+// VerifyOnly, the live tables were brought to the rebuilt content anyway.
 type Report struct {
 	Projections []string
 	Position    eventstore.Position // where the compared (and swapped-in) tables are
@@ -100,14 +160,24 @@ type Report struct {
 	Differences []Difference
 	Swapped     bool
 	Duration    time.Duration
+	Phases      []Phase
+	// Busy is how long each stage of the replay pipeline worked (reading
+	// the feed, decoding, each lane's writes), all replays together: the
+	// stage closest to the replay's duration is the one the others wait
+	// for.
+	Busy []Phase
 }
 
 // Rebuild replays the whole feed into shadow tables of the named
-// projections (all when names is empty) at bulk speed, catches up with the
-// live projectors, pauses them, compares shadow and live at one position,
-// and (unless VerifyOnly) swaps the shadows in, in one short transaction.
-// Live queries keep answering throughout; live projectors wait only during
-// the comparison and the swap.
+// projections (all when names is empty) at bulk speed (the projections in
+// parallel, stream-local ones partitioned by stream; COPY; no secondary
+// indexes), catches up with the live projectors, pauses them, compares
+// shadow and live at one position by checksums, and (unless VerifyOnly)
+// brings the live tables to the rebuilt content in one short transaction:
+// a table equal to history is kept, one with few differing rows repaired in
+// place, any other replaced by its shadow, indexed first. Live queries keep
+// answering throughout; live projectors wait only from the last catch-up to
+// the swap.
 func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, names []string, opts RebuildOptions) (Report, error) {
 	start := time.Now()
 	projs, err := selectProjections(all, names)
@@ -125,6 +195,12 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	for _, p := range projs {
 		rep.Projections = append(rep.Projections, p.Name())
 		tables = append(tables, p.Tables()...)
+	}
+	phaseStart := time.Now()
+	phase := func(name string) {
+		now := time.Now()
+		rep.Phases = append(rep.Phases, Phase{Name: name, Duration: now.Sub(phaseStart)})
+		phaseStart = now
 	}
 	// Cleanup must run even when ctx was canceled.
 	bg := context.WithoutCancel(ctx)
@@ -162,30 +238,55 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	if err := db.PrepareShadow(ctx, tables); err != nil {
 		return rep, fmt.Errorf("prepare shadow tables: %w", err)
 	}
-	swapped := false
-	defer func() {
-		if !swapped {
-			_ = db.DropShadow(bg, tables)
-		}
-	}()
+	// The shadows go in the end whatever happened: a replaced table's
+	// shadow is the live table by then, the others are spent.
+	defer func() { _ = db.DropShadow(bg, tables) }()
 
-	// Bulk load, then indexes, then catch up with the feed while the live
-	// projectors still run, so that the pause below is short.
+	// Bulk load, then catch up with the feed while the live projectors
+	// still run, so that the pause below is short.
 	progress := func(n int) {
 		rep.Events += int64(n)
 		if opts.Progress != nil {
 			opts.Progress(rep.Events, -1)
 		}
 	}
-	shadowAt, err := replayShadow(ctx, feed, db, projs, eventstore.Start, nil, opts.BatchSize, true, progress)
+	lanes := lanesOf(projs)
+	var stats replayStats
+	shadowAt, err := replayShadow(ctx, feed, db, lanes, &stats, eventstore.Start, nil, opts.BatchSize, progress)
 	if err != nil {
 		return rep, err
 	}
-	if err := db.FinishBulk(ctx, tables); err != nil {
-		return rep, fmt.Errorf("finish bulk load: %w", err)
-	}
-	if shadowAt, err = replayShadow(ctx, feed, db, projs, shadowAt, nil, opts.BatchSize, false, progress); err != nil {
+	phase("replay")
+	if shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, nil, opts.BatchSize, progress); err != nil {
 		return rep, err
+	}
+	phase("catch-up")
+
+	// A table whose shadow has many more rows (the first rebuild, into
+	// empty tables) will be replaced: its shadow's indexes are built now,
+	// while the live projectors run, rather than during the pause. The
+	// comparison under the pause has the last word; a table it finds
+	// different beyond this guess gets its indexes then. (Derived tables
+	// are still empty here: FinishBulk fills them.)
+	indexed := map[string]bool{}
+	if !opts.VerifyOnly {
+		counts, err := db.RowCounts(ctx, tables)
+		if err != nil {
+			return rep, err
+		}
+		var early []string
+		for _, c := range counts {
+			if opts.SwapAll || replaces(c.RebuiltRows-c.LiveRows, c) {
+				early = append(early, c.Table)
+				indexed[c.Table] = true
+			}
+		}
+		if len(early) > 0 {
+			if err := db.IndexShadow(ctx, early); err != nil {
+				return rep, fmt.Errorf("index shadow tables: %w", err)
+			}
+			phase("indexes")
+		}
 	}
 
 	// Pause: the exclusive pause lock waits for the live batch in flight
@@ -209,8 +310,12 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 			target = cp.Position
 		}
 	}
-	if _, err = replayShadow(ctx, feed, db, projs, shadowAt, &target, opts.BatchSize, false, progress); err != nil {
-		return rep, err
+	if err := retryShort(ctx, func() (bool, error) {
+		var err error
+		shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, &target, opts.BatchSize, progress)
+		return !shadowAt.Less(target), err
+	}); err != nil {
+		return rep, fmt.Errorf("bring the shadow to %s: %w", target, err)
 	}
 	for _, p := range projs {
 		if err := advanceLive(ctx, feed, db, p, live[p.Name()], target); err != nil {
@@ -218,87 +323,289 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 		}
 	}
 	rep.Position = target
+	phase("paused catch-up")
+	rep.Busy = append(rep.Busy, Phase{Name: "read", Duration: stats.read}, Phase{Name: "decode", Duration: stats.decode})
+	for _, l := range lanes {
+		rep.Busy = append(rep.Busy, Phase{Name: "write " + l.name(), Duration: l.busy})
+	}
+	if err := db.FinishBulk(ctx, tables); err != nil {
+		return rep, fmt.Errorf("finish bulk load: %w", err)
+	}
+	phase("balances")
 
 	rep.Tables, rep.Differences, err = db.Compare(ctx, tables, opts.MaxRowDifferences)
 	if err != nil {
 		return rep, fmt.Errorf("compare: %w", err)
 	}
+	phase("compare")
 	if !opts.VerifyOnly {
+		plan := SwapPlan{Patch: map[string][]string{}}
+		for i, c := range rep.Tables {
+			switch {
+			case opts.SwapAll || replaces(c.DifferingRows, c):
+				plan.Replace = append(plan.Replace, c.Table)
+				rep.Tables[i].Repair = RepairReplaced
+			case c.DifferingRows > 0 || len(c.DifferingGroups) > 0:
+				plan.Patch[c.Table] = c.DifferingGroups
+				rep.Tables[i].Repair = RepairPatched
+			default:
+				rep.Tables[i].Repair = RepairNone
+			}
+		}
+		var late []string
+		for _, t := range plan.Replace {
+			if !indexed[t] {
+				late = append(late, t)
+			}
+		}
+		if len(late) > 0 {
+			if err := db.IndexShadow(ctx, late); err != nil {
+				return rep, fmt.Errorf("index shadow tables: %w", err)
+			}
+			phase("indexes (paused)")
+		}
 		cps := map[string]eventstore.Position{}
 		for _, p := range projs {
 			cps[p.Name()] = target
 		}
-		if err := db.Swap(ctx, tables, cps); err != nil {
+		if err := db.Swap(ctx, plan, cps); err != nil {
 			return rep, fmt.Errorf("swap: %w", err)
 		}
-		swapped, rep.Swapped = true, true
+		rep.Swapped = true
+		phase("swap")
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
 }
 
-// replayShadow applies the feed after from (up to and including *upTo, if
-// set) to the shadow tables of projs, one transaction per batch, and
-// returns the position reached.
-//
-// Reading and decoding the next batch overlaps with writing the current
-// one (one batch read ahead): the read is a query on another connection
-// and the decoding is this process's CPU, while the write mostly waits on
-// the database, so the two share the machine instead of taking turns.
-func replayShadow(ctx context.Context, feed Feed, db ShadowDB, projs []Projection, from eventstore.Position, upTo *eventstore.Position, size int, bulk bool, progress func(int)) (eventstore.Position, error) {
-	type read struct {
-		envs []Envelope
-		err  error
+// lane is one writer of a replay: a projection, or one stream partition of
+// a stream-local projection. Each lane applies the batches in feed order in
+// its own transactions; lanes run side by side.
+type lane struct {
+	proj        Projection
+	part, parts int
+	hold        *paymentHold // the payments projection's lanes: rows held in memory
+	copies      bool         // the ledger's lane: entries loaded by an entryCopier
+	copier      *entryCopier // while a replay runs
+	busy        time.Duration
+}
+
+func (l *lane) name() string {
+	if l.parts == 1 {
+		return l.proj.Name()
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait() // runs after cancel: the reader is gone before we return
-	readCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	reads := make(chan read, 1)
-	wg.Go(func() {
-		defer close(reads)
-		at := from
-		for {
-			evs, err := readUpTo(readCtx, feed, at, upTo, size)
-			if err == nil && len(evs) == 0 {
-				return
+	return fmt.Sprintf("%s/%d", l.proj.Name(), l.part)
+}
+
+// streamLocal is implemented by projections whose every row depends on
+// the events of one stream only, in stream order: a rebuild may replay them
+// partitioned by stream (the ledger is not: its period booking depends on
+// the global order of the calendar events).
+type streamLocal interface {
+	// partitions is how many lanes a rebuild gives the projection.
+	partitions() int
+}
+
+// lanesOf returns the lanes of a rebuild; they keep state (held rows)
+// from one replay to the next.
+func lanesOf(projs []Projection) []*lane {
+	var out []*lane
+	for _, p := range projs {
+		n := 1
+		if s, ok := p.(streamLocal); ok {
+			n = max(1, s.partitions())
+		}
+		for i := range n {
+			l := &lane{proj: p, part: i, parts: n}
+			switch p.(type) {
+			case paymentsProjection:
+				l.hold = newPaymentHold()
+			case ledgerProjection:
+				l.copies = true
 			}
-			var r read
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// events returns the lane's share of a batch.
+func (l *lane) events(envs []Envelope) []Envelope {
+	if l.parts == 1 {
+		return envs
+	}
+	var out []Envelope
+	for _, e := range envs {
+		if int(streamHash(e.Recorded.StreamID)%uint32(l.parts)) == l.part {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func streamHash(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
+}
+
+// replayBatch is one batch of the feed on its way through the lanes.
+type replayBatch struct {
+	seq  int
+	envs []Envelope
+	left atomic.Int32 // lanes still applying it
+}
+
+// replayShadow applies the feed after from (up to and including *upTo, if
+// set) to the shadow tables of projs, and returns the position reached.
+//
+// It is a pipeline: one goroutine reads batches (a query on the event
+// store's connection), another decodes them (on two cores when there are),
+// and each lane writes its share on its own read-model connection, so that
+// the database's work and this process's overlap. A batch counts as
+// replayed once every lane has committed it.
+// replayStats accumulates the busy times of a rebuild's reader and decoder.
+type replayStats struct{ read, decode time.Duration }
+
+func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, stats *replayStats, from eventstore.Position, upTo *eventstore.Position, size int, progress func(int)) (eventstore.Position, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	raw := make(chan []eventstore.RecordedEvent, 1)
+	g.Go(func() error {
+		defer close(raw)
+		for at := from; ; {
+			t := time.Now()
+			evs, err := readUpTo(gctx, feed, at, upTo, size)
+			stats.read += time.Since(t)
 			if err != nil {
-				r.err = err
-			} else {
-				r.envs, r.err = decode("rebuild", evs)
+				return err
+			}
+			if len(evs) == 0 {
+				return nil
 			}
 			select {
-			case reads <- r:
-			case <-readCtx.Done():
-				return
+			case raw <- evs:
+			case <-gctx.Done():
+				return gctx.Err()
 			}
-			if r.err != nil {
-				return
-			}
-			at = r.envs[len(r.envs)-1].Recorded.Position
+			at = evs[len(evs)-1].Position
 		}
 	})
-	for r := range reads {
-		if len(r.envs) > 0 {
-			if err := applyShadow(ctx, db, projs, r.envs, bulk); err != nil {
-				return from, err
+	laneIn := make([]chan *replayBatch, len(lanes))
+	for i := range laneIn {
+		laneIn[i] = make(chan *replayBatch, 2)
+	}
+	g.Go(func() error {
+		defer func() {
+			for _, c := range laneIn {
+				close(c)
 			}
-			from = r.envs[len(r.envs)-1].Recorded.Position
-			progress(len(r.envs))
+		}()
+		seq := 0
+		for evs := range raw {
+			t := time.Now()
+			envs, err := decodeParallel(evs)
+			stats.decode += time.Since(t)
+			if len(envs) > 0 {
+				b := &replayBatch{seq: seq, envs: envs}
+				seq++
+				b.left.Store(int32(len(lanes)))
+				for _, c := range laneIn {
+					select {
+					case c <- b:
+					case <-gctx.Done():
+						return gctx.Err()
+					}
+				}
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if r.err != nil {
-			return from, r.err
+		return nil
+	})
+	done := make(chan *replayBatch, 2*len(lanes))
+	for i, l := range lanes {
+		g.Go(func() (err error) {
+			if l.copies {
+				l.copier = startEntryCopier(gctx, db)
+				defer func() {
+					if cerr := l.copier.stop(); err == nil {
+						err = cerr
+					}
+					l.copier = nil
+				}()
+			}
+			for b := range laneIn[i] {
+				t := time.Now()
+				err := l.apply(gctx, db, b.envs)
+				l.busy += time.Since(t)
+				if err != nil {
+					return err
+				}
+				if b.left.Add(-1) == 0 {
+					select {
+					case done <- b:
+					case <-gctx.Done():
+						return gctx.Err()
+					}
+				}
+			}
+			// What the lane still holds goes in before the replay ends.
+			return l.release(gctx, db)
+		})
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- g.Wait()
+		close(done)
+	}()
+	// Batches complete in order but may be reported out of it: count them
+	// in sequence.
+	finished := map[int]*replayBatch{}
+	next := 0
+	for b := range done {
+		finished[b.seq] = b
+		for b, ok := finished[next]; ok; b, ok = finished[next] {
+			delete(finished, next)
+			next++
+			from = b.envs[len(b.envs)-1].Recorded.Position
+			progress(len(b.envs))
 		}
+	}
+	if err := <-errc; err != nil {
+		return from, err
 	}
 	// The reader also stops when ctx ends, without a word: not the end of
 	// the feed.
 	return from, ctx.Err()
 }
 
-func applyShadow(ctx context.Context, db ShadowDB, projs []Projection, envs []Envelope, bulk bool) (err error) {
-	b, err := db.BeginShadow(ctx, bulk)
+// decodeParallel decodes a batch in two halves at once; like decode, it
+// returns the envelopes before the first undecodable event and its error.
+func decodeParallel(evs []eventstore.RecordedEvent) ([]Envelope, error) {
+	if len(evs) < 64 {
+		return decode("rebuild", evs)
+	}
+	half := len(evs) / 2
+	var second []Envelope
+	var secondErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { second, secondErr = decode("rebuild", evs[half:]) })
+	first, err := decode("rebuild", evs[:half])
+	wg.Wait()
+	if err != nil {
+		return first, err
+	}
+	return append(first, second...), secondErr
+}
+
+// apply writes the lane's share of a batch in one transaction.
+func (l *lane) apply(ctx context.Context, db ShadowDB, envs []Envelope) (err error) {
+	envs = l.events(envs)
+	if len(envs) == 0 {
+		return nil
+	}
+	b, err := db.BeginShadow(ctx)
 	if err != nil {
 		return err
 	}
@@ -307,12 +614,43 @@ func applyShadow(ctx context.Context, db ShadowDB, projs []Projection, envs []En
 			_ = b.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	for _, p := range projs {
-		if err := safeApply(ctx, p, b, envs); err != nil {
-			return poisonAt(p.Name(), envs, err)
+	var w Writer = b
+	switch {
+	case l.hold != nil:
+		w = holdingWriter{Batch: b, h: l.hold}
+	case l.copier != nil:
+		w = copyingWriter{Batch: b, c: l.copier}
+	}
+	if err := safeApply(ctx, l.proj, w, envs); err != nil {
+		return poisonAt(l.proj.Name(), envs, err)
+	}
+	if l.hold != nil {
+		l.hold.batch++
+		if err := l.hold.release(ctx, b, false); err != nil {
+			return err
 		}
 	}
 	return b.Commit(ctx, envs[len(envs)-1].Recorded.Position)
+}
+
+// release writes every row the lane holds, in one transaction.
+func (l *lane) release(ctx context.Context, db ShadowDB) (err error) {
+	if l.hold == nil || len(l.hold.rows) == 0 {
+		return nil
+	}
+	b, err := db.BeginShadow(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = b.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := l.hold.release(ctx, b, true); err != nil {
+		return err
+	}
+	return b.Commit(ctx, eventstore.Position{})
 }
 
 // advanceLive applies the feed from the live checkpoint up to target to a
@@ -324,7 +662,15 @@ func advanceLive(ctx context.Context, feed Feed, db RuntimeDB, p Projection, fro
 			return err
 		}
 		if len(evs) == 0 {
-			return fmt.Errorf("feed ends at %s, before %s", from, target)
+			// The feed showed target before; it may hold back for a moment
+			// (a read-model transaction that ends while the horizon is
+			// computed errs low), never for good.
+			if err := retryShort(ctx, func() (bool, error) {
+				evs, err = readUpTo(ctx, feed, from, &target, liveBatchSize)
+				return len(evs) > 0, err
+			}); err != nil {
+				return fmt.Errorf("feed ends at %s, before %s: %w", from, target, err)
+			}
 		}
 		n, err := applyLive(ctx, db, p, from, evs, false)
 		if err != nil {
@@ -333,6 +679,26 @@ func advanceLive(ctx context.Context, feed Feed, db RuntimeDB, p Projection, fro
 		from = evs[n-1].Position
 	}
 	return nil
+}
+
+// errFeedHeldBack: the feed did not show again what it had shown.
+var errFeedHeldBack = errors.New("the feed stayed behind a position it showed before")
+
+// retryShort runs f until it reports done, for about a second at most: the
+// feed horizon errs low for a moment when a transaction it would pass ends
+// while it is computed, so a read may briefly end before a position an
+// earlier read showed.
+func retryShort(ctx context.Context, f func() (bool, error)) error {
+	for range 50 {
+		done, err := f()
+		if err != nil || done {
+			return err
+		}
+		if !sleep(ctx, 20*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	return errFeedHeldBack
 }
 
 // readUpTo reads the feed after from, cut at *upTo if set.

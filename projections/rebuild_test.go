@@ -24,6 +24,7 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	defer stop()
 	f.waitCaughtUp(ctx)
 	indexesBefore := f.indexes(ctx)
+	tablesBefore := f.tableDefinitions(ctx)
 
 	var balances, entries, payments int64
 	require.NoError(t, f.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM account_balances), (SELECT count(*) FROM ledger_entries),
@@ -75,7 +76,10 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	}
 
 	var progressCalls atomic.Int64
+	// SwapAll: the tables equal history, and would be kept as they are;
+	// this test is about replacing them under the accountants' queries.
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{
+		SwapAll:   true,
 		BatchSize: 100,
 		Progress:  func(done, total int64) { progressCalls.Add(1) },
 	})
@@ -93,11 +97,13 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 			assert.NotZero(t, tc.LiveRows, "table %s", tc.Table)
 		}
 		assert.Zero(t, tc.DifferingRows, "table %s", tc.Table)
+		assert.Equal(t, projections.RepairReplaced, tc.Repair, "table %s", tc.Table)
 	}
 
 	// The swapped-in tables are the live tables in every respect: names of
 	// indexes, grants, views, the id sequence; the projectors go on.
 	assert.Equal(t, indexesBefore, f.indexes(ctx), "indexes after swap")
+	assert.Equal(t, tablesBefore, f.tableDefinitions(ctx), "persistence and constraints after swap")
 	rows, err := f.pool.Query(ctx, `SELECT relname::text FROM pg_class
 		WHERE relnamespace = 'public'::regnamespace AND (relname LIKE '%\_shadow%' OR relname LIKE '%\_old' OR relname LIKE '%\_sh')`)
 	require.NoError(t, err)
@@ -170,6 +176,15 @@ func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.pool.Exec(ctx, `UPDATE payments SET captured_amount = captured_amount + 7 WHERE stream_id = 'payment-stripe-pay_0'`)
 	require.NoError(t, err)
+	// One entry lost, one made up (a copy of another under a new event id).
+	_, err = f.pool.Exec(ctx, `DELETE FROM ledger_entries WHERE id = (SELECT min(id) FROM ledger_entries)`)
+	require.NoError(t, err)
+	_, err = f.pool.Exec(ctx, `INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account,
+			currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period)
+		SELECT gen_random_uuid(), posting_index, stream_id, event_type, provider, account,
+			currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period
+		FROM ledger_entries WHERE id = (SELECT max(id) FROM ledger_entries)`)
+	require.NoError(t, err)
 
 	vs, err := f.svc.Verify(ctx)
 	require.NoError(t, err)
@@ -187,6 +202,16 @@ func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
 	require.NoError(t, err, "rebuild")
 	require.True(t, rep.Swapped)
 	require.NotEmpty(t, rep.Differences)
+	assert.True(t, hasDiff(rep.Differences, "ledger_entries", ""), "the lost and the made-up entries: %+v", rep.Differences)
+	// Few rows differ: the live tables are repaired in place.
+	for _, tc := range rep.Tables {
+		want := projections.RepairNone
+		switch tc.Table {
+		case "account_balances", "payments", "ledger_entries":
+			want = projections.RepairPatched
+		}
+		assert.Equal(t, want, tc.Repair, "table %s", tc.Table)
+	}
 	g.m.checkBalances(t, f.balances(ctx))
 	vs, err = f.svc.Verify(ctx)
 	require.NoError(t, err)
@@ -196,9 +221,10 @@ func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
 	assert.Empty(t, rep.Differences, "after repair")
 }
 
+// hasDiff: ds has a difference of table with key (any key when empty).
 func hasDiff(ds []projections.Difference, table, key string) bool {
 	for _, d := range ds {
-		if d.Table == table && d.Key == key {
+		if d.Table == table && (key == "" || d.Key == key) {
 			return true
 		}
 	}
@@ -249,4 +275,19 @@ func TestRebuildWithoutLiveProjectors(t *testing.T) {
 	vs, err := f.svc.Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, hasCheck(vs, projections.CheckCheckpointInFeed), "verify should report the checkpoint past the head: %v", vs)
+}
+
+// tableDefinitions lists, per read-model table, its persistence (logged or
+// not) and its constraints' names and definitions.
+func (f *fixture) tableDefinitions(ctx context.Context) []string {
+	f.t.Helper()
+	rows, err := f.pool.Query(ctx, `
+		SELECT t.relname || ' ' || t.relpersistence::text || coalesce(' ' || c.conname || ': ' || pg_get_constraintdef(c.oid), '')
+		FROM pg_class t LEFT JOIN pg_constraint c ON c.conrelid = t.oid
+		WHERE t.relname IN ('ledger_entries', 'account_balances', 'payments', 'reconciliation_items', 'periods', 'period_balances')
+		ORDER BY 1`)
+	require.NoError(f.t, err)
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(f.t, err)
+	return defs
 }

@@ -371,7 +371,7 @@ func (s *server) queryJournal(w http.ResponseWriter, r *http.Request) {
 	f := views.JournalFilter{
 		From: s.dayOrTime(q, "from"), To: s.dayOrTime(q, "to"),
 		Booked: q.oneOf("time", "effective", "booked") == "booked",
-		Zone:   s.zone(), AfterID: q.cursor(),
+		Zone:   s.zone(), After: q.cursor(),
 	}
 	if v := q.get("period"); v != "" {
 		p, err := period.Parse(v)
@@ -398,7 +398,7 @@ func (s *server) queryJournal(w http.ResponseWriter, r *http.Request) {
 		next := ""
 		if len(page) > limit {
 			page = page[:limit]
-			next = encodeCursor(page[len(page)-1].ID)
+			next = encodeCursor(page[len(page)-1].Key)
 			w.Header().Set("Next-Cursor", next)
 		}
 		rows := make([]journalJSON, len(page))
@@ -426,7 +426,8 @@ func (s *server) queryJournal(w http.ResponseWriter, r *http.Request) {
 		if err != nil || len(page) < f.Limit {
 			break
 		}
-		f.AfterID = page[len(page)-1].ID
+		k := page[len(page)-1].Key
+		f.After = &k
 		if page, err = store.Journal(r.Context(), f); err != nil {
 			break
 		}

@@ -153,7 +153,7 @@ func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
 	format := q.format()
 	f := views.EntryFilter{
 		AccountPrefix: q.get("account"), Currency: q.currency("currency"),
-		From: q.time("from"), To: q.time("to"), AfterID: q.cursor(), Booked: q.booked(),
+		From: q.time("from"), To: q.time("to"), After: q.cursor(), Booked: q.booked(),
 	}
 	limit := q.limit()
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
@@ -180,7 +180,7 @@ func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
 	next := ""
 	if len(page) > limit {
 		page = page[:limit]
-		next = encodeCursor(page[len(page)-1].ID)
+		next = encodeCursor(page[len(page)-1].Key())
 		w.Header().Set("Next-Cursor", next)
 	}
 	out := newRowWriter(w, format, "entries", []string{

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,8 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/onceledger/onceledger/adapters/csvexport"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 type format int
@@ -120,13 +125,14 @@ func (p *params) oneOf(name string, allowed ...string) string {
 // they happened).
 func (p *params) booked() bool { return p.oneOf("time", "effective", "booked") == "booked" }
 
-// cursor is the id after which a ledger page starts (0: from the start).
-func (p *params) cursor() int64 {
-	id, err := decodeCursor(p.q.Get("cursor"))
+// cursor is the entry after which a ledger page starts (nil: from the
+// start).
+func (p *params) cursor() *views.EntryKey {
+	k, err := decodeCursor(p.q.Get("cursor"))
 	if err != nil && p.err == nil {
 		p.err = err
 	}
-	return id
+	return k
 }
 
 // Ledger cursors are opaque to clients: base64url (no padding) of a small
@@ -135,45 +141,67 @@ func (p *params) cursor() int64 {
 // so that an edited or truncated cursor is refused rather than silently read
 // as another position. (The checksum is not a secret: a cursor grants
 // nothing a client could not reach by paging.) Decoding is strict (checksum,
-// known version, positive id, canonical JSON); anything else is a 400
-// naming the cursor.
-type cursorV1 struct {
-	V     int   `json:"v"`
-	After int64 `json:"after"`
+// known version, canonical JSON); anything else is a 400 naming the cursor.
+//
+// Version 2 holds the last entry's stable key (views.EntryKey: feed
+// position, event id, posting index), which a rebuild's swap keeps.
+// Version 1 held the row id, which a rebuild renumbers: such a cursor is
+// refused with a 400 that says so, rather than read as a place it no
+// longer names.
+type cursorV2 struct {
+	V       int    `json:"v"`
+	Commit  uint64 `json:"c"`
+	Prepare uint64 `json:"p"`
+	EventID string `json:"e"`
+	Index   int    `json:"i"`
 }
 
 const cursorSumLen = 6
 
-func encodeCursor(afterID int64) string {
-	b, _ := json.Marshal(cursorV1{V: 1, After: afterID})
+func encodeCursor(k views.EntryKey) string {
+	b, _ := json.Marshal(cursorV2{V: 2, Commit: k.Position.Commit, Prepare: k.Position.Prepare,
+		EventID: k.EventID.String(), Index: k.PostingIndex})
 	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(append(b, sum[:cursorSumLen]...))
 }
 
-func decodeCursor(s string) (int64, error) {
+func decodeCursor(s string) (*views.EntryKey, error) {
 	if s == "" {
-		return 0, nil
+		return nil, nil
 	}
 	bad := fmt.Errorf("%w: cursor: not a cursor this API handed out", errBadParameter)
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(raw) <= cursorSumLen {
-		return 0, bad
+		return nil, bad
 	}
 	doc, sum := raw[:len(raw)-cursorSumLen], raw[len(raw)-cursorSumLen:]
 	want := sha256.Sum256(doc)
 	if !bytes.Equal(sum, want[:cursorSumLen]) {
-		return 0, bad
+		return nil, bad
+	}
+	var version struct {
+		V int `json:"v"`
+	}
+	if json.Unmarshal(doc, &version) == nil && version.V == 1 {
+		return nil, fmt.Errorf("%w: cursor: an old-format cursor (by row id, which a rebuild renumbers) is no longer accepted; "+
+			"start paging again without a cursor", errBadParameter)
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
-	var c cursorV1
-	if err := dec.Decode(&c); err != nil || c.V != 1 || c.After < 1 {
-		return 0, bad
+	var c cursorV2
+	if err := dec.Decode(&c); err != nil || c.V != 2 || c.Index < 0 ||
+		c.Commit > math.MaxInt64 || c.Prepare > math.MaxInt64 {
+		return nil, bad
 	}
+	id, err := uuid.Parse(c.EventID)
+	if err != nil {
+		return nil, bad
+	}
+	c.EventID = id.String() // canonical: the lower-case hyphenated form encodeCursor writes
 	if canonical, _ := json.Marshal(c); !bytes.Equal(doc, canonical) {
-		return 0, bad
+		return nil, bad
 	}
-	return c.After, nil
+	return &views.EntryKey{Position: eventstore.Position{Commit: c.Commit, Prepare: c.Prepare}, EventID: id, PostingIndex: c.Index}, nil
 }
 
 // rowWriter streams a list as JSON ({"<key>":[row,…]} plus trailing fields)

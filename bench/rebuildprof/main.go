@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -25,16 +26,29 @@ func main() {
 	url := flag.String("database-url", os.Getenv("ONCELEDGER_DATABASE_URL"), "database")
 	out := flag.String("cpuprofile", "rebuild.pprof", "CPU profile file")
 	batch := flag.Int("batch-size", 0, "events per bulk batch (0: the default)")
+	swapAll := flag.Bool("swap-all", false, "replace every table (as rebuild --swap-all)")
 	flag.Parse()
-	if err := run(*url, *out, *batch); err != nil {
+	if err := run(*url, *out, *batch, *swapAll); err != nil {
 		fmt.Fprintln(os.Stderr, "rebuildprof:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url, out string, batch int) error {
+func run(url, out string, batch int, swapAll bool) error {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
+	// As `onceledger rebuild` (rebuildMemory).
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(300)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(160 << 20)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = max(cfg.MaxConns, 8) // as `onceledger rebuild` (rebuildConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -45,7 +59,14 @@ func run(url, out string, batch int) error {
 	}
 	defer f.Close()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc := projections.NewService(postgres.NewEventStore(pool), readmodel.New(pool), log)
+	// As `onceledger rebuild`: the read model writes through its own marked
+	// pool, which the feed horizon passes.
+	rmPool, err := postgres.NewReadModelPool(ctx, pool)
+	if err != nil {
+		return err
+	}
+	defer rmPool.Close()
+	svc := projections.NewService(postgres.NewEventStore(pool), readmodel.New(rmPool), log)
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
@@ -53,7 +74,7 @@ func run(url, out string, batch int) error {
 	// indexes, catch-up, comparison and swap.
 	start := time.Now()
 	var replayed time.Duration
-	rep, err := svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: batch,
+	rep, err := svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: batch, SwapAll: swapAll,
 		Progress: func(int64, int64) { replayed = time.Since(start) }})
 	pprof.StopCPUProfile()
 	if err != nil {
@@ -62,5 +83,14 @@ func run(url, out string, batch int) error {
 	fmt.Printf("rebuilt %d events in %s (%.0f events/s; replay %s, %.0f events/s), %d differences, swapped %v\n",
 		rep.Events, rep.Duration.Round(time.Millisecond), float64(rep.Events)/rep.Duration.Seconds(),
 		replayed.Round(time.Millisecond), float64(rep.Events)/replayed.Seconds(), len(rep.Differences), rep.Swapped)
+	for _, p := range rep.Phases {
+		fmt.Printf("  %-16s %s\n", p.Name, p.Duration.Round(time.Millisecond))
+	}
+	for _, p := range rep.Busy {
+		fmt.Printf("  busy %-16s %s\n", p.Name, p.Duration.Round(time.Millisecond))
+	}
+	for _, t := range rep.Tables {
+		fmt.Printf("  %-20s live %d rebuilt %d differing %d: %s\n", t.Table, t.LiveRows, t.RebuiltRows, t.DifferingRows, t.Repair)
+	}
 	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -20,6 +23,7 @@ type rebuildCmd struct {
 	Names      []string `arg:"" optional:"" help:"Projections to rebuild (ledger, payments, reconciliation)."`
 	All        bool     `help:"Rebuild every projection."`
 	VerifyOnly bool     `name:"verify-only" help:"Compare and report; leave the live tables alone."`
+	SwapAll    bool     `name:"swap-all" help:"Replace every live table by its rebuilt copy, even one equal to history (by default an equal table is kept and one with few differing rows repaired in place)."`
 	BatchSize  int      `name:"batch-size" default:"5000" help:"Events per bulk batch."`
 }
 
@@ -40,7 +44,7 @@ func projectionService(g *globals) (*projections.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := openPool(g.ctx, g.cli.DatabaseURL)
+	pool, err := openRebuildPool(g.ctx, g.cli.DatabaseURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,7 +65,44 @@ func projectionService(g *globals) (*projections.Service, func(), error) {
 	return svc, func() { rmPool.Close(); _ = closeStore(); pool.Close() }, nil
 }
 
+// rebuildConns is the least pool size of the projection commands: a
+// rebuild writes on several connections at once (the ledger's lane and its
+// two loaders, the payments' two lanes, reconciliation's), and its ledger
+// lane waits for its loaders while it holds a connection.
+const rebuildConns = 8
+
+// openRebuildPool opens the database with at least rebuildConns
+// connections (pgxpool's default is 4).
+func openRebuildPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("ONCELEDGER_DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = max(cfg.MaxConns, rebuildConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+// rebuildMemory tunes the garbage collector for a rebuild, unless GOGC or
+// GOMEMLIMIT say otherwise: a rebuild allocates briskly (a decoded event,
+// its rows, its COPY buffers) but keeps little (a few batches in flight, the
+// payments rows of the active streams), so collecting at 4x the live heap
+// instead of 2x halves the collector's CPU, while a soft limit keeps the
+// heap well under the 256 MiB a rebuild may use.
+func rebuildMemory() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(300)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(160 << 20)
+	}
+}
+
 func (c *rebuildCmd) Run(g *globals) error {
+	rebuildMemory()
 	svc, done, err := projectionService(g)
 	if err != nil {
 		return err
@@ -75,6 +116,7 @@ func (c *rebuildCmd) Run(g *globals) error {
 	defer progress.finish()
 	rep, err := svc.Rebuild(g.ctx, names, projections.RebuildOptions{
 		VerifyOnly: c.VerifyOnly,
+		SwapAll:    c.SwapAll,
 		BatchSize:  c.BatchSize,
 		Progress:   progress.update,
 	})
@@ -112,7 +154,17 @@ func printReport(w io.Writer, rep projections.Report) {
 	}
 	switch {
 	case rep.Swapped:
-		fmt.Fprintln(w, "swap: rebuilt tables are live")
+		byRepair := map[string][]string{}
+		for _, t := range rep.Tables {
+			byRepair[t.Repair] = append(byRepair[t.Repair], t.Table)
+		}
+		var how []string
+		for _, r := range []string{projections.RepairReplaced, projections.RepairPatched, projections.RepairNone} {
+			if len(byRepair[r]) > 0 {
+				how = append(how, r+": "+strings.Join(byRepair[r], ", "))
+			}
+		}
+		fmt.Fprintf(w, "swap: rebuilt tables are live (%s)\n", strings.Join(how, "; "))
 	default:
 		fmt.Fprintln(w, "swap: not swapped (--verify-only)")
 	}

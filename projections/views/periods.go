@@ -109,16 +109,18 @@ type JournalFilter struct {
 	Period period.Period
 	// Zone is the reporting time zone the Date column is in (nil: UTC).
 	Zone *time.Location
-	// AfterID continues after the row with this id (the previous page's
-	// last); Limit caps the page (<= 0: 1000).
-	AfterID int64
-	Limit   int
+	// After continues after this entry (the previous page's last) in feed
+	// order, the key a rebuild keeps (EntryKey); Limit caps the page
+	// (<= 0: 1000).
+	After *EntryKey
+	Limit int
 }
 
 // JournalRow is one line of the double-entry journal: one posting, with
 // its amount as a debit or a credit, in minor units and in decimal.
 type JournalRow struct {
-	ID             int64 // ledger_entries.id: the order and the page cursor
+	ID             int64    // ledger_entries.id (a rebuild renumbers it)
+	Key            EntryKey // the order and the page cursor: stable across rebuilds
 	Date           string
 	Account        string
 	Debit, Credit  int64 // minor units, one of them 0

@@ -48,12 +48,27 @@ type EntryFilter struct {
 	To            time.Time // occurred_at < To, when not zero
 	// Booked bounds From and To on the booked time (recorded_at) instead
 	// of the effective time (occurred_at): ?time=booked.
-	Booked  bool
-	AfterID int64 // keyset: only entries with id > AfterID
-	Limit   int   // at most this many; <= 0 means no limit
+	Booked bool
+	// After is the keyset: only entries after this one in feed order
+	// (see EntryKey); nil starts at the beginning.
+	After *EntryKey
+	Limit int // at most this many; <= 0 means no limit
 }
 
-// Entry is one posting of the journal, as stored (with its id).
+// EntryKey places an entry in the journal's stable order: its event's feed
+// position, then the event id and the posting index. All three come from
+// history, so a rebuild writes every entry with the same key (unlike its
+// id, which a rebuild renumbers): a page boundary stays valid across a
+// rebuild's swap. Entries are written in this order, so those written
+// after a key was taken come after it.
+type EntryKey struct {
+	Position     eventstore.Position
+	EventID      uuid.UUID
+	PostingIndex int
+}
+
+// Entry is one posting of the journal, as stored (with its id, which a
+// rebuild renumbers; Key is what stays).
 type Entry struct {
 	ID           int64
 	EventID      uuid.UUID
@@ -67,6 +82,11 @@ type Entry struct {
 	OccurredAt   time.Time
 	RecordedAt   time.Time
 	Position     eventstore.Position
+}
+
+// Key is the entry's place in the journal's stable order.
+func (e Entry) Key() EntryKey {
+	return EntryKey{Position: e.Position, EventID: e.EventID, PostingIndex: e.PostingIndex}
 }
 
 // Payment is one payments row: the payment.Summary of a stream after the

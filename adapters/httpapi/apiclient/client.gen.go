@@ -1481,7 +1481,7 @@ type ClientInterface interface {
 
 	// GetLedgerEntries Ledger entries (postings), paginated
 	//
-	// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+	// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 	//
 	// Corresponds with GET /v1/ledger/entries (the `GetLedgerEntries` operationId).
 	GetLedgerEntries(ctx context.Context, params *GetLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1824,7 +1824,7 @@ func (c *Client) GetJournal(ctx context.Context, params *GetJournalParams, reqEd
 
 // GetLedgerEntries Ledger entries (postings), paginated
 //
-// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 //
 // Corresponds with GET /v1/ledger/entries (the `GetLedgerEntries` operationId).
 func (c *Client) GetLedgerEntries(ctx context.Context, params *GetLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3706,7 +3706,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetLedgerEntriesWithResponse Ledger entries (postings), paginated
 	//
-	// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+	// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5761,7 +5761,7 @@ func (c *ClientWithResponses) GetJournalWithResponse(ctx context.Context, params
 
 // GetLedgerEntriesWithResponse Ledger entries (postings), paginated
 //
-// In id order, which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written. Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page.
+// In feed order (the events' positions, then event id and posting index), which is append order: pages never skip or repeat an entry that existed when paging started, even while new entries are written, and a cursor stays valid across `onceledger rebuild` (which renumbers the `id` column). Pass `next_cursor` (also in the `Next-Cursor` header) as `cursor` for the next page; it is empty on the last page. A cursor of the old format (before 2026-12) is refused with 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -192,15 +192,27 @@ func (s *Store) Journal(ctx context.Context, f views.JournalFilter) ([]views.Jou
 		s := f.Period.String()
 		per = &s
 	}
+	// Paged in feed order by the key a rebuild keeps (see Entries).
+	after := `true`
+	args := []any{from, to, per, f.Limit}
+	if f.After != nil {
+		c, p, err := position64(f.After.Position)
+		if err != nil {
+			return nil, err
+		}
+		after = `(e.position_commit, e.position_prepare, e.event_id, e.posting_index) > ($5, $6, $7, $8)`
+		args = append(args, c, p, pgtype.UUID{Bytes: f.After.EventID, Valid: true}, int32(f.After.PostingIndex))
+	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.id, e.account, e.amount, e.currency, e.event_type, e.provider, coalesce(p.payment_id, ''),
-		       e.event_id, e.effective_at, e.booked_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, '')
+		       e.event_id, e.effective_at, e.booked_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, ''),
+		       e.position_commit, e.position_prepare, e.posting_index
 		FROM ledger_entries e LEFT JOIN payments p ON p.stream_id = e.stream_id
-		WHERE e.id > $1
-		  AND ($2::timestamptz IS NULL OR `+timeCol+` >= $2)
-		  AND ($3::timestamptz IS NULL OR `+timeCol+` < $3)
-		  AND ($4::text IS NULL OR e.period = $4)
-		ORDER BY e.id LIMIT $5`, f.AfterID, from, to, per, f.Limit)
+		WHERE `+after+`
+		  AND ($1::timestamptz IS NULL OR `+timeCol+` >= $1)
+		  AND ($2::timestamptz IS NULL OR `+timeCol+` < $2)
+		  AND ($3::text IS NULL OR e.period = $3)
+		ORDER BY e.position_commit, e.position_prepare, e.event_id, e.posting_index LIMIT $4`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -208,10 +220,13 @@ func (s *Store) Journal(ctx context.Context, f views.JournalFilter) ([]views.Jou
 		var j views.JournalRow
 		var amount int64
 		var cur, eventType, booked, adjusts string
+		var commit, prepare int64
 		if err := r.Scan(&j.ID, &j.Account, &amount, &cur, &eventType, &j.Provider, &j.PaymentID, &j.EventID,
-			&j.EffectiveAt, &j.BookedAt, &booked, &j.LateAdjustment, &adjusts); err != nil {
+			&j.EffectiveAt, &j.BookedAt, &booked, &j.LateAdjustment, &adjusts, &commit, &prepare, &j.Key.PostingIndex); err != nil {
 			return j, err
 		}
+		j.Key.Position = eventstore.Position{Commit: uint64(commit), Prepare: uint64(prepare)}
+		j.Key.EventID = j.EventID
 		j.Currency = money.Currency(cur)
 		var err error
 		if j.Period, err = period.Parse(booked); err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/projections/views"
@@ -45,31 +47,44 @@ func (s *Store) Balances(ctx context.Context, f views.BalanceFilter, fn func(vie
 	return s.each(ctx, "balances", sql, args, []any{&b.Account, &b.Currency, &b.Balance}, func() error { return fn(b) })
 }
 
-// Entries streams ledger entries in id order.
+// Entries streams ledger entries in feed order: (position_commit,
+// position_prepare, event_id, posting_index), the unique index
+// ledger_entries_feed_order_idx, after f.After.
 //
-// Why id order is a stable pagination order: ledger_entries is append-only and
+// Why this is a stable pagination order: ledger_entries is append-only and
 // only the ledger projector writes it, one instance at a time (it holds the
-// projection's lock) and one batch transaction after the other, in feed
-// order. So every entry committed after a reader took its cursor has a larger
-// id than every entry committed before, and lands after the cursor: paging
-// never skips or repeats an entry that existed when paging started. (A
-// rebuild that swaps in a new table renumbers the entries; a cursor taken
-// before the swap then points into the new numbering.)
+// projection's lock), one batch transaction after the other, in feed order,
+// and the feed shows events in position order (feed_horizon). So every
+// entry committed after a reader took its cursor sorts after every entry
+// committed before, and lands after the cursor: paging never skips or
+// repeats an entry that existed when paging started. And the key is made of
+// history (the event's position and id, the posting's index), not of the
+// row: a rebuild writes each entry with the same key, so a cursor taken
+// before its swap points at the same place in the swapped-in table. (The id
+// column is a bigserial a rebuild renumbers: it is no cursor.)
 func (s *Store) Entries(ctx context.Context, f views.EntryFilter, fn func(views.Entry) error) error {
+	after := `true`
+	args := []any{likePrefix(f.AccountPrefix), f.Currency, nullTime(f.From), nullTime(f.To)}
+	if f.After != nil {
+		c, p, err := position64(f.After.Position)
+		if err != nil {
+			return qwrap("ledger entries", err)
+		}
+		after = `(position_commit, position_prepare, event_id, posting_index) > ($5, $6, $7, $8)`
+		args = append(args, c, p, pgtype.UUID{Bytes: f.After.EventID, Valid: true}, int32(f.After.PostingIndex))
+	}
 	sql := `
 		SELECT id, event_id, posting_index, stream_id, event_type, provider, account,
 			currency, amount, occurred_at, recorded_at, position_commit, position_prepare
 		FROM ledger_entries
-		WHERE id > $1
-			AND account LIKE $2 ESCAPE '\'
-			AND ($3 = '' OR currency = $3)
-			AND ($4::timestamptz IS NULL OR ` + timeColumn(f.Booked) + ` >= $4)
-			AND ($5::timestamptz IS NULL OR ` + timeColumn(f.Booked) + ` < $5)
-		ORDER BY id`
-	args := []any{f.AfterID, likePrefix(f.AccountPrefix), f.Currency, nullTime(f.From), nullTime(f.To)}
+		WHERE ` + after + `
+			AND account LIKE $1 ESCAPE '\'
+			AND ($2 = '' OR currency = $2)
+			AND ($3::timestamptz IS NULL OR ` + timeColumn(f.Booked) + ` >= $3)
+			AND ($4::timestamptz IS NULL OR ` + timeColumn(f.Booked) + ` < $4)
+		ORDER BY position_commit, position_prepare, event_id, posting_index`
 	if f.Limit > 0 {
-		sql += ` LIMIT $6`
-		args = append(args, f.Limit)
+		sql += ` LIMIT ` + strconv.Itoa(f.Limit)
 	}
 	var e views.Entry
 	var commit, prepare int64

@@ -31,7 +31,8 @@ func qEntry(t *testing.T, pool *pgxpool.Pool, account, currency string, amount i
 	err := pool.QueryRow(ctx, `
 		INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account,
 			currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period)
-		VALUES ($1, 0, 'payment-test-p1', 'payment.captured', 'test', $2, $3, $4, $5, $5, 1, 1, to_char($5::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'))
+		VALUES ($1, 0, 'payment-test-p1', 'payment.captured', 'test', $2, $3, $4, $5, $5, 1,
+			(SELECT coalesce(max(position_prepare), 0) + 1 FROM ledger_entries), to_char($5::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'))
 		RETURNING id`, uuid.New(), account, currency, amount, occurred).Scan(&id)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `
@@ -100,10 +101,12 @@ func TestQueryEntriesWindowAndKeyset(t *testing.T) {
 		ids = append(ids, qEntry(t, pool, "provider:test:balance", "USD", int64(i+1), t0.Add(time.Duration(i)*time.Hour)))
 	}
 	qEntry(t, pool, "revenue:sales", "USD", -1, t0)
+	keys := map[int64]views.EntryKey{}
 	entries := func(f views.EntryFilter) []int64 {
 		var out []int64
 		require.NoError(t, q.Entries(context.Background(), f, func(e views.Entry) error {
 			out = append(out, e.ID)
+			keys[e.ID] = e.Key()
 			return nil
 		}))
 		return out
@@ -111,11 +114,13 @@ func TestQueryEntriesWindowAndKeyset(t *testing.T) {
 	assert.Equal(t, ids, entries(views.EntryFilter{AccountPrefix: "provider:"}))
 	// from inclusive, to exclusive.
 	assert.Equal(t, ids[1:3], entries(views.EntryFilter{AccountPrefix: "provider:", From: t0.Add(time.Hour), To: t0.Add(3 * time.Hour)}))
-	assert.Equal(t, ids[2:4], entries(views.EntryFilter{AccountPrefix: "provider:", AfterID: ids[1], Limit: 2}))
+	k1 := keys[ids[1]]
+	assert.Equal(t, ids[2:4], entries(views.EntryFilter{AccountPrefix: "provider:", After: &k1, Limit: 2}))
 	assert.Empty(t, entries(views.EntryFilter{Currency: "EUR"}))
 
 	var got views.Entry
-	require.NoError(t, q.Entries(context.Background(), views.EntryFilter{AfterID: ids[0], Limit: 1}, func(e views.Entry) error {
+	k0 := keys[ids[0]]
+	require.NoError(t, q.Entries(context.Background(), views.EntryFilter{After: &k0, Limit: 1}, func(e views.Entry) error {
 		got = e
 		return nil
 	}))
@@ -123,7 +128,7 @@ func TestQueryEntriesWindowAndKeyset(t *testing.T) {
 	assert.Equal(t, int64(2), got.Amount)
 	assert.Equal(t, "USD", got.Currency)
 	assert.True(t, got.OccurredAt.Equal(t0.Add(time.Hour)))
-	assert.Equal(t, eventstore.Position{Commit: 1, Prepare: 1}, got.Position)
+	assert.Equal(t, eventstore.Position{Commit: 1, Prepare: 2}, got.Position)
 }
 
 func TestQueryPaymentAndReconciliation(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/projections"
@@ -19,13 +21,16 @@ import (
 
 // tableSpec says how a rebuild treats a read-model table: which columns
 // identify a row, which hold data to compare (ids from sequences and
-// updated_at wall-clock stamps legitimately differ), and whether the
+// updated_at wall-clock stamps legitimately differ), which other columns a
+// repair in place copies, how rows are grouped for the checksum comparison
+// (SQL expressions over the table's columns, never NULL), and whether the
 // shadow needs its unique constraints during the load (tables written with
 // ON CONFLICT upserts do; ledger_entries is COPYed and account_balances
 // computed at the end).
 type tableSpec struct {
-	key, compare []string
-	eagerKeys    bool
+	key, compare, extra []string
+	group               []string
+	eagerKeys           bool
 }
 
 var tableSpecs = map[string]tableSpec{
@@ -34,6 +39,8 @@ var tableSpecs = map[string]tableSpec{
 		compare: []string{"stream_id", "event_type", "provider", "account", "currency", "amount",
 			"occurred_at", "recorded_at", "position_commit", "position_prepare",
 			"period", "late_adjustment", "adjusts_period"},
+		// Per account, currency and (UTC) day of the fact.
+		group: []string{"account", "currency", "(occurred_at AT TIME ZONE 'UTC')::date"},
 	},
 	// The calendar's rows come from the periods stream's events (their
 	// times are the events' own), so a rebuild reproduces them exactly;
@@ -42,28 +49,34 @@ var tableSpecs = map[string]tableSpec{
 		key: []string{"period"},
 		compare: []string{"status", "books_start", "zone", "closed_at", "closed_by", "close_note", "close_event_id",
 			"reopened_at", "reopened_by", "reopen_reason", "reopen_event_id", "content_hash"},
+		group:     []string{"period"},
 		eagerKeys: true,
 	},
 	"period_balances": {
 		key:       []string{"period", "account", "currency"},
 		compare:   []string{"opening", "debits", "credits", "closing", "content_hash"},
+		group:     []string{"period", "currency"},
 		eagerKeys: true,
 	},
 	"account_balances": {
 		key:     []string{"account", "currency"},
 		compare: []string{"balance", "entry_count"},
+		extra:   []string{"updated_at"},
+		group:   []string{"account", "currency"},
 	},
 	"payments": {
 		key: []string{"provider", "payment_id"},
 		compare: []string{"stream_id", "status", "currency", "authorized_amount", "captured_amount", "fee_amount",
 			"refunded_amount", "refund_pending_amount", "dispute_open_amount", "dispute_lost_amount",
 			"failed", "canceled", "version", "updated_at"},
+		group:     []string{"provider", "coalesce(currency, '')", "(updated_at AT TIME ZONE 'UTC')::date"},
 		eagerKeys: true,
 	},
 	"reconciliation_items": {
 		key: []string{"stream_id", "kind", "item_key"},
 		compare: []string{"status", "provider", "payment_id", "details", "opened_at", "resolved_at",
 			"opened_event_id", "resolved_event_id", "resolved_by", "note"},
+		group:     []string{"provider", "kind"},
 		eagerKeys: true,
 	},
 	"settlement_lines": {
@@ -71,12 +84,14 @@ var tableSpecs = map[string]tableSpec{
 		compare: []string{"kind", "source_type", "line_id", "payment_id", "capture_id", "refund_id", "dispute_id",
 			"gross", "fee", "net", "currency", "original_amount", "original_currency", "exchange_rate", "payout_id",
 			"occurred_at", "available_on", "stream_id"},
+		group:     []string{"provider", "currency"},
 		eagerKeys: true,
 	},
 	"payouts": {
 		key: []string{"provider", "payout_id"},
 		compare: []string{"amount", "currency", "arrival_date", "paid", "failed", "status", "line_count",
 			"lines_net", "difference"},
+		group:     []string{"provider", "coalesce(currency, '')"},
 		eagerKeys: true,
 	},
 }
@@ -103,13 +118,20 @@ func (s *Store) PrepareShadow(ctx context.Context, tables []string) error {
 		for _, t := range tables {
 			sh := quoted(t + shadowSuffix)
 			// LIKE copies columns, defaults (ledger_entries.id keeps drawing
-			// from the live sequence), NOT NULL and CHECK constraints, but no
-			// indexes: those are built after the load.
+			// from the live sequence) and NOT NULL, but no CHECK constraints
+			// and no indexes: a shadow that replaces its live table gets them
+			// after the load (IndexShadow), and one that only serves the
+			// comparison never needs them (rows repaired into a live table
+			// pass its checks there).
+			//
+			// UNLOGGED: the load writes no WAL. A shadow is worth nothing
+			// until the swap, and a crash that empties it only repeats the
+			// rebuild; one that replaces its live table is made LOGGED first.
 			if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+sh); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `CREATE TABLE `+sh+` (LIKE `+quoted(t)+
-				` INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE)`); err != nil {
+			if _, err := tx.Exec(ctx, `CREATE UNLOGGED TABLE `+sh+` (LIKE `+quoted(t)+
+				` INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE)`); err != nil {
 				return err
 			}
 			if tableSpecs[t].eagerKeys {
@@ -122,34 +144,223 @@ func (s *Store) PrepareShadow(ctx context.Context, tables []string) error {
 	})
 }
 
-// FinishBulk computes the balances from the loaded entries, builds the
-// indexes and refreshes the planner's statistics.
+// FinishBulk computes the balances from the loaded entries. It runs once,
+// after the last entry is loaded.
 func (s *Store) FinishBulk(ctx context.Context, tables []string) error {
 	if err := checkTables(tables); err != nil {
 		return err
 	}
+	if !slices.Contains(tables, "account_balances") || !slices.Contains(tables, "ledger_entries") {
+		return nil
+	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if slices.Contains(tables, "account_balances") && slices.Contains(tables, "ledger_entries") {
-			if _, err := tx.Exec(ctx, `
-				INSERT INTO account_balances_shadow (account, currency, balance, entry_count, updated_at)
-				SELECT account, currency, sum(amount)::bigint, count(*), now()
-				FROM ledger_entries_shadow GROUP BY account, currency`); err != nil {
-				return err
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `TRUNCATE account_balances_shadow`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO account_balances_shadow (account, currency, balance, entry_count, updated_at)
+			SELECT account, currency, sum(amount)::bigint, count(*), now()
+			FROM ledger_entries_shadow GROUP BY account, currency`)
+		return err
+	})
+}
+
+// indexBuilders is how many index builds run at once: each is one
+// connection, and Postgres gives each build its own parallel workers too.
+const indexBuilders = 2
+
+// IndexShadow gives the shadows the live tables' keys and indexes, then
+// refreshes the planner's statistics. The builds run side by side on
+// several connections (CREATE INDEX takes a SHARE lock, which does not
+// conflict with another build on the same table); keys are built as unique
+// indexes that way too, and then attached as constraints (ADD CONSTRAINT
+// ... USING INDEX, instantaneous).
+func (s *Store) IndexShadow(ctx context.Context, tables []string) error {
+	if err := checkTables(tables); err != nil {
+		return err
+	}
+	type job struct{ table, sql, attach string }
+	var jobs []job
+	for _, t := range tables {
+		if err := s.logShadow(ctx, t); err != nil {
+			return err
+		}
+		ks, err := s.missingConstraints(ctx, t)
+		if err != nil {
+			return err
+		}
+		for _, k := range ks {
+			jobs = append(jobs, job{table: t, sql: k.create, attach: k.attach})
+		}
+		is, err := s.shadowIndexes(ctx, t)
+		if err != nil {
+			return err
+		}
+		for _, i := range is {
+			jobs = append(jobs, job{table: t, sql: i})
+		}
+	}
+	work := make(chan job)
+	g, gctx := errgroup.WithContext(ctx)
+	for range indexBuilders {
+		g.Go(func() error {
+			for j := range work {
+				if _, err := s.pool.Exec(gctx, j.sql); err != nil {
+					return fmt.Errorf("%s: %w", j.sql, err)
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(work)
+		for _, j := range jobs {
+			select {
+			case work <- j:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, j := range jobs {
+			if j.attach != "" {
+				if _, err := tx.Exec(ctx, j.attach); err != nil {
+					return err
+				}
 			}
 		}
 		for _, t := range tables {
-			if err := copyConstraints(ctx, tx, t); err != nil {
-				return err
-			}
-			if err := copyIndexes(ctx, tx, t); err != nil {
-				return err
-			}
 			if _, err := tx.Exec(ctx, `ANALYZE `+quoted(t+shadowSuffix)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// logShadow makes a shadow that will replace its live table LOGGED (it is
+// rewritten with WAL, so it survives a crash and reaches replicas), with
+// the live table's CHECK constraints, under their live names (CHECK names
+// are per table).
+func (s *Store) logShadow(ctx context.Context, table string) error {
+	sh := quoted(table + shadowSuffix)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+sh+` SET LOGGED`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT c.conname, pg_get_constraintdef(c.oid)
+			FROM pg_constraint c
+			WHERE c.conrelid = $1::regclass AND c.contype = 'c'
+			  AND NOT EXISTS (SELECT 1 FROM pg_constraint s WHERE s.conrelid = $2::regclass AND s.conname = c.conname)
+			ORDER BY c.conname`, quoted(table), sh)
+		if err != nil {
+			return err
+		}
+		checks, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Name, Def string }])
+		if err != nil {
+			return err
+		}
+		for _, c := range checks {
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+sh+` ADD CONSTRAINT `+quoted(c.Name)+` `+c.Def); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+type constraintBuild struct{ create, attach string }
+
+// missingConstraints returns, for each primary key and unique constraint
+// of the live table that its shadow lacks, the unique index to build and
+// the statement attaching it as the constraint.
+func (s *Store) missingConstraints(ctx context.Context, table string) ([]constraintBuild, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.conname, c.contype::text, pg_get_indexdef(c.conindid)
+		FROM pg_constraint c
+		WHERE c.conrelid = $1::regclass AND c.contype IN ('p', 'u')
+		  AND NOT EXISTS (SELECT 1 FROM pg_constraint s
+		                  WHERE s.conrelid = $2::regclass AND s.conname = c.conname || $3)
+		ORDER BY c.contype, c.conname`, quoted(table), quoted(table+shadowSuffix), shadowIndexSuffix)
+	if err != nil {
+		return nil, err
+	}
+	defs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Name, Type, Def string }])
+	if err != nil {
+		return nil, err
+	}
+	var out []constraintBuild
+	for _, d := range defs {
+		using, err := indexUsing(d.Name, d.Def)
+		if err != nil {
+			return nil, err
+		}
+		name := quoted(d.Name + shadowIndexSuffix)
+		kind := "UNIQUE"
+		if d.Type == "p" {
+			kind = "PRIMARY KEY"
+		}
+		out = append(out, constraintBuild{
+			create: `CREATE UNIQUE INDEX ` + name + ` ON ` + quoted(table+shadowSuffix) + using,
+			attach: `ALTER TABLE ` + quoted(table+shadowSuffix) + ` ADD CONSTRAINT ` + name + ` ` + kind + ` USING INDEX ` + name,
+		})
+	}
+	return out, nil
+}
+
+// shadowIndexes returns the CREATE INDEX statements of the live table's
+// plain indexes (those not backing a constraint), for its shadow.
+func (s *Store) shadowIndexes(ctx context.Context, table string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT i.relname, x.indisunique, pg_get_indexdef(x.indexrelid)
+		FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+		WHERE x.indrelid = $1::regclass
+		  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid)
+		ORDER BY i.relname`, quoted(table))
+	if err != nil {
+		return nil, err
+	}
+	defs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+		Name   string
+		Unique bool
+		Def    string
+	}])
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range defs {
+		using, err := indexUsing(d.Name, d.Def)
+		if err != nil {
+			return nil, err
+		}
+		unique := ""
+		if d.Unique {
+			unique = "UNIQUE "
+		}
+		out = append(out, `CREATE `+unique+`INDEX `+quoted(d.Name+shadowIndexSuffix)+` ON `+quoted(table+shadowSuffix)+using)
+	}
+	return out, nil
+}
+
+// indexUsing keeps the part of an index definition ("CREATE INDEX name ON
+// public.table USING btree (...)") from USING on, which names only
+// columns.
+func indexUsing(name, def string) (string, error) {
+	at := strings.Index(def, " USING ")
+	if at < 0 {
+		return "", fmt.Errorf("readmodel: unexpected definition of index %s: %s", name, def)
+	}
+	return def[at:], nil
 }
 
 // copyConstraints adds the live table's primary key, unique and exclusion
@@ -178,45 +389,6 @@ func copyConstraints(ctx context.Context, tx pgx.Tx, table string) error {
 	return nil
 }
 
-// copyIndexes creates the live table's plain indexes (those not backing a
-// constraint) on its shadow.
-func copyIndexes(ctx context.Context, tx pgx.Tx, table string) error {
-	rows, err := tx.Query(ctx, `
-		SELECT i.relname, x.indisunique, pg_get_indexdef(x.indexrelid)
-		FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-		WHERE x.indrelid = $1::regclass
-		  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid)
-		ORDER BY i.relname`, quoted(table))
-	if err != nil {
-		return err
-	}
-	defs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
-		Name   string
-		Unique bool
-		Def    string
-	}])
-	if err != nil {
-		return err
-	}
-	for _, d := range defs {
-		// "CREATE INDEX name ON public.table USING btree (...)": keep the
-		// part from USING on, which names only columns.
-		at := strings.Index(d.Def, " USING ")
-		if at < 0 {
-			return fmt.Errorf("readmodel: unexpected definition of index %s: %s", d.Name, d.Def)
-		}
-		unique := ""
-		if d.Unique {
-			unique = "UNIQUE "
-		}
-		if _, err := tx.Exec(ctx, `CREATE `+unique+`INDEX `+quoted(d.Name+shadowIndexSuffix)+` ON `+
-			quoted(table+shadowSuffix)+d.Def[at:]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // DropShadow drops the shadow tables.
 func (s *Store) DropShadow(ctx context.Context, tables []string) error {
 	if err := checkTables(tables); err != nil {
@@ -230,43 +402,157 @@ func (s *Store) DropShadow(ctx context.Context, tables []string) error {
 	return nil
 }
 
-// Compare compares each shadow table with its live table.
+// Compare compares each shadow table with its live table, in two steps.
+// First a checksum per group of rows (for ledger entries: per account,
+// currency and day), on both sides: the row count and the XOR of a 64-bit
+// hash of each row's key and compared columns (hash_record_extended, so
+// no text is formatted). Rows are unique by key on both sides, so equal
+// checksums mean equal rows, up to a 2^-64 chance per group. Then rows are
+// compared one by one only in the groups whose checksums differ: a healthy
+// ledger costs two hashed scans of each table and no join.
 func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]projections.TableComparison, []projections.Difference, error) {
 	if err := checkTables(tables); err != nil {
 		return nil, nil, err
 	}
+	sums, err := s.checksums(ctx, tables)
+	if err != nil {
+		return nil, nil, err
+	}
 	var comps []projections.TableComparison
 	var diffs []projections.Difference
-	// One snapshot for all the queries.
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		for _, t := range tables {
+	// One snapshot for the row comparisons.
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		for i, t := range tables {
 			c := projections.TableComparison{Table: t}
-			if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+quoted(t)+`), (SELECT count(*) FROM `+
-				quoted(t+shadowSuffix)+`)`).Scan(&c.LiveRows, &c.RebuiltRows); err != nil {
-				return err
+			live, shadow := sums[2*i], sums[2*i+1]
+			for g, l := range live {
+				c.LiveRows += l.n
+				if sh, ok := shadow[g]; !ok || sh != l {
+					c.DifferingGroups = append(c.DifferingGroups, g)
+				}
 			}
+			for g, sh := range shadow {
+				c.RebuiltRows += sh.n
+				if _, ok := live[g]; !ok {
+					c.DifferingGroups = append(c.DifferingGroups, g)
+				}
+			}
+			slices.Sort(c.DifferingGroups)
 			if c.LiveRows != c.RebuiltRows {
 				diffs = append(diffs, projections.Difference{Table: t, Kind: projections.DiffRowCount,
 					Live: fmt.Sprint(c.LiveRows), Rebuilt: fmt.Sprint(c.RebuiltRows)})
 			}
-			if t == "ledger_entries" {
-				ds, err := compareSums(ctx, tx, maxRows)
+			if len(c.DifferingGroups) > 0 {
+				if t == "ledger_entries" {
+					ds, err := compareSums(ctx, tx, maxRows)
+					if err != nil {
+						return err
+					}
+					diffs = append(diffs, ds...)
+				}
+				n, ds, err := compareRows(ctx, tx, t, c.DifferingGroups, maxRows)
 				if err != nil {
 					return err
 				}
+				c.DifferingRows = n
 				diffs = append(diffs, ds...)
 			}
-			n, ds, err := compareRows(ctx, tx, t, maxRows)
-			if err != nil {
-				return err
-			}
-			c.DifferingRows = n
-			diffs = append(diffs, ds...)
 			comps = append(comps, c)
 		}
 		return nil
 	})
 	return comps, diffs, err
+}
+
+// RowCounts counts each live table's rows and its shadow's.
+func (s *Store) RowCounts(ctx context.Context, tables []string) ([]projections.TableComparison, error) {
+	if err := checkTables(tables); err != nil {
+		return nil, err
+	}
+	out := make([]projections.TableComparison, len(tables))
+	for i, t := range tables {
+		out[i].Table = t
+		if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+quoted(t)+`), (SELECT count(*) FROM `+
+			quoted(t+shadowSuffix)+`)`).Scan(&out[i].LiveRows, &out[i].RebuiltRows); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// groupSum is one checksum group: its row count and the XOR of its rows'
+// hashes.
+type groupSum struct{ n, h int64 }
+
+// compareScans is how many checksum scans run at once.
+const compareScans = 2
+
+// checksums scans each table and its shadow (in that order in the result,
+// two entries per table) into per-group sums, side by side. The live
+// projectors are paused and the shadows complete, so nothing changes the
+// tables meanwhile: separate snapshots see the same rows.
+func (s *Store) checksums(ctx context.Context, tables []string) ([]map[string]groupSum, error) {
+	out := make([]map[string]groupSum, 2*len(tables))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(compareScans)
+	for i, t := range tables {
+		for side, name := range []string{t, t + shadowSuffix} {
+			g.Go(func() error {
+				sums, err := s.checksum(gctx, t, name)
+				out[2*i+side] = sums
+				return err
+			})
+		}
+	}
+	return out, g.Wait()
+}
+
+// checksum is one table's (live or shadow) per-group row counts and XOR of
+// row hashes.
+func (s *Store) checksum(ctx context.Context, table, name string) (map[string]groupSum, error) {
+	spec := tableSpecs[table]
+	out := map[string]groupSum{}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// One sequential scan into a hash aggregate: the groups are few
+		// (the planner, without statistics of the shadow, guesses hundreds
+		// of thousands and would sort, or walk an index in group order,
+		// both much slower: text sorts in the database's collation). JIT
+		// costs more than it saves here.
+		for _, set := range []string{"enable_sort = off", "enable_incremental_sort = off", "enable_indexscan = off",
+			"enable_indexonlyscan = off", "enable_bitmapscan = off", "work_mem = '64MB'", "jit = off"} {
+			if _, err := tx.Exec(ctx, `SET LOCAL `+set); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT `+groupKey(spec)+`, count(*), bit_xor(`+rowHash(spec)+`)
+			FROM `+quoted(name)+` GROUP BY `+strings.Join(spec.group, ", "))
+		if err != nil {
+			return err
+		}
+		var g string
+		var sum groupSum
+		_, err = pgx.ForEachRow(rows, []any{&g, &sum.n, &sum.h}, func() error {
+			out[g] = sum
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
+// groupKey is the text naming a row's checksum group (the group
+// expressions' columns unqualified).
+func groupKey(spec tableSpec) string {
+	g := make([]string, len(spec.group))
+	for i, e := range spec.group {
+		g[i] = "(" + e + ")::text"
+	}
+	return "concat_ws('/', " + strings.Join(g, ", ") + ")"
+}
+
+// rowHash is the 64-bit hash of a row's key and compared columns.
+func rowHash(spec tableSpec) string {
+	return "hash_record_extended(ROW(" + joinQuoted("", append(slices.Clone(spec.key), spec.compare...)) + "), 0)"
 }
 
 // compareSums compares the entries' sums per account and currency.
@@ -288,9 +574,10 @@ func compareSums(ctx context.Context, tx pgx.Tx, limit int) ([]projections.Diffe
 	})
 }
 
-// compareRows finds rows present on one side only or with different data;
-// it returns how many, and the first limit of them.
-func compareRows(ctx context.Context, tx pgx.Tx, table string, limit int) (int64, []projections.Difference, error) {
+// compareRows finds the rows of the given groups present on one side only
+// or with different data; it returns how many, and the first limit of
+// them.
+func compareRows(ctx context.Context, tx pgx.Tx, table string, groups []string, limit int) (int64, []projections.Difference, error) {
 	spec := tableSpecs[table]
 	var on, keyText, lCols, sCols, lObj, sObj []string
 	for _, k := range spec.key {
@@ -310,13 +597,14 @@ func compareRows(ctx context.Context, tx pgx.Tx, table string, limit int) (int64
 		       CASE WHEN l.%[4]s IS NULL THEN '' ELSE jsonb_build_object(%[7]s)::text END,
 		       CASE WHEN s.%[4]s IS NULL THEN '' ELSE jsonb_build_object(%[8]s)::text END,
 		       count(*) OVER ()
-		FROM %[1]s l FULL JOIN %[2]s s ON %[9]s
+		FROM (SELECT * FROM %[1]s WHERE %[10]s = ANY($5)) l
+		FULL JOIN (SELECT * FROM %[2]s WHERE %[10]s = ANY($5)) s ON %[9]s
 		WHERE l.%[4]s IS NULL OR s.%[4]s IS NULL OR ROW(%[5]s) IS DISTINCT FROM ROW(%[6]s)
 		ORDER BY 1 LIMIT $1`,
 		quoted(table), quoted(table+shadowSuffix), strings.Join(keyText, ", "), k0,
 		strings.Join(lCols, ", "), strings.Join(sCols, ", "), strings.Join(lObj, ", "), strings.Join(sObj, ", "),
-		strings.Join(on, " AND "))
-	rows, err := tx.Query(ctx, sql, limit, projections.DiffMissingInLive, projections.DiffMissingInRebuilt, projections.DiffRow)
+		strings.Join(on, " AND "), groupKey(spec))
+	rows, err := tx.Query(ctx, sql, limit, projections.DiffMissingInLive, projections.DiffMissingInRebuilt, projections.DiffRow, groups)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -340,14 +628,21 @@ const (
 	swapBudget      = 2 * time.Minute
 )
 
-// Swap replaces the live tables by their shadows, in one transaction.
-func (s *Store) Swap(ctx context.Context, tables []string, checkpoints map[string]eventstore.Position) error {
-	if err := checkTables(tables); err != nil {
+// Swap brings the live tables to their shadows' content in one
+// transaction: it replaces those of plan.Replace by their shadows (indexed
+// beforehand by IndexShadow) and repairs those of plan.Patch in place.
+func (s *Store) Swap(ctx context.Context, plan projections.SwapPlan, checkpoints map[string]eventstore.Position) error {
+	if err := checkTables(plan.Replace); err != nil {
 		return err
+	}
+	for t := range plan.Patch {
+		if err := checkTables([]string{t}); err != nil {
+			return err
+		}
 	}
 	deadline := time.Now().Add(swapBudget)
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return swap(ctx, tx, tables, checkpoints) })
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return swap(ctx, tx, plan, checkpoints) })
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || (pgErr.Code != pgerrcode.LockNotAvailable && pgErr.Code != pgerrcode.DeadlockDetected) {
 			return err
@@ -363,10 +658,75 @@ func (s *Store) Swap(ctx context.Context, tables []string, checkpoints map[strin
 	}
 }
 
-func swap(ctx context.Context, tx pgx.Tx, tables []string, checkpoints map[string]eventstore.Position) error {
+// patch repairs a live table in place, in the given checksum groups: it
+// deletes the live rows that have no identical row in the shadow, then
+// inserts the shadow's rows whose key the live table no longer has. Rows
+// keep their place (and ids) unless they differ. The live projector is
+// paused, so nothing else writes the table meanwhile.
+func patch(ctx context.Context, tx pgx.Tx, table string, groups []string) error {
+	spec := tableSpecs[table]
+	live, sh := quoted(table), quoted(table+shadowSuffix)
+	var match, same []string
+	for _, k := range spec.key {
+		match = append(match, "s."+quoted(k)+" = "+live+"."+quoted(k))
+	}
+	for _, c := range spec.compare {
+		same = append(same, "s."+quoted(c)+" IS NOT DISTINCT FROM "+live+"."+quoted(c))
+	}
+	gk := groupKey(spec)
+	if _, err := tx.Exec(ctx, `
+		WITH s AS MATERIALIZED (SELECT * FROM `+sh+` WHERE `+gk+` = ANY($1))
+		DELETE FROM `+live+` WHERE `+gk+` = ANY($1)
+		  AND NOT EXISTS (SELECT 1 FROM s WHERE `+strings.Join(append(match, same...), " AND ")+`)`, groups); err != nil {
+		return fmt.Errorf("repair %s: %w", table, err)
+	}
+	cols := joinQuoted("", append(append(slices.Clone(spec.key), spec.compare...), spec.extra...))
+	var keyMatch []string
+	for _, k := range spec.key {
+		keyMatch = append(keyMatch, "l."+quoted(k)+" = "+sh+"."+quoted(k))
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO `+live+` (`+cols+`)
+		SELECT `+cols+` FROM `+sh+` WHERE `+gk+` = ANY($1)
+		  AND NOT EXISTS (SELECT 1 FROM `+live+` l WHERE `+strings.Join(keyMatch, " AND ")+`)`, groups); err != nil {
+		return fmt.Errorf("repair %s: %w", table, err)
+	}
+	return nil
+}
+
+func swap(ctx context.Context, tx pgx.Tx, plan projections.SwapPlan, checkpoints map[string]eventstore.Position) error {
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+swapLockTimeout+`'`); err != nil {
 		return err
 	}
+	for _, t := range slices.Sorted(maps.Keys(plan.Patch)) {
+		if err := patch(ctx, tx, t, plan.Patch[t]); err != nil {
+			return err
+		}
+	}
+	if len(plan.Replace) > 0 {
+		if err := replace(ctx, tx, plan.Replace); err != nil {
+			return err
+		}
+	}
+	for name, at := range checkpoints {
+		c, p, err := position64(at)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE projection_checkpoints
+			SET position_commit = $2, position_prepare = $3, updated_at = now(),
+			    last_error = NULL, error_position_commit = NULL, error_position_prepare = NULL
+			WHERE name = $1`, name, c, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replace renames the shadows of tables into their places, with the live
+// tables' grants, dependent views and sequences.
+func replace(ctx context.Context, tx pgx.Tx, tables []string) error {
 	// Before the rename: the views' text and the tables' grants, which
 	// still name the live tables.
 	type view struct{ Name, Def string }
@@ -478,19 +838,6 @@ func swap(ctx context.Context, tx pgx.Tx, tables []string, checkpoints map[strin
 	}
 	for _, g := range grants {
 		if _, err := tx.Exec(ctx, `GRANT `+g.Privilege+` ON `+quoted(g.Table)+` TO `+g.Grantee); err != nil {
-			return err
-		}
-	}
-	for name, at := range checkpoints {
-		c, p, err := position64(at)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE projection_checkpoints
-			SET position_commit = $2, position_prepare = $3, updated_at = now(),
-			    last_error = NULL, error_position_commit = NULL, error_position_prepare = NULL
-			WHERE name = $1`, name, c, p); err != nil {
 			return err
 		}
 	}

@@ -219,17 +219,17 @@ func (s *Store) BeginLive(ctx context.Context, name string, from eventstore.Posi
 	return &writer{tx: tx, checkpoint: name}, nil
 }
 
-// BeginShadow starts a batch on the shadow tables of a rebuild. In bulk
-// mode ledger entries are copied without touching balances (FinishBulk
-// computes them) and without conflict checks (the shadow has no unique
-// index yet; the feed holds each event once).
+// BeginShadow starts a batch on the shadow tables of a rebuild, in bulk:
+// ledger entries are copied without touching balances (FinishBulk computes
+// them) and without conflict checks (the shadow has no unique index; the
+// feed holds each event once).
 //
 // Shadow batches commit without waiting for their WAL flush
 // (synchronous_commit off): a shadow is worth nothing until the swap, a
 // rebuild that does not finish starts over from an empty shadow, and the
 // swap's own commit is synchronous, which flushes every earlier commit
 // with it (the WAL is written in order).
-func (s *Store) BeginShadow(ctx context.Context, bulk bool) (projections.Batch, error) {
+func (s *Store) BeginShadow(ctx context.Context) (projections.Batch, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, classify(err)
@@ -238,7 +238,7 @@ func (s *Store) BeginShadow(ctx context.Context, bulk bool) (projections.Batch, 
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, classify(err)
 	}
-	return &writer{tx: tx, shadow: true, bulk: bulk}, nil
+	return &writer{tx: tx, shadow: true, bulk: true}, nil
 }
 
 type checkpointRow struct {

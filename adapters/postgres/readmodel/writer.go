@@ -3,6 +3,7 @@ package readmodel
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -214,6 +215,30 @@ func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentR
 		    updated_at = excluded.updated_at
 		WHERE p.version < excluded.version`,
 		provs, ids, streams, statuses, curs, auth, capt, fees, refd, pend, dOpen, dLost, failed, canceled, versions, updated)
+	return classify(err)
+}
+
+// paymentColumnList is paymentColumns as a list, for COPY.
+var paymentColumnList = strings.Split(strings.Join(strings.Fields(paymentColumns), ""), ",")
+
+func (w *writer) CopyPayments(ctx context.Context, rows []projections.PaymentRow) error {
+	src := make([][]any, len(rows))
+	for i, r := range rows {
+		s := r.Summary
+		var currency *string
+		if s.Currency != "" {
+			c := string(s.Currency)
+			currency = &c
+		}
+		src[i] = []any{r.Provider, r.PaymentID, r.StreamID, r.Status, currency, s.Authorized, s.Captured,
+			s.Fees, s.Refunded, s.RefundsPending, s.DisputeOpen, s.DisputeLost, s.Failed, s.Canceled,
+			int64(r.Version), r.UpdatedAt}
+	}
+	name := "payments"
+	if w.shadow {
+		name += shadowSuffix
+	}
+	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{name}, paymentColumnList, pgx.CopyFromRows(src))
 	return classify(err)
 }
 
