@@ -31,15 +31,15 @@ func TestQueryCSVNeutralizesProviderControlledCells(t *testing.T) {
 	// (encoding/csv's reader drops the CR itself; the quote is what counts.)
 	assert.True(t, strings.HasPrefix(rows[1][6], "'"), "%q", rows[1][6])
 
-	for _, e := range []struct {
+	for i, e := range []struct {
 		account string
 		amount  int64
 	}{{"revenue:sales", -1000}, {"=1+1", 1000}} {
 		a.exec(`
 			INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account,
 				currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period)
-			VALUES (gen_random_uuid(), 0, 'payment-test-p1', 'payment.captured', 'test', $1, 'USD', $2, $3, $3, 7, 9, '2026-03')`,
-			e.account, e.amount, qT0)
+			VALUES (gen_random_uuid(), 0, 'payment-test-p1', 'payment.captured', 'test', $1, 'USD', $2, $3, $3, 7, $4, '2026-03')`,
+			e.account, e.amount, qT0, 9+i) // entries page in feed order: one position each
 		a.exec(`INSERT INTO account_balances (account, currency, balance, entry_count, updated_at)
 			VALUES ($1, 'USD', $2, 1, now())`, e.account, e.amount)
 	}
