@@ -164,26 +164,28 @@ func seedBulk(tb testing.TB, pool *pgxpool.Pool, n int) {
 		     'refund_id', 're_' || i, 'amount', amount, 'currency', currency), at + interval '1 hour'
 		 FROM seed WHERE refunded`,
 		`INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account, currency, amount,
-		   occurred_at, recorded_at, position_commit, position_prepare)
-		 SELECT e.event_id, p.idx, e.stream_id, e.type, s.provider, p.account, s.currency, p.amount, s.at, s.at, e.tx_id, e.global_position
+		   occurred_at, recorded_at, position_commit, position_prepare, period)
+		 SELECT e.event_id, p.idx, e.stream_id, e.type, s.provider, p.account, s.currency, p.amount, s.at, s.at, e.tx_id, e.global_position,
+		   to_char(s.at AT TIME ZONE 'UTC', 'YYYY-MM')
 		 FROM seed s JOIN events e ON e.stream_id = 'payment-' || s.provider || '-' || s.payment_id AND e.version = 0
 		 CROSS JOIN LATERAL (VALUES
 		   (0, 'provider:' || s.provider || ':balance', s.amount - s.fee),
 		   (1, 'expenses:fees:' || s.provider, s.fee),
 		   (2, 'revenue:sales', -s.amount)) AS p(idx, account, amount)`,
 		`INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account, currency, amount,
-		   occurred_at, recorded_at, position_commit, position_prepare)
+		   occurred_at, recorded_at, position_commit, position_prepare, period)
 		 SELECT e.event_id, p.idx, e.stream_id, e.type, s.provider, p.account, s.currency, p.amount,
-		   s.at + interval '1 hour', s.at + interval '1 hour', e.tx_id, e.global_position
+		   s.at + interval '1 hour', s.at + interval '1 hour', e.tx_id, e.global_position,
+		   to_char((s.at + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM')
 		 FROM seed s JOIN events e ON e.stream_id = 'payment-' || s.provider || '-' || s.payment_id AND e.version = 1
 		 CROSS JOIN LATERAL (VALUES
 		   (0, 'revenue:refunds', s.amount),
 		   (1, 'provider:' || s.provider || ':balance', -s.amount)) AS p(idx, account, amount)
 		 WHERE s.refunded`,
 		`INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account, currency, amount,
-		   occurred_at, recorded_at, position_commit, position_prepare)
+		   occurred_at, recorded_at, position_commit, position_prepare, period)
 		 SELECT gen_random_uuid(), p.idx, 'payout-' || s.provider || '-po_' || s.i, 'payout.paid', s.provider, p.account, s.currency,
-		   p.amount, s.at, s.at, 0, s.i
+		   p.amount, s.at, s.at, 0, s.i, to_char(s.at AT TIME ZONE 'UTC', 'YYYY-MM')
 		 FROM seed s CROSS JOIN LATERAL (VALUES
 		   (0, 'bank:payouts', 500000), (1, 'provider:' || s.provider || ':balance', -500000)) AS p(idx, account, amount)
 		 WHERE s.i % 50 = 0`,
