@@ -22,6 +22,9 @@ type Options struct {
 	BaseBackoff time.Duration
 	// OnRetry, if set, is called once per lost race (metrics).
 	OnRetry func(provider string)
+	// Batch tunes group commit: concurrent first arrivals sharing one unit
+	// of work, on a journal that can (BatchJournal). On by default.
+	Batch BatchOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -39,11 +42,16 @@ type Service struct {
 	journal Journal
 	dec     Decider
 	opts    Options
+	batch   *batcher // nil: every delivery its own unit of work
 }
 
 // New wires a Service over journal. The decider is normally PaymentDecider{}.
+// First arrivals share units of work (group commit) when the journal can
+// and opts.Batch does not turn it off.
 func New(journal Journal, dec Decider, opts Options) *Service {
-	return &Service{journal: journal, dec: dec, opts: opts.withDefaults()}
+	s := &Service{journal: journal, dec: dec, opts: opts.withDefaults()}
+	s.batch = newBatcher(s, journal, s.opts.Batch)
+	return s
 }
 
 // ErrContention is returned when a delivery lost the race for its stream
@@ -68,6 +76,12 @@ func (s *Service) Hold(ctx context.Context, ev delivery.Event) (Result, error) {
 func (s *Service) record(ctx context.Context, ev delivery.Event, held bool) (Result, error) {
 	if err := ev.Validate(); err != nil {
 		return Result{}, err
+	}
+	if !held && s.batch != nil {
+		res, alone, err := s.batch.record(ctx, ev)
+		if !alone {
+			return res, err
+		}
 	}
 	return s.retry(ctx, ev.Provider, ev.StreamID(), func() (res Result, err error) {
 		err = s.journal.Do(ctx, func(tx Tx) error {

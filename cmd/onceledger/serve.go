@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/postgres"
@@ -32,8 +33,13 @@ type serveCmd struct {
 	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" group:"Server" help:"How long to drain in-flight requests on SIGTERM."`
 	Migrate             bool          `name:"migrate" env:"ONCELEDGER_MIGRATE" default:"true" negatable:"" group:"Server" help:"Create the database and apply pending migrations at start."`
 	Projections         bool          `name:"projections" env:"ONCELEDGER_PROJECTIONS" default:"true" negatable:"" group:"Server" help:"Run the projectors in this process."`
-	SweepAge            time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
-	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
+	IngestBatch         int           `name:"ingest-batch" env:"ONCELEDGER_INGEST_BATCH" default:"64" group:"Tuning" help:"Most first arrivals sharing one database commit (group commit; Postgres event store); 1 = one transaction per delivery."`
+	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
+	// the process exits right after its Nth shared commit, before answering
+	// the deliveries it holds.
+	ExitAfterBatchCommit int           `name:"test-exit-after-batch-commit" env:"ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT" hidden:"" help:"Tests only: exit (status 75) right after the Nth shared commit, before answering."`
+	SweepAge             time.Duration `name:"sweep-age" env:"ONCELEDGER_SWEEP_AGE" default:"30s" group:"Tuning" help:"EventStoreDB only: inbox rows still 'received' after this long are re-driven by the sweeper."`
+	PprofAddr            string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
 	StandardSecrets         []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Standard Webhooks whsec_<base64> secrets."`
@@ -185,9 +191,26 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		ShutdownTimeout:     c.ShutdownTimeout,
 		ProviderConcurrency: c.ProviderConcurrency,
 		SweepAge:            c.SweepAge,
+		IngestBatch:         c.IngestBatch,
+		AfterBatchCommit:    exitAfterCommit(c.ExitAfterBatchCommit),
 		PostbackURL:         c.PaypalIPNVerifyURL,
 		PprofAddr:           c.PprofAddr,
 		Logger:              g.log,
+	}
+}
+
+// exitAfterCommit is the failpoint of ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT:
+// nil when n <= 0.
+func exitAfterCommit(n int) func(int) {
+	if n <= 0 {
+		return nil
+	}
+	var commits atomic.Int64
+	return func(members int) {
+		if commits.Add(1) == int64(n) {
+			fmt.Fprintf(os.Stderr, "failpoint: exiting after shared commit %d (%d deliveries), before answering\n", n, members)
+			os.Exit(75)
+		}
 	}
 }
 

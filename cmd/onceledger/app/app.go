@@ -60,6 +60,12 @@ type Config struct {
 	// SweepAge: with a two-phase journal, rows still "received" after this
 	// long are re-driven (ingest.DefaultSweepAge when 0).
 	SweepAge time.Duration
+	// IngestBatch caps the first arrivals sharing one commit (group
+	// commit); 1 turns it off, 0 takes the default.
+	IngestBatch int
+	// AfterBatchCommit, if set, runs after each shared commit, before its
+	// deliveries are answered (a crash test's failpoint).
+	AfterBatchCommit func(n int)
 
 	// PostbackURL is where held deliveries (PayPal IPN) are posted back for
 	// verification; PostbackClient the client doing it (nil: a default).
@@ -131,6 +137,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 
 	a.service = ingest.New(a.events.Journal, ingest.PaymentDecider{}, ingest.Options{
 		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
+		Batch:   ingest.BatchOptions{Size: cfg.IngestBatch, AfterCommit: cfg.AfterBatchCommit},
 	})
 	a.workers = a.service.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{
 		SweepAge: cfg.SweepAge, Postback: a.postback(), Log: a.log,
