@@ -83,6 +83,12 @@ func (s *Service) record(ctx context.Context, ev delivery.Event, held bool) (Res
 			return res, err
 		}
 	}
+	return s.recordAlone(ctx, ev, held)
+}
+
+// recordAlone records ev in a unit of work of its own, run again when it
+// loses the race for its stream.
+func (s *Service) recordAlone(ctx context.Context, ev delivery.Event, held bool) (Result, error) {
 	return s.retry(ctx, ev.Provider, ev.StreamID(), func() (res Result, err error) {
 		err = s.journal.Do(ctx, func(tx Tx) error {
 			res, err = s.recordOnce(ctx, tx, ev, held)

@@ -159,10 +159,9 @@ func (t batchTx) AppendAll(ctx context.Context, appends []ingest.BatchAppend) ([
 		if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.UniqueViolation {
 			return nil, wrap(fmt.Sprintf("shared append of %d", len(left)), err)
 		}
-		b := &pgx.Batch{}
-		b.Queue(`ROLLBACK TO SAVEPOINT onceledger_batch`)
-		b.Queue(`RELEASE SAVEPOINT onceledger_batch`)
-		if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		// No arguments: the simple protocol, one round trip, and nothing to
+		// prepare in the aborted transaction.
+		if _, err := t.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT onceledger_batch; RELEASE SAVEPOINT onceledger_batch`); err != nil {
 			return nil, wrap("shared append: rollback to savepoint", err)
 		}
 		moved, err := t.moved(ctx, appends, left)
