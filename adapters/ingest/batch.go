@@ -98,9 +98,10 @@ type BatchOptions struct {
 	// first stops waiting (and answers an error) without failing the unit.
 	// Default 30s.
 	Timeout time.Duration
-	// AfterCommit, if set, is called after a shared unit committed and
-	// before its deliveries are answered, with their number. A test hook:
-	// a crash there is the window where facts are durable and nobody knows.
+	// AfterCommit, if set, is called after a shared unit committed
+	// deliveries and before they are answered, with their number (a unit
+	// that recorded none does not call it). A test hook: a crash there is
+	// the window where facts are durable and no sender knows.
 	AfterCommit func(n int)
 }
 
@@ -224,12 +225,10 @@ func (b *batcher) take() []*member {
 
 // run records one batch and answers its members.
 func (b *batcher) run(batch []*member) {
-	if len(batch) == 1 {
-		// Nobody to share with: the single path costs the same round trips
-		// and handles every case itself.
-		batch[0].done <- outcome{alone: true}
-		return
-	}
+	// A batch of one runs here too, not by the single path: it costs the
+	// same round trips, and while it is in flight the next arrivals queue
+	// and form the next batch (run straight away, a lone delivery would
+	// leave nothing in flight to gather behind).
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.Timeout)
 	defer cancel()
 	answers := make([]outcome, len(batch))
@@ -247,7 +246,15 @@ func (b *batcher) run(batch []*member) {
 		return
 	}
 	if b.opts.AfterCommit != nil {
-		b.opts.AfterCommit(len(batch))
+		recorded := 0
+		for i := range batch {
+			if !sent[i] && !answers[i].alone {
+				recorded++
+			}
+		}
+		if recorded > 0 {
+			b.opts.AfterCommit(recorded)
+		}
 	}
 	for i, m := range batch {
 		if !sent[i] {

@@ -73,6 +73,7 @@ func TestSharedUnitAnswersEachDeliveryOnItsOwn(t *testing.T) {
 	})
 
 	mustIngest(t, svc, capture("pay_known", "evt_known", 1000), ingest.Accepted)
+	commits = 0 // a unit of its own
 	evs := []delivery.Event{
 		capture("pay_known", "evt_known", 1000),                                            // redelivery: alone, duplicate
 		deliveryOf("", "evt_ping", "ping"),                                                 // ignored, shares the unit
