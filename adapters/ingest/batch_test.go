@@ -57,11 +57,12 @@ func (m *meddler) Decide(history []eventstore.RecordedEvent, ev delivery.Event) 
 }
 
 // TestSharedUnitAnswersEachDeliveryOnItsOwn: one shared unit holding first
-// arrivals, an ignored type, a redelivery of a recorded key, a delivery
-// whose decision fails and one whose stream moves under the unit. The first
-// arrivals and the ignored one share the commit; the others are recorded
-// alone by the single path, with the answer they would have had alone, and
-// without failing their neighbours.
+// arrivals, an ignored type, a plain redelivery, a redelivery with other
+// facts, a delivery whose decision fails and one whose stream moves under
+// the unit. The first arrivals, the ignored one and the plain redelivery
+// share the commit; the others are recorded alone by the single path, with
+// the answer they would have had alone, and without failing their
+// neighbours.
 func TestSharedUnitAnswersEachDeliveryOnItsOwn(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := tctx(t)
@@ -73,21 +74,23 @@ func TestSharedUnitAnswersEachDeliveryOnItsOwn(t *testing.T) {
 	})
 
 	mustIngest(t, svc, capture("pay_known", "evt_known", 1000), ingest.Accepted)
-	commits = 0 // a unit of its own
+	mustIngest(t, svc, capture("pay_changed", "evt_changed", 1000), ingest.Accepted)
+	commits = 0 // units of their own
 	evs := []delivery.Event{
-		capture("pay_known", "evt_known", 1000),                                            // redelivery: alone, duplicate
-		deliveryOf("", "evt_ping", "ping"),                                                 // ignored, shares the unit
-		capture("pay_bad", "evt_bad", 1000),                                                // decision fails: alone, error
-		deliveryOf("pay_raced", "evt_raced", "charge.refunded", refunded("re_raced", 100)), // stream moves: alone
-		withBody(capture("pay_known", "evt_known", 1001), "changed"),                       // same key, other facts: conflict
+		// a plain redelivery (other bytes, same facts): counted in the unit
+		withBody(capture("pay_known", "evt_known", 1000), "new envelope"),
+		// ignored: shares the unit
+		deliveryOf("", "evt_ping", "ping"),
+		// the decision fails: alone, and its error
+		capture("pay_bad", "evt_bad", 1000),
+		// the stream moves under the unit: alone
+		deliveryOf("pay_raced", "evt_raced", "charge.refunded", refunded("re_raced", 100)),
+		// a redelivery with other facts: alone, a conflict
+		withBody(capture("pay_changed", "evt_changed", 1001), "changed"),
 	}
 	for i := range 8 {
 		evs = append(evs, twoFacts(fmt.Sprintf("pay_%d", i), fmt.Sprintf("evt_%d", i)))
 	}
-	// The conflicting redelivery shares the key of the first one: a batch
-	// never holds a key twice, so it is sent afterwards.
-	conflict := evs[4]
-	evs = append(evs[:4], evs[5:]...)
 
 	res, alone, errs := ingest.IngestBatch(ctx, svc, evs)
 	require.Equal(t, 1, commits, "one shared commit")
@@ -98,8 +101,14 @@ func TestSharedUnitAnswersEachDeliveryOnItsOwn(t *testing.T) {
 			assert.True(t, alone[i])
 		case "evt_known":
 			require.NoError(t, errs[i])
-			assert.True(t, alone[i], "a redelivery is the single path's")
+			assert.False(t, alone[i], "a plain redelivery is answered in the unit")
 			assert.Equal(t, ingest.Duplicate, res[i].Outcome)
+			assert.False(t, res[i].Conflict)
+		case "evt_changed":
+			require.NoError(t, errs[i])
+			assert.True(t, alone[i], "a conflict is the single path's")
+			assert.Equal(t, ingest.Duplicate, res[i].Outcome)
+			assert.True(t, res[i].Conflict)
 		case "evt_raced":
 			require.NoError(t, errs[i])
 			assert.True(t, alone[i], "a stream that moved under the unit is recorded alone")
@@ -116,8 +125,6 @@ func TestSharedUnitAnswersEachDeliveryOnItsOwn(t *testing.T) {
 			assert.Equal(t, 2, res[i].Appended)
 		}
 	}
-	got := mustIngest(t, svc, conflict, ingest.Duplicate)
-	assert.True(t, got.Conflict)
 
 	for i := range 8 {
 		equal(t, "stream", types(t, store, stream(fmt.Sprintf("pay_%d", i))), []string{payment.TypeCaptured, payment.TypeRefundPosted})
@@ -127,7 +134,10 @@ func TestSharedUnitAnswersEachDeliveryOnItsOwn(t *testing.T) {
 	wantInboxStatus(t, pool, "evt_raced", ingest.StatusApplied, "")
 	wantInboxStatus(t, pool, "evt_ping", ingest.StatusIgnored, "")
 	_, n := inboxRow(t, pool, "evt_known")
-	assert.Equal(t, 3, n, "evt_known delivered three times")
+	assert.Equal(t, 2, n, "evt_known delivered twice")
+	_, n = inboxRow(t, pool, "evt_changed")
+	assert.Equal(t, 2, n, "evt_changed delivered twice")
+	assert.EqualValues(t, 1, scalar(t, pool, `SELECT count(*) FROM webhook_conflicts WHERE dedup_key = 'evt_changed'`))
 	assert.Zero(t, scalar(t, pool, `SELECT count(*) FROM webhook_inbox WHERE dedup_key = 'evt_bad'`), "a failed delivery leaves no row")
 	assert.Zero(t, scalar(t, pool, `SELECT count(*) FROM events WHERE stream_id = $1`, stream("pay_bad")))
 }

@@ -31,19 +31,51 @@ import (
 
 var (
 	_ ingest.BatchJournal = (*Journal)(nil)
-	_ ingest.BatchTx      = batchTx{}
+	_ ingest.BatchTx      = (*batchTx)(nil)
 )
 
 // DoBatch implements ingest.BatchJournal: fn runs in one transaction.
 func (j *Journal) DoBatch(ctx context.Context, fn func(ingest.BatchTx) error) error {
 	return inTx(ctx, j.pool, func(tx pgx.Tx) error {
-		return fn(batchTx{tx: tx, events: j.events})
+		t := &batchTx{tx: tx, events: j.events}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flush(ctx)
 	})
 }
 
 type batchTx struct {
 	tx     pgx.Tx
 	events *EventStore
+	// pending statements travel with the next round trip (Count).
+	pending []pending
+}
+
+type pending struct {
+	sql  string
+	args []any
+}
+
+// queue puts the pending statements first in b, and forgets them.
+func (t *batchTx) queue(b *pgx.Batch) {
+	for _, p := range t.pending {
+		b.Queue(p.sql, p.args...)
+	}
+	t.pending = nil
+}
+
+// flush sends what is pending by itself.
+func (t *batchTx) flush(ctx context.Context) error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	t.queue(b)
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("shared unit: %w", markUnavailable(err))
+	}
+	return nil
 }
 
 // gateAllSQL is the dedup gate of many deliveries in one statement: the
@@ -63,7 +95,7 @@ const gateAllSQL = `
 // GateAll implements ingest.BatchTx: the multi-row insert and the read of
 // every stream named travel in one round trip (a pipelined batch, run in
 // order, so the read sees what the insert's waits let through).
-func (t batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest.Gated, error) {
+func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest.Gated, error) {
 	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
@@ -95,6 +127,13 @@ func (t batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest
 	}
 	b := &pgx.Batch{}
 	b.Queue(gateAllSQL, provs, keys, types, streams, hashes, facts, raws, norms, statuses)
+	// The rows of every key as they stand after the insert: for a
+	// redelivery, its first arrival's (committed: the insert waited for it).
+	b.Queue(`
+		SELECT w.provider, w.dedup_key, w.status, w.payload_hash, w.facts_hash, w.stream_id,
+		       CASE WHEN w.facts_hash IS NULL THEN w.normalized END
+		FROM webhook_inbox w JOIN unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
+		  ON w.provider = k.provider AND w.dedup_key = k.dedup_key`, provs, keys)
 	if len(reads) > 0 {
 		b.Queue(`SELECT `+eventColumns+` FROM events WHERE stream_id = ANY($1) ORDER BY stream_id, version`, reads)
 	}
@@ -108,6 +147,15 @@ func (t batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shared inbox insert of %d: %w", n, markUnavailable(err))
+	}
+	rows, _ = br.Query()
+	stored, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedRow, error) {
+		var st storedRow
+		err := r.Scan(&st.key.Provider, &st.key.DedupKey, &st.Status, &st.PayloadHash, &st.factsHash, &st.stream, &st.normalized)
+		return st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shared inbox insert of %d: read the rows: %w", n, markUnavailable(err))
 	}
 	histories := make(map[string][]eventstore.RecordedEvent)
 	if len(reads) > 0 {
@@ -127,13 +175,71 @@ func (t batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest
 	for _, k := range inserted {
 		isNew[k] = true
 	}
+	firsts := make(map[ingest.InboxKey]storedRow, len(stored))
+	for _, st := range stored {
+		firsts[st.key] = st
+	}
 	out := make([]ingest.Gated, n)
 	for i, it := range items {
-		if isNew[ingest.InboxKey{Provider: it.Event.Provider, DedupKey: it.Event.DedupKey}] {
+		k := ingest.InboxKey{Provider: it.Event.Provider, DedupKey: it.Event.DedupKey}
+		if isNew[k] {
 			out[i] = ingest.Gated{Inserted: true, History: histories[it.Read]}
+			continue
 		}
+		st, ok := firsts[k]
+		if !ok {
+			continue // First.Status "": the single path sees to it
+		}
+		first, err := st.stored()
+		if err != nil {
+			return nil, fmt.Errorf("inbox %s/%s: %w", k.Provider, k.DedupKey, err)
+		}
+		out[i] = ingest.Gated{First: first}
 	}
 	return out, nil
+}
+
+// storedRow is an inbox row as a redelivery needs it.
+type storedRow struct {
+	key ingest.InboxKey
+	ingest.Stored
+	factsHash, stream *string
+	normalized        []byte
+}
+
+// stored completes the row: a row older than migration 00005 has no facts
+// hash, computed then from its normalized delivery (as countRedelivery).
+func (st storedRow) stored() (ingest.Stored, error) {
+	out := st.Stored
+	if st.stream != nil {
+		out.StreamID = *st.stream
+	}
+	switch {
+	case st.factsHash != nil:
+		out.FactsHash = *st.factsHash
+	case st.normalized != nil:
+		first, err := decodeNormalized(st.normalized)
+		if err != nil {
+			return ingest.Stored{}, err
+		}
+		out.FactsHash = first.FactsHash()
+	}
+	return out, nil
+}
+
+// Count implements ingest.BatchTx: the update travels with the unit's next
+// round trip (the append, or the commit's).
+func (t *batchTx) Count(_ context.Context, keys []ingest.InboxKey) error {
+	provs, dedups := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		provs[i], dedups[i] = k.Provider, k.DedupKey
+	}
+	t.pending = append(t.pending, pending{sql: `
+		UPDATE webhook_inbox w
+		SET delivery_count = w.delivery_count + 1, last_seen_at = now()
+		FROM unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
+		WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key`, args: []any{provs, dedups}})
+	return nil
 }
 
 // AppendAll implements ingest.BatchTx: every append in one multi-row insert
@@ -143,7 +249,7 @@ func (t batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest
 // the appends whose stream has moved past their read, or whose event ids are
 // stored, are left out (after the violation waited for the winner, its rows
 // are visible) and the rest is tried again.
-func (t batchTx) AppendAll(ctx context.Context, appends []ingest.BatchAppend) ([]int, error) {
+func (t *batchTx) AppendAll(ctx context.Context, appends []ingest.BatchAppend) ([]int, error) {
 	left := make([]int, len(appends))
 	for i := range left {
 		left[i] = i
@@ -180,7 +286,7 @@ func (t batchTx) AppendAll(ctx context.Context, appends []ingest.BatchAppend) ([
 }
 
 // insertAll writes the events of appends[left...] in one statement.
-func (t batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, left []int) error {
+func (t *batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, left []int) error {
 	var streams []string
 	var versions []int64
 	var ids []uuid.UUID
@@ -200,6 +306,7 @@ func (t batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, le
 		datas, metas = append(datas, datas0...), append(metas, metas0...)
 	}
 	b := &pgx.Batch{}
+	t.queue(b) // before the savepoint: a rollback to it keeps them
 	b.Queue(`SAVEPOINT onceledger_batch`)
 	b.Queue(insertAllSQL, streams, versions, ids, types, datas, metas, NotifyChannel)
 	b.Queue(`RELEASE SAVEPOINT onceledger_batch`)
@@ -221,7 +328,7 @@ const insertAllSQL = `
 
 // moved returns the appends of left that cannot be made: their stream has
 // an event at or past their read, or one of their event ids is stored.
-func (t batchTx) moved(ctx context.Context, appends []ingest.BatchAppend, left []int) ([]int, error) {
+func (t *batchTx) moved(ctx context.Context, appends []ingest.BatchAppend, left []int) ([]int, error) {
 	var idx, evIdx []int64
 	var streams []string
 	var reads []int64
@@ -257,10 +364,13 @@ func (t batchTx) moved(ctx context.Context, appends []ingest.BatchAppend, left [
 // transaction, so deleting them leaves no trace after the commit, and a
 // transaction waiting on one of these keys then inserts it as a first
 // arrival.
-func (t batchTx) Withdraw(ctx context.Context, keys []ingest.InboxKey) error {
+func (t *batchTx) Withdraw(ctx context.Context, keys []ingest.InboxKey) error {
 	provs, dedups := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		provs[i], dedups[i] = k.Provider, k.DedupKey
+	}
+	if err := t.flush(ctx); err != nil {
+		return err
 	}
 	_, err := t.tx.Exec(ctx, `
 		DELETE FROM webhook_inbox w
