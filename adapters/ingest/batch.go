@@ -240,7 +240,15 @@ func (b *batcher) run(batch []*member) {
 	defer cancel()
 	answers := make([]outcome, len(batch))
 	sent := make([]bool, len(batch)) // answered before the commit
-	err := b.journal.DoBatch(ctx, func(tx BatchTx) error {
+	err := b.journal.DoBatch(ctx, func(tx BatchTx) (err error) {
+		// This goroutine serves no request, so nothing above it recovers:
+		// a panic (a decider's bug) rolls the unit back, and each delivery
+		// meets it again alone, in its own request, which answers 503.
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("shared unit: panic: %v", v)
+			}
+		}()
 		return b.unit(ctx, tx, batch, answers, sent)
 	})
 	if err != nil {
