@@ -134,6 +134,13 @@ type batcher struct {
 	mu      sync.Mutex
 	queue   []*member
 	running int // batch loops
+	// The dedup keys and streams of the units in flight. A delivery that
+	// names one waits in the queue for that unit to end: in a unit of its
+	// own it would wait on that unit's row locks anyway, holding up all its
+	// neighbours (a redelivery racing its first arrival), or lose the race
+	// for the stream and be recorded alone after all.
+	busyKeys    map[InboxKey]bool
+	busyStreams map[string]bool
 }
 
 // member is one delivery waiting for its batch.
@@ -195,16 +202,28 @@ func (b *batcher) loop() {
 		}
 		b.mu.Unlock()
 		b.run(batch)
+		b.mu.Lock()
+		for _, m := range batch {
+			delete(b.busyKeys, InboxKey{m.ev.Provider, m.ev.DedupKey})
+			if !m.ev.Ignored() {
+				delete(b.busyStreams, m.ev.StreamID())
+			}
+		}
+		b.mu.Unlock()
 	}
 }
 
 // take removes up to Size queued members, at most one per stream and per
-// dedup key (the rest stay queued, in order, for the next batch), dropping
-// those whose requests ended. Called with mu held.
+// dedup key, none of a unit in flight (the rest stay queued, in order, for
+// a next batch: the loop running that unit takes them when it ends), and
+// marks their keys and streams busy. It drops members whose requests ended.
+// Called with mu held.
 func (b *batcher) take() []*member {
 	var batch []*member
-	streams := make(map[string]bool)
-	keys := make(map[InboxKey]bool)
+	if b.busyKeys == nil {
+		b.busyKeys, b.busyStreams = make(map[InboxKey]bool), make(map[string]bool)
+	}
+	keys, streams := b.busyKeys, b.busyStreams
 	rest := b.queue[:0]
 	for _, m := range b.queue {
 		if m.ctx.Err() != nil {
