@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,7 @@ type Ingester interface {
 func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := mux.Vars(r)["provider"]
-	log := s.log.With("provider", name, "request_id", requestID(r.Context()))
+	log := webhookLog{l: s.log, provider: name, requestID: requestID(r.Context())}
 
 	adapter, ok := s.cfg.Providers[name]
 	if !ok {
@@ -76,14 +77,19 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	for i, ev := range events {
 		res, err := record(ctx, ev)
 		if err != nil {
-			log.Warn("webhook not recorded", "dedup_key", ev.DedupKey, "stream", ev.StreamID(),
-				"item", i, "error", err)
+			if log.enabled(ctx, slog.LevelWarn) {
+				log.log(ctx, slog.LevelWarn, "webhook not recorded", slog.String("dedup_key", ev.DedupKey),
+					slog.String("stream", ev.StreamID()), slog.Int("item", i), slog.Any("error", err))
+			}
 			s.webhookError(w, r, name, start, log, err)
 			return
 		}
-		log.Info("webhook", "dedup_key", ev.DedupKey, "type", ev.Type, "stream", res.StreamID,
-			"outcome", res.Outcome, "conflict", res.Conflict, "appended", res.Appended,
-			"latency_ms", time.Since(start).Milliseconds())
+		if log.enabled(ctx, slog.LevelInfo) {
+			log.log(ctx, slog.LevelInfo, "webhook", slog.String("dedup_key", ev.DedupKey), slog.String("type", ev.Type),
+				slog.String("stream", res.StreamID), slog.String("outcome", string(res.Outcome)),
+				slog.Bool("conflict", res.Conflict), slog.Int("appended", res.Appended),
+				slog.Int64("latency_ms", time.Since(start).Milliseconds()))
+		}
 		if i == 0 || res.Outcome == ingest.Accepted {
 			outcome = res.Outcome
 		}
@@ -94,7 +100,7 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	s.metrics.observeWebhook(name, string(outcome), start)
 	ack, ok := adapter.(providers.Acknowledger)
 	if !ok {
-		writeJSON(w, http.StatusOK, map[string]string{"status": string(outcome)})
+		writeOutcome(w, outcome)
 		return
 	}
 	a := ack.Acknowledge(string(outcome))
@@ -126,15 +132,57 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return body, nil
 }
 
-func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name string, start time.Time, log *slog.Logger, err error) {
+// webhookLog logs for one webhook request, with its provider and request
+// id. Its attributes are only built when the level is enabled: a webhook is
+// the hot path, and a logger's With formats them on every request, logged
+// or not.
+type webhookLog struct {
+	l                   *slog.Logger
+	provider, requestID string
+}
+
+func (w webhookLog) enabled(ctx context.Context, level slog.Level) bool {
+	return w.l.Enabled(ctx, level)
+}
+
+func (w webhookLog) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	all := make([]slog.Attr, 0, len(attrs)+2)
+	all = append(all, slog.String("provider", w.provider), slog.String("request_id", w.requestID))
+	w.l.LogAttrs(ctx, level, msg, append(all, attrs...)...)
+}
+
+// outcomeBodies are the answers of a recorded webhook, encoded once.
+var outcomeBodies = func() map[ingest.Outcome][]byte {
+	m := map[ingest.Outcome][]byte{}
+	for _, o := range []ingest.Outcome{ingest.Accepted, ingest.Duplicate, ingest.Ignored} {
+		m[o], _ = json.Marshal(map[string]string{"status": string(o)})
+	}
+	return m
+}()
+
+// writeOutcome answers 200 {"status": outcome}.
+func writeOutcome(w http.ResponseWriter, outcome ingest.Outcome) {
+	b, ok := outcomeBodies[outcome]
+	if !ok {
+		writeJSON(w, http.StatusOK, map[string]string{"status": string(outcome)})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name string, start time.Time, log webhookLog, err error) {
 	status := statusFor(err)
 	s.metrics.observeWebhook(name, outcomeLabel(status), start)
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelWarn
 	}
-	log.Log(r.Context(), level, "webhook refused", "status", status, "error", err,
-		"latency_ms", time.Since(start).Milliseconds())
+	if log.enabled(r.Context(), level) {
+		log.log(r.Context(), level, "webhook refused", slog.Int("status", status), slog.Any("error", err),
+			slog.Int64("latency_ms", time.Since(start).Milliseconds()))
+	}
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "5")
 	}

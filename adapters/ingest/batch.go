@@ -2,59 +2,387 @@ package ingest
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
 
+	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
-// IngestBatch records several first arrivals in ONE unit of work, for
-// imports that submit many deliveries at once (settlement reports): on an
-// atomic journal (Postgres) they share one transaction, so one commit (one
-// WAL flush) serves the batch instead of one per delivery. Each delivery
-// goes through the same record algorithm as Ingest (gate, decide, append),
-// so the outcome of each is what Ingest would have answered. A lost race
-// rolls the whole batch back and the batch is run again; any other failure
-// rolls it back and is returned (nothing of the batch is recorded), and the
-// caller may fall back to Ingest one by one to isolate the bad delivery. A
-// journal that is not atomic gains nothing from a batch: the deliveries are
-// ingested one by one.
+// Group commit: concurrent first arrivals share one unit of work (DESIGN.md,
+// "Throughput: one commit for many deliveries"). One transaction per
+// delivery caps ingest at the database's per-transaction ceiling (round
+// trips, WAL flushes); a shared one pays those once for the whole batch.
 //
-// The caller should keep the deliveries of one stream in one batch at a
-// time (route by StreamID): two batches taking the same streams in another
-// order in concurrent transactions could deadlock.
-func (s *Service) IngestBatch(ctx context.Context, evs []delivery.Event) ([]Result, error) {
-	for _, ev := range evs {
-		if err := ev.Validate(); err != nil {
-			return nil, err
-		}
+// The protocol of a batch, over a BatchJournal:
+//
+//  1. gate: one multi-row inbox insert (the primary key still judges each
+//     key) and one read of all the streams of the rows it inserted;
+//  2. decide each delivery on its stream's history, as recordOnce does;
+//  3. append all decisions at once, each at the version its decision read;
+//  4. commit, and only then answer each delivery.
+//
+// A delivery that cannot share the unit is recorded alone, by the single
+// path (recordOnce and its retry), never failing its neighbours:
+//   - a redelivery of a key on record is answered "duplicate" in the unit
+//     (and counted) when it is a plain one: same facts, first arrival
+//     recorded. Any other (different facts: a conflict to keep; a row still
+//     "received" to re-drive) is sent to the single path as soon as the
+//     gate says so, uncounted;
+//   - a decision that fails, or an append that cannot be made at the
+//     version read (another writer won the stream, its event ids are stored
+//     already), has its inbox row withdrawn from the unit and is sent there
+//     after the commit;
+//   - a unit that fails as a whole (a lost connection, a deadlock) sends all
+//     its deliveries there.
+//
+// At most one delivery per stream and per dedup key joins a batch: the next
+// one waits for the next batch, where it is decided on the history the first
+// one wrote, instead of losing the race to its neighbour.
+//
+// Batching adapts to the load: nothing waits for company. The first arrival
+// starts a batch at once; deliveries arriving while a batch is in flight
+// queue and form the next one (up to BatchSize), so batches are as large as
+// the concurrency and the commit latency make them.
+
+// BatchJournal is a Journal that can run one unit of work for several first
+// arrivals (adapters/postgres: one transaction). Only an atomic journal can:
+// its unit either commits every member's row and facts, or none.
+type BatchJournal interface {
+	Journal
+	// DoBatch runs fn as one unit of work: committed when fn returns nil,
+	// rolled back when it returns an error.
+	DoBatch(ctx context.Context, fn func(BatchTx) error) error
+}
+
+// BatchTx is the journal inside a shared unit of work.
+type BatchTx interface {
+	// GateAll inserts the inbox rows of items with their status unless
+	// their key is on record (the primary key judges each, in one
+	// statement), and reads the streams named by the items' Read, after the
+	// insert. The answer is in item order; for a redelivery, First is the
+	// first arrival's row (Status "" if it cannot be seen), not counted yet.
+	GateAll(ctx context.Context, items []GateItem) ([]Gated, error)
+	// Count counts a redelivery on each of keys' rows (delivery_count). It
+	// may travel with the unit's next statement: its error, if any, is then
+	// that statement's, or the commit's.
+	Count(ctx context.Context, keys []InboxKey) error
+	// AppendAll appends each append's events after its Read events, all in
+	// the unit. An append that cannot be made at that version (the stream
+	// moved, an event id is stored) is left out, none of its events
+	// written, and its index returned; the others are written.
+	AppendAll(ctx context.Context, appends []BatchAppend) (rejected []int, err error)
+	// Withdraw deletes the inbox rows this unit inserted for keys: their
+	// deliveries are recorded alone after the unit.
+	Withdraw(ctx context.Context, keys []InboxKey) error
+}
+
+// GateItem is one delivery at the shared gate.
+type GateItem struct {
+	Event  delivery.Event
+	Status string
+	Read   string // the stream to read after the gate; "" none
+}
+
+// BatchAppend is one delivery's decision in a shared unit.
+type BatchAppend struct {
+	Stream string
+	Read   int // events read: the expected version is the one decided on
+	Events []eventstore.EventData
+}
+
+// BatchOptions tune group commit. Zero values take the defaults.
+type BatchOptions struct {
+	// Size caps the deliveries of one shared unit; 1 turns group commit
+	// off (every delivery its own unit). Default 64.
+	Size int
+	// InFlight is how many shared units may run at once: while one waits
+	// for its commit, the next one gathers and gates. Default 2.
+	InFlight int
+	// Timeout bounds one shared unit; a member whose own deadline ends
+	// first stops waiting (and answers an error) without failing the unit.
+	// Default 30s.
+	Timeout time.Duration
+	// AfterCommit, if set, is called after a shared unit committed
+	// deliveries and before they are answered, with their number (a unit
+	// that recorded none does not call it). A test hook: a crash there is
+	// the window where facts are durable and no sender knows.
+	AfterCommit func(n int)
+}
+
+func (o BatchOptions) withDefaults() BatchOptions {
+	if o.Size <= 0 {
+		o.Size = 64
 	}
-	if !s.journal.Atomic() || len(evs) == 1 {
-		out := make([]Result, 0, len(evs))
-		for _, ev := range evs {
-			res, err := s.Ingest(ctx, ev)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, res)
-		}
-		return out, nil
+	if o.InFlight <= 0 {
+		o.InFlight = 2
 	}
-	var out []Result
-	_, err := s.retry(ctx, evs[0].Provider, "batch of "+evs[0].DedupKey, func() (Result, error) {
-		out = make([]Result, 0, len(evs))
-		err := s.journal.Do(ctx, func(tx Tx) error {
-			for _, ev := range evs {
-				res, err := s.recordOnce(ctx, tx, ev, false)
-				if err != nil {
-					return err
-				}
-				out = append(out, res)
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	return o
+}
+
+// batcher gathers concurrent first arrivals into shared units.
+type batcher struct {
+	s       *Service
+	journal BatchJournal
+	opts    BatchOptions
+
+	mu      sync.Mutex
+	queue   []*member
+	running int // batch loops
+	// The dedup keys and streams of the units in flight. A delivery that
+	// names one waits in the queue for that unit to end: in a unit of its
+	// own it would wait on that unit's row locks anyway, holding up all its
+	// neighbours (a redelivery racing its first arrival), or lose the race
+	// for the stream and be recorded alone after all.
+	busyKeys    map[InboxKey]bool
+	busyStreams map[string]bool
+}
+
+// member is one delivery waiting for its batch.
+type member struct {
+	ctx  context.Context
+	ev   delivery.Event
+	done chan outcome // buffered: the batch never blocks on a member
+}
+
+// outcome of a member: alone means "record it by the single path".
+type outcome struct {
+	res   Result
+	err   error
+	alone bool
+}
+
+func newBatcher(s *Service, j Journal, o BatchOptions) *batcher {
+	bj, ok := j.(BatchJournal)
+	if !ok || !j.Atomic() {
+		return nil
+	}
+	o = o.withDefaults()
+	if o.Size <= 1 {
+		return nil
+	}
+	return &batcher{s: s, journal: bj, opts: o}
+}
+
+// record records ev in a shared unit. alone: the caller records it by the
+// single path (nothing of it was kept).
+func (b *batcher) record(ctx context.Context, ev delivery.Event) (Result, bool, error) {
+	m := &member{ctx: ctx, ev: ev, done: make(chan outcome, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, m)
+	if b.running < b.opts.InFlight {
+		b.running++
+		go b.loop()
+	}
+	b.mu.Unlock()
+	select {
+	case o := <-m.done:
+		return o.res, o.alone, o.err
+	case <-ctx.Done():
+		// The unit may still commit this delivery's facts: an error answer
+		// (503) after a commit is safe, the retry is a duplicate.
+		return Result{}, false, fmt.Errorf("%w: %w", eventstore.ErrUnavailable, ctx.Err())
+	}
+}
+
+// loop runs batches while deliveries are queued.
+func (b *batcher) loop() {
+	for {
+		b.mu.Lock()
+		batch := b.take()
+		if len(batch) == 0 {
+			b.running--
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		b.run(batch)
+		b.mu.Lock()
+		for _, m := range batch {
+			delete(b.busyKeys, InboxKey{m.ev.Provider, m.ev.DedupKey})
+			if !m.ev.Ignored() {
+				delete(b.busyStreams, m.ev.StreamID())
 			}
-			return nil
-		})
-		return Result{}, err
+		}
+		b.mu.Unlock()
+	}
+}
+
+// take removes up to Size queued members, at most one per stream and per
+// dedup key, none of a unit in flight (the rest stay queued, in order, for
+// a next batch: the loop running that unit takes them when it ends), and
+// marks their keys and streams busy. It drops members whose requests ended.
+// Called with mu held.
+func (b *batcher) take() []*member {
+	var batch []*member
+	if b.busyKeys == nil {
+		b.busyKeys, b.busyStreams = make(map[InboxKey]bool), make(map[string]bool)
+	}
+	keys, streams := b.busyKeys, b.busyStreams
+	rest := b.queue[:0]
+	for _, m := range b.queue {
+		if m.ctx.Err() != nil {
+			continue // its caller answered already
+		}
+		k := InboxKey{m.ev.Provider, m.ev.DedupKey}
+		stream := ""
+		if !m.ev.Ignored() {
+			stream = m.ev.StreamID()
+		}
+		if len(batch) >= b.opts.Size || keys[k] || (stream != "" && streams[stream]) {
+			rest = append(rest, m)
+			continue
+		}
+		keys[k] = true
+		if stream != "" {
+			streams[stream] = true
+		}
+		batch = append(batch, m)
+	}
+	clear(b.queue[len(rest):])
+	b.queue = rest
+	return batch
+}
+
+// run records one batch and answers its members.
+func (b *batcher) run(batch []*member) {
+	// A batch of one runs here too, not by the single path: it costs the
+	// same round trips, and while it is in flight the next arrivals queue
+	// and form the next batch (run straight away, a lone delivery would
+	// leave nothing in flight to gather behind).
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.Timeout)
+	defer cancel()
+	answers := make([]outcome, len(batch))
+	sent := make([]bool, len(batch)) // answered before the commit
+	err := b.journal.DoBatch(ctx, func(tx BatchTx) (err error) {
+		// This goroutine serves no request, so nothing above it recovers:
+		// a panic (a decider's bug) rolls the unit back, and each delivery
+		// meets it again alone, in its own request, which answers 503.
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("shared unit: panic: %v", v)
+			}
+		}()
+		return b.unit(ctx, tx, batch, answers, sent)
 	})
 	if err != nil {
-		return nil, err
+		// The unit rolled back as a whole: nothing of it was kept.
+		for i, m := range batch {
+			if !sent[i] {
+				m.done <- outcome{alone: true}
+			}
+		}
+		return
 	}
-	return out, nil
+	if b.opts.AfterCommit != nil {
+		recorded := 0
+		for i := range batch {
+			if !sent[i] && !answers[i].alone {
+				recorded++
+			}
+		}
+		if recorded > 0 {
+			b.opts.AfterCommit(recorded)
+		}
+	}
+	for i, m := range batch {
+		if !sent[i] {
+			m.done <- answers[i]
+		}
+	}
+}
+
+// unit is the record algorithm of a shared unit (see the top of this file).
+// Members it releases early (redeliveries) get their answer at once and are
+// marked in sent; the others are answered by run after the commit.
+func (b *batcher) unit(ctx context.Context, tx BatchTx, batch []*member, answers []outcome, sent []bool) error {
+	items := make([]GateItem, len(batch))
+	for i, m := range batch {
+		items[i] = GateItem{Event: m.ev, Status: StatusApplied, Read: m.ev.StreamID()}
+		if m.ev.Ignored() {
+			items[i] = GateItem{Event: m.ev, Status: StatusIgnored}
+		}
+	}
+	gated, err := tx.GateAll(ctx, items)
+	if err != nil {
+		return err
+	}
+	if len(gated) != len(items) {
+		return fmt.Errorf("shared gate: %d answers for %d deliveries", len(gated), len(items))
+	}
+	var appends []BatchAppend
+	var appenders []int // member index of each append
+	var withdraw []int
+	var dups []InboxKey
+	for i, m := range batch {
+		switch {
+		case !gated[i].Inserted:
+			first := gated[i].First
+			res, stream := Redelivery(first, m.ev)
+			if first.Status == "" || first.Status == StatusReceived || stream != "" || res.Conflict {
+				answers[i] = outcome{alone: true}
+				continue
+			}
+			answers[i] = outcome{res: res}
+			dups = append(dups, InboxKey{m.ev.Provider, m.ev.DedupKey})
+		case m.ev.Ignored():
+			answers[i] = outcome{res: Result{Outcome: Ignored}}
+		default:
+			decided, err := b.s.dec.Decide(gated[i].History, m.ev)
+			if err != nil {
+				withdraw = append(withdraw, i) // alone, it fails by itself
+				continue
+			}
+			stream := m.ev.StreamID()
+			answers[i] = outcome{res: Result{Outcome: Accepted, StreamID: stream, Appended: len(decided)}}
+			if len(decided) > 0 {
+				appends = append(appends, BatchAppend{Stream: stream, Read: len(gated[i].History), Events: decided})
+				appenders = append(appenders, i)
+			}
+		}
+	}
+	if len(dups) > 0 {
+		if err := tx.Count(ctx, dups); err != nil {
+			return err
+		}
+	}
+	// A redelivery sent alone wrote nothing in this unit: the single path
+	// may take it now, without waiting for the commit.
+	for i, m := range batch {
+		if answers[i].alone {
+			m.done <- answers[i]
+			sent[i] = true
+		}
+	}
+	if len(appends) > 0 {
+		rejected, err := tx.AppendAll(ctx, appends)
+		if err != nil {
+			return err
+		}
+		for _, r := range rejected {
+			if r < 0 || r >= len(appenders) {
+				return fmt.Errorf("shared append: rejected index %d of %d", r, len(appenders))
+			}
+			withdraw = append(withdraw, appenders[r])
+		}
+	}
+	if len(withdraw) > 0 {
+		slices.Sort(withdraw)
+		keys := make([]InboxKey, len(withdraw))
+		for n, i := range withdraw {
+			keys[n] = InboxKey{batch[i].ev.Provider, batch[i].ev.DedupKey}
+		}
+		if err := tx.Withdraw(ctx, keys); err != nil {
+			return err
+		}
+		for _, i := range withdraw {
+			answers[i] = outcome{alone: true}
+		}
+	}
+	return nil
 }

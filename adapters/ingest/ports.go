@@ -7,7 +7,9 @@
 // retry, the inbox statuses and the background workers (sweeper, postback
 // verifier) all live here, once, over a small transactional port (Journal)
 // that the storage adapters implement: adapters/postgres in one transaction,
-// TwoPhase when the streams live in another database (EventStoreDB). The
+// TwoPhase when the streams live in another database (EventStoreDB). Group
+// commit, concurrent first arrivals sharing one unit of work on a journal
+// that can (BatchJournal), is protocol too, and lives here (batch.go). The
 // HTTP layer calls the Service after a provider adapter verified and
 // normalized the request.
 package ingest

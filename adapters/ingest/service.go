@@ -28,6 +28,9 @@ type Options struct {
 	// cannot be recorded before it marks the row failed (see Worker).
 	// Default 10.
 	MaxDriveAttempts int
+	// Batch tunes group commit: concurrent first arrivals sharing one unit
+	// of work, on a journal that can (BatchJournal). On by default.
+	Batch BatchOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -49,11 +52,16 @@ type Service struct {
 	journal Journal
 	dec     Decider
 	opts    Options
+	batch   *batcher // nil: every delivery its own unit of work
 }
 
 // New wires a Service over journal. The decider is normally PaymentDecider{}.
+// First arrivals share units of work (group commit) when the journal can
+// and opts.Batch does not turn it off.
 func New(journal Journal, dec Decider, opts Options) *Service {
-	return &Service{journal: journal, dec: dec, opts: opts.withDefaults()}
+	s := &Service{journal: journal, dec: dec, opts: opts.withDefaults()}
+	s.batch = newBatcher(s, journal, s.opts.Batch)
+	return s
 }
 
 // ErrContention is returned when a delivery lost the race for its stream
@@ -72,6 +80,18 @@ func (s *Service) record(ctx context.Context, ev delivery.Event, held bool) (Res
 	if err := ev.Validate(); err != nil {
 		return Result{}, err
 	}
+	if !held && s.batch != nil {
+		res, alone, err := s.batch.record(ctx, ev)
+		if !alone {
+			return res, err
+		}
+	}
+	return s.recordAlone(ctx, ev, held)
+}
+
+// recordAlone records ev in a unit of work of its own, run again when it
+// loses the race for its stream.
+func (s *Service) recordAlone(ctx context.Context, ev delivery.Event, held bool) (Result, error) {
 	return s.retry(ctx, ev.Provider, ev.StreamID(), func() (res Result, err error) {
 		err = s.journal.Do(ctx, func(tx Tx) error {
 			res, err = s.recordOnce(ctx, tx, ev, held)

@@ -20,7 +20,8 @@ import (
 //
 // A first arrival costs four round trips: BEGIN; the inbox insert and the
 // stream read, pipelined in one batch (Gate); the append (see
-// appendAfterRead); COMMIT.
+// appendAfterRead); COMMIT. Concurrent first arrivals share those four
+// round trips and the commit (ingest.BatchJournal, groupcommit.go).
 type Journal struct {
 	pool   *pgxpool.Pool
 	events *EventStore

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/postgres"
@@ -38,6 +39,11 @@ type serveCmd struct {
 	ConsoleSecure       bool          `name:"console-secure-cookies" env:"ONCELEDGER_CONSOLE_SECURE_COOKIES" group:"Server" help:"Mark the console's session cookie Secure on plain HTTP too (behind a TLS-terminating proxy); requests over TLS always get it."`
 	UnsettledAfter      time.Duration `name:"unsettled-after" env:"ONCELEDGER_UNSETTLED_AFTER" default:"168h" group:"Tuning" help:"After a settlement import, a capture with no settlement line this long before the report's latest line opens 'unsettled'."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
+	IngestBatch         int           `name:"ingest-batch" env:"ONCELEDGER_INGEST_BATCH" default:"64" group:"Tuning" help:"Most first arrivals sharing one database commit (group commit; Postgres event store); 1 = one transaction per delivery."`
+	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
+	// the process exits right after its Nth shared commit, before answering
+	// the deliveries it holds.
+	ExitAfterBatchCommit int `name:"test-exit-after-batch-commit" env:"ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT" hidden:"" help:"Tests only: exit (status 75) right after the Nth shared commit, before answering."`
 
 	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
 	StandardSecrets         []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Standard Webhooks whsec_<base64> secrets."`
@@ -199,10 +205,27 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		MaxConnections:       c.MaxConnections,
 		RawRetention:         c.RawRetention,
 		SweepAge:             c.SweepAge,
+		IngestBatch:          c.IngestBatch,
+		AfterBatchCommit:     exitAfterCommit(c.ExitAfterBatchCommit),
 		PostbackURL:          c.PaypalIPNVerifyURL,
 		PprofAddr:            c.PprofAddr,
 		UnsettledAfter:       c.UnsettledAfter,
 		Logger:               g.log,
+	}
+}
+
+// exitAfterCommit is the failpoint of ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT:
+// nil when n <= 0.
+func exitAfterCommit(n int) func(int) {
+	if n <= 0 {
+		return nil
+	}
+	var commits atomic.Int64
+	return func(members int) {
+		if commits.Add(1) == int64(n) {
+			fmt.Fprintf(os.Stderr, "failpoint: exiting after shared commit %d (%d deliveries), before answering\n", n, members)
+			os.Exit(75)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/domain/delivery"
 )
@@ -86,7 +87,109 @@ func pathOf(root string, stack []*keyFrame) string {
 	return b.String()
 }
 
+// uniqueKeys checks raw in one pass over its bytes once json.Valid has
+// accepted it (both linear, neither allocating per token). Invalid JSON takes
+// the decoder's walk, for its error message. The byte walk is what every
+// webhook pays: the decoder's Token allocates per token and builds an error
+// value after every scalar, which made it the costliest step of a Stripe
+// delivery's parse.
 func uniqueKeys(raw []byte, root string, rule KeyRule) error {
+	if !json.Valid(raw) {
+		return uniqueKeysDecoding(raw, root, rule)
+	}
+	var stack []*keyFrame
+	var top *keyFrame
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '{', '[':
+			f := &keyFrame{object: c == '{', fold: rule.Fold}
+			if top != nil {
+				f.fold = top.fold && !(top.object && slices.Contains(rule.ExactUnder, top.key))
+			}
+			if f.object {
+				f.expectKey = true
+				f.seen = map[string]string{}
+			}
+			stack = append(stack, f)
+			top = f
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			top = nil
+			if len(stack) > 0 {
+				top = stack[len(stack)-1]
+				top.valueDone()
+			}
+		case '"':
+			end := stringEnd(raw, i)
+			if top != nil && top.object && top.expectKey {
+				key, err := unquote(raw[i : end+1])
+				if err != nil {
+					return fmt.Errorf("%w: invalid JSON: %v", delivery.ErrMalformed, err)
+				}
+				if prev, dup := top.add(key); dup {
+					return duplicate(pathOf(root, stack), prev, key)
+				}
+			} else if top != nil {
+				top.valueDone()
+			}
+			i = end
+		case ' ', '\t', '\n', '\r', ',', ':':
+		default: // a number, true, false or null: skip to its end
+			for i+1 < len(raw) && !isDelim(raw[i+1]) {
+				i++
+			}
+			if top != nil {
+				top.valueDone()
+			}
+		}
+	}
+	return nil
+}
+
+// stringEnd returns the index of the quote closing the string whose opening
+// quote is at raw[start] (raw is valid JSON).
+func stringEnd(raw []byte, start int) int {
+	for i := start + 1; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++ // the escaped byte; \uXXXX's digits are plain bytes
+		case '"':
+			return i
+		}
+	}
+	return len(raw) - 1
+}
+
+// unquote decodes a JSON string literal as encoding/json does (escapes
+// decoded, invalid UTF-8 replaced by U+FFFD); plain ASCII is its bytes.
+func unquote(lit []byte) (string, error) {
+	body := lit[1 : len(lit)-1]
+	plain := true
+	for _, c := range body {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(body), nil
+	}
+	var s string
+	err := json.Unmarshal(lit, &s)
+	return s, err
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// uniqueKeysDecoding is the walk over the decoder's tokens, kept for input
+// that is not valid JSON: its error says what is wrong and where.
+func uniqueKeysDecoding(raw []byte, root string, rule KeyRule) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // numbers are not looked at; this avoids float parsing
 	var stack []*keyFrame

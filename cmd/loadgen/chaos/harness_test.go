@@ -173,6 +173,8 @@ type server struct {
 	sec         secrets
 	projections bool
 	logPath     string
+	// env is added to serve's environment at the next start.
+	env []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -234,6 +236,7 @@ func (s *server) launch() error {
 		// Warnings and errors only: the tail shown on failure is what went wrong.
 		"ONCELEDGER_LOG_LEVEL=warn",
 	)
+	cmd.Env = append(cmd.Env, s.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group: kill -9 reaches anything serve might spawn, and a
 	// signal to the test's group never reaches serve by accident.
@@ -303,6 +306,27 @@ func (s *server) alive() bool {
 	default:
 		return true
 	}
+}
+
+// errFailpointPending: serve has not exited yet.
+var errFailpointPending = errors.New("serve still running")
+
+// exitCode returns the exit status of serve once it has exited by itself
+// (-1 while it runs), and forgets the process so that start can run again.
+func (s *server) exitCode() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return -1
+	}
+	select {
+	case <-s.done:
+	default:
+		return -1
+	}
+	code := s.cmd.ProcessState.ExitCode()
+	s.cmd, s.done = nil, nil
+	return code
 }
 
 // stop sends SIGTERM (graceful drain) and waits; it fails the test if serve

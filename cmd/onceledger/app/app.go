@@ -83,6 +83,12 @@ type Config struct {
 	// (ingest.DefaultSweepAge when 0): the two-phase journal's crash window,
 	// and rows a migration hands back to the domain on any event store.
 	SweepAge time.Duration
+	// IngestBatch caps the first arrivals sharing one commit (group
+	// commit); 1 turns it off, 0 takes the default.
+	IngestBatch int
+	// AfterBatchCommit, if set, runs after each shared commit, before its
+	// deliveries are answered (a crash test's failpoint).
+	AfterBatchCommit func(n int)
 
 	// PostbackURL is where held deliveries (PayPal IPN) are posted back for
 	// verification; PostbackClient the client doing it (nil: a default).
@@ -163,7 +169,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
 		// Unverified deliveries (IPN) are bounded: past the bounds they are
 		// verified inline (ingest.Hold).
-		Hold: ingest.HoldOptions{Pending: inbox, Postback: postback},
+		Hold:  ingest.HoldOptions{Pending: inbox, Postback: postback},
+		Batch: ingest.BatchOptions{Size: cfg.IngestBatch, AfterCommit: cfg.AfterBatchCommit},
 	})
 	a.workers = a.service.Workers(inbox, ingest.WorkerOptions{
 		SweepAge: cfg.SweepAge, Postback: postback, Log: a.log,

@@ -1,0 +1,383 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/ingest"
+)
+
+// The SQL of group commit (ingest.BatchJournal): several first arrivals in
+// ONE transaction. A shared unit costs the single path's four round trips
+// (BEGIN; inbox insert pipelined with the stream read; the append under a
+// savepoint; COMMIT) for the whole batch instead of per delivery.
+//
+// Lock order: rows are inserted in (provider, dedup_key) order and events in
+// stream order, so two shared units (other instances, or this one's units in
+// flight together) wait for each other in one direction and do not
+// deadlock. Should one happen anyway (a single-path transaction in between),
+// Postgres breaks it, the unit rolls back, and ingest records its deliveries
+// alone.
+
+var (
+	_ ingest.BatchJournal = (*Journal)(nil)
+	_ ingest.BatchTx      = (*batchTx)(nil)
+)
+
+// DoBatch implements ingest.BatchJournal: fn runs in one transaction.
+func (j *Journal) DoBatch(ctx context.Context, fn func(ingest.BatchTx) error) error {
+	return inTx(ctx, j.pool, func(tx pgx.Tx) error {
+		t := &batchTx{tx: tx, events: j.events}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flush(ctx)
+	})
+}
+
+type batchTx struct {
+	tx     pgx.Tx
+	events *EventStore
+	// pending statements travel with the next round trip (Count).
+	pending []pending
+}
+
+type pending struct {
+	sql  string
+	args []any
+}
+
+// queue puts the pending statements first in b, and forgets them.
+func (t *batchTx) queue(b *pgx.Batch) {
+	for _, p := range t.pending {
+		b.Queue(p.sql, p.args...)
+	}
+	t.pending = nil
+}
+
+// flush sends what is pending by itself.
+func (t *batchTx) flush(ctx context.Context) error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	t.queue(b)
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("shared unit: %w", markUnavailable(err))
+	}
+	return nil
+}
+
+// gateAllSQL is the dedup gate of many deliveries in one statement: the
+// primary key judges each row as in insertInboxAndRead (a key another
+// transaction is inserting makes this one wait for it), and RETURNING names
+// the rows this statement inserted, the first arrivals.
+const gateAllSQL = `
+	INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, applied_at)
+	SELECT i.provider, i.dedup_key, i.event_type, i.stream_id, i.payload_hash, i.facts_hash, i.raw_body, i.normalized, i.status,
+	       CASE WHEN i.status = '` + ingest.StatusApplied + `' THEN now() END
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::jsonb[], $9::text[])
+		WITH ORDINALITY AS i(provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, ord)
+	ORDER BY i.ord
+	ON CONFLICT (provider, dedup_key) DO NOTHING
+	RETURNING provider, dedup_key`
+
+// GateAll implements ingest.BatchTx: the multi-row insert and the read of
+// every stream named travel in one round trip (a pipelined batch, run in
+// order, so the read sees what the insert's waits let through).
+func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest.Gated, error) {
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := items[a].Event, items[b].Event
+		return cmp.Or(cmp.Compare(x.Provider, y.Provider), cmp.Compare(x.DedupKey, y.DedupKey))
+	})
+	n := len(items)
+	provs, keys, types, hashes, facts, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	streams := make([]*string, n)
+	raws, norms := make([][]byte, n), make([][]byte, n)
+	var reads []string
+	for o, i := range order {
+		ev := items[i].Event
+		normalized, err := json.Marshal(encodeNormalized(ev))
+		if err != nil {
+			return nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
+		}
+		provs[o], keys[o], types[o], hashes[o], facts[o], statuses[o] = ev.Provider, ev.DedupKey, ev.Type, ev.PayloadHash, ev.FactsHash(), items[i].Status
+		raws[o], norms[o] = ev.Raw, normalized
+		if !ev.Ignored() {
+			s := ev.StreamID()
+			streams[o] = &s
+		}
+		if items[i].Read != "" {
+			reads = append(reads, items[i].Read)
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(gateAllSQL, provs, keys, types, streams, hashes, facts, raws, norms, statuses)
+	// The rows of every key as they stand after the insert: for a
+	// redelivery, its first arrival's (committed: the insert waited for it).
+	b.Queue(`
+		SELECT w.provider, w.dedup_key, w.status, w.payload_hash, w.facts_hash, w.stream_id,
+		       CASE WHEN w.facts_hash IS NULL THEN w.normalized END
+		FROM webhook_inbox w JOIN unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
+		  ON w.provider = k.provider AND w.dedup_key = k.dedup_key`, provs, keys)
+	if len(reads) > 0 {
+		b.Queue(`SELECT `+eventColumns+` FROM events WHERE stream_id = ANY($1) ORDER BY stream_id, version`, reads)
+	}
+	br := t.tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	rows, _ := br.Query()
+	inserted, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ingest.InboxKey, error) {
+		var k ingest.InboxKey
+		err := r.Scan(&k.Provider, &k.DedupKey)
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shared inbox insert of %d: %w", n, markUnavailable(err))
+	}
+	rows, _ = br.Query()
+	stored, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedRow, error) {
+		var st storedRow
+		err := r.Scan(&st.key.Provider, &st.key.DedupKey, &st.Status, &st.PayloadHash, &st.factsHash, &st.stream, &st.normalized)
+		return st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shared inbox insert of %d: read the rows: %w", n, markUnavailable(err))
+	}
+	histories := make(map[string][]eventstore.RecordedEvent)
+	if len(reads) > 0 {
+		rows, _ := br.Query()
+		evs, err := scanEvents(rows)
+		if err != nil {
+			return nil, wrap(fmt.Sprintf("read %d streams", len(reads)), err)
+		}
+		for _, e := range evs {
+			histories[e.StreamID] = append(histories[e.StreamID], e)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("shared inbox insert of %d: %w", n, markUnavailable(err))
+	}
+	isNew := make(map[ingest.InboxKey]bool, len(inserted))
+	for _, k := range inserted {
+		isNew[k] = true
+	}
+	firsts := make(map[ingest.InboxKey]storedRow, len(stored))
+	for _, st := range stored {
+		firsts[st.key] = st
+	}
+	out := make([]ingest.Gated, n)
+	for i, it := range items {
+		k := ingest.InboxKey{Provider: it.Event.Provider, DedupKey: it.Event.DedupKey}
+		if isNew[k] {
+			out[i] = ingest.Gated{Inserted: true, History: histories[it.Read]}
+			continue
+		}
+		st, ok := firsts[k]
+		if !ok {
+			continue // First.Status "": the single path sees to it
+		}
+		first, err := st.stored()
+		if err != nil {
+			return nil, fmt.Errorf("inbox %s/%s: %w", k.Provider, k.DedupKey, err)
+		}
+		out[i] = ingest.Gated{First: first}
+	}
+	return out, nil
+}
+
+// storedRow is an inbox row as a redelivery needs it.
+type storedRow struct {
+	key ingest.InboxKey
+	ingest.Stored
+	factsHash, stream *string
+	normalized        []byte
+}
+
+// stored completes the row: a row older than migration 00005 has no facts
+// hash, computed then from its normalized delivery (as countRedelivery).
+func (st storedRow) stored() (ingest.Stored, error) {
+	out := st.Stored
+	if st.stream != nil {
+		out.StreamID = *st.stream
+	}
+	switch {
+	case st.factsHash != nil:
+		out.FactsHash = *st.factsHash
+	case st.normalized != nil:
+		first, err := decodeNormalized(st.normalized)
+		if err != nil {
+			return ingest.Stored{}, err
+		}
+		out.FactsHash = first.FactsHash()
+	}
+	return out, nil
+}
+
+// Count implements ingest.BatchTx: the update travels with the unit's next
+// round trip (the append, or the commit's).
+func (t *batchTx) Count(_ context.Context, keys []ingest.InboxKey) error {
+	provs, dedups := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		provs[i], dedups[i] = k.Provider, k.DedupKey
+	}
+	t.pending = append(t.pending, pending{sql: `
+		UPDATE webhook_inbox w
+		SET delivery_count = w.delivery_count + 1, last_seen_at = now()
+		FROM unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
+		WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key`, args: []any{provs, dedups}})
+	return nil
+}
+
+// AppendAll implements ingest.BatchTx: every append in one multi-row insert
+// under a savepoint (savepoint, insert and release in one round trip), each
+// at the versions after what its decision read; the unique constraints judge
+// as in appendAfterRead. A unique violation rolls back to the savepoint;
+// the appends whose stream has moved past their read, or whose event ids are
+// stored, are left out (after the violation waited for the winner, its rows
+// are visible) and the rest is tried again.
+func (t *batchTx) AppendAll(ctx context.Context, appends []ingest.BatchAppend) ([]int, error) {
+	left := make([]int, len(appends))
+	for i := range left {
+		left[i] = i
+	}
+	slices.SortFunc(left, func(a, b int) int { return cmp.Compare(appends[a].Stream, appends[b].Stream) })
+	var rejected []int
+	for len(left) > 0 {
+		err := t.insertAll(ctx, appends, left)
+		if err == nil {
+			return rejected, nil
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.UniqueViolation {
+			return nil, wrap(fmt.Sprintf("shared append of %d", len(left)), err)
+		}
+		// No arguments: the simple protocol, one round trip, and nothing to
+		// prepare in the aborted transaction.
+		if _, err := t.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT onceledger_batch; RELEASE SAVEPOINT onceledger_batch`); err != nil {
+			return nil, wrap("shared append: rollback to savepoint", err)
+		}
+		moved, err := t.moved(ctx, appends, left)
+		if err != nil {
+			return nil, err
+		}
+		if len(moved) == 0 {
+			// Nothing visible explains the violation: record them all alone
+			// rather than guess.
+			return append(rejected, left...), nil
+		}
+		rejected = append(rejected, moved...)
+		left = slices.DeleteFunc(left, func(i int) bool { return slices.Contains(moved, i) })
+	}
+	return rejected, nil
+}
+
+// insertAll writes the events of appends[left...] in one statement.
+func (t *batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, left []int) error {
+	var streams []string
+	var versions []int64
+	var ids []uuid.UUID
+	var types []string
+	var datas, metas [][]byte
+	for _, i := range left {
+		a := appends[i]
+		ids0, types0, datas0, metas0, err := columns(a.Stream, a.Events)
+		if err != nil {
+			return err
+		}
+		for n := range ids0 {
+			streams = append(streams, a.Stream)
+			versions = append(versions, int64(a.Read+n))
+		}
+		ids, types = append(ids, ids0...), append(types, types0...)
+		datas, metas = append(datas, datas0...), append(metas, metas0...)
+	}
+	b := &pgx.Batch{}
+	t.queue(b) // before the savepoint: a rollback to it keeps them
+	b.Queue(`SAVEPOINT onceledger_batch`)
+	b.Queue(insertAllSQL, streams, versions, ids, types, datas, metas, NotifyChannel)
+	b.Queue(`RELEASE SAVEPOINT onceledger_batch`)
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+// insertAllSQL is insertEventsSQL for many streams: each row carries its
+// stream and version.
+const insertAllSQL = `
+	WITH ins AS (
+		INSERT INTO events (stream_id, version, event_id, type, data, metadata)
+		SELECT e.stream_id, e.version, e.id, e.type, e.data, e.metadata
+		FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])
+			WITH ORDINALITY AS e(stream_id, version, id, type, data, metadata, ord)
+		ORDER BY e.ord
+		RETURNING 1
+	)
+	SELECT count(*), pg_notify($7, '') FROM ins`
+
+// moved returns the appends of left that cannot be made: their stream has
+// an event at or past their read, or one of their event ids is stored.
+func (t *batchTx) moved(ctx context.Context, appends []ingest.BatchAppend, left []int) ([]int, error) {
+	var idx, evIdx []int64
+	var streams []string
+	var reads []int64
+	var ids []uuid.UUID
+	for _, i := range left {
+		a := appends[i]
+		idx, streams, reads = append(idx, int64(i)), append(streams, a.Stream), append(reads, int64(a.Read))
+		for _, e := range a.Events {
+			evIdx, ids = append(evIdx, int64(i)), append(ids, e.ID)
+		}
+	}
+	rows, err := t.tx.Query(ctx, `
+		SELECT a.i FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS a(i, stream_id, read)
+		WHERE EXISTS (SELECT 1 FROM events e WHERE e.stream_id = a.stream_id AND e.version >= a.read)
+		UNION
+		SELECT x.i FROM unnest($4::bigint[], $5::uuid[]) AS x(i, id)
+		WHERE EXISTS (SELECT 1 FROM events e WHERE e.event_id = x.id)`, idx, streams, reads, evIdx, ids)
+	if err != nil {
+		return nil, wrap("shared append: find the moved streams", err)
+	}
+	moved, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (int, error) {
+		var i int64
+		err := r.Scan(&i)
+		return int(i), err
+	})
+	if err != nil {
+		return nil, wrap("shared append: find the moved streams", err)
+	}
+	return moved, nil
+}
+
+// Withdraw implements ingest.BatchTx: the rows were inserted by this
+// transaction, so deleting them leaves no trace after the commit, and a
+// transaction waiting on one of these keys then inserts it as a first
+// arrival.
+func (t *batchTx) Withdraw(ctx context.Context, keys []ingest.InboxKey) error {
+	provs, dedups := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		provs[i], dedups[i] = k.Provider, k.DedupKey
+	}
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, `
+		DELETE FROM webhook_inbox w
+		USING unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
+		WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key`, provs, dedups)
+	if err != nil {
+		return fmt.Errorf("withdraw %d inbox rows from a shared unit: %w", len(keys), markUnavailable(err))
+	}
+	return nil
+}
