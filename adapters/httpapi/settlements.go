@@ -36,7 +36,7 @@ type ImportSummary struct {
 }
 
 // SettlementImporter imports one report file of a provider
-// (adapters/settlements, wired in cmd/onceledger/app). A malformed file
+// (adapters/reportimport, wired in cmd/onceledger/app). A malformed file
 // is an error wrapping report.ErrMalformed naming line and column, with
 // nothing imported; a provider without an importer wraps
 // ErrNoReportImporter.

@@ -19,7 +19,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
-	"github.com/onceledger/onceledger/adapters/settlements"
+	"github.com/onceledger/onceledger/adapters/reportimport"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
 )
 
@@ -75,7 +75,7 @@ func (c *settleImportCmd) run(g *globals, after time.Duration, out io.Writer, te
 	}
 	defer a.Close()
 	im := a.Importer()
-	var total settlements.Summary
+	var total reportimport.Summary
 	for _, name := range c.Files {
 		name = shownPath(name)
 		bar := newLineBar(term, name)
@@ -109,12 +109,12 @@ func shownPath(name string) string {
 	return name
 }
 
-func addSummary(a, b settlements.Summary) settlements.Summary {
-	return settlements.Summary{Lines: a.Lines + b.Lines, New: a.New + b.New, Duplicates: a.Duplicates + b.Duplicates,
+func addSummary(a, b reportimport.Summary) reportimport.Summary {
+	return reportimport.Summary{Lines: a.Lines + b.Lines, New: a.New + b.New, Duplicates: a.Duplicates + b.Duplicates,
 		Appended: a.Appended + b.Appended, Unsettled: a.Unsettled + b.Unsettled}
 }
 
-func printSummary(w io.Writer, what string, s settlements.Summary) {
+func printSummary(w io.Writer, what string, s reportimport.Summary) {
 	fmt.Fprintf(w, "%s: %d lines read, %d new (%d facts recorded), %d duplicates", what, s.Lines, s.New, s.Appended, s.Duplicates)
 	if s.Unsettled > 0 {
 		fmt.Fprintf(w, "; unsettled opened for %d payments", s.Unsettled)

@@ -30,7 +30,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
-	"github.com/onceledger/onceledger/adapters/settlements"
+	"github.com/onceledger/onceledger/adapters/reportimport"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -242,7 +242,7 @@ func (a *App) Pool() *pgxpool.Pool { return a.pool }
 func (a *App) Events() EventStore { return a.events }
 
 // Importer is the settlement report importer (settlements.go).
-func (a *App) Importer() *settlements.Importer {
+func (a *App) Importer() *reportimport.Importer {
 	after := a.cfg.UnsettledAfter
 	if after <= 0 {
 		after = DefaultUnsettledAfter

@@ -10,7 +10,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers/report"
-	"github.com/onceledger/onceledger/adapters/settlements"
+	"github.com/onceledger/onceledger/adapters/reportimport"
 )
 
 // DefaultUnsettledAfter is ONCELEDGER_UNSETTLED_AFTER's default.
@@ -19,21 +19,21 @@ const DefaultUnsettledAfter = 168 * time.Hour
 // NewImporter is the settlement report importer over the ingest service
 // (every line through the inbox gate) and the read models (the candidates
 // of the unsettled check). The CLI and the HTTP endpoint share it.
-func NewImporter(service *ingest.Service, reads *readmodel.Store, unsettledAfter time.Duration) *settlements.Importer {
-	return &settlements.Importer{Ingest: service, Candidates: reads, UnsettledAfter: unsettledAfter}
+func NewImporter(service *ingest.Service, reads *readmodel.Store, unsettledAfter time.Duration) *reportimport.Importer {
+	return &reportimport.Importer{Ingest: service, Candidates: reads, UnsettledAfter: unsettledAfter}
 }
 
 // reportImporter adapts the importer to the HTTP layer's port.
-type reportImporter struct{ im *settlements.Importer }
+type reportImporter struct{ im *reportimport.Importer }
 
 var _ httpapi.SettlementImporter = reportImporter{}
 
 func (r reportImporter) ImportReport(ctx context.Context, provider string, src httpapi.ReportSource) (httpapi.ImportSummary, error) {
-	if _, ok := settlements.Parsers()[provider]; !ok {
+	if _, ok := reportimport.Parsers()[provider]; !ok {
 		return httpapi.ImportSummary{}, fmt.Errorf("%w: %q", httpapi.ErrNoReportImporter, provider)
 	}
-	sum, err := r.im.Import(ctx, provider, settlements.Source(src), report.Options{})
-	if err != nil && errors.Is(err, settlements.ErrUnknownProvider) {
+	sum, err := r.im.Import(ctx, provider, reportimport.Source(src), report.Options{})
+	if err != nil && errors.Is(err, reportimport.ErrUnknownProvider) {
 		err = fmt.Errorf("%w: %w", httpapi.ErrNoReportImporter, err)
 	}
 	return httpapi.ImportSummary{Lines: sum.Lines, New: sum.New, Duplicates: sum.Duplicates}, err

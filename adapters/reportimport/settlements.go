@@ -1,4 +1,4 @@
-// Package settlements owns the import of settlement reports: a report file
+// Package reportimport owns the import of settlement reports: a report file
 // of a provider is validated whole, then each of its lines becomes a
 // delivery (delivery.Settled: dedup key from the line's own ids) recorded
 // through the same ingest service and inbox gate as the webhooks, so that
@@ -7,7 +7,7 @@
 // that the report's period should have settled and did not. The command line
 // (`onceledger settle import`, `settle sync stripe`) and the HTTP endpoint
 // (`POST /v1/settlements/{provider}`) both go through Importer.
-package settlements
+package reportimport
 
 import (
 	"context"
