@@ -28,7 +28,7 @@ type serveCmd struct {
 	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" group:"Tuning" help:"Max signature timestamp age."`
 	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" group:"Tuning" help:"Larger webhook bodies get 413."`
 	IngestTimeout       time.Duration `name:"ingest-timeout" env:"ONCELEDGER_INGEST_TIMEOUT" default:"10s" group:"Tuning" help:"Time to record a webhook before answering 503."`
-	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"64" group:"Tuning" help:"In-flight webhooks per provider before 503 + Retry-After."`
+	ProviderConcurrency int           `name:"provider-concurrency" env:"ONCELEDGER_PROVIDER_CONCURRENCY" default:"256" group:"Tuning" help:"In-flight webhooks per provider before 503 + Retry-After."`
 	ReadTimeout         time.Duration `name:"read-timeout" env:"ONCELEDGER_READ_TIMEOUT" default:"15s" group:"Server" help:"Time to read a whole request; a client that trickles its body is cut off."`
 	MaxConnections      int           `name:"max-connections" env:"ONCELEDGER_MAX_CONNECTIONS" default:"1024" group:"Server" help:"Connections served at once; more wait to be accepted (<0 = no bound)."`
 	ShutdownTimeout     time.Duration `name:"shutdown-timeout" env:"ONCELEDGER_SHUTDOWN_TIMEOUT" default:"30s" group:"Server" help:"How long to drain in-flight requests on SIGTERM."`
