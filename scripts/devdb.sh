@@ -167,16 +167,23 @@ running_port() {
   sed -n 4p "$data/postmaster.pid"
 }
 
-free_port() {
+# Ports below Linux's ephemeral range (32768-60999 by default): a port in
+# that range can be taken at any moment by an outgoing connection's local
+# end (a busy test run opens thousands), and the server would then fail to
+# bind it. `start` also moves on to the next port if the bind fails anyway.
+first_port=25432
+last_port=25531
+free_port() { # $1: a port not to use (it just failed)
   local p
   if [ -f "$dir/port" ]; then
     p=$(cat "$dir/port")
-    if [ -n "$p" ] && ! answers 127.0.0.1 "$p"; then echo "$p"; return 0; fi
+    if [ -n "$p" ] && [ "$p" != "${1:-}" ] && ! answers 127.0.0.1 "$p"; then echo "$p"; return 0; fi
   fi
-  for p in $(seq 55432 55531); do
+  for p in $(seq "$first_port" "$last_port"); do
+    [ "$p" != "${1:-}" ] || continue
     answers 127.0.0.1 "$p" || { echo "$p"; return 0; }
   done
-  die "no free port between 55432 and 55531 on 127.0.0.1"
+  die "no free port between $first_port and $last_port on 127.0.0.1"
 }
 
 port=""
@@ -193,16 +200,27 @@ start() {
     as_pg "$bindir/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 ||
       { cat "$dir/initdb.log" >&2; die "initdb failed (log above, also in $dir/initdb.log)"; }
   fi
-  port=$(free_port)
-  echo "$port" >"$dir/port"
   [ -z "$runas" ] || { touch "$dir/postgres.log"; chown "$runas" "$dir/postgres.log"; }
-  # Loopback only; the socket in the data directory, so no system path is
-  # needed. max_connections as on the CI server: the test suite opens many
-  # pools at once.
-  as_pg "$bindir/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $port -c listen_addresses=127.0.0.1 -k $data -c max_connections=400" \
-    start >/dev/null ||
-    { tail -n 20 "$dir/postgres.log" >&2; die "the cluster did not start (log above, also in $dir/postgres.log)"; }
+  local tries=0 failed=""
+  while :; do
+    port=$(free_port "$failed")
+    echo "$port" >"$dir/port"
+    # Loopback only; the socket in the data directory, so no system path is
+    # needed. max_connections as on the CI server: the test suite opens many
+    # pools at once.
+    if as_pg "$bindir/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
+      -o "-p $port -c listen_addresses=127.0.0.1 -k $data -c max_connections=400" \
+      start >/dev/null; then
+      return 0
+    fi
+    tries=$((tries + 1))
+    if [ "$tries" -ge 3 ] || ! tail -n 20 "$dir/postgres.log" | grep -q 'Address already in use'; then
+      tail -n 20 "$dir/postgres.log" >&2
+      die "the cluster did not start (log above, also in $dir/postgres.log)"
+    fi
+    say "port $port was taken meanwhile; trying another"
+    failed=$port
+  done
 }
 
 where() {
