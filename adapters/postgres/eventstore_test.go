@@ -388,7 +388,10 @@ func TestOtherDatabasesDoNotHoldTheFeedBack(t *testing.T) {
 	evs := events(1)
 	_, err = s.Append(ctx, "s-after-foreign", eventstore.NoStream, evs)
 	require.NoError(t, err)
-	got := readAllOurs(t, ctx, s)
+	// Waited for: the horizon errs low for a moment while the foreign xid
+	// is not yet attributed to its database (readAllAtLeast); a foreign
+	// transaction that held it back for good would time out here.
+	got := readAllAtLeast(t, ctx, s, 1)
 	require.Len(t, got, 1, "feed = %v while another database's transaction %d is open; want the committed event", got, foreignXID)
 	require.EqualValues(t, evs[0].ID, got[0].ID, "feed = %v while another database's transaction %d is open; want the committed event", got, foreignXID)
 	require.False(t, got[0].Position.Commit <= uint64(foreignXID), "test premise: our event's transaction %d should be younger than the foreign one %d", got[0].Position.Commit, foreignXID)
