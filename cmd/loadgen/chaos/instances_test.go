@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/postgres"
-	"github.com/onceledger/onceledger/projections"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/projections"
 )
 
 // failoverBound is how long the projections may stand still after the
