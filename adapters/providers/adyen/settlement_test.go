@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
@@ -18,12 +19,7 @@ import (
 
 func parseAdyen(t *testing.T, data string, opt report.Options) ([]report.Record, error) {
 	t.Helper()
-	var out []report.Record
-	err := ParseSettlement(strings.NewReader(data), opt, func(r report.Record) error {
-		out = append(out, r)
-		return nil
-	})
-	return out, err
+	return providertest.ParseReport(ParseSettlement, data, opt)
 }
 
 func TestParseSettlementDetails(t *testing.T) {

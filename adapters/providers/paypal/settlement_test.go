@@ -2,13 +2,13 @@ package paypal
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
@@ -16,12 +16,7 @@ import (
 
 func parseSTL(t *testing.T, data string) ([]report.Record, error) {
 	t.Helper()
-	var out []report.Record
-	err := ParseSettlement(strings.NewReader(data), report.Options{}, func(r report.Record) error {
-		out = append(out, r)
-		return nil
-	})
-	return out, err
+	return providertest.ParseReport(ParseSettlement, data, report.Options{})
 }
 
 func stlFixture(t *testing.T) string {

@@ -2,25 +2,20 @@ package square
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 func parseEntries(t *testing.T, data string) ([]report.Record, error) {
 	t.Helper()
-	var out []report.Record
-	err := ParseSettlement(strings.NewReader(data), report.Options{}, func(r report.Record) error {
-		out = append(out, r)
-		return nil
-	})
-	return out, err
+	return providertest.ParseReport(ParseSettlement, data, report.Options{})
 }
 
 func entriesFixture(t *testing.T) string {

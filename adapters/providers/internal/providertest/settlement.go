@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,15 @@ func FuzzSettlement(f *testing.F, parse func(io.Reader, report.Options, report.F
 		require.True(t, errors.As(err, &pe), "error %v (%T) is not a *report.ParseError", err, err)
 		require.True(t, pe.Line >= 1 && pe.Line <= lines, "error at line %d of a %d-line file: %v", pe.Line, lines, err)
 	})
+}
+
+// ParseReport runs a report importer over data and returns every record it
+// handed on, with the importer's error.
+func ParseReport(parse report.Parser, data string, opt report.Options) ([]report.Record, error) {
+	var out []report.Record
+	err := parse(strings.NewReader(data), opt, func(r report.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
 }
