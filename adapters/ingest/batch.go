@@ -64,6 +64,8 @@ type BatchTx interface {
 	// statement), and reads the streams named by the items' Read, after the
 	// insert. The answer is in item order; for a redelivery, First is the
 	// first arrival's row (Status "" if it cannot be seen), not counted yet.
+	// The items' keys are distinct; several may name one stream to read
+	// (an import set), each first arrival then gets its history.
 	GateAll(ctx context.Context, items []GateItem) ([]Gated, error)
 	// Count counts a redelivery on each of keys' rows (delivery_count). It
 	// may travel with the unit's next statement: its error, if any, is then

@@ -253,18 +253,27 @@ type BatchIngester interface {
 	IngestBatch(ctx context.Context, evs []delivery.Event) ([]ingest.Result, error)
 }
 
-// recordBatch records a worker's batch: in one unit of work when the
-// ingester can, else (or when the batch fails for another reason than a
-// lost race) line by line, so that a failing line is named and its
-// neighbours recorded.
+// recordBatch records a worker's batch: as one set when the ingester can
+// (ingest.Service.IngestBatch: a constant number of statements per batch),
+// else line by line. A failing line is named; the lines recorded before it
+// are counted.
 func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, count func(ingest.Result), fail func(delivery.Event, error)) {
 	if b, ok := im.Ingest.(BatchIngester); ok && len(batch) > 1 {
-		if res, err := b.IngestBatch(ctx, batch); err == nil {
-			for _, r := range res {
+		res, err := b.IngestBatch(ctx, batch)
+		for _, r := range res {
+			if r.Outcome != "" {
 				count(r)
 			}
-			return
 		}
+		if err != nil {
+			var be *ingest.BatchError
+			if errors.As(err, &be) && be.At >= 0 && be.At < len(batch) {
+				fail(batch[be.At], be.Err)
+			} else {
+				fail(batch[0], err)
+			}
+		}
+		return
 	}
 	for _, ev := range batch {
 		res, err := im.Ingest.Ingest(ctx, ev)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 	_ "time/tzdata" // ONCELEDGER_REPORTING_TZ without system zone data
@@ -26,6 +27,9 @@ type cli struct {
 	ReportingTZ string `name:"reporting-tz" env:"ONCELEDGER_REPORTING_TZ" default:"UTC" group:"Storage" help:"IANA time zone of accounting periods (a month is YYYY-MM in it), e.g. Europe/Berlin."`
 	LogLevel    string `name:"log-level" env:"ONCELEDGER_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" group:"Logging" help:"Log level."`
 	LogFormat   string `name:"log-format" env:"ONCELEDGER_LOG_FORMAT" default:"text" enum:"text,json" group:"Logging" help:"Log format."`
+	// CPUProfile is for the benches (bench/run.sh settle): where a
+	// command's time goes, without a server to expose net/http/pprof.
+	CPUProfile string `name:"cpu-profile" env:"ONCELEDGER_CPU_PROFILE" hidden:"" help:"Write a CPU profile of the command to this file."`
 
 	Serve    serveCmd    `cmd:"" help:"Run the HTTP server (webhooks, query API, health, metrics) and the projectors."`
 	Migrate  migrateCmd  `cmd:"" help:"Apply pending migrations and exit."`
@@ -76,9 +80,20 @@ func main() {
 	log := newLogger(c.LogLevel, c.LogFormat)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.CPUProfile != "" {
+		stopProfile, err := startCPUProfile(c.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "onceledger:", err)
+			os.Exit(1)
+		}
+		defer stopProfile()
+	}
 	if err := kctx.Run(&globals{ctx: ctx, log: log, cli: &c}); err != nil {
 		fmt.Fprintln(os.Stderr, "onceledger:", err)
 		stop()
+		if c.CPUProfile != "" {
+			pprof.StopCPUProfile()
+		}
 		os.Exit(exitCode(err))
 	}
 }
@@ -109,4 +124,17 @@ func exitCode(err error) int {
 		return e.code
 	}
 	return 1
+}
+
+// startCPUProfile profiles the process into path until the returned stop.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("ONCELEDGER_CPU_PROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("ONCELEDGER_CPU_PROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
