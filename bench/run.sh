@@ -29,7 +29,10 @@
 #   6. Settlement import: a Stripe itemized payout reconciliation report of
 #      BENCH_SETTLE_LINES charge lines (bench/settlegen), imported with
 #      `onceledger settle import` into a fresh database: lines/s (validation
-#      pass included), peak RSS; then the same file again (all duplicates).
+#      pass included), peak RSS; then the same file again (all duplicates);
+#      then the database's ceiling for the same rows (bench/settle.pgbench:
+#      the import's own inbox rows and events, 1,000 lines per transaction,
+#      2 clients) and the ratio.
 #
 #   bench/run.sh               all six
 #   bench/run.sh ingest        1-3 only
@@ -308,6 +311,20 @@ if want settle; then
 	st_run first
 	echo "-- the same file again (every line a duplicate)"
 	st_run again
+	echo "-- the database's ceiling for the same rows: bench/settle.pgbench, 1,000 lines per transaction, 2 clients, ${SECONDS_PGB}s"
+	psql -q -v ON_ERROR_STOP=1 "$st_db" <<-'SQL'
+		CREATE UNLOGGED TABLE tpl_inbox AS
+		  SELECT provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized::text AS normalized, status
+		  FROM webhook_inbox WHERE dedup_key LIKE 'settle:%' ORDER BY first_seen_at, dedup_key LIMIT 1000;
+		CREATE UNLOGGED TABLE tpl_events AS
+		  SELECT row_number() OVER (ORDER BY e.stream_id, e.version) AS ord, e.stream_id, e.version, e.type, e.data::text AS data, e.metadata::text AS metadata
+		  FROM events e JOIN tpl_inbox t ON t.stream_id = e.stream_id;
+		CHECKPOINT;
+	SQL
+	pgbench -n -c 2 -j 2 -T "$SECONDS_PGB" -D run="$RANDOM" -D seq=0 -f bench/settle.pgbench "$st_db" >"$work/st_pgb.txt" 2>&1 ||
+		{ cat "$work/st_pgb.txt" >&2; status=1; }
+	awk '/^tps/ {printf "%.0f", $3 * 1000}' "$work/st_pgb.txt" >"$work/st_ceiling"
+	echo "ceiling: $(cat "$work/st_ceiling") lines/s ($(psql -Atq -c 'SELECT count(*) FROM tpl_events' "$st_db") events per 1,000 lines)"
 	st_load="$(cut -d' ' -f1-3 /proc/loadavg)"
 	dropdb --if-exists "$st_db"
 fi
@@ -418,6 +435,8 @@ if want settle; then
 	printf 'settle import %d lines: %8d lines/s, peak RSS %d MiB (again, all duplicates: %d lines/s, %d MiB; load: %s)\n' \
 		"$SETTLE_LINES" "$(cat "$work/strate_first")" $(($(cat "$work/strss_first") / 1024)) \
 		"$(cat "$work/strate_again")" $(($(cat "$work/strss_again") / 1024)) "$st_load"
+	printf 'settle ceiling (pgbench of the same rows): %d lines/s; import ratio %s\n' "$(cat "$work/st_ceiling")" \
+		"$(awk -v a="$(cat "$work/strate_first")" -v b="$(cat "$work/st_ceiling")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

@@ -311,7 +311,7 @@ func (t *batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, l
 	b := &pgx.Batch{}
 	t.queue(b) // before the savepoint: a rollback to it keeps them
 	b.Queue(`SAVEPOINT onceledger_batch`)
-	b.Queue(insertAllSQL, streams, versions, ids, types, datas, metas, NotifyChannel)
+	b.Queue(insertAllSQL, streams, versions, uuidArgs(ids), types, datas, metas, NotifyChannel)
 	b.Queue(`RELEASE SAVEPOINT onceledger_batch`)
 	return t.tx.SendBatch(ctx, b).Close()
 }
@@ -348,7 +348,7 @@ func (t *batchTx) moved(ctx context.Context, appends []ingest.BatchAppend, left 
 		WHERE EXISTS (SELECT 1 FROM events e WHERE e.stream_id = a.stream_id AND e.version >= a.read)
 		UNION
 		SELECT x.i FROM unnest($4::bigint[], $5::uuid[]) AS x(i, id)
-		WHERE EXISTS (SELECT 1 FROM events e WHERE e.event_id = x.id)`, idx, streams, reads, evIdx, ids)
+		WHERE EXISTS (SELECT 1 FROM events e WHERE e.event_id = x.id)`, idx, streams, reads, evIdx, uuidArgs(ids))
 	if err != nil {
 		return nil, wrap("shared append: find the moved streams", err)
 	}

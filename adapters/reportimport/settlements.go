@@ -139,6 +139,7 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	if workers <= 0 {
 		workers = 8
 	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -244,7 +245,11 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	return sum, nil
 }
 
-// batchSize bounds the lines recorded in one unit of work.
+// batchSize bounds the lines recorded in one unit of work (one set:
+// ingest.Service.IngestBatch). Measured on 100,000-line Stripe reports
+// (bench/run.sh settle): sets of 500 or 1,000 lines were no faster than 200
+// on this 2-core machine, where Postgres is the bottleneck, and raised peak
+// RSS from about 120 to 165 and 235 MiB.
 const batchSize = 200
 
 // BatchIngester records several deliveries in one unit of work
