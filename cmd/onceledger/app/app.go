@@ -434,12 +434,19 @@ func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // of sequential scans of webhook_inbox and events; a new autovacuum
 // ANALYZE would replace them, but a growing database can go minutes
 // without one). Planning each execution costs tens of microseconds.
+//
+// JIT compilation is off for the same reason (jit, unless the URL sets
+// it): it starts above an estimated cost, and estimates made without
+// statistics can pass that for a query that reads a few rows, paying
+// milliseconds of compilation for microseconds of work.
 func customPlans(cfg *pgxpool.Config) {
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	for k, v := range map[string]string{"plan_cache_mode": "force_custom_plan", "jit": "off"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
 	}
 }
 
