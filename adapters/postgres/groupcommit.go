@@ -144,8 +144,9 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		b.Queue(`
 			SELECT e.* FROM unnest($1::text[]) AS s(stream_id)
 			CROSS JOIN LATERAL (
-				SELECT `+eventColumns+` FROM events WHERE stream_id = s.stream_id ORDER BY version OFFSET 0
-			) e`, reads)
+				SELECT `+eventColumns+` FROM events WHERE stream_id = s.stream_id OFFSET 0
+			) e
+			ORDER BY e.stream_id, e.version`, reads)
 	}
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
