@@ -280,6 +280,9 @@ func (p *Projector) step(ctx context.Context) (int, error) {
 	}
 	evs, err := p.feed.ReadAll(ctx, p.at, p.batchSize)
 	if err != nil || len(evs) == 0 {
+		// Idle (or failing): read the row next time, so that a checkpoint
+		// moved back by someone else is seen without waiting for an event.
+		p.atSet = false
 		return 0, err
 	}
 	n, err := applyLive(ctx, p.db, p.proj, p.at, evs, true)
