@@ -117,6 +117,23 @@ free_port() {
 		|| echo $((20000 + RANDOM % 20000))
 }
 
+# Postgres' side of a step: the WAL it wrote (and how much of it were full
+# page images, written for each page first touched after a checkpoint), the
+# checkpoints that started, and the serve database's size. Counters are
+# cluster-wide: other databases' work on the same server shows up too.
+pg_mark() {
+	psql -Atc "SELECT w.wal_bytes, w.wal_fpi, b.checkpoints_timed + b.checkpoints_req FROM pg_stat_wal w, pg_stat_bgwriter b" postgres 2>/dev/null | tr '|' ' '
+}
+pg_since() { # $1: a pg_mark; $2: deliveries in the step
+	local now
+	now="$(pg_mark)"
+	[[ -n "$1" && -n "$now" ]] || return 0
+	awk -v a="$1" -v b="$now" -v n="$2" -v size="$(psql -Atc "SELECT pg_size_pretty(pg_database_size('$serve_db'))" postgres 2>/dev/null)" 'BEGIN {
+		split(a, x, " "); split(b, y, " ")
+		printf "   postgres: WAL %.0f MB (%.1f kB/delivery; %d full page images), %d checkpoint(s) started; database %s\n",
+			(y[1]-x[1])/1e6, (n > 0 ? (y[1]-x[1])/1e3/n : 0), y[2]-x[2], y[3]-x[3], size }'
+}
+
 echo "== build"
 go build -o "$work/onceledger" ./cmd/onceledger
 go build -o "$work/loadgen" ./cmd/loadgen
@@ -158,25 +175,31 @@ if want ingest; then
 	done
 	curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
 
+	mark="$(pg_mark)"
 	"$work/loadgen" --payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
 		--json >"$work/ingest.json" || status=$?
 	jq -r '"verdict: \(.verdict)  deliveries/s: \(.deliveries_per_second|floor)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest.json"
+	pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/ingest.json")"
 	wps="$(jq -r '.deliveries_per_second' "$work/ingest.json")"
 
 	echo "== 3. projection lag at $LAG_RATE webhooks/s for ${LAG_SECONDS}s"
+	mark="$(pg_mark)"
 	"$work/loadgen" --payments 0 --duration "${LAG_SECONDS}s" --rate "$LAG_RATE" --concurrency "$CONC" \
 		--duplicates 0.2 --lag-interval 100ms --json >"$work/lag.json" || status=$?
 	jq -r '"verdict: \(.verdict)  achieved: \(.deliveries_per_second|floor)/s  lag events p50 \(.projection_lag.events_p50) p99 \(.projection_lag.events_p99) max \(.projection_lag.events_max)  seconds p99 ~\(.projection_lag.seconds_p99*100|round/100)  catch-up \(.catch_up_seconds*100|round/100)s"' "$work/lag.json"
+	pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/lag.json")"
 
 	echo "== 3b. open loop: latency from the scheduled send time, ${OPEN_SECONDS}s per rate"
 	open_rates="1000 $(jq -n "$wps*0.5|floor") $(jq -n "$wps*0.8|floor") $(jq -n "$wps|floor")"
 	: >"$work/open.txt"
 	sustained=0 sustained_p99=0
 	for r in $open_rates; do
+		mark="$(pg_mark)"
 		"$work/loadgen" --payments 0 --duration "${OPEN_SECONDS}s" --rate "$r" --open-loop --duplicates 0.2 \
 			--lag-interval 0 --json >"$work/open_$r.json" || status=$?
 		line="$(jq -r --arg r "$r" '"offered \($r)/s: achieved \(.deliveries_per_second|floor)/s  p50 \(.latency_ms.p50*10|round/10) ms  p99 \(.latency_ms.p99*10|round/10) ms  late sends \(.late_sends)  5xx \(.outcomes["5xx"])  \(.verdict)"' "$work/open_$r.json")"
 		echo "$line" | tee -a "$work/open.txt"
+		pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/open_$r.json")"
 		kept="$(jq -r --arg r "$r" 'if (.deliveries_per_second >= ($r|tonumber)*0.97 and .outcomes["5xx"] == 0) then 1 else 0 end' "$work/open_$r.json")"
 		if [[ "$kept" == 1 && "$r" -gt "$sustained" ]]; then
 			sustained=$r

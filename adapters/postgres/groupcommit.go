@@ -138,7 +138,18 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		FROM webhook_inbox w JOIN unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
 		  ON w.provider = k.provider AND w.dedup_key = k.dedup_key`, provs, keys)
 	if len(reads) > 0 {
-		b.Queue(`SELECT `+eventColumns+` FROM events WHERE stream_id = ANY($1) ORDER BY stream_id, version`, reads)
+		// One index lookup per stream, whatever the statistics say: with
+		// "stream_id = ANY($1)" and no statistics yet (a new database
+		// growing faster than autovacuum analyzes it) Postgres guesses that
+		// 64 streams are a third of the table, and reads all of it.
+		slices.Sort(reads)
+		reads = slices.Compact(reads)
+		b.Queue(`
+			SELECT e.* FROM unnest($1::text[]) AS s(stream_id)
+			CROSS JOIN LATERAL (
+				SELECT `+eventColumns+` FROM events WHERE stream_id = s.stream_id OFFSET 0
+			) e
+			ORDER BY e.stream_id, e.version`, reads)
 	}
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()

@@ -192,26 +192,33 @@ func (s *Store) BeginLive(ctx context.Context, name string, from eventstore.Posi
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if honorPause {
-		// Shared and transaction-scoped: batches never wait for each other
-		// here, and a rebuild's exclusive lock waits only for the batch in
-		// flight.
-		class, id := lockKeys(projections.LockPause, name)
-		var ok bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock_shared($1, $2)`, class, id).Scan(&ok); err != nil {
-			return fail(classify(err))
-		}
-		if !ok {
-			return fail(projections.ErrPaused)
-		}
-	}
+	// One round trip: the pause lock, the checkpoint row (locked) and the
+	// commit mode. Shared and transaction-scoped, the pause lock makes
+	// batches never wait for each other, and a rebuild's exclusive lock
+	// waits only for the batch in flight (honorPause false: true without
+	// asking).
+	//
+	// A live batch commits without waiting for its WAL flush
+	// (synchronous_commit off): it only derives from events already
+	// durable, and its checkpoint commits with it, so a Postgres crash can
+	// only lose the last batches whole, and the projector replays them from
+	// the feed. Waiting for the flush cost each batch a disk round trip
+	// and queued ingest's commits, which must wait, behind it.
+	class, id := lockKeys(projections.LockPause, name)
+	var ok bool
 	var c, p int64
-	err = tx.QueryRow(ctx, `SELECT position_commit, position_prepare FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, name).Scan(&c, &p)
+	err = tx.QueryRow(ctx, `
+		SELECT CASE WHEN $4 THEN pg_try_advisory_xact_lock_shared($2, $3) ELSE true END,
+		       position_commit, position_prepare, set_config('synchronous_commit', 'off', true)
+		FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, name, class, id, honorPause).Scan(&ok, &c, &p, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(fmt.Errorf("projection %q has no checkpoint row", name))
 	}
 	if err != nil {
 		return fail(classify(err))
+	}
+	if !ok {
+		return fail(projections.ErrPaused)
 	}
 	if (eventstore.Position{Commit: uint64(c), Prepare: uint64(p)}) != from {
 		return fail(projections.ErrCheckpointMoved)

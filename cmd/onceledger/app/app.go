@@ -414,11 +414,40 @@ func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ONCELEDGER_DATABASE_URL: %w", err)
 	}
+	customPlans(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return pool, nil
+}
+
+// customPlans makes Postgres plan every execution of the pool's prepared
+// statements for the tables as they are (plan_cache_mode, unless the URL
+// sets it). By default it switches a statement to a generic plan after five
+// executions and keeps that plan for the connection's life: planned when
+// the tables were empty (a server started on a new database), the shared
+// unit's inbox read was a hash join over a sequential scan of
+// webhook_inbox, and such plans stayed while the tables grew, so each
+// delivery cost more the longer the server ran (bench step 3b: Postgres
+// CPU per delivery at 1,000/s doubled after steps 2 and 3, with thousands
+// of sequential scans of webhook_inbox and events; a new autovacuum
+// ANALYZE would replace them, but a growing database can go minutes
+// without one). Planning each execution costs tens of microseconds.
+//
+// JIT compilation is off for the same reason (jit, unless the URL sets
+// it): it starts above an estimated cost, and estimates made without
+// statistics can pass that for a query that reads a few rows, paying
+// milliseconds of compilation for microseconds of work.
+func customPlans(cfg *pgxpool.Config) {
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	for k, v := range map[string]string{"plan_cache_mode": "force_custom_plan", "jit": "off"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
 }
 
 func startPprof(ctx context.Context, wg *sync.WaitGroup, addr string, log *slog.Logger) {
