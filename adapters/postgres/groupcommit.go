@@ -109,7 +109,6 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	streams := make([]*string, n)
 	raws, norms := make([][]byte, n), make([][]byte, n)
 	var reads []string
-	readSet := make(map[string]bool, n)
 	for o, i := range order {
 		ev := items[i].Event
 		normalized, err := json.Marshal(encodeNormalized(ev))
@@ -122,10 +121,8 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 			s := ev.StreamID()
 			streams[o] = &s
 		}
-		if r := items[i].Read; r != "" && !readSet[r] {
-			// An import set names a stream once per line of it.
-			readSet[r] = true
-			reads = append(reads, r)
+		if items[i].Read != "" {
+			reads = append(reads, items[i].Read) // an import set names a stream once per line of it
 		}
 	}
 	b := &pgx.Batch{}
