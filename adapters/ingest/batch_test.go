@@ -182,10 +182,7 @@ func TestSharedUnitsUnderConcurrency(t *testing.T) {
 	}
 	for p := range payments {
 		s := stream(fmt.Sprintf("pay_c%d", p))
-		count := map[string]int{}
-		for _, ty := range types(t, store, s) {
-			count[ty]++
-		}
+		count := typeCounts(t, store, s)
 		assert.Equal(t, 1, count[payment.TypeCaptured], s)
 		assert.Equal(t, 3, count[payment.TypeRefundPosted], s)
 	}

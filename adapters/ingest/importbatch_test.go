@@ -208,10 +208,7 @@ func TestImportSetsRaceWebhooks(t *testing.T) {
 	}
 	for p := range payments {
 		s := stream(fmt.Sprintf("pay_r%d", p))
-		count := map[string]int{}
-		for _, ty := range types(t, store, s) {
-			count[ty]++
-		}
+		count := typeCounts(t, store, s)
 		// A refund before its capture is pending (and flagged) until the
 		// capture: the order of arrival shows, the facts do not.
 		assert.Equal(t, 1, count[payment.TypeCaptured], s)

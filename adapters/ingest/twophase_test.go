@@ -176,6 +176,16 @@ func types(t *testing.T, s eventstore.Store, stream string) []string {
 	return out
 }
 
+// typeCounts counts the stream's events by type (versions contiguous).
+func typeCounts(t *testing.T, s eventstore.Store, stream string) map[string]int {
+	t.Helper()
+	count := map[string]int{}
+	for _, ty := range types(t, s, stream) {
+		count[ty]++
+	}
+	return count
+}
+
 func balances(t *testing.T, s eventstore.Store, stream string) map[string]int64 {
 	t.Helper()
 	evs, err := s.ReadStream(tctx(t), stream)
