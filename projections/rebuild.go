@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/money"
 )
 
 // ShadowDB is what a rebuild needs from the read-model database besides the
@@ -31,14 +32,15 @@ type ShadowDB interface {
 	// ones, without their secondary indexes.
 	PrepareShadow(ctx context.Context, tables []string) error
 	// FinishBulk computes derived tables from the loaded ones, once, after
-	// the last batch.
-	FinishBulk(ctx context.Context, tables []string) error
+	// the last batch: the balances are totals when the rebuild added them
+	// up itself (nil: from the loaded entries).
+	FinishBulk(ctx context.Context, tables []string, totals []BalanceTotal) error
 	// IndexShadow builds the live tables' keys and indexes on the shadows
 	// of tables, before they replace the live ones.
 	IndexShadow(ctx context.Context, tables []string) error
-	// RowCounts counts the rows of each live table and of its shadow
-	// (LiveRows and RebuiltRows).
-	RowCounts(ctx context.Context, tables []string) ([]TableComparison, error)
+	// TableSizes returns the size of each live table and of its shadow, as
+	// the catalog has them (no scan).
+	TableSizes(ctx context.Context, tables []string) ([]TableSize, error)
 	// Compare compares shadow and live tables: per-group checksums, then
 	// rows in the groups that differ (at most maxRows differences of each
 	// table are detailed).
@@ -56,6 +58,21 @@ type ShadowDB interface {
 	Checksums(ctx context.Context, snap LiveSnapshot, tables []string) ([]TableComparison, error)
 	DropShadow(ctx context.Context, tables []string) error
 	LockHeld(ctx context.Context, kind LockKind, name string) (bool, error)
+}
+
+// TableSize is the size on disk (bytes) of a live table and of its shadow.
+type TableSize struct {
+	Table        string
+	Live, Shadow int64
+}
+
+// BalanceTotal is one account_balances row as a rebuild adds it up from
+// the entries it loads.
+type BalanceTotal struct {
+	Account  string
+	Currency money.Currency
+	Balance  int64
+	Entries  int64
 }
 
 // LiveSnapshot is an exported snapshot of the read model (see
@@ -292,21 +309,25 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	phase("replay")
 
-	// A table whose shadow has many more rows (the first rebuild, into
-	// empty tables) will be replaced: its shadow's indexes are built now,
-	// while the live projectors run, rather than during the pause. The
-	// comparison under the pause has the last word; a table it finds
-	// different beyond this guess gets its indexes then. (Derived tables
-	// are still empty here: FinishBulk fills them.)
+	// A table whose shadow is much bigger (the first rebuild, into empty
+	// tables) will be replaced: its shadow's indexes are built now, while
+	// the live projectors run, rather than during the pause. The guess
+	// goes by the tables' sizes on disk, which the catalog has (counting
+	// rows cost a scan of every table, over a second for 1M events): a
+	// live table is rarely smaller than its freshly written shadow (dead
+	// row versions only add to it), so a guess of "kept" is the usual
+	// outcome, and the comparison has the last word; a table it finds
+	// different beyond the guess gets its indexes then. (Derived tables are
+	// still empty here: FinishBulk fills them.)
 	indexed := map[string]bool{}
 	if !opts.VerifyOnly {
-		counts, err := db.RowCounts(ctx, tables)
+		sizes, err := db.TableSizes(ctx, tables)
 		if err != nil {
 			return rep, err
 		}
 		var early []string
-		for _, c := range counts {
-			if opts.SwapAll || replaces(c.RebuiltRows-c.LiveRows, c) {
+		for _, c := range sizes {
+			if opts.SwapAll || replaces(c.Shadow-c.Live, TableComparison{LiveRows: c.Live, RebuiltRows: c.Shadow}) {
 				early = append(early, c.Table)
 				indexed[c.Table] = true
 			}
@@ -410,7 +431,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 		phase("paused catch-up")
 		opts.hook(hookOnlineCompare)
 		var comps []TableComparison
-		err = db.FinishBulk(ctx, tables)
+		err = db.FinishBulk(ctx, tables, balanceTotals(lanes))
 		if err == nil {
 			phase("balances")
 			comps, err = db.Checksums(ctx, snap, tables)
@@ -442,7 +463,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	phase("paused catch-up")
 	rep.Busy = busy()
-	if err := db.FinishBulk(ctx, tables); err != nil {
+	if err := db.FinishBulk(ctx, tables, balanceTotals(lanes)); err != nil {
 		return rep, fmt.Errorf("finish bulk load: %w", err)
 	}
 	phase("balances")
@@ -492,6 +513,17 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	return rep, nil
 }
 
+// balanceTotals returns the balances the ledger's lane added up, nil if
+// none did (or they overflowed).
+func balanceTotals(lanes []*lane) []BalanceTotal {
+	for _, l := range lanes {
+		if l.totals != nil {
+			return l.totals.balances()
+		}
+	}
+	return nil
+}
+
 // equalTables: every table's checksums match.
 func equalTables(comps []TableComparison) bool {
 	for _, c := range comps {
@@ -511,6 +543,7 @@ type lane struct {
 	hold        *paymentHold // the payments projection's lanes: rows held in memory
 	copies      bool         // the ledger's lane: entries loaded by an entryCopier
 	copier      *entryCopier // while a replay runs
+	totals      *entryTotals // the ledger's lane: its entries added up, across replays
 	busy        time.Duration
 }
 
@@ -546,6 +579,7 @@ func lanesOf(projs []Projection) []*lane {
 				l.hold = newPaymentHold()
 			case ledgerProjection:
 				l.copies = true
+				l.totals = newEntryTotals()
 			}
 			out = append(out, l)
 		}
@@ -651,7 +685,7 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, st
 	for i, l := range lanes {
 		g.Go(func() (err error) {
 			if l.copies {
-				l.copier = startEntryCopier(gctx, db)
+				l.copier = startEntryCopier(gctx, db, l.totals)
 				defer func() {
 					if cerr := l.copier.stop(); err == nil {
 						err = cerr

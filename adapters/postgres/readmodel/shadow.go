@@ -144,9 +144,10 @@ func (s *Store) PrepareShadow(ctx context.Context, tables []string) error {
 	})
 }
 
-// FinishBulk computes the balances from the loaded entries. It runs once,
-// after the last entry is loaded.
-func (s *Store) FinishBulk(ctx context.Context, tables []string) error {
+// FinishBulk fills the shadow balances: with totals if the rebuild added
+// them up while loading the entries (nil: from the loaded entries, in one
+// scan). It runs once, after the last entry is loaded.
+func (s *Store) FinishBulk(ctx context.Context, tables []string, totals []projections.BalanceTotal) error {
 	if err := checkTables(tables); err != nil {
 		return err
 	}
@@ -160,10 +161,22 @@ func (s *Store) FinishBulk(ctx context.Context, tables []string) error {
 		if _, err := tx.Exec(ctx, `TRUNCATE account_balances_shadow`); err != nil {
 			return err
 		}
+		if totals == nil {
+			_, err := tx.Exec(ctx, `
+				INSERT INTO account_balances_shadow (account, currency, balance, entry_count, updated_at)
+				SELECT account, currency, sum(amount)::bigint, count(*), now()
+				FROM ledger_entries_shadow GROUP BY account, currency`)
+			return err
+		}
+		accts, curs := make([]string, len(totals)), make([]string, len(totals))
+		sums, counts := make([]int64, len(totals)), make([]int64, len(totals))
+		for i, t := range totals {
+			accts[i], curs[i], sums[i], counts[i] = t.Account, string(t.Currency), t.Balance, t.Entries
+		}
 		_, err := tx.Exec(ctx, `
 			INSERT INTO account_balances_shadow (account, currency, balance, entry_count, updated_at)
-			SELECT account, currency, sum(amount)::bigint, count(*), now()
-			FROM ledger_entries_shadow GROUP BY account, currency`)
+			SELECT a, c, b, n, now() FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS t(a, c, b, n)`,
+			accts, curs, sums, counts)
 		return err
 	})
 }
@@ -450,16 +463,17 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	return comps, diffs, err
 }
 
-// RowCounts counts each live table's rows and its shadow's.
-func (s *Store) RowCounts(ctx context.Context, tables []string) ([]projections.TableComparison, error) {
+// TableSizes returns the size of each live table's heap and of its
+// shadow's, from the catalog (no scan).
+func (s *Store) TableSizes(ctx context.Context, tables []string) ([]projections.TableSize, error) {
 	if err := checkTables(tables); err != nil {
 		return nil, err
 	}
-	out := make([]projections.TableComparison, len(tables))
+	out := make([]projections.TableSize, len(tables))
 	for i, t := range tables {
 		out[i].Table = t
-		if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+quoted(t)+`), (SELECT count(*) FROM `+
-			quoted(t+shadowSuffix)+`)`).Scan(&out[i].LiveRows, &out[i].RebuiltRows); err != nil {
+		if err := s.pool.QueryRow(ctx, `SELECT pg_relation_size($1::regclass), pg_relation_size($2::regclass)`,
+			quoted(t), quoted(t+shadowSuffix)).Scan(&out[i].Live, &out[i].Shadow); err != nil {
 			return nil, err
 		}
 	}
