@@ -38,6 +38,9 @@ type ShadowDB interface {
 	// IndexShadow builds the live tables' keys and indexes on the shadows
 	// of tables, before they replace the live ones.
 	IndexShadow(ctx context.Context, tables []string) error
+	// RowCounts counts the rows of each live table and of its shadow
+	// (LiveRows and RebuiltRows).
+	RowCounts(ctx context.Context, tables []string) ([]TableComparison, error)
 	// TableSizes returns the size of each live table and of its shadow, as
 	// the catalog has them (no scan).
 	TableSizes(ctx context.Context, tables []string) ([]TableSize, error)
@@ -309,28 +312,43 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	phase("replay")
 
-	// A table whose shadow is much bigger (the first rebuild, into empty
-	// tables) will be replaced: its shadow's indexes are built now, while
-	// the live projectors run, rather than during the pause. The guess
-	// goes by the tables' sizes on disk, which the catalog has (counting
-	// rows cost a scan of every table, over a second for 1M events): a
-	// live table is rarely smaller than its freshly written shadow (dead
-	// row versions only add to it), so a guess of "kept" is the usual
-	// outcome, and the comparison has the last word; a table it finds
-	// different beyond the guess gets its indexes then. (Derived tables are
-	// still empty here: FinishBulk fills them.)
+	// A table whose shadow has many more rows (the first rebuild, into
+	// empty tables) will be replaced: its shadow's indexes are built now,
+	// while the live projectors run, rather than during the pause. Rows are
+	// counted only where the tables' sizes on disk (from the catalog) leave
+	// room for it: counting every table cost a scan of each, over a second
+	// for 1M events. A shadow no bigger than its live table cannot have
+	// many more rows than it unless the live table is bloated, and then the
+	// guess is only wrong: the comparison has the last word, and a table
+	// it finds different beyond the guess gets its indexes then. (Derived
+	// tables are still empty here: FinishBulk fills them.)
 	indexed := map[string]bool{}
 	if !opts.VerifyOnly {
 		sizes, err := db.TableSizes(ctx, tables)
 		if err != nil {
 			return rep, err
 		}
-		var early []string
+		var bigger []string
 		for _, c := range sizes {
 			if opts.SwapAll || replaces(c.Shadow-c.Live, TableComparison{LiveRows: c.Live, RebuiltRows: c.Shadow}) {
-				early = append(early, c.Table)
-				indexed[c.Table] = true
+				bigger = append(bigger, c.Table)
 			}
+		}
+		early := bigger
+		if !opts.SwapAll && len(bigger) > 0 {
+			counts, err := db.RowCounts(ctx, bigger)
+			if err != nil {
+				return rep, err
+			}
+			early = nil
+			for _, c := range counts {
+				if replaces(c.RebuiltRows-c.LiveRows, c) {
+					early = append(early, c.Table)
+				}
+			}
+		}
+		for _, t := range early {
+			indexed[t] = true
 		}
 		if len(early) > 0 {
 			if err := db.IndexShadow(ctx, early); err != nil {

@@ -463,6 +463,22 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	return comps, diffs, err
 }
 
+// RowCounts counts each live table's rows and its shadow's.
+func (s *Store) RowCounts(ctx context.Context, tables []string) ([]projections.TableComparison, error) {
+	if err := checkTables(tables); err != nil {
+		return nil, err
+	}
+	out := make([]projections.TableComparison, len(tables))
+	for i, t := range tables {
+		out[i].Table = t
+		if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+quoted(t)+`), (SELECT count(*) FROM `+
+			quoted(t+shadowSuffix)+`)`).Scan(&out[i].LiveRows, &out[i].RebuiltRows); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // TableSizes returns the size of each live table's heap and of its
 // shadow's, from the catalog (no scan).
 func (s *Store) TableSizes(ctx context.Context, tables []string) ([]projections.TableSize, error) {
