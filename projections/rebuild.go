@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -610,7 +609,7 @@ func (l *lane) events(envs []Envelope) []Envelope {
 	if l.parts == 1 {
 		return envs
 	}
-	var out []Envelope
+	out := make([]Envelope, 0, len(envs)/l.parts+len(envs)/8)
 	for _, e := range envs {
 		if int(streamHash(e.Recorded.StreamID)%uint32(l.parts)) == l.part {
 			out = append(out, e)
@@ -619,10 +618,15 @@ func (l *lane) events(envs []Envelope) []Envelope {
 	return out
 }
 
+// streamHash is FNV-1a of s, inline: hash/fnv allocates a hasher and a
+// copy of s, per event and lane.
 func streamHash(s string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return h.Sum32()
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
 }
 
 // replayBatch is one batch of the feed on its way through the lanes.
