@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/period"
 )
 
@@ -25,10 +26,12 @@ type entryCopier struct {
 	err  error
 	// pending counts the loads submitted and not committed yet.
 	pending sync.WaitGroup
+	// totals adds up the submitted entries (the booker's goroutine only).
+	totals *entryTotals
 }
 
-func startEntryCopier(ctx context.Context, db ShadowDB) *entryCopier {
-	c := &entryCopier{jobs: make(chan []LedgerEntry, entryCopiers)}
+func startEntryCopier(ctx context.Context, db ShadowDB, totals *entryTotals) *entryCopier {
+	c := &entryCopier{jobs: make(chan []LedgerEntry, entryCopiers), totals: totals}
 	for range entryCopiers {
 		c.wg.Go(func() {
 			for entries := range c.jobs {
@@ -80,6 +83,7 @@ func (c *entryCopier) submit(ctx context.Context, entries []LedgerEntry) error {
 	if err := c.failed(); err != nil {
 		return err
 	}
+	c.totals.add(entries)
 	// The booker reuses its slice: the loads get their own.
 	entries = append([]LedgerEntry(nil), entries...)
 	per := (len(entries) + entryCopiers - 1) / entryCopiers
@@ -108,6 +112,57 @@ func (c *entryCopier) stop() error {
 	close(c.jobs)
 	c.wg.Wait()
 	return c.failed()
+}
+
+// entryTotals adds up the entries a rebuild loads, per account and
+// currency: the shadow balances, without a scan of the loaded entries
+// (FinishBulk). Every loaded entry goes through it: the ledger lane's
+// entries all go to its copier.
+type entryTotals struct {
+	sums map[balanceKey]*BalanceTotal
+	// overflow: a sum left int64 on the way (the database, which adds up
+	// in numeric, is left to add them up, or to refuse).
+	overflow bool
+}
+
+type balanceKey struct {
+	account  string
+	currency money.Currency
+}
+
+func newEntryTotals() *entryTotals { return &entryTotals{sums: map[balanceKey]*BalanceTotal{}} }
+
+func (t *entryTotals) add(entries []LedgerEntry) {
+	if t == nil {
+		return
+	}
+	for _, e := range entries {
+		k := balanceKey{e.Account, e.Currency}
+		b := t.sums[k]
+		if b == nil {
+			b = &BalanceTotal{Account: e.Account, Currency: e.Currency}
+			t.sums[k] = b
+		}
+		sum := b.Balance + e.Amount
+		if (e.Amount > 0 && sum < b.Balance) || (e.Amount < 0 && sum > b.Balance) {
+			t.overflow = true
+		}
+		b.Balance = sum
+		b.Entries++
+	}
+}
+
+// balances returns the totals, or nil if they cannot be trusted (an
+// overflow): then FinishBulk adds up the loaded entries itself.
+func (t *entryTotals) balances() []BalanceTotal {
+	if t == nil || t.overflow {
+		return nil
+	}
+	out := make([]BalanceTotal, 0, len(t.sums))
+	for _, b := range t.sums {
+		out = append(out, *b)
+	}
+	return out
 }
 
 // copyingWriter is the ledger lane's Writer: entries go to the copier,

@@ -82,7 +82,9 @@ func (ledgerProjection) Tables() []string {
 }
 
 func (l ledgerProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
-	b := booker{zone: l.zone, w: w}
+	// About two postings per event: the entries are sized once rather
+	// than grown by doubling (a bulk batch books thousands).
+	b := booker{zone: l.zone, w: w, entries: make([]LedgerEntry, 0, 2*len(batch))}
 	for _, env := range batch {
 		if env.Period != nil {
 			if err := b.calendarEvent(ctx, env); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/money"
 )
 
 // ShadowDB is what a rebuild needs from the read-model database besides the
@@ -31,14 +31,18 @@ type ShadowDB interface {
 	// ones, without their secondary indexes.
 	PrepareShadow(ctx context.Context, tables []string) error
 	// FinishBulk computes derived tables from the loaded ones, once, after
-	// the last batch.
-	FinishBulk(ctx context.Context, tables []string) error
+	// the last batch: the balances are totals when the rebuild added them
+	// up itself (nil: from the loaded entries).
+	FinishBulk(ctx context.Context, tables []string, totals []BalanceTotal) error
 	// IndexShadow builds the live tables' keys and indexes on the shadows
 	// of tables, before they replace the live ones.
 	IndexShadow(ctx context.Context, tables []string) error
 	// RowCounts counts the rows of each live table and of its shadow
 	// (LiveRows and RebuiltRows).
 	RowCounts(ctx context.Context, tables []string) ([]TableComparison, error)
+	// TableSizes returns the size of each live table and of its shadow, as
+	// the catalog has them (no scan).
+	TableSizes(ctx context.Context, tables []string) ([]TableSize, error)
 	// Compare compares shadow and live tables: per-group checksums, then
 	// rows in the groups that differ (at most maxRows differences of each
 	// table are detailed).
@@ -47,8 +51,36 @@ type ShadowDB interface {
 	// transaction, as plan says (grants and dependent views carried over),
 	// and sets the checkpoints.
 	Swap(ctx context.Context, plan SwapPlan, checkpoints map[string]eventstore.Position) error
+	// SnapshotLive exports a snapshot of the read model as it is now (a
+	// read-only transaction kept open until Close), for Checksums.
+	SnapshotLive(ctx context.Context) (LiveSnapshot, error)
+	// Checksums compares shadow and live tables by per-group checksums
+	// only: the live tables as snap saw them, the shadows as they are now.
+	// The live projectors may run meanwhile.
+	Checksums(ctx context.Context, snap LiveSnapshot, tables []string) ([]TableComparison, error)
 	DropShadow(ctx context.Context, tables []string) error
 	LockHeld(ctx context.Context, kind LockKind, name string) (bool, error)
+}
+
+// TableSize is the size on disk (bytes) of a live table and of its shadow.
+type TableSize struct {
+	Table        string
+	Live, Shadow int64
+}
+
+// BalanceTotal is one account_balances row as a rebuild adds it up from
+// the entries it loads.
+type BalanceTotal struct {
+	Account  string
+	Currency money.Currency
+	Balance  int64
+	Entries  int64
+}
+
+// LiveSnapshot is an exported snapshot of the read model (see
+// ShadowDB.SnapshotLive).
+type LiveSnapshot interface {
+	Close(ctx context.Context) error
 }
 
 // SwapPlan says how a swap brings each live table to its rebuilt content;
@@ -76,6 +108,23 @@ type RebuildOptions struct {
 	BatchSize int
 	// MaxRowDifferences detailed per table; default 20.
 	MaxRowDifferences int
+	// phaseHook, if set, is called as the rebuild enters some phases
+	// (tests block it there; see export_test.go).
+	phaseHook func(phase string)
+}
+
+// Phases passed to RebuildOptions.phaseHook.
+const (
+	// hookOnlineCompare: the live projectors run again, the shadows are at
+	// the position of the exported snapshot, the comparison is about to
+	// start.
+	hookOnlineCompare = "online compare"
+)
+
+func (o RebuildOptions) hook(phase string) {
+	if o.phaseHook != nil {
+		o.phaseHook(phase)
+	}
 }
 
 // Kinds of Difference.
@@ -171,13 +220,17 @@ type Report struct {
 // Rebuild replays the whole feed into shadow tables of the named
 // projections (all when names is empty) at bulk speed (the projections in
 // parallel, stream-local ones partitioned by stream; COPY; no secondary
-// indexes), catches up with the live projectors, pauses them, compares
-// shadow and live at one position by checksums, and (unless VerifyOnly)
-// brings the live tables to the rebuilt content in one short transaction:
-// a table equal to history is kept, one with few differing rows repaired in
-// place, any other replaced by its shadow, indexed first. Live queries keep
-// answering throughout; live projectors wait only from the last catch-up to
-// the swap.
+// indexes), catches up with the live projectors, pauses them for as long as
+// it takes to bring shadows and live tables to one position (the last few
+// batches) and to export a snapshot there, and compares shadow and live at
+// that position by checksums while the live projectors run again. A
+// healthy ledger ends there: its live tables equal history and stay as
+// they are. Otherwise (and with SwapAll, or when the row counts already
+// tell that tables will be replaced) it pauses the live projectors again,
+// compares row by row and (unless VerifyOnly) brings the live tables to the
+// rebuilt content in one short transaction: a table equal to history is
+// kept, one with few differing rows repaired in place, any other replaced
+// by its shadow, indexed first. Live queries keep answering throughout.
 func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, names []string, opts RebuildOptions) (Report, error) {
 	start := time.Now()
 	projs, err := selectProjections(all, names)
@@ -257,29 +310,44 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 		return rep, err
 	}
 	phase("replay")
-	if shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, nil, opts.BatchSize, progress); err != nil {
-		return rep, err
-	}
-	phase("catch-up")
 
 	// A table whose shadow has many more rows (the first rebuild, into
 	// empty tables) will be replaced: its shadow's indexes are built now,
-	// while the live projectors run, rather than during the pause. The
-	// comparison under the pause has the last word; a table it finds
-	// different beyond this guess gets its indexes then. (Derived tables
-	// are still empty here: FinishBulk fills them.)
+	// while the live projectors run, rather than during the pause. Rows are
+	// counted only where the tables' sizes on disk (from the catalog) leave
+	// room for it: counting every table cost a scan of each, over a second
+	// for 1M events. A shadow no bigger than its live table cannot have
+	// many more rows than it unless the live table is bloated, and then the
+	// guess is only wrong: the comparison has the last word, and a table
+	// it finds different beyond the guess gets its indexes then. (Derived
+	// tables are still empty here: FinishBulk fills them.)
 	indexed := map[string]bool{}
 	if !opts.VerifyOnly {
-		counts, err := db.RowCounts(ctx, tables)
+		sizes, err := db.TableSizes(ctx, tables)
 		if err != nil {
 			return rep, err
 		}
-		var early []string
-		for _, c := range counts {
-			if opts.SwapAll || replaces(c.RebuiltRows-c.LiveRows, c) {
-				early = append(early, c.Table)
-				indexed[c.Table] = true
+		var bigger []string
+		for _, c := range sizes {
+			if opts.SwapAll || replaces(c.Shadow-c.Live, TableComparison{LiveRows: c.Live, RebuiltRows: c.Shadow}) {
+				bigger = append(bigger, c.Table)
 			}
+		}
+		early := bigger
+		if !opts.SwapAll && len(bigger) > 0 {
+			counts, err := db.RowCounts(ctx, bigger)
+			if err != nil {
+				return rep, err
+			}
+			early = nil
+			for _, c := range counts {
+				if replaces(c.RebuiltRows-c.LiveRows, c) {
+					early = append(early, c.Table)
+				}
+			}
+		}
+		for _, t := range early {
+			indexed[t] = true
 		}
 		if len(early) > 0 {
 			if err := db.IndexShadow(ctx, early); err != nil {
@@ -288,47 +356,131 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 			phase("indexes")
 		}
 	}
+	// The replay took a while: catch up with the feed while the live
+	// projectors still run, so that the pause below is short.
+	if shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, nil, opts.BatchSize, progress); err != nil {
+		return rep, err
+	}
+	phase("catch-up")
 
-	// Pause: the exclusive pause lock waits for the live batch in flight
-	// and holds off the next ones. Then bring everybody to one position.
-	for _, p := range projs {
-		l, err := db.Lock(ctx, LockPause, p.Name())
-		if err != nil {
-			return rep, fmt.Errorf("pause %s: %w", p.Name(), err)
+	// Pause: the exclusive pause locks wait for the live batch in flight
+	// and hold off the next ones. Then bring the shadows and the live
+	// tables to one position (both are close to the head by now: a few
+	// batches at most).
+	pause := func() (resume func(), err error) {
+		var locks []Lock
+		resume = func() {
+			for _, l := range locks {
+				_ = l.Release(bg)
+			}
+			locks = nil
 		}
-		defer func() { _ = l.Release(bg) }()
+		for _, p := range projs {
+			l, err := db.Lock(ctx, LockPause, p.Name())
+			if err != nil {
+				resume()
+				return nil, fmt.Errorf("pause %s: %w", p.Name(), err)
+			}
+			locks = append(locks, l)
+		}
+		return resume, nil
 	}
-	target := shadowAt
-	live := map[string]eventstore.Position{}
-	for _, p := range projs {
-		cp, err := db.Checkpoint(ctx, p.Name())
-		if err != nil {
-			return rep, err
+	align := func() (eventstore.Position, error) {
+		target := shadowAt
+		live := map[string]eventstore.Position{}
+		for _, p := range projs {
+			cp, err := db.Checkpoint(ctx, p.Name())
+			if err != nil {
+				return target, err
+			}
+			live[p.Name()] = cp.Position
+			if target.Less(cp.Position) {
+				target = cp.Position
+			}
 		}
-		live[p.Name()] = cp.Position
-		if target.Less(cp.Position) {
-			target = cp.Position
+		if err := retryShort(ctx, func() (bool, error) {
+			var err error
+			shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, &target, opts.BatchSize, progress)
+			return !shadowAt.Less(target), err
+		}); err != nil {
+			return target, fmt.Errorf("bring the shadow to %s: %w", target, err)
 		}
+		for _, p := range projs {
+			if err := advanceLive(ctx, feed, db, p, live[p.Name()], target); err != nil {
+				return target, fmt.Errorf("bring live %s to %s: %w", p.Name(), target, err)
+			}
+		}
+		return target, nil
 	}
-	if err := retryShort(ctx, func() (bool, error) {
-		var err error
-		shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, &target, opts.BatchSize, progress)
-		return !shadowAt.Less(target), err
-	}); err != nil {
-		return rep, fmt.Errorf("bring the shadow to %s: %w", target, err)
-	}
-	for _, p := range projs {
-		if err := advanceLive(ctx, feed, db, p, live[p.Name()], target); err != nil {
-			return rep, fmt.Errorf("bring live %s to %s: %w", p.Name(), target, err)
+	busy := func() []Phase {
+		out := []Phase{{Name: "read", Duration: stats.read}, {Name: "decode", Duration: stats.decode}}
+		for _, l := range lanes {
+			out = append(out, Phase{Name: "write " + l.name(), Duration: l.busy})
 		}
+		return out
+	}
+	resume, err := pause()
+	if err != nil {
+		return rep, err
+	}
+	defer func() { resume() }()
+	target, err := align()
+	if err != nil {
+		return rep, err
 	}
 	rep.Position = target
-	phase("paused catch-up")
-	rep.Busy = append(rep.Busy, Phase{Name: "read", Duration: stats.read}, Phase{Name: "decode", Duration: stats.decode})
-	for _, l := range lanes {
-		rep.Busy = append(rep.Busy, Phase{Name: "write " + l.name(), Duration: l.busy})
+
+	// A rebuild that expects no table to be replaced compares while the
+	// live projectors run: the live tables are read in a snapshot exported
+	// while they stood at target (the pause ends right after it), the
+	// shadows, which only this rebuild writes, as they are. The live
+	// projectors wait only for the short catch-up above. If every
+	// checksum matches, the live tables equal history at target and stay
+	// as they are, checkpoints included (the live projectors went on from
+	// there meanwhile). Otherwise the detailed comparison and the repair
+	// need the live tables to stand still: pause again, as below.
+	if !opts.SwapAll && len(indexed) == 0 {
+		snap, err := db.SnapshotLive(ctx)
+		resume()
+		if err != nil {
+			return rep, fmt.Errorf("snapshot the live tables: %w", err)
+		}
+		phase("paused catch-up")
+		opts.hook(hookOnlineCompare)
+		var comps []TableComparison
+		err = db.FinishBulk(ctx, tables, balanceTotals(lanes))
+		if err == nil {
+			phase("balances")
+			comps, err = db.Checksums(ctx, snap, tables)
+		}
+		_ = snap.Close(bg)
+		if err != nil {
+			return rep, fmt.Errorf("compare: %w", err)
+		}
+		phase("compare")
+		if equalTables(comps) {
+			rep.Tables = comps
+			if !opts.VerifyOnly {
+				for i := range rep.Tables {
+					rep.Tables[i].Repair = RepairNone
+				}
+				rep.Swapped = true
+			}
+			rep.Busy = busy()
+			rep.Duration = time.Since(start)
+			return rep, nil
+		}
+		if resume, err = pause(); err != nil {
+			return rep, err
+		}
+		if target, err = align(); err != nil {
+			return rep, err
+		}
+		rep.Position = target
 	}
-	if err := db.FinishBulk(ctx, tables); err != nil {
+	phase("paused catch-up")
+	rep.Busy = busy()
+	if err := db.FinishBulk(ctx, tables, balanceTotals(lanes)); err != nil {
 		return rep, fmt.Errorf("finish bulk load: %w", err)
 	}
 	phase("balances")
@@ -378,6 +530,27 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	return rep, nil
 }
 
+// balanceTotals returns the balances the ledger's lane added up, nil if
+// none did (or they overflowed).
+func balanceTotals(lanes []*lane) []BalanceTotal {
+	for _, l := range lanes {
+		if l.totals != nil {
+			return l.totals.balances()
+		}
+	}
+	return nil
+}
+
+// equalTables: every table's checksums match.
+func equalTables(comps []TableComparison) bool {
+	for _, c := range comps {
+		if c.LiveRows != c.RebuiltRows || len(c.DifferingGroups) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // lane is one writer of a replay: a projection, or one stream partition of
 // a stream-local projection. Each lane applies the batches in feed order in
 // its own transactions; lanes run side by side.
@@ -387,6 +560,7 @@ type lane struct {
 	hold        *paymentHold // the payments projection's lanes: rows held in memory
 	copies      bool         // the ledger's lane: entries loaded by an entryCopier
 	copier      *entryCopier // while a replay runs
+	totals      *entryTotals // the ledger's lane: its entries added up, across replays
 	busy        time.Duration
 }
 
@@ -422,6 +596,7 @@ func lanesOf(projs []Projection) []*lane {
 				l.hold = newPaymentHold()
 			case ledgerProjection:
 				l.copies = true
+				l.totals = newEntryTotals()
 			}
 			out = append(out, l)
 		}
@@ -434,7 +609,7 @@ func (l *lane) events(envs []Envelope) []Envelope {
 	if l.parts == 1 {
 		return envs
 	}
-	var out []Envelope
+	out := make([]Envelope, 0, len(envs)/l.parts+len(envs)/8)
 	for _, e := range envs {
 		if int(streamHash(e.Recorded.StreamID)%uint32(l.parts)) == l.part {
 			out = append(out, e)
@@ -443,10 +618,15 @@ func (l *lane) events(envs []Envelope) []Envelope {
 	return out
 }
 
+// streamHash is FNV-1a of s, inline: hash/fnv allocates a hasher and a
+// copy of s, per event and lane.
 func streamHash(s string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return h.Sum32()
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
 }
 
 // replayBatch is one batch of the feed on its way through the lanes.
@@ -527,7 +707,7 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, st
 	for i, l := range lanes {
 		g.Go(func() (err error) {
 			if l.copies {
-				l.copier = startEntryCopier(gctx, db)
+				l.copier = startEntryCopier(gctx, db, l.totals)
 				defer func() {
 					if cerr := l.copier.stop(); err == nil {
 						err = cerr

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -290,4 +292,84 @@ func (f *fixture) tableDefinitions(ctx context.Context) []string {
 	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(f.t, err)
 	return defs
+}
+
+// TestLiveProjectorsProgressWhileARebuildCompares: a rebuild of a healthy
+// ledger compares its shadows with the live tables while the live
+// projectors run. The rebuild is held in that phase while deliveries are
+// recorded: the live projectors project them all before it goes on. The
+// rebuild then finds the live tables equal to history at its position,
+// leaves them (and the checkpoints, now past it) alone, and the ledger
+// stays exact: nothing lost or applied twice.
+func TestLiveProjectorsProgressWhileARebuildCompares(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := ctxT(t)
+	// The read-model connections as serve and the CLI make them: the feed
+	// horizon passes their transactions.
+	rm, err := postgres.NewReadModelPool(ctx, f.pool)
+	require.NoError(t, err)
+	t.Cleanup(rm.Close)
+	f.db = readmodel.New(rm)
+	f.svc = projections.NewService(f.es, f.db, nil)
+	g := newGenerator(18)
+	f.apply(ctx, g.payments(40))
+	stop := f.run(ctx)
+	defer stop()
+	f.waitCaughtUp(ctx)
+
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	opts := projections.WithPhaseHook(projections.RebuildOptions{BatchSize: 50}, func(phase string) {
+		if phase != projections.HookOnlineCompare {
+			return
+		}
+		close(entered)
+		select {
+		case <-proceed:
+		case <-ctx.Done():
+		}
+	})
+	type result struct {
+		rep projections.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := f.svc.Rebuild(ctx, nil, opts)
+		done <- result{rep, err}
+	}()
+	select {
+	case <-entered:
+	case r := <-done:
+		t.Fatalf("the rebuild ended without comparing online: %+v, %v", r.rep, r.err)
+	}
+	// The rebuild is in its comparison phase: the live projectors go on.
+	f.apply(ctx, g.payments(10))
+	f.waitCaughtUp(ctx) // polls to a deadline
+	g.m.checkBalances(t, f.balances(ctx))
+	close(proceed)
+	r := <-done
+	require.NoError(t, r.err, "rebuild")
+	assert.Empty(t, r.rep.Differences)
+	assert.True(t, r.rep.Swapped)
+	for _, tc := range r.rep.Tables {
+		assert.Equal(t, projections.RepairNone, tc.Repair, "table %s", tc.Table)
+	}
+	// The checkpoints stayed where the live projectors took them, past the
+	// rebuild's position.
+	for _, name := range r.rep.Projections {
+		cp, err := f.db.Checkpoint(ctx, name)
+		require.NoError(t, err)
+		assert.True(t, r.rep.Position.Less(cp.Position), "checkpoint of %s: %s, rebuild at %s", name, cp.Position, r.rep.Position)
+	}
+	f.apply(ctx, g.payments(5))
+	f.waitCaughtUp(ctx)
+	g.m.checkBalances(t, f.balances(ctx))
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs, "verify")
+	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences, "compared again from scratch")
+	require.NoError(t, stop())
 }

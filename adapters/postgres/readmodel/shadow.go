@@ -144,9 +144,10 @@ func (s *Store) PrepareShadow(ctx context.Context, tables []string) error {
 	})
 }
 
-// FinishBulk computes the balances from the loaded entries. It runs once,
-// after the last entry is loaded.
-func (s *Store) FinishBulk(ctx context.Context, tables []string) error {
+// FinishBulk fills the shadow balances: with totals if the rebuild added
+// them up while loading the entries (nil: from the loaded entries, in one
+// scan). It runs once, after the last entry is loaded.
+func (s *Store) FinishBulk(ctx context.Context, tables []string, totals []projections.BalanceTotal) error {
 	if err := checkTables(tables); err != nil {
 		return err
 	}
@@ -160,10 +161,22 @@ func (s *Store) FinishBulk(ctx context.Context, tables []string) error {
 		if _, err := tx.Exec(ctx, `TRUNCATE account_balances_shadow`); err != nil {
 			return err
 		}
+		if totals == nil {
+			_, err := tx.Exec(ctx, `
+				INSERT INTO account_balances_shadow (account, currency, balance, entry_count, updated_at)
+				SELECT account, currency, sum(amount)::bigint, count(*), now()
+				FROM ledger_entries_shadow GROUP BY account, currency`)
+			return err
+		}
+		accts, curs := make([]string, len(totals)), make([]string, len(totals))
+		sums, counts := make([]int64, len(totals)), make([]int64, len(totals))
+		for i, t := range totals {
+			accts[i], curs[i], sums[i], counts[i] = t.Account, string(t.Currency), t.Balance, t.Entries
+		}
 		_, err := tx.Exec(ctx, `
 			INSERT INTO account_balances_shadow (account, currency, balance, entry_count, updated_at)
-			SELECT account, currency, sum(amount)::bigint, count(*), now()
-			FROM ledger_entries_shadow GROUP BY account, currency`)
+			SELECT a, c, b, n, now() FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS t(a, c, b, n)`,
+			accts, curs, sums, counts)
 		return err
 	})
 }
@@ -414,7 +427,7 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	if err := checkTables(tables); err != nil {
 		return nil, nil, err
 	}
-	sums, err := s.checksums(ctx, tables)
+	sums, err := s.checksums(ctx, tables, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -423,21 +436,7 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	// One snapshot for the row comparisons.
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		for i, t := range tables {
-			c := projections.TableComparison{Table: t}
-			live, shadow := sums[2*i], sums[2*i+1]
-			for g, l := range live {
-				c.LiveRows += l.n
-				if sh, ok := shadow[g]; !ok || sh != l {
-					c.DifferingGroups = append(c.DifferingGroups, g)
-				}
-			}
-			for g, sh := range shadow {
-				c.RebuiltRows += sh.n
-				if _, ok := live[g]; !ok {
-					c.DifferingGroups = append(c.DifferingGroups, g)
-				}
-			}
-			slices.Sort(c.DifferingGroups)
+			c := compareGroups(t, sums[2*i], sums[2*i+1])
 			if c.LiveRows != c.RebuiltRows {
 				diffs = append(diffs, projections.Difference{Table: t, Kind: projections.DiffRowCount,
 					Live: fmt.Sprint(c.LiveRows), Rebuilt: fmt.Sprint(c.RebuiltRows)})
@@ -480,6 +479,23 @@ func (s *Store) RowCounts(ctx context.Context, tables []string) ([]projections.T
 	return out, nil
 }
 
+// TableSizes returns the size of each live table's heap and of its
+// shadow's, from the catalog (no scan).
+func (s *Store) TableSizes(ctx context.Context, tables []string) ([]projections.TableSize, error) {
+	if err := checkTables(tables); err != nil {
+		return nil, err
+	}
+	out := make([]projections.TableSize, len(tables))
+	for i, t := range tables {
+		out[i].Table = t
+		if err := s.pool.QueryRow(ctx, `SELECT pg_relation_size($1::regclass), pg_relation_size($2::regclass)`,
+			quoted(t), quoted(t+shadowSuffix)).Scan(&out[i].Live, &out[i].Shadow); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // groupSum is one checksum group: its row count and the XOR of its rows'
 // hashes.
 type groupSum struct{ n, h int64 }
@@ -487,18 +503,97 @@ type groupSum struct{ n, h int64 }
 // compareScans is how many checksum scans run at once.
 const compareScans = 2
 
+// compareGroups compares one table's live and shadow checksum groups.
+func compareGroups(table string, live, shadow map[string]groupSum) projections.TableComparison {
+	c := projections.TableComparison{Table: table}
+	for g, l := range live {
+		c.LiveRows += l.n
+		if sh, ok := shadow[g]; !ok || sh != l {
+			c.DifferingGroups = append(c.DifferingGroups, g)
+		}
+	}
+	for g, sh := range shadow {
+		c.RebuiltRows += sh.n
+		if _, ok := live[g]; !ok {
+			c.DifferingGroups = append(c.DifferingGroups, g)
+		}
+	}
+	slices.Sort(c.DifferingGroups)
+	return c
+}
+
+// liveSnapshot is a read-only repeatable-read transaction kept open so
+// that other transactions can import its snapshot (pg_export_snapshot). It
+// has no transaction id (it writes nothing), so it holds back neither the
+// feed horizon nor anyone's writes; it only keeps the row versions it sees
+// from being vacuumed while it lasts.
+type liveSnapshot struct {
+	tx pgx.Tx
+	id string
+}
+
+func (l *liveSnapshot) Close(ctx context.Context) error { return l.tx.Rollback(ctx) }
+
+// SnapshotLive exports a snapshot of the read model as it is now.
+func (s *Store) SnapshotLive(ctx context.Context) (projections.LiveSnapshot, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&id); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	// SET TRANSACTION SNAPSHOT takes no parameter: the id goes into the
+	// statement, so it must look like one ("00000003-0000001B-1").
+	if id == "" || strings.Trim(id, "0123456789ABCDEFabcdef-") != "" {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("readmodel: unexpected snapshot id %q", id)
+	}
+	return &liveSnapshot{tx: tx, id: id}, nil
+}
+
+// Checksums compares each shadow table with its live table by per-group
+// checksums only (the first step of Compare): the live tables as snap saw
+// them, the shadows as they are now (nothing but the rebuild writes them).
+// The live projectors may run meanwhile.
+func (s *Store) Checksums(ctx context.Context, snap projections.LiveSnapshot, tables []string) ([]projections.TableComparison, error) {
+	if err := checkTables(tables); err != nil {
+		return nil, err
+	}
+	ls, ok := snap.(*liveSnapshot)
+	if !ok || ls == nil {
+		return nil, errors.New("readmodel: Checksums needs a snapshot from SnapshotLive")
+	}
+	sums, err := s.checksums(ctx, tables, ls.id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]projections.TableComparison, len(tables))
+	for i, t := range tables {
+		out[i] = compareGroups(t, sums[2*i], sums[2*i+1])
+	}
+	return out, nil
+}
+
 // checksums scans each table and its shadow (in that order in the result,
-// two entries per table) into per-group sums, side by side. The live
+// two entries per table) into per-group sums, side by side. The live side
+// is read in the exported snapshot liveSnap if set; otherwise the live
 // projectors are paused and the shadows complete, so nothing changes the
 // tables meanwhile: separate snapshots see the same rows.
-func (s *Store) checksums(ctx context.Context, tables []string) ([]map[string]groupSum, error) {
+func (s *Store) checksums(ctx context.Context, tables []string, liveSnap string) ([]map[string]groupSum, error) {
 	out := make([]map[string]groupSum, 2*len(tables))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(compareScans)
 	for i, t := range tables {
 		for side, name := range []string{t, t + shadowSuffix} {
+			snap := ""
+			if side == 0 {
+				snap = liveSnap
+			}
 			g.Go(func() error {
-				sums, err := s.checksum(gctx, t, name)
+				sums, err := s.checksum(gctx, t, name, snap)
 				out[2*i+side] = sums
 				return err
 			})
@@ -508,11 +603,20 @@ func (s *Store) checksums(ctx context.Context, tables []string) ([]map[string]gr
 }
 
 // checksum is one table's (live or shadow) per-group row counts and XOR of
-// row hashes.
-func (s *Store) checksum(ctx context.Context, table, name string) (map[string]groupSum, error) {
+// row hashes, in the exported snapshot snap if set.
+func (s *Store) checksum(ctx context.Context, table, name, snap string) (map[string]groupSum, error) {
 	spec := tableSpecs[table]
 	out := map[string]groupSum{}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	opts := pgx.TxOptions{AccessMode: pgx.ReadOnly}
+	if snap != "" {
+		opts.IsoLevel = pgx.RepeatableRead
+	}
+	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+		if snap != "" {
+			if _, err := tx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snap+`'`); err != nil {
+				return err
+			}
+		}
 		// One sequential scan into a hash aggregate: the groups are few
 		// (the planner, without statistics of the shadow, guesses hundreds
 		// of thousands and would sort, or walk an index in group order,
