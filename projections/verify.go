@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/ledger"
@@ -78,14 +79,32 @@ func Verify(ctx context.Context, feed Feed, db AuditDB, opts ...Option) (Violati
 	}
 	books := period.NewBooks(configure(opts).zone)
 	var booksErr error
-	// Head first: a checkpoint may legitimately pass a head read earlier.
+	// Checkpoints first, then the head: a checkpoint may legitimately pass a
+	// head read before it. The head is what the feed shows below its
+	// horizon, which can dip for a moment (a transaction that has just
+	// taken its id and not yet written): a checkpoint past the head is
+	// read again a few times before it is a violation.
 	cps, err := db.Checkpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
-	head, err := feed.Head(ctx)
-	if err != nil {
-		return nil, err
+	var head eventstore.Position
+	for attempt := 0; ; attempt++ {
+		if head, err = feed.Head(ctx); err != nil {
+			return nil, err
+		}
+		past := false
+		for _, cp := range cps {
+			past = past || head.Less(cp.Position)
+		}
+		if !past || attempt == 20 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	for _, cp := range cps {
 		if head.Less(cp.Position) {
