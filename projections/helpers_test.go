@@ -46,6 +46,19 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, pool: pool, es: es, db: db, svc: projections.NewService(es, db, nil), count: map[string]int{}}
 }
 
+// onReadModelPool moves the fixture's read models and projectors onto
+// read-model connections, as serve and the CLI make them (the feed horizon
+// passes their transactions), and returns that pool.
+func (f *fixture) onReadModelPool(ctx context.Context) *pgxpool.Pool {
+	f.t.Helper()
+	rm, err := postgres.NewReadModelPool(ctx, f.pool)
+	require.NoError(f.t, err)
+	f.t.Cleanup(rm.Close)
+	f.db = readmodel.New(rm)
+	f.svc = projections.NewService(f.es, f.db, nil)
+	return rm
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

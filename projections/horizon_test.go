@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/adapters/postgres"
-	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -21,11 +19,7 @@ func TestLiveProjectorsKeepUpDuringARebuildTransaction(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := ctxT(t)
-	rm, err := postgres.NewReadModelPool(ctx, f.pool)
-	require.NoError(t, err)
-	t.Cleanup(rm.Close)
-	f.db = readmodel.New(rm)
-	f.svc = projections.NewService(f.es, f.db, nil)
+	rm := f.onReadModelPool(ctx)
 	g := newGenerator(17)
 	f.apply(ctx, g.payments(5))
 	stop := f.run(ctx)

@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/adapters/postgres"
-	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -305,13 +303,7 @@ func TestLiveProjectorsProgressWhileARebuildCompares(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := ctxT(t)
-	// The read-model connections as serve and the CLI make them: the feed
-	// horizon passes their transactions.
-	rm, err := postgres.NewReadModelPool(ctx, f.pool)
-	require.NoError(t, err)
-	t.Cleanup(rm.Close)
-	f.db = readmodel.New(rm)
-	f.svc = projections.NewService(f.es, f.db, nil)
+	f.onReadModelPool(ctx)
 	g := newGenerator(18)
 	f.apply(ctx, g.payments(40))
 	stop := f.run(ctx)
