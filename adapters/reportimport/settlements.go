@@ -139,7 +139,6 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	if workers <= 0 {
 		workers = 8
 	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
