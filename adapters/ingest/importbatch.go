@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -45,24 +46,19 @@ func (s *Service) IngestBatch(ctx context.Context, evs []delivery.Event) ([]Resu
 	}
 	out := make([]Result, len(evs))
 	var alone []int
-	bj, ok := s.journal.(BatchJournal)
-	if ok && s.journal.Atomic() && len(evs) > 1 {
-		err := bj.DoBatch(ctx, func(tx BatchTx) (err error) {
-			clear(out)
+	unitErr := errNoUnit
+	if bj, ok := s.journal.(BatchJournal); ok && s.journal.Atomic() && len(evs) > 1 {
+		unitErr = bj.DoBatch(ctx, func(tx BatchTx) (err error) {
 			alone, err = s.importUnit(ctx, tx, evs, out)
 			return err
 		})
-		if err != nil {
-			// Rolled back as a whole: nothing of it was kept.
-			clear(out)
-			alone = nil
-			for i := range evs {
-				alone = append(alone, i)
-			}
-		}
-	} else {
-		for i := range evs {
-			alone = append(alone, i)
+	}
+	if unitErr != nil {
+		// No set, or one rolled back as a whole: nothing of it was kept.
+		clear(out)
+		alone = make([]int, len(evs))
+		for i := range alone {
+			alone[i] = i
 		}
 	}
 	for _, i := range alone {
@@ -74,6 +70,10 @@ func (s *Service) IngestBatch(ctx context.Context, evs []delivery.Event) ([]Resu
 	}
 	return out, nil
 }
+
+// errNoUnit: the journal cannot share a unit of work (or there is one
+// delivery): IngestBatch records the deliveries one by one.
+var errNoUnit = errors.New("no shared unit")
 
 // BatchError: IngestBatch could not record evs[At].
 type BatchError struct {
@@ -183,16 +183,14 @@ func (s *Service) importUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 			if r < 0 || r >= len(appended) {
 				return nil, fmt.Errorf("import append: rejected index %d of %d", r, len(appended))
 			}
-			// The stream moved: every delivery of it decides again alone.
-			for _, i := range appended[r].members {
-				if !slices.Contains(withdraw, i) {
-					withdraw = append(withdraw, i)
-				}
-			}
+			// The stream moved: every delivery of it decides again alone
+			// (a member whose decision failed is in withdraw already).
+			withdraw = append(withdraw, appended[r].members...)
 		}
 	}
 	if len(withdraw) > 0 {
 		slices.Sort(withdraw)
+		withdraw = slices.Compact(withdraw)
 		keys := make([]InboxKey, len(withdraw))
 		for n, i := range withdraw {
 			keys[n] = InboxKey{evs[i].Provider, evs[i].DedupKey}

@@ -80,20 +80,19 @@ func main() {
 	log := newLogger(c.LogLevel, c.LogFormat)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfile := func() {}
 	if c.CPUProfile != "" {
-		stopProfile, err := startCPUProfile(c.CPUProfile)
-		if err != nil {
+		var err error
+		if stopProfile, err = startCPUProfile(c.CPUProfile); err != nil {
 			fmt.Fprintln(os.Stderr, "onceledger:", err)
 			os.Exit(1)
 		}
-		defer stopProfile()
 	}
-	if err := kctx.Run(&globals{ctx: ctx, log: log, cli: &c}); err != nil {
+	err := kctx.Run(&globals{ctx: ctx, log: log, cli: &c})
+	stopProfile() // before os.Exit, which runs no defers
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "onceledger:", err)
 		stop()
-		if c.CPUProfile != "" {
-			pprof.StopCPUProfile()
-		}
 		os.Exit(exitCode(err))
 	}
 }
