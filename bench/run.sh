@@ -59,7 +59,16 @@
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
-#   PGHOST/PGPORT/PGUSER   the Postgres server (default 127.0.0.1:5432, postgres)
+#   BENCH_PG=private       the Postgres server the bench uses:
+#                          private (default): a cluster of its own, made by initdb in
+#                            a temporary directory, started on a free loopback port
+#                            with the settings of docs/postgres.conf (what we would run
+#                            onceledger on: bigger shared buffers and WAL, lz4 WAL
+#                            compression; fsync, synchronous_commit and full page writes
+#                            stay on), and removed at the end. No other database's
+#                            checkpoints or vacuums land in the figures.
+#                          local: the server at PGHOST/PGPORT/PGUSER as it is configured
+#                            (default 127.0.0.1:5432, postgres)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,6 +89,11 @@ REBUILD_EVENTS=${BENCH_REBUILD_EVENTS:-1000000}
 RL_EVENTS=${BENCH_REBUILD_LIVE_EVENTS:-1000000}
 RL_RATE=${BENCH_REBUILD_LIVE_RATE:-500}
 SETTLE_LINES=${BENCH_SETTLE_LINES:-1000000}
+PG_MODE=${BENCH_PG:-private}
+case "$PG_MODE" in
+private | local) ;;
+*) echo "bench: BENCH_PG must be private or local, not $PG_MODE" >&2; exit 2 ;;
+esac
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
 
@@ -96,6 +110,8 @@ st_db="onceledger_bench_settle_${tag}"
 work="$(mktemp -d)"
 server_pid=""
 loadgen_pid=""
+pg_dir="" # BENCH_PG=private: the cluster's directory, and its binaries
+pg_bin=""
 cleanup() {
 	if [[ -n "$loadgen_pid" ]]; then kill "$loadgen_pid" 2>/dev/null || true; wait "$loadgen_pid" 2>/dev/null || true; fi
 	if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
@@ -109,6 +125,10 @@ cleanup() {
 		echo "bench: kept databases $serve_db $pgb_db $rb_db $rl_db $st_db" >&2
 	fi
 	rm -rf "$work"
+	if [[ -n "$pg_dir" ]]; then
+		as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+		if [[ "${BENCH_KEEP:-0}" != 1 ]]; then rm -rf "$pg_dir"; else echo "bench: kept the cluster in $pg_dir (port $PGPORT)" >&2; fi
+	fi
 }
 trap cleanup EXIT
 
@@ -134,6 +154,35 @@ pg_since() { # $1: a pg_mark; $2: deliveries in the step
 			(y[1]-x[1])/1e6, (n > 0 ? (y[1]-x[1])/1e3/n : 0), y[2]-x[2], y[3]-x[3], size }'
 }
 
+# The private cluster (BENCH_PG=private). As root, Postgres runs as the
+# postgres user (it refuses root), from a directory that user owns.
+as_pg() {
+	if [[ "$(id -u)" != 0 ]]; then "$@"; return; fi
+	(cd / && runuser -u postgres -- "$@")
+}
+if [[ "$PG_MODE" == private ]]; then
+	for d in "$(pg_config --bindir 2>/dev/null || true)" $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -V -r); do
+		if [[ -n "$d" && -x "$d/initdb" && -x "$d/pg_ctl" ]]; then pg_bin=$d; break; fi
+	done
+	[[ -n "$pg_bin" ]] || { echo "bench: BENCH_PG=private needs initdb and pg_ctl (the PostgreSQL server package), or BENCH_PG=local" >&2; exit 2; }
+	pg_dir="$(mktemp -d /tmp/onceledger-bench-pg.XXXXXX)"
+	if [[ "$(id -u)" == 0 ]]; then chown postgres "$pg_dir"; fi
+	PGUSER=postgres
+	PGHOST=127.0.0.1
+	PGPORT="$(free_port)"
+	as_pg "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >/dev/null
+	cp docs/postgres.conf "$pg_dir/data/onceledger.conf"
+	if [[ "$(id -u)" == 0 ]]; then chown postgres "$pg_dir/data/onceledger.conf"; fi
+	echo "include 'onceledger.conf'" >>"$pg_dir/data/postgresql.conf"
+	# Descriptors 3-9 closed: the server outlives this script if it is
+	# killed, and must not hold what it inherited (`flock /tmp/bench.lock
+	# make bench` passes the lock on descriptor 3).
+	as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -l "$pg_dir/log" \
+		-o "-p $PGPORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$pg_dir" start >/dev/null \
+		3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
+	echo "bench: a private cluster on 127.0.0.1:$PGPORT ($pg_dir) with docs/postgres.conf"
+fi
+
 echo "== build"
 go build -o "$work/onceledger" ./cmd/onceledger
 go build -o "$work/loadgen" ./cmd/loadgen
@@ -145,6 +194,7 @@ if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit="${commit}-dirt
 mem="$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 cpu="$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
 pgver="$(psql -Atc 'show server_version' postgres)"
+pgset="$(psql -Atc "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'max_wal_size', 'checkpoint_timeout', 'wal_compression', 'synchronous_commit', 'fsync', 'full_page_writes', 'maintenance_work_mem', 'max_connections')" postgres)"
 
 status=0
 if want ingest; then
@@ -427,6 +477,7 @@ fi
 echo
 echo "== summary (paste into BENCHMARKS.md)"
 echo "machine: $(nproc) cores ($cpu), $mem RAM; Postgres $pgver; $(go version | awk '{print $3}'); commit $commit; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "postgres ($PG_MODE): $pgset"
 echo "command: make bench (BENCH_SECONDS=$SECONDS_PGB BENCH_CONCURRENCY=$CONC BENCH_PAYMENTS=$PAYMENTS BENCH_LAG_RATE=$LAG_RATE BENCH_LAG_SECONDS=$LAG_SECONDS)"
 if want ingest; then
 	printf 'pgbench ingest SQL:    %8.1f tps\n' "$tps"

@@ -132,6 +132,24 @@ func TestComposeFile(t *testing.T) {
 	}
 	wantHealthcheck(t, pg, "pg_isready")
 	wantVolume(t, p, pg, "/var/lib/postgresql/data")
+	// The compose database runs with the settings the benchmarks measure
+	// with (docs/postgres.conf, the private cluster of bench/run.sh): one
+	// list may not drift from the other.
+	conf, err := os.ReadFile(filepath.Join(composeRepoRoot(t), "docs", "postgres.conf"))
+	require.NoError(t, err)
+	var settings []string
+	for _, line := range strings.Split(string(conf), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		require.True(t, ok, "docs/postgres.conf: %q is not name = value", line)
+		settings = append(settings, "-c", strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+	}
+	require.NotEmpty(t, settings, "docs/postgres.conf sets nothing")
+	assert.Equal(t, append([]string{"postgres"}, settings...), []string(pg.Command),
+		"the postgres service's command should be postgres with docs/postgres.conf's settings, in its order")
 
 	app := composeService(t, p, "onceledger")
 	require.True(t, app.Build != nil && app.Build.Context != "", "onceledger must be built from the repository")
