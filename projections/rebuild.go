@@ -388,13 +388,14 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	// row. Not for --swap-all, nor when the live tables are empty (a first
 	// rebuild: they differ, and the pass would be spent).
 	checked := false
+	var lanes []*lane // the stored replay's (nil: all fresh)
 	if cdb, ok := db.(ChecksumDB); ok && !opts.SwapAll {
 		fresh, err := liveTablesEmpty(ctx, feed, db, tables)
 		if err != nil {
 			return rep, err
 		}
 		if !fresh {
-			healthy, err := checksumPass(ctx, feed, db, cdb, projs, tables, opts, &rep, checksumSteps{
+			healthy, kept, err := checksumPass(ctx, feed, db, cdb, projs, tables, opts, &rep, checksumSteps{
 				pause: pause, alignLive: alignLive, replayTo: replayTo, phase: phase, stats: &stats,
 			})
 			if err != nil {
@@ -405,18 +406,31 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 				return rep, nil
 			}
 			checked = true
-			// Start over: fresh shadows, fresh lanes, the rate counted on
-			// the stored replay's events.
-			if err := db.PrepareShadow(ctx, tables); err != nil {
-				return rep, fmt.Errorf("prepare shadow tables: %w", err)
+			// The stored replay, the rate counted on its events.
+			rep.Events, rep.Tables = 0, nil
+			if kept != nil {
+				// The pass stored every shadow but the ledger's, complete
+				// at its position: only the ledger is replayed from the
+				// start, up to there; all go on together from there.
+				if lanes, err = ledgerFromStart(ctx, feed, db, projs, kept, rep.Position, &stats, opts.BatchSize, progress); err != nil {
+					return rep, err
+				}
+				shadowAt = rep.Position
+			} else {
+				// Start over: fresh shadows, fresh lanes.
+				if err := db.PrepareShadow(ctx, tables); err != nil {
+					return rep, fmt.Errorf("prepare shadow tables: %w", err)
+				}
+				shadowAt = eventstore.Start
 			}
-			shadowAt, rep.Events, rep.Tables = eventstore.Start, 0, nil
 		}
 	}
 
 	// Bulk load, then catch up with the feed while the live projectors
 	// still run, so that the pause below is short.
-	lanes := lanesOf(projs, false)
+	if lanes == nil {
+		lanes = lanesOf(projs, false)
+	}
 	shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, nil, opts.BatchSize, progress)
 	if err != nil {
 		return rep, err
@@ -606,15 +620,15 @@ type checksumSteps struct {
 // without storing the ledger entries (see Rebuild). It reports whether
 // every table matched; then rep is complete but for its duration.
 func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, projs []Projection, tables []string,
-	opts RebuildOptions, rep *Report, s checksumSteps) (bool, error) {
+	opts RebuildOptions, rep *Report, s checksumSteps) (healthy bool, kept []*lane, err error) {
 	bg := context.WithoutCancel(ctx)
 	head, err := feed.Head(ctx)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	resume, err := s.pause()
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	target, err := s.alignLive(head, nil)
 	var snap LiveSnapshot
@@ -623,7 +637,7 @@ func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, p
 	}
 	resume()
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	s.phase("paused alignment")
 	rep.Position = target
@@ -648,9 +662,9 @@ func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, p
 	if err := s.replayTo(lanes, target); err != nil {
 		_, _ = live()
 		if errors.Is(err, errChecksumPassUnfit) {
-			return false, nil // the stored replay will tell
+			return false, nil, nil // the stored replay will tell
 		}
-		return false, err
+		return false, nil, err
 	}
 	s.phase(PhaseChecksumReplay)
 	var entries TableSums
@@ -663,13 +677,13 @@ func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, p
 				// A balance left int64: the database adds them up from
 				// stored entries.
 				_, _ = live()
-				return false, nil
+				return false, others(lanes), nil
 			}
 		}
 	}
 	if err := db.FinishBulk(ctx, tables, totals); err != nil {
 		_, _ = live()
-		return false, fmt.Errorf("finish bulk load: %w", err)
+		return false, nil, fmt.Errorf("finish bulk load: %w", err)
 	}
 	var scanned []string
 	for _, t := range tables {
@@ -680,14 +694,14 @@ func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, p
 	shadow, err := cdb.ShadowChecksums(ctx, scanned)
 	if err != nil {
 		_, _ = live()
-		return false, fmt.Errorf("compare: %w", err)
+		return false, nil, fmt.Errorf("compare: %w", err)
 	}
 	if entries != nil {
 		shadow["ledger_entries"] = entries
 	}
 	liveSums, err := live()
 	if err != nil {
-		return false, fmt.Errorf("compare: %w", err)
+		return false, nil, fmt.Errorf("compare: %w", err)
 	}
 	var comps []TableComparison
 	for _, t := range tables {
@@ -695,7 +709,7 @@ func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, p
 	}
 	s.phase("compare")
 	if !equalTables(comps) {
-		return false, nil
+		return false, others(lanes), nil
 	}
 	rep.Busy = s.stats.phases(lanes)
 	rep.Tables = comps
@@ -705,7 +719,50 @@ func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, p
 		}
 		rep.Swapped = true
 	}
-	return true, nil
+	return true, nil, nil
+}
+
+// ledgerFromStart replays the ledger projection alone, into fresh shadows
+// of its tables, from the start of the feed up to at, and returns its lanes
+// with kept (the other lanes, whose shadows are at at already).
+func ledgerFromStart(ctx context.Context, feed Feed, db ShadowDB, projs []Projection, kept []*lane, at eventstore.Position,
+	stats *replayStats, size int, progress func(int)) ([]*lane, error) {
+	var ledger []Projection
+	var tables []string
+	for _, p := range projs {
+		if _, ok := p.(ledgerProjection); ok {
+			ledger = append(ledger, p)
+			tables = append(tables, p.Tables()...)
+		}
+	}
+	if len(ledger) == 0 {
+		return kept, nil
+	}
+	if err := db.PrepareShadow(ctx, tables); err != nil {
+		return nil, fmt.Errorf("prepare shadow tables: %w", err)
+	}
+	lanes := lanesOf(ledger, false)
+	from := eventstore.Start
+	if err := retryShort(ctx, func() (bool, error) {
+		var err error
+		from, err = replayShadow(ctx, feed, db, lanes, stats, from, &at, size, progress)
+		return !from.Less(at), err
+	}); err != nil {
+		return nil, fmt.Errorf("bring the ledger's shadow to %s: %w", at, err)
+	}
+	return append(lanes, kept...), nil
+}
+
+// others are the lanes of a checksum pass other than the ledger's: their
+// shadows are stored, complete at the pass's position.
+func others(lanes []*lane) []*lane {
+	var out []*lane
+	for _, l := range lanes {
+		if l.sums == nil {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // liveTablesEmpty: the feed has events and the live tables have no rows

@@ -382,3 +382,60 @@ func TestLiveProjectorsProgressWhileARebuildCompares(t *testing.T) {
 	assert.Empty(t, rep.Differences, "compared again from scratch")
 	require.NoError(t, stop())
 }
+
+// When the checksum pass finds a difference, the stored replay keeps the
+// shadows the pass stored (all but the ledger's) and replays only the
+// ledger from the start: a difference in any table is still reported and
+// repaired, whichever projections are rebuilt.
+func TestDifferencesFoundByTheChecksumPassAreRepaired(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := ctxT(t)
+	g := newGenerator(21)
+	f.apply(ctx, g.payments(50))
+	stop := f.run(ctx)
+	defer stop()
+	f.waitCaughtUp(ctx)
+
+	var key string // provider/payment_id of the corrupted row
+	corrupt := func() {
+		require.NoError(t, f.pool.QueryRow(ctx, `UPDATE payments SET refunded_amount = refunded_amount + 3
+			WHERE stream_id = (SELECT min(stream_id) FROM payments) RETURNING provider || '/' || payment_id`).Scan(&key))
+	}
+	// The payments projection alone: no ledger lane at all.
+	corrupt()
+	rep, err := f.svc.Rebuild(ctx, []string{projections.NamePayments}, projections.RebuildOptions{BatchSize: 40})
+	require.NoError(t, err)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay, projections.PhaseReplay}, replays(rep))
+	assert.True(t, hasDiff(rep.Differences, "payments", key), "%+v", rep.Differences)
+	require.Len(t, rep.Tables, 1)
+	assert.Equal(t, projections.RepairPatched, rep.Tables[0].Repair)
+
+	// Every projection: the ledger replayed from the start, the others
+	// kept from the pass; only payments differ.
+	corrupt()
+	f.apply(ctx, g.payments(5)) // the live projectors go on meanwhile
+	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 40})
+	require.NoError(t, err)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay, projections.PhaseReplay}, replays(rep))
+	require.Len(t, rep.Differences, 1, "%+v", rep.Differences)
+	assert.True(t, hasDiff(rep.Differences, "payments", key))
+	for _, tc := range rep.Tables {
+		want := projections.RepairNone
+		if tc.Table == "payments" {
+			want = projections.RepairPatched
+		}
+		assert.Equal(t, want, tc.Repair, "table %s", tc.Table)
+		assert.Equal(t, tc.LiveRows, tc.RebuiltRows, "table %s", tc.Table)
+	}
+	f.waitCaughtUp(ctx)
+	g.m.checkBalances(t, f.balances(ctx))
+	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences, "after the repairs")
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep))
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs)
+	require.NoError(t, stop())
+}
