@@ -227,20 +227,30 @@ type Report struct {
 	Busy []Phase
 }
 
-// Rebuild replays the whole feed into shadow tables of the named
-// projections (all when names is empty) at bulk speed (the projections in
-// parallel, stream-local ones partitioned by stream; COPY; no secondary
-// indexes), catches up with the live projectors, pauses them for as long as
-// it takes to bring shadows and live tables to one position (the last few
-// batches) and to export a snapshot there, and compares shadow and live at
-// that position by checksums while the live projectors run again. A
-// healthy ledger ends there: its live tables equal history and stay as
-// they are. Otherwise (and with SwapAll, or when the row counts already
-// tell that tables will be replaced) it pauses the live projectors again,
-// compares row by row and (unless VerifyOnly) brings the live tables to the
-// rebuilt content in one short transaction: a table equal to history is
-// kept, one with few differing rows repaired in place, any other replaced
-// by its shadow, indexed first. Live queries keep answering throughout.
+// Rebuild compares the live tables of the named projections (all when
+// names is empty) with what history says, and brings them to it.
+//
+// First a checksum pass (when db is a ChecksumDB, and neither SwapAll nor
+// a first rebuild into empty live tables): the live projectors pause for a
+// moment to meet at the head, a snapshot of the live tables is exported
+// there, and while their per-group checksums are read in it the feed is
+// replayed up to the same position, the ledger entries hashed as they are
+// booked instead of stored (EntrySums), the other tables loaded into
+// shadows. A healthy ledger ends there: its live tables equal history and
+// stay as they are, checkpoints included.
+//
+// Otherwise the shadows are completed by a stored replay at bulk speed
+// (the projections in parallel, stream-local ones partitioned by stream;
+// COPY; no secondary indexes; after a checksum pass only the ledger's,
+// from the start), which catches up with the live projectors; they pause
+// for as long as it takes to bring shadows and live tables to one position
+// (the last few batches); then (or, without a checksum pass, first by
+// checksums while the live projectors run again, in a snapshot) rows are
+// compared in the groups that differ, every difference reported, and
+// (unless VerifyOnly) the live tables brought to the rebuilt content in one
+// short transaction: a table equal to history is kept, one with few
+// differing rows repaired in place, any other replaced by its shadow,
+// indexed first. Live queries keep answering throughout.
 func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, names []string, opts RebuildOptions) (Report, error) {
 	start := time.Now()
 	projs, err := selectProjections(all, names)
