@@ -270,6 +270,9 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 2})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Differences)
+	// The closes' figures came from the checksum pass's sums in memory:
+	// no stored replay.
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep))
 	assert.Equal(t, before, f.bookings(ctx), "a rebuild books every entry into the same period")
 	assert.Equal(t, frozenBefore, f.frozen(ctx), "and freezes the same figures")
 
@@ -301,6 +304,7 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Differences)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep), "reopened and closed again")
 	assert.Equal(t, before, f.bookings(ctx))
 	assert.Equal(t, frozen, f.frozen(ctx))
 
@@ -384,6 +388,7 @@ func TestMonthBoundaryInNonUTCZones(t *testing.T) {
 			rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{})
 			require.NoError(t, err)
 			assert.Empty(t, rep.Differences)
+			assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep))
 			assert.Equal(t, before, f.bookings(ctx))
 			assert.Equal(t, frozen, f.frozen(ctx))
 

@@ -113,6 +113,16 @@ type RebuildOptions struct {
 	phaseHook func(phase string)
 }
 
+// Names of some Report.Phases.
+const (
+	// PhaseChecksumReplay: the checksum pass's replay, which stores no
+	// ledger entries; a healthy ledger's rebuild has no other replay.
+	PhaseChecksumReplay = "replay (checksums)"
+	// PhaseReplay: the replay into the shadow tables, which the repair
+	// and the swap need.
+	PhaseReplay = "replay"
+)
+
 // Phases passed to RebuildOptions.phaseHook.
 const (
 	// hookOnlineCompare: the live projectors run again, the shadows are at
@@ -217,20 +227,30 @@ type Report struct {
 	Busy []Phase
 }
 
-// Rebuild replays the whole feed into shadow tables of the named
-// projections (all when names is empty) at bulk speed (the projections in
-// parallel, stream-local ones partitioned by stream; COPY; no secondary
-// indexes), catches up with the live projectors, pauses them for as long as
-// it takes to bring shadows and live tables to one position (the last few
-// batches) and to export a snapshot there, and compares shadow and live at
-// that position by checksums while the live projectors run again. A
-// healthy ledger ends there: its live tables equal history and stay as
-// they are. Otherwise (and with SwapAll, or when the row counts already
-// tell that tables will be replaced) it pauses the live projectors again,
-// compares row by row and (unless VerifyOnly) brings the live tables to the
-// rebuilt content in one short transaction: a table equal to history is
-// kept, one with few differing rows repaired in place, any other replaced
-// by its shadow, indexed first. Live queries keep answering throughout.
+// Rebuild compares the live tables of the named projections (all when
+// names is empty) with what history says, and brings them to it.
+//
+// First a checksum pass (when db is a ChecksumDB, and neither SwapAll nor
+// a first rebuild into empty live tables): the live projectors pause for a
+// moment to meet at the head, a snapshot of the live tables is exported
+// there, and while their per-group checksums are read in it the feed is
+// replayed up to the same position, the ledger entries hashed as they are
+// booked instead of stored (EntrySums), the other tables loaded into
+// shadows. A healthy ledger ends there: its live tables equal history and
+// stay as they are, checkpoints included.
+//
+// Otherwise the shadows are completed by a stored replay at bulk speed
+// (the projections in parallel, stream-local ones partitioned by stream;
+// COPY; no secondary indexes; after a checksum pass only the ledger's,
+// from the start), which catches up with the live projectors; they pause
+// for as long as it takes to bring shadows and live tables to one position
+// (the last few batches); then (or, without a checksum pass, first by
+// checksums while the live projectors run again, in a snapshot) rows are
+// compared in the groups that differ, every difference reported, and
+// (unless VerifyOnly) the live tables brought to the rebuilt content in one
+// short transaction: a table equal to history is kept, one with few
+// differing rows repaired in place, any other replaced by its shadow,
+// indexed first. Live queries keep answering throughout.
 func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, names []string, opts RebuildOptions) (Report, error) {
 	start := time.Now()
 	projs, err := selectProjections(all, names)
@@ -295,21 +315,137 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	// shadow is the live table by then, the others are spent.
 	defer func() { _ = db.DropShadow(bg, tables) }()
 
-	// Bulk load, then catch up with the feed while the live projectors
-	// still run, so that the pause below is short.
 	progress := func(n int) {
 		rep.Events += int64(n)
 		if opts.Progress != nil {
 			opts.Progress(rep.Events, -1)
 		}
 	}
-	lanes := lanesOf(projs)
 	var stats replayStats
-	shadowAt, err := replayShadow(ctx, feed, db, lanes, &stats, eventstore.Start, nil, opts.BatchSize, progress)
+	shadowAt := eventstore.Start
+
+	// Pause: the exclusive pause locks wait for the live batch in flight
+	// and hold off the next ones.
+	pause := func() (resume func(), err error) {
+		var locks []Lock
+		resume = func() {
+			for _, l := range locks {
+				_ = l.Release(bg)
+			}
+			locks = nil
+		}
+		for _, p := range projs {
+			l, err := db.Lock(ctx, LockPause, p.Name())
+			if err != nil {
+				resume()
+				return nil, fmt.Errorf("pause %s: %w", p.Name(), err)
+			}
+			locks = append(locks, l)
+		}
+		return resume, nil
+	}
+	// alignLive brings the paused live projections to one position, the
+	// furthest of floor and their checkpoints, and returns it.
+	alignLive := func(floor eventstore.Position, shadow func(target eventstore.Position) error) (eventstore.Position, error) {
+		target := floor
+		live := map[string]eventstore.Position{}
+		for _, p := range projs {
+			cp, err := db.Checkpoint(ctx, p.Name())
+			if err != nil {
+				return target, err
+			}
+			live[p.Name()] = cp.Position
+			if target.Less(cp.Position) {
+				target = cp.Position
+			}
+		}
+		if shadow != nil {
+			if err := shadow(target); err != nil {
+				return target, err
+			}
+		}
+		for _, p := range projs {
+			if err := advanceLive(ctx, feed, db, p, live[p.Name()], target); err != nil {
+				return target, fmt.Errorf("bring live %s to %s: %w", p.Name(), target, err)
+			}
+		}
+		return target, nil
+	}
+	// replayTo brings the shadows of lanes to target (the feed may hold
+	// back for a moment a position it showed).
+	replayTo := func(lanes []*lane, target eventstore.Position) error {
+		if err := retryShort(ctx, func() (bool, error) {
+			var err error
+			shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, &target, opts.BatchSize, progress)
+			return !shadowAt.Less(target), err
+		}); err != nil {
+			return fmt.Errorf("bring the shadow to %s: %w", target, err)
+		}
+		return nil
+	}
+
+	// The checksum pass: a healthy ledger needs no stored replay. The
+	// live tables are aligned at the head under a short pause, a snapshot
+	// of them is exported there, and the live projectors go on; the live
+	// tables' checksums are read in that snapshot while the feed is
+	// replayed up to the same position, the ledger entries (nearly all of
+	// the rows) hashed as they are booked instead of stored (EntrySums;
+	// the smaller tables are loaded into their shadows and scanned). If
+	// every checksum matches, the live tables equal history at that
+	// position and stay as they are, checkpoints included. Otherwise (or
+	// when the pass cannot tell) the rebuild starts over below, replaying
+	// into the shadow tables, and compares, reports and repairs row by
+	// row. Not for --swap-all, nor when the live tables are empty (a first
+	// rebuild: they differ, and the pass would be spent).
+	checked := false
+	var lanes []*lane // the stored replay's (nil: all fresh)
+	if cdb, ok := db.(ChecksumDB); ok && !opts.SwapAll {
+		fresh, err := liveTablesEmpty(ctx, feed, db, tables)
+		if err != nil {
+			return rep, err
+		}
+		if !fresh {
+			healthy, kept, err := checksumPass(ctx, feed, db, cdb, projs, tables, opts, &rep, checksumSteps{
+				pause: pause, alignLive: alignLive, replayTo: replayTo, phase: phase, stats: &stats,
+			})
+			if err != nil {
+				return rep, err
+			}
+			if healthy {
+				rep.Duration = time.Since(start)
+				return rep, nil
+			}
+			checked = true
+			// The stored replay, the rate counted on its events.
+			rep.Events, rep.Tables = 0, nil
+			if kept != nil {
+				// The pass stored every shadow but the ledger's, complete
+				// at its position: only the ledger is replayed from the
+				// start, up to there; all go on together from there.
+				if lanes, err = ledgerFromStart(ctx, feed, db, projs, kept, rep.Position, &stats, opts.BatchSize, progress); err != nil {
+					return rep, err
+				}
+				shadowAt = rep.Position
+			} else {
+				// Start over: fresh shadows, fresh lanes.
+				if err := db.PrepareShadow(ctx, tables); err != nil {
+					return rep, fmt.Errorf("prepare shadow tables: %w", err)
+				}
+				shadowAt = eventstore.Start
+			}
+		}
+	}
+
+	// Bulk load, then catch up with the feed while the live projectors
+	// still run, so that the pause below is short.
+	if lanes == nil {
+		lanes = lanesOf(projs, false)
+	}
+	shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, nil, opts.BatchSize, progress)
 	if err != nil {
 		return rep, err
 	}
-	phase("replay")
+	phase(PhaseReplay)
 
 	// A table whose shadow has many more rows (the first rebuild, into
 	// empty tables) will be replaced: its shadow's indexes are built now,
@@ -363,61 +499,10 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	}
 	phase("catch-up")
 
-	// Pause: the exclusive pause locks wait for the live batch in flight
-	// and hold off the next ones. Then bring the shadows and the live
-	// tables to one position (both are close to the head by now: a few
-	// batches at most).
-	pause := func() (resume func(), err error) {
-		var locks []Lock
-		resume = func() {
-			for _, l := range locks {
-				_ = l.Release(bg)
-			}
-			locks = nil
-		}
-		for _, p := range projs {
-			l, err := db.Lock(ctx, LockPause, p.Name())
-			if err != nil {
-				resume()
-				return nil, fmt.Errorf("pause %s: %w", p.Name(), err)
-			}
-			locks = append(locks, l)
-		}
-		return resume, nil
-	}
+	// Pause, then bring the shadows and the live tables to one position
+	// (both are close to the head by now: a few batches at most).
 	align := func() (eventstore.Position, error) {
-		target := shadowAt
-		live := map[string]eventstore.Position{}
-		for _, p := range projs {
-			cp, err := db.Checkpoint(ctx, p.Name())
-			if err != nil {
-				return target, err
-			}
-			live[p.Name()] = cp.Position
-			if target.Less(cp.Position) {
-				target = cp.Position
-			}
-		}
-		if err := retryShort(ctx, func() (bool, error) {
-			var err error
-			shadowAt, err = replayShadow(ctx, feed, db, lanes, &stats, shadowAt, &target, opts.BatchSize, progress)
-			return !shadowAt.Less(target), err
-		}); err != nil {
-			return target, fmt.Errorf("bring the shadow to %s: %w", target, err)
-		}
-		for _, p := range projs {
-			if err := advanceLive(ctx, feed, db, p, live[p.Name()], target); err != nil {
-				return target, fmt.Errorf("bring live %s to %s: %w", p.Name(), target, err)
-			}
-		}
-		return target, nil
-	}
-	busy := func() []Phase {
-		out := []Phase{{Name: "read", Duration: stats.read}, {Name: "decode", Duration: stats.decode}}
-		for _, l := range lanes {
-			out = append(out, Phase{Name: "write " + l.name(), Duration: l.busy})
-		}
-		return out
+		return alignLive(shadowAt, func(target eventstore.Position) error { return replayTo(lanes, target) })
 	}
 	resume, err := pause()
 	if err != nil {
@@ -438,8 +523,10 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	// checksum matches, the live tables equal history at target and stay
 	// as they are, checkpoints included (the live projectors went on from
 	// there meanwhile). Otherwise the detailed comparison and the repair
-	// need the live tables to stand still: pause again, as below.
-	if !opts.SwapAll && len(indexed) == 0 {
+	// need the live tables to stand still: pause again, as below. (After
+	// a checksum pass that found differences, this would only find them
+	// again.)
+	if !opts.SwapAll && len(indexed) == 0 && !checked {
 		snap, err := db.SnapshotLive(ctx)
 		resume()
 		if err != nil {
@@ -466,7 +553,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 				}
 				rep.Swapped = true
 			}
-			rep.Busy = busy()
+			rep.Busy = stats.phases(lanes)
 			rep.Duration = time.Since(start)
 			return rep, nil
 		}
@@ -479,7 +566,7 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 		rep.Position = target
 	}
 	phase("paused catch-up")
-	rep.Busy = busy()
+	rep.Busy = stats.phases(lanes)
 	if err := db.FinishBulk(ctx, tables, balanceTotals(lanes)); err != nil {
 		return rep, fmt.Errorf("finish bulk load: %w", err)
 	}
@@ -530,6 +617,193 @@ func Rebuild(ctx context.Context, feed Feed, db ShadowDB, all []Projection, name
 	return rep, nil
 }
 
+// checksumSteps are the parts of Rebuild a checksum pass shares.
+type checksumSteps struct {
+	pause     func() (func(), error)
+	alignLive func(floor eventstore.Position, shadow func(eventstore.Position) error) (eventstore.Position, error)
+	replayTo  func(lanes []*lane, target eventstore.Position) error
+	phase     func(name string)
+	stats     *replayStats
+}
+
+// checksumPass compares the live tables with history by checksums
+// without storing the ledger entries (see Rebuild). It reports whether
+// every table matched; then rep is complete but for its duration.
+func checksumPass(ctx context.Context, feed Feed, db ShadowDB, cdb ChecksumDB, projs []Projection, tables []string,
+	opts RebuildOptions, rep *Report, s checksumSteps) (healthy bool, kept []*lane, err error) {
+	bg := context.WithoutCancel(ctx)
+	head, err := feed.Head(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	resume, err := s.pause()
+	if err != nil {
+		return false, nil, err
+	}
+	target, err := s.alignLive(head, nil)
+	var snap LiveSnapshot
+	if err == nil {
+		snap, err = db.SnapshotLive(ctx)
+	}
+	resume()
+	if err != nil {
+		return false, nil, err
+	}
+	s.phase("paused alignment")
+	rep.Position = target
+	// The live tables' scans run beside the replay.
+	type result struct {
+		sums map[string]TableSums
+		err  error
+	}
+	liveDone := make(chan result, 1)
+	go func() {
+		sums, err := cdb.LiveChecksums(ctx, snap, tables)
+		_ = snap.Close(bg)
+		liveDone <- result{sums, err}
+	}()
+	live := func() (map[string]TableSums, error) {
+		r := <-liveDone
+		return r.sums, r.err
+	}
+	opts.hook(hookOnlineCompare)
+
+	lanes := lanesOf(projs, true)
+	if err := s.replayTo(lanes, target); err != nil {
+		_, _ = live()
+		if errors.Is(err, errChecksumPassUnfit) {
+			return false, nil, nil // the stored replay will tell
+		}
+		return false, nil, err
+	}
+	s.phase(PhaseChecksumReplay)
+	var entries TableSums
+	var totals []BalanceTotal
+	for _, l := range lanes {
+		if l.sums != nil {
+			entries = l.sums
+			totals = l.totals.balances()
+			if totals == nil {
+				// A balance left int64: the database adds them up from
+				// stored entries.
+				_, _ = live()
+				return false, others(lanes), nil
+			}
+		}
+	}
+	if err := db.FinishBulk(ctx, tables, totals); err != nil {
+		_, _ = live()
+		return false, nil, fmt.Errorf("finish bulk load: %w", err)
+	}
+	var scanned []string
+	for _, t := range tables {
+		if t != "ledger_entries" || entries == nil {
+			scanned = append(scanned, t)
+		}
+	}
+	shadow, err := cdb.ShadowChecksums(ctx, scanned)
+	if err != nil {
+		_, _ = live()
+		return false, nil, fmt.Errorf("compare: %w", err)
+	}
+	if entries != nil {
+		shadow["ledger_entries"] = entries
+	}
+	liveSums, err := live()
+	if err != nil {
+		return false, nil, fmt.Errorf("compare: %w", err)
+	}
+	var comps []TableComparison
+	for _, t := range tables {
+		comps = append(comps, CompareSums(t, liveSums[t], shadow[t]))
+	}
+	s.phase("compare")
+	if !equalTables(comps) {
+		return false, others(lanes), nil
+	}
+	rep.Busy = s.stats.phases(lanes)
+	rep.Tables = comps
+	if !opts.VerifyOnly {
+		for i := range rep.Tables {
+			rep.Tables[i].Repair = RepairNone
+		}
+		rep.Swapped = true
+	}
+	return true, nil, nil
+}
+
+// ledgerFromStart replays the ledger projection alone, into fresh shadows
+// of its tables, from the start of the feed up to at, and returns its lanes
+// with kept (the other lanes, whose shadows are at at already).
+func ledgerFromStart(ctx context.Context, feed Feed, db ShadowDB, projs []Projection, kept []*lane, at eventstore.Position,
+	stats *replayStats, size int, progress func(int)) ([]*lane, error) {
+	var ledger []Projection
+	var tables []string
+	for _, p := range projs {
+		if _, ok := p.(ledgerProjection); ok {
+			ledger = append(ledger, p)
+			tables = append(tables, p.Tables()...)
+		}
+	}
+	if len(ledger) == 0 {
+		return kept, nil
+	}
+	if err := db.PrepareShadow(ctx, tables); err != nil {
+		return nil, fmt.Errorf("prepare shadow tables: %w", err)
+	}
+	lanes := lanesOf(ledger, false)
+	from := eventstore.Start
+	if err := retryShort(ctx, func() (bool, error) {
+		var err error
+		from, err = replayShadow(ctx, feed, db, lanes, stats, from, &at, size, progress)
+		return !from.Less(at), err
+	}); err != nil {
+		return nil, fmt.Errorf("bring the ledger's shadow to %s: %w", at, err)
+	}
+	return append(lanes, kept...), nil
+}
+
+// others are the lanes of a checksum pass other than the ledger's: their
+// shadows are stored, complete at the pass's position.
+func others(lanes []*lane) []*lane {
+	var out []*lane
+	for _, l := range lanes {
+		if l.sums == nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// liveTablesEmpty: the feed has events and the live tables have no rows
+// on disk (from the catalog: no scan).
+func liveTablesEmpty(ctx context.Context, feed Feed, db ShadowDB, tables []string) (bool, error) {
+	head, err := feed.Head(ctx)
+	if err != nil || head == eventstore.Start {
+		return false, err
+	}
+	sizes, err := db.TableSizes(ctx, tables)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range sizes {
+		if c.Live > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// phases are the busy times of the replay pipeline: reading the feed,
+// decoding, each lane's writes.
+func (s *replayStats) phases(lanes []*lane) []Phase {
+	out := []Phase{{Name: "read", Duration: s.read}, {Name: "decode", Duration: s.decode}}
+	for _, l := range lanes {
+		out = append(out, Phase{Name: "write " + l.name(), Duration: l.busy})
+	}
+	return out
+}
+
 // balanceTotals returns the balances the ledger's lane added up, nil if
 // none did (or they overflowed).
 func balanceTotals(lanes []*lane) []BalanceTotal {
@@ -561,7 +835,12 @@ type lane struct {
 	copies      bool         // the ledger's lane: entries loaded by an entryCopier
 	copier      *entryCopier // while a replay runs
 	totals      *entryTotals // the ledger's lane: its entries added up, across replays
-	busy        time.Duration
+	// sums: the ledger's lane in a checksum pass: its entries' checksums
+	// (not stored), across replays; periods: their sums per period, for
+	// the closes.
+	sums    TableSums
+	periods *periodTotals
+	busy    time.Duration
 }
 
 func (l *lane) name() string {
@@ -581,8 +860,9 @@ type streamLocal interface {
 }
 
 // lanesOf returns the lanes of a rebuild; they keep state (held rows)
-// from one replay to the next.
-func lanesOf(projs []Projection) []*lane {
+// from one replay to the next. In a checksum pass the ledger's lane hashes
+// its entries instead of loading them.
+func lanesOf(projs []Projection, checksums bool) []*lane {
 	var out []*lane
 	for _, p := range projs {
 		n := 1
@@ -597,6 +877,10 @@ func lanesOf(projs []Projection) []*lane {
 			case ledgerProjection:
 				l.copies = true
 				l.totals = newEntryTotals()
+				if checksums {
+					l.sums = TableSums{}
+					l.periods = newPeriodTotals()
+				}
 			}
 			out = append(out, l)
 		}
@@ -654,7 +938,7 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, st
 		defer close(raw)
 		for at := from; ; {
 			t := time.Now()
-			evs, err := readUpTo(gctx, feed, at, upTo, size)
+			evs, err := readUpTo(gctx, dataOnly(feed), at, upTo, size)
 			stats.read += time.Since(t)
 			if err != nil {
 				return err
@@ -707,9 +991,9 @@ func replayShadow(ctx context.Context, feed Feed, db ShadowDB, lanes []*lane, st
 	for i, l := range lanes {
 		g.Go(func() (err error) {
 			if l.copies {
-				l.copier = startEntryCopier(gctx, db, l.totals)
+				l.copier = startEntryCopier(gctx, db, l.totals, l.sums, l.periods)
 				defer func() {
-					if cerr := l.copier.stop(); err == nil {
+					if cerr := l.copier.stop(l.sums); err == nil {
 						err = cerr
 					}
 					l.copier = nil
@@ -879,6 +1163,31 @@ func retryShort(ctx context.Context, f func() (bool, error)) error {
 		}
 	}
 	return errFeedHeldBack
+}
+
+// dataFeed is a Feed that can leave the events' metadata out of a read
+// (adapters/postgres EventStore): a replay uses none of it, and it is
+// nearly half of the JSON the database formats for the read.
+type dataFeed interface {
+	ReadAllData(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error)
+}
+
+// dataOnlyFeed reads a dataFeed without the metadata.
+type dataOnlyFeed struct {
+	Feed
+	d dataFeed
+}
+
+func (f dataOnlyFeed) ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
+	return f.d.ReadAllData(ctx, after, limit)
+}
+
+// dataOnly is feed reading without the events' metadata if it can.
+func dataOnly(feed Feed) Feed {
+	if d, ok := feed.(dataFeed); ok {
+		return dataOnlyFeed{Feed: feed, d: d}
+	}
+	return feed
 }
 
 // readUpTo reads the feed after from, cut at *upTo if set.

@@ -194,6 +194,8 @@ func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
 	assert.False(t, rep.Swapped)
 	assert.True(t, hasDiff(rep.Differences, "account_balances", "revenue:sales/USD"), "verify-only rebuild should report the balance: %+v", rep.Differences)
 	assert.True(t, hasDiff(rep.Differences, "payments", "stripe/pay_0"), "verify-only rebuild should report the payment: %+v", rep.Differences)
+	// The checksum pass found differences; the stored replay detailed them.
+	assert.Equal(t, []string{projections.PhaseChecksumReplay, projections.PhaseReplay}, replays(rep))
 	// Verify-only leaves the live tables alone.
 	got := f.balances(ctx)
 	assert.Equal(t, g.m.balances[acctCur{"revenue:sales", "USD"}]+1, got[acctCur{"revenue:sales", "USD"}], "verify-only changed the live table")
@@ -202,6 +204,7 @@ func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
 	require.NoError(t, err, "rebuild")
 	require.True(t, rep.Swapped)
 	require.NotEmpty(t, rep.Differences)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay, projections.PhaseReplay}, replays(rep))
 	assert.True(t, hasDiff(rep.Differences, "ledger_entries", ""), "the lost and the made-up entries: %+v", rep.Differences)
 	// Few rows differ: the live tables are repaired in place.
 	for _, tc := range rep.Tables {
@@ -219,6 +222,19 @@ func TestCorruptedLiveTableIsDetectedAndRepaired(t *testing.T) {
 	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Differences, "after repair")
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep), "a healthy ledger: no stored replay")
+}
+
+// replays lists the replays a rebuild made: the checksum pass's, the
+// stored one's, in order.
+func replays(rep projections.Report) []string {
+	var out []string
+	for _, p := range rep.Phases {
+		if p.Name == projections.PhaseChecksumReplay || p.Name == projections.PhaseReplay {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }
 
 // hasDiff: ds has a difference of table with key (any key when empty).
@@ -344,6 +360,7 @@ func TestLiveProjectorsProgressWhileARebuildCompares(t *testing.T) {
 	require.NoError(t, r.err, "rebuild")
 	assert.Empty(t, r.rep.Differences)
 	assert.True(t, r.rep.Swapped)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(r.rep), "a healthy ledger: no stored replay")
 	for _, tc := range r.rep.Tables {
 		assert.Equal(t, projections.RepairNone, tc.Repair, "table %s", tc.Table)
 	}
@@ -363,5 +380,62 @@ func TestLiveProjectorsProgressWhileARebuildCompares(t *testing.T) {
 	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Differences, "compared again from scratch")
+	require.NoError(t, stop())
+}
+
+// When the checksum pass finds a difference, the stored replay keeps the
+// shadows the pass stored (all but the ledger's) and replays only the
+// ledger from the start: a difference in any table is still reported and
+// repaired, whichever projections are rebuilt.
+func TestDifferencesFoundByTheChecksumPassAreRepaired(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := ctxT(t)
+	g := newGenerator(21)
+	f.apply(ctx, g.payments(50))
+	stop := f.run(ctx)
+	defer stop()
+	f.waitCaughtUp(ctx)
+
+	var key string // provider/payment_id of the corrupted row
+	corrupt := func() {
+		require.NoError(t, f.pool.QueryRow(ctx, `UPDATE payments SET refunded_amount = refunded_amount + 3
+			WHERE stream_id = (SELECT min(stream_id) FROM payments) RETURNING provider || '/' || payment_id`).Scan(&key))
+	}
+	// The payments projection alone: no ledger lane at all.
+	corrupt()
+	rep, err := f.svc.Rebuild(ctx, []string{projections.NamePayments}, projections.RebuildOptions{BatchSize: 40})
+	require.NoError(t, err)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay, projections.PhaseReplay}, replays(rep))
+	assert.True(t, hasDiff(rep.Differences, "payments", key), "%+v", rep.Differences)
+	require.Len(t, rep.Tables, 1)
+	assert.Equal(t, projections.RepairPatched, rep.Tables[0].Repair)
+
+	// Every projection: the ledger replayed from the start, the others
+	// kept from the pass; only payments differ.
+	corrupt()
+	f.apply(ctx, g.payments(5)) // the live projectors go on meanwhile
+	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 40})
+	require.NoError(t, err)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay, projections.PhaseReplay}, replays(rep))
+	require.Len(t, rep.Differences, 1, "%+v", rep.Differences)
+	assert.True(t, hasDiff(rep.Differences, "payments", key))
+	for _, tc := range rep.Tables {
+		want := projections.RepairNone
+		if tc.Table == "payments" {
+			want = projections.RepairPatched
+		}
+		assert.Equal(t, want, tc.Repair, "table %s", tc.Table)
+		assert.Equal(t, tc.LiveRows, tc.RebuiltRows, "table %s", tc.Table)
+	}
+	f.waitCaughtUp(ctx)
+	g.m.checkBalances(t, f.balances(ctx))
+	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{VerifyOnly: true})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences, "after the repairs")
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep))
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs)
 	require.NoError(t, stop())
 }

@@ -408,3 +408,32 @@ func TestOtherDatabasesDoNotHoldTheFeedBack(t *testing.T) {
 	got = readAllOurs(t, ctx, s)
 	require.Len(t, got, 1, "feed shows %d events while a transaction of this database is open; want 1", len(got))
 }
+
+// ReadAllData is ReadAll without the metadata: same events, same order,
+// same positions and data (a rebuild's replay reads it).
+func TestReadAllDataIsReadAllWithoutMetadata(t *testing.T) {
+	ctx := testCtx(t)
+	s := postgres.NewEventStore(pgtest.NewPool(t))
+	evs := events(7)
+	for i := range evs {
+		evs[i].Metadata = []byte(`{"provider": "test"}`)
+	}
+	_, err := s.Append(ctx, "s-1", eventstore.NoStream, evs[:4])
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s-2", eventstore.NoStream, evs[4:])
+	require.NoError(t, err)
+	all := readAllAtLeast(t, ctx, s, 7)
+	data, err := s.ReadAllData(ctx, eventstore.Start, 10000)
+	require.NoError(t, err)
+	require.Len(t, data, len(all))
+	for i := range all {
+		assert.NotEmpty(t, all[i].Metadata)
+		assert.Nil(t, data[i].Metadata)
+		all[i].Metadata = nil
+	}
+	assert.Equal(t, all, data)
+	// And from a position, with a limit, as ReadAll.
+	rest, err := s.ReadAllData(ctx, all[2].Position, 3)
+	require.NoError(t, err)
+	assert.Equal(t, all[3:6], rest)
+}

@@ -84,7 +84,7 @@ func run(url, out string, batch int, swapAll bool) error {
 		rep.Events, rep.Duration.Round(time.Millisecond), float64(rep.Events)/rep.Duration.Seconds(),
 		replayed.Round(time.Millisecond), float64(rep.Events)/replayed.Seconds(), len(rep.Differences), rep.Swapped)
 	for _, p := range rep.Phases {
-		fmt.Printf("  %-16s %s\n", p.Name, p.Duration.Round(time.Millisecond))
+		fmt.Printf("  %-20s %s\n", p.Name, p.Duration.Round(time.Millisecond))
 	}
 	for _, p := range rep.Busy {
 		fmt.Printf("  busy %-16s %s\n", p.Name, p.Duration.Round(time.Millisecond))

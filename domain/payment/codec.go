@@ -297,8 +297,11 @@ func (w wireMeta) wire() wireMeta { return w }
 
 func decode[W metaOf](typ string, data []byte, build func(W, Meta) Event) (Event, error) {
 	var w W
-	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", typ, err)
+	if !unmarshalFlat(data, &w) { // flatjson.go; else as encoding/json would
+		w = *new(W)
+		if err := json.Unmarshal(data, &w); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", typ, err)
+		}
 	}
 	m, err := w.wire().meta()
 	if err != nil {

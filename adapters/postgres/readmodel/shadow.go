@@ -436,7 +436,7 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	// One snapshot for the row comparisons.
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		for i, t := range tables {
-			c := compareGroups(t, sums[2*i], sums[2*i+1])
+			c := projections.CompareSums(t, sums[2*i], sums[2*i+1])
 			if c.LiveRows != c.RebuiltRows {
 				diffs = append(diffs, projections.Difference{Table: t, Kind: projections.DiffRowCount,
 					Live: fmt.Sprint(c.LiveRows), Rebuilt: fmt.Sprint(c.RebuiltRows)})
@@ -496,31 +496,8 @@ func (s *Store) TableSizes(ctx context.Context, tables []string) ([]projections.
 	return out, nil
 }
 
-// groupSum is one checksum group: its row count and the XOR of its rows'
-// hashes.
-type groupSum struct{ n, h int64 }
-
 // compareScans is how many checksum scans run at once.
 const compareScans = 2
-
-// compareGroups compares one table's live and shadow checksum groups.
-func compareGroups(table string, live, shadow map[string]groupSum) projections.TableComparison {
-	c := projections.TableComparison{Table: table}
-	for g, l := range live {
-		c.LiveRows += l.n
-		if sh, ok := shadow[g]; !ok || sh != l {
-			c.DifferingGroups = append(c.DifferingGroups, g)
-		}
-	}
-	for g, sh := range shadow {
-		c.RebuiltRows += sh.n
-		if _, ok := live[g]; !ok {
-			c.DifferingGroups = append(c.DifferingGroups, g)
-		}
-	}
-	slices.Sort(c.DifferingGroups)
-	return c
-}
 
 // liveSnapshot is a read-only repeatable-read transaction kept open so
 // that other transactions can import its snapshot (pg_export_snapshot). It
@@ -572,7 +549,7 @@ func (s *Store) Checksums(ctx context.Context, snap projections.LiveSnapshot, ta
 	}
 	out := make([]projections.TableComparison, len(tables))
 	for i, t := range tables {
-		out[i] = compareGroups(t, sums[2*i], sums[2*i+1])
+		out[i] = projections.CompareSums(t, sums[2*i], sums[2*i+1])
 	}
 	return out, nil
 }
@@ -582,8 +559,8 @@ func (s *Store) Checksums(ctx context.Context, snap projections.LiveSnapshot, ta
 // is read in the exported snapshot liveSnap if set; otherwise the live
 // projectors are paused and the shadows complete, so nothing changes the
 // tables meanwhile: separate snapshots see the same rows.
-func (s *Store) checksums(ctx context.Context, tables []string, liveSnap string) ([]map[string]groupSum, error) {
-	out := make([]map[string]groupSum, 2*len(tables))
+func (s *Store) checksums(ctx context.Context, tables []string, liveSnap string) ([]projections.TableSums, error) {
+	out := make([]projections.TableSums, 2*len(tables))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(compareScans)
 	for i, t := range tables {
@@ -604,9 +581,9 @@ func (s *Store) checksums(ctx context.Context, tables []string, liveSnap string)
 
 // checksum is one table's (live or shadow) per-group row counts and XOR of
 // row hashes, in the exported snapshot snap if set.
-func (s *Store) checksum(ctx context.Context, table, name, snap string) (map[string]groupSum, error) {
+func (s *Store) checksum(ctx context.Context, table, name, snap string) (projections.TableSums, error) {
 	spec := tableSpecs[table]
-	out := map[string]groupSum{}
+	out := projections.TableSums{}
 	opts := pgx.TxOptions{AccessMode: pgx.ReadOnly}
 	if snap != "" {
 		opts.IsoLevel = pgx.RepeatableRead
@@ -634,8 +611,8 @@ func (s *Store) checksum(ctx context.Context, table, name, snap string) (map[str
 			return err
 		}
 		var g string
-		var sum groupSum
-		_, err = pgx.ForEachRow(rows, []any{&g, &sum.n, &sum.h}, func() error {
+		var sum projections.GroupSum
+		_, err = pgx.ForEachRow(rows, []any{&g, &sum.Rows, &sum.Hash}, func() error {
 			out[g] = sum
 			return nil
 		})
