@@ -2,6 +2,7 @@ package readmodel_test
 
 import (
 	"context"
+	"github.com/jackc/pgx/v5"
 	"math"
 	"strings"
 	"testing"
@@ -125,6 +126,23 @@ func TestEntryChecksumsInGoEqualTheDatabases(t *testing.T) {
 	require.NotEmpty(t, inGo)
 	assert.Equal(t, live["ledger_entries"], inGo, "live table (INSERT) against Go")
 	assert.Equal(t, shadow["ledger_entries"], inGo, "shadow table (COPY) against Go")
+
+	// The groups are named alike whatever the sessions' DateStyle: a
+	// server configured for another one must not make every group differ.
+	var dbName string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT current_database()`).Scan(&dbName))
+	_, err = pool.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{dbName}.Sanitize()+` SET DateStyle = 'SQL, DMY'`)
+	require.NoError(t, err)
+	pool.Reset() // new connections take the database's DateStyle
+	var style string
+	require.NoError(t, pool.QueryRow(ctx, `SHOW DateStyle`).Scan(&style))
+	require.Equal(t, "SQL, DMY", style)
+	snap, err = db.SnapshotLive(ctx)
+	require.NoError(t, err)
+	liveSQL, err := db.LiveChecksums(ctx, snap, tables)
+	require.NoError(t, snap.Close(ctx))
+	require.NoError(t, err)
+	assert.Equal(t, inGo, liveSQL["ledger_entries"], "live table under DateStyle SQL, DMY against Go")
 	c := projections.CompareSums("ledger_entries", live["ledger_entries"], inGo)
 	assert.Empty(t, c.DifferingGroups)
 	assert.EqualValues(t, len(entries), c.LiveRows)

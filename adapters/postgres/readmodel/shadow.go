@@ -39,8 +39,12 @@ var tableSpecs = map[string]tableSpec{
 		compare: []string{"stream_id", "event_type", "provider", "account", "currency", "amount",
 			"occurred_at", "recorded_at", "position_commit", "position_prepare",
 			"period", "late_adjustment", "adjusts_period"},
-		// Per account, currency and (UTC) day of the fact.
-		group: []string{"account", "currency", "(occurred_at AT TIME ZONE 'UTC')::date"},
+		// Per account, currency and (UTC) day of the fact. The day is
+		// spelled by to_char, not ::date::text, whose spelling follows the
+		// session's DateStyle: the checksum pass names the same groups in Go
+		// (checksum.go, YYYY-MM-DD), and a server set to another style would
+		// make every group differ.
+		group: []string{"account", "currency", "to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"},
 	},
 	// The calendar's rows come from the periods stream's events (their
 	// times are the events' own), so a rebuild reproduces them exactly;
@@ -69,7 +73,7 @@ var tableSpecs = map[string]tableSpec{
 		compare: []string{"stream_id", "status", "currency", "authorized_amount", "captured_amount", "fee_amount",
 			"refunded_amount", "refund_pending_amount", "dispute_open_amount", "dispute_lost_amount",
 			"failed", "canceled", "version", "updated_at"},
-		group:     []string{"provider", "coalesce(currency, '')", "(updated_at AT TIME ZONE 'UTC')::date"},
+		group:     []string{"provider", "coalesce(currency, '')", "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"},
 		eagerKeys: true,
 	},
 	"reconciliation_items": {
