@@ -247,7 +247,7 @@ if want ingest; then
 		mark="$(pg_mark)"
 		"$work/loadgen" --payments 0 --duration "${OPEN_SECONDS}s" --rate "$r" --open-loop --duplicates 0.2 \
 			--lag-interval 0 --json >"$work/open_$r.json" || status=$?
-		line="$(jq -r --arg r "$r" '"offered \($r)/s: achieved \(.deliveries_per_second|floor)/s  p50 \(.latency_ms.p50*10|round/10) ms  p99 \(.latency_ms.p99*10|round/10) ms  late sends \(.late_sends)  5xx \(.outcomes["5xx"])  \(.verdict)"' "$work/open_$r.json")"
+		line="$(jq -r --arg r "$r" '"offered \($r)/s: achieved \(.deliveries_per_second|floor)/s  p50 \(.latency_ms.p50*10|round/10) ms  p99 \(.latency_ms.p99*10|round/10) ms  late sends (>1 ms) \(.late_sends), behind the slot p99 \(.late_ms.p99*10|round/10) ms  5xx \(.outcomes["5xx"])  \(.verdict)"' "$work/open_$r.json")"
 		echo "$line" | tee -a "$work/open.txt"
 		pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/open_$r.json")"
 		kept="$(jq -r --arg r "$r" 'if (.deliveries_per_second >= ($r|tonumber)*0.97 and .outcomes["5xx"] == 0) then 1 else 0 end' "$work/open_$r.json")"

@@ -450,6 +450,9 @@ func TestFlags(t *testing.T) {
 	assert.Error(t, err, "stripe without a secret accepted")
 	_, err = parseFlags([]string{"--payments", "0"}, io.Discard)
 	assert.Error(t, err, "--payments 0 without --duration accepted")
+	assert.Equal(t, 1, o.Procs, "the generator keeps to one core by default")
+	_, err = parseFlags([]string{"--procs", "-1"}, io.Discard)
+	assert.ErrorContains(t, err, "--procs")
 }
 
 // Several instances behind no balancer: --url takes a comma-separated list

@@ -132,6 +132,14 @@ func (q *queue) fill() {
 	}
 }
 
+// Prime activates the first window of lifecycles now, so that generating
+// them is not on the first senders' path once the clock runs.
+func (q *queue) Prime() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.fill()
+}
+
 // Next blocks until there is a job, or returns false when all work is done
 // (or the run was aborted).
 func (q *queue) Next() (job, bool) {

@@ -119,8 +119,9 @@ type sender struct {
 	maxBackoff   time.Duration
 
 	latency stats.Recorder
-	// late: how far behind its scheduled time each open-loop send left
-	// (every sender busy: the server is past its knee, or too few senders).
+	// late: how far behind its scheduled time each open-loop send left, on
+	// time (0) included: every sender busy (the server past its knee), or
+	// the generator itself waiting for a CPU it shares with the server.
 	late     stats.Recorder
 	openLoop bool
 	c        counters
@@ -156,15 +157,21 @@ func (s *sender) work(ctx context.Context, q *queue) {
 	}
 }
 
-// run sends one job and returns its follow-ups.
+// run sends one job and returns its follow-ups. Its first request is built
+// and signed before the sender sleeps until the job's slot, so that what
+// the sender does between waking and sending is the send itself: on cores
+// it shares with the server, every microsecond of work there is a chance
+// to leave late.
 func (s *sender) run(ctx context.Context, j job) []job {
 	body := j.d.Body
 	if j.kind == kindConflict {
 		body = j.d.Conflict
 	}
 	if j.kind != kindFirst || !j.d.Twin {
-		sched := s.pace.wait(ctx, 1)
-		ok := s.deliverAt(ctx, j.d, body, j.kind, sched)
+		sched := s.pace.take(1)
+		req, err := s.request(ctx, j.d, body, signTime(sched))
+		s.pace.sleepUntil(ctx, sched)
+		ok := s.deliverAt(ctx, j.d, body, j.kind, sched, req, err)
 		if j.kind != kindFirst || !ok {
 			return nil
 		}
@@ -172,7 +179,10 @@ func (s *sender) run(ctx context.Context, j job) []job {
 	}
 	// A twin: the same delivery from two senders at the same instant, the
 	// race the inbox's primary key must decide.
-	sched := s.pace.wait(ctx, 2)
+	sched := s.pace.take(2)
+	req, err := s.request(ctx, j.d, body, signTime(sched))
+	twinReq, twinErr := s.request(ctx, j.d, body, signTime(sched))
+	s.pace.sleepUntil(ctx, sched)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	var twinOK atomic.Bool
@@ -180,15 +190,24 @@ func (s *sender) run(ctx context.Context, j job) []job {
 	go func() {
 		defer wg.Done()
 		<-start
-		twinOK.Store(s.deliverAt(ctx, j.d, body, kindCopy, sched))
+		twinOK.Store(s.deliverAt(ctx, j.d, body, kindCopy, sched, twinReq, twinErr))
 	}()
 	close(start)
-	ok := s.deliverAt(ctx, j.d, body, kindFirst, sched)
+	ok := s.deliverAt(ctx, j.d, body, kindFirst, sched, req, err)
 	wg.Wait()
 	if !ok && !twinOK.Load() {
 		return nil
 	}
 	return followups(j.d)
+}
+
+// signTime is the signature timestamp of a request built ahead of its slot:
+// the slot itself (a past slot, or none, is signed now).
+func signTime(sched time.Time) time.Time {
+	if now := time.Now(); sched.Before(now) {
+		return now
+	}
+	return sched
 }
 
 func followups(d *scenario.Delivery) []job {
@@ -204,22 +223,35 @@ func followups(d *scenario.Delivery) []job {
 
 // deliver is deliverAt for a delivery with no slot in a schedule.
 func (s *sender) deliver(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind) bool {
-	return s.deliverAt(ctx, d, body, kind, time.Time{})
+	req, err := s.request(ctx, d, body, time.Now())
+	return s.deliverAt(ctx, d, body, kind, time.Time{}, req, err)
 }
 
 // deliverAt sends body until a 2xx or maxAttempts, and reports whether it got
-// a 2xx. sched is the delivery's slot in the pacer's schedule (zero when
-// unpaced): in open-loop mode the first attempt's latency counts from it, so
-// time spent waiting for a free sender behind a slow server is latency too
-// (no coordinated omission).
-func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind, sched time.Time) bool {
+// a 2xx. first is the first attempt's request, built ahead (or the error
+// building it); retries are built and signed afresh. sched is the
+// delivery's slot in the pacer's schedule (zero when unpaced): in open-loop
+// mode the first attempt's latency counts from it, so time spent waiting
+// for a free sender behind a slow server, or for the generator's own turn
+// on a busy CPU, is latency too (no coordinated omission).
+func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind, sched time.Time, first *http.Request, firstErr error) bool {
 	key := d.Provider + "/" + d.ID
 	for attempt := 1; ; attempt++ {
 		origin := time.Time{}
-		if s.openLoop && attempt == 1 {
-			origin = sched
+		req, err := first, firstErr
+		if attempt == 1 {
+			if s.openLoop {
+				origin = sched
+			}
+		} else {
+			req, err = s.request(ctx, d, body, time.Now())
 		}
-		status, outcome, retryAfter, err := s.attempt(ctx, d, body, origin)
+		var status int
+		var outcome string
+		var retryAfter time.Duration
+		if err == nil {
+			status, outcome, retryAfter, err = s.attempt(req, origin)
+		}
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -291,32 +323,35 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// attempt is one signed HTTP request. outcome is the body's "status" (or
-// "error") field. Its latency is measured from origin when set (the
-// scheduled send time, open loop), else from the moment it is sent.
-func (s *sender) attempt(ctx context.Context, d *scenario.Delivery, body []byte, origin time.Time) (status int, outcome string, retryAfter time.Duration, err error) {
+// request builds one signed attempt of d, its signature dated at.
+func (s *sender) request(ctx context.Context, d *scenario.Delivery, body []byte, at time.Time) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target()+"/webhooks/"+d.Provider, bytes.NewReader(body))
 	if err != nil {
-		return 0, "", 0, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	now := time.Now()
 	switch d.Provider {
 	case scenario.Stripe:
 		req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-		req.Header.Set("Stripe-Signature", sign.Stripe(s.stripeSecret, now, body))
+		req.Header.Set("Stripe-Signature", sign.Stripe(s.stripeSecret, at, body))
 	case scenario.Standard:
 		req.Header.Set("User-Agent", "onceledger-loadgen")
-		s.standard.Headers(req.Header, d.ID, now, body)
+		s.standard.Headers(req.Header, d.ID, at, body)
 	default:
-		return 0, "", 0, fmt.Errorf("no signer for provider %q", d.Provider)
+		return nil, fmt.Errorf("no signer for provider %q", d.Provider)
 	}
+	return req, nil
+}
+
+// attempt sends one signed request. outcome is the body's "status" (or
+// "error") field. Its latency is measured from origin when set (the
+// scheduled send time, open loop), else from the moment it is sent. An
+// open-loop send records how far behind its slot it left, on time included.
+func (s *sender) attempt(req *http.Request, origin time.Time) (status int, outcome string, retryAfter time.Duration, err error) {
 	s.c.Requests.Add(1)
 	t0 := time.Now()
 	if !origin.IsZero() {
-		if late := t0.Sub(origin); late > 0 {
-			s.late.Record(late)
-		}
+		s.late.Record(max(t0.Sub(origin), 0))
 		t0 = origin
 	}
 	resp, err := s.client.Do(req)
@@ -373,18 +408,33 @@ func newPacer(rate float64) *pacer {
 	return &pacer{start: time.Now(), interval: time.Duration(float64(time.Second) / rate)}
 }
 
-// wait takes the next k slots and sleeps until the first one is due; it
-// returns that slot's scheduled time (zero for an unpaced run). A sender that
-// takes a slot already past leaves at once: the schedule never stretches.
-func (p *pacer) wait(ctx context.Context, k int64) time.Time {
+// take takes the next k slots and returns the first one's scheduled time
+// (zero for an unpaced run). A slot already past is taken all the same:
+// the schedule never stretches.
+func (p *pacer) take(k int64) time.Time {
 	if p == nil {
 		return time.Time{}
 	}
 	n := p.n.Add(k) - k
-	at := p.start.Add(time.Duration(n) * p.interval)
+	return p.start.Add(time.Duration(n) * p.interval)
+}
+
+// sleepUntil waits for a slot taken by take; a slot already past (or none)
+// returns at once.
+func (p *pacer) sleepUntil(ctx context.Context, at time.Time) {
+	if p == nil || at.IsZero() {
+		return
+	}
 	if d := time.Until(at); d > 0 {
 		sleep(ctx, d)
 	}
+}
+
+// wait takes the next k slots and sleeps until the first one is due; it
+// returns that slot's scheduled time (zero for an unpaced run).
+func (p *pacer) wait(ctx context.Context, k int64) time.Time {
+	at := p.take(k)
+	p.sleepUntil(ctx, at)
 	return at
 }
 

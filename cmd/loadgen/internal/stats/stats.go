@@ -47,6 +47,19 @@ func (r *Recorder) Record(d time.Duration) {
 	r.mu.Unlock()
 }
 
+// CountAbove is the number of samples recorded so far above d.
+func (r *Recorder) CountAbove(d time.Duration) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.samples {
+		if s > d {
+			n++
+		}
+	}
+	return n
+}
+
 // Summary is the distribution of the samples recorded so far.
 type Summary struct {
 	Count int

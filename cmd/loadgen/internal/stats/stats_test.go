@@ -101,3 +101,12 @@ func TestPercentileOtherTypes(t *testing.T) {
 	assert.Equal(t, int64(5), Percentile([]int64{3, 5, 8, 13}, 50), "int64 p50")
 	assert.Equal(t, 0.3, Percentile([]float64{0.1, 0.2, 0.3}, 99), "float p99")
 }
+
+func TestCountAbove(t *testing.T) {
+	var r Recorder
+	for _, d := range []time.Duration{0, time.Millisecond, 2 * time.Millisecond, time.Second} {
+		r.Record(d)
+	}
+	assert.Equal(t, 2, r.CountAbove(time.Millisecond), "strictly above")
+	assert.Equal(t, 4, r.Summary().Count)
+}
