@@ -72,6 +72,21 @@ const gateAllSQL = `
 	WHERE w.status <> '` + ingest.StatusReceived + `' AND w.facts_hash = EXCLUDED.facts_hash
 	RETURNING w.provider, w.dedup_key, w.delivery_count, w.status, w.payload_hash, w.stream_id`
 
+// genericPlansSQL makes the rest of a shared unit run on plans made once
+// per connection. serve's connections plan every execution
+// (plan_cache_mode=force_custom_plan, cmd/onceledger/app: plans made on an
+// empty database turned into sequential scans as it grew), and a unit's
+// statements cost 60–70 µs each to plan: at 1,000 deliveries/s, where a
+// unit holds one or two deliveries, planning was a third of the
+// database's time per delivery (pg_stat_statements, BENCHMARKS.md). Every
+// statement of a unit reads by key (the inbox's primary key, a stream's
+// (stream_id, version), an event id), so its plan does not depend on the
+// tables' size: with sequential scans priced out while the plan is made,
+// a generic plan made on an empty database is the index plan it needs
+// later (a plan is not remade when a setting changes). SET LOCAL: the
+// connection's own settings are back at the commit or rollback.
+const genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+
 // GateAll implements ingest.BatchTx: the multi-row insert (which counts the
 // plain redeliveries) and the read of every stream named travel in one
 // round trip (a pipelined batch, run in order, so the read sees what the
@@ -109,6 +124,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		}
 	}
 	b := &pgx.Batch{}
+	b.Queue(genericPlansSQL)
 	b.Queue(gateAllSQL, provs, keys, types, streams, hashes, facts, raws, norms, statuses)
 	if len(reads) > 0 {
 		// One index lookup per stream, whatever the statistics say: with
@@ -126,6 +142,9 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	}
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("shared unit: settings: %w", markUnavailable(err))
+	}
 	rows, _ := br.Query()
 	gated := make(map[ingest.InboxKey]ingest.Gated, n)
 	var (
