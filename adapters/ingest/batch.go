@@ -27,7 +27,7 @@ import (
 // A delivery that cannot share the unit is recorded alone, by the single
 // path (recordOnce and its retry), never failing its neighbours:
 //   - a redelivery of a key on record is answered "duplicate" in the unit
-//     (and counted by the gate's statement) when it is a plain one: same
+//     (and counted by the gate) when it is a plain one: same
 //     facts, first arrival recorded. Any other (different facts: a conflict
 //     to keep; a row still "received" to re-drive) is sent to the single
 //     path as soon as the gate says so, uncounted;
@@ -66,10 +66,9 @@ type BatchTx interface {
 	// duplicate (its key's row is not "received" and holds the same facts
 	// hash) is counted on that row (delivery_count) in the unit, and First
 	// is that row; for any other redelivery First.Status is "" (record it
-	// alone: nothing of it was written, though its row may stay locked
-	// until the unit ends). The items' keys are distinct; several may name
-	// one stream to read (an import set), each first arrival then gets its
-	// history.
+	// alone: nothing of it was written). The items' keys are distinct;
+	// several may name one stream to read (an import set), each first
+	// arrival then gets its history.
 	GateAll(ctx context.Context, items []GateItem) ([]Gated, error)
 	// AppendAll appends each append's events after its Read events, all in
 	// the unit. An append that cannot be made at that version (the stream
@@ -347,8 +346,7 @@ func (b *batcher) unit(ctx context.Context, tx BatchTx, batch []*member, answers
 		}
 	}
 	// A redelivery sent alone wrote nothing in this unit: the single path
-	// may take it now, without waiting for the commit (where it updates the
-	// row the gate locked, it waits for the unit).
+	// may take it now, without waiting for the commit.
 	for i, m := range batch {
 		if answers[i].alone {
 			m.done <- answers[i]

@@ -49,28 +49,35 @@ type batchTx struct {
 
 // gateAllSQL is the dedup gate of many deliveries in one statement: the
 // primary key judges each row as in insertInboxAndRead (a key another
-// transaction is inserting makes this one wait for it). A key on record is
-// counted in the same statement when its redelivery is a plain duplicate
-// (the row is not "received" and holds the same facts; the single path
-// sees to any other), so RETURNING names the rows this statement inserted
-// (delivery_count 1, the column's default) and the rows it counted (2 and
-// more), each as it stands after the statement. Any other key on record is
-// locked (ON CONFLICT DO UPDATE locks the rows it does not update too) and
-// not returned. Before, a read of every key and a counting update followed
-// the insert: two more statements per unit, each joining the inbox to the
-// keys and planned on every execution (custom plans), about a fifth of the
-// unit's database time (pg_stat_statements, BENCHMARKS.md).
+// transaction is inserting makes this one wait for it), and RETURNING names
+// the rows this statement inserted, the first arrivals.
 const gateAllSQL = `
-	INSERT INTO webhook_inbox AS w (provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, applied_at)
+	INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, applied_at)
 	SELECT i.provider, i.dedup_key, i.event_type, i.stream_id, i.payload_hash, i.facts_hash, i.raw_body, i.normalized, i.status,
 	       CASE WHEN i.status = '` + ingest.StatusApplied + `' THEN now() END
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::jsonb[], $9::text[])
 		WITH ORDINALITY AS i(provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, ord)
 	ORDER BY i.ord
-	ON CONFLICT (provider, dedup_key) DO UPDATE
+	ON CONFLICT (provider, dedup_key) DO NOTHING
+	RETURNING provider, dedup_key`
+
+// countAllSQL counts, right after the gate, the redeliveries that are plain
+// duplicates of a row on record (the row is not "received" and holds the
+// same facts: the single path sees to any other) and returns those rows as
+// they stand after it. The rows the gate inserted are this transaction's
+// own (xmin), and not redeliveries. Before, a read of every key followed the
+// gate and a counting update the decisions: one statement fewer per unit.
+// Not ON CONFLICT DO UPDATE … WHERE in the gate itself: that locks the rows
+// it does not update too, and a redelivery sent alone (a conflict) then
+// waited for the whole unit to commit before it could count itself.
+const countAllSQL = `
+	UPDATE webhook_inbox w
 	SET delivery_count = w.delivery_count + 1, last_seen_at = now()
-	WHERE w.status <> '` + ingest.StatusReceived + `' AND w.facts_hash = EXCLUDED.facts_hash
-	RETURNING w.provider, w.dedup_key, w.delivery_count, w.status, w.payload_hash, w.stream_id`
+	FROM unnest($1::text[], $2::text[], $3::text[]) AS k(provider, dedup_key, facts_hash)
+	WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key
+	  AND w.status <> '` + ingest.StatusReceived + `' AND w.facts_hash = k.facts_hash
+	  AND w.xmin <> pg_current_xact_id()::xid
+	RETURNING w.provider, w.dedup_key, w.status, w.payload_hash, w.stream_id`
 
 // genericPlansSQL makes the rest of a shared unit run on plans made once
 // per connection. serve's connections plan every execution
@@ -87,10 +94,10 @@ const gateAllSQL = `
 // connection's own settings are back at the commit or rollback.
 const genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
-// GateAll implements ingest.BatchTx: the multi-row insert (which counts the
-// plain redeliveries) and the read of every stream named travel in one
-// round trip (a pipelined batch, run in order, so the read sees what the
-// insert's waits let through).
+// GateAll implements ingest.BatchTx: the multi-row insert, the count of
+// the plain redeliveries and the read of every stream named travel in one
+// round trip (a pipelined batch, run in order, so the count and the read
+// see what the insert's waits let through).
 func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest.Gated, error) {
 	order := make([]int, len(items))
 	for i := range order {
@@ -126,6 +133,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	b := &pgx.Batch{}
 	b.Queue(genericPlansSQL)
 	b.Queue(gateAllSQL, provs, keys, types, streams, hashes, facts, raws, norms, statuses)
+	b.Queue(countAllSQL, provs, keys, facts)
 	if len(reads) > 0 {
 		// One index lookup per stream, whatever the statistics say: with
 		// "stream_id = ANY($1)" and no statistics yet (a new database
@@ -147,17 +155,20 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	}
 	rows, _ := br.Query()
 	gated := make(map[ingest.InboxKey]ingest.Gated, n)
+	var k ingest.InboxKey
+	_, err := pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey}, func() error {
+		gated[k] = ingest.Gated{Inserted: true}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shared inbox insert of %d: %w", n, markUnavailable(err))
+	}
+	rows, _ = br.Query()
 	var (
-		k      ingest.InboxKey
-		count  int64
 		first  ingest.Stored
 		stream *string
 	)
-	_, err := pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey, &count, &first.Status, &first.PayloadHash, &stream}, func() error {
-		if count <= 1 {
-			gated[k] = ingest.Gated{Inserted: true}
-			return nil
-		}
+	_, err = pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey, &first.Status, &first.PayloadHash, &stream}, func() error {
 		first.StreamID = ""
 		if stream != nil {
 			first.StreamID = *stream
@@ -166,7 +177,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("shared inbox insert of %d: %w", n, markUnavailable(err))
+		return nil, fmt.Errorf("shared inbox insert of %d: count the redeliveries: %w", n, markUnavailable(err))
 	}
 	histories := make(map[string][]eventstore.RecordedEvent)
 	if len(reads) > 0 {
