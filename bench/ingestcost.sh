@@ -68,8 +68,8 @@ awk -v l="$label" -v n="$n" -v tk="$(getconf CLK_TCK)" -v s=$((s1 - s0)) -v pg="
 	-v lg="$(awk '{print $1 + $2}' "$OUT/loadgen_$label.time")" \
 	-v rate="$(jq '.deliveries_per_second | floor' "$OUT/loadgen_$label.json")" \
 	-v p99="$(jq '.latency_ms.p99' "$OUT/loadgen_$label.json")" -v verdict="$(jq -r .verdict "$OUT/loadgen_$label.json")" \
-	-v d0="$d0" -v d1="$d1" -v w0="$w0" -v w1="$w1" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
+	-v d0="$d0" -v d1="$d1" -v w0="$w0" -v w1="$w1" -v ld="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
 	split(d0, a, "|"); split(d1, b, "|"); split(w0, x, "|"); split(w1, y, "|")
 	printf "%s: %d deliveries %d/s %s p99 %.1f ms | CPU ms/delivery: server %.3f  postgres %.3f  loadgen %.3f | per delivery: xact %.3f  rows ins %.2f upd %.2f  WAL %.2f kB (%d fpi) | load %s\n",
 		l, n, rate, verdict, p99, s * 1000 / tk / n, pg * 1000 / tk / n, lg * 1000 / n,
-		(b[1] - a[1]) / n, (b[2] - a[2]) / n, (b[3] - a[3]) / n, (y[1] - x[1]) / 1e3 / n, y[2] - x[2], load }'
+		(b[1] - a[1]) / n, (b[2] - a[2]) / n, (b[3] - a[3]) / n, (y[1] - x[1]) / 1e3 / n, y[2] - x[2], ld }'
