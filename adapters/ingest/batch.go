@@ -27,10 +27,10 @@ import (
 // A delivery that cannot share the unit is recorded alone, by the single
 // path (recordOnce and its retry), never failing its neighbours:
 //   - a redelivery of a key on record is answered "duplicate" in the unit
-//     (and counted) when it is a plain one: same facts, first arrival
-//     recorded. Any other (different facts: a conflict to keep; a row still
-//     "received" to re-drive) is sent to the single path as soon as the
-//     gate says so, uncounted;
+//     (and counted by the gate) when it is a plain one: same
+//     facts, first arrival recorded. Any other (different facts: a conflict
+//     to keep; a row still "received" to re-drive) is sent to the single
+//     path as soon as the gate says so, uncounted;
 //   - a decision that fails, or an append that cannot be made at the
 //     version read (another writer won the stream, its event ids are stored
 //     already), has its inbox row withdrawn from the unit and is sent there
@@ -62,15 +62,14 @@ type BatchTx interface {
 	// GateAll inserts the inbox rows of items with their status unless
 	// their key is on record (the primary key judges each, in one
 	// statement), and reads the streams named by the items' Read, after the
-	// insert. The answer is in item order; for a redelivery, First is the
-	// first arrival's row (Status "" if it cannot be seen), not counted yet.
-	// The items' keys are distinct; several may name one stream to read
-	// (an import set), each first arrival then gets its history.
+	// insert. The answer is in item order. A redelivery that is a plain
+	// duplicate (its key's row is not "received" and holds the same facts
+	// hash) is counted on that row (delivery_count) in the unit, and First
+	// is that row; for any other redelivery First.Status is "" (record it
+	// alone: nothing of it was written). The items' keys are distinct;
+	// several may name one stream to read (an import set), each first
+	// arrival then gets its history.
 	GateAll(ctx context.Context, items []GateItem) ([]Gated, error)
-	// Count counts a redelivery on each of keys' rows (delivery_count). It
-	// may travel with the unit's next statement: its error, if any, is then
-	// that statement's, or the commit's.
-	Count(ctx context.Context, keys []InboxKey) error
 	// AppendAll appends each append's events after its Read events, all in
 	// the unit. An append that cannot be made at that version (the stream
 	// moved, an event id is stored) is left out, none of its events
@@ -320,7 +319,6 @@ func (b *batcher) unit(ctx context.Context, tx BatchTx, batch []*member, answers
 	var appends []BatchAppend
 	var appenders []int // member index of each append
 	var withdraw []int
-	var dups []InboxKey
 	for i, m := range batch {
 		switch {
 		case !gated[i].Inserted:
@@ -330,8 +328,7 @@ func (b *batcher) unit(ctx context.Context, tx BatchTx, batch []*member, answers
 				answers[i] = outcome{alone: true}
 				continue
 			}
-			answers[i] = outcome{res: res}
-			dups = append(dups, InboxKey{m.ev.Provider, m.ev.DedupKey})
+			answers[i] = outcome{res: res} // counted by the gate
 		case m.ev.Ignored():
 			answers[i] = outcome{res: Result{Outcome: Ignored}}
 		default:
@@ -346,11 +343,6 @@ func (b *batcher) unit(ctx context.Context, tx BatchTx, batch []*member, answers
 				appends = append(appends, BatchAppend{Stream: stream, Read: len(gated[i].History), Events: decided})
 				appenders = append(appenders, i)
 			}
-		}
-	}
-	if len(dups) > 0 {
-		if err := tx.Count(ctx, dups); err != nil {
-			return err
 		}
 	}
 	// A redelivery sent alone wrote nothing in this unit: the single path

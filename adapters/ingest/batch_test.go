@@ -190,3 +190,59 @@ func TestSharedUnitsUnderConcurrency(t *testing.T) {
 	defer mu.Unlock()
 	t.Logf("%d of %d deliveries were members of a shared unit", shared, 2*len(evs))
 }
+
+// TestSharedGateCountsOnlyPlainRedeliveries: the shared gate counts a
+// redelivery in its own insert only when the row on record is a plain
+// duplicate of it (same facts hash, not "received"). A row older than the
+// facts hash (NULL) and a row still "received" are left to the single
+// path, which counts each once more, no more: delivery_count says how many
+// times the key arrived.
+func TestSharedGateCountsOnlyPlainRedeliveries(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	ctx := tctx(t)
+	store := postgres.NewEventStore(pool)
+	commits := 0
+	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{
+		Batch: ingest.BatchOptions{AfterCommit: func(int) { commits++ }},
+	})
+	for _, id := range []string{"plain", "legacy", "received"} {
+		mustIngest(t, svc, capture("pay_"+id, "evt_"+id, 1000), ingest.Accepted)
+	}
+	// A row from before migration 00005, and a row whose first arrival
+	// died before its append (two-phase): its facts are not in the stream.
+	_, err := pool.Exec(ctx, `UPDATE webhook_inbox SET facts_hash = NULL WHERE dedup_key = 'evt_legacy'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE webhook_inbox SET status = 'received', applied_at = NULL WHERE dedup_key = 'evt_received'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `DELETE FROM events WHERE stream_id = $1`, stream("pay_received"))
+	require.NoError(t, err)
+	commits = 0
+
+	evs := []delivery.Event{
+		withBody(capture("pay_plain", "evt_plain", 1000), "again"),
+		withBody(capture("pay_legacy", "evt_legacy", 1000), "again"),
+		withBody(capture("pay_received", "evt_received", 1000), "again"),
+		capture("pay_new", "evt_new", 1000),
+	}
+	res, alone, errs := ingest.IngestBatch(ctx, svc, evs)
+	require.Equal(t, 1, commits, "one shared commit")
+	for i, ev := range evs {
+		require.NoError(t, errs[i], ev.DedupKey)
+		want, wantAlone := ingest.Duplicate, ev.DedupKey != "evt_plain"
+		if ev.DedupKey == "evt_new" {
+			want, wantAlone = ingest.Accepted, false
+		}
+		assert.Equal(t, want, res[i].Outcome, ev.DedupKey)
+		assert.False(t, res[i].Conflict, ev.DedupKey)
+		assert.Equal(t, wantAlone, alone[i], ev.DedupKey)
+	}
+	for _, id := range []string{"plain", "legacy", "received"} {
+		st, n := inboxRow(t, pool, "evt_"+id)
+		assert.Equal(t, ingest.StatusApplied, st, id)
+		assert.Equal(t, 2, n, "evt_%s arrived twice", id)
+		equal(t, id+" stream", types(t, store, stream("pay_"+id)), []string{payment.TypeCaptured})
+	}
+	_, n := inboxRow(t, pool, "evt_new")
+	assert.Equal(t, 1, n)
+	assert.Zero(t, scalar(t, pool, `SELECT count(*) FROM webhook_conflicts`))
+}

@@ -123,7 +123,6 @@ func (s *Service) importUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 	}
 	streams := make(map[string]*setStream)
 	var order []string // streams in first-decided order
-	var dups []InboxKey
 	var withdraw []int
 	for n, i := range joined {
 		ev := evs[i]
@@ -135,8 +134,7 @@ func (s *Service) importUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 				alone = append(alone, i)
 				continue
 			}
-			out[i] = res
-			dups = append(dups, InboxKey{ev.Provider, ev.DedupKey})
+			out[i] = res // counted by the gate
 		case ev.Ignored():
 			out[i] = Result{Outcome: Ignored}
 		default:
@@ -159,11 +157,6 @@ func (s *Service) importUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 				st.events = append(st.events, e)
 			}
 			out[i] = Result{Outcome: Accepted, StreamID: id, Appended: len(decided)}
-		}
-	}
-	if len(dups) > 0 {
-		if err := tx.Count(ctx, dups); err != nil {
-			return nil, err
 		}
 	}
 	var appends []BatchAppend

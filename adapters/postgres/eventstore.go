@@ -56,6 +56,7 @@ const (
 // it ends; keep write transactions short.
 type EventStore struct {
 	pool *pgxpool.Pool
+	tail feedTail // ReadAll's shared tail of the feed (feedcache.go)
 }
 
 var _ eventstore.Store = (*EventStore)(nil)
@@ -361,6 +362,11 @@ func (s *EventStore) ReadAll(ctx context.Context, after eventstore.Position, lim
 	if limit <= 0 {
 		return nil, fmt.Errorf("postgres event store: read all: limit must be positive, got %d", limit)
 	}
+	return s.tail.read(ctx, after, limit, s.readAll)
+}
+
+// readAll is ReadAll's query.
+func (s *EventStore) readAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
 	commit, prepare := clampPosition(after)
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+eventColumns+`

@@ -38,44 +38,13 @@ var (
 func (j *Journal) DoBatch(ctx context.Context, fn func(ingest.BatchTx) error) error {
 	return inTx(ctx, j.pool, func(tx pgx.Tx) error {
 		t := &batchTx{tx: tx, events: j.events}
-		if err := fn(t); err != nil {
-			return err
-		}
-		return t.flush(ctx)
+		return fn(t)
 	})
 }
 
 type batchTx struct {
 	tx     pgx.Tx
 	events *EventStore
-	// pending statements travel with the next round trip (Count).
-	pending []pending
-}
-
-type pending struct {
-	sql  string
-	args []any
-}
-
-// queue puts the pending statements first in b, and forgets them.
-func (t *batchTx) queue(b *pgx.Batch) {
-	for _, p := range t.pending {
-		b.Queue(p.sql, p.args...)
-	}
-	t.pending = nil
-}
-
-// flush sends what is pending by itself.
-func (t *batchTx) flush(ctx context.Context) error {
-	if len(t.pending) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
-	t.queue(b)
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("shared unit: %w", markUnavailable(err))
-	}
-	return nil
 }
 
 // gateAllSQL is the dedup gate of many deliveries in one statement: the
@@ -92,9 +61,43 @@ const gateAllSQL = `
 	ON CONFLICT (provider, dedup_key) DO NOTHING
 	RETURNING provider, dedup_key`
 
-// GateAll implements ingest.BatchTx: the multi-row insert and the read of
-// every stream named travel in one round trip (a pipelined batch, run in
-// order, so the read sees what the insert's waits let through).
+// countAllSQL counts, right after the gate, the redeliveries that are plain
+// duplicates of a row on record (the row is not "received" and holds the
+// same facts: the single path sees to any other) and returns those rows as
+// they stand after it. The rows the gate inserted are this transaction's
+// own (xmin), and not redeliveries. Before, a read of every key followed the
+// gate and a counting update the decisions: one statement fewer per unit.
+// Not ON CONFLICT DO UPDATE … WHERE in the gate itself: that locks the rows
+// it does not update too, and a redelivery sent alone (a conflict) then
+// waited for the whole unit to commit before it could count itself.
+const countAllSQL = `
+	UPDATE webhook_inbox w
+	SET delivery_count = w.delivery_count + 1, last_seen_at = now()
+	FROM unnest($1::text[], $2::text[], $3::text[]) AS k(provider, dedup_key, facts_hash)
+	WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key
+	  AND w.status <> '` + ingest.StatusReceived + `' AND w.facts_hash = k.facts_hash
+	  AND w.xmin <> pg_current_xact_id()::xid
+	RETURNING w.provider, w.dedup_key, w.status, w.payload_hash, w.stream_id`
+
+// genericPlansSQL makes the rest of a shared unit run on plans made once
+// per connection. serve's connections plan every execution
+// (plan_cache_mode=force_custom_plan, cmd/onceledger/app: plans made on an
+// empty database turned into sequential scans as it grew), and a unit's
+// statements cost 60–70 µs each to plan: at 1,000 deliveries/s, where a
+// unit holds one or two deliveries, planning was a third of the
+// database's time per delivery (pg_stat_statements, BENCHMARKS.md). Every
+// statement of a unit reads by key (the inbox's primary key, a stream's
+// (stream_id, version), an event id), so its plan does not depend on the
+// tables' size: with sequential scans priced out while the plan is made,
+// a generic plan made on an empty database is the index plan it needs
+// later (a plan is not remade when a setting changes). SET LOCAL: the
+// connection's own settings are back at the commit or rollback.
+const genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+
+// GateAll implements ingest.BatchTx: the multi-row insert, the count of
+// the plain redeliveries and the read of every stream named travel in one
+// round trip (a pipelined batch, run in order, so the count and the read
+// see what the insert's waits let through).
 func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]ingest.Gated, error) {
 	order := make([]int, len(items))
 	for i := range order {
@@ -109,6 +112,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	streams := make([]*string, n)
 	raws, norms := make([][]byte, n), make([][]byte, n)
 	var reads []string
+	itemFacts := make([]string, n)
 	for o, i := range order {
 		ev := items[i].Event
 		normalized, err := json.Marshal(encodeNormalized(ev))
@@ -116,6 +120,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 			return nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
 		}
 		provs[o], keys[o], types[o], hashes[o], facts[o], statuses[o] = ev.Provider, ev.DedupKey, ev.Type, ev.PayloadHash, ev.FactsHash(), items[i].Status
+		itemFacts[i] = facts[o]
 		raws[o], norms[o] = ev.Raw, normalized
 		if !ev.Ignored() {
 			s := ev.StreamID()
@@ -126,14 +131,9 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		}
 	}
 	b := &pgx.Batch{}
+	b.Queue(genericPlansSQL)
 	b.Queue(gateAllSQL, provs, keys, types, streams, hashes, facts, raws, norms, statuses)
-	// The rows of every key as they stand after the insert: for a
-	// redelivery, its first arrival's (committed: the insert waited for it).
-	b.Queue(`
-		SELECT w.provider, w.dedup_key, w.status, w.payload_hash, w.facts_hash, w.stream_id,
-		       CASE WHEN w.facts_hash IS NULL THEN w.normalized END
-		FROM webhook_inbox w JOIN unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
-		  ON w.provider = k.provider AND w.dedup_key = k.dedup_key`, provs, keys)
+	b.Queue(countAllSQL, provs, keys, facts)
 	if len(reads) > 0 {
 		// One index lookup per stream, whatever the statistics say: with
 		// "stream_id = ANY($1)" and no statistics yet (a new database
@@ -150,23 +150,34 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	}
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("shared unit: settings: %w", markUnavailable(err))
+	}
 	rows, _ := br.Query()
-	inserted, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ingest.InboxKey, error) {
-		var k ingest.InboxKey
-		err := r.Scan(&k.Provider, &k.DedupKey)
-		return k, err
+	gated := make(map[ingest.InboxKey]ingest.Gated, n)
+	var k ingest.InboxKey
+	_, err := pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey}, func() error {
+		gated[k] = ingest.Gated{Inserted: true}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shared inbox insert of %d: %w", n, markUnavailable(err))
 	}
 	rows, _ = br.Query()
-	stored, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedRow, error) {
-		var st storedRow
-		err := r.Scan(&st.key.Provider, &st.key.DedupKey, &st.Status, &st.PayloadHash, &st.factsHash, &st.stream, &st.normalized)
-		return st, err
+	var (
+		first  ingest.Stored
+		stream *string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey, &first.Status, &first.PayloadHash, &stream}, func() error {
+		first.StreamID = ""
+		if stream != nil {
+			first.StreamID = *stream
+		}
+		gated[k] = ingest.Gated{First: first}
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("shared inbox insert of %d: read the rows: %w", n, markUnavailable(err))
+		return nil, fmt.Errorf("shared inbox insert of %d: count the redeliveries: %w", n, markUnavailable(err))
 	}
 	histories := make(map[string][]eventstore.RecordedEvent)
 	if len(reads) > 0 {
@@ -182,75 +193,20 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("shared inbox insert of %d: %w", n, markUnavailable(err))
 	}
-	isNew := make(map[ingest.InboxKey]bool, len(inserted))
-	for _, k := range inserted {
-		isNew[k] = true
-	}
-	firsts := make(map[ingest.InboxKey]storedRow, len(stored))
-	for _, st := range stored {
-		firsts[st.key] = st
-	}
 	out := make([]ingest.Gated, n)
 	for i, it := range items {
-		k := ingest.InboxKey{Provider: it.Event.Provider, DedupKey: it.Event.DedupKey}
-		if isNew[k] {
+		g, ok := gated[ingest.InboxKey{Provider: it.Event.Provider, DedupKey: it.Event.DedupKey}]
+		switch {
+		case !ok:
+			// First.Status "": the single path sees to it
+		case g.Inserted:
 			out[i] = ingest.Gated{Inserted: true, History: histories[it.Read]}
-			continue
+		default:
+			g.First.FactsHash = itemFacts[i] // equal: the statement counted it only then
+			out[i] = g
 		}
-		st, ok := firsts[k]
-		if !ok {
-			continue // First.Status "": the single path sees to it
-		}
-		first, err := st.stored()
-		if err != nil {
-			return nil, fmt.Errorf("inbox %s/%s: %w", k.Provider, k.DedupKey, err)
-		}
-		out[i] = ingest.Gated{First: first}
 	}
 	return out, nil
-}
-
-// storedRow is an inbox row as a redelivery needs it.
-type storedRow struct {
-	key ingest.InboxKey
-	ingest.Stored
-	factsHash, stream *string
-	normalized        []byte
-}
-
-// stored completes the row: a row older than migration 00005 has no facts
-// hash, computed then from its normalized delivery (as countRedelivery).
-func (st storedRow) stored() (ingest.Stored, error) {
-	out := st.Stored
-	if st.stream != nil {
-		out.StreamID = *st.stream
-	}
-	switch {
-	case st.factsHash != nil:
-		out.FactsHash = *st.factsHash
-	case st.normalized != nil:
-		first, err := decodeNormalized(st.normalized)
-		if err != nil {
-			return ingest.Stored{}, err
-		}
-		out.FactsHash = first.FactsHash()
-	}
-	return out, nil
-}
-
-// Count implements ingest.BatchTx: the update travels with the unit's next
-// round trip (the append, or the commit's).
-func (t *batchTx) Count(_ context.Context, keys []ingest.InboxKey) error {
-	provs, dedups := make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		provs[i], dedups[i] = k.Provider, k.DedupKey
-	}
-	t.pending = append(t.pending, pending{sql: `
-		UPDATE webhook_inbox w
-		SET delivery_count = w.delivery_count + 1, last_seen_at = now()
-		FROM unnest($1::text[], $2::text[]) AS k(provider, dedup_key)
-		WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key`, args: []any{provs, dedups}})
-	return nil
 }
 
 // AppendAll implements ingest.BatchTx: every append in one multi-row insert
@@ -317,7 +273,6 @@ func (t *batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, l
 		datas, metas = append(datas, datas0...), append(metas, metas0...)
 	}
 	b := &pgx.Batch{}
-	t.queue(b) // before the savepoint: a rollback to it keeps them
 	b.Queue(`SAVEPOINT onceledger_batch`)
 	b.Queue(insertAllSQL, streams, versions, uuidArgs(ids), types, datas, metas, NotifyChannel)
 	b.Queue(`RELEASE SAVEPOINT onceledger_batch`)
@@ -379,9 +334,6 @@ func (t *batchTx) Withdraw(ctx context.Context, keys []ingest.InboxKey) error {
 	provs, dedups := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		provs[i], dedups[i] = k.Provider, k.DedupKey
-	}
-	if err := t.flush(ctx); err != nil {
-		return err
 	}
 	_, err := t.tx.Exec(ctx, `
 		DELETE FROM webhook_inbox w

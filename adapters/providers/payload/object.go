@@ -46,7 +46,8 @@ func DecodeObject(raw []byte) (Object, error) {
 	if !ok {
 		return Object{}, fmt.Errorf("%w: payload is not a JSON object", delivery.ErrMalformed)
 	}
-	if err := UniqueKeys(raw, KeyRule{}); err != nil {
+	// raw is one valid JSON value: the decoder read all of it.
+	if err := uniqueKeysOfValid(raw, "", KeyRule{}); err != nil {
 		return Object{}, err
 	}
 	return Object{m: m}, nil
