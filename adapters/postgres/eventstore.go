@@ -367,34 +367,28 @@ func (s *EventStore) ReadAll(ctx context.Context, after eventstore.Position, lim
 
 // readAll is ReadAll's query.
 func (s *EventStore) readAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
-	commit, prepare := clampPosition(after)
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+eventColumns+`
-		FROM events
-		WHERE tx_id < (SELECT feed_horizon())
-		  AND (tx_id, global_position) > ($1, $2)
-		ORDER BY tx_id, global_position
-		LIMIT $3`, commit, prepare, limit)
-	if err != nil {
-		return nil, wrap("read all", err)
-	}
-	evs, err := scanEvents(rows)
-	if err != nil {
-		return nil, wrap("read all", err)
-	}
-	return evs, nil
+	return s.readFeed(ctx, eventColumns, after, limit)
 }
 
 // ReadAllData is ReadAll without the events' metadata (RecordedEvent.Metadata
 // is nil): a rebuild's replay uses none of it, and formatting it is nearly
-// half of the database's work for the read.
+// half of the database's work for the read. It reads past the shared tail:
+// a rebuild reads history once, where the projectors read the same tail.
 func (s *EventStore) ReadAllData(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("postgres event store: read all: limit must be positive, got %d", limit)
 	}
+	return s.readFeed(ctx, eventColumnsWithoutMetadata, after, limit)
+}
+
+// eventColumnsWithoutMetadata scans as eventColumns, metadata NULL.
+var eventColumnsWithoutMetadata = strings.Replace(eventColumns, "metadata", "NULL::jsonb", 1)
+
+// readFeed reads the feed after a position, below the horizon, in feed order.
+func (s *EventStore) readFeed(ctx context.Context, columns string, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error) {
 	commit, prepare := clampPosition(after)
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+strings.Replace(eventColumns, "metadata", "NULL::jsonb", 1)+`
+		SELECT `+columns+`
 		FROM events
 		WHERE tx_id < (SELECT feed_horizon())
 		  AND (tx_id, global_position) > ($1, $2)
