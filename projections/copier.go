@@ -164,11 +164,9 @@ func (t *entryTotals) add(entries []LedgerEntry) {
 			b = &BalanceTotal{Account: e.Account, Currency: e.Currency}
 			t.sums[k] = b
 		}
-		sum := b.Balance + e.Amount
-		if (e.Amount > 0 && sum < b.Balance) || (e.Amount < 0 && sum > b.Balance) {
+		if !addChecked(&b.Balance, e.Amount) {
 			t.overflow = true
 		}
-		b.Balance = sum
 		b.Entries++
 	}
 }
@@ -255,10 +253,11 @@ func newPeriodTotals() *periodTotals {
 	return &periodTotals{sums: map[periodKey]*periodSum{}, frozen: map[period.Period][]period.Balance{}}
 }
 
-// addChecked adds b to *a, and reports whether it stayed in int64.
+// addChecked adds b to *a (money.Add), and reports whether it stayed in
+// int64; *a is left as it was when it did not.
 func addChecked(a *int64, b int64) bool {
-	s := *a + b
-	if (b > 0 && s < *a) || (b < 0 && s > *a) {
+	s, err := money.Add(*a, b)
+	if err != nil {
 		return false
 	}
 	*a = s

@@ -105,3 +105,24 @@ func TestPeriodTotalsAddUpAsTheStoredEntries(t *testing.T) {
 	_, err = pt.periodSums(nov)
 	require.ErrorIs(t, err, errChecksumPassUnfit)
 }
+
+// The balance totals the ledger lane hands to FinishBulk are exact sums
+// per account and currency, and none at all once a sum leaves int64 (the
+// database then adds up the loaded entries itself).
+func TestEntryTotalsAddUpOrStepAside(t *testing.T) {
+	tt := newEntryTotals()
+	tt.add([]LedgerEntry{
+		{Account: "cash", Currency: "USD", Amount: 500},
+		{Account: "cash", Currency: "USD", Amount: -200},
+		{Account: "cash", Currency: "EUR", Amount: 7},
+	})
+	got := tt.balances()
+	slices.SortFunc(got, func(a, b BalanceTotal) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
+	assert.Equal(t, []BalanceTotal{
+		{Account: "cash", Currency: "EUR", Balance: 7, Entries: 1},
+		{Account: "cash", Currency: "USD", Balance: 300, Entries: 2},
+	}, got)
+
+	tt.add([]LedgerEntry{{Account: "cash", Currency: "EUR", Amount: math.MaxInt64}})
+	assert.Nil(t, tt.balances(), "a sum past int64 must not be handed over")
+}
