@@ -70,9 +70,18 @@ type globals struct {
 	cli *cli
 }
 
+// newCLI is the configuration with every provider's flags (the provider
+// registry's, through kong.Plugins): parse into it, never into a bare cli.
+func newCLI() *cli {
+	c := &cli{}
+	c.Serve.set()
+	c.Redrive.Serve.set()
+	return c
+}
+
 func main() {
-	var c cli
-	kctx := kong.Parse(&c,
+	c := newCLI()
+	kctx := kong.Parse(c,
 		kong.Name("onceledger"),
 		kong.Description("Event-sourced payment ledger: the provider delivers at least once; onceledger records exactly once."),
 		kong.UsageOnError(),
@@ -88,7 +97,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	err := kctx.Run(&globals{ctx: ctx, log: log, cli: &c})
+	err := kctx.Run(&globals{ctx: ctx, log: log, cli: c})
 	stopProfile() // before os.Exit, which runs no defers
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "onceledger:", err)
