@@ -62,7 +62,8 @@ type Importer struct {
 	Progress func(lines int)
 }
 
-// Summary is what an import did (CONTRACT.md: lines read, new, duplicates).
+// Summary is what an import did (docs/reference.md: lines read, new,
+// duplicates).
 type Summary struct {
 	Lines      int `json:"lines"`
 	New        int `json:"new"`

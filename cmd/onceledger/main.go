@@ -1,7 +1,9 @@
 // Command onceledger is the payment ledger's single binary: the webhook and
 // query server, migrations, projection rebuilds, status, verification and
 // stream inspection. main is the only place that reads the environment: every
-// flag has an ONCELEDGER_* twin, documented in CONTRACT.md and the README.
+// flag has an ONCELEDGER_* twin, documented in docs/reference.md. The
+// providers' flags come from the provider registry
+// (adapters/providers/registry).
 package main
 
 import (

@@ -43,8 +43,9 @@ type serveCmd struct {
 	ExitAfterBatchCommit int `name:"test-exit-after-batch-commit" env:"ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT" hidden:"" help:"Tests only: exit (status 75) right after the Nth shared commit, before answering."`
 
 	// Providers is every provider's configuration, from the provider
-	// registry (kong.Plugins of its flag structs; newServeCmd fills it, in
-	// the registry's order); providers is the same set, to build from.
+	// registry (kong.Plugins of its flag structs, in the registry's order:
+	// newCLI fills it through set); providers is the same set, to build
+	// from.
 	Providers kong.Plugins `embed:"" group:"Providers (a provider without its secrets answers 404)"`
 	providers *registry.Set
 }
@@ -75,8 +76,6 @@ func (c *serveCmd) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-func nonEmpty(xs []string) []string { return providers.NonEmpty(xs) }
 
 // set is the provider configuration. newCLI makes it before kong reads the
 // flags; a command made otherwise (a test) gets an empty one: nothing
