@@ -150,7 +150,7 @@ func TestSettleSyncStripe(t *testing.T) {
 	}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	cmd := &settleSyncStripeCmd{stripeAPIFlags: stripeAPIFlags{APIKey: "sk_test_sync", APIBase: srv.URL}, Payout: "po_sync"}
+	cmd := &settleSyncStripeCmd{Config: stripeapi.Config{APIKey: "sk_test_sync", APIBase: srv.URL}, Payout: "po_sync"}
 	parent := &settleCmd{UnsettledAfter: 168 * time.Hour}
 	require.NoError(t, cmd.Run(g, parent))
 	require.NoError(t, cmd.Run(g, parent))

@@ -23,7 +23,7 @@ import (
 // actions wires the operators' acting services: resolving and reopening
 // reconciliation items (events in the item's stream) and re-driving
 // stored deliveries with the current code.
-func (a *App) actions() {
+func (a *Core) actions() {
 	a.recon = operations.NewReconciliation(a.events.Store, nil)
 	a.redriver = ingest.NewRedriver(a.service, postgres.NewInbox(a.pool), renormalizers(a.cfg.Providers), a.log)
 }
@@ -41,10 +41,10 @@ func renormalizers(ps map[string]providers.Adapter) map[string]ingest.Renormaliz
 }
 
 // Redriver re-drives stored deliveries (onceledger redrive).
-func (a *App) Redriver() *ingest.Redriver { return a.redriver }
+func (a *Core) Redriver() *ingest.Redriver { return a.redriver }
 
 // Reconciliation resolves and reopens reconciliation items.
-func (a *App) Reconciliation() *operations.Reconciliation { return a.recon }
+func (a *Core) Reconciliation() *operations.Reconciliation { return a.recon }
 
 // consoleRoutes mounts the console at /console: the read model of the
 // read-model database, timelines from the configured event store, lag
