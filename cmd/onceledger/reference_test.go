@@ -155,11 +155,15 @@ func (ref *reference) documentedFlags(cmd string) []docRow {
 	return rows
 }
 
+// referenceCLI is the configuration as main parses it. When the provider
+// flags come from a registry through kong.Plugins, this must be the
+// constructor main uses (newCLI), or those flags are missing from the model.
+func referenceCLI() *cli { return &cli{} }
+
 // cliModel is the kong model of the command line, built as main builds it.
 func cliModel(t *testing.T) *kong.Node {
 	t.Helper()
-	var c cli
-	p, err := kong.New(&c, kong.Name("onceledger"))
+	p, err := kong.New(referenceCLI(), kong.Name("onceledger"))
 	require.NoError(t, err)
 	return p.Model.Node
 }
