@@ -3,7 +3,7 @@
 // realistic payment lifecycles, with redeliveries (some concurrent),
 // refunds and disputes ahead of their capture, and conflicting
 // redeliveries. It keeps its own model of the ledger those lifecycles must
-// produce (package internal/model, written from CONTRACT.md and sharing no
+// produce (package internal/model, written from docs/reference.md and sharing no
 // code with the server's domain), and at the end compares it with
 // GET /v1/balances, printing every difference.
 //

@@ -31,7 +31,7 @@ const (
 // fakeLedger is a minimal stand-in for the server, for the Standard
 // provider only: it verifies signatures with the reference library, dedups
 // by webhook-id (first payload wins), records each business id once, and
-// posts per CONTRACT.md. It lets the generator's own machinery (queue,
+// posts per docs/reference.md. It lets the generator's own machinery (queue,
 // retries, twins, baseline, comparison) be tested without the real server.
 type fakeLedger struct {
 	t        *testing.T

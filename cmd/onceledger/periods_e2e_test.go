@@ -207,7 +207,7 @@ func (b *booksApp) journalCSV(query string) [][]string {
 	return recs
 }
 
-// TestPeriodsEndToEnd is issue 15's story through CONTRACT.md: an
+// TestPeriodsEndToEnd is issue 15's story through docs/reference.md: an
 // accountant closes November; a dispute for November arrives in December
 // and is booked into December as a late adjustment; December's trial
 // balance carries it as an adjustment to November, November's figures do

@@ -268,7 +268,7 @@ func TestServeWithEventStoreDB(t *testing.T) {
 		require.Equal(t, s.want, outcome, s.msgID)
 	}
 
-	// The expectation, from CONTRACT.md's chart of accounts (zeros left out):
+	// The expectation, from docs/reference.md's chart of accounts (zeros left out):
 	// A captures 100.00 with a 3.00 fee; B's refund of 4.00 waits for its
 	// capture of 10.00; C captures 50.00 EUR (fee 1.50) and loses a dispute
 	// of 50.00; a payout of 20.00 leaves for the bank.

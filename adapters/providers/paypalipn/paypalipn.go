@@ -10,8 +10,8 @@
 // field order, same encoding) or PayPal answers INVALID.
 //
 // One provider, two channels. IPN is a second channel of the provider
-// "paypal" (CONTRACT.md): its events carry Provider "paypal", so its facts go
-// to the stream payment-paypal-{capture id} and the accounts
+// "paypal" (docs/reference.md): its events carry Provider "paypal", so
+// its facts go to the stream payment-paypal-{capture id} and the accounts
 // provider:paypal:*, the same as PayPal's REST webhooks (adapters/providers/
 // paypal). PayPal documents that an IPN txn_id for a payment is the REST
 // capture id, and a refund's txn_id the REST refund id: a capture or refund
