@@ -158,7 +158,7 @@ func (ref *reference) documentedFlags(cmd string) []docRow {
 // referenceCLI is the configuration as main parses it. When the provider
 // flags come from a registry through kong.Plugins, this must be the
 // constructor main uses (newCLI), or those flags are missing from the model.
-func referenceCLI() *cli { return &cli{} }
+func referenceCLI() *cli { return newCLI() }
 
 // cliModel is the kong model of the command line, built as main builds it.
 func cliModel(t *testing.T) *kong.Node {
