@@ -27,7 +27,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 )
 
 // Prefix is the path the console is served under. Mount the handler of New

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 )
 
 // The console's ports, declared here by their consumer in the console's own

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 )
 
 // cookieName names the session cookie. It is scoped to Prefix.

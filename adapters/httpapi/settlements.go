@@ -111,9 +111,9 @@ func (s *server) importSettlement(w http.ResponseWriter, r *http.Request) {
 
 // settlementQuery answers the first bad parameter of q, or 503 when the
 // settlement read side is not configured.
-func (s *server) settlementQuery(w http.ResponseWriter, r *http.Request, q *params) (SettlementQuery, bool) {
-	if q.err != nil {
-		s.queryError(w, r, q.err)
+func (s *server) settlementQuery(w http.ResponseWriter, r *http.Request, q *query) (SettlementQuery, bool) {
+	if q.Err() != nil {
+		s.queryError(w, r, q.Err())
 		return nil, false
 	}
 	if s.cfg.SettlementQuery == nil {
@@ -162,12 +162,12 @@ func payoutOut(p views.Payout) (payoutJSON, []string) {
 
 // GET /v1/payouts?provider=&status=&from=&to=
 func (s *server) queryPayouts(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
-	f := views.PayoutFilter{Provider: q.get("provider"), Status: q.oneOf("status", views.PayoutStatuses()...),
-		From: q.time("from"), To: q.time("to")}
+	f := views.PayoutFilter{Provider: q.Get("provider"), Status: q.OneOf("status", views.PayoutStatuses()...),
+		From: q.Time("from"), To: q.Time("to")}
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
-		q.fail("to: must not be before from")
+		q.Fail("to: must not be before from")
 	}
 	store, ok := s.settlementQuery(w, r, q)
 	if !ok {
@@ -205,7 +205,7 @@ type settlementLineJSON struct {
 // one row per line (the payout's own figures are in the JSON answer and in
 // GET /v1/payouts).
 func (s *server) queryPayout(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
 	store, ok := s.settlementQuery(w, r, q)
 	if !ok {
