@@ -2,7 +2,7 @@ package views
 
 import "time"
 
-// Payout statuses (payouts.status, CONTRACT.md).
+// Payout statuses (payouts.status, docs/reference.md).
 const (
 	PayoutPaid       = "paid"       // paid, no settlement line counted yet
 	PayoutFailed     = "failed"     // failed or returned after it was paid
