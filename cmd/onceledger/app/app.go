@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/net/netutil"
 
+	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/httpapi"
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
 	"github.com/onceledger/onceledger/adapters/providers"
 )
 

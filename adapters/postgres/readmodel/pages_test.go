@@ -3,6 +3,7 @@ package readmodel_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,16 +13,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/adapters/console"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
-	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
-// The console's lists are keyset pages: walking them page by page yields
-// every matching row exactly once, in order, also when many rows share a
-// timestamp, and filters narrow them.
-func TestConsolePaymentsKeysetPages(t *testing.T) {
+// The paged lists (the console's) are keyset pages: walking them page by
+// page yields every matching row exactly once, in order, also when many
+// rows share a timestamp, and filters narrow them.
+func TestPaymentsKeysetPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -42,10 +42,10 @@ func TestConsolePaymentsKeysetPages(t *testing.T) {
 		[]string{"provider", "payment_id", "stream_id", "status", "currency", "captured_amount", "version", "updated_at"},
 		pgx.CopyFromRows(rows))
 	require.NoError(t, err)
-	c := readmodel.NewConsole(pool, readmodel.ConsoleOptions{})
+	c := readmodel.New(pool)
 
-	walk := func(f console.PaymentFilter) []console.Payment {
-		var all []console.Payment
+	walk := func(f views.PaymentFilter) []views.Payment {
+		var all []views.Payment
 		f.Limit = 7
 		for {
 			page, err := c.Payments(ctx, f)
@@ -58,7 +58,7 @@ func TestConsolePaymentsKeysetPages(t *testing.T) {
 			f.After = &k
 		}
 	}
-	all := walk(console.PaymentFilter{})
+	all := walk(views.PaymentFilter{})
 	require.Len(t, all, 230)
 	seen := map[string]bool{}
 	for i, p := range all {
@@ -69,18 +69,18 @@ func TestConsolePaymentsKeysetPages(t *testing.T) {
 			assert.False(t, p.UpdatedAt.After(prev.UpdatedAt), "most recent first")
 		}
 	}
-	assert.Len(t, walk(console.PaymentFilter{Provider: "adyen"}), 115)
-	assert.Len(t, walk(console.PaymentFilter{Currency: "EUR", Status: "captured"}), len(filter(all, func(p console.Payment) bool {
-		return p.Currency == "EUR" && p.Status == "captured"
+	assert.Len(t, walk(views.PaymentFilter{Provider: "adyen"}), 115)
+	assert.Len(t, walk(views.PaymentFilter{Currency: "EUR", Status: "captured"}), len(filter(all, func(p views.Payment) bool {
+		return p.Summary.Currency == "EUR" && p.Status == "captured"
 	})))
-	assert.Len(t, walk(console.PaymentFilter{From: base.Add(5 * time.Hour), To: base.Add(7 * time.Hour)}), 20)
-	pct := walk(console.PaymentFilter{PaymentID: "pay_%"})
+	assert.Len(t, walk(views.PaymentFilter{From: base.Add(5 * time.Hour), To: base.Add(7 * time.Hour)}), 20)
+	pct := walk(views.PaymentFilter{PaymentID: "pay_%"})
 	require.Len(t, pct, 1, "a LIKE metacharacter in the prefix is literal")
 	assert.Equal(t, "pay_%_x", pct[0].PaymentID)
-	assert.Len(t, walk(console.PaymentFilter{PaymentID: "pay_1"}), 100)
+	assert.Len(t, walk(views.PaymentFilter{PaymentID: "pay_1"}), 100)
 }
 
-func TestConsoleReconInboxPayoutsAndOverview(t *testing.T) {
+func TestReconInboxPayoutsAndActivityPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -90,28 +90,32 @@ func TestConsoleReconInboxPayoutsAndOverview(t *testing.T) {
 		('payment-stripe-b', 'over_refund', 'k1', 'open', 'stripe', 'b', 'd', $1, NULL),
 		('payment-adyen-c', 'amount_mismatch', 'k2', 'resolved', 'adyen', 'c', 'd', $2, $1),
 		('payment-adyen-d', 'over_refund', 'k3', 'open', 'adyen', 'd', 'd', $2, NULL)`, now.Add(-48*time.Hour), now.Add(-time.Hour))
-	c := readmodel.NewConsole(pool, readmodel.ConsoleOptions{})
+	c := readmodel.New(pool)
 
+	items := func(f views.ReconciliationFilter) []views.ReconciliationItem {
+		var out []views.ReconciliationItem
+		require.NoError(t, c.Reconciliation(ctx, f, func(it views.ReconciliationItem) error {
+			out = append(out, it)
+			return nil
+		}))
+		return out
+	}
 	var order []string
-	var f console.ReconFilter
-	f.Limit = 1
+	f := views.ReconciliationFilter{Limit: 1}
 	for {
-		page, err := c.ReconItems(ctx, f)
-		require.NoError(t, err)
+		page := items(f)
 		if len(page) == 0 {
 			break
 		}
 		order = append(order, page[0].PaymentID)
-		k := page[0].Key()
+		k := page[0].Position()
 		f.After = &k
 	}
 	assert.Equal(t, []string{"a", "b", "c", "d"}, order, "oldest first, unknown opening first")
-	open, err := c.ReconItems(ctx, console.ReconFilter{Status: "open", Kind: "over_refund", Provider: "stripe", Limit: 10})
-	require.NoError(t, err)
-	assert.Len(t, open, 2)
-	old, err := c.ReconItems(ctx, console.ReconFilter{OpenedBefore: now.Add(-24 * time.Hour), Limit: 10})
-	require.NoError(t, err)
-	assert.Len(t, old, 2, "the one opened 48h ago and the one of unknown age")
+	assert.Len(t, items(views.ReconciliationFilter{Status: "open", Kind: "over_refund", Provider: "stripe", Limit: 10}), 2)
+	assert.Len(t, items(views.ReconciliationFilter{OpenedBefore: now.Add(-24 * time.Hour)}), 2,
+		"the one opened 48h ago and the one of unknown age")
+	assert.Len(t, items(views.ReconciliationFilter{StreamID: "payment-adyen-c"}), 1)
 
 	for i := range 12 {
 		status := []string{"applied", "ignored", "applied"}[i%3]
@@ -120,10 +124,10 @@ func TestConsoleReconInboxPayoutsAndOverview(t *testing.T) {
 			[]string{"stripe", "adyen"}[i%2], fmt.Sprintf("evt_%02d", i), "payment-x-"+fmt.Sprint(i%4),
 			[]byte(`{"n":1}`), status, now.Add(-time.Duration(i/4)*24*time.Hour))
 	}
-	var inbox []console.InboxRow
-	fi := console.InboxFilter{Limit: 5}
+	var inbox []views.InboxRow
+	fi := views.InboxFilter{Limit: 5}
 	for {
-		page, err := c.Inbox(ctx, fi)
+		page, err := c.Deliveries(ctx, fi)
 		require.NoError(t, err)
 		inbox = append(inbox, page...)
 		if len(page) < fi.Limit {
@@ -133,9 +137,12 @@ func TestConsoleReconInboxPayoutsAndOverview(t *testing.T) {
 		fi.After = &k
 	}
 	assert.Len(t, inbox, 12)
-	counts, err := c.InboxCounts(ctx, console.InboxFilter{Provider: "stripe"})
+	counts, err := c.DeliveryCounts(ctx, views.InboxFilter{Provider: "stripe"})
 	require.NoError(t, err)
-	assert.Equal(t, []console.StatusCount{{Status: "applied", Count: 4}, {Status: "ignored", Count: 2}}, counts)
+	assert.Equal(t, []views.InboxCount{{Provider: "stripe", Status: "applied", Count: 4}, {Provider: "stripe", Status: "ignored", Count: 2}}, counts)
+	all, err := c.InboxCounts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"applied": 8, "ignored": 4}, all, "the status's counts: the same query, summed")
 	d, found, err := c.Delivery(ctx, "stripe", "evt_00")
 	require.NoError(t, err)
 	require.True(t, found)
@@ -152,48 +159,73 @@ func TestConsoleReconInboxPayoutsAndOverview(t *testing.T) {
 	assert.Equal(t, int64(12), total)
 
 	exec(t, pool, `INSERT INTO ledger_entries (event_id, posting_index, stream_id, event_type, provider, account, currency, amount, occurred_at, recorded_at, position_commit, position_prepare, period) VALUES
-		(gen_random_uuid(), 0, 'payout-stripe-po_1', 'payout.paid', 'stripe', 'bank:payouts', 'USD', 5000, $1, $1, 1, 1, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM')),
-		(gen_random_uuid(), 1, 'payout-stripe-po_1', 'payout.paid', 'stripe', 'provider:stripe:balance', 'USD', -5000, $1, $1, 1, 1, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM')),
 		(gen_random_uuid(), 0, 'payment-stripe-a', 'payment.captured', 'stripe', 'revenue:sales', 'USD', -7000, $1, $1, 2, 2, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM')),
 		(gen_random_uuid(), 1, 'payment-stripe-a', 'payment.captured', 'stripe', 'provider:stripe:balance', 'USD', 7000, $1, $1, 2, 2, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'))`, now)
-	exec(t, pool, `INSERT INTO account_balances (account, currency, balance, entry_count, updated_at) VALUES
-		('bank:payouts', 'USD', 5000, 1, now()), ('provider:stripe:balance', 'USD', 2000, 2, now()),
-		('revenue:sales', 'USD', -7000, 1, now()), ('revenue:sales', 'EUR', -10, 1, now())`)
-	payouts, err := c.Payouts(ctx, console.PayoutFilter{Limit: 10})
-	require.NoError(t, err)
-	require.Len(t, payouts, 1)
-	assert.Equal(t, console.Payout{Provider: "stripe", PayoutID: "po_1", StreamID: "payout-stripe-po_1", Amount: 5000,
-		Currency: "USD", At: payouts[0].At, Status: "paid"}, payouts[0])
 	vol, err := c.DailyVolume(ctx, now.AddDate(0, 0, -1), now.AddDate(0, 0, 1))
 	require.NoError(t, err)
 	require.Len(t, vol, 1)
 	assert.Equal(t, int64(7000), vol[0].Captured)
-
-	ov, err := c.Overview(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, []console.TrialBalance{{Currency: "EUR", Debits: 0, Credits: 10}, {Currency: "USD", Debits: 7000, Credits: 7000}}, ov.Trial)
-	assert.False(t, ov.Trial[0].Balanced())
-	assert.True(t, ov.Trial[1].Balanced())
-	assert.Equal(t, []console.KindCount{{Kind: "over_refund", Count: 3}}, ov.OpenItems)
-	assert.Len(t, ov.Projections, len(projections.Default()))
-	assert.Len(t, ov.Inbox, 4)
 }
 
-// Reads are safe from many goroutines at once (the console serves many
-// browsers on one pool).
-func TestConsoleConcurrentReads(t *testing.T) {
+// Payouts page most recent first (unknown arrival last) or in arrival
+// order, by keyset, with the filters /v1 has and the console's currency.
+func TestPayoutsPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	c := readmodel.NewConsole(pool, readmodel.ConsoleOptions{})
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	exec(t, pool, `INSERT INTO payouts (provider, payout_id, amount, currency, arrival_date, status, updated_at)
+		SELECT CASE WHEN i % 2 = 0 THEN 'stripe' ELSE 'adyen' END, 'po_' || lpad(i::text, 2, '0'), 100 * i,
+			CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
+			CASE WHEN i < 3 THEN NULL ELSE $1::timestamptz + (i / 4) * interval '1 day' END,
+			CASE WHEN i % 5 = 0 THEN 'mismatch' ELSE 'paid' END, now()
+		FROM generate_series(0, 22) AS i`, base)
+	s := readmodel.New(pool)
+	walk := func(f views.PayoutFilter) []string {
+		var ids []string
+		f.Limit = 4
+		for {
+			var page []views.Payout
+			require.NoError(t, s.Payouts(ctx, f, func(p views.Payout) error {
+				page = append(page, p)
+				return nil
+			}))
+			for _, p := range page {
+				ids = append(ids, p.PayoutID)
+			}
+			if len(page) < f.Limit {
+				return ids
+			}
+			k := page[len(page)-1].Key()
+			f.After = &k
+		}
+	}
+	all := walk(views.PayoutFilter{})
+	require.Len(t, all, 23)
+	assert.Equal(t, []string{"po_01", "po_00", "po_02"}, all[:3], "unknown arrival first, then provider, payout id")
+	newest := walk(views.PayoutFilter{Newest: true})
+	slices.Reverse(newest)
+	assert.Equal(t, all, newest, "Newest is the reverse order")
+	assert.Len(t, walk(views.PayoutFilter{Status: "mismatch"}), 5)
+	assert.Len(t, walk(views.PayoutFilter{Currency: "EUR", Provider: "stripe"}), 4)
+	assert.Len(t, walk(views.PayoutFilter{From: base.AddDate(0, 0, 1), To: base.AddDate(0, 0, 2)}), 4)
+}
+
+// Reads are safe from many goroutines at once (the front ends serve many
+// clients on one pool).
+func TestConcurrentPageReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	c := readmodel.New(pool)
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Go(func() {
-			_, err := c.Overview(ctx)
+			_, err := c.DeliveryCounts(ctx, views.InboxFilter{})
 			assert.NoError(t, err)
-			_, err = c.Payments(ctx, console.PaymentFilter{Limit: 10})
+			_, err = c.Payments(ctx, views.PaymentFilter{Limit: 10})
 			assert.NoError(t, err)
-			_, _, err = c.Timeline(ctx, "stripe", "nope")
+			_, _, err = c.Delivery(ctx, "stripe", "nope")
 			assert.NoError(t, err)
 		})
 	}

@@ -1,8 +1,12 @@
-// Package access owns who may do what with the API and the console: it
-// parses the configured bearer tokens (ONCELEDGER_API_TOKENS for readers,
+// Package access owns who may do what with the two front ends, the /v1 API
+// (adapters/httpapi) and the console (adapters/console): it parses the
+// configured bearer tokens (ONCELEDGER_API_TOKENS for readers,
 // ONCELEDGER_ADMIN_TOKENS for admins, who also act) into principals, each
-// with the actor name recorded on what it does, and authenticates a
-// presented token in constant time.
+// with the actor name recorded on what it does, authenticates a presented
+// token in constant time, and defines the console's Session (a principal
+// signed in, known by the digest of its token), which the session store
+// (adapters/postgres/sessionstore) keeps. It imports neither front end nor
+// any storage.
 package access
 
 import (

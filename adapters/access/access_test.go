@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 )
 
 func TestRolesAndActors(t *testing.T) {
