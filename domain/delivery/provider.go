@@ -2,6 +2,8 @@
 // before it reaches the payment state machine. Provider adapters (one package
 // per provider under adapters/providers) produce an Event; the domain decides
 // on it. Nothing here knows how a provider signs or shapes its payloads.
+// It also owns the delivery's stored form (codec.go), the JSON the inbox
+// keeps so that a row can be re-driven (EncodeNormalized, DecodeNormalized).
 package delivery
 
 import (
