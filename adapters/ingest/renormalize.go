@@ -199,7 +199,7 @@ func (s *Service) renormalizeOnce(ctx context.Context, tx Tx, k InboxKey, from s
 		return Result{Outcome: Ignored}, nil
 	}
 	stream := ev.StreamID()
-	n, err := s.decideAndAppend(ctx, tx, ev.Provider, stream, nil, false, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
+	n, err := s.act(ctx, tx, ev.Provider, stream, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
 		return s.dec.Decide(h, ev)
 	})
 	if err != nil {
