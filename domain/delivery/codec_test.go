@@ -1,9 +1,6 @@
 package delivery_test
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,12 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/internal/golden"
 )
-
-// writeMissing writes the golden file of a stored delivery that has none
-// yet (a new kind). It never rewrites one: the files are what the inbox
-// stored on their day, and rows in those bytes are re-driven for good.
-var writeMissing = flag.Bool("write-missing-golden", false, "write testdata/normalized files that do not exist yet")
 
 // stored is what the inbox gives back of ev: no payload hash, no raw bytes
 // (columns of their own), no facts for an ignored delivery.
@@ -40,14 +33,7 @@ func TestStoredDeliveriesDecode(t *testing.T) {
 		data, err := delivery.EncodeNormalized(s.ev)
 		require.NoError(t, err)
 		path := filepath.Join("testdata", "normalized", s.name+".json")
-		if *writeMissing {
-			if _, err := os.Stat(path); os.IsNotExist(err) {
-				require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
-			}
-		}
-		b, err := os.ReadFile(path)
-		require.NoErrorf(t, err, "%s: no golden file (run with -write-missing-golden for a new one)", s.name)
-		b = bytes.TrimSuffix(b, []byte("\n"))
+		b := golden.Stored(t, path, data)
 		back, err := delivery.DecodeNormalized(b)
 		require.NoErrorf(t, err, "decode %s", path)
 		assert.Equalf(t, stored(s.ev), back, "%s decodes to another delivery", path)
@@ -66,8 +52,8 @@ func TestStoredDeliveriesDecode(t *testing.T) {
 }
 
 // TestStoredDeliveriesDecodeFromJSONB: webhook_inbox.normalized is jsonb,
-// which gives the object back reordered and spaced (testdata/jsonb, made
-// with psql: SELECT '<json>'::jsonb::text); that form decodes alike.
+// which gives the object back reordered and spaced (testdata/jsonb); that
+// form decodes alike.
 func TestStoredDeliveriesDecodeFromJSONB(t *testing.T) {
 	byName := map[string]delivery.Event{}
 	for _, s := range storedDeliveries() {
@@ -79,9 +65,7 @@ func TestStoredDeliveriesDecodeFromJSONB(t *testing.T) {
 	for _, path := range files {
 		ev, ok := byName[filepath.Base(path[:len(path)-len(".json")])]
 		require.Truef(t, ok, "%s names no stored delivery", path)
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		back, err := delivery.DecodeNormalized(bytes.TrimSuffix(b, []byte("\n")))
+		back, err := delivery.DecodeNormalized(golden.Read(t, path))
 		require.NoErrorf(t, err, "decode %s", path)
 		assert.Equalf(t, stored(ev), back, "%s decodes to another delivery", path)
 	}

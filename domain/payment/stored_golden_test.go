@@ -1,9 +1,6 @@
 package payment
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,13 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/domain/settlement"
+	"github.com/onceledger/onceledger/internal/golden"
 )
-
-// writeMissing writes the golden file of a stored event that has none yet
-// (a new type or variant). It never rewrites one: the files are what the
-// encoding of their day stored, and every event store holds events in those
-// bytes for good.
-var writeMissing = flag.Bool("write-missing-golden", false, "write testdata/stored files that do not exist yet")
 
 // storedEvent is one stored event kept in testdata/stored/<name>.json.
 type storedEvent struct {
@@ -87,29 +79,21 @@ func storedEvents() []storedEvent {
 func TestStoredEventsDecode(t *testing.T) {
 	types := map[string]bool{}
 	for _, s := range storedEvents() {
-		path := filepath.Join("testdata", "stored", s.name+".json")
 		typ, data, err := Encode(s.ev)
 		require.NoErrorf(t, err, "Encode(%s)", s.name)
 		types[typ] = true
-		if *writeMissing {
-			if _, err := os.Stat(path); os.IsNotExist(err) {
-				require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
-			}
-		}
-		stored, err := os.ReadFile(path)
-		require.NoErrorf(t, err, "%s: no golden file (run with -write-missing-golden for a new one)", s.name)
-		stored = bytes.TrimSuffix(stored, []byte("\n"))
+		path := filepath.Join("testdata", "stored", s.name+".json")
+		stored := golden.Stored(t, path, data)
 		back, err := Decode(s.ev.Type(), stored)
 		require.NoErrorf(t, err, "Decode(%s)", path)
 		assert.Equalf(t, s.ev, back, "%s decodes to another event", path)
 		assert.Equalf(t, string(stored), string(data), "%s: the encoding changed", path)
 		// The events table keeps data as jsonb, which reads back reordered
 		// and spaced: the form a rebuild or a decision decodes.
-		jsonb, err := os.ReadFile(filepath.Join("testdata", "jsonb", s.name+".json"))
-		require.NoErrorf(t, err, "%s: no jsonb form", s.name)
-		back, err = Decode(s.ev.Type(), bytes.TrimSuffix(jsonb, []byte("\n")))
-		require.NoErrorf(t, err, "Decode(jsonb %s)", s.name)
-		assert.Equalf(t, s.ev, back, "jsonb %s decodes to another event", s.name)
+		path = filepath.Join("testdata", "jsonb", s.name+".json")
+		back, err = Decode(s.ev.Type(), golden.Read(t, path))
+		require.NoErrorf(t, err, "Decode(%s)", path)
+		assert.Equalf(t, s.ev, back, "%s decodes to another event", path)
 	}
 	for _, typ := range []string{TypeAuthorized, TypeCaptured, TypeFeeRecorded, TypeFailed, TypeCanceled,
 		TypeRefundPending, TypeRefundPosted, TypeRefundReversed, TypeDisputeOpened, TypeDisputeWon, TypeDisputeLost,
