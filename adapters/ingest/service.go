@@ -158,10 +158,7 @@ func (s *Service) recordOnce(ctx context.Context, tx Tx, ev delivery.Event, held
 	case ev.Ignored():
 		return Result{Outcome: Ignored}, nil
 	}
-	stream := ev.StreamID()
-	n, err := s.actOn(ctx, tx, ev.Provider, stream, g.History, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
-		return s.dec.Decide(h, ev)
-	})
+	res, err := s.apply(ctx, tx, ev, &g)
 	if err != nil {
 		return Result{}, err
 	}
@@ -171,7 +168,7 @@ func (s *Service) recordOnce(ctx context.Context, tx Tx, ev delivery.Event, held
 			return Result{}, err
 		}
 	}
-	return Result{Outcome: Accepted, StreamID: stream, Appended: n}, nil
+	return res, nil
 }
 
 // redelivered answers a dedup key that is on record: always a duplicate.
@@ -255,14 +252,30 @@ func (s *Service) redrive(ctx context.Context, tx Tx, k InboxKey, from string) (
 		}
 		return Result{Outcome: Ignored}, nil
 	}
-	stream := ev.StreamID()
-	n, err := s.act(ctx, tx, ev.Provider, stream, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
-		return s.dec.Decide(h, ev)
-	})
+	res, err := s.apply(ctx, tx, ev, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	if _, err := tx.SetStatus(ctx, k, from, StatusApplied); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// apply records ev's facts: decided as a first arrival on its stream and
+// appended (act). With gated (the gate's answer, which read the stream in
+// the same unit), the first decision is made on its History.
+func (s *Service) apply(ctx context.Context, tx Tx, ev delivery.Event, gated *Gated) (Result, error) {
+	stream := ev.StreamID()
+	decide := func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) { return s.dec.Decide(h, ev) }
+	var n int
+	var err error
+	if gated != nil {
+		n, err = command.ActOn(ctx, tx, stream, gated.History, decide, s.raceRetry(ev.Provider, stream))
+	} else {
+		n, err = s.act(ctx, tx, ev.Provider, stream, decide)
+	}
+	if err != nil {
 		return Result{}, err
 	}
 	return Result{Outcome: Accepted, StreamID: stream, Appended: n}, nil
@@ -274,11 +287,6 @@ func (s *Service) redrive(ctx context.Context, tx Tx, k InboxKey, from string) (
 // the decision held (an idempotent repeat counts them too).
 func (s *Service) act(ctx context.Context, tx Tx, providerName, stream string, decide command.Decision) (int, error) {
 	return command.Act(ctx, tx, stream, decide, s.raceRetry(providerName, stream))
-}
-
-// actOn is act on the history the gate read in the same unit.
-func (s *Service) actOn(ctx context.Context, tx Tx, providerName, stream string, history []eventstore.RecordedEvent, decide command.Decision) (int, error) {
-	return command.ActOn(ctx, tx, stream, history, decide, s.raceRetry(providerName, stream))
 }
 
 // raceRetry is how a lost race inside a unit of work is met. The append is
