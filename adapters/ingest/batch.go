@@ -10,7 +10,7 @@ import (
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
-// Group commit: concurrent first arrivals share one unit of work (DESIGN.md,
+// Group commit: concurrent first arrivals share one unit of work (docs/design.md,
 // "Throughput: one commit for many deliveries"). One transaction per
 // delivery caps ingest at the database's per-transaction ceiling (round
 // trips, WAL flushes); a shared one pays those once for the whole batch.

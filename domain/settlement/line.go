@@ -94,7 +94,7 @@ func Kinds() []Kind {
 	return []Kind{KindCharge, KindRefund, KindDispute, KindDisputeReversal, KindFee, KindPayout, KindFX, KindAdjustment}
 }
 
-// MaxAmount bounds every amount of a line (10^15 minor units, CONTRACT.md).
+// MaxAmount bounds every amount of a line (10^15 minor units, docs/reference.md).
 // It leaves room for Gross − Fee and for sums of many lines in int64.
 const MaxAmount = 1_000_000_000_000_000
 
