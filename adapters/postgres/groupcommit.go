@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // The SQL of group commit (ingest.BatchJournal): several first arrivals in
@@ -115,7 +115,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	itemFacts := make([]string, n)
 	for o, i := range order {
 		ev := items[i].Event
-		normalized, err := json.Marshal(encodeNormalized(ev))
+		normalized, err := delivery.EncodeNormalized(ev)
 		if err != nil {
 			return nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
 		}

@@ -15,7 +15,7 @@ const (
 	// booked it: the settlement_lines and payouts read models fold it.
 	// Posts nothing by itself.
 	TypeLineSettled = "settlement.line_recorded"
-	// TypeFeeSettled posts a fee only a report knew (CONTRACT: "fee F known
+	// TypeFeeSettled posts a fee only a report knew (docs/reference.md: "fee F known
 	// only from a settlement report").
 	TypeFeeSettled = "settlement.fee_posted"
 	// TypeConverted posts a conversion between the payment's currency and
