@@ -11,7 +11,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/domain/delivery"
-	"github.com/onceledger/onceledger/internal/golden"
+	"github.com/onceledger/onceledger/domain/golden"
 )
 
 // storedEventData is an appended event as the stores keep it.

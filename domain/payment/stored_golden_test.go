@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/domain/settlement"
-	"github.com/onceledger/onceledger/internal/golden"
+	"github.com/onceledger/onceledger/domain/golden"
 )
 
 // storedEvent is one stored event kept in testdata/stored/<name>.json.
