@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/domain/settlement"
 	"github.com/onceledger/onceledger/domain/golden"
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // storedEvent is one stored event kept in testdata/stored/<name>.json.
