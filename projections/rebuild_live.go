@@ -9,7 +9,9 @@ import (
 
 // pause holds off the live projectors: the exclusive pause locks wait for
 // the live batch in flight and hold off the next ones. resume lets them go
-// on; calling it again does nothing.
+// on; calling it again does nothing. On an error the locks taken are
+// released already, and resume is still safe to call (Rebuild defers the
+// one of a second pause).
 func (r *rebuild) pause(ctx context.Context) (resume func(), err error) {
 	bg := context.WithoutCancel(ctx)
 	var locks []Lock
@@ -23,7 +25,7 @@ func (r *rebuild) pause(ctx context.Context) (resume func(), err error) {
 		l, err := r.db.Lock(ctx, LockPause, p.Name())
 		if err != nil {
 			resume()
-			return nil, fmt.Errorf("pause %s: %w", p.Name(), err)
+			return resume, fmt.Errorf("pause %s: %w", p.Name(), err)
 		}
 		locks = append(locks, l)
 	}

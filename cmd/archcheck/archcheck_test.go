@@ -34,15 +34,9 @@ func requireRule(t *testing.T, name string) {
 	t.Helper()
 	g, err := repo()
 	require.NoError(t, err)
-	for _, r := range layerRules(g.module) {
-		if r.name == name {
-			if v := r.check(g); len(v) > 0 {
-				t.Fatalf("%d forbidden arrows (cut them; do not loosen the rule):\n%s", len(v), strings.Join(v, "\n"))
-			}
-			return
-		}
+	if v := ruleNamed(t, g.module, name).check(g); len(v) > 0 {
+		t.Fatalf("%d forbidden arrows (cut them; do not loosen the rule):\n%s", len(v), strings.Join(v, "\n"))
 	}
-	t.Fatalf("no rule %q", name)
 }
 
 func TestDomainImportsNoInfrastructure(t *testing.T) {
@@ -110,9 +104,10 @@ func expand(p string) string {
 	return p
 }
 
-func ruleNamed(t *testing.T, name string) layerRule {
+// ruleNamed is the import rule of module called name.
+func ruleNamed(t *testing.T, module, name string) layerRule {
 	t.Helper()
-	for _, r := range layerRules(mod) {
+	for _, r := range layerRules(module) {
 		if r.name == name {
 			return r
 		}
@@ -131,7 +126,7 @@ func TestDomainRuleNamesEachForbiddenImport(t *testing.T) {
 		"./projections: ./adapters/eventstore",
 		"github.com/google/uuid: database/sql/driver crypto/rand",
 	)
-	got := ruleNamed(t, "domain imports no infrastructure").check(g)
+	got := ruleNamed(t, mod, "domain imports no infrastructure").check(g)
 	assert.Equal(t, []string{
 		"domain imports no infrastructure: domain/ledger → github.com/jackc/pgx/v5",
 		"domain imports no infrastructure: domain/period → net/http",
@@ -150,7 +145,7 @@ func TestStorageRuleNamesDirectAndTransitiveArrows(t *testing.T) {
 		"./adapters/eventstore: github.com/google/uuid",
 		"./projections: ./adapters/eventstore",
 	)
-	got := ruleNamed(t, "no storage adapter imports a front end").check(g)
+	got := ruleNamed(t, mod, "no storage adapter imports a front end").check(g)
 	assert.Equal(t, []string{
 		"no storage adapter imports a front end: adapters/postgres/readmodel → adapters/console",
 		"no storage adapter imports a front end: adapters/postgres/sessionstore → adapters/httpapi/access",
@@ -168,7 +163,7 @@ func TestFrontEndRuleFollowsTheChainIntoStorage(t *testing.T) {
 		"./adapters/httpapi/access: crypto/sha256 ./adapters/postgres/sessionstore",
 		"./adapters/postgres: github.com/jackc/pgx/v5",
 	)
-	got := ruleNamed(t, "the front ends import no storage adapter").check(g)
+	got := ruleNamed(t, mod, "the front ends import no storage adapter").check(g)
 	assert.Equal(t, []string{
 		"the front ends import no storage adapter: adapters/httpapi → adapters/operations → adapters/ingest → adapters/postgres" +
 			" (arrow adapters/ingest → adapters/postgres, reached from adapters/httpapi)",
