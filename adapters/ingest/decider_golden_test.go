@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/golden"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/domain/delivery"
-	"github.com/onceledger/onceledger/domain/golden"
 )
 
 // storedEventData is an appended event as the stores keep it.

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/golden"
 	"github.com/onceledger/onceledger/domain/delivery"
-	"github.com/onceledger/onceledger/domain/golden"
 )
 
 // stored is what the inbox gives back of ev: no payload hash, no raw bytes

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/domain/golden"
+	"github.com/onceledger/onceledger/adapters/golden"
 )
 
 // TestStoredEventsDecode keeps the periods stream readable: each file in

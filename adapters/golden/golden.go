@@ -1,10 +1,11 @@
-// Package golden keeps stored formats stable: a test encodes a value as the
-// code does today and compares it with a file committed from the encoding
-// of the day that format was first stored (the inbox's rows, the events in
-// the event stores), which must still decode. A file is written once, when
-// it does not exist (-write-missing-golden), and never rewritten: data in
-// those bytes is stored for good, so a change to a file is a change to
-// what old data means.
+// Package golden is test support for the stored formats: a test encodes a
+// value as the code does today and compares it with a file committed from
+// the encoding of the day that format was first stored (the inbox's rows,
+// the events in the event stores), which must still decode. A file is
+// written once, when it does not exist (-write-missing-golden), and never
+// rewritten: data in those bytes is stored for good, so a change to a file
+// is a change to what old data means. It reads and writes files, so it sits
+// with the adapters rather than in the pure domain, whose tests import it.
 package golden
 
 import (
