@@ -85,7 +85,7 @@ const countAllSQL = `
 // empty database turned into sequential scans as it grew), and a unit's
 // statements cost 60–70 µs each to plan: at 1,000 deliveries/s, where a
 // unit holds one or two deliveries, planning was a third of the
-// database's time per delivery (pg_stat_statements, BENCHMARKS.md). Every
+// database's time per delivery (pg_stat_statements, docs/benchmarks.md). Every
 // statement of a unit reads by key (the inbox's primary key, a stream's
 // (stream_id, version), an event id), so its plan does not depend on the
 // tables' size: with sequential scans priced out while the plan is made,
