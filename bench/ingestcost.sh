@@ -8,7 +8,7 @@
 #   loadgen  the generator (/usr/bin/time)
 # plus this database's transactions and rows (pg_stat_database) and the
 # server's WAL (pg_stat_wal: cluster-wide, other databases show there too).
-# Used for the A/B pairs of BENCHMARKS.md ("ingest cost per delivery"):
+# Used for the A/B pairs of docs/benchmarks/history/ (the 2026-12-01 ingestcost run):
 #
 #   go build -o /tmp/a ./cmd/onceledger   # at the base commit
 #   go build -o /tmp/b ./cmd/onceledger   # at the new one

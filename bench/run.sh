@@ -482,7 +482,7 @@ fi
 # ============================================================================
 
 echo
-echo "== summary (paste into BENCHMARKS.md)"
+echo "== summary (paste into docs/benchmarks/history/, see docs/benchmarks.md)"
 echo "machine: $(nproc) cores ($cpu), $mem RAM; Postgres $pgver; $(go version | awk '{print $3}'); commit $commit; $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "postgres ($PG_MODE): $pgset"
 echo "command: make bench (BENCH_SECONDS=$SECONDS_PGB BENCH_CONCURRENCY=$CONC BENCH_PAYMENTS=$PAYMENTS BENCH_LAG_RATE=$LAG_RATE BENCH_LAG_SECONDS=$LAG_SECONDS)"

@@ -1,4 +1,4 @@
--- PayPal IPN is a channel of the provider "paypal" (CONTRACT.md): its facts
+-- PayPal IPN is a channel of the provider "paypal" (docs/reference.md): its facts
 -- live in the stream payment-paypal-{capture id} and post to the accounts
 -- provider:paypal:*, and its inbox rows are ("paypal", "ipn:" + txn_id + ":" +
 -- payment_status). Until now they were ("paypal-ipn", txn_id + ":" + status)

@@ -9,7 +9,8 @@
 -- development VM (2 cores), against ~0.07 ms for this version
 -- (pgbench -M prepared, one client, `SELECT feed_horizon()`); under ingest
 -- at saturation the feed reads were the largest single statement of the
--- database's time per delivery (BENCHMARKS.md, "ingest cost per delivery").
+-- database's time per delivery (docs/benchmarks/history/, the 2026-12-01
+-- ingestcost run).
 --
 -- What changed:
 -- 1. LANGUAGE plpgsql: its query has no parameters, so the plan is made

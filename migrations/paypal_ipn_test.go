@@ -102,11 +102,58 @@ func historyBalances(ctx context.Context, t *testing.T, store *postgres.EventSto
 // the REST stream. After a rebuild the ledger has one provider balance, each
 // capture once, and verify passes.
 func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
+	m := newIPNMigration(t)
+	m.seedVersion9()
+
+	// The ledger as history gave it before 00010, folded from the events
+	// themselves: the read models of version 9 are not today's.
+	before := historyBalances(m.ctx, t, m.store)
+	require.Equal(t, int64(1000-79+100*-1), before["provider:paypal:balance"], "REST's own view of B")
+	require.Contains(t, before, "provider:paypal-ipn:balance", "the double booking this migration undoes")
+
+	_, err := m.goose.Up(m.ctx)
+	require.NoError(t, err)
+
+	m.sweepCollidingRows()
+	m.heldRowsAreCandidates()
+	m.verifyHeldRows()
+
+	proj := projections.NewService(m.store, readmodel.New(m.pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = proj.Rebuild(m.ctx, nil, projections.RebuildOptions{})
+	require.NoError(t, err)
+	violations, err := proj.Verify(m.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, violations)
+
+	assert.Equal(t, map[string]int64{
+		"provider:paypal:balance": (1995 - 88 - 500) + (1000 - 79 - 250 - 100) + 700 + (300 - 10),
+		"expenses:fees:paypal":    88 + 79 + 10,
+		"revenue:sales":           -(1995 + 1000 + 700 + 300),
+		"revenue:refunds":         500 + 250 + 100,
+	}, balances(m.ctx, t, m.pool))
+
+	m.noIPNProviderLeft()
+	m.inboxRowsMoved()
+	m.resendsAddNothing()
+}
+
+// ipnMigration is a database at version 9 (before 00010), the event store
+// and the ingestion service on it.
+type ipnMigration struct {
+	t     *testing.T
+	ctx   context.Context
+	goose *goose.Provider
+	pool  *pgxpool.Pool
+	store *postgres.EventStore
+	svc   *ingest.Service
+}
+
+func newIPNMigration(t *testing.T) *ipnMigration {
 	ctx := context.Background()
 	url := pgtest.NewEmptyDatabase(t)
 	db, err := sql.Open("pgx", url)
 	require.NoError(t, err)
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() })
 	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true),
 		goose.WithLogger(goose.NopLogger()))
 	require.NoError(t, err)
@@ -115,22 +162,33 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
-	defer pool.Close()
+	t.Cleanup(pool.Close)
 	store := postgres.NewEventStore(pool)
 	svc := ingest.New(postgres.NewJournal(pool, store), ingest.PaymentDecider{}, ingest.Options{})
-	ingestAll := func(evs ...delivery.Event) {
-		t.Helper()
-		for _, ev := range evs {
-			_, err := svc.Ingest(ctx, ev)
-			require.NoError(t, err, ev.DedupKey)
-		}
-	}
+	return &ipnMigration{t: t, ctx: ctx, goose: p, pool: pool, store: store, svc: svc}
+}
 
-	// A: IPN only, with a refund and a conflicting redelivery (same key,
-	// other amount).
-	// B: reported on both channels (booked twice before 00010); the IPN
-	// refund RB1 only by IPN, RB2 only by REST.
-	ingestAll(
+func (m *ipnMigration) ingestAll(evs ...delivery.Event) {
+	m.t.Helper()
+	for _, ev := range evs {
+		_, err := m.svc.Ingest(m.ctx, ev)
+		require.NoError(m.t, err, ev.DedupKey)
+	}
+}
+
+// seedVersion9 records what version 9 held.
+//
+// A: IPN only, with a refund and a conflicting redelivery (same key, other
+// amount). B: reported on both channels (booked twice before 00010); the
+// IPN refund RB1 only by IPN, RB2 only by REST.
+//
+// Held IPNs as the service stored them before issue 13, under their real
+// dedup key: U still waiting for PayPal's postback, with a redelivery of
+// other facts kept as its conflict; F a forgery PayPal answered INVALID,
+// which owned F's key.
+func (m *ipnMigration) seedVersion9() {
+	t := m.t
+	m.ingestAll(
 		oldIPN("A:Completed", "A", "hA", captured("A", 1995, 88)),
 		oldIPN("RA:Refunded", "A", "hRA", refunded("RA", 500)),
 		// Same key, other facts: a conflicting redelivery, kept for review.
@@ -140,100 +198,92 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 		oldIPN("RB1:Refunded", "B", "hRB1", refunded("RB1", 250)),
 		rest("WH-RB2", "B", refunded("RB2", 100)),
 	)
-	// Held IPNs as the service stored them before issue 13, under their real
-	// dedup key: U still waiting for PayPal's postback, with a redelivery of
-	// other facts kept as its conflict; F a forgery PayPal answered INVALID,
-	// which owned F's key.
-	legacyHeld := func(ev delivery.Event, status string) {
-		t.Helper()
-		res, err := svc.Hold(ctx, ev)
-		require.NoError(t, err)
-		require.Equal(t, ingest.Accepted, res.Outcome)
-		cand := ingest.CandidateKey(ev.DedupKey, ev.PayloadHash)
-		_, err = pool.Exec(ctx, `UPDATE webhook_inbox SET dedup_key = $3, status = $4,
-			normalized = jsonb_set(normalized, '{dedup_key}', to_jsonb($3::text))
-			WHERE provider = $1 AND dedup_key = $2`, ev.Provider, cand, ev.DedupKey, status)
-		require.NoError(t, err)
-	}
-	legacyHeld(oldIPN("U:Completed", "U", "hU", captured("U", 700, 0)), ingest.StatusUnverified)
-	_, err = pool.Exec(ctx, `INSERT INTO webhook_conflicts (provider, dedup_key, payload_hash, raw_body)
+	m.legacyHeld(oldIPN("U:Completed", "U", "hU", captured("U", 700, 0)), ingest.StatusUnverified)
+	_, err := m.pool.Exec(m.ctx, `INSERT INTO webhook_conflicts (provider, dedup_key, payload_hash, raw_body)
 		VALUES ('paypal-ipn', 'U:Completed', 'hU-other', 'txn_id=U:Completed&mc_gross=7.50')`)
 	require.NoError(t, err)
 	forgedF := oldIPN("F:Completed", "F", "hF-forged", captured("F", 100, 0))
 	forgedF.Raw = []byte("txn_id=F:Completed&forged")
-	legacyHeld(forgedF, ingest.StatusInvalid)
+	m.legacyHeld(forgedF, ingest.StatusInvalid)
+}
 
-	// The ledger as history gave it before 00010, folded from the events
-	// themselves: the read models of version 9 are not today's.
-	before := historyBalances(ctx, t, store)
-	require.Equal(t, int64(1000-79+100*-1), before["provider:paypal:balance"], "REST's own view of B")
-	require.Contains(t, before, "provider:paypal-ipn:balance", "the double booking this migration undoes")
-
-	_, err = p.Up(ctx)
+// legacyHeld holds ev as the service did before issue 13: under its real
+// dedup key, in status.
+func (m *ipnMigration) legacyHeld(ev delivery.Event, status string) {
+	t := m.t
+	t.Helper()
+	res, err := m.svc.Hold(m.ctx, ev)
 	require.NoError(t, err)
+	require.Equal(t, ingest.Accepted, res.Outcome)
+	cand := ingest.CandidateKey(ev.DedupKey, ev.PayloadHash)
+	_, err = m.pool.Exec(m.ctx, `UPDATE webhook_inbox SET dedup_key = $3, status = $4,
+		normalized = jsonb_set(normalized, '{dedup_key}', to_jsonb($3::text))
+		WHERE provider = $1 AND dedup_key = $2`, ev.Provider, cand, ev.DedupKey, status)
+	require.NoError(t, err)
+}
 
-	// The colliding rows wait for the sweeper, which is among the service's
-	// workers on the Postgres event store too; drive them as it does.
+// worker is the service's worker of rows in status.
+func (m *ipnMigration) worker(status string, opts ingest.WorkerOptions) *ingest.Worker {
+	opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	var w *ingest.Worker
-	for _, worker := range svc.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}) {
-		if worker.Status == ingest.StatusReceived {
+	for _, worker := range m.svc.Workers(postgres.NewInbox(m.pool), opts) {
+		if worker.Status == status {
 			w = worker
 		}
 	}
+	return w
+}
+
+// sweepCollidingRows: the colliding rows wait for the sweeper, which is
+// among the service's workers on the Postgres event store too; drive them
+// as it does.
+func (m *ipnMigration) sweepCollidingRows() {
+	t := m.t
+	w := m.worker(ingest.StatusReceived, ingest.WorkerOptions{})
 	require.NotNil(t, w, "the service runs no sweeper of received rows")
-	n, err := w.Once(ctx)
+	n, err := w.Once(m.ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "B's two IPN rows")
+}
 
-	// 00060 turned the legacy held rows into the candidates they would be
-	// today: none owns its real key any more; U is still to be verified, the
-	// forged F stays kept and marked.
-	held := func(key, hash string) string { return ingest.CandidateKey(key, hash) }
+// heldRowsAreCandidates: 00060 turned the legacy held rows into the
+// candidates they would be today: none owns its real key any more; U is
+// still to be verified, the forged F stays kept and marked.
+func (m *ipnMigration) heldRowsAreCandidates() {
+	t := m.t
 	var realKeys int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE dedup_key IN ('ipn:U:Completed', 'ipn:F:Completed')`).Scan(&realKeys))
+	require.NoError(t, m.pool.QueryRow(m.ctx, `SELECT count(*) FROM webhook_inbox WHERE dedup_key IN ('ipn:U:Completed', 'ipn:F:Completed')`).Scan(&realKeys))
 	assert.Zero(t, realKeys, "a held row does not own its real key")
 	var uConflicts int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_conflicts WHERE provider = 'paypal' AND dedup_key = $1`,
-		held("ipn:U:Completed", "hU")).Scan(&uConflicts))
+	require.NoError(t, m.pool.QueryRow(m.ctx, `SELECT count(*) FROM webhook_conflicts WHERE provider = 'paypal' AND dedup_key = $1`,
+		ingest.CandidateKey("ipn:U:Completed", "hU")).Scan(&uConflicts))
 	assert.Equal(t, 1, uConflicts, "the conflict row follows its held row")
+}
 
-	// PayPal's genuine IPN for F arrives after the migration; the verifier
-	// confirms U and the genuine F, promotes them to their real keys (the
-	// forgery no longer pre-empts F), and leaves the forgery alone.
+// verifyHeldRows: PayPal's genuine IPN for F arrives after the migration;
+// the verifier confirms U and the genuine F, promotes them to their real
+// keys (the forgery no longer pre-empts F), and leaves the forgery alone.
+func (m *ipnMigration) verifyHeldRows() {
+	t := m.t
 	genuineF := oldIPN("ipn:F:Completed", "F", "hF", captured("F", 300, 10))
 	genuineF.Provider = "paypal"
-	res, err := svc.Hold(ctx, genuineF)
+	res, err := m.svc.Hold(m.ctx, genuineF)
 	require.NoError(t, err)
 	require.Equal(t, ingest.Accepted, res.Outcome)
-	var verifier *ingest.Worker
-	for _, worker := range svc.Workers(postgres.NewInbox(pool), ingest.WorkerOptions{Postback: postback{},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}) {
-		if worker.Status == ingest.StatusUnverified {
-			verifier = worker
-		}
-	}
+	verifier := m.worker(ingest.StatusUnverified, ingest.WorkerOptions{Postback: postback{}})
 	require.NotNil(t, verifier, "the service runs no verifier of held rows")
-	n, err = verifier.Once(ctx)
+	n, err := verifier.Once(m.ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "U and the genuine F; not the forgery")
-	n, err = verifier.Once(ctx)
+	n, err = verifier.Once(m.ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
 
-	proj := projections.NewService(store, readmodel.New(pool), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	_, err = proj.Rebuild(ctx, nil, projections.RebuildOptions{})
-	require.NoError(t, err)
-	violations, err := proj.Verify(ctx)
-	require.NoError(t, err)
-	assert.Empty(t, violations)
-
-	assert.Equal(t, map[string]int64{
-		"provider:paypal:balance": (1995 - 88 - 500) + (1000 - 79 - 250 - 100) + 700 + (300 - 10),
-		"expenses:fees:paypal":    88 + 79 + 10,
-		"revenue:sales":           -(1995 + 1000 + 700 + 300),
-		"revenue:refunds":         500 + 250 + 100,
-	}, balances(ctx, t, pool))
-
+// noIPNProviderLeft: no stream, event or inbox row names paypal-ipn any
+// more, and B is captured once.
+func (m *ipnMigration) noIPNProviderLeft() {
+	t, ctx, pool := m.t, m.ctx, m.pool
 	var ipnStreams, ipnRows, captures int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE stream_id LIKE 'payment-paypal-ipn-%' OR data->>'provider' = 'paypal-ipn'`).Scan(&ipnStreams))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE provider = 'paypal-ipn'`).Scan(&ipnRows))
@@ -241,7 +291,13 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	assert.Zero(t, ipnStreams)
 	assert.Zero(t, ipnRows)
 	assert.Equal(t, 1, captures, "B captured once")
+}
 
+// inboxRowsMoved: the moved inbox rows are applied under provider paypal
+// and ipn: keys, the held ones verified (the forgery kept invalid), each
+// capture once, their conflicts and review items moved with them.
+func (m *ipnMigration) inboxRowsMoved() {
+	t, ctx, pool := m.t, m.ctx, m.pool
 	type inboxRow struct {
 		Status   string
 		StreamID *string
@@ -260,6 +316,7 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 		assert.NotContains(t, *r.StreamID, "paypal-ipn", k)
 		assert.Equal(t, "paypal", *r.Provider, k)
 	}
+	held := ingest.CandidateKey
 	assert.Equal(t, ingest.StatusApplied, row("ipn:U:Completed").Status)
 	assert.Equal(t, ingest.StatusVerified, row(held("ipn:U:Completed", "hU")).Status)
 	assert.Equal(t, ingest.StatusApplied, row("ipn:F:Completed").Status)
@@ -277,19 +334,22 @@ func TestPayPalIPNMovesIntoPayPal(t *testing.T) {
 	var items int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM reconciliation_items WHERE stream_id = 'payment-paypal-A' AND kind = 'conflicting_redelivery' AND item_key LIKE 'ipn:A:Completed@%'`).Scan(&items))
 	assert.Equal(t, 1, items)
+}
 
-	// The IPN adapter's deliveries now carry provider paypal and ipn: keys:
-	// a resend of a moved message is a duplicate, adds nothing.
+// resendsAddNothing: the IPN adapter's deliveries now carry provider
+// paypal and ipn: keys: a resend of a moved message is a duplicate, adds
+// nothing; and a REST report of A, arriving only now, adds nothing either.
+func (m *ipnMigration) resendsAddNothing() {
+	t, ctx := m.t, m.ctx
 	moved := oldIPN("ipn:A:Completed", "A", "hA", captured("A", 1995, 88))
 	moved.Provider = "paypal"
-	res, err = svc.Ingest(ctx, moved)
+	res, err := m.svc.Ingest(ctx, moved)
 	require.NoError(t, err)
 	assert.Equal(t, ingest.Duplicate, res.Outcome)
-	// And a REST report of A, arriving only now, adds nothing either.
-	res, err = svc.Ingest(ctx, rest("WH-A", "A", captured("A", 1995, 88)))
+	res, err = m.svc.Ingest(ctx, rest("WH-A", "A", captured("A", 1995, 88)))
 	require.NoError(t, err)
 	var aCaptures int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE stream_id = 'payment-paypal-A' AND type = $1`, payment.TypeCaptured).Scan(&aCaptures))
+	require.NoError(t, m.pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE stream_id = 'payment-paypal-A' AND type = $1`, payment.TypeCaptured).Scan(&aCaptures))
 	assert.Equal(t, 1, aCaptures)
 	assert.Equal(t, ingest.Accepted, res.Outcome)
 }

@@ -210,7 +210,7 @@ func (f *fixture) checkReconciliation(ctx context.Context, m *model) {
 }
 
 // model is the test's own bookkeeping of what the generated events mean,
-// written from CONTRACT.md's chart of accounts without the domain's
+// written from docs/reference.md's chart of accounts without the domain's
 // Postings, so that the projection is checked against an independent sum.
 type model struct {
 	balances map[acctCur]int64

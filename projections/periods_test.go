@@ -162,6 +162,49 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 	stop := f.run(ctx)
 	defer func() { assert.NoError(t, stop()) }()
 
+	nov := f.closeNovember(ctx)
+	frozenBefore := f.frozen(ctx)
+	f.lateFactsAreAdjustments(ctx, frozenBefore)
+	f.periodsListAndJournalCarryTheAdjustments(ctx)
+
+	vs, err := f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs)
+	before := f.bookings(ctx)
+	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 2})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences)
+	// The closes' figures came from the checksum pass's sums in memory:
+	// no stored replay.
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep))
+	assert.Equal(t, before, f.bookings(ctx), "a rebuild books every entry into the same period")
+	assert.Equal(t, frozenBefore, f.frozen(ctx), "and freezes the same figures")
+
+	f.reopenNovemberAndCloseAgain(ctx, nov)
+	vs, err = f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, vs)
+	before, frozen := f.bookings(ctx), f.frozen(ctx)
+	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences)
+	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep), "reopened and closed again")
+	assert.Equal(t, before, f.bookings(ctx))
+	assert.Equal(t, frozen, f.frozen(ctx))
+
+	// Tampering with a frozen figure is caught by verify.
+	_, err = f.pool.Exec(ctx, `UPDATE period_balances SET closing = closing + 1 WHERE period = '2026-11' AND account = 'revenue:sales'`)
+	require.NoError(t, err)
+	vs, err = f.svc.Verify(ctx)
+	require.NoError(t, err)
+	assert.True(t, hasCheck(vs, projections.CheckPeriodHash), "%v", vs)
+}
+
+// closeNovember books a November and an October capture and closes
+// November (not before it has ended), which closes October with it; it
+// returns November's trial balance.
+func (f *periodsFixture) closeNovember(ctx context.Context) views.TrialBalance {
+	t := f.t
 	f.deliver(ctx, "msg_1", "payment.captured", "pay_1", "2026-11-10T12:00:00Z",
 		delivery.Fact{Kind: delivery.KindCaptured, BusinessID: "ch_1", Amount: 10000, Fee: 300})
 	f.deliver(ctx, "msg_2", "payment.captured", "pay_2", "2026-10-05T12:00:00Z",
@@ -186,10 +229,14 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 	oct := f.trialBalance(ctx, "2026-10")
 	assert.True(t, oct.Frozen, "the first close closes the earlier periods with it")
 	assert.Equal(t, int64(-5000), lineOf(oct, "revenue:sales").Closing)
-	frozenBefore := f.frozen(ctx)
+	return nov
+}
 
-	// Late facts: a dispute of November 20, a refund of October; and a
-	// December refund.
+// lateFactsAreAdjustments delivers late facts (a dispute of November 20, a
+// refund of October) and a December refund: the late ones are booked into
+// December as adjustments, the closed figures stay frozenBefore.
+func (f *periodsFixture) lateFactsAreAdjustments(ctx context.Context, frozenBefore []string) {
+	t := f.t
 	f.deliver(ctx, "msg_3", "dispute.opened", "pay_1", "2026-11-20T08:00:00Z",
 		delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: "du_1", Amount: 4000})
 	f.deliver(ctx, "msg_4", "refund.succeeded", "pay_2", "2026-10-30T08:00:00Z",
@@ -225,7 +272,13 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 		lineOf(decTB, "receivable:disputes:standard"))
 	assert.Equal(t, period.Balance{Account: "provider:standard:balance", Currency: "USD", Opening: 14700, Credits: 5500, Closing: 9200},
 		lineOf(decTB, "provider:standard:balance"))
+}
 
+// periodsListAndJournalCarryTheAdjustments: the period list counts
+// December's adjustments, and the journal dates them in December, by
+// period and by effective time, page by page.
+func (f *periodsFixture) periodsListAndJournalCarryTheAdjustments(ctx context.Context) {
+	t := f.t
 	periods, err := f.db.Periods(ctx)
 	require.NoError(t, err)
 	var listed []string
@@ -261,24 +314,14 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page, 2)
 	assert.Equal(t, all[1:3], page, "the page after the first row, in the same order")
+}
 
-	vs, err := f.svc.Verify(ctx)
-	require.NoError(t, err)
-	assert.Empty(t, vs)
-
-	before := f.bookings(ctx)
-	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 2})
-	require.NoError(t, err)
-	assert.Empty(t, rep.Differences)
-	// The closes' figures came from the checksum pass's sums in memory:
-	// no stored replay.
-	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep))
-	assert.Equal(t, before, f.bookings(ctx), "a rebuild books every entry into the same period")
-	assert.Equal(t, frozenBefore, f.frozen(ctx), "and freezes the same figures")
-
-	// Reopen November (with a reason), a late November refund now lands
-	// in November itself, and November closes again with new figures.
-	_, err = f.ops.ReopenPeriod(ctx, period.MustParse("2026-11"), "bob", "")
+// reopenNovemberAndCloseAgain reopens November (with a reason), lands a
+// late November refund in November itself, and closes November again with
+// new figures (nov: its first close's).
+func (f *periodsFixture) reopenNovemberAndCloseAgain(ctx context.Context, nov views.TrialBalance) {
+	t := f.t
+	_, err := f.ops.ReopenPeriod(ctx, period.MustParse("2026-11"), "bob", "")
 	require.ErrorIs(t, err, period.ErrReasonRequired)
 	_, err = f.ops.ReopenPeriod(ctx, period.MustParse("2026-11"), "bob", "refund missing from the bank statement")
 	require.NoError(t, err)
@@ -296,24 +339,6 @@ func TestLateFactsAfterACloseAreAdjustmentsAndSurviveARebuild(t *testing.T) {
 	require.True(t, nov2.Frozen)
 	assert.NotEqual(t, nov.Info.ContentHash, nov2.Info.ContentHash)
 	assert.Equal(t, "bob", nov2.Info.ReopenedBy)
-
-	vs, err = f.svc.Verify(ctx)
-	require.NoError(t, err)
-	assert.Empty(t, vs)
-	before, frozen := f.bookings(ctx), f.frozen(ctx)
-	rep, err = f.svc.Rebuild(ctx, nil, projections.RebuildOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, rep.Differences)
-	assert.Equal(t, []string{projections.PhaseChecksumReplay}, replays(rep), "reopened and closed again")
-	assert.Equal(t, before, f.bookings(ctx))
-	assert.Equal(t, frozen, f.frozen(ctx))
-
-	// Tampering with a frozen figure is caught by verify.
-	_, err = f.pool.Exec(ctx, `UPDATE period_balances SET closing = closing + 1 WHERE period = '2026-11' AND account = 'revenue:sales'`)
-	require.NoError(t, err)
-	vs, err = f.svc.Verify(ctx)
-	require.NoError(t, err)
-	assert.True(t, hasCheck(vs, projections.CheckPeriodHash), "%v", vs)
 }
 
 // The reporting zone decides the month of an instant: near midnight UTC at

@@ -1,7 +1,7 @@
 // Package projections turns the global event feed into the Postgres read
 // models accountants query (ledger entries and balances booked into
 // accounting periods with their frozen trial balances, payments,
-// reconciliation items): the projector runtime (checkpointed batches, one
+// reconciliation items, payouts and their settlement lines): the projector runtime (checkpointed batches, one
 // active projector per projection across processes, poison events stop a
 // projection instead of being skipped), the projections themselves, the
 // zero-downtime rebuild, the invariant checks behind `onceledger verify`,

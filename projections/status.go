@@ -149,19 +149,6 @@ func (r StatusReader) Projections(ctx context.Context) (views.Status, error) {
 	return Status(ctx, r.Feed, r.DB, opts)
 }
 
-// Lag counts the feed's events after position after, up to the head, at
-// most limit of them (capped: there are more); limit <= 0 counts them all.
-// It is Status's count for one position, for readers that know the
-// position already (the console, over any event store).
-func Lag(ctx context.Context, feed Feed, after eventstore.Position, limit int64) (n int64, capped bool, err error) {
-	head, err := feed.Head(ctx)
-	if err != nil {
-		return 0, false, err
-	}
-	l, err := countLag(ctx, feed, after, head, limit)
-	return l.n, l.capped, err
-}
-
 // SettlementStatusDB is the read-model database's settlement side of the
 // status (readmodel.Store).
 type SettlementStatusDB interface {

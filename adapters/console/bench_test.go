@@ -15,11 +15,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/console"
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
-	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
-	"github.com/onceledger/onceledger/adapters/postgres/sessionstore"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // benchPayments is the size the console must stay fast at (issue 16: no
@@ -43,8 +43,9 @@ func BenchmarkConsolePages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := console.New(console.Config{Tokens: tokens, Sessions: sessionstore.New(pool),
-		Read: readmodel.NewConsole(pool, readmodel.ConsoleOptions{})})
+	cfg := readSide(pool, postgres.NewEventStore(pool))
+	cfg.Tokens = tokens
+	h, err := console.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		return string(body)
 	}
 	// A deep page: the payments list after 99,000 rows.
-	var k console.PaymentKey
+	var k views.PaymentKey
 	if err := pool.QueryRow(ctx, `SELECT updated_at, provider, payment_id FROM payments
 		ORDER BY updated_at DESC, provider DESC, payment_id DESC OFFSET 99000 LIMIT 1`).Scan(&k.UpdatedAt, &k.Provider, &k.PaymentID); err != nil {
 		b.Fatal(err)

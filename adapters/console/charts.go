@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/console/svgchart"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // chartDays is how many days the overview charts cover.
@@ -33,7 +34,7 @@ func dayLabels(from time.Time) ([]string, map[time.Time]int) {
 
 // volumeCharts draws one chart per currency: captures, refunds and
 // disputes per day.
-func volumeCharts(from time.Time, vol []DayVolume) []chartView {
+func volumeCharts(from time.Time, vol []views.DayVolume) []chartView {
 	labels, index := dayLabels(from)
 	type series struct{ cap, ref, dis []int64 }
 	by := map[string]*series{}
@@ -100,7 +101,7 @@ var statusColors = map[string]string{
 }
 
 // inboxChart stacks each day's deliveries by status.
-func inboxChart(from time.Time, mix []DayOutcome) chartView {
+func inboxChart(from time.Time, mix []views.DayOutcome) chartView {
 	labels, index := dayLabels(from)
 	by := map[string][]int64{}
 	var any bool

@@ -1,9 +1,13 @@
 // Package console owns the web console under /console: server-rendered
 // pages (html/template, embedded assets, no JavaScript) for accountants and
-// operators, sign-in with an API token into a server-side session, and the
-// forms that act (resolve or reopen a reconciliation item, redrive
-// deliveries) through the acting ports. It declares the ports it reads and
-// acts through (ports.go); adapters implement them.
+// operators, sign-in with an API token (package access) into a server-side
+// session, and the forms that act (resolve or reopen a reconciliation
+// item, redrive deliveries) through the acting ports. It owns presentation
+// only: it reads through ports it declares (ports.go) in the types of the
+// one read side (projections/views), the same query methods the /v1 API
+// calls (readmodel.Store, projections.StatusReader,
+// projections.PaymentHistory), parses its parameters with the shared
+// parser (package params), and imports no storage adapter.
 //
 // Security: the token is posted once (never in a URL) and exchanged for a
 // random session id in an HttpOnly, SameSite=Strict cookie (Secure when the
@@ -27,7 +31,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
+	"github.com/onceledger/onceledger/projections"
 )
 
 // Prefix is the path the console is served under. Mount the handler of New
@@ -50,6 +55,11 @@ type Config struct {
 	Sessions Sessions
 	// Read is the read model. Required.
 	Read ReadModel
+	// Projections reports the projections' status and lag. Required.
+	Projections ProjectionsReader
+	// Events reads a payment's stream for its timeline (the configured
+	// event store); nil shows no events.
+	Events projections.StreamReader
 	// Periods lists the accounting periods with their trial balances; nil
 	// shows the trial balance of the whole ledger instead.
 	Periods PeriodReader
@@ -82,6 +92,8 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("%w: no Sessions", ErrConfig)
 	case cfg.Read == nil:
 		return nil, fmt.Errorf("%w: no Read model", ErrConfig)
+	case cfg.Projections == nil:
+		return nil, fmt.Errorf("%w: no Projections reader", ErrConfig)
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 8 * time.Hour
@@ -126,6 +138,7 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/inbox/delivery", c.withSession(c.delivery))
 	mux.HandleFunc("POST /console/inbox/redrive", c.withSession(c.acting(c.redrive)))
 	mux.HandleFunc("GET /console/payouts", c.withSession(c.payouts))
+	mux.HandleFunc("GET /console/payouts/{provider}/{id}", c.withSession(c.payout))
 	mux.HandleFunc("GET /console/periods", c.withSession(c.periods))
 	mux.HandleFunc("GET /console/projections", c.withSession(c.projections))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {

@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/console"
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
@@ -78,12 +78,8 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 
 	tokens, err := access.Parse("alice="+readToken, "ops="+adminToken)
 	require.NoError(t, err)
-	cfg := console.Config{
-		Tokens:   tokens,
-		Sessions: sessionstore.New(pool),
-		Read:     readmodel.NewConsole(pool, readmodel.ConsoleOptions{}),
-		PageSize: 5,
-	}
+	cfg := readSide(pool, es)
+	cfg.Tokens, cfg.PageSize = tokens, 5
 	if !opts.noActions {
 		f.recon = &reconRecorder{es: es}
 		f.redrive = &redriveRecorder{}
@@ -97,6 +93,21 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// readSide is the console's configuration over a real database, wired as
+// serve wires it (cmd/onceledger/app): the read-model store, the
+// projections' status reader, the event store, the session store.
+func readSide(pool *pgxpool.Pool, es *postgres.EventStore) console.Config {
+	store := readmodel.New(pool)
+	return console.Config{
+		Sessions: sessionstore.New(pool),
+		Read:     store,
+		Periods:  store,
+		Events:   es,
+		Projections: projections.StatusReader{Feed: es, DB: store,
+			Options: projections.StatusOptions{LagCap: 100_000}},
+	}
 }
 
 var seq atomic.Int64
@@ -279,7 +290,9 @@ func newConsoleServer(t *testing.T, f *fixture, read, admin string) *httptest.Se
 	t.Helper()
 	tokens, err := access.Parse(read, admin)
 	require.NoError(t, err)
-	h, err := console.New(console.Config{Tokens: tokens, Sessions: sessionstore.New(f.pool), Read: readmodel.NewConsole(f.pool, readmodel.ConsoleOptions{})})
+	cfg := readSide(f.pool, f.es)
+	cfg.Tokens = tokens
+	h, err := console.New(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, h)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -17,7 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/params"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 type pageTemplate struct{ t *template.Template }
@@ -48,11 +51,14 @@ func parsePages() (map[string]*pageTemplate, error) {
 }
 
 var funcs = template.FuncMap{
-	"amount": func(minor int64, currency string) string {
-		if currency == "" {
+	// amount takes the currency as a string or a money.Currency (the
+	// views carry both).
+	"amount": func(minor int64, currency any) string {
+		c := money.Currency(fmt.Sprint(currency))
+		if c == "" {
 			return fmt.Sprint(minor)
 		}
-		return money.FormatMinor(minor, money.Currency(currency))
+		return money.FormatMinor(minor, c)
 	},
 	"time": func(t time.Time) string {
 		if t.IsZero() {
@@ -73,13 +79,15 @@ var funcs = template.FuncMap{
 		return humanAge(time.Since(t))
 	},
 	"pathesc": url.PathEscape,
-	"actionForm": func(it ReconItem, csrf, ret string) actionForm {
-		sum := sha256.Sum256([]byte(it.Ref.StreamID + "\x00" + it.Ref.Kind + "\x00" + it.Ref.Key))
+	"actionForm": func(it views.ReconciliationItem, csrf, ret string) actionForm {
+		sum := sha256.Sum256([]byte(it.StreamID + "\x00" + it.Kind + "\x00" + it.Key))
 		return actionForm{Item: it, CSRF: csrf, Return: ret, ID: hex.EncodeToString(sum[:6])}
 	},
-	"payload":  func(b []byte) string { return payloadText(b) },
-	"slice_of": func(v ...string) []string { return v },
-	"negative": func(n int64) bool { return n < 0 },
+	"payload":     func(b []byte) string { return payloadText(b) },
+	"indent":      indentJSON,
+	"itemDetails": itemDetails,
+	"slice_of":    func(v ...string) []string { return v },
+	"negative":    func(n int64) bool { return n < 0 },
 	"abs": func(n int64) int64 {
 		if n < 0 {
 			return -n
@@ -109,9 +117,30 @@ func payloadText(b []byte) string {
 	return fmt.Sprintf("(%d bytes, not UTF-8) %x", len(b), b)
 }
 
+// itemDetails is an item's details with the operator's last word on it,
+// after what the facts said.
+func itemDetails(it views.ReconciliationItem) string {
+	switch {
+	case it.ResolvedBy != "":
+		return fmt.Sprintf("%s — resolved by %s: %s", it.Details, it.ResolvedBy, it.Note)
+	case it.Note != "":
+		return fmt.Sprintf("%s — reopened: %s", it.Details, it.Note)
+	}
+	return it.Details
+}
+
+// indentJSON shows stored JSON indented (as it is when it is not JSON).
+func indentJSON(b []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") != nil {
+		return string(b)
+	}
+	return out.String()
+}
+
 // actionForm is what the resolve/reopen form of one item needs.
 type actionForm struct {
-	Item   ReconItem
+	Item   views.ReconciliationItem
 	CSRF   string
 	Return string // where to go back to after acting
 	ID     string // unique on the page, for the note's label
@@ -132,7 +161,7 @@ type page struct {
 
 var navTitles = map[string]string{
 	"overview": "overview", "payments": "payments", "payment": "payments", "reconciliation": "reconciliation",
-	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "periods": "periods",
+	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "payout": "payouts", "periods": "periods",
 	"projections": "projections",
 }
 
@@ -166,7 +195,7 @@ var notices = map[string]string{
 }
 
 var (
-	errBadParam      = errors.New("bad parameter")
+	errBadParam      = params.ErrBadParameter
 	errNotConfigured = errors.New("not configured on this server")
 )
 

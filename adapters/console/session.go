@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 )
 
 // cookieName names the session cookie. It is scoped to Prefix.
@@ -152,7 +152,7 @@ func (c *consoleServer) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
 	now := c.cfg.Now()
-	s := Session{IDHash: idHash(id), Actor: p.Actor, Role: p.Role, TokenDigest: access.DigestOf(token), CreatedAt: now, ExpiresAt: now.Add(c.cfg.SessionTTL)}
+	s := access.Session{IDHash: idHash(id), Actor: p.Actor, Role: p.Role, TokenDigest: access.DigestOf(token), CreatedAt: now, ExpiresAt: now.Add(c.cfg.SessionTTL)}
 	if err := c.cfg.Sessions.Create(r.Context(), s); err != nil {
 		c.errorPage(w, r, err, 0, "")
 		return

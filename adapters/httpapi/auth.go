@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 )
 
 // tokenAuth authenticates /v1 requests by their bearer token against the

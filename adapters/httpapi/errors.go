@@ -9,6 +9,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
+	"github.com/onceledger/onceledger/adapters/params"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/delivery"
@@ -21,11 +22,13 @@ import (
 // Sentinel errors of the HTTP layer itself.
 var (
 	errUnknownProvider = errors.New("unknown or unconfigured provider")
-	errBadParameter    = errors.New("bad parameter")
 	errUnauthenticated = errors.New("missing or invalid bearer token")
 	errForbidden       = errors.New("forbidden")
 	errNotFound        = errors.New("not found")
 	errOverloaded      = errors.New("too many concurrent requests for this provider")
+	// errBadParameter is the shared parser's (package params), so that a
+	// parameter error of either front end is the same 400.
+	errBadParameter = params.ErrBadParameter
 )
 
 // badInput is the one list of errors that mean the request itself is wrong

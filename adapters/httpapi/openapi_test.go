@@ -75,7 +75,7 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 	require.Equal(t, sorted(routed), sorted(documented))
 
 	// Every /v1 operation declares the bearer scheme and its 401; the
-	// webhook documents every status of CONTRACT.md.
+	// webhook documents every status of docs/reference.md.
 	for path, ops := range doc.Paths {
 		for m, raw := range ops {
 			if m == "parameters" {

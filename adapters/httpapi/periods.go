@@ -63,9 +63,9 @@ func (s *server) zone() *time.Location {
 
 // periodStore answers the first bad parameter of q, or 503 when no store
 // is configured; else it returns the store.
-func (s *server) periodStore(w http.ResponseWriter, r *http.Request, q *params) (PeriodStore, bool) {
-	if q.err != nil {
-		s.queryError(w, r, q.err)
+func (s *server) periodStore(w http.ResponseWriter, r *http.Request, q *query) (PeriodStore, bool) {
+	if q.Err() != nil {
+		s.queryError(w, r, q.Err())
 		return nil, false
 	}
 	if s.cfg.Periods == nil {
@@ -76,10 +76,10 @@ func (s *server) periodStore(w http.ResponseWriter, r *http.Request, q *params) 
 }
 
 // pathPeriod is the {period} of the path, YYYY-MM.
-func pathPeriod(r *http.Request, q *params) period.Period {
+func pathPeriod(r *http.Request, q *query) period.Period {
 	p, err := period.Parse(mux.Vars(r)["period"])
-	if err != nil && q.err == nil {
-		q.err = fmt.Errorf("period: %w", err)
+	if err != nil {
+		q.SetErr(fmt.Errorf("period: %w", err))
 	}
 	return p
 }
@@ -109,7 +109,7 @@ func columns(names []string, amounts ...string) []csvexport.Column {
 
 // GET /v1/periods
 func (s *server) queryPeriods(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
 	store, ok := s.periodStore(w, r, q)
 	if !ok {
@@ -219,13 +219,13 @@ type periodActionJSON struct {
 // periodAction reads the period of the path, the actor and the optional
 // JSON body of a close or reopen; it answers the problem itself.
 func (s *server) periodAction(w http.ResponseWriter, r *http.Request, body any) (period.Period, string, bool) {
-	q := newParams(r)
+	q := newQuery(r)
 	p := pathPeriod(r, q)
-	if q.err == nil {
-		q.err = decodeActionBody(w, r, body)
+	if q.Err() == nil {
+		q.SetErr(decodeActionBody(w, r, body))
 	}
-	if q.err != nil {
-		s.queryError(w, r, q.err)
+	if q.Err() != nil {
+		s.queryError(w, r, q.Err())
 		return period.Period{}, "", false
 	}
 	if s.cfg.PeriodActions == nil {
@@ -270,9 +270,9 @@ func (s *server) actionError(w http.ResponseWriter, r *http.Request, err error) 
 
 // GET /v1/periods/{period}/trial-balance?format=json|csv&part=lines|adjustments
 func (s *server) queryTrialBalance(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
-	part := q.oneOf("part", "lines", "adjustments")
+	part := q.OneOf("part", "lines", "adjustments")
 	p := pathPeriod(r, q)
 	store, ok := s.periodStore(w, r, q)
 	if !ok {
@@ -366,23 +366,23 @@ func newTrialBalanceJSON(tb views.TrialBalance) trialBalanceJSON {
 // the whole selection, streamed page after page as it is read, from the
 // cursor when one is given.
 func (s *server) queryJournal(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
 	f := views.JournalFilter{
 		From: s.dayOrTime(q, "from"), To: s.dayOrTime(q, "to"),
-		Booked: q.oneOf("time", "effective", "booked") == "booked",
+		Booked: q.OneOf("time", "effective", "booked") == "booked",
 		Zone:   s.zone(), After: q.cursor(),
 	}
-	if v := q.get("period"); v != "" {
+	if v := q.Get("period"); v != "" {
 		p, err := period.Parse(v)
 		if err != nil {
-			q.fail("period: %w", err)
+			q.Fail("period: %w", err)
 		}
 		f.Period = p
 	}
 	limit := q.limit()
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
-		q.fail("to: must not be before from")
+		q.Fail("to: must not be before from")
 	}
 	store, ok := s.periodStore(w, r, q)
 	if !ok {
@@ -465,17 +465,7 @@ func newJournalJSON(j views.JournalRow) journalJSON {
 
 // dayOrTime is an RFC 3339 timestamp, or a date YYYY-MM-DD meaning its
 // midnight in the reporting time zone (what an accountant types).
-func (s *server) dayOrTime(q *params, name string) time.Time {
-	v := q.get(name)
-	if len(v) == len(time.DateOnly) {
-		t, err := time.ParseInLocation(time.DateOnly, v, s.zone())
-		if err != nil {
-			q.fail("%s: want a date YYYY-MM-DD or an RFC 3339 timestamp, got %q", name, v)
-		}
-		return t
-	}
-	return q.time(name)
-}
+func (s *server) dayOrTime(q *query, name string) time.Time { return q.DayOrTime(name, s.zone()) }
 
 // finishCSV ends a CSV answer. An error before the first byte is an
 // ordinary error answer; after it, the connection is aborted, so that the

@@ -12,8 +12,6 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections"
@@ -32,9 +30,7 @@ type QueryStore interface {
 
 // StreamReader reads one stream of the event store (any eventstore.Store),
 // for the events of GET /v1/payments/{provider}/{payment_id}.
-type StreamReader interface {
-	ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error)
-}
+type StreamReader = projections.StreamReader
 
 // ProjectionsReader reads the projections' status for GET /v1/projections
 // (projections.StatusReader: one computation for the CLI, the API and the
@@ -108,9 +104,9 @@ func noStore(next http.Handler) http.Handler {
 
 // queryStore answers the first bad parameter of q, or 503 when no store is
 // configured; else it returns the store.
-func (s *server) queryStore(w http.ResponseWriter, r *http.Request, q *params) (QueryStore, bool) {
-	if q.err != nil {
-		s.queryError(w, r, q.err)
+func (s *server) queryStore(w http.ResponseWriter, r *http.Request, q *query) (QueryStore, bool) {
+	if q.Err() != nil {
+		s.queryError(w, r, q.Err())
 		return nil, false
 	}
 	if s.cfg.Query == nil {
@@ -122,9 +118,9 @@ func (s *server) queryStore(w http.ResponseWriter, r *http.Request, q *params) (
 
 // GET /v1/balances?currency=&account=&as_of=
 func (s *server) queryBalances(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
-	f := views.BalanceFilter{AccountPrefix: q.get("account"), Currency: q.currency("currency"), AsOf: q.time("as_of"),
+	f := views.BalanceFilter{AccountPrefix: q.Get("account"), Currency: q.Currency("currency"), AsOf: q.Time("as_of"),
 		Booked: q.booked()}
 	store, ok := s.queryStore(w, r, q)
 	if !ok {
@@ -149,15 +145,15 @@ type balanceJSON struct {
 
 // GET /v1/ledger/entries?account=&currency=&from=&to=&cursor=&limit=
 func (s *server) queryEntries(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
 	f := views.EntryFilter{
-		AccountPrefix: q.get("account"), Currency: q.currency("currency"),
-		From: q.time("from"), To: q.time("to"), After: q.cursor(), Booked: q.booked(),
+		AccountPrefix: q.Get("account"), Currency: q.Currency("currency"),
+		From: q.Time("from"), To: q.Time("to"), After: q.cursor(), Booked: q.booked(),
 	}
 	limit := q.limit()
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
-		q.fail("to: must not be before from")
+		q.Fail("to: must not be before from")
 	}
 	store, ok := s.queryStore(w, r, q)
 	if !ok {
@@ -231,9 +227,9 @@ type positionJSON struct {
 
 // GET /v1/reconciliation?status=open|resolved&kind=
 func (s *server) queryReconciliation(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
-	f := views.ReconciliationFilter{Status: q.oneOf("status", "open", "resolved"), Kind: q.oneOf("kind", payment.ReconKinds()...)}
+	f := views.ReconciliationFilter{Status: q.OneOf("status", "open", "resolved"), Kind: q.OneOf("kind", payment.ReconKinds()...)}
 	store, ok := s.queryStore(w, r, q)
 	if !ok {
 		return
@@ -273,10 +269,10 @@ type reconJSON struct {
 
 // GET /v1/projections
 func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
-	if q.err != nil {
-		s.queryError(w, r, q.err)
+	if q.Err() != nil {
+		s.queryError(w, r, q.Err())
 		return
 	}
 	if s.cfg.Projections == nil {
@@ -304,15 +300,11 @@ func (s *server) queryProjections(w http.ResponseWriter, r *http.Request) {
 	s.finishRows(w, r, out, err, nil)
 }
 
-// GET /v1/payments/{provider}/{payment_id}
-//
-// The summary comes from the payments read model; the events from the event
-// store. When the read model does not have the payment yet, or is behind
-// the stream (the projector lags), the summary is folded from the events
-// with the same payment.Summary the projection uses, so that the answer is
-// consistent with the events it lists.
+// GET /v1/payments/{provider}/{payment_id}: projections.PaymentHistory,
+// the query the console's timeline makes too (the summary from the read
+// model, folded from the events when the read model lags them).
 func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
 	store, ok := s.queryStore(w, r, q)
 	if !ok {
@@ -320,34 +312,16 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 	}
 	vars := mux.Vars(r)
 	prov, id := vars["provider"], vars["payment_id"]
-	p, found, err := store.Payment(r.Context(), prov, id)
+	h, found, err := projections.PaymentHistory(r.Context(), store, s.cfg.Events, prov, id)
 	if err != nil {
 		s.queryError(w, r, err)
 		return
-	}
-	stream := delivery.PaymentStream(prov, id)
-	if found {
-		stream = p.StreamID
-	}
-	var events []eventstore.RecordedEvent
-	if s.cfg.Events != nil {
-		if events, err = s.cfg.Events.ReadStream(r.Context(), stream); err != nil {
-			s.queryError(w, r, err)
-			return
-		}
-	}
-	if n := len(events); n > 0 && (!found || events[n-1].Version > p.Version) {
-		// The read model lags the stream: fold the events with the
-		// payments projection's own fold.
-		if p, found, err = projections.FoldPayment(events); err != nil {
-			s.queryError(w, r, fmt.Errorf("payment %s: %w", stream, err))
-			return
-		}
 	}
 	if !found {
 		s.queryError(w, r, fmt.Errorf("%w: payment %s/%s", errNotFound, prov, id))
 		return
 	}
+	p, events := h.Payment, h.Events
 	sum := p.Summary
 
 	body := paymentJSON{

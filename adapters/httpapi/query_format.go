@@ -8,17 +8,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/onceledger/onceledger/adapters/csvexport"
 
+	"github.com/onceledger/onceledger/adapters/csvexport"
 	"github.com/onceledger/onceledger/adapters/eventstore"
-	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/adapters/params"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -29,109 +26,40 @@ const (
 	formatCSV
 )
 
-// params reads a request's query parameters and keeps the first error, so
-// that a handler reads all its parameters and checks once: every
-// parameter is parsed by one of these methods, each error a 400 naming the
-// parameter.
-type params struct {
-	q   url.Values
-	err error
-}
+// query reads a request's query parameters with the parser both front
+// ends share (package params: each error a 400 naming the parameter), plus
+// what only /v1 has: ?format=, the page size and the ledger cursor.
+type query struct{ *params.Params }
 
-func newParams(r *http.Request) *params { return &params{q: r.URL.Query()} }
-
-// fail records err unless an earlier parameter failed already.
-func (p *params) fail(format string, args ...any) {
-	if p.err == nil {
-		p.err = fmt.Errorf("%w: "+format, append([]any{errBadParameter}, args...)...)
-	}
-}
-
-// get is a parameter taken as it is.
-func (p *params) get(name string) string { return p.q.Get(name) }
+func newQuery(r *http.Request) *query { return &query{params.New(r.URL.Query())} }
 
 // format is ?format=json|csv (default json).
-func (p *params) format() format {
-	switch v := p.q.Get("format"); v {
+func (p *query) format() format {
+	switch v := p.Get("format"); v {
 	case "", "json":
 		return formatJSON
 	case "csv":
 		return formatCSV
 	default:
-		p.fail("format: must be json or csv, got %q", v)
+		p.Fail("format: must be json or csv, got %q", v)
 		return formatJSON
 	}
 }
 
-// currency is an optional ISO 4217 code (any case), upper-cased.
-func (p *params) currency(name string) string {
-	v := p.q.Get(name)
-	if v == "" {
-		return ""
-	}
-	c, err := money.ParseCurrency(v)
-	if err != nil {
-		p.fail("%s: %w", name, err)
-		return ""
-	}
-	return string(c)
-}
-
-// time is an optional RFC 3339 timestamp. A '+' of the offset arrives as a
-// space when the caller did not percent-encode it
-// ("2026-01-02T10:00:00+01:00" in a raw query string); that one case is
-// accepted as the '+' it was.
-func (p *params) time(name string) time.Time {
-	v := p.q.Get(name)
-	if v == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil && len(v) > 19 && strings.Count(v, " ") == 1 && strings.LastIndexByte(v, ' ') >= 19 {
-		t, err = time.Parse(time.RFC3339Nano, strings.Replace(v, " ", "+", 1))
-	}
-	if err != nil {
-		p.fail("%s: want an RFC 3339 timestamp like 2026-01-02T15:04:05Z, got %q", name, v)
-	}
-	return t
-}
-
 // limit is the page size, 1 to maxPageSize (default defaultPageSize).
-func (p *params) limit() int {
-	v := p.q.Get("limit")
-	if v == "" {
-		return defaultPageSize
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxPageSize {
-		p.fail("limit: must be an integer from 1 to %d, got %q", maxPageSize, v)
-		return defaultPageSize
-	}
-	return n
-}
-
-// oneOf is an optional parameter that must be one of allowed.
-func (p *params) oneOf(name string, allowed ...string) string {
-	v := p.q.Get(name)
-	if v != "" && !slices.Contains(allowed, v) {
-		p.fail("%s: must be one of %s, got %q", name, strings.Join(allowed, ", "), v)
-	}
-	return v
-}
+func (p *query) limit() int { return p.Limit(defaultPageSize, maxPageSize) }
 
 // booked is ?time=effective|booked (default effective): whether as_of,
 // from and to compare with the entries' booked time (when the ledger
 // recorded them) rather than their effective time (when the provider says
 // they happened).
-func (p *params) booked() bool { return p.oneOf("time", "effective", "booked") == "booked" }
+func (p *query) booked() bool { return p.OneOf("time", "effective", "booked") == "booked" }
 
 // cursor is the entry after which a ledger page starts (nil: from the
 // start).
-func (p *params) cursor() *views.EntryKey {
-	k, err := decodeCursor(p.q.Get("cursor"))
-	if err != nil && p.err == nil {
-		p.err = err
-	}
+func (p *query) cursor() *views.EntryKey {
+	k, err := decodeCursor(p.Get("cursor"))
+	p.SetErr(err)
 	return k
 }
 

@@ -3,9 +3,13 @@
 // acting endpoints (admin tokens: resolve, reopen, redrive), health,
 // readiness and Prometheus metrics. It verifies and normalizes through the
 // provider adapters and records through the ingest service; it owns no
-// business rule. It reads through ports it declares in the types of
-// projections/views (QueryStore, ProjectionsReader, StatusSource) and
-// imports no storage adapter; /readyz and /metrics answer from a Monitor's
+// business rule. It reads through ports it declares in the types of the
+// one read side, projections/views (QueryStore, SettlementQuery,
+// PeriodStore, ProjectionsReader, StatusSource), whose methods are the same
+// queries the console makes (readmodel.Store, projections.StatusReader,
+// projections.PaymentHistory); it parses parameters with the parser the
+// console shares (package params), authenticates with package access, and
+// imports no storage adapter. /readyz and /metrics answer from a Monitor's
 // background readings.
 package httpapi
 
@@ -25,7 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/providers"
 )
 
@@ -104,7 +108,7 @@ type Config struct {
 // DefaultProviderConcurrency is the per-provider cap on webhooks being
 // recorded at once. It must leave room for group commit: a shared unit of
 // up to ONCELEDGER_INGEST_BATCH deliveries, two units in flight, and the
-// arrivals gathering behind them. Measured (BENCHMARKS.md, open loop on 2
+// arrivals gathering behind them. Measured (docs/benchmarks.md, open loop on 2
 // cores): with 64, 1,500/s offered already met 503s and the providers'
 // retries turned them into a storm (p99 4.5 s at 2,000/s); with 256, no 5xx
 // up to 2,500/s, p99 25 ms at 1,500/s. The body is read and verified before
@@ -118,7 +122,7 @@ type server struct {
 	limiter *limiter
 }
 
-// NewHandler returns the HTTP handler with every route of CONTRACT.md.
+// NewHandler returns the HTTP handler with every route of docs/reference.md.
 func NewHandler(cfg Config) http.Handler {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -111,9 +110,9 @@ func (s *server) importSettlement(w http.ResponseWriter, r *http.Request) {
 
 // settlementQuery answers the first bad parameter of q, or 503 when the
 // settlement read side is not configured.
-func (s *server) settlementQuery(w http.ResponseWriter, r *http.Request, q *params) (SettlementQuery, bool) {
-	if q.err != nil {
-		s.queryError(w, r, q.err)
+func (s *server) settlementQuery(w http.ResponseWriter, r *http.Request, q *query) (SettlementQuery, bool) {
+	if q.Err() != nil {
+		s.queryError(w, r, q.Err())
 		return nil, false
 	}
 	if s.cfg.SettlementQuery == nil {
@@ -123,25 +122,9 @@ func (s *server) settlementQuery(w http.ResponseWriter, r *http.Request, q *para
 	return s.cfg.SettlementQuery, true
 }
 
-var payoutColumns = []string{"provider", "payout_id", "status", "amount", "amount_decimal", "currency", "arrival_date",
-	"line_count", "lines_net", "difference", "difference_decimal", "updated_at"}
-
-type payoutJSON struct {
-	Provider          string     `json:"provider"`
-	PayoutID          string     `json:"payout_id"`
-	Status            string     `json:"status"`
-	Amount            int64      `json:"amount"`
-	AmountDecimal     string     `json:"amount_decimal"`
-	Currency          *string    `json:"currency"`
-	ArrivalDate       *time.Time `json:"arrival_date"`
-	LineCount         int64      `json:"line_count"`
-	LinesNet          int64      `json:"lines_net"`
-	Difference        int64      `json:"difference"`
-	DifferenceDecimal string     `json:"difference_decimal"`
-	UpdatedAt         time.Time  `json:"updated_at"`
-}
-
-func payoutOut(p views.Payout) (payoutJSON, []string) {
+// payoutRecord is the one description of a payout in GET /v1/payouts and
+// /v1/payouts/{provider}/{payout_id}, JSON and CSV.
+func payoutRecord(p views.Payout) record {
 	c := money.Currency(p.Currency)
 	dec := func(v int64) string {
 		if c == "" {
@@ -149,63 +132,51 @@ func payoutOut(p views.Payout) (payoutJSON, []string) {
 		}
 		return money.FormatMinor(v, c)
 	}
-	j := payoutJSON{Provider: p.Provider, PayoutID: p.PayoutID, Status: p.Status, Amount: p.Amount,
-		AmountDecimal: dec(p.Amount), ArrivalDate: timePtr(p.ArrivalDate), LineCount: p.LineCount, LinesNet: p.LinesNet,
-		Difference: p.Difference, DifferenceDecimal: dec(p.Difference), UpdatedAt: p.UpdatedAt.UTC()}
-	if p.Currency != "" {
-		j.Currency = &p.Currency
-	}
-	return j, []string{p.Provider, p.PayoutID, p.Status, strconv.FormatInt(p.Amount, 10), dec(p.Amount), p.Currency,
-		formatTime(p.ArrivalDate), strconv.FormatInt(p.LineCount, 10), strconv.FormatInt(p.LinesNet, 10),
-		strconv.FormatInt(p.Difference, 10), dec(p.Difference), formatTime(p.UpdatedAt)}
+	return record{textField("provider", p.Provider), textField("payout_id", p.PayoutID), textField("status", p.Status),
+		intField("amount", p.Amount), textField("amount_decimal", dec(p.Amount)), optText("currency", p.Currency),
+		optTime("arrival_date", p.ArrivalDate), intField("line_count", p.LineCount), intField("lines_net", p.LinesNet),
+		intField("difference", p.Difference), textField("difference_decimal", dec(p.Difference)),
+		timeField("updated_at", p.UpdatedAt)}
+}
+
+// lineRecord is the one description of a settlement line in GET
+// /v1/payouts/{provider}/{payout_id}, JSON and CSV.
+func lineRecord(l views.SettlementLine) record {
+	return record{textField("line_key", l.LineKey), textField("kind", l.Kind), textField("source_type", l.SourceType),
+		textField("line_id", l.LineID), textField("payment_id", l.PaymentID), textField("capture_id", l.CaptureID),
+		textField("refund_id", l.RefundID), textField("dispute_id", l.DisputeID), intField("gross", l.Gross),
+		intField("fee", l.Fee), intField("net", l.Net), textField("currency", l.Currency),
+		intField("original_amount", l.OriginalAmount), textField("original_currency", l.OriginalCurrency),
+		textField("exchange_rate", l.ExchangeRate), timeField("occurred_at", l.OccurredAt),
+		optTime("available_on", l.AvailableOn)}
 }
 
 // GET /v1/payouts?provider=&status=&from=&to=
 func (s *server) queryPayouts(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
-	f := views.PayoutFilter{Provider: q.get("provider"), Status: q.oneOf("status", views.PayoutStatuses()...),
-		From: q.time("from"), To: q.time("to")}
+	f := views.PayoutFilter{Provider: q.Get("provider"), Status: q.OneOf("status", views.PayoutStatuses()...),
+		From: q.Time("from"), To: q.Time("to")}
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
-		q.fail("to: must not be before from")
+		q.Fail("to: must not be before from")
 	}
 	store, ok := s.settlementQuery(w, r, q)
 	if !ok {
 		return
 	}
-	out := newRowWriter(w, format, "payouts", payoutColumns)
+	out := newRowWriter(w, format, "payouts", payoutRecord(views.Payout{}).names())
 	err := store.Payouts(r.Context(), f, func(p views.Payout) error {
-		j, rec := payoutOut(p)
-		return out.row(j, rec)
+		rec := payoutRecord(p)
+		return out.row(rec, rec.cells())
 	})
 	s.finishRows(w, r, out, err, nil)
-}
-
-type settlementLineJSON struct {
-	LineKey          string     `json:"line_key"`
-	Kind             string     `json:"kind"`
-	SourceType       string     `json:"source_type"`
-	LineID           string     `json:"line_id"`
-	PaymentID        string     `json:"payment_id"`
-	CaptureID        string     `json:"capture_id"`
-	RefundID         string     `json:"refund_id"`
-	DisputeID        string     `json:"dispute_id"`
-	Gross            int64      `json:"gross"`
-	Fee              int64      `json:"fee"`
-	Net              int64      `json:"net"`
-	Currency         string     `json:"currency"`
-	OriginalAmount   int64      `json:"original_amount"`
-	OriginalCurrency string     `json:"original_currency"`
-	ExchangeRate     string     `json:"exchange_rate"`
-	OccurredAt       time.Time  `json:"occurred_at"`
-	AvailableOn      *time.Time `json:"available_on"`
 }
 
 // GET /v1/payouts/{provider}/{payout_id}: the payout and its lines. CSV:
 // one row per line (the payout's own figures are in the JSON answer and in
 // GET /v1/payouts).
 func (s *server) queryPayout(w http.ResponseWriter, r *http.Request) {
-	q := newParams(r)
+	q := newQuery(r)
 	format := q.format()
 	store, ok := s.settlementQuery(w, r, q)
 	if !ok {
@@ -222,18 +193,9 @@ func (s *server) queryPayout(w http.ResponseWriter, r *http.Request) {
 		s.queryError(w, r, fmt.Errorf("%w: payout %s/%s", errNotFound, prov, id))
 		return
 	}
-	var lines []settlementLineJSON
-	var recs [][]string
+	lines := []record{}
 	err = store.SettlementLines(r.Context(), prov, id, func(l views.SettlementLine) error {
-		lines = append(lines, settlementLineJSON{LineKey: l.LineKey, Kind: l.Kind, SourceType: l.SourceType, LineID: l.LineID,
-			PaymentID: l.PaymentID, CaptureID: l.CaptureID, RefundID: l.RefundID, DisputeID: l.DisputeID,
-			Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: l.Currency, OriginalAmount: l.OriginalAmount,
-			OriginalCurrency: l.OriginalCurrency, ExchangeRate: l.ExchangeRate, OccurredAt: l.OccurredAt.UTC(),
-			AvailableOn: timePtr(l.AvailableOn)})
-		recs = append(recs, []string{l.LineKey, l.Kind, l.SourceType, l.LineID, l.PaymentID, l.CaptureID, l.RefundID,
-			l.DisputeID, strconv.FormatInt(l.Gross, 10), strconv.FormatInt(l.Fee, 10), strconv.FormatInt(l.Net, 10),
-			l.Currency, strconv.FormatInt(l.OriginalAmount, 10), l.OriginalCurrency, l.ExchangeRate,
-			formatTime(l.OccurredAt), formatTime(l.AvailableOn)})
+		lines = append(lines, lineRecord(l))
 		return nil
 	})
 	if err != nil {
@@ -241,21 +203,12 @@ func (s *server) queryPayout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if format == formatJSON {
-		j, _ := payoutOut(p)
-		if lines == nil {
-			lines = []settlementLineJSON{}
-		}
-		writeJSON(w, http.StatusOK, struct {
-			payoutJSON
-			Lines []settlementLineJSON `json:"lines"`
-		}{j, lines})
+		writeJSON(w, http.StatusOK, append(payoutRecord(p), field{name: "lines", json: lines}))
 		return
 	}
-	out := newRowWriter(w, formatCSV, "", []string{"line_key", "kind", "source_type", "line_id", "payment_id",
-		"capture_id", "refund_id", "dispute_id", "gross", "fee", "net", "currency", "original_amount",
-		"original_currency", "exchange_rate", "occurred_at", "available_on"})
-	for _, rec := range recs {
-		if err = out.row(nil, rec); err != nil {
+	out := newRowWriter(w, formatCSV, "", lineRecord(views.SettlementLine{}).names())
+	for _, rec := range lines {
+		if err = out.row(nil, rec.cells()); err != nil {
 			break
 		}
 	}

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -11,18 +10,14 @@ import (
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
-// Group commit: concurrent first arrivals share one unit of work (DESIGN.md,
+// Group commit: concurrent first arrivals share one unit of work (docs/design.md,
 // "Throughput: one commit for many deliveries"). One transaction per
 // delivery caps ingest at the database's per-transaction ceiling (round
 // trips, WAL flushes); a shared one pays those once for the whole batch.
 //
-// The protocol of a batch, over a BatchJournal:
-//
-//  1. gate: one multi-row inbox insert (the primary key still judges each
-//     key) and one read of all the streams of the rows it inserted;
-//  2. decide each delivery on its stream's history, as recordOnce does;
-//  3. append all decisions at once, each at the version its decision read;
-//  4. commit, and only then answer each delivery.
+// The protocol of a batch, over a BatchJournal: the shared unit's
+// (sharedUnit, shared.go: one gate, decisions in memory, one append), then
+// the commit, and only then each delivery's answer.
 //
 // A delivery that cannot share the unit is recorded alone, by the single
 // path (recordOnce and its retry), never failing its neighbours:
@@ -298,85 +293,26 @@ func (b *batcher) run(batch []*member) {
 	}
 }
 
-// unit is the record algorithm of a shared unit (see the top of this file).
-// Members it releases early (redeliveries) get their answer at once and are
-// marked in sent; the others are answered by run after the commit.
+// unit records batch as one shared unit (sharedUnit). Redeliveries the gate
+// sends alone get their answer at once and are marked in sent; the others
+// are answered by run after the commit.
 func (b *batcher) unit(ctx context.Context, tx BatchTx, batch []*member, answers []outcome, sent []bool) error {
-	items := make([]GateItem, len(batch))
+	evs := make([]delivery.Event, len(batch))
 	for i, m := range batch {
-		items[i] = GateItem{Event: m.ev, Status: StatusApplied, Read: m.ev.StreamID()}
-		if m.ev.Ignored() {
-			items[i] = GateItem{Event: m.ev, Status: StatusIgnored}
-		}
+		evs[i] = m.ev
 	}
-	gated, err := tx.GateAll(ctx, items)
+	res, alone, err := b.s.sharedUnit(ctx, tx, evs, "shared", func(i int) {
+		batch[i].done <- outcome{alone: true}
+		sent[i] = true
+	})
 	if err != nil {
 		return err
 	}
-	if len(gated) != len(items) {
-		return fmt.Errorf("shared gate: %d answers for %d deliveries", len(gated), len(items))
+	for i := range batch {
+		answers[i] = outcome{res: res[i]}
 	}
-	var appends []BatchAppend
-	var appenders []int // member index of each append
-	var withdraw []int
-	for i, m := range batch {
-		switch {
-		case !gated[i].Inserted:
-			first := gated[i].First
-			res, stream := Redelivery(first, m.ev)
-			if first.Status == "" || first.Status == StatusReceived || stream != "" || res.Conflict {
-				answers[i] = outcome{alone: true}
-				continue
-			}
-			answers[i] = outcome{res: res} // counted by the gate
-		case m.ev.Ignored():
-			answers[i] = outcome{res: Result{Outcome: Ignored}}
-		default:
-			decided, err := b.s.dec.Decide(gated[i].History, m.ev)
-			if err != nil {
-				withdraw = append(withdraw, i) // alone, it fails by itself
-				continue
-			}
-			stream := m.ev.StreamID()
-			answers[i] = outcome{res: Result{Outcome: Accepted, StreamID: stream, Appended: len(decided)}}
-			if len(decided) > 0 {
-				appends = append(appends, BatchAppend{Stream: stream, Read: len(gated[i].History), Events: decided})
-				appenders = append(appenders, i)
-			}
-		}
-	}
-	// A redelivery sent alone wrote nothing in this unit: the single path
-	// may take it now, without waiting for the commit.
-	for i, m := range batch {
-		if answers[i].alone {
-			m.done <- answers[i]
-			sent[i] = true
-		}
-	}
-	if len(appends) > 0 {
-		rejected, err := tx.AppendAll(ctx, appends)
-		if err != nil {
-			return err
-		}
-		for _, r := range rejected {
-			if r < 0 || r >= len(appenders) {
-				return fmt.Errorf("shared append: rejected index %d of %d", r, len(appenders))
-			}
-			withdraw = append(withdraw, appenders[r])
-		}
-	}
-	if len(withdraw) > 0 {
-		slices.Sort(withdraw)
-		keys := make([]InboxKey, len(withdraw))
-		for n, i := range withdraw {
-			keys[n] = InboxKey{batch[i].ev.Provider, batch[i].ev.DedupKey}
-		}
-		if err := tx.Withdraw(ctx, keys); err != nil {
-			return err
-		}
-		for _, i := range withdraw {
-			answers[i] = outcome{alone: true}
-		}
+	for _, i := range alone {
+		answers[i] = outcome{alone: true}
 	}
 	return nil
 }

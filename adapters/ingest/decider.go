@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/onceledger/onceledger/adapters/command"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
@@ -18,7 +19,7 @@ type PaymentDecider struct{}
 var _ Decider = PaymentDecider{}
 
 func (PaymentDecider) Decide(history []eventstore.RecordedEvent, ev delivery.Event) ([]eventstore.EventData, error) {
-	past, err := decodeHistory(history)
+	past, err := command.Decode(history, payment.Decode)
 	if err != nil {
 		return nil, err
 	}
@@ -60,18 +61,6 @@ func (PaymentDecider) Conflict(history []eventstore.RecordedEvent, ev delivery.E
 	// the conflicting facts' hash takes the place of the index: the same
 	// different facts in yet other bytes are flagged once.
 	return encode(ev, []payment.Event{flag}, "conflict:"+factsHash)
-}
-
-func decodeHistory(history []eventstore.RecordedEvent) ([]payment.Event, error) {
-	past := make([]payment.Event, 0, len(history))
-	for _, h := range history {
-		e, err := payment.Decode(h.Type, h.Data)
-		if err != nil {
-			return nil, fmt.Errorf("decode %s/%d: %w", h.StreamID, h.Version, err)
-		}
-		past = append(past, e)
-	}
-	return past, nil
 }
 
 // metadata travels with every stored event, for audit and inspection.

@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
-	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // IngestBatch records many deliveries submitted at once (the lines of a
 // settlement report) as one set: on a journal that can (BatchJournal), ONE
-// unit of work gates all of them with one multi-row inbox insert, reads all
-// their streams in one query, decides each delivery in memory on its
-// stream's history plus what the batch's earlier deliveries of that stream
-// decided, and appends every stream's events in one multi-row insert. The
+// shared unit of work (sharedUnit, shared.go) gates all of them with one
+// multi-row inbox insert, reads all their streams in one query, decides
+// each delivery in memory on its stream's history plus what the batch's
+// earlier deliveries of that stream decided, and appends every stream's
+// events in one multi-row insert. The
 // statements per batch are constant, whatever its size: a report line costs
 // its rows, not its round trips (issue #12's import rate).
 //
@@ -48,9 +47,14 @@ func (s *Service) IngestBatch(ctx context.Context, evs []delivery.Event) ([]Resu
 	var alone []int
 	unitErr := errNoUnit
 	if bj, ok := s.journal.(BatchJournal); ok && s.journal.Atomic() && len(evs) > 1 {
-		unitErr = bj.DoBatch(ctx, func(tx BatchTx) (err error) {
-			alone, err = s.importUnit(ctx, tx, evs, out)
-			return err
+		unitErr = bj.DoBatch(ctx, func(tx BatchTx) error {
+			res, a, err := s.sharedUnit(ctx, tx, evs, "import", nil)
+			if err != nil {
+				return err
+			}
+			copy(out, res)
+			alone = a
+			return nil
 		})
 	}
 	if unitErr != nil {
@@ -83,117 +87,3 @@ type BatchError struct {
 
 func (e *BatchError) Error() string { return fmt.Sprintf("delivery %d of the batch: %v", e.At, e.Err) }
 func (e *BatchError) Unwrap() error { return e.Err }
-
-// setStream is one stream's part of an import set: the history read at the
-// gate, extended in memory by the events the set's deliveries decided.
-type setStream struct {
-	read    int // events read at the gate: the append's expected version
-	history []eventstore.RecordedEvent
-	events  []eventstore.EventData // decided in the set, in order
-	members []int                  // deliveries of the set on this stream
-}
-
-// importUnit is IngestBatch's record algorithm inside one shared unit. It
-// fills out for the deliveries the unit records and returns the indexes of
-// those to record alone after the commit.
-func (s *Service) importUnit(ctx context.Context, tx BatchTx, evs []delivery.Event, out []Result) ([]int, error) {
-	var alone, joined []int
-	seen := make(map[InboxKey]bool, len(evs))
-	items := make([]GateItem, 0, len(evs))
-	for i, ev := range evs {
-		k := InboxKey{ev.Provider, ev.DedupKey}
-		if seen[k] {
-			alone = append(alone, i) // after the commit: a duplicate of the first
-			continue
-		}
-		seen[k] = true
-		joined = append(joined, i)
-		it := GateItem{Event: ev, Status: StatusApplied, Read: ev.StreamID()}
-		if ev.Ignored() {
-			it = GateItem{Event: ev, Status: StatusIgnored}
-		}
-		items = append(items, it)
-	}
-	gated, err := tx.GateAll(ctx, items)
-	if err != nil {
-		return nil, err
-	}
-	if len(gated) != len(items) {
-		return nil, fmt.Errorf("import gate: %d answers for %d deliveries", len(gated), len(items))
-	}
-	streams := make(map[string]*setStream)
-	var order []string // streams in first-decided order
-	var withdraw []int
-	for n, i := range joined {
-		ev := evs[i]
-		g := gated[n]
-		switch {
-		case !g.Inserted:
-			res, stream := Redelivery(g.First, ev)
-			if g.First.Status == "" || g.First.Status == StatusReceived || stream != "" || res.Conflict {
-				alone = append(alone, i)
-				continue
-			}
-			out[i] = res // counted by the gate
-		case ev.Ignored():
-			out[i] = Result{Outcome: Ignored}
-		default:
-			id := ev.StreamID()
-			st := streams[id]
-			if st == nil {
-				st = &setStream{read: len(g.History), history: g.History}
-				streams[id] = st
-				order = append(order, id)
-			}
-			st.members = append(st.members, i)
-			decided, err := s.dec.Decide(st.history, ev)
-			if err != nil {
-				withdraw = append(withdraw, i) // alone, it fails by itself
-				continue
-			}
-			for _, e := range decided {
-				st.history = append(st.history, eventstore.RecordedEvent{ID: e.ID, StreamID: id,
-					Version: uint64(st.read + len(st.events)), Type: e.Type, Data: e.Data, Metadata: e.Metadata})
-				st.events = append(st.events, e)
-			}
-			out[i] = Result{Outcome: Accepted, StreamID: id, Appended: len(decided)}
-		}
-	}
-	var appends []BatchAppend
-	var appended []*setStream
-	for _, id := range order {
-		if st := streams[id]; len(st.events) > 0 {
-			appends = append(appends, BatchAppend{Stream: id, Read: st.read, Events: st.events})
-			appended = append(appended, st)
-		}
-	}
-	if len(appends) > 0 {
-		rejected, err := tx.AppendAll(ctx, appends)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rejected {
-			if r < 0 || r >= len(appended) {
-				return nil, fmt.Errorf("import append: rejected index %d of %d", r, len(appended))
-			}
-			// The stream moved: every delivery of it decides again alone
-			// (a member whose decision failed is in withdraw already).
-			withdraw = append(withdraw, appended[r].members...)
-		}
-	}
-	if len(withdraw) > 0 {
-		slices.Sort(withdraw)
-		withdraw = slices.Compact(withdraw)
-		keys := make([]InboxKey, len(withdraw))
-		for n, i := range withdraw {
-			keys[n] = InboxKey{evs[i].Provider, evs[i].DedupKey}
-			out[i] = Result{}
-		}
-		if err := tx.Withdraw(ctx, keys); err != nil {
-			return nil, err
-		}
-		alone = append(alone, withdraw...)
-	}
-	slices.Sort(alone)
-	return alone, nil
-}

@@ -1,17 +1,19 @@
-// Package ingest owns the write protocol: it turns one verified, normalized
-// delivery into durable facts. The inbox gate decides first arrivals (a
-// database constraint judges), the payment aggregate decides what they mean,
-// the event store appends them with an expected version, and the inbox row's
-// status says how far the delivery got. The record algorithm, redeliveries,
-// conflicts, holding unverified deliveries, redrives, the bounded jittered
-// retry, the inbox statuses and the background workers (sweeper, postback
-// verifier) all live here, once, over a small transactional port (Journal)
-// that the storage adapters implement: adapters/postgres in one transaction,
-// TwoPhase when the streams live in another database (EventStoreDB). Group
-// commit, concurrent first arrivals sharing one unit of work on a journal
-// that can (BatchJournal), is protocol too, and lives here (batch.go). The
-// HTTP layer calls the Service after a provider adapter verified and
-// normalized the request.
+// Package ingest owns the record protocol of deliveries: it turns one
+// verified, normalized delivery into durable facts. The inbox gate decides
+// first arrivals (a database constraint judges), the payment aggregate
+// decides what they mean, the ledger's one write protocol (adapters/command)
+// appends them with an expected version, and the inbox row's status says how
+// far the delivery got. The record algorithm, redeliveries, conflicts,
+// holding unverified deliveries, redrives, the bounded jittered retry of a
+// lost race, the inbox statuses and the background workers (sweeper,
+// postback verifier) all live here, once, over a small transactional port
+// (Journal) that the storage adapters implement: adapters/postgres in one
+// transaction, TwoPhase when the streams live in another database
+// (EventStoreDB). Shared units of work are protocol too, and live here:
+// group commit of concurrent first arrivals (batch.go) and import sets
+// (importbatch.go), one algorithm (shared.go) on a journal that can
+// (BatchJournal). The HTTP layer calls the Service after a provider adapter
+// verified and normalized the request.
 package ingest
 
 import (
@@ -19,6 +21,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/onceledger/onceledger/adapters/command"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
@@ -139,6 +142,9 @@ type Tx interface {
 	// version is the one the decision was made on.
 	Append(ctx context.Context, stream string, read int, events []eventstore.EventData) error
 }
+
+// A unit of work's Tx is where the write protocol reads and appends.
+var _ command.Store = Tx(nil)
 
 // Queue is the inbox as the background workers see it: rows waiting in a
 // status, leased so that several instances share the work.

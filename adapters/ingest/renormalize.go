@@ -198,10 +198,7 @@ func (s *Service) renormalizeOnce(ctx context.Context, tx Tx, k InboxKey, from s
 	if ev.Ignored() {
 		return Result{Outcome: Ignored}, nil
 	}
-	stream := ev.StreamID()
-	n, err := s.decideAndAppend(ctx, tx, ev.Provider, stream, nil, false, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
-		return s.dec.Decide(h, ev)
-	})
+	res, err := s.apply(ctx, tx, ev, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -210,7 +207,7 @@ func (s *Service) renormalizeOnce(ctx context.Context, tx Tx, k InboxKey, from s
 			return Result{}, err
 		}
 	}
-	return Result{Outcome: Accepted, StreamID: stream, Appended: n}, nil
+	return res, nil
 }
 
 // isStop reports errors that end a whole redrive rather than one row.

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/onceledger/onceledger/adapters/command"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
@@ -157,10 +158,7 @@ func (s *Service) recordOnce(ctx context.Context, tx Tx, ev delivery.Event, held
 	case ev.Ignored():
 		return Result{Outcome: Ignored}, nil
 	}
-	stream := ev.StreamID()
-	n, err := s.decideAndAppend(ctx, tx, ev.Provider, stream, g.History, true, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
-		return s.dec.Decide(h, ev)
-	})
+	res, err := s.apply(ctx, tx, ev, &g)
 	if err != nil {
 		return Result{}, err
 	}
@@ -170,7 +168,7 @@ func (s *Service) recordOnce(ctx context.Context, tx Tx, ev delivery.Event, held
 			return Result{}, err
 		}
 	}
-	return Result{Outcome: Accepted, StreamID: stream, Appended: n}, nil
+	return res, nil
 }
 
 // redelivered answers a dedup key that is on record: always a duplicate.
@@ -196,7 +194,7 @@ func (s *Service) redelivered(ctx context.Context, tx Tx, ev delivery.Event, fir
 		// A held payload is unverified: it is kept, never a fact on a stream.
 		return res, nil
 	}
-	n, err := s.decideAndAppend(ctx, tx, ev.Provider, stream, nil, false, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
+	n, err := s.act(ctx, tx, ev.Provider, stream, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
 		return s.dec.Conflict(h, ev, first.PayloadHash)
 	})
 	if err != nil {
@@ -254,24 +252,46 @@ func (s *Service) redrive(ctx context.Context, tx Tx, k InboxKey, from string) (
 		}
 		return Result{Outcome: Ignored}, nil
 	}
-	stream := ev.StreamID()
-	n, err := s.decideAndAppend(ctx, tx, ev.Provider, stream, nil, false, func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) {
-		return s.dec.Decide(h, ev)
-	})
+	res, err := s.apply(ctx, tx, ev, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	if _, err := tx.SetStatus(ctx, k, from, StatusApplied); err != nil {
 		return Result{}, err
 	}
+	return res, nil
+}
+
+// apply records ev's facts: decided as a first arrival on its stream and
+// appended (act). With gated (the gate's answer, which read the stream in
+// the same unit), the first decision is made on its History.
+func (s *Service) apply(ctx context.Context, tx Tx, ev delivery.Event, gated *Gated) (Result, error) {
+	stream := ev.StreamID()
+	decide := func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) { return s.dec.Decide(h, ev) }
+	var n int
+	var err error
+	if gated != nil {
+		n, err = command.ActOn(ctx, tx, stream, gated.History, decide, s.raceRetry(ev.Provider, stream))
+	} else {
+		n, err = s.act(ctx, tx, ev.Provider, stream, decide)
+	}
+	if err != nil {
+		return Result{}, err
+	}
 	return Result{Outcome: Accepted, StreamID: stream, Appended: n}, nil
 }
 
-// decideAndAppend decides on the stream's history (history when read is
-// true: the gate read it; else read now) and appends at the version the decision was made
-// on: a concrete expectation, so EventStoreDB treats a repeated append of the
-// same ids as idempotent. It returns how many events the decision held (an
-// idempotent repeat counts them too).
+// act decides on stream and appends the decision at the version it was
+// decided on, by the ledger's one write protocol (command.Act), met with
+// this unit's retry of a lost race (raceRetry). It returns how many events
+// the decision held (an idempotent repeat counts them too).
+func (s *Service) act(ctx context.Context, tx Tx, providerName, stream string, decide command.Decision) (int, error) {
+	return command.Act(ctx, tx, stream, decide, s.raceRetry(providerName, stream))
+}
+
+// raceRetry is how a lost race inside a unit of work is met. The append is
+// at a concrete expectation, so EventStoreDB treats a repeated append of the
+// same ids as idempotent.
 //
 // In an atomic journal a lost race ends the unit (Postgres rolls the whole
 // transaction back) and retry runs it again. In a two-phase journal the
@@ -281,56 +301,41 @@ func (s *Service) redrive(ctx context.Context, tx Tx, k InboxKey, from string) (
 // times (each lost race means another writer progressed). Only then does
 // the error reach retry, which finds the row "received", re-drives it and
 // answers "duplicate".
-func (s *Service) decideAndAppend(ctx context.Context, tx Tx, providerName, stream string, history []eventstore.RecordedEvent, read bool,
-	decide func([]eventstore.RecordedEvent) ([]eventstore.EventData, error)) (int, error) {
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 || !read {
-			var err error
-			if history, err = tx.ReadStream(ctx, stream); err != nil {
-				return 0, err
-			}
-		}
-		decided, err := decide(history)
-		if err != nil {
-			return 0, err
-		}
-		if len(decided) == 0 {
-			return 0, nil
-		}
-		err = tx.Append(ctx, stream, len(history), decided)
-		if err == nil {
-			return len(decided), nil
-		}
-		if !errors.Is(err, eventstore.ErrWrongVersion) || s.journal.Atomic() {
-			return 0, err
-		}
-		if attempt >= raceBudget*s.opts.MaxAttempts {
-			return 0, fmt.Errorf("%s: lost the race %d times: %w", stream, attempt, err)
-		}
-		if err := s.backoff(ctx, providerName, attempt, 6); err != nil {
-			return 0, err
-		}
+func (s *Service) raceRetry(providerName, stream string) command.Retry {
+	if s.journal.Atomic() {
+		return command.Retry{Attempts: 1}
+	}
+	return command.Retry{
+		Attempts: raceBudget * s.opts.MaxAttempts,
+		Pause: func(ctx context.Context, attempt int) error {
+			return s.backoff(ctx, providerName, attempt, 6)
+		},
+		GiveUp: func(attempts int, err error) error {
+			return fmt.Errorf("%s: lost the race %d times: %w", stream, attempts, err)
+		},
 	}
 }
 
 // retry runs a unit of work until it does not lose the race for its stream,
 // at most MaxAttempts times.
 func (s *Service) retry(ctx context.Context, providerName, what string, unit func() (Result, error)) (Result, error) {
-	for attempt := 1; ; attempt++ {
-		res, err := unit()
-		if err == nil {
-			return res, nil
-		}
-		if !errors.Is(err, eventstore.ErrWrongVersion) {
-			return Result{}, err
-		}
-		if attempt >= s.opts.MaxAttempts {
-			return Result{}, fmt.Errorf("%w: %s after %d attempts: %v", ErrContention, what, attempt, err)
-		}
-		if err := s.backoff(ctx, providerName, attempt, 8); err != nil {
-			return Result{}, err
-		}
+	var res Result
+	err := command.Retry{
+		Attempts: s.opts.MaxAttempts,
+		Pause: func(ctx context.Context, attempt int) error {
+			return s.backoff(ctx, providerName, attempt, 8)
+		},
+		GiveUp: func(attempts int, err error) error {
+			return fmt.Errorf("%w: %s after %d attempts: %v", ErrContention, what, attempts, err)
+		},
+	}.Run(ctx, func(int) (err error) {
+		res, err = unit()
+		return err
+	})
+	if err != nil {
+		return Result{}, err
 	}
+	return res, nil
 }
 
 // backoff counts a lost race and pauses with full jitter: a uniformly

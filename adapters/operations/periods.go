@@ -5,7 +5,8 @@
 // rows, and the stream is the audit trail. Closing and reopening
 // accounting periods (the "periods" stream, domain/period) and resolving
 // and reopening reconciliation items (the item's payment or payout
-// stream) live here.
+// stream) live here. Each is decided and appended by the ledger's one write
+// protocol (adapters/command), with fresh event ids (act.go).
 package operations
 
 import (
@@ -14,8 +15,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/onceledger/onceledger/adapters/command"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/period"
 )
@@ -86,57 +86,29 @@ func (s *Periods) ReopenPeriod(ctx context.Context, p period.Period, actor, reas
 
 // Calendar folds the periods stream as it is now.
 func (s *Periods) Calendar(ctx context.Context) (period.Calendar, error) {
-	c, _, err := s.load(ctx)
-	return c, err
-}
-
-func (s *Periods) load(ctx context.Context) (period.Calendar, int, error) {
 	recs, err := s.store.ReadStream(ctx, period.StreamID)
 	if err != nil {
-		return period.Calendar{}, 0, err
+		return period.Calendar{}, err
 	}
-	history := make([]period.Event, len(recs))
-	for i, r := range recs {
-		if history[i], err = period.Decode(r.Type, r.Data); err != nil {
-			return period.Calendar{}, 0, fmt.Errorf("%s@%d: %w", r.StreamID, r.Version, err)
-		}
+	history, err := command.Decode(recs, period.Decode)
+	if err != nil {
+		return period.Calendar{}, err
 	}
-	c, err := period.Fold(history)
-	return c, len(recs), err
+	return period.Fold(history)
 }
 
-// act reads the stream, decides and appends at the version read; a lost
-// race decides again on the new history.
+// act decides on the calendar folded from the periods stream and appends
+// the decision (see the package's act); it returns the decision's event.
 func (s *Periods) act(ctx context.Context, decide func(period.Calendar) ([]period.Event, error)) (period.Event, error) {
-	for attempt := 1; ; attempt++ {
-		c, n, err := s.load(ctx)
+	evs, err := act(ctx, s.store, period.StreamID, period.Decode, period.Encode, func(history []period.Event) ([]period.Event, error) {
+		c, err := period.Fold(history)
 		if err != nil {
 			return nil, err
 		}
-		evs, err := decide(c)
-		if err != nil {
-			return nil, err
-		}
-		data := make([]eventstore.EventData, len(evs))
-		for i, e := range evs {
-			typ, body, err := period.Encode(e)
-			if err != nil {
-				return nil, err
-			}
-			// A fresh id: two operators issuing the same command at the same
-			// version must conflict (the loser is told the period is closed
-			// already), not both be acknowledged as the one recorded event.
-			data[i] = eventstore.EventData{ID: uuid.New(), Type: typ, Data: body}
-		}
-		_, err = s.store.Append(ctx, period.StreamID, eventstore.ExpectFor(n), data)
-		if err == nil {
-			return evs[0], nil
-		}
-		if !errors.Is(err, eventstore.ErrWrongVersion) {
-			return nil, err
-		}
-		if attempt >= maxAttempts {
-			return nil, fmt.Errorf("%w: %v", ErrContention, err)
-		}
+		return decide(c)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return evs[0], nil
 }

@@ -2,13 +2,9 @@ package operations
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -21,8 +17,7 @@ import (
 //
 // It lives here, next to the period actions, rather than in adapters/ingest:
 // an action is not a provider delivery (no inbox row, no dedup key), and
-// it shares the read–decide–append-with-expected-version loop of the other
-// operators' commands.
+// it is run as the other operators' commands are (act.go: fresh event ids).
 type Reconciliation struct {
 	store EventStore
 	now   func() time.Time
@@ -71,6 +66,8 @@ func (s *Reconciliation) Reopen(ctx context.Context, a ItemAction) (payment.Reop
 	return ev.(payment.Reopened), nil
 }
 
+// act decides on the item's stream (a payment's or a payout's) and appends
+// the decision (see the package's act); it returns the decided action.
 func (s *Reconciliation) act(ctx context.Context, a ItemAction,
 	decide func([]payment.Event, payment.ItemCommand) (payment.Event, error)) (payment.Event, error) {
 	stream, kind, key, err := views.ParseReconciliationID(a.ID)
@@ -79,39 +76,16 @@ func (s *Reconciliation) act(ctx context.Context, a ItemAction,
 		return nil, fmt.Errorf("%w: %w", payment.ErrItemNotFound, err)
 	}
 	cmd := payment.ItemCommand{Kind: kind, Key: key, Actor: a.Actor, Note: a.Note}
-	for attempt := 1; ; attempt++ {
-		recs, err := s.store.ReadStream(ctx, stream)
-		if err != nil {
-			return nil, err
-		}
-		history := make([]payment.Event, len(recs))
-		for i, r := range recs {
-			if history[i], err = payment.Decode(r.Type, r.Data); err != nil {
-				return nil, fmt.Errorf("%s@%d: %w", r.StreamID, r.Version, err)
-			}
-		}
+	evs, err := act(ctx, s.store, stream, payment.Decode, payment.Encode, func(history []payment.Event) ([]payment.Event, error) {
 		cmd.Now = s.now()
 		ev, err := decide(history, cmd)
 		if err != nil {
 			return nil, err
 		}
-		typ, body, err := payment.Encode(ev)
-		if err != nil {
-			return nil, err
-		}
-		// A fresh id: two operators resolving the same item at the same
-		// version must conflict (the loser is told it is resolved), not
-		// both be acknowledged as the one recorded event.
-		_, err = s.store.Append(ctx, stream, eventstore.ExpectFor(len(recs)),
-			[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: body}})
-		if err == nil {
-			return ev, nil
-		}
-		if !errors.Is(err, eventstore.ErrWrongVersion) {
-			return nil, err
-		}
-		if attempt >= maxAttempts {
-			return nil, fmt.Errorf("%w: %v", ErrContention, err)
-		}
+		return []payment.Event{ev}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return evs[0], nil
 }

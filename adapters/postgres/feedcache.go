@@ -13,9 +13,10 @@ import (
 // the four of them each ran the same query (the horizon, the same rows
 // sent four times, each jsonb column turned into text four times), the
 // largest statement of the database's time per delivery after the inbox
-// insert (BENCHMARKS.md, "ingest cost per delivery"). Now concurrent reads
-// after one position share one query, and a read that starts inside the
-// tail is answered from it, the database asked only for what follows.
+// insert (docs/benchmarks/history/, the 2026-12-01 ingestcost run). Now
+// concurrent reads after one position share one query, and a read that
+// starts inside the tail is answered from it, the database asked only for
+// what follows.
 //
 // Why an answer from the tail is the feed: the tail is a run of
 // consecutive feed events, each run read by one query after its first

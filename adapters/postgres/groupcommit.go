@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // The SQL of group commit (ingest.BatchJournal): several first arrivals in
@@ -85,7 +85,7 @@ const countAllSQL = `
 // empty database turned into sequential scans as it grew), and a unit's
 // statements cost 60–70 µs each to plan: at 1,000 deliveries/s, where a
 // unit holds one or two deliveries, planning was a third of the
-// database's time per delivery (pg_stat_statements, BENCHMARKS.md). Every
+// database's time per delivery (pg_stat_statements, docs/benchmarks.md). Every
 // statement of a unit reads by key (the inbox's primary key, a stream's
 // (stream_id, version), an event id), so its plan does not depend on the
 // tables' size: with sequential scans priced out while the plan is made,
@@ -115,7 +115,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	itemFacts := make([]string, n)
 	for o, i := range order {
 		ev := items[i].Event
-		normalized, err := json.Marshal(encodeNormalized(ev))
+		normalized, err := delivery.EncodeNormalized(ev)
 		if err != nil {
 			return nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
 		}

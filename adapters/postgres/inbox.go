@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/domain/delivery"
-	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // Inbox is webhook_inbox on its own, each call its own transaction: the
@@ -79,7 +76,7 @@ func countRedelivery(ctx context.Context, tx pgx.Tx, ev delivery.Event) (ingest.
 	case factsHash != nil:
 		st.FactsHash = *factsHash
 	case normalized != nil:
-		first, err := decodeNormalized(normalized)
+		first, err := delivery.DecodeNormalized(normalized)
 		if err != nil {
 			return ingest.Stored{}, fmt.Errorf("inbox %s/%s: %w", ev.Provider, ev.DedupKey, err)
 		}
@@ -127,7 +124,7 @@ func loadInbox(ctx context.Context, q querier, k ingest.InboxKey, forUpdate bool
 	if err != nil {
 		return delivery.Event{}, "", fmt.Errorf("load inbox %s/%s: %w", k.Provider, k.DedupKey, markUnavailable(err))
 	}
-	ev, err := decodeNormalized(normalized)
+	ev, err := delivery.DecodeNormalized(normalized)
 	if err != nil {
 		return delivery.Event{}, "", fmt.Errorf("inbox %s/%s: %w", k.Provider, k.DedupKey, err)
 	}
@@ -234,53 +231,4 @@ func (in *Inbox) PendingCandidates(ctx context.Context, provider, dedupKey strin
 		return 0, 0, fmt.Errorf("count pending candidates of %s/%s: %w", provider, dedupKey, markUnavailable(err))
 	}
 	return n, bytes, nil
-}
-
-// normalizedEvent is the inbox's copy of a normalized delivery, so a row can
-// be re-driven (EventStoreDB sweeper, IPN verifier) without re-parsing.
-type normalizedEvent struct {
-	Provider   string           `json:"provider"`
-	DedupKey   string           `json:"dedup_key"`
-	Type       string           `json:"type"`
-	PaymentKey string           `json:"payment_key,omitempty"`
-	OccurredAt time.Time        `json:"occurred_at"`
-	Facts      []normalizedFact `json:"facts"`
-}
-
-type normalizedFact struct {
-	Kind       string `json:"kind"`
-	BusinessID string `json:"business_id,omitempty"`
-	Amount     int64  `json:"amount"`
-	Fee        int64  `json:"fee,omitempty"`
-	Currency   string `json:"currency,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	// Settlement is a settlement line's normalized form (KindSettled), so
-	// that a line's row can be re-driven like a webhook's.
-	Settlement *settlement.Line `json:"settlement,omitempty"`
-	// Counted: a payout-lines delivery's lines.
-	Counted []settlement.Counted `json:"counted,omitempty"`
-}
-
-func encodeNormalized(ev delivery.Event) normalizedEvent {
-	n := normalizedEvent{Provider: ev.Provider, DedupKey: ev.DedupKey, Type: ev.Type,
-		PaymentKey: ev.PaymentKey, OccurredAt: ev.OccurredAt, Facts: []normalizedFact{}}
-	for _, f := range ev.Facts {
-		n.Facts = append(n.Facts, normalizedFact{Kind: string(f.Kind), BusinessID: f.BusinessID,
-			Amount: f.Amount, Fee: f.Fee, Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
-	}
-	return n
-}
-
-func decodeNormalized(b []byte) (delivery.Event, error) {
-	var n normalizedEvent
-	if err := json.Unmarshal(b, &n); err != nil {
-		return delivery.Event{}, fmt.Errorf("decode normalized delivery: %w", err)
-	}
-	ev := delivery.Event{Provider: n.Provider, DedupKey: n.DedupKey, Type: n.Type,
-		PaymentKey: n.PaymentKey, OccurredAt: n.OccurredAt}
-	for _, f := range n.Facts {
-		ev.Facts = append(ev.Facts, delivery.Fact{Kind: delivery.Kind(f.Kind), BusinessID: f.BusinessID,
-			Amount: f.Amount, Fee: f.Fee, Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
-	}
-	return ev, nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -92,7 +91,7 @@ func (t journalTx) Append(ctx context.Context, stream string, read int, events [
 // pipelined batch, run in order after the insert, so it sees what the wait
 // let through); a duplicate just does not use it.
 func insertInboxAndRead(ctx context.Context, tx pgx.Tx, ev delivery.Event, status, read string) (bool, []eventstore.RecordedEvent, error) {
-	normalized, err := json.Marshal(encodeNormalized(ev))
+	normalized, err := delivery.EncodeNormalized(ev)
 	if err != nil {
 		return false, nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -26,7 +25,7 @@ func (t journalTx) Renormalize(ctx context.Context, k ingest.InboxKey, ev delive
 // renormalize replaces a row's normalized delivery (the raw bytes and
 // their hash stay: they are what arrived) and moves its status.
 func renormalize(ctx context.Context, q execer, k ingest.InboxKey, ev delivery.Event, from, to, actor string) (bool, error) {
-	normalized, err := json.Marshal(encodeNormalized(ev))
+	normalized, err := delivery.EncodeNormalized(ev)
 	if err != nil {
 		return false, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
 	}

@@ -6,7 +6,9 @@
 // import it asks the domain to open `unsettled` for the provider's captures
 // that the report's period should have settled and did not. The command line
 // (`onceledger settle import`, `settle sync stripe`) and the HTTP endpoint
-// (`POST /v1/settlements/{provider}`) both go through Importer.
+// (`POST /v1/settlements/{provider}`) both go through Importer. Which
+// providers have a report importer is the provider registry's to say
+// (adapters/providers/registry): the Importer is given the parsers.
 package reportimport
 
 import (
@@ -19,26 +21,11 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/ingest"
-	"github.com/onceledger/onceledger/adapters/providers/adyen"
-	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/report"
-	"github.com/onceledger/onceledger/adapters/providers/square"
-	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
-
-// Parsers are the report importers by provider name (CONTRACT.md,
-// "Settlement reports").
-func Parsers() map[string]report.Parser {
-	return map[string]report.Parser{
-		"stripe": stripe.ParseSettlement,
-		"adyen":  adyen.ParseSettlement,
-		"paypal": paypal.ParseSettlement,
-		"square": square.ParseSettlement,
-	}
-}
 
 // ErrUnknownProvider: no importer for the provider named.
 var ErrUnknownProvider = errors.New("no settlement report importer for this provider")
@@ -59,6 +46,9 @@ type Candidates interface {
 // Importer imports report files.
 type Importer struct {
 	Ingest Ingester
+	// Parsers are the report parsers by provider name (registry.Reports):
+	// a provider without one has no report importer (ErrUnknownProvider).
+	Parsers map[string]report.Parser
 	// Candidates, when set, with UnsettledAfter > 0, makes every import end
 	// with the unsettled check (ONCELEDGER_UNSETTLED_AFTER).
 	Candidates     Candidates
@@ -72,7 +62,8 @@ type Importer struct {
 	Progress func(lines int)
 }
 
-// Summary is what an import did (CONTRACT.md: lines read, new, duplicates).
+// Summary is what an import did (docs/reference.md: lines read, new,
+// duplicates).
 type Summary struct {
 	Lines      int `json:"lines"`
 	New        int `json:"new"`
@@ -91,13 +82,13 @@ type Source func() (io.ReadCloser, error)
 // *report.ParseError naming the first malformed line and column. Lines are
 // also checked as deliveries (delivery.Event.Validate), so nothing the
 // gate would refuse gets past it.
-func Validate(provider string, r io.Reader, opt report.Options) (int, error) {
-	parse, ok := Parsers()[provider]
-	if !ok {
-		return 0, fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
+func (im *Importer) Validate(provider string, r io.Reader, opt report.Options) (int, error) {
+	parse, err := im.parser(provider)
+	if err != nil {
+		return 0, err
 	}
 	n := 0
-	err := parse(r, opt, func(rec report.Record) error {
+	err = parse(r, opt, func(rec report.Record) error {
 		if err := delivery.Settled(rec.Line, nil).Validate(); err != nil {
 			return &report.ParseError{Line: rec.Pos, Err: err}
 		}
@@ -105,6 +96,20 @@ func Validate(provider string, r io.Reader, opt report.Options) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// Imports reports whether provider has a report importer.
+func (im *Importer) Imports(provider string) bool {
+	_, err := im.parser(provider)
+	return err == nil
+}
+
+func (im *Importer) parser(provider string) (report.Parser, error) {
+	parse, ok := im.Parsers[provider]
+	if !ok || parse == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownProvider, provider)
+	}
+	return parse, nil
 }
 
 // Import validates the source whole, then records each line. It returns
@@ -116,7 +121,7 @@ func (im *Importer) Import(ctx context.Context, provider string, src Source, opt
 	if err != nil {
 		return Summary{}, err
 	}
-	_, err = Validate(provider, r, opt)
+	_, err = im.Validate(provider, r, opt)
 	_ = r.Close()
 	if err != nil {
 		return Summary{}, err
@@ -126,7 +131,7 @@ func (im *Importer) Import(ctx context.Context, provider string, src Source, opt
 		return Summary{}, err
 	}
 	defer r.Close()
-	parse := Parsers()[provider]
+	parse, _ := im.parser(provider) // Validate found it
 	return im.Record(ctx, provider, func(fn report.Func) error { return parse(r, opt, fn) })
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -61,7 +62,7 @@ func source(s string) Source {
 
 func TestImportRecordsEveryLineAndTellsEachPayoutItsLines(t *testing.T) {
 	r := &recorder{}
-	im := &Importer{Ingest: r}
+	im := &Importer{Ingest: r, Parsers: map[string]report.Parser{stripe.Name: stripe.ParseSettlement}}
 	sum, err := im.Import(context.Background(), "stripe", source(report2500(-1)), report.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, Summary{Lines: 2500, New: 2500, Appended: 2500}, sum)
@@ -81,7 +82,7 @@ func TestImportRecordsEveryLineAndTellsEachPayoutItsLines(t *testing.T) {
 
 func TestMalformedReportImportsNothing(t *testing.T) {
 	r := &recorder{}
-	im := &Importer{Ingest: r}
+	im := &Importer{Ingest: r, Parsers: map[string]report.Parser{stripe.Name: stripe.ParseSettlement}}
 	_, err := im.Import(context.Background(), "stripe", source(report2500(2000)), report.Options{})
 	var pe *report.ParseError
 	require.ErrorAs(t, err, &pe)

@@ -3,7 +3,7 @@
 // realistic payment lifecycles, with redeliveries (some concurrent),
 // refunds and disputes ahead of their capture, and conflicting
 // redeliveries. It keeps its own model of the ledger those lifecycles must
-// produce (package internal/model, written from CONTRACT.md and sharing no
+// produce (package internal/model, written from docs/reference.md and sharing no
 // code with the server's domain), and at the end compares it with
 // GET /v1/balances, printing every difference.
 //
@@ -362,6 +362,53 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
+	client := newClient(o)
+	urls := o.urls()
+	if len(urls) == 0 {
+		return fail(errors.New("no server URL"))
+	}
+	q := &api{base: urls[0], token: o.Token, client: client} // instances share one database
+	base, err := baseline(ctx, q, o)
+	if err != nil {
+		return fail(err)
+	}
+	work := primeQueue(gen, o)
+	s := &sender{base: urls[0], bases: urls, client: client, stripeSecret: o.StripeSecret, standard: std,
+		maxAttempts: o.MaxAttempts, backoff: o.Backoff, maxBackoff: o.MaxBackoff,
+		ans: newAnswers(), pace: newPacer(o.Rate), openLoop: o.OpenLoop, logf: logf}
+
+	lags := newLagTracker()
+	elapsed, err := sendAll(ctx, o, s, q, work, lags, logf)
+	if err != nil {
+		return fail(err)
+	}
+	sum.recordTraffic(work, s, elapsed)
+
+	settleStart := time.Now()
+	caught, err := waitCaughtUp(ctx, q, o.Wait, lags)
+	sum.CatchUpSeconds = caught.Seconds()
+	if err != nil {
+		sum.ProjectionsError = err.Error() // compare anyway: the differences say what is missing
+	}
+	sum.Lag = lags.report()
+	if err := sum.compareLedger(ctx, q, o.Wait, base, work.expected, settleStart); err != nil {
+		return fail(err)
+	}
+
+	if o.JSON {
+		printJSON(stdout, sum)
+	} else {
+		printText(stdout, sum, work.expected)
+	}
+	if len(sum.Differences) > 0 || len(sum.AnswerViolations) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// newClient is the HTTP client of every request: a connection pool sized
+// for the senders.
+func newClient(o options) *http.Client {
 	transport := &http.Transport{
 		Proxy:               nil, // loopback benchmarks must not detour through a proxy
 		MaxIdleConns:        4 * o.Concurrency,
@@ -369,44 +416,48 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		IdleConnTimeout:     90 * time.Second,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 	}
-	client := &http.Client{Transport: transport, Timeout: o.Timeout}
-	urls := o.urls()
-	if len(urls) == 0 {
-		return fail(errors.New("no server URL"))
-	}
-	q := &api{base: urls[0], token: o.Token, client: client} // instances share one database
+	return &http.Client{Transport: transport, Timeout: o.Timeout}
+}
 
-	// The baseline must be a settled ledger: wait for the projections first.
+// baseline waits for the projections, since the baseline must be a settled
+// ledger, and returns it (empty unless --baseline).
+func baseline(ctx context.Context, q *api, o options) (*model.Ledger, error) {
 	base := model.New()
 	if _, err := waitCaughtUp(ctx, q, o.Wait, nil); err != nil {
-		return fail(fmt.Errorf("before the run: %w", err))
+		return nil, fmt.Errorf("before the run: %w", err)
 	}
 	if o.Baseline {
+		var err error
 		if base, _, err = q.balances(ctx); err != nil {
-			return fail(fmt.Errorf("baseline: %w", err))
+			return nil, fmt.Errorf("baseline: %w", err)
 		}
 	}
+	return base, nil
+}
 
+// primeQueue returns the run's queue of payments, its first window
+// generated. The first window of payments (4,000 at 1,000/s open loop:
+// their bodies, JSON and model facts) is generated before the clock
+// starts: generated on the first senders' path, it made the first few
+// hundred slots of every run late by up to a few hundred ms, a share of
+// the p99 that had nothing to do with the server.
+func primeQueue(gen *scenario.Generator, o options) *queue {
 	window := o.Window
 	if window <= 0 {
 		window = 4 * o.Concurrency
 	}
-	// The first window of payments (4,000 at 1,000/s open loop: their
-	// bodies, JSON and model facts) is generated before the clock starts:
-	// generated on the first senders' path, it made the first few hundred
-	// slots of every run late by up to a few hundred ms, a share of the p99
-	// that had nothing to do with the server.
 	work := newQueue(gen, o.Seed, window, o.Payments, time.Time{})
 	work.Prime()
 	if o.Duration > 0 {
 		work.deadline = time.Now().Add(o.Duration) // no sender runs yet
 	}
-	s := &sender{base: urls[0], bases: urls, client: client, stripeSecret: o.StripeSecret, standard: std,
-		maxAttempts: o.MaxAttempts, backoff: o.Backoff, maxBackoff: o.MaxBackoff,
-		ans: newAnswers(), pace: newPacer(o.Rate), openLoop: o.OpenLoop, logf: logf}
+	return work
+}
 
-	// First Ctrl-C: start no more payments, finish the started ones and
-	// compare. Second: abort.
+// sendAll runs the senders over work until it is done, sampling the lag
+// meanwhile, and returns how long they took. First Ctrl-C: start no more
+// payments, finish the started ones and compare. Second: abort.
+func sendAll(ctx context.Context, o options, s *sender, q *api, work *queue, lags *lagTracker, logf func(string, ...any)) (time.Duration, error) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -429,7 +480,6 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 	}()
 
-	lags := newLagTracker()
 	samplerCtx, stopSampler := context.WithCancel(ctx)
 	var samplerDone sync.WaitGroup
 	if o.LagInterval > 0 {
@@ -448,12 +498,16 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	stopSampler()
 	samplerDone.Wait()
 	if sendCtx.Err() != nil {
-		return fail(errors.New("aborted: no comparison"))
+		return elapsed, errors.New("aborted: no comparison")
 	}
 	if work.err != nil {
-		return fail(fmt.Errorf("generator: %w", work.err))
+		return elapsed, fmt.Errorf("generator: %w", work.err)
 	}
+	return elapsed, nil
+}
 
+// recordTraffic fills in what the run sent and how the server answered.
+func (sum *summary) recordTraffic(work *queue, s *sender, elapsed time.Duration) {
 	sum.Payments, sum.Payouts, sum.Reordered, sum.Planned = work.payments, work.payouts, work.reordered, work.planned
 	sum.SendSeconds = elapsed.Seconds()
 	sum.Requests, sum.Delivered = s.c.Requests.Load(), s.c.Delivered.Load()
@@ -470,34 +524,31 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		Undelivered: s.c.Undelivered.Load()}
 	sum.AnswersChecked, sum.AnswerViolations = s.ans.violations()
 	sum.ConflictsDuplicate = s.ans.conflictOK
+}
 
-	settleStart := time.Now()
-	caught, err := waitCaughtUp(ctx, q, o.Wait, lags)
-	sum.CatchUpSeconds = caught.Seconds()
-	if err != nil {
-		sum.ProjectionsError = err.Error() // compare anyway: the differences say what is missing
-	}
-	sum.Lag = lags.report()
-
-	// Lag 0 is not proof that the read models hold every event: the feed
-	// is read below the oldest running transaction of the whole Postgres
-	// cluster, so a long transaction elsewhere (another database
-	// included) hides committed events from the projectors, and from the
-	// lag count. The ledger a correct server converges to is exact, so
-	// re-read until it matches or --wait is spent, and say how long it took.
+// compareLedger compares the server's balances, less base, with expected,
+// and gives the verdict.
+//
+// Lag 0 is not proof that the read models hold every event: the feed is
+// read below the oldest running transaction of the whole Postgres cluster,
+// so a long transaction elsewhere (another database included) hides
+// committed events from the projectors, and from the lag count. The ledger
+// a correct server converges to is exact, so it re-reads until it matches
+// or wait (from settleStart) is spent, and says how long it took.
+func (sum *summary) compareLedger(ctx context.Context, q *api, wait time.Duration, base, expected *model.Ledger, settleStart time.Time) error {
 	var diffs []model.Difference
 	for {
 		end, n, err := q.balances(ctx)
 		if err != nil {
-			return fail(fmt.Errorf("final balances: %w", err))
+			return fmt.Errorf("final balances: %w", err)
 		}
 		actual, err := end.Sub(base)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		sum.BalancesCompared, sum.BalanceReads = n, sum.BalanceReads+1
-		diffs = model.Diff(work.expected, actual)
-		if len(diffs) == 0 || time.Since(settleStart) >= o.Wait || !sleep(ctx, 250*time.Millisecond) {
+		diffs = model.Diff(expected, actual)
+		if len(diffs) == 0 || time.Since(settleStart) >= wait || !sleep(ctx, 250*time.Millisecond) {
 			break
 		}
 	}
@@ -516,16 +567,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	if sum.AnswerViolations == nil {
 		sum.AnswerViolations = []string{}
 	}
-
-	if o.JSON {
-		printJSON(stdout, sum)
-	} else {
-		printText(stdout, sum, work.expected)
-	}
-	if len(sum.Differences) > 0 || len(sum.AnswerViolations) > 0 {
-		return 1
-	}
-	return 0
+	return nil
 }
 
 func printJSON(w io.Writer, s summary) {

@@ -31,7 +31,7 @@ const (
 // fakeLedger is a minimal stand-in for the server, for the Standard
 // provider only: it verifies signatures with the reference library, dedups
 // by webhook-id (first payload wins), records each business id once, and
-// posts per CONTRACT.md. It lets the generator's own machinery (queue,
+// posts per docs/reference.md. It lets the generator's own machinery (queue,
 // retries, twins, baseline, comparison) be tested without the real server.
 type fakeLedger struct {
 	t        *testing.T
@@ -75,33 +75,56 @@ func (f *fakeLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/projections":
 		fmt.Fprint(w, `{"projections":[{"name":"ledger","position":7,"lag":0,"status":"live"}]}`)
-		return
 	case "/v1/balances":
-		if r.Header.Get("Authorization") != "Bearer tok" {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.reads++
-		if f.reads > 1 && f.reads <= 1+f.staleReads {
-			_, _ = w.Write(f.baseline) // a projector held back: the ledger settles later
-			return
-		}
-		var out struct {
-			Balances []map[string]any `json:"balances"`
-		}
-		for k, v := range f.balances {
-			out.Balances = append(out.Balances, map[string]any{"account": k[0], "currency": k[1], "balance": v})
-		}
-		f.baseline, _ = json.Marshal(out)
-		_, _ = w.Write(f.baseline)
-		return
+		f.serveBalances(w, r)
 	case "/webhooks/standard":
+		f.serveWebhook(w, r)
 	default:
 		w.WriteHeader(http.StatusNotFound)
+	}
+}
+
+// serveBalances answers GET /v1/balances, staleReads times with the
+// baseline after the first read.
+func (f *fakeLedger) serveBalances(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer tok" {
+		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	if f.reads > 1 && f.reads <= 1+f.staleReads {
+		_, _ = w.Write(f.baseline) // a projector held back: the ledger settles later
+		return
+	}
+	var out struct {
+		Balances []map[string]any `json:"balances"`
+	}
+	for k, v := range f.balances {
+		out.Balances = append(out.Balances, map[string]any{"account": k[0], "currency": k[1], "balance": v})
+	}
+	f.baseline, _ = json.Marshal(out)
+	_, _ = w.Write(f.baseline)
+}
+
+// standardEvent is what the fake reads of a Standard Webhooks payload.
+type standardEvent struct {
+	Type string `json:"type"`
+	Data struct {
+		CaptureID string `json:"capture_id"`
+		RefundID  string `json:"refund_id"`
+		DisputeID string `json:"dispute_id"`
+		PayoutID  string `json:"payout_id"`
+		Amount    int64  `json:"amount"`
+		Fee       int64  `json:"fee"`
+		Currency  string `json:"currency"`
+	} `json:"data"`
+}
+
+// serveWebhook verifies a delivery, dedups it by webhook-id (or fails it
+// with 503, as configured) and applies it.
+func (f *fakeLedger) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	time.Sleep(time.Millisecond) // outside the lock: lets concurrent requests overlap
 	if err := f.verifier.Verify(body, r.Header); err != nil {
@@ -124,22 +147,17 @@ func (f *fakeLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	first := !f.seen[id]
 	f.seen[id] = true
-	var ev struct {
-		Type string `json:"type"`
-		Data struct {
-			CaptureID string `json:"capture_id"`
-			RefundID  string `json:"refund_id"`
-			DisputeID string `json:"dispute_id"`
-			PayoutID  string `json:"payout_id"`
-			Amount    int64  `json:"amount"`
-			Fee       int64  `json:"fee"`
-			Currency  string `json:"currency"`
-		} `json:"data"`
-	}
+	var ev standardEvent
 	if err := json.Unmarshal(body, &ev); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
+	fmt.Fprintf(w, `{"status":%q}`, f.apply(ev, first))
+}
+
+// apply posts ev's business fact once (every time, for a changed payload
+// when applyConflict), and returns the answer's status. f.mu is held.
+func (f *fakeLedger) apply(ev standardEvent, first bool) string {
 	d, p := ev.Data, "standard"
 	once := func(id string) bool {
 		if f.applyConflict && !first {
@@ -158,7 +176,6 @@ func (f *fakeLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.post("provider:"+p+":balance", d.Currency, -d.Amount)
 		}
 	}
-	status := "accepted"
 	switch ev.Type {
 	case "payment.captured":
 		if once(d.CaptureID) {
@@ -191,9 +208,9 @@ func (f *fakeLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "payment.authorized", "payment.failed":
 	default:
-		status = "ignored"
+		return "ignored"
 	}
-	fmt.Fprintf(w, `{"status":%q}`, status)
+	return "accepted"
 }
 
 func testOptions(url string) options {

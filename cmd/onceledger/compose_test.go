@@ -187,7 +187,7 @@ func TestComposeFile(t *testing.T) {
 // embedded or regrouped configuration struct is followed as kong follows it.
 func serveEnvNames(t *testing.T, name string) map[string]bool {
 	t.Helper()
-	k, err := kong.New(&cli{}, kong.Name("onceledger"))
+	k, err := kong.New(newCLI(), kong.Name("onceledger"))
 	require.NoError(t, err, "kong cannot model the onceledger configuration")
 	i := slices.IndexFunc(k.Model.Children, func(n *kong.Node) bool { return n.Name == name })
 	require.GreaterOrEqual(t, i, 0, "onceledger has no command %q", name)

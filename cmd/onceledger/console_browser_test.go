@@ -301,24 +301,47 @@ func (l *liveApp) seed() story {
 func TestConsoleInBrowser(t *testing.T) {
 	tab := browser(t)
 	live := startLiveApp(t)
-	s := live.seed()
-	shots := newShooter(t)
-	base := live.base
+	tour := &consoleTour{t: t, tab: tab, live: live, shots: newShooter(t), base: live.base, s: live.seed()}
+	tour.signIn()
+	tour.findPayment()
+	tour.resolveItem()
+	tour.redriveIgnored()
+	tour.payouts()
+	tour.otherPages()
+	tour.readTokenRefused()
+	tour.crossSiteRefused()
+}
 
-	// Sign in (the token is typed into a form, never put in a URL).
-	do(t, tab, chromedp.Navigate(base+"/console"), chromedp.WaitVisible(chromedp.CSS("#token")))
+// consoleTour is one browser session through the console, step by step.
+type consoleTour struct {
+	t     *testing.T
+	tab   context.Context
+	live  *liveApp
+	shots shooter
+	base  string
+	s     story
+}
+
+// signIn: the token is typed into a form, never put in a URL.
+func (c *consoleTour) signIn() {
+	t, tab := c.t, c.tab
+	do(t, tab, chromedp.Navigate(c.base+"/console"), chromedp.WaitVisible(chromedp.CSS("#token")))
 	loc, err := chromedp.Run(tab, chromedp.Location())
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(loc, "/console/signin"), loc)
-	shots.shot(tab, "signin")
-	signInAs(t, tab, base, adminToken)
+	c.shots.shot(tab, "signin")
+	signInAs(t, tab, c.base, adminToken)
 	assert.Equal(t, "ops", text(t, tab, "#actor"))
 	loc, _ = chromedp.Run(tab, chromedp.Location())
 	assert.NotContains(t, loc, adminToken)
 	assert.Contains(t, text(t, tab, "main"), "balanced")
-	shots.shot(tab, "overview")
+	c.shots.shot(tab, "overview")
+}
 
-	// Find a payment with the search form, and open its timeline.
+// findPayment finds a payment with the search form and opens its
+// timeline.
+func (c *consoleTour) findPayment() {
+	t, tab, s := c.t, c.tab, c.s
 	do(t, tab,
 		chromedp.Click(chromedp.CSS(`nav a[href="/console/payments"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#f-payment")),
@@ -333,7 +356,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond)
 	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#payments a[href$="/`+s.paymentID+`"]`)))
 	assert.NotContains(t, text(t, tab, "#payments"), "pay_more_", "the search narrowed the list")
-	shots.shot(tab, "payments")
+	c.shots.shot(tab, "payments")
 	do(t, tab,
 		chromedp.Click(chromedp.CSS(`#payments a[href$="/`+s.paymentID+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#timeline")),
@@ -343,10 +366,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	for _, want := range []string{"payment.captured", "refund.posted", "reconciliation.flagged", "revenue:sales", s.conflictKey} {
 		assert.Contains(t, timeline, want)
 	}
+}
 
-	// Resolve its open reconciliation item with a note, through the real
-	// service (a reconciliation.resolved event in the payment's stream),
-	// and see the action in the timeline and the item resolved.
+// resolveItem resolves the payment's open reconciliation item with a
+// note, through the real service (a reconciliation.resolved event in the
+// payment's stream), and sees the action in the timeline and the item
+// resolved.
+func (c *consoleTour) resolveItem() {
+	t, tab, s, live := c.t, c.tab, c.s, c.live
 	note := fmt.Sprintf("checked with the provider, ticket %d", time.Now().UnixNano())
 	do(t, tab,
 		chromedp.SendKeys(chromedp.CSS(`#items input[name="note"]`), note),
@@ -355,12 +382,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 	live.waitProjected()
 	do(t, tab, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#timeline")))
-	timeline = text(t, tab, "#timeline")
+	timeline := text(t, tab, "#timeline")
 	assert.Contains(t, timeline, "reconciliation.resolved")
 	assert.Contains(t, timeline, "resolved by an operator — by ops")
 	assert.Contains(t, timeline, note)
 	assert.Contains(t, text(t, tab, "#items"), "resolved by ops: "+note)
-	shots.shot(tab, "payment")
+	c.shots.shot(tab, "payment")
 	var stream, actor string
 	require.NoError(t, live.app.Pool().QueryRow(context.Background(), `SELECT stream_id, resolved_by FROM reconciliation_items
 		WHERE payment_id = $1 AND kind = 'conflicting_redelivery'`, s.paymentID).Scan(&stream, &actor))
@@ -369,23 +396,26 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "reconciliation.resolved", recs[len(recs)-1].Type, "the action is the stream's last event")
 
-	do(t, tab, chromedp.Navigate(base+"/console/reconciliation?status=all"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	do(t, tab, chromedp.Navigate(c.base+"/console/reconciliation?status=all"), chromedp.WaitVisible(chromedp.CSS("#items")))
 	items := text(t, tab, "#items")
 	assert.Contains(t, items, "refund_before_payment")
 	assert.Contains(t, items, s.orphanID)
-	shots.shot(tab, "reconciliation")
+	c.shots.shot(tab, "reconciliation")
+}
 
-	// Redrive every ignored delivery with the current code: the one an
-	// older version ignored now records its capture; customer.created is
-	// still not handled.
+// redriveIgnored redrives every ignored delivery with the current code:
+// the one an older version ignored now records its capture;
+// customer.created is still not handled.
+func (c *consoleTour) redriveIgnored() {
+	t, tab, s := c.t, c.tab, c.s
 	do(t, tab,
-		chromedp.Navigate(base+"/console/inbox?status=ignored"),
+		chromedp.Navigate(c.base+"/console/inbox?status=ignored"),
 		chromedp.WaitVisible(chromedp.CSS("#deliveries")),
 	)
 	deliveries := text(t, tab, "#deliveries")
 	assert.Contains(t, deliveries, s.ignoredKey)
 	assert.Contains(t, deliveries, s.legacyKey)
-	shots.shot(tab, "inbox")
+	c.shots.shot(tab, "inbox")
 	do(t, tab,
 		chromedp.Click(chromedp.CSS("#redrive-all")),
 		chromedp.WaitVisible(chromedp.CSS("#redrive-result")),
@@ -395,38 +425,73 @@ func TestConsoleInBrowser(t *testing.T) {
 	counts := text(t, tab, "#redrive-counts")
 	assert.Contains(t, counts, "ignored 2")
 	assert.Contains(t, counts, "ignored 1")
-	shots.shot(tab, "redrive")
-	live.waitProjected()
+	c.shots.shot(tab, "redrive")
+	c.live.waitProjected()
 	do(t, tab,
-		chromedp.Navigate(base+"/console/payments/standard/"+s.legacyPay),
+		chromedp.Navigate(c.base+"/console/payments/standard/"+s.legacyPay),
 		chromedp.WaitVisible(chromedp.CSS("#timeline")),
 	)
 	assert.Contains(t, text(t, tab, "#timeline"), "payment.captured")
 	assert.Contains(t, text(t, tab, "#timeline"), s.legacyKey)
 
 	do(t, tab,
-		chromedp.Navigate(base+"/console/inbox/delivery?provider=standard&key="+url.QueryEscape(s.conflictKey)),
+		chromedp.Navigate(c.base+"/console/inbox/delivery?provider=standard&key="+url.QueryEscape(s.conflictKey)),
 		chromedp.WaitVisible(chromedp.CSS("#raw")),
 	)
 	assert.Contains(t, text(t, tab, "#raw"), s.paymentID)
-	shots.shot(tab, "delivery")
+	c.shots.shot(tab, "delivery")
+}
 
+// payouts: the payouts page reads the payouts read model (what GET
+// /v1/payouts lists): the webhook's payout is paid, and a payout its
+// report's lines do not add up to shows as mismatch, with its difference
+// and its lines.
+func (c *consoleTour) payouts() {
+	t, tab := c.t, c.tab
+	at := time.Now().UTC().Truncate(time.Second)
+	_, err := c.live.app.Pool().Exec(context.Background(), `
+		WITH p AS (INSERT INTO payouts (provider, payout_id, amount, currency, arrival_date, paid, status,
+			line_count, lines_net, difference, updated_at)
+			VALUES ('standard', 'po_short', 10000, 'EUR', $1, true, 'mismatch', 1, 9700, -300, $1))
+		INSERT INTO settlement_lines (provider, line_key, kind, payment_id, gross, fee, net, currency,
+			original_amount, original_currency, payout_id, occurred_at, stream_id)
+		VALUES ('standard', 'txn_short', 'charge', 'pay_short', 10000, 300, 9700, 'EUR', 10000, 'EUR', 'po_short', $1,
+			'settlement-standard')`, at)
+	require.NoError(t, err)
+	do(t, tab, chromedp.Navigate(c.base+"/console/payouts"), chromedp.WaitVisible(chromedp.CSS("#payouts")))
+	payouts := text(t, tab, "#payouts")
+	assert.Contains(t, payouts, "paid", "the webhook's payout")
+	assert.Contains(t, payouts, "mismatch")
+	c.shots.shot(tab, "payouts")
+	do(t, tab,
+		chromedp.Click(chromedp.CSS(`#payouts a[href$="/po_short"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#payout-status")),
+	)
+	assert.Equal(t, "mismatch", text(t, tab, "#payout-status"))
+	assert.Equal(t, "-3.00", text(t, tab, "#payout-difference"))
+	assert.Contains(t, text(t, tab, "#lines"), "txn_short")
+}
+
+// otherPages shows the periods and the projections.
+func (c *consoleTour) otherPages() {
 	for _, p := range []struct{ path, sel, name string }{
-		{"/console/payouts", "#payouts", "payouts"},
 		{"/console/periods", "#periods", "periods"},
 		{"/console/projections", "#projections", "projections"},
 	} {
-		do(t, tab, chromedp.Navigate(base+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
-		shots.shot(tab, p.name)
+		do(c.t, c.tab, chromedp.Navigate(c.base+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
+		c.shots.shot(c.tab, p.name)
 	}
-	assert.Contains(t, text(t, tab, "#projections"), "live")
+	assert.Contains(c.t, text(c.t, c.tab, "#projections"), "live")
+}
 
-	// A read token sees but may not act: it gets no acting forms, and a
-	// form forged in its own page is refused by the server.
+// readTokenRefused: a read token sees but may not act: it gets no acting
+// forms, and a form forged in its own page is refused by the server.
+func (c *consoleTour) readTokenRefused() {
+	t, tab := c.t, c.tab
 	signOut(t, tab)
-	signInAs(t, tab, base, readToken)
+	signInAs(t, tab, c.base, readToken)
 	assert.Equal(t, "alice", text(t, tab, "#actor"))
-	do(t, tab, chromedp.Navigate(base+"/console/reconciliation"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	do(t, tab, chromedp.Navigate(c.base+"/console/reconciliation"), chromedp.WaitVisible(chromedp.CSS("#items")))
 	forms, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("#items form").length`))
 	require.NoError(t, err)
 	assert.Zero(t, forms)
@@ -438,12 +503,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#error-message")),
 	)
 	assert.Contains(t, text(t, tab, "#error-message"), "may read but not act")
-	shots.shot(tab, "read-token-refused")
+	c.shots.shot(tab, "read-token-refused")
+}
 
-	// A cross-site page cannot make a signed-in admin's browser act.
+// crossSiteRefused: a cross-site page cannot make a signed-in admin's
+// browser act; neither refused action reached the ledger (the orphan
+// refund's item is open, its stream holds no action).
+func (c *consoleTour) crossSiteRefused() {
+	t, tab, s, live := c.t, c.tab, c.s, c.live
 	signOut(t, tab)
-	signInAs(t, tab, base, adminToken)
-	evil := evilSite(t, base+"/console/reconciliation/resolve", "payment-standard-"+s.orphanID, "re_9")
+	signInAs(t, tab, c.base, adminToken)
+	evil := evilSite(t, c.base+"/console/reconciliation/resolve", "payment-standard-"+s.orphanID, "re_9")
 	do(t, tab,
 		chromedp.Navigate(evil),
 		chromedp.WaitVisible(chromedp.CSS("#evil")),
@@ -451,15 +521,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#error-message")),
 	)
 	assert.Contains(t, text(t, tab, "#error-message"), "Cross-origin request refused")
-	shots.shot(tab, "cross-site-refused")
+	c.shots.shot(tab, "cross-site-refused")
 
-	// Neither refused action reached the ledger: the orphan refund's item
-	// is open, its stream holds no action.
 	var status string
 	require.NoError(t, live.app.Pool().QueryRow(context.Background(), `SELECT status FROM reconciliation_items
 		WHERE payment_id = $1`, s.orphanID).Scan(&status))
 	assert.Equal(t, "open", status)
-	recs, err = live.app.Events().Store.ReadStream(context.Background(), "payment-standard-"+s.orphanID)
+	recs, err := live.app.Events().Store.ReadStream(context.Background(), "payment-standard-"+s.orphanID)
 	require.NoError(t, err)
 	for _, r := range recs {
 		assert.NotEqual(t, "reconciliation.resolved", r.Type)

@@ -1,7 +1,9 @@
 // Command onceledger is the payment ledger's single binary: the webhook and
 // query server, migrations, projection rebuilds, status, verification and
 // stream inspection. main is the only place that reads the environment: every
-// flag has an ONCELEDGER_* twin, documented in CONTRACT.md and the README.
+// flag has an ONCELEDGER_* twin, documented in docs/reference.md. The
+// providers' flags come from the provider registry
+// (adapters/providers/registry).
 package main
 
 import (
@@ -70,9 +72,18 @@ type globals struct {
 	cli *cli
 }
 
+// newCLI is the configuration with every provider's flags (the provider
+// registry's, through kong.Plugins): parse into it, never into a bare cli.
+func newCLI() *cli {
+	c := &cli{}
+	c.Serve.set()
+	c.Redrive.Serve.set()
+	return c
+}
+
 func main() {
-	var c cli
-	kctx := kong.Parse(&c,
+	c := newCLI()
+	kctx := kong.Parse(c,
 		kong.Name("onceledger"),
 		kong.Description("Event-sourced payment ledger: the provider delivers at least once; onceledger records exactly once."),
 		kong.UsageOnError(),
@@ -88,7 +99,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	err := kctx.Run(&globals{ctx: ctx, log: log, cli: &c})
+	err := kctx.Run(&globals{ctx: ctx, log: log, cli: c})
 	stopProfile() // before os.Exit, which runs no defers
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "onceledger:", err)

@@ -207,7 +207,7 @@ func (b *booksApp) journalCSV(query string) [][]string {
 	return recs
 }
 
-// TestPeriodsEndToEnd is issue 15's story through CONTRACT.md: an
+// TestPeriodsEndToEnd is issue 15's story through docs/reference.md: an
 // accountant closes November; a dispute for November arrives in December
 // and is booked into December as a late adjustment; December's trial
 // balance carries it as an adjustment to November, November's figures do
@@ -221,20 +221,36 @@ func TestPeriodsEndToEnd(t *testing.T) {
 
 func periodsStory(t *testing.T, kind eventStoreKind) {
 	b := startBooks(t, kind, time.UTC)
-	at := func(s string) time.Time {
-		v, err := time.Parse(time.RFC3339, s)
-		require.NoError(t, err)
-		return v
-	}
 
 	// November: a capture of 100.00 (fee 3.00). December: another.
-	b.deliver("msg_cap_1", "payment.captured", at("2025-11-20T10:00:00Z"),
+	b.deliver("msg_cap_1", "payment.captured", b.at("2025-11-20T10:00:00Z"),
 		`{"payment_id":"pay_1","capture_id":"cap_1","amount":10000,"currency":"USD","fee":300}`)
-	b.deliver("msg_cap_2", "payment.captured", at("2025-12-03T10:00:00Z"),
+	b.deliver("msg_cap_2", "payment.captured", b.at("2025-12-03T10:00:00Z"),
 		`{"payment_id":"pay_2","capture_id":"cap_2","amount":5000,"currency":"USD"}`)
 	b.waitPeriod("2025-11", func(s string, n, _ int64) bool { return s == "open" && n == 3 })
 	b.waitPeriod("2025-12", func(s string, n, _ int64) bool { return n == 2 })
 
+	nov := b.closeNovember()
+	beforeDispute := time.Now()
+	b.lateDisputeIsADecemberAdjustment(nov)
+	b.balancesByEffectiveAndBookedTime(beforeDispute)
+	b.journalPagesAndCSVAgree()
+	b.rebuildBooksTheSame(nov)
+	b.reopenNovember()
+}
+
+// at parses an RFC 3339 time.
+func (b *booksApp) at(s string) time.Time {
+	v, err := time.Parse(time.RFC3339, s)
+	require.NoError(b.t, err)
+	return v
+}
+
+// closeNovember closes November as the admin, after the refusals (a read
+// token, bad periods, a period not ended yet, a reopen without a reason),
+// and returns its frozen trial balance.
+func (b *booksApp) closeNovember() trialAnswer {
+	t := b.t
 	// Closing acts on the ledger: a read token is refused, bad periods are
 	// 400, a period not ended yet is 409.
 	closeNov := []byte(`{"note":"November reconciled"}`)
@@ -269,10 +285,15 @@ func periodsStory(t *testing.T, kind eventStoreKind) {
 	require.True(t, nov.Frozen)
 	require.NotEmpty(t, nov.ContentHash)
 	require.NotEmpty(t, nov.Lines)
+	return nov
+}
 
-	// The late dispute: it happened in November, arrives in December.
-	beforeDispute := time.Now()
-	b.deliver("msg_dp_1", "dispute.opened", at("2025-11-28T09:00:00Z"),
+// lateDisputeIsADecemberAdjustment delivers a dispute that happened in
+// November and arrives in December: December's trial balance carries it
+// as an adjustment to November, whose figures (nov) do not move.
+func (b *booksApp) lateDisputeIsADecemberAdjustment(nov trialAnswer) {
+	t := b.t
+	b.deliver("msg_dp_1", "dispute.opened", b.at("2025-11-28T09:00:00Z"),
 		`{"payment_id":"pay_1","dispute_id":"dp_1","amount":2500,"currency":"USD"}`)
 	b.waitPeriod("2025-12", func(_ string, n, adj int64) bool { return n == 4 && adj == 2 })
 
@@ -284,7 +305,7 @@ func periodsStory(t *testing.T, kind eventStoreKind) {
 	for _, adj := range dec.Adjustments {
 		assert.Equal(t, "2025-11", adj.Adjusts)
 		assert.Equal(t, "dispute.opened", adj.EventType)
-		assert.True(t, adj.EffectiveAt.Equal(at("2025-11-28T09:00:00Z")), "the effective time is kept")
+		assert.True(t, adj.EffectiveAt.Equal(b.at("2025-11-28T09:00:00Z")), "the effective time is kept")
 	}
 	disputes := lineByAccount(dec, "receivable:disputes:standard")
 	assert.EqualValues(t, 0, disputes.Opening)
@@ -299,9 +320,13 @@ func periodsStory(t *testing.T, kind eventStoreKind) {
 	var novAfter trialAnswer
 	b.get("/v1/periods/2025-11/trial-balance", &novAfter)
 	assert.Equal(t, nov, novAfter, "November's figures never change")
+}
 
-	// time=effective (default) sees the dispute in November; time=booked
-	// as of before its delivery does not see it at all.
+// balancesByEffectiveAndBookedTime: time=effective (default) sees the
+// dispute in November; time=booked as of before its delivery does not
+// see it at all.
+func (b *booksApp) balancesByEffectiveAndBookedTime(beforeDispute time.Time) {
+	t := b.t
 	var bal struct {
 		Balances []struct {
 			Account string `json:"account"`
@@ -313,10 +338,14 @@ func periodsStory(t *testing.T, kind eventStoreKind) {
 	assert.EqualValues(t, 2500, bal.Balances[0].Balance)
 	b.get("/v1/balances?account=receivable:&time=booked&as_of="+url.QueryEscape(beforeDispute.UTC().Format(time.RFC3339Nano)), &bal)
 	assert.Empty(t, bal.Balances)
-	a = b.do(http.MethodGet, "/v1/balances?time=later", readerToken, nil)
+	a := b.do(http.MethodGet, "/v1/balances?time=later", readerToken, nil)
 	assert.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+}
 
-	// The journal: JSON pages and the CSV export agree.
+// journalPagesAndCSVAgree: the journal's CSV export balances and dates the
+// late adjustment in December, and its JSON pages list the same rows.
+func (b *booksApp) journalPagesAndCSVAgree() {
+	t := b.t
 	recs := b.journalCSV("from=2025-11-01&to=2026-01-01")
 	rows := recs[1:]
 	require.Len(t, rows, 7)
@@ -364,13 +393,19 @@ func periodsStory(t *testing.T, kind eventStoreKind) {
 	for i, r := range rows {
 		assert.Equal(t, r[col("event_id")]+"|"+r[col("account")], pages[i])
 	}
+}
+
+// rebuildBooksTheSame rebuilds from history with the recorded close: the
+// same bookings, journal, periods and trial balances (November's: nov),
+// and verify passes.
+func (b *booksApp) rebuildBooksTheSame(nov trialAnswer) {
+	t := b.t
 	csvBefore := b.journalCSV("")
 	var periodsBefore periodsAnswer
 	b.get("/v1/periods", &periodsBefore)
 	var decBefore trialAnswer
 	b.get("/v1/periods/2025-12/trial-balance", &decBefore)
 
-	// Rebuild from history with the recorded close: the same bookings.
 	ctx := context.Background()
 	rm, err := postgres.NewReadModelPool(ctx, b.app.Pool())
 	require.NoError(t, err)
@@ -395,10 +430,14 @@ func periodsStory(t *testing.T, kind eventStoreKind) {
 	violations, err := svc.Verify(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, violations)
+}
 
-	// Reopen (the last closed period) with a reason; then November is open
-	// again and may be closed again.
-	a = b.do(http.MethodPost, "/v1/periods/2025-11/reopen", adminToken, []byte(`{"reason":"late invoice found"}`))
+// reopenNovember reopens the last closed period with a reason (November
+// is open again and may be closed again; a second reopen is refused), and
+// reads trial balances as CSV.
+func (b *booksApp) reopenNovember() {
+	t := b.t
+	a := b.do(http.MethodPost, "/v1/periods/2025-11/reopen", adminToken, []byte(`{"reason":"late invoice found"}`))
 	require.Equal(t, http.StatusOK, a.Status, a.Body)
 	b.waitPeriod("2025-11", func(s string, _, _ int64) bool { return s == "open" })
 	a = b.do(http.MethodPost, "/v1/periods/2025-11/reopen", adminToken, []byte(`{"reason":"again"}`))

@@ -47,7 +47,7 @@ func (c *redriveCmd) Run(g *globals) error {
 	}
 	cfg := c.Serve.config(g, provs)
 	cfg.Projections = false
-	a, err := app.New(g.ctx, cfg)
+	a, err := app.NewCore(g.ctx, cfg)
 	if err != nil {
 		return err
 	}

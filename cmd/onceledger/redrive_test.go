@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/providers/standard"
 )
 
 // `onceledger redrive` re-normalizes an ignored delivery that the current
@@ -21,7 +23,7 @@ func TestRedriveCommand(t *testing.T) {
 
 	g := &globals{ctx: context.Background(), log: slog.New(slog.DiscardHandler), cli: &cli{DatabaseURL: live.dbURL, EventStore: "postgres"}}
 	c := &redriveCmd{Provider: "standard", Status: "ignored", Actor: "carol"}
-	c.Serve.StandardSecrets = []string{consoleSecret}
+	c.Serve.set().Config(standard.Name).(*standard.Config).Secrets = []string{consoleSecret}
 	c.Serve.WebhookTolerance = 5 * time.Minute
 	c.Serve.ShutdownTimeout = time.Second
 	require.NoError(t, c.Run(g))

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/onceledger/onceledger/adapters/providers"
 )
 
 // sampleCmd signs a sample capture with the configured secret and posts it,
@@ -39,7 +41,7 @@ func (c *sampleCmd) Run(g *globals) error {
 	header := http.Header{"Content-Type": {"application/json"}}
 	switch c.Provider {
 	case "standard":
-		secrets := nonEmpty(c.StandardSecrets)
+		secrets := providers.NonEmpty(c.StandardSecrets)
 		if len(secrets) == 0 {
 			return fmt.Errorf("set ONCELEDGER_STANDARD_SECRETS (the server's secret) to sign the sample")
 		}
@@ -60,7 +62,7 @@ func (c *sampleCmd) Run(g *globals) error {
 		header.Set("webhook-timestamp", ts)
 		header.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	case "stripe":
-		secrets := nonEmpty(c.StripeSecrets)
+		secrets := providers.NonEmpty(c.StripeSecrets)
 		if len(secrets) == 0 {
 			return fmt.Errorf("set ONCELEDGER_STRIPE_SECRETS (the server's secret) to sign the sample")
 		}

@@ -5,19 +5,15 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/adapters/providers/adyen"
-	"github.com/onceledger/onceledger/adapters/providers/circle"
-	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
-	"github.com/onceledger/onceledger/adapters/providers/square"
-	"github.com/onceledger/onceledger/adapters/providers/standard"
-	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
 )
 
@@ -46,16 +42,12 @@ type serveCmd struct {
 	// the deliveries it holds.
 	ExitAfterBatchCommit int `name:"test-exit-after-batch-commit" env:"ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT" hidden:"" help:"Tests only: exit (status 75) right after the Nth shared commit, before answering."`
 
-	StripeSecrets           []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Stripe whsec_ signing secrets (several: rotation)."`
-	StandardSecrets         []string `name:"standard-secrets" env:"ONCELEDGER_STANDARD_SECRETS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Standard Webhooks whsec_<base64> secrets."`
-	AdyenHMACKeys           []string `name:"adyen-hmac-keys" env:"ONCELEDGER_ADYEN_HMAC_KEYS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Adyen hex HMAC keys."`
-	PaypalWebhookID         string   `name:"paypal-webhook-id" env:"ONCELEDGER_PAYPAL_WEBHOOK_ID" group:"Providers (a provider without its secrets answers 404)" help:"PayPal webhook id."`
-	PaypalCertFiles         []string `name:"paypal-cert-files" env:"ONCELEDGER_PAYPAL_CERT_FILES" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"PEM files of trusted PayPal signing certificates."`
-	SquareSignatureKeys     []string `name:"square-signature-keys" env:"ONCELEDGER_SQUARE_SIGNATURE_KEYS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Square signature keys."`
-	SquareNotificationURL   string   `name:"square-notification-url" env:"ONCELEDGER_SQUARE_NOTIFICATION_URL" group:"Providers (a provider without its secrets answers 404)" help:"The exact notification URL subscribed at Square."`
-	CirclePublicKeys        []string `name:"circle-public-keys" env:"ONCELEDGER_CIRCLE_PUBLIC_KEYS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Circle KEY_ID=base64 SPKI ECDSA public keys."`
-	PaypalIPNVerifyURL      string   `name:"paypal-ipn-verify-url" env:"ONCELEDGER_PAYPAL_IPN_VERIFY_URL" default:"https://ipnpb.paypal.com/cgi-bin/webscr" group:"Providers (a provider without its secrets answers 404)" help:"Where IPN messages are posted back for verification."`
-	PaypalIPNReceiverEmails []string `name:"paypal-ipn-receiver-emails" env:"ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS" sep:"," group:"Providers (a provider without its secrets answers 404)" help:"Receiver emails the IPN listener accepts; none = paypal-ipn not configured."`
+	// Providers is every provider's configuration, from the provider
+	// registry (kong.Plugins of its flag structs, in the registry's order:
+	// newCLI fills it through set); providers is the same set, to build
+	// from.
+	Providers kong.Plugins `embed:"" group:"Providers (a provider without its secrets answers 404)"`
+	providers *registry.Set
 }
 
 // Validate is called by kong after parsing: refuse a configuration that
@@ -77,96 +69,38 @@ func (c *serveCmd) Validate() error {
 	if c.RawRetention < 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_RAW_RETENTION must be 0 (keep) or positive, got %v", c.RawRetention))
 	}
-	if len(nonEmpty(c.SquareSignatureKeys)) > 0 && c.SquareNotificationURL == "" {
-		errs = append(errs, errors.New("ONCELEDGER_SQUARE_SIGNATURE_KEYS needs ONCELEDGER_SQUARE_NOTIFICATION_URL (Square signs the URL)"))
-	}
-	if len(nonEmpty(c.PaypalCertFiles)) > 0 && strings.TrimSpace(c.PaypalWebhookID) == "" {
-		errs = append(errs, errors.New("ONCELEDGER_PAYPAL_CERT_FILES needs ONCELEDGER_PAYPAL_WEBHOOK_ID"))
-	}
 	// Half a provider configuration would start with the provider silently
-	// answering 404: refuse it instead.
-	if strings.TrimSpace(c.PaypalWebhookID) != "" && len(nonEmpty(c.PaypalCertFiles)) == 0 {
-		errs = append(errs, errors.New("ONCELEDGER_PAYPAL_WEBHOOK_ID needs ONCELEDGER_PAYPAL_CERT_FILES (the trusted signing certificates)"))
-	}
-	if strings.TrimSpace(c.SquareNotificationURL) != "" && len(nonEmpty(c.SquareSignatureKeys)) == 0 {
-		errs = append(errs, errors.New("ONCELEDGER_SQUARE_NOTIFICATION_URL needs ONCELEDGER_SQUARE_SIGNATURE_KEYS"))
+	// answering 404: each provider refuses it.
+	if err := c.set().Check(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func nonEmpty(xs []string) []string {
-	var out []string
-	for _, x := range xs {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
+// set is the provider configuration. newCLI makes it before kong reads the
+// flags; a command made otherwise (a test) gets an empty one: nothing
+// configured until the test sets it.
+func (c *serveCmd) set() *registry.Set {
+	if c.providers == nil {
+		c.providers = registry.NewSet()
+		c.Providers = kong.Plugins(c.providers.Flags())
 	}
-	return out
+	return c.providers
+}
+
+// ipnVerifyURL is ONCELEDGER_PAYPAL_IPN_VERIFY_URL: the app posts held
+// deliveries back there.
+func (c *serveCmd) ipnVerifyURL() string {
+	if ipn, ok := c.set().Config(paypalipn.Name).(*paypalipn.Config); ok {
+		return ipn.VerifyURL
+	}
+	return ""
 }
 
 // buildProviders returns the configured provider adapters; a provider with no
 // secrets is absent, so its endpoint answers 404.
 func (c *serveCmd) buildProviders() (map[string]providers.Adapter, error) {
-	out := map[string]providers.Adapter{}
-	add := func(a providers.Adapter, err error) error {
-		if err != nil {
-			return err
-		}
-		out[a.Name()] = a
-		return nil
-	}
-	if s := nonEmpty(c.StripeSecrets); len(s) > 0 {
-		if err := add(stripe.New(s, c.WebhookTolerance)); err != nil {
-			return nil, err
-		}
-	}
-	if s := nonEmpty(c.StandardSecrets); len(s) > 0 {
-		if err := add(standard.New(s, c.WebhookTolerance)); err != nil {
-			return nil, err
-		}
-	}
-	if k := nonEmpty(c.AdyenHMACKeys); len(k) > 0 {
-		if err := add(adyen.New(k)); err != nil {
-			return nil, err
-		}
-	}
-	if files := nonEmpty(c.PaypalCertFiles); len(files) > 0 {
-		var pems [][]byte
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("ONCELEDGER_PAYPAL_CERT_FILES: %w", err)
-			}
-			pems = append(pems, b)
-		}
-		if err := add(paypal.New(c.PaypalWebhookID, pems, c.WebhookTolerance)); err != nil {
-			return nil, err
-		}
-	}
-	if k := nonEmpty(c.SquareSignatureKeys); len(k) > 0 {
-		if err := add(square.New(k, c.SquareNotificationURL)); err != nil {
-			return nil, err
-		}
-	}
-	if k := nonEmpty(c.CirclePublicKeys); len(k) > 0 {
-		keys := map[string]string{}
-		for _, kv := range k {
-			id, key, ok := strings.Cut(kv, "=")
-			if !ok {
-				return nil, fmt.Errorf("ONCELEDGER_CIRCLE_PUBLIC_KEYS: %q is not KEY_ID=base64", kv)
-			}
-			keys[strings.TrimSpace(id)] = key
-		}
-		if err := add(circle.New(keys)); err != nil {
-			return nil, err
-		}
-	}
-	if e := nonEmpty(c.PaypalIPNReceiverEmails); len(e) > 0 {
-		if err := add(paypalipn.New(e)); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return c.set().Adapters(providers.Settings{Tolerance: c.WebhookTolerance})
 }
 
 // serveMemory tunes the garbage collector for serve, unless GOGC says
@@ -221,7 +155,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		SweepAge:             c.SweepAge,
 		IngestBatch:          c.IngestBatch,
 		AfterBatchCommit:     exitAfterCommit(c.ExitAfterBatchCommit),
-		PostbackURL:          c.PaypalIPNVerifyURL,
+		PostbackURL:          c.ipnVerifyURL(),
 		PprofAddr:            c.PprofAddr,
 		UnsettledAfter:       c.UnsettledAfter,
 		Logger:               g.log,

@@ -241,26 +241,61 @@ func TestServeWithEventStoreDB(t *testing.T) {
 	e.srv.waitHealthy(t)
 	e.waitReadyz(http.StatusOK, 30*time.Second)
 
-	capture := func(pay, capID string, amount, fee int64, cur string) []byte {
-		return standardWebhook("payment.captured", map[string]any{"payment_id": pay, "capture_id": capID, "amount": amount, "fee": fee, "currency": cur})
+	want := e.sendTheStory()
+	e.waitBalances(want)
+	streamB := e.paymentReadFromTheNode()
+	head := e.checkpointsAtTheHead(ctx)
+	e.statusAndInspect(env, head, streamB)
+
+	eventsBefore := e.nodeDownAndBack(nodeAddr)
+	e.outageLeftoversAppliedOnce(ctx, eventsBefore)
+	want["provider:standard:balance USD"] += 1400
+	want["revenue:sales USD"] -= 1400
+	e.waitBalances(want)
+	var received int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE status = 'received'`).Scan(&received))
+	assert.Zero(t, received, "rows left received")
+
+	out, stderr, err := e.cli(env, "verify")
+	require.NoError(t, err, "verify: %s%s", out, stderr)
+
+	// A clean stop.
+	require.NoError(t, e.srv.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-e.srv.exited:
+		require.NoError(t, e.srv.err, "server exit")
+	case <-time.After(30 * time.Second):
+		t.Fatal("server still running 30s after SIGTERM")
 	}
+}
+
+// esdbCapture is a Standard Webhooks capture.
+func esdbCapture(pay, capID string, amount, fee int64, cur string) []byte {
+	return standardWebhook("payment.captured", map[string]any{"payment_id": pay, "capture_id": capID, "amount": amount, "fee": fee, "currency": cur})
+}
+
+// sendTheStory sends signed deliveries, with duplicates and a refund
+// before its capture, checks each answer, and returns the balances they
+// must give.
+func (e *esdbE2E) sendTheStory() map[string]int64 {
+	t := e.t
 	refundB := standardWebhook("refund.succeeded", map[string]any{"payment_id": "pay_B", "refund_id": "re_B", "amount": 400, "currency": "USD"})
 	sends := []struct {
 		msgID string
 		body  []byte
 		want  string
 	}{
-		{"msg_a1", capture("pay_A", "cap_A", 10000, 300, "USD"), "accepted"},
-		{"msg_a1", capture("pay_A", "cap_A", 10000, 300, "USD"), "duplicate"},
+		{"msg_a1", esdbCapture("pay_A", "cap_A", 10000, 300, "USD"), "accepted"},
+		{"msg_a1", esdbCapture("pay_A", "cap_A", 10000, 300, "USD"), "duplicate"},
 		{"msg_b1", refundB, "accepted"}, // before its capture
-		{"msg_b2", capture("pay_B", "cap_B", 1000, 0, "USD"), "accepted"},
+		{"msg_b2", esdbCapture("pay_B", "cap_B", 1000, 0, "USD"), "accepted"},
 		{"msg_b1", refundB, "duplicate"},
-		{"msg_c1", capture("pay_C", "cap_C", 5000, 150, "EUR"), "accepted"},
+		{"msg_c1", esdbCapture("pay_C", "cap_C", 5000, 150, "EUR"), "accepted"},
 		{"msg_c2", standardWebhook("dispute.opened", map[string]any{"payment_id": "pay_C", "dispute_id": "dp_C", "amount": 5000, "currency": "EUR"}), "accepted"},
 		{"msg_c3", standardWebhook("dispute.lost", map[string]any{"payment_id": "pay_C", "dispute_id": "dp_C", "amount": 5000, "currency": "EUR"}), "accepted"},
 		{"msg_p1", standardWebhook("payout.paid", map[string]any{"payout_id": "po_1", "amount": 2000, "currency": "USD"}), "accepted"},
 		// The same capture under another message id: one fact.
-		{"msg_a2", capture("pay_A", "cap_A", 10000, 300, "USD"), "accepted"},
+		{"msg_a2", esdbCapture("pay_A", "cap_A", 10000, 300, "USD"), "accepted"},
 	}
 	for _, s := range sends {
 		code, outcome := e.post(s.msgID, s.body)
@@ -268,11 +303,11 @@ func TestServeWithEventStoreDB(t *testing.T) {
 		require.Equal(t, s.want, outcome, s.msgID)
 	}
 
-	// The expectation, from CONTRACT.md's chart of accounts (zeros left out):
-	// A captures 100.00 with a 3.00 fee; B's refund of 4.00 waits for its
-	// capture of 10.00; C captures 50.00 EUR (fee 1.50) and loses a dispute
-	// of 50.00; a payout of 20.00 leaves for the bank.
-	want := map[string]int64{
+	// The expectation, from the chart of accounts of docs/reference.md
+	// (zeros left out): A captures 100.00 with a 3.00 fee; B's refund of
+	// 4.00 waits for its capture of 10.00; C captures 50.00 EUR (fee 1.50)
+	// and loses a dispute of 50.00; a payout of 20.00 leaves for the bank.
+	return map[string]int64{
 		"provider:standard:balance USD": 10000 - 300 + 1000 - 400 - 2000,
 		"expenses:fees:standard USD":    300,
 		"revenue:sales USD":             -10000 - 1000,
@@ -283,9 +318,12 @@ func TestServeWithEventStoreDB(t *testing.T) {
 		"revenue:sales EUR":             -5000,
 		"expenses:disputes EUR":         5000,
 	}
-	e.waitBalances(want)
+}
 
-	// The payment's events come from EventStoreDB, in order.
+// paymentReadFromTheNode: the query API's payment has its events from
+// EventStoreDB, in order; it returns pay_B's stream as the node has it.
+func (e *esdbE2E) paymentReadFromTheNode() []eventstore.RecordedEvent {
+	t := e.t
 	var payB struct {
 		StreamID string `json:"stream_id"`
 		Amounts  struct {
@@ -313,9 +351,14 @@ func TestServeWithEventStoreDB(t *testing.T) {
 	assert.Contains(t, typesOf(streamB), payment.TypeRefundPosted)
 	assert.Contains(t, typesOf(streamB), payment.TypeCleared)
 	require.Len(t, e.stream("payment-standard-pay_A"), 1, "one capture, reported twice")
+	return streamB
+}
 
-	// The checkpoints are at the node's head.
-	head, err := store.Head(ctx)
+// checkpointsAtTheHead waits for every projection to be live at the
+// node's head, and returns it.
+func (e *esdbE2E) checkpointsAtTheHead(ctx context.Context) eventstore.Position {
+	t := e.t
+	head, err := e.store.Head(ctx)
 	require.NoError(t, err)
 	var projs struct {
 		Projections []struct {
@@ -336,8 +379,14 @@ func TestServeWithEventStoreDB(t *testing.T) {
 		n := len(projections.Default())
 		return at == n && len(projs.Projections) == n
 	}, 30*time.Second, 100*time.Millisecond, "projections at the head %s", head)
+	return head
+}
 
-	// status and inspect, run as commands with the server's configuration.
+// statusAndInspect runs status and inspect as commands with the server's
+// configuration env: the projections at head, the inbox applied, pay_B's
+// events as streamB, an unknown stream an error.
+func (e *esdbE2E) statusAndInspect(env []string, head eventstore.Position, streamB []eventstore.RecordedEvent) {
+	t := e.t
 	out, stderr, err := e.cli(env, "status", "--json")
 	require.NoError(t, err, "status: %s", stderr)
 	var st statusView
@@ -372,62 +421,52 @@ func TestServeWithEventStoreDB(t *testing.T) {
 	assert.Contains(t, out, payment.TypeDisputeLost)
 	_, _, err = e.cli(env, "inspect", "payment-standard-nope")
 	require.Error(t, err, "an unknown stream exits non-zero")
+}
 
-	// Node down: the inbox takes the delivery, the append cannot happen,
-	// the provider is told to retry; the server is not ready.
-	fake.Stop()
+// nodeDownAndBack stops the node: the inbox takes the deliveries, the
+// appends cannot happen, the provider is told to retry, and the server is
+// not ready. Then the node comes back on the same address (nodeAddr) with
+// its log; it returns the node's event count then.
+func (e *esdbE2E) nodeDownAndBack(nodeAddr string) int {
+	t := e.t
+	e.fake.Stop()
 	for _, msg := range []string{"msg_d1", "msg_e1"} {
-		code, _ := e.post(msg, capture(strings.Replace(msg, "msg_", "pay_", 1), "cap_"+msg, 700, 0, "USD"))
+		code, _ := e.post(msg, esdbCapture(strings.Replace(msg, "msg_", "pay_", 1), "cap_"+msg, 700, 0, "USD"))
 		require.Equal(t, http.StatusServiceUnavailable, code, "%s while the node is down", msg)
 		assert.Equal(t, "received", e.inboxStatus(msg), "%s is on record, not applied", msg)
 	}
 	e.waitReadyz(http.StatusServiceUnavailable, 15*time.Second)
-	code, _ := e.post("msg_e1", capture("pay_e1", "cap_msg_e1", 700, 0, "USD"))
+	code, _ := e.post("msg_e1", esdbCapture("pay_e1", "cap_msg_e1", 700, 0, "USD"))
 	require.Equal(t, http.StatusServiceUnavailable, code, "a redelivery while the node is down")
 
-	// The node comes back on the same address with its log.
-	require.NoError(t, fake.Start(nodeAddr))
+	require.NoError(t, e.fake.Start(nodeAddr))
 	e.waitReadyz(http.StatusOK, 60*time.Second)
-	eventsBefore := fake.EventCount()
+	return e.fake.EventCount()
+}
 
-	// The provider's retry of msg_d1 drives its row and is applied once.
-	code, outcome := e.post("msg_d1", capture("pay_d1", "cap_msg_d1", 700, 0, "USD"))
+// outageLeftoversAppliedOnce: the provider's retry of msg_d1 drives its
+// row and is applied once; msg_e1, never redelivered, is the sweeper's.
+// The node gains one event per delivery the outage left over (it had
+// eventsBefore).
+func (e *esdbE2E) outageLeftoversAppliedOnce(ctx context.Context, eventsBefore int) {
+	t := e.t
+	code, outcome := e.post("msg_d1", esdbCapture("pay_d1", "cap_msg_d1", 700, 0, "USD"))
 	require.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "duplicate", outcome, "the first arrival is on record")
 	assert.Equal(t, "applied", e.inboxStatus("msg_d1"))
 	assert.Equal(t, []string{payment.TypeCaptured}, typesOf(e.stream("payment-standard-pay_d1")))
-	code, _ = e.post("msg_d1", capture("pay_d1", "cap_msg_d1", 700, 0, "USD"))
+	code, _ = e.post("msg_d1", esdbCapture("pay_d1", "cap_msg_d1", 700, 0, "USD"))
 	require.Equal(t, http.StatusOK, code)
 	assert.Len(t, e.stream("payment-standard-pay_d1"), 1)
 
-	// msg_e1 is never redelivered: the sweeper drives it. Its age is what
-	// makes it the sweeper's (serve sweeps rows received over 30 s ago and
-	// has no flag for that), so the row is made a minute old instead of
-	// waiting; the sweeper polls every 5 s.
-	_, err = pool.Exec(ctx, `UPDATE webhook_inbox SET first_seen_at = now() - interval '1 minute'
+	// The sweeper's: its age is what makes it so (serve sweeps rows
+	// received over 30 s ago and has no flag for that), so the row is made
+	// a minute old instead of waiting; the sweeper polls every 5 s.
+	_, err := e.pool.Exec(ctx, `UPDATE webhook_inbox SET first_seen_at = now() - interval '1 minute'
 		WHERE provider = 'standard' AND dedup_key = 'msg_e1'`)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return e.inboxStatus("msg_e1") == "applied" },
 		30*time.Second, 100*time.Millisecond, "the sweeper did not apply msg_e1")
 	assert.Equal(t, []string{payment.TypeCaptured}, typesOf(e.stream("payment-standard-pay_e1")))
-	assert.Equal(t, eventsBefore+2, fake.EventCount(), "one event per delivery left over by the outage")
-
-	want["provider:standard:balance USD"] += 1400
-	want["revenue:sales USD"] -= 1400
-	e.waitBalances(want)
-	var received int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_inbox WHERE status = 'received'`).Scan(&received))
-	assert.Zero(t, received, "rows left received")
-
-	out, stderr, err = e.cli(env, "verify")
-	require.NoError(t, err, "verify: %s%s", out, stderr)
-
-	// A clean stop.
-	require.NoError(t, e.srv.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-e.srv.exited:
-		require.NoError(t, e.srv.err, "server exit")
-	case <-time.After(30 * time.Second):
-		t.Fatal("server still running 30s after SIGTERM")
-	}
+	assert.Equal(t, eventsBefore+2, e.fake.EventCount(), "one event per delivery left over by the outage")
 }

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
@@ -24,7 +26,7 @@ import (
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
 )
 
-// settleCmd: `onceledger settle import|sync` (CONTRACT.md).
+// settleCmd: `onceledger settle import|sync` (docs/reference.md).
 type settleCmd struct {
 	Import settleImportCmd `cmd:"" help:"Import settlement / payout reports; a file with an error imports nothing (exit 1, naming line and column)."`
 	Sync   settleSyncCmd   `cmd:"" help:"Pull settlement lines from a provider's API and import them like a report."`
@@ -33,35 +35,38 @@ type settleCmd struct {
 }
 
 type settleImportCmd struct {
-	Provider string   `name:"provider" required:"" enum:"stripe,adyen,paypal,square" help:"Whose report the files are."`
+	Provider string   `name:"provider" required:"" help:"Whose report the files are."`
 	Files    []string `arg:"" type:"existingfile" help:"Report files, as the provider publishes them."`
+}
+
+// Validate refuses a provider without a report importer (the provider
+// registry's list), in the words kong uses for an enum.
+func (c *settleImportCmd) Validate() error {
+	names := registry.ReportNames()
+	if slices.Contains(names, c.Provider) {
+		return nil
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return fmt.Errorf("--provider must be one of %s but got %q", strings.Join(quoted, ","), c.Provider)
 }
 
 type settleSyncCmd struct {
 	Stripe settleSyncStripeCmd `cmd:"" help:"Pull Stripe balance transactions by payout (GET /v1/payouts, /v1/balance_transactions)."`
 }
 
-type stripeAPIFlags struct {
-	APIKey  string `name:"stripe-api-key" env:"ONCELEDGER_STRIPE_API_KEY" help:"Stripe secret key (sk_…) of the account."`
-	APIBase string `name:"stripe-api-base" env:"ONCELEDGER_STRIPE_API_BASE" default:"https://api.stripe.com" help:"Stripe API base URL."`
-}
-
-func (f stripeAPIFlags) client() (*stripeapi.Client, error) {
-	if strings.TrimSpace(f.APIKey) == "" {
-		return nil, errors.New("ONCELEDGER_STRIPE_API_KEY is not set")
-	}
-	return stripeapi.New(f.APIBase, f.APIKey, &http.Client{Timeout: 60 * time.Second})
-}
-
 type settleSyncStripeCmd struct {
-	stripeAPIFlags
+	stripeapi.Config
 	Payout string `name:"payout" help:"Only this payout (po_…)."`
 	Since  string `name:"since" help:"Payouts created at or after this time (RFC 3339 or YYYY-MM-DD); default: the last 30 days."`
 }
 
-// openApp builds the app (ingest service, read models) without serving.
-func openApp(g *globals, unsettledAfter time.Duration) (*app.App, error) {
-	return app.New(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore,
+// openCore builds the app's core (ingest service, read models, importer):
+// no web, no monitor.
+func openCore(g *globals, unsettledAfter time.Duration) (*app.Core, error) {
+	return app.NewCore(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore,
 		UnsettledAfter: unsettledAfter, Logger: g.log})
 }
 
@@ -71,7 +76,7 @@ func (c *settleImportCmd) Run(g *globals, parent *settleCmd) error {
 
 func (c *settleImportCmd) run(g *globals, after time.Duration, out io.Writer, term *os.File) error {
 	importGC()
-	a, err := openApp(g, after)
+	a, err := openCore(g, after)
 	if err != nil {
 		return err
 	}
@@ -129,11 +134,11 @@ func (c *settleSyncStripeCmd) Run(g *globals, parent *settleCmd) error {
 	if err != nil {
 		return err
 	}
-	client, err := c.client()
+	client, err := c.Client()
 	if err != nil {
 		return err
 	}
-	a, err := openApp(g, parent.UnsettledAfter)
+	a, err := openCore(g, parent.UnsettledAfter)
 	if err != nil {
 		return err
 	}
@@ -158,7 +163,7 @@ type backfillCmd struct {
 }
 
 type backfillStripeCmd struct {
-	stripeAPIFlags
+	stripeapi.Config
 	Since string `name:"since" required:"" help:"Events created at or after this time (RFC 3339 or YYYY-MM-DD)."`
 }
 
@@ -167,11 +172,11 @@ func (c *backfillStripeCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	client, err := c.client()
+	client, err := c.Client()
 	if err != nil {
 		return err
 	}
-	a, err := app.New(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore, Logger: g.log})
+	a, err := openCore(g, 0)
 	if err != nil {
 		return err
 	}

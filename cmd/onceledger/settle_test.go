@@ -35,7 +35,7 @@ func runImport(t *testing.T, g *globals, provider string, files ...string) (stri
 	return out.String(), err
 }
 
-// `settle import` on the committed sample report (the README's
+// `settle import` on the committed sample report (docs/settlement.md's
 // walk-through): every line new, then every line a duplicate; a malformed
 // file imports nothing and names line and column; status shows the import.
 func TestSettleImportCommand(t *testing.T) {
@@ -150,7 +150,7 @@ func TestSettleSyncStripe(t *testing.T) {
 	}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	cmd := &settleSyncStripeCmd{stripeAPIFlags: stripeAPIFlags{APIKey: "sk_test_sync", APIBase: srv.URL}, Payout: "po_sync"}
+	cmd := &settleSyncStripeCmd{Config: stripeapi.Config{APIKey: "sk_test_sync", APIBase: srv.URL}, Payout: "po_sync"}
 	parent := &settleCmd{UnsettledAfter: 168 * time.Hour}
 	require.NoError(t, cmd.Run(g, parent))
 	require.NoError(t, cmd.Run(g, parent))

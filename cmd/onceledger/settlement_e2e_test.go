@@ -132,102 +132,18 @@ func TestSettlementReportsCloseTheBooks(t *testing.T) {
 			s := settleStack(t, kind)
 			w := newSettleWorld(1000)
 			sendAll(t, s, w)
-
-			// A malformed report imports nothing and names line and column.
-			bad := w.report(0, 3)
-			bad = bytes.Replace(bad, []byte(",10.02,"), []byte(",10.0x2,"), 1)
-			inbox := s.inboxCount()
-			ans := s.v1(http.MethodPost, "/v1/settlements/stripe", bad)
-			require.Equal(t, http.StatusBadRequest, ans.Status, ans.Body)
-			assert.Contains(t, ans.Body, "line 4")
-			assert.Contains(t, ans.Body, `column \"gross\"`)
-			assert.Equal(t, inbox, s.inboxCount(), "nothing imported")
-			assert.Equal(t, http.StatusNotFound, s.v1(http.MethodPost, "/v1/settlements/circle", w.report(0, 1)).Status)
-			// An upload acts: a read token is refused, nothing imported.
-			req, err := http.NewRequest(http.MethodPost, s.srv.URL+"/v1/settlements/stripe", bytes.NewReader(w.report(0, 1)))
-			require.NoError(t, err)
-			req.Header.Set("Authorization", "Bearer "+settleReadToken)
-			assert.Equal(t, http.StatusForbidden, doRequest(s.srv, req).Status)
-			assert.Equal(t, inbox, s.inboxCount(), "nothing imported by a read token")
+			malformedReportsImportNothing(t, s, w)
 
 			// Two overlapping files, then the first again.
 			wantImport(t, s, w.report(0, 600), 600, 600, 0)
 			wantImport(t, s, w.report(400, 1000), 600, 400, 200)
 			wantImport(t, s, w.report(0, 600), 600, 0, 600)
 
-			var sales, fees, paid int64
-			sales += oldAmount
-			for i := range w.amounts {
-				sales += w.amounts[i]
-				fees += w.fees[i]
-			}
-			for _, p := range w.payouts {
-				paid += p
-			}
-			want := map[string]int64{
-				"revenue:sales|USD":           -sales,
-				"expenses:fees:stripe|USD":    fees,
-				"provider:stripe:balance|USD": w.short + oldAmount, // the lines' nets minus what was paid out, and the unsettled capture
-				"bank:payouts|USD":            paid,
-			}
+			want := settledBalances(w)
 			require.Eventually(t, func() bool { return equalBalances(s.readBalances(), want) }, 60*time.Second, 100*time.Millisecond,
 				"balances %v, want %v", s.readBalances(), want)
-
-			var dropped []string
-			for i := range w.dropped {
-				dropped = append(dropped, w.ch(i))
-			}
-			sort.Strings(dropped)
-			require.Eventually(t, func() bool { return equalStrings(s.openItems("missing_webhook"), dropped) }, 30*time.Second, 100*time.Millisecond,
-				"missing_webhook %v, want %v", s.openItems("missing_webhook"), dropped)
-			assert.Empty(t, s.openItems("fee_mismatch"))
-			assert.Empty(t, s.openItems("settlement_mismatch"))
-			require.Eventually(t, func() bool { return equalStrings(s.openItems("payout_mismatch"), []string{w.payout(0)}) },
-				30*time.Second, 100*time.Millisecond, "payout_mismatch %v", s.openItems("payout_mismatch"))
-
-			var payouts struct {
-				Payouts []struct {
-					PayoutID   string `json:"payout_id"`
-					Status     string `json:"status"`
-					Amount     int64  `json:"amount"`
-					LineCount  int64  `json:"line_count"`
-					Difference int64  `json:"difference"`
-				} `json:"payouts"`
-			}
-			require.Eventually(t, func() bool {
-				ans := s.v1(http.MethodGet, "/v1/payouts?provider=stripe", nil)
-				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-				require.NoError(t, json.Unmarshal([]byte(ans.Body), &payouts))
-				n := 0
-				for _, p := range payouts.Payouts {
-					if p.LineCount == 100 {
-						n++
-					}
-				}
-				return n == 10
-			}, 30*time.Second, 100*time.Millisecond)
-			for _, p := range payouts.Payouts {
-				if p.PayoutID == w.payout(0) {
-					assert.Equal(t, "mismatch", p.Status)
-					assert.Equal(t, w.short, p.Difference, "the lines exceed the payout by what it was short")
-				} else {
-					assert.Equal(t, "reconciled", p.Status, p.PayoutID)
-					assert.Zero(t, p.Difference, p.PayoutID)
-				}
-			}
-			ans = s.v1(http.MethodGet, "/v1/payouts?status=mismatch&format=csv", nil)
-			require.Equal(t, http.StatusOK, ans.Status)
-			assert.Equal(t, 2, strings.Count(ans.Body, "\n"), ans.Body)
-			ans = s.v1(http.MethodGet, "/v1/payouts/stripe/"+w.payout(3), nil)
-			require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-			var one struct {
-				Status string            `json:"status"`
-				Lines  []json.RawMessage `json:"lines"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(ans.Body), &one))
-			assert.Equal(t, "reconciled", one.Status)
-			assert.Len(t, one.Lines, 100)
-			assert.Equal(t, http.StatusNotFound, s.v1(http.MethodGet, "/v1/payouts/stripe/po_none", nil).Status)
+			dropped := openItemsNameTheDropped(t, s, w)
+			payoutsReconciledButTheShortOne(t, s, w)
 
 			// The capture no report settled, older than
 			// ONCELEDGER_UNSETTLED_AFTER before the report's latest line,
@@ -248,6 +164,114 @@ func TestSettlementReportsCloseTheBooks(t *testing.T) {
 			assert.Equal(t, want, s.readBalances())
 		})
 	}
+}
+
+// malformedReportsImportNothing: a malformed report imports nothing and
+// names line and column; an unknown provider is 404; an upload acts, so a
+// read token is refused.
+func malformedReportsImportNothing(t *testing.T, s *stack, w *settleWorld) {
+	bad := w.report(0, 3)
+	bad = bytes.Replace(bad, []byte(",10.02,"), []byte(",10.0x2,"), 1)
+	inbox := s.inboxCount()
+	ans := s.v1(http.MethodPost, "/v1/settlements/stripe", bad)
+	require.Equal(t, http.StatusBadRequest, ans.Status, ans.Body)
+	assert.Contains(t, ans.Body, "line 4")
+	assert.Contains(t, ans.Body, `column \"gross\"`)
+	assert.Equal(t, inbox, s.inboxCount(), "nothing imported")
+	assert.Equal(t, http.StatusNotFound, s.v1(http.MethodPost, "/v1/settlements/circle", w.report(0, 1)).Status)
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+"/v1/settlements/stripe", bytes.NewReader(w.report(0, 1)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+settleReadToken)
+	assert.Equal(t, http.StatusForbidden, doRequest(s.srv, req).Status)
+	assert.Equal(t, inbox, s.inboxCount(), "nothing imported by a read token")
+}
+
+// settledBalances is the ledger once every report is in: the sales and
+// Stripe's exact fees, what was paid out, and on the provider balance the
+// lines' nets minus what was paid out, and the unsettled capture.
+func settledBalances(w *settleWorld) map[string]int64 {
+	var sales, fees, paid int64
+	sales += oldAmount
+	for i := range w.amounts {
+		sales += w.amounts[i]
+		fees += w.fees[i]
+	}
+	for _, p := range w.payouts {
+		paid += p
+	}
+	return map[string]int64{
+		"revenue:sales|USD":           -sales,
+		"expenses:fees:stripe|USD":    fees,
+		"provider:stripe:balance|USD": w.short + oldAmount,
+		"bank:payouts|USD":            paid,
+	}
+}
+
+// openItemsNameTheDropped: missing_webhook is open for exactly the dropped
+// charges (returned), no fee or settlement mismatch, and payout_mismatch
+// for the one payout paid short.
+func openItemsNameTheDropped(t *testing.T, s *stack, w *settleWorld) []string {
+	var dropped []string
+	for i := range w.dropped {
+		dropped = append(dropped, w.ch(i))
+	}
+	sort.Strings(dropped)
+	require.Eventually(t, func() bool { return equalStrings(s.openItems("missing_webhook"), dropped) }, 30*time.Second, 100*time.Millisecond,
+		"missing_webhook %v, want %v", s.openItems("missing_webhook"), dropped)
+	assert.Empty(t, s.openItems("fee_mismatch"))
+	assert.Empty(t, s.openItems("settlement_mismatch"))
+	require.Eventually(t, func() bool { return equalStrings(s.openItems("payout_mismatch"), []string{w.payout(0)}) },
+		30*time.Second, 100*time.Millisecond, "payout_mismatch %v", s.openItems("payout_mismatch"))
+	return dropped
+}
+
+// payoutsReconciledButTheShortOne: every payout has its 100 lines and is
+// reconciled but the one paid short, a mismatch by the right difference,
+// in the list, its CSV and a payout's own page.
+func payoutsReconciledButTheShortOne(t *testing.T, s *stack, w *settleWorld) {
+	var payouts struct {
+		Payouts []struct {
+			PayoutID   string `json:"payout_id"`
+			Status     string `json:"status"`
+			Amount     int64  `json:"amount"`
+			LineCount  int64  `json:"line_count"`
+			Difference int64  `json:"difference"`
+		} `json:"payouts"`
+	}
+	require.Eventually(t, func() bool {
+		ans := s.v1(http.MethodGet, "/v1/payouts?provider=stripe", nil)
+		require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+		require.NoError(t, json.Unmarshal([]byte(ans.Body), &payouts))
+		n := 0
+		for _, p := range payouts.Payouts {
+			if p.LineCount == 100 {
+				n++
+			}
+		}
+		return n == 10
+	}, 30*time.Second, 100*time.Millisecond)
+	for _, p := range payouts.Payouts {
+		if p.PayoutID == w.payout(0) {
+			assert.Equal(t, "mismatch", p.Status)
+			assert.Equal(t, w.short, p.Difference, "the lines exceed the payout by what it was short")
+		} else {
+			assert.Equal(t, "reconciled", p.Status, p.PayoutID)
+			assert.Zero(t, p.Difference, p.PayoutID)
+		}
+	}
+	ans := s.v1(http.MethodGet, "/v1/payouts?status=mismatch&format=csv", nil)
+	require.Equal(t, http.StatusOK, ans.Status)
+	assert.Equal(t, 2, strings.Count(ans.Body, "\n"), ans.Body)
+	ans = s.v1(http.MethodGet, "/v1/payouts/stripe/"+w.payout(3), nil)
+	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+	var one struct {
+		Status string            `json:"status"`
+		Lines  []json.RawMessage `json:"lines"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ans.Body), &one))
+	assert.Equal(t, "reconciled", one.Status)
+	assert.Len(t, one.Lines, 100)
+	assert.Equal(t, http.StatusNotFound, s.v1(http.MethodGet, "/v1/payouts/stripe/po_none", nil).Status)
 }
 
 // oldAmount is a capture ten days before the reports that no report settles.

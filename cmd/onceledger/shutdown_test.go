@@ -79,97 +79,20 @@ func TestServeGracefulShutdownUnderLoad(t *testing.T) {
 	srv := startServer(t, bin, dbURL, secret)
 	srv.waitHealthy(t)
 
-	client := &http.Client{
+	l := &shutdownLoad{srv: srv, secret: secret, client: &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: loadWorkers, MaxConnsPerHost: loadWorkers},
-	}
-	t.Cleanup(client.CloseIdleConnections)
-
-	var (
-		acked     atomic.Int64
-		signaled  atomic.Bool
-		mu        sync.Mutex
-		outcomes  []outcome
-		wg        sync.WaitGroup
-		loadCtx   context.Context
-		stopLoad  context.CancelFunc
-		signalled = make(chan struct{})
-	)
-	loadCtx, stopLoad = context.WithTimeout(context.Background(), loadDeadline)
+	}}
+	t.Cleanup(l.client.CloseIdleConnections)
+	var stopLoad context.CancelFunc
+	l.ctx, stopLoad = context.WithTimeout(context.Background(), loadDeadline)
 	defer stopLoad()
 
-	send := func(d delivery) outcome {
-		req, err := http.NewRequestWithContext(loadCtx, http.MethodPost, srv.base+"/webhooks/standard", bytes.NewReader(d.body))
-		if err != nil {
-			return outcome{d: d, err: err}
-		}
-		h, err := standard.Sign(secret, d.msgID, time.Now(), d.body)
-		if err != nil {
-			return outcome{d: d, err: err}
-		}
-		for k, v := range h {
-			req.Header[k] = v
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		o := outcome{d: d, err: err}
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			o.status = resp.StatusCode
-		}
-		o.afterSignal = signaled.Load()
-		return o
-	}
-
+	var wg sync.WaitGroup
 	for w := 0; w < loadWorkers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var prev *delivery
-			for i := 0; i < maxPerWorker && loadCtx.Err() == nil; i++ {
-				d := newDelivery(w, i)
-				// Every fifth request redelivers the previous one: an
-				// acknowledged duplicate must be on record just the same.
-				if i%5 == 4 && prev != nil {
-					d = *prev
-				}
-				o := send(d)
-				mu.Lock()
-				outcomes = append(outcomes, o)
-				mu.Unlock()
-				if o.err == nil && o.status/100 == 2 {
-					acked.Add(1)
-				}
-				prev = &d
-				// The port is closed: the server stopped accepting.
-				if errors.Is(o.err, syscall.ECONNREFUSED) {
-					return
-				}
-				if o.err != nil && !signaled.Load() {
-					// Before SIGTERM, transport errors are not expected;
-					// stop this worker, the assertions report it.
-					return
-				}
-			}
-		}()
+		wg.Go(func() { l.work(w) })
 	}
-
-	// SIGTERM mid-load, once the server has acknowledged a fair number.
-	var signalAt time.Time
-	go func() {
-		defer close(signalled)
-		for acked.Load() < ackedBeforeSignal && loadCtx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if loadCtx.Err() != nil {
-			return
-		}
-		signalAt = time.Now()
-		signaled.Store(true)
-		_ = srv.cmd.Process.Signal(syscall.SIGTERM)
-	}()
-	<-signalled
+	signalAt := l.signalMidLoad()
 	require.False(t, signalAt.IsZero(), "never reached %d acknowledged deliveries before the load deadline", ackedBeforeSignal)
 
 	wg.Wait()
@@ -183,14 +106,107 @@ func TestServeGracefulShutdownUnderLoad(t *testing.T) {
 	require.Equal(t, 0, srv.cmd.ProcessState.ExitCode())
 	require.Less(t, exitedAfter, shutdownTimeout+exitSlack)
 
-	// Classify the answers.
+	ackedSet := l.requireOnlyAcksAndRefusals(t, exitedAfter)
+	requireRecorded(t, dbURL, ackedSet)
+}
+
+// shutdownLoad is the load of the shutdown test: workers sending signed
+// captures until the server stops accepting, and what each got.
+type shutdownLoad struct {
+	srv    *server
+	secret string
+	client *http.Client
+	ctx    context.Context // the whole load phase
+
+	acked    atomic.Int64 // 2xx answers, redeliveries included
+	signaled atomic.Bool  // SIGTERM was sent
+	mu       sync.Mutex
+	outcomes []outcome
+}
+
+// send posts one signed delivery.
+func (l *shutdownLoad) send(d delivery) outcome {
+	req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.srv.base+"/webhooks/standard", bytes.NewReader(d.body))
+	if err != nil {
+		return outcome{d: d, err: err}
+	}
+	h, err := standard.Sign(l.secret, d.msgID, time.Now(), d.body)
+	if err != nil {
+		return outcome{d: d, err: err}
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := l.client.Do(req)
+	o := outcome{d: d, err: err}
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		o.status = resp.StatusCode
+	}
+	o.afterSignal = l.signaled.Load()
+	return o
+}
+
+// work is worker w: it sends its deliveries until the port closes (or a
+// transport error before SIGTERM, which the assertions report).
+func (l *shutdownLoad) work(w int) {
+	var prev *delivery
+	for i := 0; i < maxPerWorker && l.ctx.Err() == nil; i++ {
+		d := newDelivery(w, i)
+		// Every fifth request redelivers the previous one: an
+		// acknowledged duplicate must be on record just the same.
+		if i%5 == 4 && prev != nil {
+			d = *prev
+		}
+		o := l.send(d)
+		l.mu.Lock()
+		l.outcomes = append(l.outcomes, o)
+		l.mu.Unlock()
+		if o.err == nil && o.status/100 == 2 {
+			l.acked.Add(1)
+		}
+		prev = &d
+		// The port is closed: the server stopped accepting.
+		if errors.Is(o.err, syscall.ECONNREFUSED) {
+			return
+		}
+		if o.err != nil && !l.signaled.Load() {
+			// Before SIGTERM, transport errors are not expected;
+			// stop this worker, the assertions report it.
+			return
+		}
+	}
+}
+
+// signalMidLoad sends SIGTERM once the server has acknowledged a fair
+// number of deliveries, and returns when (zero: the load deadline came
+// first).
+func (l *shutdownLoad) signalMidLoad() time.Time {
+	for l.acked.Load() < ackedBeforeSignal && l.ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if l.ctx.Err() != nil {
+		return time.Time{}
+	}
+	signalAt := time.Now()
+	l.signaled.Store(true)
+	_ = l.srv.cmd.Process.Signal(syscall.SIGTERM)
+	return signalAt
+}
+
+// requireOnlyAcksAndRefusals classifies the answers: 2xx, 503 or a closed
+// port, no transport error before SIGTERM. It returns the distinct
+// acknowledged deliveries.
+func (l *shutdownLoad) requireOnlyAcksAndRefusals(t *testing.T, exitedAfter time.Duration) map[string]delivery {
 	var (
 		ackedSet               = map[string]delivery{}
 		refused, otherErr      int
 		unavailable, afterSig  int
 		preSignalErrs, badCode []string
 	)
-	for _, o := range outcomes {
+	for _, o := range l.outcomes {
 		if o.afterSignal {
 			afterSig++
 		}
@@ -213,15 +229,19 @@ func TestServeGracefulShutdownUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("requests %d: acknowledged %d distinct, 503 %d, refused %d, other transport errors %d; answered after SIGTERM %d; exit %v after SIGTERM",
-		len(outcomes), len(ackedSet), unavailable, refused, otherErr, afterSig, exitedAfter.Round(time.Millisecond))
+		len(l.outcomes), len(ackedSet), unavailable, refused, otherErr, afterSig, exitedAfter.Round(time.Millisecond))
 	require.Empty(t, badCode, "answers other than 2xx or 503")
 	require.Empty(t, preSignalErrs, "transport errors before SIGTERM")
 	require.Positive(t, refused, "load stopped before the port closed")
 	// acked counts every 2xx, the redeliveries included; ackedSet only the
 	// distinct deliveries, which can be fewer than the SIGTERM threshold.
-	require.GreaterOrEqual(t, acked.Load(), int64(ackedBeforeSignal), "the load ran before SIGTERM")
+	require.GreaterOrEqual(t, l.acked.Load(), int64(ackedBeforeSignal), "the load ran before SIGTERM")
+	return ackedSet
+}
 
-	// Every acknowledged delivery is on record, applied, with its event.
+// requireRecorded: every acknowledged delivery is on record, applied,
+// with its event.
+func requireRecorded(t *testing.T, dbURL string, ackedSet map[string]delivery) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, dbURL)

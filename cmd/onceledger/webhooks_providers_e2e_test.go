@@ -206,7 +206,7 @@ func (p e2eProvider) expectOutcome(t *testing.T, a answer, want string) {
 	}
 }
 
-// balancesOf is what one payment's postings must sum to, per CONTRACT.md's
+// balancesOf is what one payment's postings must sum to, per docs/reference.md's
 // accounts: disputes opened move money from the provider balance to the
 // receivable; lost ones from the receivable to expenses.
 func (p e2eProvider) balancesOf(captured, fee, refunded, disputed, lost int64) map[string]int64 {

@@ -2,6 +2,8 @@
 // before it reaches the payment state machine. Provider adapters (one package
 // per provider under adapters/providers) produce an Event; the domain decides
 // on it. Nothing here knows how a provider signs or shapes its payloads.
+// It also owns the delivery's stored form (codec.go), the JSON the inbox
+// keeps so that a row can be re-driven (EncodeNormalized, DecodeNormalized).
 package delivery
 
 import (
@@ -56,7 +58,7 @@ const (
 // MaxAmount is the largest amount, in ISO 4217 minor units, a single fact may
 // carry: 10^15 (ten trillion dollars in cents), far above any real payment,
 // and small enough that 9,000 such amounts still sum within int64. Above it a
-// delivery is refused with 400 (CONTRACT.md, "Money and accounts") rather
+// delivery is refused with 400 (docs/reference.md, "Money and accounts") rather
 // than allowed to wrap a total negative.
 const MaxAmount int64 = 1_000_000_000_000_000
 

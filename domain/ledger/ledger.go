@@ -1,6 +1,6 @@
 // Package ledger is double-entry bookkeeping: postings, the chart of accounts
-// of CONTRACT.md, and the balance rule (every event's postings sum to zero per
-// currency; debit positive, credit negative).
+// of docs/reference.md ("Money and accounts"), and the balance rule (every
+// event's postings sum to zero per currency; debit positive, credit negative).
 package ledger
 
 import (
@@ -19,7 +19,7 @@ type Posting struct {
 	Amount   int64
 }
 
-// Accounts of the chart in CONTRACT.md. Provider-specific ones take the
+// Accounts of the chart in docs/reference.md. Provider-specific ones take the
 // provider name.
 const (
 	RevenueSales    = "revenue:sales"

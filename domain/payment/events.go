@@ -2,8 +2,10 @@
 // stream's events (Apply) and decides what a verified provider delivery means
 // (Decide), remembering which deliveries and business facts it has applied so
 // that a fact reported twice, by any event id or type, is recorded once. It
-// also holds the payout aggregate, the domain events, their JSON codec and
-// their double-entry postings.
+// also holds the payout aggregate (the payout-<provider>-<id> streams that
+// settlement lines without a payment join), the domain events, their JSON
+// codec, their double-entry postings, the reconciliation items a decision
+// opens and clears, and what a settlement line adds to a stream.
 package payment
 
 import (
@@ -57,7 +59,7 @@ const (
 	TypeReopened = "reconciliation.reopened"
 )
 
-// Reconciliation kinds (CONTRACT.md).
+// Reconciliation kinds (docs/reference.md).
 const (
 	ReconRefundBeforePayment   = "refund_before_payment"
 	ReconOverRefund            = "over_refund"

@@ -110,7 +110,7 @@ func TestDisputeReinstatedBeforeWithdrawn(t *testing.T) {
 	assert.NotContains(t, nonZero(balances(s.history)), stripeReceivable)
 }
 
-// CONTRACT.md: a dispute that arrives before its payment posts nothing and
+// docs/reference.md: a dispute that arrives before its payment posts nothing and
 // opens dispute_before_payment; when the capture arrives it posts and the
 // item resolves.
 func TestDisputeBeforePayment(t *testing.T) {
@@ -203,7 +203,7 @@ func payoutOf(key string, k delivery.Kind, id string, amount int64) delivery.Eve
 }
 
 // Stripe payout.failed after payout.paid (the bank returned it): the failure
-// reverses the payout, per CONTRACT.md's "payout failed / returned" line.
+// reverses the payout, per docs/reference.md's "payout failed / returned" line.
 func TestPayoutFailedAfterPaid(t *testing.T) {
 	s := &stream{t: t}
 	wantTypes(t, s.deliver(payoutOf("paid", delivery.KindPayoutPaid, "po_1", 5000)), TypePayoutPaid)

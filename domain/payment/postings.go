@@ -5,7 +5,7 @@ import (
 	"github.com/onceledger/onceledger/domain/money"
 )
 
-// Postings returns the double-entry postings of e per CONTRACT.md's chart of
+// Postings returns the double-entry postings of e per docs/reference.md's chart of
 // accounts, with the provider p taken from e's Meta (nil for events that post
 // nothing). They sum to zero per currency. Lines of amount zero are left out
 // (a capture without fee has no fee line; a capture of zero posts nothing):
@@ -71,7 +71,7 @@ func Postings(e Event) []ledger.Posting {
 		if !e.WasPaid {
 			return nil // it never posted; nothing to undo
 		}
-		// CONTRACT.md: payout failed / returned P (after paid).
+		// docs/reference.md: payout failed / returned P (after paid).
 		return lines(e.Currency,
 			ledger.ProviderBalance(p), e.Amount,
 			ledger.BankPayouts, -e.Amount)

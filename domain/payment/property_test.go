@@ -28,38 +28,74 @@ type lifecycle struct {
 }
 
 func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
-	p := rapid.SampledFrom([]string{"stripe", "adyen", "paypal", "standard", "square", "circle"}).Draw(t, "provider")
-	cur := rapid.SampledFrom([]money.Currency{"USD", "JPY", "KWD", "EUR"}).Draw(t, "currency")
-	var l lifecycle
-	l.want = map[balanceKey]int64{}
-	post := func(account string, amount int64) { l.want[balanceKey{account, cur}] += amount }
-	n := 0
-	add := func(f delivery.Fact) {
-		n++
-		f.Currency = cur
-		ev := delivery.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", n), Type: string(f.Kind),
-			PaymentKey: "pay_1", OccurredAt: t0, Facts: []delivery.Fact{f}}
-		l.natural = append(l.natural, ev)
-		// The same business fact reported again under another event id
-		// (Stripe: charge.succeeded and payment_intent.succeeded).
-		if rapid.Bool().Draw(t, "alias") {
-			alias := ev
-			alias.DedupKey = fmt.Sprintf("alias_%d", n)
-			alias.Type += ".alias"
-			if p == "paypal" {
-				// PayPal reports one capture on both channels: REST
-				// webhooks and IPN, whose dedup keys live apart
-				// ("ipn:" + txn_id + ":" + payment_status).
-				alias.DedupKey = fmt.Sprintf("ipn:%d:Completed", n)
-				alias.Type = "ipn"
-			}
-			l.natural = append(l.natural, alias)
+	g := &lifecycleGen{t: t}
+	g.p = rapid.SampledFrom([]string{"stripe", "adyen", "paypal", "standard", "square", "circle"}).Draw(t, "provider")
+	g.cur = rapid.SampledFrom([]money.Currency{"USD", "JPY", "KWD", "EUR"}).Draw(t, "currency")
+	g.l.want = map[balanceKey]int64{}
+
+	maxCapture := g.captures()
+	g.refunds(maxCapture, refundFailures)
+	for i := range rapid.IntRange(0, 2).Draw(t, "disputes") {
+		g.dispute(fmt.Sprintf("du_%d", i), rapid.Int64Range(1, maxCapture).Draw(t, "dispute"))
+	}
+	if rapid.Bool().Draw(t, "failed") {
+		g.add(delivery.Fact{Kind: delivery.KindFailed, Reason: "card_declined"})
+	}
+	for k, v := range g.l.want {
+		if v == 0 {
+			delete(g.l.want, k)
 		}
 	}
+	return g.l
+}
 
+// lifecycleGen draws a lifecycle fact by fact: the deliveries reporting
+// each, and the postings it must make.
+type lifecycleGen struct {
+	t   *rapid.T
+	p   string // the provider
+	cur money.Currency
+	n   int // facts added so far
+	l   lifecycle
+}
+
+// post expects amount on account, in the payment's currency.
+func (g *lifecycleGen) post(account string, amount int64) {
+	g.l.want[balanceKey{account, g.cur}] += amount
+}
+
+// add delivers a fact, maybe twice under another event id: the same
+// business fact reported again (Stripe: charge.succeeded and
+// payment_intent.succeeded).
+func (g *lifecycleGen) add(f delivery.Fact) {
+	g.n++
+	n := g.n
+	f.Currency = g.cur
+	ev := delivery.Event{Provider: g.p, DedupKey: fmt.Sprintf("evt_%d", n), Type: string(f.Kind),
+		PaymentKey: "pay_1", OccurredAt: t0, Facts: []delivery.Fact{f}}
+	g.l.natural = append(g.l.natural, ev)
+	if rapid.Bool().Draw(g.t, "alias") {
+		alias := ev
+		alias.DedupKey = fmt.Sprintf("alias_%d", n)
+		alias.Type += ".alias"
+		if g.p == "paypal" {
+			// PayPal reports one capture on both channels: REST
+			// webhooks and IPN, whose dedup keys live apart
+			// ("ipn:" + txn_id + ":" + payment_status).
+			alias.DedupKey = fmt.Sprintf("ipn:%d:Completed", n)
+			alias.Type = "ipn"
+		}
+		g.l.natural = append(g.l.natural, alias)
+	}
+}
+
+// captures adds the captures (maybe authorized first), and returns the
+// largest.
+func (g *lifecycleGen) captures() (maxCapture int64) {
+	t := g.t
 	ncap := rapid.IntRange(1, 3).Draw(t, "captures")
 	amounts := make([]int64, ncap)
-	var total, maxCapture int64
+	var total int64
 	for i := range amounts {
 		// Amounts at the bound (delivery.MaxAmount) too: three of them
 		// plus refunds and disputes still sum within int64.
@@ -68,7 +104,7 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 		maxCapture = max(maxCapture, amounts[i])
 	}
 	if rapid.Bool().Draw(t, "authorized") {
-		add(delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_1", Amount: min(total, delivery.MaxAmount)})
+		g.add(delivery.Fact{Kind: delivery.KindAuthorized, BusinessID: "auth_1", Amount: min(total, delivery.MaxAmount)})
 	}
 	for i, a := range amounts {
 		fee := rapid.Int64Range(0, a).Draw(t, "fee")
@@ -81,99 +117,97 @@ func genLifecycle(t *rapid.T, refundFailures bool) lifecycle {
 			unknown := c
 			unknown.Fee = 0
 			if rapid.Bool().Draw(t, "fee first") {
-				add(c)
-				add(unknown)
+				g.add(c)
+				g.add(unknown)
 			} else {
-				add(unknown)
-				add(c)
+				g.add(unknown)
+				g.add(c)
 			}
 		} else {
-			add(c)
+			g.add(c)
 		}
-		post(ledger.ProviderBalance(p), a-fee)
-		post(ledger.ProviderFees(p), fee)
-		post(ledger.RevenueSales, -a)
-		l.captures++
+		g.post(ledger.ProviderBalance(g.p), a-fee)
+		g.post(ledger.ProviderFees(g.p), fee)
+		g.post(ledger.RevenueSales, -a)
+		g.l.captures++
 	}
+	return maxCapture
+}
+
+// refunds adds up to three refunds of at most maxCapture each, some
+// failing when refundFailures.
+func (g *lifecycleGen) refunds(maxCapture int64, refundFailures bool) {
+	t := g.t
 	for i := range rapid.IntRange(0, 3).Draw(t, "refunds") {
 		r := rapid.Int64Range(1, maxCapture).Draw(t, "refund")
 		id := fmt.Sprintf("re_%d", i)
-		add(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: r})
+		g.add(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: r})
 		if refundFailures && rapid.Bool().Draw(t, "refund fails") {
 			// Reported as failed after all: posted then reversed in natural
 			// order, never posted when the failure overtakes the refund.
-			add(delivery.Fact{Kind: delivery.KindRefundFailed, BusinessID: id})
+			g.add(delivery.Fact{Kind: delivery.KindRefundFailed, BusinessID: id})
 			continue
 		}
-		post(ledger.RevenueRefunds, r)
-		post(ledger.ProviderBalance(p), -r)
-		l.refunds++
+		g.post(ledger.RevenueRefunds, r)
+		g.post(ledger.ProviderBalance(g.p), -r)
+		g.l.refunds++
 	}
-	for i := range rapid.IntRange(0, 2).Draw(t, "disputes") {
-		id := fmt.Sprintf("du_%d", i)
-		d := rapid.Int64Range(1, maxCapture).Draw(t, "dispute")
-		fact := func(k delivery.Kind) delivery.Fact { return delivery.Fact{Kind: k, BusinessID: id, Amount: d} }
-		held := func() {
-			post(ledger.DisputeReceivable(p), d)
-			post(ledger.ProviderBalance(p), -d)
-			l.held++
-		}
-		lost := func() {
-			post(ledger.ExpensesDispute, d)
-			post(ledger.ProviderBalance(p), -d)
-			l.lost++
-		}
-		l.disputes++
-		switch rapid.IntRange(0, 7).Draw(t, "dispute story") {
-		case 0: // a chargeback, undecided
-			add(fact(delivery.KindDisputeOpened))
-			held()
-		case 1: // won: the funds come back
-			add(fact(delivery.KindDisputeOpened))
-			add(fact(delivery.KindDisputeWon))
-		case 2:
-			add(fact(delivery.KindDisputeOpened))
-			add(fact(delivery.KindDisputeLost))
-			lost()
-		case 3:
-			// Both outcomes (Adyen: CHARGEBACK_REVERSED, then
-			// SECOND_CHARGEBACK): lost is final, the ledger ends as after
-			// a plain loss.
-			add(fact(delivery.KindDisputeOpened))
-			add(fact(delivery.KindDisputeWon))
-			add(fact(delivery.KindDisputeLost))
-			lost()
-		case 4: // an inquiry (Stripe warning_needs_response): no funds move
-			add(fact(delivery.KindDisputeInquiry))
-		case 5: // an inquiry closed (Stripe warning_closed): nothing ever moved
-			add(fact(delivery.KindDisputeInquiry))
-			add(fact(delivery.KindDisputeWon))
-		case 6:
-			// An inquiry that escalated, funds withdrawn, then reinstated
-			// and the dispute won (Stripe funds_withdrawn,
-			// funds_reinstated, closed won): nothing net.
-			add(fact(delivery.KindDisputeInquiry))
-			add(fact(delivery.KindDisputeOpened))
-			add(fact(delivery.KindDisputeFundsReinstated))
-			if rapid.Bool().Draw(t, "closed won") {
-				add(fact(delivery.KindDisputeWon))
-			}
-		case 7: // an inquiry that escalated and was lost
-			add(fact(delivery.KindDisputeInquiry))
-			add(fact(delivery.KindDisputeOpened))
-			add(fact(delivery.KindDisputeLost))
-			lost()
-		}
+}
+
+// dispute adds one dispute of amount d, with a drawn story.
+func (g *lifecycleGen) dispute(id string, d int64) {
+	fact := func(k delivery.Kind) delivery.Fact { return delivery.Fact{Kind: k, BusinessID: id, Amount: d} }
+	held := func() {
+		g.post(ledger.DisputeReceivable(g.p), d)
+		g.post(ledger.ProviderBalance(g.p), -d)
+		g.l.held++
 	}
-	if rapid.Bool().Draw(t, "failed") {
-		add(delivery.Fact{Kind: delivery.KindFailed, Reason: "card_declined"})
+	lost := func() {
+		g.post(ledger.ExpensesDispute, d)
+		g.post(ledger.ProviderBalance(g.p), -d)
+		g.l.lost++
 	}
-	for k, v := range l.want {
-		if v == 0 {
-			delete(l.want, k)
+	g.l.disputes++
+	switch rapid.IntRange(0, 7).Draw(g.t, "dispute story") {
+	case 0: // a chargeback, undecided
+		g.add(fact(delivery.KindDisputeOpened))
+		held()
+	case 1: // won: the funds come back
+		g.add(fact(delivery.KindDisputeOpened))
+		g.add(fact(delivery.KindDisputeWon))
+	case 2:
+		g.add(fact(delivery.KindDisputeOpened))
+		g.add(fact(delivery.KindDisputeLost))
+		lost()
+	case 3:
+		// Both outcomes (Adyen: CHARGEBACK_REVERSED, then
+		// SECOND_CHARGEBACK): lost is final, the ledger ends as after
+		// a plain loss.
+		g.add(fact(delivery.KindDisputeOpened))
+		g.add(fact(delivery.KindDisputeWon))
+		g.add(fact(delivery.KindDisputeLost))
+		lost()
+	case 4: // an inquiry (Stripe warning_needs_response): no funds move
+		g.add(fact(delivery.KindDisputeInquiry))
+	case 5: // an inquiry closed (Stripe warning_closed): nothing ever moved
+		g.add(fact(delivery.KindDisputeInquiry))
+		g.add(fact(delivery.KindDisputeWon))
+	case 6:
+		// An inquiry that escalated, funds withdrawn, then reinstated
+		// and the dispute won (Stripe funds_withdrawn,
+		// funds_reinstated, closed won): nothing net.
+		g.add(fact(delivery.KindDisputeInquiry))
+		g.add(fact(delivery.KindDisputeOpened))
+		g.add(fact(delivery.KindDisputeFundsReinstated))
+		if rapid.Bool().Draw(g.t, "closed won") {
+			g.add(fact(delivery.KindDisputeWon))
 		}
+	case 7: // an inquiry that escalated and was lost
+		g.add(fact(delivery.KindDisputeInquiry))
+		g.add(fact(delivery.KindDisputeOpened))
+		g.add(fact(delivery.KindDisputeLost))
+		lost()
 	}
-	return l
 }
 
 // shuffle permutes the deliveries and redelivers some of them (same dedup

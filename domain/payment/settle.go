@@ -10,9 +10,9 @@ import (
 	"github.com/onceledger/onceledger/domain/settlement"
 )
 
-// How a settlement line joins a payment stream (DESIGN.md "Two sources of
-// truth"). The line and the webhooks are two reports of the same business
-// facts, matched by the ids the webhooks carry (capture, refund, dispute),
+// How a settlement line joins a payment stream (docs/design.md, "Two
+// sources of truth"). The line and the webhooks are two reports of the same
+// business facts, matched by the ids the webhooks carry (capture, refund, dispute),
 // so each fact is recorded once whichever source comes first:
 //
 //   - The line is always recorded (LineSettled): gross, fee, net,

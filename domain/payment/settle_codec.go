@@ -1,7 +1,6 @@
 package payment
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -65,6 +64,37 @@ type wirePayoutLines struct {
 	Lines    []wireCounted `json:"lines"`
 }
 
+// toWireLine is a line's stored shape in a LineSettled event: flat beside
+// the event's meta, so the line's own provider, key, payment key and time
+// take a line_ prefix; its dedup key is stored too, for readers of the raw
+// events (it is derived again on decoding).
+func toWireLine(m Meta, l settlement.Line) wireLine {
+	return wireLine{wireMeta: toWireMeta(m), LineProvider: l.Provider, Kind: string(l.Kind), SourceType: l.SourceType,
+		LineID: l.LineID, LineKey: l.Key, DedupKeyOfLine: l.DedupKey(), LinePaymentKey: l.PaymentKey,
+		CaptureID: l.CaptureID, RefundID: l.RefundID, DisputeID: l.DisputeID,
+		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: string(l.Currency),
+		OriginalAmount: l.OriginalAmount, OriginalCurrency: string(l.OriginalCurrency), ExchangeRate: l.ExchangeRate,
+		PayoutID: l.PayoutID, LineOccurredAt: fmtTime(l.OccurredAt), AvailableOn: fmtTime(l.AvailableOn), NoWebhook: l.NoWebhook}
+}
+
+// line is the inverse of toWireLine.
+func (w wireLine) line() (settlement.Line, error) {
+	l := settlement.Line{Provider: w.LineProvider, Kind: settlement.Kind(w.Kind), SourceType: w.SourceType,
+		LineID: w.LineID, Key: w.LineKey, PaymentKey: w.LinePaymentKey,
+		CaptureID: w.CaptureID, RefundID: w.RefundID, DisputeID: w.DisputeID,
+		Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
+		OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
+		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook}
+	var err error
+	if l.OccurredAt, err = settleTime(w.LineOccurredAt); err != nil {
+		return settlement.Line{}, err
+	}
+	if l.AvailableOn, err = settleTime(w.AvailableOn); err != nil {
+		return settlement.Line{}, err
+	}
+	return l, nil
+}
+
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
@@ -76,11 +106,7 @@ func fmtTime(t time.Time) string {
 func encodeSettle(e Event) (w any, ok bool) {
 	switch e := e.(type) {
 	case LineSettled:
-		l := e.Line
-		return wireLine{toWireMeta(e.Meta), l.Provider, string(l.Kind), l.SourceType, l.LineID, l.Key, l.DedupKey(),
-			l.PaymentKey, l.CaptureID, l.RefundID, l.DisputeID, l.Gross, l.Fee, l.Net, string(l.Currency),
-			l.OriginalAmount, string(l.OriginalCurrency), l.ExchangeRate, l.PayoutID,
-			fmtTime(l.OccurredAt), fmtTime(l.AvailableOn), l.NoWebhook}, true
+		return toWireLine(e.Meta, e.Line), true
 	case FeeSettled:
 		return wireFeeSettled{toWireMeta(e.Meta), e.LineID, e.Fee, string(e.Currency)}, true
 	case PayoutLinesCounted:
@@ -105,28 +131,14 @@ func decodeSettle(typ string, data []byte) (Event, bool, error) {
 	)
 	switch typ {
 	case TypeLineSettled:
+		var lineErr error // the line's own times, beside wireMeta's
 		e, err = decode(typ, data, func(w wireLine, m Meta) Event {
-			return LineSettled{Meta: m, Line: settlement.Line{
-				Provider: w.LineProvider, Kind: settlement.Kind(w.Kind), SourceType: w.SourceType,
-				LineID: w.LineID, Key: w.LineKey, PaymentKey: w.LinePaymentKey,
-				CaptureID: w.CaptureID, RefundID: w.RefundID, DisputeID: w.DisputeID,
-				Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
-				OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
-				ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook,
-			}}
+			var l settlement.Line
+			l, lineErr = w.line()
+			return LineSettled{Meta: m, Line: l}
 		})
-		if err == nil {
-			// The two line times are not in wireMeta; read them here.
-			var w wireLine
-			_ = json.Unmarshal(data, &w)
-			ls := e.(LineSettled)
-			if ls.Line.OccurredAt, err = settleTime(w.LineOccurredAt); err == nil {
-				ls.Line.AvailableOn, err = settleTime(w.AvailableOn)
-			}
-			if err != nil {
-				err = fmt.Errorf("decode %s: %w", typ, err)
-			}
-			e = ls
+		if err == nil && lineErr != nil {
+			err = fmt.Errorf("decode %s: %w", typ, lineErr)
 		}
 	case TypeFeeSettled:
 		e, err = decode(typ, data, func(w wireFeeSettled, m Meta) Event {

@@ -15,7 +15,7 @@ const (
 	// booked it: the settlement_lines and payouts read models fold it.
 	// Posts nothing by itself.
 	TypeLineSettled = "settlement.line_recorded"
-	// TypeFeeSettled posts a fee only a report knew (CONTRACT: "fee F known
+	// TypeFeeSettled posts a fee only a report knew (docs/reference.md: "fee F known
 	// only from a settlement report").
 	TypeFeeSettled = "settlement.fee_posted"
 	// TypeConverted posts a conversion between the payment's currency and
@@ -27,7 +27,7 @@ const (
 	TypePayoutLinesCounted = "settlement.payout_lines_counted"
 )
 
-// Reconciliation kinds from settlement (CONTRACT.md).
+// Reconciliation kinds from settlement (docs/reference.md).
 const (
 	// A report line for a fact no webhook delivered: the line's fact is
 	// recorded and the item opened; the webhook, if it comes after all,
@@ -106,7 +106,7 @@ func (LineSettled) Type() string { return TypeLineSettled }
 func (FeeSettled) Type() string  { return TypeFeeSettled }
 func (Converted) Type() string   { return TypeConverted }
 
-// settlePostings are the postings of the settlement events (CONTRACT.md's
+// settlePostings are the postings of the settlement events (docs/reference.md's
 // chart: a fee known only from a settlement report; a conversion through
 // fx:trading). A returned payout line records PayoutFailed (settle_payout.go). nil for every other event.
 func settlePostings(e Event) []ledger.Posting {
@@ -130,7 +130,7 @@ func settlePostings(e Event) []ledger.Posting {
 	return nil
 }
 
-// FXTrading is the conversion account of CONTRACT.md's chart.
+// FXTrading is the conversion account of docs/reference.md's chart.
 const FXTrading = "fx:trading"
 
 // settleTime keeps the zero time zero through the codec.

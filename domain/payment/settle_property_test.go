@@ -24,65 +24,101 @@ type settledLifecycle struct {
 }
 
 func genSettledLifecycle(t *rapid.T) settledLifecycle {
-	p := rapid.SampledFrom([]string{"stripe", "adyen", "paypal", "square"}).Draw(t, "provider")
-	cur := rapid.SampledFrom([]money.Currency{"USD", "EUR", "JPY"}).Draw(t, "currency")
-	settle := cur
-	fx := rapid.Bool().Draw(t, "fx")
-	if fx {
-		settle = rapid.SampledFrom([]money.Currency{"USD", "EUR", "GBP", "KWD"}).Filter(func(c money.Currency) bool { return c != cur }).Draw(t, "settlement currency")
+	g := &settledGen{t: t}
+	g.p = rapid.SampledFrom([]string{"stripe", "adyen", "paypal", "square"}).Draw(t, "provider")
+	g.cur = rapid.SampledFrom([]money.Currency{"USD", "EUR", "JPY"}).Draw(t, "currency")
+	g.settle = g.cur
+	g.fx = rapid.Bool().Draw(t, "fx")
+	if g.fx {
+		g.settle = rapid.SampledFrom([]money.Currency{"USD", "EUR", "GBP", "KWD"}).Filter(func(c money.Currency) bool { return c != g.cur }).Draw(t, "settlement currency")
 	}
-	l := settledLifecycle{want: map[balanceKey]int64{}, missing: map[reconKey]bool{}}
-	post := func(account string, c money.Currency, amount int64) { l.want[balanceKey{account, c}] += amount }
-	bal, fees := ledger.ProviderBalance(p), ledger.ProviderFees(p)
-	n := 0
-	webhook := func(f delivery.Fact) bool {
-		f.Currency = cur
-		if rapid.IntRange(0, 3).Draw(t, "dropped") == 0 {
-			return false
-		}
-		for range rapid.IntRange(1, 2).Draw(t, "copies") {
-			n++
-			l.deliveries = append(l.deliveries, delivery.Event{Provider: p, DedupKey: fmt.Sprintf("evt_%d", n), Type: string(f.Kind),
-				PaymentKey: "pay_1", OccurredAt: t0, Facts: []delivery.Fact{f}})
-		}
-		return true
-	}
-	// line adds the report's line for a fact of the payment, signed
-	// amount in the payment currency; it posts its fee and conversion.
-	line := func(kind settlement.Kind, id string, amount, fee int64) {
-		n++
-		gross := amount
-		if fx {
-			gross = rapid.Int64Range(1, 1_000_000).Draw(t, "settled amount")
-			if amount < 0 {
-				gross = -gross
-			}
-			post(FXTrading, cur, amount)
-			post(bal, cur, -amount)
-			post(bal, settle, gross)
-			post(FXTrading, settle, -gross)
-		}
-		post(fees, settle, fee)
-		post(bal, settle, -fee)
-		sl := settlement.Line{Provider: p, Kind: kind, LineID: fmt.Sprintf("line_%d", n), PaymentKey: "pay_1",
-			Gross: gross, Fee: fee, Net: gross - fee, Currency: settle, OriginalAmount: amount, OriginalCurrency: cur,
-			PayoutID: "po_1", OccurredAt: t0}
-		switch kind {
-		case settlement.KindCharge:
-			sl.CaptureID = id
-		case settlement.KindRefund:
-			sl.RefundID = id
-		default:
-			sl.DisputeID = id
-		}
-		ev := delivery.Settled(sl, nil)
-		if err := ev.Validate(); err != nil {
-			t.Fatalf("generated line: %v", err)
-		}
-		l.deliveries = append(l.deliveries, ev)
-	}
+	g.l = settledLifecycle{want: map[balanceKey]int64{}, missing: map[reconKey]bool{}}
+	g.bal, g.fees = ledger.ProviderBalance(g.p), ledger.ProviderFees(g.p)
 
-	var maxCapture int64
+	maxCapture := g.captures()
+	g.refunds(maxCapture)
+	for i := range rapid.IntRange(0, 2).Draw(t, "disputes") {
+		g.dispute(fmt.Sprintf("du_%d", i), rapid.Int64Range(1, maxCapture).Draw(t, "dispute"))
+	}
+	for k, v := range g.l.want {
+		if v == 0 {
+			delete(g.l.want, k)
+		}
+	}
+	return g.l
+}
+
+// settledGen draws a settled lifecycle fact by fact: the webhooks and
+// the report line of each, and the postings they must make.
+type settledGen struct {
+	t         *rapid.T
+	p         string         // the provider
+	cur       money.Currency // the payment's
+	settle    money.Currency // the report's
+	fx        bool           // the report converts
+	bal, fees string         // the provider's accounts
+	n         int            // deliveries and lines so far
+	l         settledLifecycle
+}
+
+// post expects amount on account, in currency c.
+func (g *settledGen) post(account string, c money.Currency, amount int64) {
+	g.l.want[balanceKey{account, c}] += amount
+}
+
+// webhook delivers a fact once or twice, unless it is dropped; it tells
+// whether a webhook reported it.
+func (g *settledGen) webhook(f delivery.Fact) bool {
+	f.Currency = g.cur
+	if rapid.IntRange(0, 3).Draw(g.t, "dropped") == 0 {
+		return false
+	}
+	for range rapid.IntRange(1, 2).Draw(g.t, "copies") {
+		g.n++
+		g.l.deliveries = append(g.l.deliveries, delivery.Event{Provider: g.p, DedupKey: fmt.Sprintf("evt_%d", g.n), Type: string(f.Kind),
+			PaymentKey: "pay_1", OccurredAt: t0, Facts: []delivery.Fact{f}})
+	}
+	return true
+}
+
+// line adds the report's line for a fact of the payment, signed amount in
+// the payment currency; it posts its fee and conversion.
+func (g *settledGen) line(kind settlement.Kind, id string, amount, fee int64) {
+	g.n++
+	gross := amount
+	if g.fx {
+		gross = rapid.Int64Range(1, 1_000_000).Draw(g.t, "settled amount")
+		if amount < 0 {
+			gross = -gross
+		}
+		g.post(FXTrading, g.cur, amount)
+		g.post(g.bal, g.cur, -amount)
+		g.post(g.bal, g.settle, gross)
+		g.post(FXTrading, g.settle, -gross)
+	}
+	g.post(g.fees, g.settle, fee)
+	g.post(g.bal, g.settle, -fee)
+	sl := settlement.Line{Provider: g.p, Kind: kind, LineID: fmt.Sprintf("line_%d", g.n), PaymentKey: "pay_1",
+		Gross: gross, Fee: fee, Net: gross - fee, Currency: g.settle, OriginalAmount: amount, OriginalCurrency: g.cur,
+		PayoutID: "po_1", OccurredAt: t0}
+	switch kind {
+	case settlement.KindCharge:
+		sl.CaptureID = id
+	case settlement.KindRefund:
+		sl.RefundID = id
+	default:
+		sl.DisputeID = id
+	}
+	ev := delivery.Settled(sl, nil)
+	if err := ev.Validate(); err != nil {
+		g.t.Fatalf("generated line: %v", err)
+	}
+	g.l.deliveries = append(g.l.deliveries, ev)
+}
+
+// captures adds one or two captures, and returns the largest.
+func (g *settledGen) captures() (maxCapture int64) {
+	t := g.t
 	for i := range rapid.IntRange(1, 2).Draw(t, "captures") {
 		id := fmt.Sprintf("cap_%d", i)
 		a := rapid.Int64Range(1, 1_000_000).Draw(t, "capture")
@@ -92,67 +128,69 @@ func genSettledLifecycle(t *rapid.T) settledLifecycle {
 		// carry the same fee as the report. With a conversion the fee is
 		// only in the settlement currency.
 		webhookFee := int64(0)
-		if !fx && rapid.Bool().Draw(t, "webhook knows the fee") {
+		if !g.fx && rapid.Bool().Draw(t, "webhook knows the fee") {
 			webhookFee = fee
 		}
-		post(ledger.RevenueSales, cur, -a)
-		post(bal, cur, a)
-		if !webhook(delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: a, Fee: webhookFee}) {
-			l.missing[reconKey{ReconMissingWebhook, id}] = true
+		g.post(ledger.RevenueSales, g.cur, -a)
+		g.post(g.bal, g.cur, a)
+		if !g.webhook(delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: a, Fee: webhookFee}) {
+			g.l.missing[reconKey{ReconMissingWebhook, id}] = true
 		}
-		line(settlement.KindCharge, id, a, fee)
+		g.line(settlement.KindCharge, id, a, fee)
 	}
+	return maxCapture
+}
+
+// refunds adds up to two refunds of at most maxCapture each.
+func (g *settledGen) refunds(maxCapture int64) {
+	t := g.t
 	for i := range rapid.IntRange(0, 2).Draw(t, "refunds") {
 		id := fmt.Sprintf("re_%d", i)
 		r := rapid.Int64Range(1, maxCapture).Draw(t, "refund")
-		post(ledger.RevenueRefunds, cur, r)
-		post(bal, cur, -r)
-		if !webhook(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: r}) {
-			l.missing[reconKey{ReconMissingWebhook, id}] = true
+		g.post(ledger.RevenueRefunds, g.cur, r)
+		g.post(g.bal, g.cur, -r)
+		if !g.webhook(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: r}) {
+			g.l.missing[reconKey{ReconMissingWebhook, id}] = true
 		}
-		line(settlement.KindRefund, id, -r, -rapid.Int64Range(0, 5).Draw(t, "fee returned"))
+		g.line(settlement.KindRefund, id, -r, -rapid.Int64Range(0, 5).Draw(t, "fee returned"))
 	}
-	for i := range rapid.IntRange(0, 2).Draw(t, "disputes") {
-		id := fmt.Sprintf("du_%d", i)
-		d := rapid.Int64Range(1, maxCapture).Draw(t, "dispute")
-		post(ledger.DisputeReceivable(p), cur, d)
-		post(bal, cur, -d)
-		opened := webhook(delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: id, Amount: d})
-		line(settlement.KindDispute, id, -d, rapid.Int64Range(0, 1500).Draw(t, "dispute fee"))
-		outcomeReported := false
-		switch rapid.IntRange(0, 2).Draw(t, "outcome") {
-		case 1:
-			post(bal, cur, d)
-			post(ledger.DisputeReceivable(p), cur, -d)
-			// The funds come back: Stripe reports dispute.funds_reinstated,
-			// and the dispute closes won.
-			back := rapid.SampledFrom([]delivery.Kind{delivery.KindDisputeWon, delivery.KindDisputeFundsReinstated}).Draw(t, "funds back")
-			outcomeReported = webhook(delivery.Fact{Kind: back, BusinessID: id, Amount: d})
-			if !outcomeReported {
-				l.missing[reconKey{ReconMissingWebhook, reinstatedKey(id)}] = true
-			}
-			line(settlement.KindDisputeReversal, id, d, -rapid.Int64Range(0, 1500).Draw(t, "dispute fee returned"))
-		case 2:
-			post(ledger.ExpensesDispute, cur, d)
-			post(ledger.DisputeReceivable(p), cur, -d)
-			outcomeReported = webhook(delivery.Fact{Kind: delivery.KindDisputeLost, BusinessID: id, Amount: d})
-			if !outcomeReported {
-				// No report line says lost: without the webhook the
-				// dispute stays open on the ledger.
-				post(ledger.ExpensesDispute, cur, -d)
-				post(ledger.DisputeReceivable(p), cur, d)
-			}
+}
+
+// dispute adds a dispute of amount d and a drawn outcome: undecided, the
+// funds back, or lost.
+func (g *settledGen) dispute(id string, d int64) {
+	t, p, cur, bal := g.t, g.p, g.cur, g.bal
+	g.post(ledger.DisputeReceivable(p), cur, d)
+	g.post(bal, cur, -d)
+	opened := g.webhook(delivery.Fact{Kind: delivery.KindDisputeOpened, BusinessID: id, Amount: d})
+	g.line(settlement.KindDispute, id, -d, rapid.Int64Range(0, 1500).Draw(t, "dispute fee"))
+	outcomeReported := false
+	switch rapid.IntRange(0, 2).Draw(t, "outcome") {
+	case 1:
+		g.post(bal, cur, d)
+		g.post(ledger.DisputeReceivable(p), cur, -d)
+		// The funds come back: Stripe reports dispute.funds_reinstated,
+		// and the dispute closes won.
+		back := rapid.SampledFrom([]delivery.Kind{delivery.KindDisputeWon, delivery.KindDisputeFundsReinstated}).Draw(t, "funds back")
+		outcomeReported = g.webhook(delivery.Fact{Kind: back, BusinessID: id, Amount: d})
+		if !outcomeReported {
+			g.l.missing[reconKey{ReconMissingWebhook, reinstatedKey(id)}] = true
 		}
-		if !opened && !outcomeReported {
-			l.missing[reconKey{ReconMissingWebhook, id}] = true
-		}
-	}
-	for k, v := range l.want {
-		if v == 0 {
-			delete(l.want, k)
+		g.line(settlement.KindDisputeReversal, id, d, -rapid.Int64Range(0, 1500).Draw(t, "dispute fee returned"))
+	case 2:
+		g.post(ledger.ExpensesDispute, cur, d)
+		g.post(ledger.DisputeReceivable(p), cur, -d)
+		outcomeReported = g.webhook(delivery.Fact{Kind: delivery.KindDisputeLost, BusinessID: id, Amount: d})
+		if !outcomeReported {
+			// No report line says lost: without the webhook the
+			// dispute stays open on the ledger.
+			g.post(ledger.ExpensesDispute, cur, -d)
+			g.post(ledger.DisputeReceivable(p), cur, d)
 		}
 	}
-	return l
+	if !opened && !outcomeReported {
+		g.l.missing[reconKey{ReconMissingWebhook, id}] = true
+	}
 }
 
 // Any interleaving and duplication of webhooks and report lines for a

@@ -41,163 +41,204 @@ func TestClosedFiguresNeverChange(t *testing.T) {
 		}
 		deliveries := genDeliveries(t)
 		order := rapid.Permutation(deliveries).Draw(t, "arrival")
+		closeAt := genCloses(t, len(order))
 
-		// Closes of consecutive months from a random first one, each
-		// before a random arrival (sorted: closes keep their month order).
-		first := period.MustParse("2026-10").Next()
-		for range rapid.IntRange(0, 3).Draw(t, "first offset") {
-			first = first.Next()
-		}
-		closeAt := map[int][]period.Period{}
-		at := 0
-		next := first
-		for range rapid.IntRange(0, 4).Draw(t, "closes") {
-			at = rapid.IntRange(at, len(order)).Draw(t, "close before arrival")
-			closeAt[at] = append(closeAt[at], next)
-			next = next.Next()
-		}
-
-		books := period.NewBooks(loc)
-		var feed []logged
-		var entries []period.Entry
-		frozenAtClose := map[period.Period]period.Frozen{}
-		allTime := map[acctCur]int64{}
-		var history []payment.Event
-		closeAll := func(ps []period.Period) {
-			for _, p := range ps {
-				cal := books.Calendar()
-				evs, err := cal.DecideClose(period.CloseCommand{Period: p, Zone: loc, Actor: "prop", Now: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)})
-				if err != nil {
-					t.Fatalf("close %s: %v", p, err)
-				}
-				if err := books.Apply(evs[0]); err != nil {
-					t.Fatal(err)
-				}
-				feed = append(feed, logged{period: evs[0]})
-				for q, f := range books.Frozen() {
-					if _, ok := frozenAtClose[q]; !ok {
-						frozenAtClose[q] = f
-					}
-				}
-			}
-		}
+		r := newBooking(t, loc)
 		for i, d := range order {
-			closeAll(closeAt[i])
-			evs, err := payment.Decide(history, d)
-			if err != nil {
-				t.Fatalf("decide %s: %v", d.DedupKey, err)
-			}
-			history = append(history, evs...)
-			for _, e := range evs {
-				feed = append(feed, logged{payment: e})
-				ps := payment.Postings(e)
-				cal := books.Calendar()
-				eff := period.Of(e.Metadata().OccurredAt, loc)
-				booked, err := books.Post(e.Metadata().OccurredAt, ps)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, en := range booked {
-					allTime[acctCur{en.Account, en.Currency}] += en.Amount
-					if en.Effective != eff || cal.IsClosed(en.Booked) || en.Late != cal.IsClosed(eff) ||
-						en.Booked.Before(en.Effective) || en.Late != (en.Booked != en.Effective) {
-						t.Fatalf("entry %+v booked wrongly (closed through %s)", en, cal.ClosedThrough())
-					}
-				}
-				entries = append(entries, booked...)
-			}
+			r.close(closeAt[i])
+			r.deliver(d)
 		}
-		closeAll(closeAt[len(order)])
+		r.close(closeAt[len(order)])
 
-		// Closed figures never change.
-		for p, f := range frozenAtClose {
-			tb, err := period.Compute(p, entries)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h := period.Hash(p, tb.Lines); h != f.Hash {
-				t.Fatalf("%s: frozen %v (%s), now %v (%s)", p, f.Lines, f.Hash, tb.Lines, h)
-			}
-		}
-
-		// Every entry in exactly one period; the periods add up to the
-		// all-time balance, and the last period closes at it.
-		var periods []period.Period
-		seen := map[period.Period]bool{}
-		for _, e := range entries {
-			if !seen[e.Booked] {
-				seen[e.Booked] = true
-				periods = append(periods, e.Booked)
-			}
-		}
-		perAccount := map[acctCur]int64{}
-		var magnitude, counted int64
-		for _, e := range entries {
-			magnitude += max(e.Amount, -e.Amount)
-		}
-		var last period.Period
-		for _, p := range periods {
-			tb, err := period.Compute(p, entries)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range tb.Lines {
-				perAccount[acctCur{l.Account, l.Currency}] += l.Debits - l.Credits
-				counted += l.Debits + l.Credits
-			}
-			if last.Before(p) {
-				last = p
-			}
-		}
-		if counted != magnitude {
-			t.Fatalf("periods count %d in debits and credits, the entries hold %d", counted, magnitude)
-		}
-		nonZero := func(m map[acctCur]int64) map[acctCur]int64 {
-			out := map[acctCur]int64{}
-			for k, v := range m {
-				if v != 0 {
-					out[k] = v
-				}
-			}
-			return out
-		}
-		if !maps.Equal(nonZero(perAccount), nonZero(allTime)) {
-			t.Fatalf("sum over periods %v, all-time %v", perAccount, allTime)
-		}
-		if !last.IsZero() {
-			tb, _ := period.Compute(last, entries)
-			closing := map[acctCur]int64{}
-			for _, l := range tb.Lines {
-				closing[acctCur{l.Account, l.Currency}] = l.Closing
-			}
-			if !maps.Equal(nonZero(closing), nonZero(allTime)) {
-				t.Fatalf("closing of %s %v, all-time %v", last, closing, allTime)
-			}
-		}
-
-		// A rebuild: the recorded feed, replayed, books everything the same.
-		again := period.NewBooks(loc)
-		var replayed []period.Entry
-		for _, l := range feed {
-			if l.period != nil {
-				if err := again.Apply(l.period); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			es, err := again.Post(l.payment.Metadata().OccurredAt, payment.Postings(l.payment))
-			if err != nil {
-				t.Fatal(err)
-			}
-			replayed = append(replayed, es...)
-		}
-		if fmt.Sprint(replayed) != fmt.Sprint(entries) {
-			t.Fatalf("replay booked differently:\n%v\n%v", replayed, entries)
-		}
-		if !maps.EqualFunc(again.Frozen(), books.Frozen(), func(a, b period.Frozen) bool { return a.Hash == b.Hash }) {
-			t.Fatalf("replay froze differently")
-		}
+		r.closedFiguresNeverChanged()
+		r.periodsAddUpToTheAllTimeBalance()
+		r.replayBooksTheSame()
 	})
+}
+
+// genCloses draws closes of consecutive months from a random first one,
+// each before a random one of n arrivals (n: after the last), sorted:
+// closes keep their month order.
+func genCloses(t *rapid.T, n int) map[int][]period.Period {
+	first := period.MustParse("2026-10").Next()
+	for range rapid.IntRange(0, 3).Draw(t, "first offset") {
+		first = first.Next()
+	}
+	closeAt := map[int][]period.Period{}
+	at := 0
+	next := first
+	for range rapid.IntRange(0, 4).Draw(t, "closes") {
+		at = rapid.IntRange(at, n).Draw(t, "close before arrival")
+		closeAt[at] = append(closeAt[at], next)
+		next = next.Next()
+	}
+	return closeAt
+}
+
+// booking is one run of the property: the books, the feed they recorded,
+// the entries they booked, and what the test keeps beside them.
+type booking struct {
+	t             *rapid.T
+	loc           *time.Location
+	books         *period.Books
+	feed          []logged
+	entries       []period.Entry
+	frozenAtClose map[period.Period]period.Frozen // each period's figures when it first closed
+	allTime       map[acctCur]int64
+	history       []payment.Event
+}
+
+func newBooking(t *rapid.T, loc *time.Location) *booking {
+	return &booking{t: t, loc: loc, books: period.NewBooks(loc),
+		frozenAtClose: map[period.Period]period.Frozen{}, allTime: map[acctCur]int64{}}
+}
+
+// close closes ps, in order, and keeps the figures each period froze.
+func (r *booking) close(ps []period.Period) {
+	for _, p := range ps {
+		cal := r.books.Calendar()
+		evs, err := cal.DecideClose(period.CloseCommand{Period: p, Zone: r.loc, Actor: "prop", Now: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)})
+		if err != nil {
+			r.t.Fatalf("close %s: %v", p, err)
+		}
+		if err := r.books.Apply(evs[0]); err != nil {
+			r.t.Fatal(err)
+		}
+		r.feed = append(r.feed, logged{period: evs[0]})
+		for q, f := range r.books.Frozen() {
+			if _, ok := r.frozenAtClose[q]; !ok {
+				r.frozenAtClose[q] = f
+			}
+		}
+	}
+}
+
+// deliver decides d and books its events' postings, each entry into an
+// open period, late exactly when its effective period was closed.
+func (r *booking) deliver(d delivery.Event) {
+	evs, err := payment.Decide(r.history, d)
+	if err != nil {
+		r.t.Fatalf("decide %s: %v", d.DedupKey, err)
+	}
+	r.history = append(r.history, evs...)
+	for _, e := range evs {
+		r.feed = append(r.feed, logged{payment: e})
+		ps := payment.Postings(e)
+		cal := r.books.Calendar()
+		eff := period.Of(e.Metadata().OccurredAt, r.loc)
+		booked, err := r.books.Post(e.Metadata().OccurredAt, ps)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, en := range booked {
+			r.allTime[acctCur{en.Account, en.Currency}] += en.Amount
+			if en.Effective != eff || cal.IsClosed(en.Booked) || en.Late != cal.IsClosed(eff) ||
+				en.Booked.Before(en.Effective) || en.Late != (en.Booked != en.Effective) {
+				r.t.Fatalf("entry %+v booked wrongly (closed through %s)", en, cal.ClosedThrough())
+			}
+		}
+		r.entries = append(r.entries, booked...)
+	}
+}
+
+// closedFiguresNeverChanged: each closed period's figures, computed from
+// every entry at the end, hash as they did when it closed.
+func (r *booking) closedFiguresNeverChanged() {
+	for p, f := range r.frozenAtClose {
+		tb, err := period.Compute(p, r.entries)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if h := period.Hash(p, tb.Lines); h != f.Hash {
+			r.t.Fatalf("%s: frozen %v (%s), now %v (%s)", p, f.Lines, f.Hash, tb.Lines, h)
+		}
+	}
+}
+
+// periodsAddUpToTheAllTimeBalance: every entry is in exactly one period;
+// the periods add up to the all-time balance, and the last period closes
+// at it.
+func (r *booking) periodsAddUpToTheAllTimeBalance() {
+	var periods []period.Period
+	seen := map[period.Period]bool{}
+	for _, e := range r.entries {
+		if !seen[e.Booked] {
+			seen[e.Booked] = true
+			periods = append(periods, e.Booked)
+		}
+	}
+	perAccount := map[acctCur]int64{}
+	var magnitude, counted int64
+	for _, e := range r.entries {
+		magnitude += max(e.Amount, -e.Amount)
+	}
+	var last period.Period
+	for _, p := range periods {
+		tb, err := period.Compute(p, r.entries)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, l := range tb.Lines {
+			perAccount[acctCur{l.Account, l.Currency}] += l.Debits - l.Credits
+			counted += l.Debits + l.Credits
+		}
+		if last.Before(p) {
+			last = p
+		}
+	}
+	if counted != magnitude {
+		r.t.Fatalf("periods count %d in debits and credits, the entries hold %d", counted, magnitude)
+	}
+	if !maps.Equal(nonZero(perAccount), nonZero(r.allTime)) {
+		r.t.Fatalf("sum over periods %v, all-time %v", perAccount, r.allTime)
+	}
+	if !last.IsZero() {
+		tb, _ := period.Compute(last, r.entries)
+		closing := map[acctCur]int64{}
+		for _, l := range tb.Lines {
+			closing[acctCur{l.Account, l.Currency}] = l.Closing
+		}
+		if !maps.Equal(nonZero(closing), nonZero(r.allTime)) {
+			r.t.Fatalf("closing of %s %v, all-time %v", last, closing, r.allTime)
+		}
+	}
+}
+
+// nonZero is m without its zero balances.
+func nonZero(m map[acctCur]int64) map[acctCur]int64 {
+	out := map[acctCur]int64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// replayBooksTheSame: a rebuild, the recorded feed replayed, books
+// everything the same and freezes the same figures.
+func (r *booking) replayBooksTheSame() {
+	again := period.NewBooks(r.loc)
+	var replayed []period.Entry
+	for _, l := range r.feed {
+		if l.period != nil {
+			if err := again.Apply(l.period); err != nil {
+				r.t.Fatal(err)
+			}
+			continue
+		}
+		es, err := again.Post(l.payment.Metadata().OccurredAt, payment.Postings(l.payment))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		replayed = append(replayed, es...)
+	}
+	if fmt.Sprint(replayed) != fmt.Sprint(r.entries) {
+		r.t.Fatalf("replay booked differently:\n%v\n%v", replayed, r.entries)
+	}
+	if !maps.EqualFunc(again.Frozen(), r.books.Frozen(), func(a, b period.Frozen) bool { return a.Hash == b.Hash }) {
+		r.t.Fatalf("replay froze differently")
+	}
 }
 
 // genDeliveries is one payment's deliveries, each effective at a random

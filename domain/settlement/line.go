@@ -94,7 +94,7 @@ func Kinds() []Kind {
 	return []Kind{KindCharge, KindRefund, KindDispute, KindDisputeReversal, KindFee, KindPayout, KindFX, KindAdjustment}
 }
 
-// MaxAmount bounds every amount of a line (10^15 minor units, CONTRACT.md).
+// MaxAmount bounds every amount of a line (10^15 minor units, docs/reference.md).
 // It leaves room for Gross − Fee and for sums of many lines in int64.
 const MaxAmount = 1_000_000_000_000_000
 
@@ -104,49 +104,56 @@ const MaxIDBytes = 512
 
 // Line is one line of a settlement report, normalized. See the package doc
 // for signs and units.
+//
+// The JSON names are stored names: the inbox keeps each line's delivery
+// with its line in this shape (delivery.EncodeNormalized) and re-drives
+// rows written long ago, so a name never follows a renamed Go field: the
+// names are those the fields had when the first rows were stored
+// (domain/delivery/testdata/normalized keeps them). The stored events carry
+// a line in a shape of their own (payment's wireLine).
 type Line struct {
-	Provider string // "stripe", "adyen", "paypal", "square"
-	Kind     Kind
+	Provider string `json:"Provider"` // "stripe", "adyen", "paypal", "square"
+	Kind     Kind   `json:"Kind"`
 	// SourceType is the provider's own row type, kept for audit:
 	// reporting_category or BT type (Stripe), Type (Adyen), the T-code
 	// (PayPal), the entry type (Square).
-	SourceType string
+	SourceType string `json:"SourceType"`
 	// LineID is the provider's id of the line itself when it has one
 	// (Stripe txn_…, Square poe_…, PayPal Transaction ID). Adyen lines have
 	// none; their key is built from the batch and references (see DedupKey).
-	LineID string
+	LineID string `json:"LineID"`
 
 	// PaymentKey is the payment the line belongs to, exactly as the
 	// provider's webhook normalizer keys the payment stream; empty for
 	// lines tied to no payment (payouts, account fees).
-	PaymentKey string
-	CaptureID  string // capture/charge id as the webhooks carry it
-	RefundID   string
-	DisputeID  string
+	PaymentKey string `json:"PaymentKey"`
+	CaptureID  string `json:"CaptureID"` // capture/charge id as the webhooks carry it
+	RefundID   string `json:"RefundID"`
+	DisputeID  string `json:"DisputeID"`
 
-	Gross    int64
-	Fee      int64
-	Net      int64
-	Currency money.Currency // settlement currency of Gross, Fee, Net
+	Gross    int64          `json:"Gross"`
+	Fee      int64          `json:"Fee"`
+	Net      int64          `json:"Net"`
+	Currency money.Currency `json:"Currency"` // settlement currency of Gross, Fee, Net
 
-	OriginalAmount   int64          // customer-facing amount, signed like Gross
-	OriginalCurrency money.Currency // customer-facing currency
-	ExchangeRate     string         // exact decimal text; "" when none published
+	OriginalAmount   int64          `json:"OriginalAmount"`   // customer-facing amount, signed like Gross
+	OriginalCurrency money.Currency `json:"OriginalCurrency"` // customer-facing currency
+	ExchangeRate     string         `json:"ExchangeRate"`     // exact decimal text; "" when none published
 
-	PayoutID    string    // payout (Stripe, Square) or batch (Adyen) the line was paid out in
-	OccurredAt  time.Time // when the provider booked the line (UTC)
-	AvailableOn time.Time // when its funds became available; zero if not reported
+	PayoutID    string    `json:"PayoutID"`    // payout (Stripe, Square) or batch (Adyen) the line was paid out in
+	OccurredAt  time.Time `json:"OccurredAt"`  // when the provider booked the line (UTC)
+	AvailableOn time.Time `json:"AvailableOn"` // when its funds became available; zero if not reported
 
 	// Key is set by importers when LineID alone does not identify the line
 	// (Adyen lines have no id: batch, type and references; a PayPal
 	// transaction id is not unique across event codes). DedupKey uses Key
 	// when set, else LineID.
-	Key string
+	Key string `json:"Key"`
 
 	// NoWebhook says the provider sends no webhook for this line's fact
 	// (payouts of Adyen, PayPal and Square: their webhook adapters carry
 	// none), so recording it from the line opens no missing_webhook.
-	NoWebhook bool
+	NoWebhook bool `json:"NoWebhook"`
 }
 
 // BusinessID is the id of the business fact the line reports, as the
@@ -362,9 +369,12 @@ func IsDecimal(s string) bool {
 // Counted is one line as its payout counts it: the line's dedup key and its
 // net (settlement currency). A payout is proven when the nets of its lines
 // (the payout line itself excluded) sum to its amount.
+//
+// Its JSON names are stored names, as Line's: a payout-lines delivery keeps
+// its lines in them in the inbox.
 type Counted struct {
-	Key string
-	Net int64
+	Key string `json:"Key"`
+	Net int64  `json:"Net"`
 }
 
 // MaxCountedPerDelivery bounds the lines one payout-lines delivery carries,

@@ -2,7 +2,7 @@ package views
 
 import "time"
 
-// Payout statuses (payouts.status, CONTRACT.md).
+// Payout statuses (payouts.status, docs/reference.md).
 const (
 	PayoutPaid       = "paid"       // paid, no settlement line counted yet
 	PayoutFailed     = "failed"     // failed or returned after it was paid
@@ -35,11 +35,32 @@ type Payout struct {
 	UpdatedAt  time.Time
 }
 
-// PayoutFilter selects payouts. Empty fields do not filter.
+// PayoutFilter selects payouts, by arrival date (unknown first), then
+// provider and payout id; Newest reverses the order. Empty fields do not
+// filter.
 type PayoutFilter struct {
 	Provider string
 	Status   string
+	Currency string
 	From, To time.Time // arrival_date >= From, < To, when not zero
+	Newest   bool      // most recent first (unknown last)
+	// After is the keyset (nil: from the first in the order); Limit caps
+	// the page (<= 0: every payout).
+	After *PayoutKey
+	Limit int
+}
+
+// PayoutKey is a position in the payouts order. Its JSON is the console's
+// cursor.
+type PayoutKey struct {
+	ArrivalDate time.Time `json:"t"` // zero: unknown
+	Provider    string    `json:"p"`
+	PayoutID    string    `json:"i"`
+}
+
+// Key returns the payout's position in the payouts order.
+func (p Payout) Key() PayoutKey {
+	return PayoutKey{ArrivalDate: p.ArrivalDate, Provider: p.Provider, PayoutID: p.PayoutID}
 }
 
 // SettlementLine is one settlement_lines row: a report line as recorded.

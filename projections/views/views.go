@@ -1,10 +1,15 @@
-// Package views owns the shapes accountants and the API read: the rows of
-// the read models (balances, ledger entries, payments, reconciliation
-// items), the filters that select them, and the status of the projections
-// that maintain them. It holds types only: the projections produce these
+// Package views owns the one read side's shapes: the rows of the read
+// models (balances, ledger entries, payments, reconciliation items, the
+// inbox's deliveries, payouts and settlement lines, periods and the
+// journal), the filters and keyset positions that select and page them,
+// the activity series and the per-currency trial balance, and the status
+// of the projections that maintain them. The projections produce these
 // shapes, the read-model adapter (adapters/postgres/readmodel) reads them
-// back with SQL, and the HTTP layer and the CLI render them, so none of
-// those needs to know another's types.
+// back with SQL, and both front ends (the /v1 API in adapters/httpapi and
+// the console in adapters/console) and the CLI render them from the same
+// query functions, so no front end keeps read types of its own and no
+// storage knows a front end. Besides types it holds only pure helpers on
+// them (ids, CSV cells, sums).
 package views
 
 import (
@@ -103,11 +108,65 @@ type Payment struct {
 	UpdatedAt time.Time
 }
 
-// ReconciliationFilter selects reconciliation items. Empty fields do not
-// filter.
+// PaymentFilter selects a page of payments, most recently active first
+// (the console's search). Empty fields do not filter.
+type PaymentFilter struct {
+	Provider  string
+	PaymentID string // prefix, taken literally
+	Status    string
+	Currency  string
+	From, To  time.Time // last activity (updated_at) in [From, To)
+	// After is the keyset: only payments after this one in the order;
+	// nil starts at the most recent. Limit caps the page (<= 0: no cap).
+	After *PaymentKey
+	Limit int
+}
+
+// PaymentKey is a position in the payments order (UpdatedAt, Provider,
+// PaymentID), descending. Its JSON is the console's cursor.
+type PaymentKey struct {
+	UpdatedAt time.Time `json:"t"`
+	Provider  string    `json:"p"`
+	PaymentID string    `json:"i"`
+}
+
+// Key returns p's position in the payments order.
+func (p Payment) Key() PaymentKey {
+	return PaymentKey{UpdatedAt: p.UpdatedAt, Provider: p.Provider, PaymentID: p.PaymentID}
+}
+
+// PaymentHistory is one payment as both front ends show it: its summary
+// and the events of its stream, the summary consistent with the events
+// (projections.PaymentHistory folds it from them when the read model lags).
+type PaymentHistory struct {
+	Payment Payment
+	Events  []eventstore.RecordedEvent
+}
+
+// ReconciliationFilter selects reconciliation items, oldest first (an
+// unknown opening time first). Empty fields do not filter.
 type ReconciliationFilter struct {
-	Status string // "open" or "resolved"
-	Kind   string
+	Status   string // "open" or "resolved"
+	Kind     string
+	Provider string
+	StreamID string // the items of one payment's stream
+	// OpenedBefore keeps items opened before it (an age filter); items of
+	// unknown age are kept too.
+	OpenedBefore time.Time
+	// After is the keyset (nil: from the oldest); Limit caps the page
+	// (<= 0: every item).
+	After *ReconciliationKey
+	Limit int
+}
+
+// ReconciliationKey is a position in the items order (OpenedAt, StreamID,
+// Kind, Key), ascending; a zero OpenedAt sorts first. Its JSON is the
+// console's cursor.
+type ReconciliationKey struct {
+	OpenedAt time.Time `json:"t"`
+	StreamID string    `json:"s"`
+	Kind     string    `json:"k"`
+	Key      string    `json:"i"`
 }
 
 // ReconciliationItem is one row of reconciliation_items.
@@ -123,6 +182,11 @@ type ReconciliationItem struct {
 	ResolvedAt time.Time // zero while open
 	ResolvedBy string    // the operator who resolved it; "" when the facts did, or while open
 	Note       string    // the note of the operator's last action
+}
+
+// Position returns the item's position in the items order.
+func (it ReconciliationItem) Position() ReconciliationKey {
+	return ReconciliationKey{OpenedAt: it.OpenedAt, StreamID: it.StreamID, Kind: it.Kind, Key: it.Key}
 }
 
 // ID is the item's id as GET /v1/reconciliation lists it and

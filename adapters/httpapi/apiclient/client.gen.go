@@ -1474,7 +1474,7 @@ type ClientInterface interface {
 
 	// GetJournal The double-entry journal
 	//
-	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (docs/accountants.md: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
 	//
 	// Corresponds with GET /v1/journal (the `GetJournal` operationId).
 	GetJournal(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1807,7 +1807,7 @@ func (c *Client) PostInboxRedrive(ctx context.Context, body PostInboxRedriveJSON
 
 // GetJournal The double-entry journal
 //
-// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (docs/accountants.md: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
 //
 // Corresponds with GET /v1/journal (the `GetJournal` operationId).
 func (c *Client) GetJournal(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3697,7 +3697,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetJournalWithResponse The double-entry journal
 	//
-	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+	// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (docs/accountants.md: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5746,7 +5746,7 @@ func (c *ClientWithResponses) PostInboxRedriveWithResponse(ctx context.Context, 
 
 // GetJournalWithResponse The double-entry journal
 //
-// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (README: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
+// One row per posting, in the order the ledger booked them: date, account, debit, credit, currency, memo, provider, payment id, event id, then the amounts in minor units and when and where the entry was booked (docs/accountants.md: the columns). JSON is paged (`next_cursor`, `Next-Cursor` header); CSV is the whole selection, streamed, ready to import (header row, RFC 4180, dates YYYY-MM-DD, decimal amounts with a point).
 //
 // Returns a wrapper object for the known response body format(s).
 //

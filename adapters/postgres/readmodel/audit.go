@@ -53,24 +53,3 @@ func (s *Store) CheckLedger(ctx context.Context, limit int) ([]projections.Viola
 	})
 	return out, err
 }
-
-// InboxCounts counts webhook_inbox rows by status.
-func (s *Store) InboxCounts(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM webhook_inbox GROUP BY status`)
-	if err != nil {
-		return nil, err
-	}
-	type count struct {
-		Status string
-		N      int64
-	}
-	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[count])
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(counts))
-	for _, c := range counts {
-		out[c.Status] = c.N
-	}
-	return out, nil
-}

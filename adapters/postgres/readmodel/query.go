@@ -4,23 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
-// The read side of the /v1 API: hand-written SELECTs over the read models
-// (account_balances, ledger_entries, payments, reconciliation_items), in
-// the shapes of package views. Lists are streamed to a callback row by row
-// (pgx.ForEachRow), so a large answer is never held in memory; the callback
-// runs while the query's connection is held, so it should write to its
-// destination and return.
+// The one read side both front ends query (the /v1 API and the console):
+// hand-written SELECTs over the read models (account_balances,
+// ledger_entries, payments, reconciliation_items), in the shapes of package
+// views. Streamed lists go to a callback row by row (pgx.ForEachRow), so a
+// large answer is never held in memory; the callback runs while the
+// query's connection is held, so it should write to its destination and
+// return. Pages (the console's) are keyset pages: at most Limit rows
+// strictly after the filter's After key.
 
 // Balances streams balances sorted by account, then currency (byte order, so
 // the order does not depend on the database's collation).
@@ -125,8 +131,49 @@ func (s *Store) Payment(ctx context.Context, provider, paymentID string) (p view
 	return p, true, nil
 }
 
-// Reconciliation streams items, oldest first.
+// Payments reads a page of payments, most recently active first, after
+// f.After (the console's search; the index payments_console_recent_idx and, for the
+// id prefix, payments_console_id_prefix_idx).
+func (s *Store) Payments(ctx context.Context, f views.PaymentFilter) ([]views.Payment, error) {
+	var w where
+	w.opt("provider = ?", f.Provider)
+	if f.PaymentID != "" {
+		// LIKE with a literal prefix uses the text_pattern_ops index.
+		w.add(`payment_id LIKE ? ESCAPE '\'`, likePrefix(f.PaymentID))
+	}
+	w.opt("status = ?", f.Status)
+	w.opt("currency = ?", f.Currency)
+	w.optTime("updated_at >= ?", f.From)
+	w.optTime("updated_at < ?", f.To)
+	if k := f.After; k != nil {
+		w.add("(updated_at, provider, payment_id) < (?, ?, ?)", k.UpdatedAt, k.Provider, k.PaymentID)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+paymentColumns+` FROM payments`+w.sql()+
+		` ORDER BY updated_at DESC, provider DESC, payment_id DESC`+w.limit(f.Limit), w.args...)
+	if err != nil {
+		return nil, qwrap("payments", err)
+	}
+	out, err := pgx.CollectRows(rows, scanPayment)
+	return out, qwrap("payments", err)
+}
+
+// reconOpened is the items' sort key: an unknown opening time sorts first
+// (the index reconciliation_items_console_age_idx).
+const reconOpened = `coalesce(opened_at, '-infinity'::timestamptz)`
+
+// Reconciliation streams items, oldest first, after f.After: GET
+// /v1/reconciliation and the console's list, a payment's items and its
+// CSV export alike.
 func (s *Store) Reconciliation(ctx context.Context, f views.ReconciliationFilter, fn func(views.ReconciliationItem) error) error {
+	var w where
+	w.opt("status = ?", f.Status)
+	w.opt("kind = ?", f.Kind)
+	w.opt("provider = ?", f.Provider)
+	w.opt("stream_id = ?", f.StreamID)
+	w.optTime(reconOpened+" < ?", f.OpenedBefore)
+	if k := f.After; k != nil {
+		w.add("("+reconOpened+", stream_id, kind, item_key) > (?, ?, ?, ?)", orNegInfinity(k.OpenedAt), k.StreamID, k.Kind, k.Key)
+	}
 	var it views.ReconciliationItem
 	var opened, resolved *time.Time
 	dest := []any{&it.StreamID, &it.Kind, &it.Key, &it.Status, &it.Provider, &it.PaymentID, &it.Details, &opened, &resolved,
@@ -134,10 +181,9 @@ func (s *Store) Reconciliation(ctx context.Context, f views.ReconciliationFilter
 	return s.each(ctx, "reconciliation items", `
 		SELECT stream_id, kind, item_key, status, provider, payment_id, details, opened_at, resolved_at,
 		       coalesce(resolved_by, ''), coalesce(note, '')
-		FROM reconciliation_items
-		WHERE ($1 = '' OR status = $1) AND ($2 = '' OR kind = $2)
-		ORDER BY coalesce(opened_at, resolved_at), stream_id COLLATE "C", kind COLLATE "C", item_key COLLATE "C"`,
-		[]any{f.Status, f.Kind}, dest, func() error {
+		FROM reconciliation_items`+w.sql()+`
+		ORDER BY `+reconOpened+`, stream_id, kind, item_key`+w.limit(f.Limit),
+		w.args, dest, func() error {
 			it.OpenedAt, it.ResolvedAt = derefTime(opened), derefTime(resolved)
 			return fn(it)
 		})
@@ -169,13 +215,94 @@ func likePrefix(prefix string) string {
 	return r.Replace(prefix) + "%"
 }
 
-// qwrap names the failed query. The API answers any read-model failure
-// with 503 (retry later).
+// qwrap names the failed query and marks an unreachable or timed-out
+// database as eventstore.ErrUnavailable: both front ends answer a
+// read-model failure with 503 (retry later).
 func qwrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if unreachable(err) {
+		return fmt.Errorf("read model: query %s: %w: %w", what, eventstore.ErrUnavailable, err)
+	}
 	return fmt.Errorf("read model: query %s: %w", what, err)
+}
+
+func unreachable(err error) bool {
+	if errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	if errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgerrcode.IsConnectionException(pgErr.Code) || pgErr.Code == pgerrcode.AdminShutdown ||
+			pgErr.Code == pgerrcode.CrashShutdown || pgErr.Code == pgerrcode.CannotConnectNow ||
+			pgErr.Code == pgerrcode.QueryCanceled || pgErr.Code == pgerrcode.TooManyConnections
+	}
+	return false
+}
+
+// where builds a WHERE clause of optional conditions with numbered
+// arguments, so that each query names only the filters in use and the
+// planner sees plain index conditions.
+type where struct {
+	conds []string
+	args  []any
+}
+
+// add appends cond, in which each "?" is the next argument.
+func (w *where) add(cond string, args ...any) {
+	for _, a := range args {
+		w.args = append(w.args, a)
+		cond = strings.Replace(cond, "?", "$"+strconv.Itoa(len(w.args)), 1)
+	}
+	w.conds = append(w.conds, cond)
+}
+
+// opt adds cond unless v is empty (an unset filter).
+func (w *where) opt(cond, v string) {
+	if v != "" {
+		w.add(cond, v)
+	}
+}
+
+// optTime adds cond unless t is zero (an unset bound).
+func (w *where) optTime(cond string, t time.Time) {
+	if !t.IsZero() {
+		w.add(cond, t)
+	}
+}
+
+func (w *where) sql() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// limit appends a LIMIT argument and returns the clause; n <= 0 is no
+// limit.
+func (w *where) limit(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	w.args = append(w.args, n)
+	return " LIMIT $" + strconv.Itoa(len(w.args))
+}
+
+// orNegInfinity is a keyset's time: zero (unknown) is the -infinity the
+// sort keys put unknown times at.
+func orNegInfinity(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
 }
 
 func nullTime(t time.Time) *time.Time {

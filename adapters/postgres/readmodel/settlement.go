@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/projections"
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // payoutStatus recomputes a payouts row's status and difference from its
@@ -19,9 +20,19 @@ const payoutStatus = `
 	              ELSE 'mismatch' END,
 	difference = p.lines_net - p.amount`
 
+// settlementLineColumns are the columns of settlement_lines, the one list
+// the insert and the select name (in views.SettlementLine's order).
 var settlementLineColumns = []string{"provider", "line_key", "kind", "source_type", "line_id", "payment_id",
 	"capture_id", "refund_id", "dispute_id", "gross", "fee", "net", "currency", "original_amount",
 	"original_currency", "exchange_rate", "payout_id", "occurred_at", "available_on", "stream_id"}
+
+// settlementLineDest is where a row of settlementLineColumns scans to, in
+// their order.
+func settlementLineDest(l *views.SettlementLine, avail **time.Time) []any {
+	return []any{&l.Provider, &l.LineKey, &l.Kind, &l.SourceType, &l.LineID, &l.PaymentID, &l.CaptureID, &l.RefundID,
+		&l.DisputeID, &l.Gross, &l.Fee, &l.Net, &l.Currency, &l.OriginalAmount, &l.OriginalCurrency, &l.ExchangeRate,
+		&l.PayoutID, &l.OccurredAt, avail, &l.StreamID}
+}
 
 func (w *writer) InsertSettlementLines(ctx context.Context, lines []projections.SettlementLineRow) error {
 	n := len(lines)
@@ -53,9 +64,7 @@ func (w *writer) InsertSettlementLines(ctx context.Context, lines []projections.
 	_, err := w.tx.Exec(ctx, `
 		WITH inserted AS (
 			INSERT INTO `+w.table("settlement_lines")+` (`+joinQuoted("", settlementLineColumns)+`)
-			SELECT provider, line_key, kind, source_type, line_id, payment_id, capture_id, refund_id, dispute_id,
-				gross, fee, net, currency, original_amount, original_currency, exchange_rate, payout_id,
-				occurred_at, available_on, stream_id
+			SELECT `+joinQuoted("", settlementLineColumns)+`
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
 				$14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::timestamptz[], $19::timestamptz[], $20::text[])

@@ -8,8 +8,9 @@ import (
 )
 
 // The settlement read side: payouts and their settlement lines (GET
-// /v1/payouts…), the last import per provider (status), and the
-// candidates of the unsettled check.
+// /v1/payouts… and the console's payouts pages, the same queries), the
+// last import per provider (the status and the console's overview), and
+// the candidates of the unsettled check.
 
 const payoutSelect = `
 	SELECT provider, payout_id, amount, coalesce(currency, ''), arrival_date, status, line_count, lines_net,
@@ -21,17 +22,33 @@ func payoutDest(p *views.Payout, arrival **time.Time) []any {
 		&p.Difference, &p.UpdatedAt}
 }
 
+// payoutArrival is the payouts' sort key: an unknown arrival date sorts
+// first.
+const payoutArrival = `coalesce(arrival_date, '-infinity'::timestamptz)`
+
 // Payouts streams payouts, by arrival date (unknown first), then provider
-// and payout id.
+// and payout id, or the reverse (f.Newest), after f.After: GET /v1/payouts
+// and the console's payouts page.
 func (s *Store) Payouts(ctx context.Context, f views.PayoutFilter, fn func(views.Payout) error) error {
+	var w where
+	w.opt("provider = ?", f.Provider)
+	w.opt("status = ?", f.Status)
+	w.opt("currency = ?", f.Currency)
+	w.optTime("arrival_date >= ?", f.From)
+	w.optTime("arrival_date < ?", f.To)
+	dir, after := "", ">"
+	if f.Newest {
+		dir, after = " DESC", "<"
+	}
+	if k := f.After; k != nil {
+		w.add("("+payoutArrival+`, provider COLLATE "C", payout_id COLLATE "C") `+after+" (?, ?, ?)",
+			orNegInfinity(k.ArrivalDate), k.Provider, k.PayoutID)
+	}
 	var p views.Payout
 	var arrival *time.Time
-	return s.each(ctx, "payouts", payoutSelect+`
-		WHERE ($1 = '' OR provider = $1) AND ($2 = '' OR status = $2)
-			AND ($3::timestamptz IS NULL OR arrival_date >= $3)
-			AND ($4::timestamptz IS NULL OR arrival_date < $4)
-		ORDER BY arrival_date NULLS FIRST, provider COLLATE "C", payout_id COLLATE "C"`,
-		[]any{f.Provider, f.Status, nullTime(f.From), nullTime(f.To)}, payoutDest(&p, &arrival), func() error {
+	return s.each(ctx, "payouts", payoutSelect+w.sql()+
+		` ORDER BY `+payoutArrival+dir+`, provider COLLATE "C"`+dir+`, payout_id COLLATE "C"`+dir+w.limit(f.Limit),
+		w.args, payoutDest(&p, &arrival), func() error {
 			p.ArrivalDate = derefTime(arrival)
 			return fn(p)
 		})
@@ -54,9 +71,7 @@ func (s *Store) Payout(ctx context.Context, provider, payoutID string) (p views.
 func (s *Store) SettlementLines(ctx context.Context, provider, payoutID string, fn func(views.SettlementLine) error) error {
 	var l views.SettlementLine
 	var avail *time.Time
-	dest := []any{&l.Provider, &l.LineKey, &l.Kind, &l.SourceType, &l.LineID, &l.PaymentID, &l.CaptureID, &l.RefundID,
-		&l.DisputeID, &l.Gross, &l.Fee, &l.Net, &l.Currency, &l.OriginalAmount, &l.OriginalCurrency, &l.ExchangeRate,
-		&l.PayoutID, &l.OccurredAt, &avail, &l.StreamID}
+	dest := settlementLineDest(&l, &avail)
 	return s.each(ctx, "settlement lines", `
 		SELECT `+joinQuoted("", settlementLineColumns)+`
 		FROM settlement_lines WHERE provider = $1 AND payout_id = $2

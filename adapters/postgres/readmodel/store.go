@@ -1,10 +1,15 @@
-// Package readmodel is the Postgres side of the projections and owns all
-// read-model SQL: the SQL that writes and reads the read-model tables
-// (ledger_entries, account_balances, payments, reconciliation_items,
-// periods, period_balances), the projection checkpoints and advisory locks,
-// the shadow tables of a rebuild, the invariant checks, and the /v1 and
-// report queries. It implements the ports declared by package projections
-// and by the HTTP layer, in the shapes of package views.
+// Package readmodel is the Postgres side of the projections and of the one
+// read side: the SQL that writes the read-model tables (ledger_entries,
+// account_balances, payments, reconciliation_items, payouts,
+// settlement_lines, periods, period_balances), the projection checkpoints
+// and advisory locks, the shadow tables of a rebuild and their checksums,
+// the invariant checks, and the queries both front ends make, the /v1 API
+// and the console alike (the read models, and the inbox's deliveries and
+// counts), in the shapes of package views. It implements the ports
+// declared by package projections and by the front ends, and imports no
+// front end. Other SQL lives with its own adapter: the events and the
+// inbox's writes in adapters/postgres, the console's sessions in
+// adapters/postgres/sessionstore.
 package readmodel
 
 import (

@@ -1,7 +1,8 @@
-// Package sessionstore keeps the console's sessions in Postgres (table
-// console_sessions), so that every instance of the service sees the same
-// sessions and signing out on one ends the session on all. It stores the
-// SHA-256 of each session id, never the id itself.
+// Package sessionstore keeps the console's sessions (access.Session) in
+// Postgres (table console_sessions), so that every instance of the service
+// sees the same sessions and signing out on one ends the session on all.
+// It stores the SHA-256 of each session id, never the id itself, and owns
+// only that table's SQL; it imports no front end.
 package sessionstore
 
 import (
@@ -13,16 +14,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/onceledger/onceledger/adapters/console"
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 )
 
-// Store is the console's session port over Postgres.
+// Store keeps access.Session values: the console's Sessions port over
+// Postgres (the console asserts it; this package knows no front end).
 type Store struct {
 	pool *pgxpool.Pool
 }
-
-var _ console.Sessions = (*Store)(nil)
 
 // New returns a store over pool (migrations applied).
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
@@ -33,7 +32,7 @@ const purgeBatch = 100
 
 // Create stores s, and deletes a batch of expired sessions: sign-ins are
 // rare enough to carry the cleanup, and no background job is needed.
-func (st *Store) Create(ctx context.Context, s console.Session) error {
+func (st *Store) Create(ctx context.Context, s access.Session) error {
 	_, err := st.pool.Exec(ctx, `
 		WITH expired AS (
 			DELETE FROM console_sessions WHERE id_hash IN (
@@ -49,8 +48,8 @@ func (st *Store) Create(ctx context.Context, s console.Session) error {
 }
 
 // Get returns the session with this id hash unless it expired at now.
-func (st *Store) Get(ctx context.Context, idHash [32]byte, now time.Time) (console.Session, bool, error) {
-	var s console.Session
+func (st *Store) Get(ctx context.Context, idHash [32]byte, now time.Time) (access.Session, bool, error) {
+	var s access.Session
 	var role string
 	var digest []byte
 	err := st.pool.QueryRow(ctx, `

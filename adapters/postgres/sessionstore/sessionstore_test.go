@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/adapters/console"
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
+	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/sessionstore"
 )
@@ -21,7 +20,7 @@ func TestConsoleSessionsLifecycle(t *testing.T) {
 	ctx := context.Background()
 	st := sessionstore.New(pgtest.NewPool(t))
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	s := console.Session{
+	s := access.Session{
 		IDHash: sha256.Sum256([]byte("id-1")), Actor: "ops", Role: access.Admin,
 		TokenDigest: access.DigestOf("tok"), CreatedAt: now, ExpiresAt: now.Add(time.Hour),
 	}
@@ -54,7 +53,7 @@ func TestConsoleSessionsConcurrentAndPurged(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			s := console.Session{
+			s := access.Session{
 				IDHash: sha256.Sum256(fmt.Appendf(nil, "old-%d", i)), Actor: "a", Role: access.Read,
 				TokenDigest: access.DigestOf("t"), CreatedAt: past, ExpiresAt: past.Add(time.Hour),
 			}
@@ -63,7 +62,7 @@ func TestConsoleSessionsConcurrentAndPurged(t *testing.T) {
 	}
 	wg.Wait()
 	now := time.Now()
-	require.NoError(t, st.Create(ctx, console.Session{
+	require.NoError(t, st.Create(ctx, access.Session{
 		IDHash: sha256.Sum256([]byte("new")), Actor: "a", Role: access.Read,
 		TokenDigest: access.DigestOf("t"), CreatedAt: now, ExpiresAt: now.Add(time.Hour),
 	}))

@@ -399,7 +399,7 @@ func normalize(it item) (delivery.Event, error) {
 		return ev, nil
 	case "NOTIFICATION_OF_CHARGEBACK", "REQUEST_FOR_INFORMATION":
 		// Adyen's dispute flow: these stages move no funds; CHARGEBACK
-		// debits the amount (CONTRACT.md: an inquiry posts nothing).
+		// debits the amount (docs/reference.md: an inquiry posts nothing).
 		kinds = []delivery.Kind{delivery.KindDisputeInquiry}
 	case "DISPUTE_OPENED_WITH_CHARGEBACK", "CHARGEBACK":
 		kinds = []delivery.Kind{delivery.KindDisputeOpened}

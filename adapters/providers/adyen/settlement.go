@@ -117,77 +117,20 @@ func debitCredit(c *report.CSV, debit, credit string, cur money.Currency, opt re
 	return cv - dv, d != "" || cr != "", nil
 }
 
+// settlementLine reads the report's current row as a settlement line.
 func settlementLine(c *report.CSV, opt report.Options) (settlement.Line, error) {
 	typ := strings.TrimSpace(c.Get("Type"))
 	l := settlement.Line{Provider: Name, SourceType: typ}
 	if typ == "" {
 		return l, c.Err("Type", errors.New("empty"))
 	}
-	grossCur, netCur := strings.TrimSpace(c.Get("Gross Currency")), strings.TrimSpace(c.Get("Net Currency"))
-	if netCur == "" {
-		netCur = grossCur
-	}
-	if grossCur == "" {
-		grossCur = netCur
-	}
-	nc, err := report.Currency(netCur)
+	nc, gc, err := lineCurrencies(c)
 	if err != nil {
-		return l, c.Err("Net Currency", err)
-	}
-	gc, err := report.Currency(grossCur)
-	if err != nil {
-		return l, c.Err("Gross Currency", err)
+		return l, err
 	}
 	l.Currency, l.OriginalCurrency = nc, gc
-	gross, hasGross, err := debitCredit(c, "Gross Debit (GC)", "Gross Credit (GC)", gc, opt)
-	if err != nil {
+	if err := lineAmounts(c, opt, &l); err != nil {
 		return l, err
-	}
-	net, hasNet, err := debitCredit(c, "Net Debit (NC)", "Net Credit (NC)", nc, opt)
-	if err != nil {
-		return l, err
-	}
-	var costs int64
-	for _, col := range costColumns {
-		s := strings.TrimSpace(c.Get(col))
-		if s == "" {
-			continue
-		}
-		v, err := report.Major(s, nc, opt.DecimalSeparator)
-		if err != nil {
-			return l, c.Err(col, err)
-		}
-		if costs, err = settlement.AddChecked(costs, v); err != nil {
-			return l, c.Err(col, err)
-		}
-	}
-	switch {
-	case !hasNet && !hasGross:
-		// A line with no amount at all (some Balancetransfer lines): zero.
-	case !hasNet:
-		// Reports without the Net columns: the net is the gross less costs.
-		if gc != nc {
-			return l, c.Err("Net Credit (NC)", errors.New("gross and net currencies differ and the net amount is missing"))
-		}
-		if net, err = settlement.SubChecked(gross, costs); err != nil {
-			return l, c.Err("Net Credit (NC)", err)
-		}
-	}
-	l.Net = net
-	if hasGross && gc == nc {
-		l.Gross = gross
-		if l.Fee, err = settlement.SubChecked(gross, net); err != nil {
-			return l, c.Err("Net Credit (NC)", err)
-		}
-	} else {
-		l.Fee = costs
-		if l.Gross, err = settlement.AddChecked(net, costs); err != nil {
-			return l, c.Err("Net Credit (NC)", err)
-		}
-	}
-	l.OriginalAmount = gross
-	if !hasGross {
-		l.OriginalAmount, l.OriginalCurrency = l.Gross, l.Currency
 	}
 	if rate := strings.TrimSpace(c.Get("Exchange Rate")); rate != "" {
 		if !settlement.IsDecimal(normalizeRate(rate)) {
@@ -198,21 +141,133 @@ func settlementLine(c *report.CSV, opt report.Options) (settlement.Line, error) 
 	if l.OccurredAt, err = creationTime(c.Get("Creation Date"), c.Get("TimeZone")); err != nil {
 		return l, c.Err("Creation Date", err)
 	}
+	psp, mod, err := lineIdentity(c, opt, &l)
+	if err != nil {
+		return l, err
+	}
+	if err := classify(c, &l, psp, mod); err != nil {
+		return l, err
+	}
+	if err := l.Validate(); err != nil {
+		col := ""
+		if errors.Is(err, settlement.ErrInvalidAmount) {
+			col = "Net Credit (NC)"
+		}
+		return l, c.Err(col, err)
+	}
+	return l, nil
+}
 
-	psp, mod := strings.TrimSpace(c.Get("Psp Reference")), strings.TrimSpace(c.Get("Modification Reference"))
+// lineCurrencies reads the net (settlement) and gross (original)
+// currencies; either stands for the other when it is missing.
+func lineCurrencies(c *report.CSV) (nc, gc money.Currency, err error) {
+	grossCur, netCur := strings.TrimSpace(c.Get("Gross Currency")), strings.TrimSpace(c.Get("Net Currency"))
+	if netCur == "" {
+		netCur = grossCur
+	}
+	if grossCur == "" {
+		grossCur = netCur
+	}
+	if nc, err = report.Currency(netCur); err != nil {
+		return "", "", c.Err("Net Currency", err)
+	}
+	if gc, err = report.Currency(grossCur); err != nil {
+		return "", "", c.Err("Gross Currency", err)
+	}
+	return nc, gc, nil
+}
+
+// lineAmounts reads the gross, net and costs into l's gross, fee, net and
+// original amount (l's currencies set).
+func lineAmounts(c *report.CSV, opt report.Options, l *settlement.Line) error {
+	nc, gc := l.Currency, l.OriginalCurrency
+	gross, hasGross, err := debitCredit(c, "Gross Debit (GC)", "Gross Credit (GC)", gc, opt)
+	if err != nil {
+		return err
+	}
+	net, hasNet, err := debitCredit(c, "Net Debit (NC)", "Net Credit (NC)", nc, opt)
+	if err != nil {
+		return err
+	}
+	costs, err := lineCosts(c, nc, opt)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !hasNet && !hasGross:
+		// A line with no amount at all (some Balancetransfer lines): zero.
+	case !hasNet:
+		// Reports without the Net columns: the net is the gross less costs.
+		if gc != nc {
+			return c.Err("Net Credit (NC)", errors.New("gross and net currencies differ and the net amount is missing"))
+		}
+		if net, err = settlement.SubChecked(gross, costs); err != nil {
+			return c.Err("Net Credit (NC)", err)
+		}
+	}
+	l.Net = net
+	if hasGross && gc == nc {
+		l.Gross = gross
+		if l.Fee, err = settlement.SubChecked(gross, net); err != nil {
+			return c.Err("Net Credit (NC)", err)
+		}
+	} else {
+		l.Fee = costs
+		if l.Gross, err = settlement.AddChecked(net, costs); err != nil {
+			return c.Err("Net Credit (NC)", err)
+		}
+	}
+	l.OriginalAmount = gross
+	if !hasGross {
+		l.OriginalAmount, l.OriginalCurrency = l.Gross, l.Currency
+	}
+	return nil
+}
+
+// lineCosts adds up the cost columns, in the net currency.
+func lineCosts(c *report.CSV, nc money.Currency, opt report.Options) (int64, error) {
+	var costs int64
+	for _, col := range costColumns {
+		s := strings.TrimSpace(c.Get(col))
+		if s == "" {
+			continue
+		}
+		v, err := report.Major(s, nc, opt.DecimalSeparator)
+		if err != nil {
+			return 0, c.Err(col, err)
+		}
+		if costs, err = settlement.AddChecked(costs, v); err != nil {
+			return 0, c.Err(col, err)
+		}
+	}
+	return costs, nil
+}
+
+// lineIdentity sets l's payout (merchant/batch/currency), key and line id,
+// and returns the PSP and modification references.
+func lineIdentity(c *report.CSV, opt report.Options, l *settlement.Line) (psp, mod string, err error) {
+	psp, mod = strings.TrimSpace(c.Get("Psp Reference")), strings.TrimSpace(c.Get("Modification Reference"))
 	merchant, batch := strings.TrimSpace(c.Get("Merchant Account")), strings.TrimSpace(c.Get("Batch Number"))
 	if batch == "" {
 		batch = opt.PayoutID
 	}
 	if batch == "" {
-		return l, c.Err("Batch Number", errors.New("empty"))
+		return psp, mod, c.Err("Batch Number", errors.New("empty"))
 	}
-	l.PayoutID = batch + "/" + string(nc)
+	nc := string(l.Currency)
+	l.PayoutID = batch + "/" + nc
 	if merchant != "" {
 		l.PayoutID = merchant + "/" + l.PayoutID
 	}
-	l.Key = strings.Join([]string{merchant, batch, typ, psp, mod, string(nc)}, "|")
+	l.Key = strings.Join([]string{merchant, batch, l.SourceType, psp, mod, nc}, "|")
 	l.LineID = mod
+	return psp, mod, nil
+}
+
+// classify gives l its kind from the line type, and the payment and the
+// capture, refund or dispute it reports.
+func classify(c *report.CSV, l *settlement.Line, psp, mod string) error {
+	typ := l.SourceType
 	paymentLine := func(kind settlement.Kind) error {
 		if psp == "" {
 			return c.Err("Psp Reference", fmt.Errorf("a %s line needs the payment's PSP reference", typ))
@@ -223,6 +278,7 @@ func settlementLine(c *report.CSV, opt report.Options) (settlement.Line, error) 
 		l.Kind, l.PaymentKey = kind, psp
 		return nil
 	}
+	var err error
 	switch typ {
 	case "Settled", "SettledBulk":
 		err = paymentLine(settlement.KindCharge)
@@ -251,17 +307,7 @@ func settlementLine(c *report.CSV, opt report.Options) (settlement.Line, error) 
 		// mean.
 		l.Kind = settlement.KindAdjustment
 	}
-	if err != nil {
-		return l, err
-	}
-	if err := l.Validate(); err != nil {
-		col := ""
-		if errors.Is(err, settlement.ErrInvalidAmount) {
-			col = "Net Credit (NC)"
-		}
-		return l, c.Err(col, err)
-	}
-	return l, nil
+	return err
 }
 
 // normalizeRate accepts the rate with a leading dot (".5931"), as Adyen's

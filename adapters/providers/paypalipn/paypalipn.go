@@ -10,8 +10,8 @@
 // field order, same encoding) or PayPal answers INVALID.
 //
 // One provider, two channels. IPN is a second channel of the provider
-// "paypal" (CONTRACT.md): its events carry Provider "paypal", so its facts go
-// to the stream payment-paypal-{capture id} and the accounts
+// "paypal" (docs/reference.md): its events carry Provider "paypal", so
+// its facts go to the stream payment-paypal-{capture id} and the accounts
 // provider:paypal:*, the same as PayPal's REST webhooks (adapters/providers/
 // paypal). PayPal documents that an IPN txn_id for a payment is the REST
 // capture id, and a refund's txn_id the REST refund id: a capture or refund
@@ -149,25 +149,13 @@ func (f form) require(field string) (string, error) {
 	return s, err
 }
 
+// normalize reads an IPN message addressed to one of the adapter's
+// receivers as a delivery: its identity, and its fact if it reports one.
 func (a *Adapter) normalize(raw []byte, now time.Time) (delivery.Event, error) {
-	if !isASCII(raw) {
-		// A form body is percent-encoded; raw non-ASCII bytes mean it is not.
-		return delivery.Event{}, fmt.Errorf("%w: body is not application/x-www-form-urlencoded (raw non-ASCII bytes)", delivery.ErrMalformed)
-	}
-	vals, err := url.ParseQuery(string(raw))
-	if err != nil {
-		return delivery.Event{}, fmt.Errorf("%w: body is not a valid form: %v", delivery.ErrMalformed, err)
-	}
-	if err := singleValued(vals); err != nil {
-		return delivery.Event{}, err
-	}
-	f := form{v: vals}
-	cs, err := f.get("charset") // ASCII by nature; read before it applies
+	f, err := readForm(raw)
 	if err != nil {
 		return delivery.Event{}, err
 	}
-	f.charset = cs
-
 	receiver, err := f.require("receiver_email")
 	if err != nil {
 		return delivery.Event{}, err
@@ -181,8 +169,55 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (delivery.Event, error) {
 			return delivery.Event{}, err
 		}
 	}
-	txn, parent, status := fields["txn_id"], fields["parent_txn_id"], fields["payment_status"]
+	ev := identify(raw, fields)
+	kind := statusKind(fields["payment_status"])
+	if kind == delivery.KindCaptured {
+		ev.PaymentKey = fields["txn_id"]
+	}
+	if kind == "" || fields["txn_id"] == "" {
+		// No facts: the occurrence time is best effort.
+		ev.OccurredAt = now.UTC()
+		if fields["payment_date"] != "" {
+			if at, err := parsePaymentDate(fields["payment_date"]); err == nil {
+				ev.OccurredAt = at
+			}
+		}
+		return ev, nil
+	}
+	if err := addFact(&ev, kind, fields); err != nil {
+		return delivery.Event{}, err
+	}
+	return ev, nil
+}
 
+// readForm parses the body as a form whose fields each come once, in the
+// charset it names.
+func readForm(raw []byte) (form, error) {
+	if !isASCII(raw) {
+		// A form body is percent-encoded; raw non-ASCII bytes mean it is not.
+		return form{}, fmt.Errorf("%w: body is not application/x-www-form-urlencoded (raw non-ASCII bytes)", delivery.ErrMalformed)
+	}
+	vals, err := url.ParseQuery(string(raw))
+	if err != nil {
+		return form{}, fmt.Errorf("%w: body is not a valid form: %v", delivery.ErrMalformed, err)
+	}
+	if err := singleValued(vals); err != nil {
+		return form{}, err
+	}
+	f := form{v: vals}
+	cs, err := f.get("charset") // ASCII by nature; read before it applies
+	if err != nil {
+		return form{}, err
+	}
+	f.charset = cs
+	return f, nil
+}
+
+// identify gives a message its dedup key, type and payment: the
+// transaction and its status, else the transaction and its type (and
+// case), else the IPN track id, else the body's hash.
+func identify(raw []byte, fields map[string]string) delivery.Event {
+	txn, parent, status := fields["txn_id"], fields["parent_txn_id"], fields["payment_status"]
 	ev := delivery.Event{
 		Provider:    Provider,
 		Type:        status,
@@ -213,79 +248,78 @@ func (a *Adapter) normalize(raw []byte, now time.Time) (delivery.Event, error) {
 	if parent != "" {
 		ev.PaymentKey = parent
 	}
+	return ev
+}
 
-	var kind delivery.Kind
+// statusKind is the fact a payment_status reports ("": none).
+func statusKind(status string) delivery.Kind {
 	switch status {
 	case "Completed":
-		kind = delivery.KindCaptured
-		ev.PaymentKey = txn
+		return delivery.KindCaptured
 	case "Pending":
-		kind = delivery.KindAuthorized
+		return delivery.KindAuthorized
 	case "Refunded":
-		kind = delivery.KindRefunded
+		return delivery.KindRefunded
 	case "Reversed":
-		kind = delivery.KindDisputeOpened
+		return delivery.KindDisputeOpened
 	case "Canceled_Reversal":
-		kind = delivery.KindDisputeWon
+		return delivery.KindDisputeWon
 	case "Denied", "Failed":
-		kind = delivery.KindFailed
+		return delivery.KindFailed
 	case "Voided", "Expired":
-		kind = delivery.KindCanceled
+		return delivery.KindCanceled
 	}
-	if kind == "" || txn == "" {
-		// No facts: the occurrence time is best effort.
-		ev.OccurredAt = now.UTC()
-		if fields["payment_date"] != "" {
-			if at, err := parsePaymentDate(fields["payment_date"]); err == nil {
-				ev.OccurredAt = at
-			}
-		}
-		return ev, nil
-	}
+	return ""
+}
 
+// addFact gives ev its occurrence time and its fact of kind, from the
+// message's fields.
+func addFact(ev *delivery.Event, kind delivery.Kind, fields map[string]string) error {
+	txn, parent, status := fields["txn_id"], fields["parent_txn_id"], fields["payment_status"]
 	if fields["payment_date"] == "" {
-		return delivery.Event{}, fmt.Errorf("%w: payment_date", delivery.ErrMissingField)
+		return fmt.Errorf("%w: payment_date", delivery.ErrMissingField)
 	}
+	var err error
 	if ev.OccurredAt, err = parsePaymentDate(fields["payment_date"]); err != nil {
-		return delivery.Event{}, err
+		return err
 	}
 	fact := delivery.Fact{Kind: kind}
 	switch kind {
 	case delivery.KindFailed, delivery.KindCanceled:
 		fact.Reason = status
 		ev.Facts = []delivery.Fact{fact}
-		return ev, nil
+		return nil
 	case delivery.KindAuthorized:
 		fact.Reason = fields["pending_reason"]
 	}
 	if fact.Currency, err = payload.Currency("mc_currency", fields["mc_currency"]); err != nil {
-		return delivery.Event{}, err
+		return err
 	}
 	if fact.Amount, err = amount(fields["mc_gross"], "mc_gross", fact.Currency, true); err != nil {
-		return delivery.Event{}, err
+		return err
 	}
 	switch kind {
 	case delivery.KindCaptured:
 		fact.BusinessID = txn
 		if fields["mc_fee"] != "" {
 			if fact.Fee, err = amount(fields["mc_fee"], "mc_fee", fact.Currency, false); err != nil {
-				return delivery.Event{}, err
+				return err
 			}
 		}
 	case delivery.KindRefunded:
 		if parent == "" {
-			return delivery.Event{}, fmt.Errorf("%w: parent_txn_id (the refunded payment)", delivery.ErrMissingField)
+			return fmt.Errorf("%w: parent_txn_id (the refunded payment)", delivery.ErrMissingField)
 		}
 		fact.BusinessID = txn
 	case delivery.KindDisputeOpened, delivery.KindDisputeWon:
 		if parent == "" {
-			return delivery.Event{}, fmt.Errorf("%w: parent_txn_id (the reversed payment)", delivery.ErrMissingField)
+			return fmt.Errorf("%w: parent_txn_id (the reversed payment)", delivery.ErrMissingField)
 		}
 		fact.BusinessID = "reversal-" + parent
 		fact.Reason = fields["reason_code"]
 	}
 	ev.Facts = []delivery.Fact{fact}
-	return ev, nil
+	return nil
 }
 
 // amount parses a decimal in major units. PayPal reports refunds and

@@ -163,37 +163,63 @@ func ParsePayoutEntry(raw []byte, opt report.Options) (settlement.Line, error) {
 	if l.PayoutID == "" {
 		l.PayoutID = opt.PayoutID
 	}
+	if err := entryAmounts(&e, &l); err != nil {
+		return l, err
+	}
+	var err error
+	if l.OccurredAt, err = time.Parse(time.RFC3339, e.EffectiveAt); err != nil {
+		return l, colErr("effective_at", fmt.Errorf("%q is not RFC 3339", e.EffectiveAt))
+	}
+	l.OccurredAt = l.OccurredAt.UTC()
+	if err := classifyEntry(all, &l); err != nil {
+		return l, err
+	}
+	if err := l.Validate(); err != nil {
+		col := ""
+		if errors.Is(err, settlement.ErrInvalidAmount) {
+			col = "net_amount_money"
+		}
+		return l, colErr(col, err)
+	}
+	return l, nil
+}
+
+// entryAmounts reads the entry's gross, fee and net (the gross less the
+// fee when the net is missing), all in the gross currency.
+func entryAmounts(e *payoutEntry, l *settlement.Line) error {
 	var err error
 	var gc, fc, nc money.Currency
 	if l.Gross, gc, err = e.Gross.read("gross_amount_money"); err != nil {
-		return l, err
+		return err
 	}
 	if e.Fee != nil {
 		if l.Fee, fc, err = e.Fee.read("fee_amount_money"); err != nil {
-			return l, err
+			return err
 		}
 	}
 	if e.Net != nil {
 		if l.Net, nc, err = e.Net.read("net_amount_money"); err != nil {
-			return l, err
+			return err
 		}
 	} else if l.Net, err = settlement.SubChecked(l.Gross, l.Fee); err != nil {
-		return l, colErr("net_amount_money", err)
+		return colErr("net_amount_money", err)
 	}
 	for _, c := range []struct {
 		col string
 		cur money.Currency
 	}{{"fee_amount_money.currency", fc}, {"net_amount_money.currency", nc}} {
 		if c.cur != "" && c.cur != gc {
-			return l, colErr(c.col, fmt.Errorf("%s differs from the gross currency %s", c.cur, gc))
+			return colErr(c.col, fmt.Errorf("%s differs from the gross currency %s", c.cur, gc))
 		}
 	}
 	l.Currency, l.OriginalCurrency, l.OriginalAmount = gc, gc, l.Gross
-	if l.OccurredAt, err = time.Parse(time.RFC3339, e.EffectiveAt); err != nil {
-		return l, colErr("effective_at", fmt.Errorf("%q is not RFC 3339", e.EffectiveAt))
-	}
-	l.OccurredAt = l.OccurredAt.UTC()
+	return nil
+}
 
+// classifyEntry gives l its kind from the entry type (l.SourceType), and
+// the payment and the capture, refund or dispute its details member
+// (among all of the entry's members) names.
+func classifyEntry(all map[string]json.RawMessage, l *settlement.Line) error {
 	details := func(member string) (entryDetails, error) {
 		var d entryDetails
 		raw, ok := all[member]
@@ -205,24 +231,24 @@ func ParsePayoutEntry(raw []byte, opt report.Options) (settlement.Line, error) {
 		}
 		return d, nil
 	}
-	typ := strings.ToUpper(e.Type)
+	typ := strings.ToUpper(l.SourceType)
 	switch typ {
 	case "CHARGE":
 		d, err := details("type_charge_details")
 		if err != nil {
-			return l, err
+			return err
 		}
 		if d.PaymentID == "" {
-			return l, colErr("type_charge_details.payment_id", errors.New("missing"))
+			return colErr("type_charge_details.payment_id", errors.New("missing"))
 		}
 		l.Kind, l.PaymentKey, l.CaptureID = settlement.KindCharge, d.PaymentID, d.PaymentID
 	case "REFUND":
 		d, err := details("type_refund_details")
 		if err != nil {
-			return l, err
+			return err
 		}
 		if d.PaymentID == "" || d.RefundID == "" {
-			return l, colErr("type_refund_details", errors.New("needs payment_id and refund_id"))
+			return colErr("type_refund_details", errors.New("needs payment_id and refund_id"))
 		}
 		l.Kind, l.PaymentKey, l.CaptureID, l.RefundID = settlement.KindRefund, d.PaymentID, d.PaymentID, d.RefundID
 	case "DISPUTE", "OPEN_DISPUTE":
@@ -232,10 +258,10 @@ func ParsePayoutEntry(raw []byte, opt report.Options) (settlement.Line, error) {
 		}
 		d, err := details(member)
 		if err != nil {
-			return l, err
+			return err
 		}
 		if d.PaymentID == "" {
-			return l, colErr(member+".payment_id", errors.New("missing"))
+			return colErr(member+".payment_id", errors.New("missing"))
 		}
 		l.Kind, l.PaymentKey, l.CaptureID, l.DisputeID = settlement.KindDispute, d.PaymentID, d.PaymentID, d.DisputeID
 		if l.Gross > 0 {
@@ -249,7 +275,7 @@ func ParsePayoutEntry(raw []byte, opt report.Options) (settlement.Line, error) {
 		if raw, ok := all[member]; ok && string(raw) != "null" {
 			var d entryDetails
 			if err := json.Unmarshal(raw, &d); err != nil {
-				return l, colErr(member, err)
+				return colErr(member, err)
 			}
 			l.PaymentKey = d.PaymentID
 		}
@@ -259,14 +285,7 @@ func ParsePayoutEntry(raw []byte, opt report.Options) (settlement.Line, error) {
 		// and counted in the payout.
 		l.Kind = settlement.KindAdjustment
 	}
-	if err := l.Validate(); err != nil {
-		col := ""
-		if errors.Is(err, settlement.ErrInvalidAmount) {
-			col = "net_amount_money"
-		}
-		return l, colErr(col, err)
-	}
-	return l, nil
+	return nil
 }
 
 // parsePayout maps the Payout object to the payout's own line (money out of

@@ -1,5 +1,5 @@
 // Package standard verifies Standard Webhooks (the scheme Svix also uses) and
-// normalizes onceledger's own generic payment payload (CONTRACT.md, "The
+// normalizes onceledger's own generic payment payload (docs/reference.md, "The
 // standard provider's payload") into delivery.Events.
 //
 // Verification: headers webhook-id, webhook-timestamp and webhook-signature

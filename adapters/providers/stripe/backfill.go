@@ -14,7 +14,7 @@ import (
 // no signature to verify: the caller fetched the bytes itself, over TLS,
 // authenticated with its own secret key. PayloadHash is over raw, which the
 // API renders differently from the webhook's bytes; the inbox must compare
-// facts, not bytes, to call the two a duplicate (CONTRACT.md).
+// facts, not bytes, to call the two a duplicate (docs/reference.md).
 func NormalizeEvent(raw []byte) ([]delivery.Event, error) {
 	return providers.Single(normalize(raw))
 }

@@ -56,7 +56,7 @@ func TestStripeChargebackFollowsItsFunds(t *testing.T) {
 	assert.Equal(t, map[string]int64{ledger.ExpensesDispute: 2000, ledger.RevenueSales: -2000}, b)
 }
 
-// payout.failed after payout.paid reverses it (CONTRACT.md: provider balance
+// payout.failed after payout.paid reverses it (docs/reference.md: provider balance
 // debit, bank:payouts credit).
 func TestStripePayoutFailedReverses(t *testing.T) {
 	b, history := ledgerAfter(t, "payout.paid.json", "payout.failed.json")

@@ -388,7 +388,7 @@ func refundFact(re payload.Object, kind delivery.Kind) (delivery.Fact, error) {
 }
 
 // dispute reads a Stripe dispute. The ledger follows the funds Stripe moves,
-// not the dispute's existence (CONTRACT.md):
+// not the dispute's existence (docs/reference.md):
 //
 //   - charge.dispute.funds_withdrawn and charge.dispute.funds_reinstated are
 //     the movements themselves ("Occurs when funds are removed from / are

@@ -59,7 +59,7 @@ func TestOtherSpecialCasesAreISOAlready(t *testing.T) {
 	}
 }
 
-// CONTRACT.md: an amount above 10^15 minor units is 400.
+// docs/reference.md: an amount above 10^15 minor units is 400.
 func TestAmountAboveTheBoundIsRefused(t *testing.T) {
 	a := newAdapter(t)
 	_, err := a.Parse(signed(chargeIn(t, "usd", "1000000000000001"), secret, now))

@@ -27,8 +27,8 @@
 //     and the same deliveries sent properly afterwards are first arrivals.
 //
 // The expected ledger comes from cmd/loadgen/internal/model, which re-derives
-// CONTRACT.md's posting rules independently of domain/: a bug in the server's
-// posting rules shows up as a difference instead of being copied into the
+// docs/reference.md's posting rules independently of domain/: a bug in the
+// server's posting rules shows up as a difference instead of being copied into the
 // expectation. Requests are signed by cmd/loadgen/internal/sign, written from
 // the providers' specifications.
 //

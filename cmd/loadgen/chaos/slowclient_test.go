@@ -78,141 +78,29 @@ func TestSlowAndDisconnectingClients(t *testing.T) {
 			ds = append(ds, padded(t, d))
 		}
 	}
-	readTimeout := serverReadTimeout(t)
+	c := &incompleteClients{t: t, s: s, srv: srv, readTimeout: serverReadTimeout(t)}
 	nSlow := min(4*k, 16) // each holds one of serve's per-provider slots
 	require.GreaterOrEqual(t, len(ds), nSlow+8, "workload too small: %d captures", len(ds))
 
-	type outcome struct {
-		id, mode, what string
-		bad            bool
-	}
-	var (
-		mu       sync.Mutex
-		outcomes []outcome
-		wg       sync.WaitGroup
-	)
-	record := func(o outcome) {
-		mu.Lock()
-		outcomes = append(outcomes, o)
-		mu.Unlock()
-	}
-	dial := func() (*net.TCPConn, error) {
-		c, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
-		if err != nil {
-			return nil, err
-		}
-		return c.(*net.TCPConn), nil
-	}
 	// At most 32 quick clients at a time: with the trickling ones they stay
 	// below serve's per-provider concurrency limit, whose 503 would answer
 	// before the body is read and prove nothing.
+	var wg sync.WaitGroup
 	quick := make(chan struct{}, 32)
 	modes := []string{"head-only", "half-body-fin", "half-body-rst", "half-body-closewrite"}
 	for i, d := range ds[nSlow:] {
 		mode := modes[i%len(modes)]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			quick <- struct{}{}
 			defer func() { <-quick }()
-			c, err := dial()
-			if err != nil {
-				record(outcome{d.id, mode, "dial: " + err.Error(), true})
-				return
-			}
-			defer c.Close()
-			msg := rawHead(t, s, srv.addr, d)
-			if mode != "head-only" {
-				msg = append(msg, d.body[:bodySize/2]...)
-			}
-			if _, err := c.Write(msg); err != nil {
-				record(outcome{d.id, mode, "write: " + err.Error(), true})
-				return
-			}
-			switch mode {
-			case "half-body-rst":
-				_ = c.SetLinger(0) // Close sends RST
-			case "half-body-closewrite":
-				// The server sees EOF before Content-Length: it must answer
-				// 400 (bad request), neither 2xx nor 503.
-				_ = c.CloseWrite()
-				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err != nil {
-					record(outcome{d.id, mode, "no answer: " + err.Error(), true})
-					return
-				}
-				resp.Body.Close()
-				record(outcome{d.id, mode, resp.Status, resp.StatusCode != http.StatusBadRequest})
-				return
-			}
-			record(outcome{d.id, mode, "closed", false})
-		}()
+			c.cutShort(d, mode)
+		})
 	}
 	for _, d := range ds[:nSlow] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := dial()
-			if err != nil {
-				record(outcome{d.id, "trickle", "dial: " + err.Error(), true})
-				return
-			}
-			defer c.Close()
-			answered := make(chan string, 1)
-			go func() {
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err != nil {
-					answered <- "closed: " + err.Error()
-					return
-				}
-				resp.Body.Close()
-				answered <- resp.Status
-			}()
-			began := time.Now()
-			if _, err := c.Write(append(rawHead(t, s, srv.addr, d), d.body[:bodySize/2]...)); err != nil {
-				record(outcome{d.id, "trickle", "write: " + err.Error(), true})
-				return
-			}
-			// The rest one byte at a time, finishing well after the read
-			// timeout: a server without one would accept it at the end.
-			rest := d.body[bodySize/2:]
-			every := (readTimeout + 5*time.Second) / time.Duration(len(rest))
-			for i := range rest {
-				select {
-				case a := <-answered:
-					ok := !strings.HasPrefix(a, "2")
-					record(outcome{d.id, "trickle", fmt.Sprintf("cut off after %d of %d bytes, %v after the head: %s", bodySize/2+i, bodySize, time.Since(began).Round(time.Millisecond), a), !ok})
-					return
-				case <-time.After(every):
-				}
-				if _, err := c.Write(rest[i : i+1]); err != nil {
-					record(outcome{d.id, "trickle", fmt.Sprintf("write refused after %d of %d bytes: %v", bodySize/2+i, bodySize, err), false})
-					return
-				}
-			}
-			select {
-			case a := <-answered:
-				record(outcome{d.id, "trickle", "whole body trickled over " + (readTimeout + 5*time.Second).String() + ", then: " + a, true})
-			case <-time.After(15 * time.Second):
-				record(outcome{d.id, "trickle", "whole body trickled, no answer", true})
-			}
-		}()
+		wg.Go(func() { c.trickle(d) })
 	}
 	wg.Wait()
-
-	var bad []string
-	counts := map[string]int{}
-	for _, o := range outcomes {
-		counts[o.mode]++
-		if o.bad {
-			bad = append(bad, fmt.Sprintf("%s %s: %s", o.mode, o.id, o.what))
-		} else if o.mode == "trickle" {
-			t.Logf("trickle %s: %s", o.id, o.what)
-		}
-	}
-	t.Logf("incomplete requests per mode: %v", counts)
-	assert.Empty(t, bad, "%d clients were not refused as they should be:\n  %s", len(bad), strings.Join(bad, "\n  "))
+	c.requireAllRefused()
 
 	// Handlers of the cut requests have returned by the time the server
 	// closed the connections; give stragglers a moment anyway.
@@ -230,5 +118,140 @@ func TestSlowAndDisconnectingClients(t *testing.T) {
 	assert.True(t, inbox == len(ds) && events >= len(ds),
 		"after proper delivery: %d inbox rows, %d events; want %d rows and at least as many events", inbox, events, len(ds))
 	t.Logf("%d incomplete requests (%d trickled past the %v read timeout), nothing stored; in %v",
-		len(ds), nSlow, readTimeout, time.Since(start).Round(time.Millisecond))
+		len(ds), nSlow, c.readTimeout, time.Since(start).Round(time.Millisecond))
+}
+
+// incompleteClients send requests that never complete, and record how the
+// server took each.
+type incompleteClients struct {
+	t           *testing.T
+	s           *sender
+	srv         *server
+	readTimeout time.Duration
+
+	mu       sync.Mutex
+	outcomes []clientOutcome
+}
+
+// clientOutcome is how the server took one incomplete request (bad: not
+// refused as it should be).
+type clientOutcome struct {
+	id, mode, what string
+	bad            bool
+}
+
+func (c *incompleteClients) record(o clientOutcome) {
+	c.mu.Lock()
+	c.outcomes = append(c.outcomes, o)
+	c.mu.Unlock()
+}
+
+func (c *incompleteClients) dial() (*net.TCPConn, error) {
+	conn, err := net.DialTimeout("tcp", c.srv.addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return conn.(*net.TCPConn), nil
+}
+
+// cutShort sends d's head (and half its body unless mode is head-only),
+// then disconnects as mode says: FIN, RST, or a half-close, which the
+// server must answer 400 (bad request), neither 2xx nor 503.
+func (c *incompleteClients) cutShort(d *delivery, mode string) {
+	conn, err := c.dial()
+	if err != nil {
+		c.record(clientOutcome{d.id, mode, "dial: " + err.Error(), true})
+		return
+	}
+	defer conn.Close()
+	msg := rawHead(c.t, c.s, c.srv.addr, d)
+	if mode != "head-only" {
+		msg = append(msg, d.body[:bodySize/2]...)
+	}
+	if _, err := conn.Write(msg); err != nil {
+		c.record(clientOutcome{d.id, mode, "write: " + err.Error(), true})
+		return
+	}
+	switch mode {
+	case "half-body-rst":
+		_ = conn.SetLinger(0) // Close sends RST
+	case "half-body-closewrite":
+		// The server sees EOF before Content-Length.
+		_ = conn.CloseWrite()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			c.record(clientOutcome{d.id, mode, "no answer: " + err.Error(), true})
+			return
+		}
+		resp.Body.Close()
+		c.record(clientOutcome{d.id, mode, resp.Status, resp.StatusCode != http.StatusBadRequest})
+		return
+	}
+	c.record(clientOutcome{d.id, mode, "closed", false})
+}
+
+// trickle sends d's head and half its body, then the rest one byte at a
+// time, finishing well after the read timeout: a server without one would
+// accept it at the end.
+func (c *incompleteClients) trickle(d *delivery) {
+	conn, err := c.dial()
+	if err != nil {
+		c.record(clientOutcome{d.id, "trickle", "dial: " + err.Error(), true})
+		return
+	}
+	defer conn.Close()
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answered <- "closed: " + err.Error()
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.Status
+	}()
+	began := time.Now()
+	if _, err := conn.Write(append(rawHead(c.t, c.s, c.srv.addr, d), d.body[:bodySize/2]...)); err != nil {
+		c.record(clientOutcome{d.id, "trickle", "write: " + err.Error(), true})
+		return
+	}
+	rest := d.body[bodySize/2:]
+	every := (c.readTimeout + 5*time.Second) / time.Duration(len(rest))
+	for i := range rest {
+		select {
+		case a := <-answered:
+			ok := !strings.HasPrefix(a, "2")
+			c.record(clientOutcome{d.id, "trickle", fmt.Sprintf("cut off after %d of %d bytes, %v after the head: %s", bodySize/2+i, bodySize, time.Since(began).Round(time.Millisecond), a), !ok})
+			return
+		case <-time.After(every):
+		}
+		if _, err := conn.Write(rest[i : i+1]); err != nil {
+			c.record(clientOutcome{d.id, "trickle", fmt.Sprintf("write refused after %d of %d bytes: %v", bodySize/2+i, bodySize, err), false})
+			return
+		}
+	}
+	select {
+	case a := <-answered:
+		c.record(clientOutcome{d.id, "trickle", "whole body trickled over " + (c.readTimeout + 5*time.Second).String() + ", then: " + a, true})
+	case <-time.After(15 * time.Second):
+		c.record(clientOutcome{d.id, "trickle", "whole body trickled, no answer", true})
+	}
+}
+
+// requireAllRefused fails with every request the server did not refuse.
+func (c *incompleteClients) requireAllRefused() {
+	t := c.t
+	var bad []string
+	counts := map[string]int{}
+	for _, o := range c.outcomes {
+		counts[o.mode]++
+		if o.bad {
+			bad = append(bad, fmt.Sprintf("%s %s: %s", o.mode, o.id, o.what))
+		} else if o.mode == "trickle" {
+			t.Logf("trickle %s: %s", o.id, o.what)
+		}
+	}
+	t.Logf("incomplete requests per mode: %v", counts)
+	assert.Empty(t, bad, "%d clients were not refused as they should be:\n  %s", len(bad), strings.Join(bad, "\n  "))
 }

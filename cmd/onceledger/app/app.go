@@ -1,10 +1,14 @@
-// Package app owns the wiring of onceledger: from one Config it builds the
-// whole service (database pool, event store and the journal that records
+// Package app owns the wiring of onceledger. From one Config it builds the
+// core (core.go: database pools, event store and the journal that records
 // into it, the ingest service, its background workers, the IPN postback
-// verifier, the projectors, the HTTP handler and server) and runs it, with
-// the background lifecycle and the graceful shutdown. `onceledger serve`
-// parses its configuration into a Config and calls New and Run; the
-// end-to-end tests build the same app, so what they test is what runs.
+// verifier, the read-model queries, the projections runtime, the acting
+// services), which every command that records or acts needs, and on top of
+// it the web (this file: the HTTP handler and server with /v1, the console,
+// the monitor and the metrics), which only serve needs; and it runs the
+// service, with the background lifecycle and the graceful shutdown.
+// `onceledger serve` parses its configuration into a Config and calls New
+// and Run; the end-to-end tests build the same app, so what they test is
+// what runs. The other commands call NewCore.
 package app
 
 import (
@@ -17,21 +21,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/net/netutil"
 
+	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/httpapi"
-	"github.com/onceledger/onceledger/adapters/httpapi/access"
-	"github.com/onceledger/onceledger/adapters/ingest"
-	"github.com/onceledger/onceledger/adapters/operations"
-	"github.com/onceledger/onceledger/adapters/postgres"
-	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
-	"github.com/onceledger/onceledger/adapters/reportimport"
-	"github.com/onceledger/onceledger/projections"
 )
 
 // Config is everything the app is built from. Zero durations and sizes take
@@ -103,78 +99,42 @@ type Config struct {
 	Logger    *slog.Logger
 }
 
-// App is the wired service.
+// App is the wired service: the core and the web on top of it.
 type App struct {
-	cfg  Config
-	log  *slog.Logger
-	pool *pgxpool.Pool
-	// rmPool writes the read models: its connections are marked so that
-	// the feed horizon passes their transactions (postgres.NewReadModelPool);
-	// it must never append events.
-	rmPool   *pgxpool.Pool
-	events   EventStore
-	service  *ingest.Service
-	workers  []*ingest.Worker
-	reads    *readSide
-	recon    *operations.Reconciliation
-	redriver *ingest.Redriver
-	tokens   *access.Tokens
-	handler  http.Handler
-	closed   sync.Once
+	*Core
+	tokens  *access.Tokens
+	reads   *readSide
+	handler http.Handler
+	closed  sync.Once
 }
 
-// New builds the app from cfg. It opens the database (migrating it first
-// when cfg.Migrate) and the event store; Close or Run releases them.
+// New builds the app from cfg: the core (NewCore), then the web (the
+// HTTP handler with /v1, the console, the monitor and the metrics). Close
+// or Run releases what it opened.
 func New(ctx context.Context, cfg Config) (*App, error) {
-	a := &App{cfg: cfg, log: cfg.Logger}
-	if a.log == nil {
-		a.log = slog.Default()
-	}
 	tokens, err := access.New(cfg.APITokens, cfg.AdminTokens)
 	if err != nil {
 		return nil, err
 	}
-	a.tokens = tokens
-	if cfg.Migrate {
-		if err := Migrate(ctx, cfg.DatabaseURL, a.log); err != nil {
-			return nil, err
-		}
-	}
-	pool, err := OpenPool(ctx, cfg.DatabaseURL)
+	core, err := NewCore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	a.pool = pool
-	if a.rmPool, err = postgres.NewReadModelPool(ctx, pool); err != nil {
-		pool.Close()
+	a := &App{Core: core, tokens: tokens}
+	if err := a.web(ctx); err != nil {
+		a.Close()
 		return nil, err
 	}
-	a.events, err = OpenEventStore(cfg.EventStore, pool)
-	if err != nil {
-		a.rmPool.Close()
-		pool.Close()
-		return nil, err
-	}
+	return a, nil
+}
 
+// web wires what serve adds to the core: the metrics registry, the read
+// side's monitor (its own small pool), the console and the HTTP handler.
+func (a *App) web(ctx context.Context) error {
+	cfg := a.cfg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "onceledger_append_retries_total",
-		Help: "Appends retried after losing the race for a stream (wrong expected version).",
-	}, []string{"provider"})
-	reg.MustRegister(retries)
-
-	inbox, postback := postgres.NewInbox(pool), a.postback()
-	a.service = ingest.New(a.events.Journal, ingest.PaymentDecider{}, ingest.Options{
-		OnRetry: func(p string) { retries.WithLabelValues(p).Inc() },
-		// Unverified deliveries (IPN) are bounded: past the bounds they are
-		// verified inline (ingest.Hold).
-		Hold:  ingest.HoldOptions{Pending: inbox, Postback: postback},
-		Batch: ingest.BatchOptions{Size: cfg.IngestBatch, AfterCommit: cfg.AfterBatchCommit},
-	})
-	a.workers = a.service.Workers(inbox, ingest.WorkerOptions{
-		SweepAge: cfg.SweepAge, Postback: postback, Log: a.log,
-	})
+	reg.MustRegister(a.retries)
 
 	hc := httpapi.Config{
 		Providers:           cfg.Providers,
@@ -188,85 +148,37 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Registry:            reg,
 		MetricsToken:        cfg.MetricsToken,
 	}
-	a.reads, err = openReadSide(ctx, cfg.DatabaseURL, pool, a.events.Store, a.events.IsPostgres)
+	var err error
+	a.reads, err = openReadSide(ctx, cfg.DatabaseURL, a.pool, a.events.Store, a.events.IsPostgres)
 	if err != nil {
-		a.Close()
-		return nil, err
+		return err
 	}
 	hc.Query, hc.Events = a.reads.Query, a.events.Store
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
-	hc.Periods, hc.PeriodActions = a.reads.Query, operations.NewPeriods(a.events.Store, cfg.ReportingZone, cfg.Now)
+	hc.Periods, hc.PeriodActions = a.reads.Query, a.Periods()
 	hc.ReportingZone = cfg.ReportingZone
-	hc.Eraser = postgres.NewEraser(pool)
-	a.actions()
+	hc.Eraser = a.Eraser()
 	hc.Recon, hc.Redrive = a.recon, a.redriver
 	if hc.Routes, err = a.consoleRoutes(); err != nil {
-		a.Close()
-		return nil, err
+		return err
 	}
 	hc.SettlementQuery = a.reads.Query
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
-	return a, nil
-}
-
-// postback is the verifier of held deliveries, when a configured provider
-// holds its deliveries (PayPal IPN).
-func (a *App) postback() ingest.Postback {
-	for _, p := range a.cfg.Providers {
-		if providers.Holds(p) {
-			return ipnPostback{paypalipn.Verifier{URL: a.cfg.PostbackURL, Client: a.cfg.PostbackClient}}
-		}
-	}
 	return nil
-}
-
-// ipnPostback adapts the PayPal IPN verifier to the worker's port.
-type ipnPostback struct{ v paypalipn.Verifier }
-
-func (p ipnPostback) Verify(ctx context.Context, raw []byte) (bool, error) {
-	verdict, err := p.v.Verify(ctx, raw)
-	if err != nil {
-		return false, err
-	}
-	return verdict == paypalipn.Verified, nil
 }
 
 // Handler is the HTTP handler: webhooks, /v1, health, metrics.
 func (a *App) Handler() http.Handler { return a.handler }
 
-// Pool is the app's database pool.
-func (a *App) Pool() *pgxpool.Pool { return a.pool }
-
-// Events is the configured event store.
-func (a *App) Events() EventStore { return a.events }
-
-// Importer is the settlement report importer (settlements.go).
-func (a *App) Importer() *reportimport.Importer {
-	after := a.cfg.UnsettledAfter
-	if after <= 0 {
-		after = DefaultUnsettledAfter
-	}
-	return NewImporter(a.service, a.reads.Query, after)
-}
-
-// Service is the ingest service.
-func (a *App) Service() *ingest.Service { return a.service }
-
-// Workers are the background workers Run starts (sweeper, held-delivery
-// verifier), for tests that drive them by hand.
-func (a *App) Workers() []*ingest.Worker { return a.workers }
-
-// Close releases the event store and the pool, once. Run calls it when it
-// returns.
+// Close releases the web's monitor pool, then the core, once. Run calls
+// it when it returns.
 func (a *App) Close() {
 	a.closed.Do(func() {
 		if a.reads != nil {
 			a.reads.Close()
 		}
-		_ = a.events.Close()
-		a.rmPool.Close()
-		a.pool.Close()
+		a.Core.Close()
 	})
 }
 
@@ -323,7 +235,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	}
 	wg.Go(func() { a.reads.Monitor.Run(bgCtx) })
 	if c.Projections {
-		projs := projections.NewService(a.events.Store, readmodel.New(a.rmPool), a.log, projections.ReportingZone(c.ReportingZone))
+		projs := a.Projections()
 		wg.Go(func() {
 			if err := projs.Run(bgCtx); err != nil {
 				a.log.Error("projections stopped", "error", err)
@@ -373,7 +285,7 @@ func (a *App) retain(ctx context.Context) {
 	if interval <= 0 {
 		interval = 10 * time.Minute
 	}
-	eraser := postgres.NewEraser(a.pool)
+	eraser := a.Eraser()
 	for {
 		n, err := eraser.EraseOlderThan(ctx, a.cfg.RawRetention, 1000)
 		switch {
@@ -387,65 +299,6 @@ func (a *App) retain(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(interval):
-		}
-	}
-}
-
-// Eraser erases raw bodies on request (`onceledger erase`, POST
-// /v1/inbox/erase).
-func (a *App) Eraser() *postgres.Eraser { return postgres.NewEraser(a.pool) }
-
-// Migrate creates the database if needed and applies pending migrations.
-func Migrate(ctx context.Context, url string, log *slog.Logger) error {
-	if err := postgres.EnsureDatabase(ctx, url); err != nil {
-		return err
-	}
-	applied, err := postgres.Migrate(ctx, url)
-	if err != nil {
-		return err
-	}
-	log.Info("migrations applied", "count", len(applied))
-	return nil
-}
-
-// OpenPool opens a pool on ONCELEDGER_DATABASE_URL.
-func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("ONCELEDGER_DATABASE_URL: %w", err)
-	}
-	customPlans(cfg)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
-	return pool, nil
-}
-
-// customPlans makes Postgres plan every execution of the pool's prepared
-// statements for the tables as they are (plan_cache_mode, unless the URL
-// sets it). By default it switches a statement to a generic plan after five
-// executions and keeps that plan for the connection's life: planned when
-// the tables were empty (a server started on a new database), the shared
-// unit's inbox read was a hash join over a sequential scan of
-// webhook_inbox, and such plans stayed while the tables grew, so each
-// delivery cost more the longer the server ran (bench step 3b: Postgres
-// CPU per delivery at 1,000/s doubled after steps 2 and 3, with thousands
-// of sequential scans of webhook_inbox and events; a new autovacuum
-// ANALYZE would replace them, but a growing database can go minutes
-// without one). Planning each execution costs tens of microseconds.
-//
-// JIT compilation is off for the same reason (jit, unless the URL sets
-// it): it starts above an estimated cost, and estimates made without
-// statistics can pass that for a query that reads a few rows, paying
-// milliseconds of compilation for microseconds of work.
-func customPlans(cfg *pgxpool.Config) {
-	if cfg.ConnConfig.RuntimeParams == nil {
-		cfg.ConnConfig.RuntimeParams = map[string]string{}
-	}
-	for k, v := range map[string]string{"plan_cache_mode": "force_custom_plan", "jit": "off"} {
-		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
-			cfg.ConnConfig.RuntimeParams[k] = v
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/onceledger/onceledger/adapters/console"
-	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/postgres"
@@ -23,7 +22,7 @@ import (
 // actions wires the operators' acting services: resolving and reopening
 // reconciliation items (events in the item's stream) and re-driving
 // stored deliveries with the current code.
-func (a *App) actions() {
+func (a *Core) actions() {
 	a.recon = operations.NewReconciliation(a.events.Store, nil)
 	a.redriver = ingest.NewRedriver(a.service, postgres.NewInbox(a.pool), renormalizers(a.cfg.Providers), a.log)
 }
@@ -41,30 +40,32 @@ func renormalizers(ps map[string]providers.Adapter) map[string]ingest.Renormaliz
 }
 
 // Redriver re-drives stored deliveries (onceledger redrive).
-func (a *App) Redriver() *ingest.Redriver { return a.redriver }
+func (a *Core) Redriver() *ingest.Redriver { return a.redriver }
 
 // Reconciliation resolves and reopens reconciliation items.
-func (a *App) Reconciliation() *operations.Reconciliation { return a.recon }
+func (a *Core) Reconciliation() *operations.Reconciliation { return a.recon }
 
-// consoleRoutes mounts the console at /console: the read model of the
-// read-model database, timelines from the configured event store, lag
-// counted on the configured feed, sessions shared by every instance, and
-// the acting ports on the same services as /v1.
+// The console reads through the same read side as /v1: the read-model
+// store, the projections' status reader (lag counted on the configured
+// feed) and the configured event store for timelines.
+var (
+	_ console.ReadModel         = (*readmodel.Store)(nil)
+	_ console.PeriodReader      = (*readmodel.Store)(nil)
+	_ console.ProjectionsReader = projections.StatusReader{}
+	_ console.Sessions          = (*sessionstore.Store)(nil)
+)
+
+// consoleRoutes mounts the console at /console: the read side of /v1
+// (a.reads), timelines from the configured event store, sessions shared by
+// every instance, and the acting ports on the same services as /v1.
 func (a *App) consoleRoutes() (func(*mux.Router), error) {
-	opts := readmodel.ConsoleOptions{}
-	if !a.events.IsPostgres {
-		store := a.events.Store
-		opts.Streams = store
-		opts.Lag = func(ctx context.Context, after eventstore.Position) (int64, bool, error) {
-			return projections.Lag(ctx, store, after, StatusLagCap)
-		}
-	}
-	read := readmodel.NewConsole(a.pool, opts)
 	h, err := console.New(console.Config{
 		Tokens:        a.tokens,
 		Sessions:      sessionstore.New(a.pool),
-		Read:          read,
-		Periods:       read,
+		Read:          a.reads.Query,
+		Projections:   a.reads.Projections,
+		Events:        a.events.Store,
+		Periods:       a.reads.Query,
 		Recon:         consoleRecon{a.recon},
 		Redrive:       consoleRedrive{a.redriver},
 		SecureCookies: a.cfg.ConsoleSecureCookies,

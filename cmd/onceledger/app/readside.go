@@ -24,10 +24,11 @@ const StatusLagCap = 100_000
 // /metrics and /v1/projections never take a connection from ingestion.
 const monitorConns = 2
 
-// readSide is the read path's wiring for serve: the read-model queries of
-// /v1, and the projections' status (/v1/projections, /metrics) and
-// readiness (/readyz) read by one background monitor on a small pool of
-// its own.
+// readSide is the read path's wiring for serve, shared by both front ends
+// (/v1 and the console): the read-model queries, and the projections'
+// status (/v1/projections, the console's lag, /metrics) and readiness
+// (/readyz), the status and readiness read by one background monitor on a
+// small pool of its own.
 type readSide struct {
 	Query       *readmodel.Store
 	Projections projections.StatusReader

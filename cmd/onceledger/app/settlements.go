@@ -9,6 +9,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/adapters/reportimport"
 )
@@ -18,9 +19,10 @@ const DefaultUnsettledAfter = 168 * time.Hour
 
 // NewImporter is the settlement report importer over the ingest service
 // (every line through the inbox gate) and the read models (the candidates
-// of the unsettled check). The CLI and the HTTP endpoint share it.
+// of the unsettled check), parsing the reports of the providers the
+// registry gives an importer. The CLI and the HTTP endpoint share it.
 func NewImporter(service *ingest.Service, reads *readmodel.Store, unsettledAfter time.Duration) *reportimport.Importer {
-	return &reportimport.Importer{Ingest: service, Candidates: reads, UnsettledAfter: unsettledAfter}
+	return &reportimport.Importer{Ingest: service, Parsers: registry.Reports(), Candidates: reads, UnsettledAfter: unsettledAfter}
 }
 
 // reportImporter adapts the importer to the HTTP layer's port.
@@ -29,7 +31,7 @@ type reportImporter struct{ im *reportimport.Importer }
 var _ httpapi.SettlementImporter = reportImporter{}
 
 func (r reportImporter) ImportReport(ctx context.Context, provider string, src httpapi.ReportSource) (httpapi.ImportSummary, error) {
-	if _, ok := reportimport.Parsers()[provider]; !ok {
+	if !r.im.Imports(provider) {
 		return httpapi.ImportSummary{}, fmt.Errorf("%w: %q", httpapi.ErrNoReportImporter, provider)
 	}
 	sum, err := r.im.Import(ctx, provider, reportimport.Source(src), report.Options{})

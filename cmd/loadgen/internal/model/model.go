@@ -1,5 +1,5 @@
 // Package model is the load generator's own expectation of the ledger: the
-// chart of accounts and posting rules of CONTRACT.md, re-implemented here on
+// chart of accounts and posting rules of docs/reference.md, re-implemented here on
 // purpose. It must not import the project's domain packages: a run compares
 // the server's balances with an independent computation, so an error in the
 // server's posting rules shows up as a difference instead of being copied.
@@ -16,7 +16,7 @@ import (
 // nothing and are not modelled).
 type Kind int
 
-// The posting facts of CONTRACT.md's table.
+// The posting facts of docs/reference.md's table.
 const (
 	Capture Kind = iota + 1
 	Refund
@@ -54,7 +54,7 @@ type Fact struct {
 	Fee      int64
 }
 
-// Account names, spelled from CONTRACT.md.
+// Account names, spelled from docs/reference.md.
 const (
 	RevenueSales    = "revenue:sales"
 	RevenueRefunds  = "revenue:refunds"
@@ -90,7 +90,7 @@ var (
 	ErrOverflow    = errors.New("balance overflows int64")
 )
 
-// Postings returns the entries of f per CONTRACT.md. They sum to zero.
+// Postings returns the entries of f per docs/reference.md. They sum to zero.
 func Postings(f Fact) ([]Posting, error) {
 	if f.Provider == "" || f.Currency == "" || f.Amount <= 0 || f.Fee < 0 {
 		return nil, fmt.Errorf("%w: %+v", ErrInvalidFact, f)

@@ -16,7 +16,7 @@ func mustApply(t *testing.T, l *Ledger, fs ...Fact) {
 	}
 }
 
-// A hand-computed lifecycle, one line per CONTRACT.md table row.
+// A hand-computed lifecycle, one line per docs/reference.md table row.
 func TestLifecycleByHand(t *testing.T) {
 	l := New()
 	mustApply(t, l,

@@ -109,7 +109,7 @@ func (g *Generator) stripePayment(s shape) (string, []draft) {
 	return pi, ds
 }
 
-// standardEvent is the Standard provider's body (CONTRACT.md).
+// standardEvent is the Standard provider's body (docs/reference.md).
 func standardEvent(typ string, at time.Time, data map[string]any) []byte {
 	return mustJSON(map[string]any{"type": typ, "timestamp": at.UTC().Format(time.RFC3339), "data": data})
 }

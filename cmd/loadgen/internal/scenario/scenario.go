@@ -207,7 +207,7 @@ func (g *Generator) shape() shape {
 	return s
 }
 
-// facts is what s posts, per CONTRACT.md.
+// facts is what s posts, per docs/reference.md.
 func (s shape) facts(p string) []model.Fact {
 	if !s.captured {
 		return nil

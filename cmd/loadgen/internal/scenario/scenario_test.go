@@ -60,9 +60,10 @@ func num(t *testing.T, v any) int64 {
 }
 
 // readFacts reads the posting facts out of one lifecycle's bodies the way
-// CONTRACT.md and PROVIDERS.md describe the payloads, independently of the
-// generator's code: a capture by its charge/capture id (both Stripe reports
-// must agree), refunds, disputes (an outcome implies its opening), payouts.
+// docs/reference.md and the providers' specifications describe the payloads,
+// independently of the generator's code: a capture by its charge/capture
+// id (both Stripe reports must agree), refunds, disputes (an outcome implies
+// its opening), payouts.
 func readFacts(t *testing.T, lc Lifecycle) []model.Fact {
 	t.Helper()
 	type capture struct{ amount, fee int64 }

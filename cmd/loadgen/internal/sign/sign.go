@@ -1,8 +1,8 @@
 // Package sign signs webhook deliveries the way the providers do, so the load
 // generator's requests pass the server's verification. It is written from the
-// providers' specifications (PROVIDERS.md), not shared with the server's
-// verifiers, and is checked against the providers' own SDKs in its tests: a
-// bug common to signer and verifier cannot hide there.
+// providers' published specifications (docs/providers.md), not shared with
+// the server's verifiers, and is checked against the providers' own SDKs in
+// its tests: a bug common to signer and verifier cannot hide there.
 package sign
 
 import (

@@ -1,0 +1,108 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/onceledger/onceledger/projections/views"
+)
+
+// kindCount counts open reconciliation items of one kind.
+type kindCount struct {
+	Kind  string
+	Count int64
+}
+
+// settlementImport is the last settlement import of a provider.
+type settlementImport struct {
+	Provider string
+	At       time.Time
+}
+
+type overviewData struct {
+	Balances       []views.Balance
+	Trial          []views.CurrencyTrial
+	Projections    []views.ProjectionStatus
+	OpenItems      []kindCount
+	Settlements    []settlementImport
+	RebuildRunning bool
+	MaxLag         int64
+	InboxProviders []string
+	InboxStatuses  []string
+	InboxGrid      map[string]map[string]int64
+	VolumeCharts   []chartView
+	InboxChart     chartView
+	Days           int
+}
+
+// allBalances reads every balance with GET /v1/balances's query.
+func (c *consoleServer) allBalances(ctx context.Context) ([]views.Balance, error) {
+	return collect(func(fn func(views.Balance) error) error {
+		return c.cfg.Read.Balances(ctx, views.BalanceFilter{}, fn)
+	})
+}
+
+func (c *consoleServer) overview(w http.ResponseWriter, r *http.Request) {
+	to := c.cfg.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+	from := to.AddDate(0, 0, -chartDays)
+	var (
+		d       = overviewData{InboxGrid: map[string]map[string]int64{}, Days: chartDays}
+		status  views.Status
+		counts  []views.InboxCount
+		open    map[string]int64
+		imports map[string]time.Time
+		vol     []views.DayVolume
+		mix     []views.DayOutcome
+	)
+	// The reads are independent: side by side, the page takes as long as
+	// the slowest.
+	g, ctx := errgroup.WithContext(r.Context())
+	g.Go(func() (err error) { d.Balances, err = c.allBalances(ctx); return err })
+	g.Go(func() (err error) { status, err = c.cfg.Projections.Projections(ctx); return err })
+	g.Go(func() (err error) { counts, err = c.cfg.Read.DeliveryCounts(ctx, views.InboxFilter{}); return err })
+	g.Go(func() (err error) { open, err = c.cfg.Read.OpenItemCounts(ctx); return err })
+	g.Go(func() (err error) { imports, err = c.cfg.Read.LastImports(ctx); return err })
+	g.Go(func() (err error) { vol, err = c.cfg.Read.DailyVolume(ctx, from, to); return err })
+	g.Go(func() (err error) { mix, err = c.cfg.Read.InboxMix(ctx, from, to); return err })
+	if err := g.Wait(); err != nil {
+		c.errorPage(w, r, err, 0, "")
+		return
+	}
+	d.Trial = views.TrialByCurrency(d.Balances)
+	d.Projections = status.Projections
+	for _, p := range d.Projections {
+		d.RebuildRunning = d.RebuildRunning || p.Status == "rebuilding"
+		d.MaxLag = max(d.MaxLag, p.Lag)
+	}
+	for kind, n := range open {
+		d.OpenItems = append(d.OpenItems, kindCount{Kind: kind, Count: n})
+	}
+	slices.SortFunc(d.OpenItems, func(a, b kindCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Kind, b.Kind))
+	})
+	for prov, at := range imports {
+		d.Settlements = append(d.Settlements, settlementImport{Provider: prov, At: at})
+	}
+	slices.SortFunc(d.Settlements, func(a, b settlementImport) int { return strings.Compare(a.Provider, b.Provider) })
+	for _, ic := range counts {
+		if d.InboxGrid[ic.Provider] == nil {
+			d.InboxGrid[ic.Provider] = map[string]int64{}
+			d.InboxProviders = append(d.InboxProviders, ic.Provider)
+		}
+		d.InboxGrid[ic.Provider][ic.Status] += ic.Count
+		if !slices.Contains(d.InboxStatuses, ic.Status) {
+			d.InboxStatuses = append(d.InboxStatuses, ic.Status)
+		}
+	}
+	slices.Sort(d.InboxProviders)
+	slices.Sort(d.InboxStatuses)
+	d.VolumeCharts = volumeCharts(from, vol)
+	d.InboxChart = inboxChart(from, mix)
+	c.render(w, r, http.StatusOK, "overview", "Overview", d)
+}

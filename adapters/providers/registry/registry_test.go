@@ -1,0 +1,138 @@
+package registry_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/circle"
+	"github.com/onceledger/onceledger/adapters/providers/paypal"
+	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
+	"github.com/onceledger/onceledger/adapters/providers/square"
+	"github.com/onceledger/onceledger/adapters/providers/standard"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
+)
+
+// The variable names are the public configuration (docs/reference.md):
+// a renamed field must not rename them.
+func TestVariablesAreTheDocumentedOnes(t *testing.T) {
+	var env []string
+	for _, v := range registry.Variables() {
+		env = append(env, v.Env)
+		assert.NotEmpty(t, v.Flag, "%s has no flag", v.Env)
+	}
+	assert.Equal(t, []string{
+		"ONCELEDGER_STRIPE_SECRETS", "ONCELEDGER_STRIPE_API_KEY", "ONCELEDGER_STRIPE_API_BASE",
+		"ONCELEDGER_STANDARD_SECRETS",
+		"ONCELEDGER_ADYEN_HMAC_KEYS",
+		"ONCELEDGER_PAYPAL_WEBHOOK_ID", "ONCELEDGER_PAYPAL_CERT_FILES",
+		"ONCELEDGER_SQUARE_SIGNATURE_KEYS", "ONCELEDGER_SQUARE_NOTIFICATION_URL",
+		"ONCELEDGER_CIRCLE_PUBLIC_KEYS",
+		"ONCELEDGER_PAYPAL_IPN_VERIFY_URL", "ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS",
+	}, env)
+	assert.Equal(t, []string{"ONCELEDGER_SQUARE_SIGNATURE_KEYS", "ONCELEDGER_SQUARE_NOTIFICATION_URL"},
+		registry.ProviderVariables(square.Name))
+	assert.Equal(t, []string{"ONCELEDGER_STRIPE_SECRETS"}, registry.ProviderVariables(stripe.Name), "the API key configures no webhook")
+	assert.Nil(t, registry.ProviderVariables("nobody"))
+}
+
+func TestReportImporters(t *testing.T) {
+	assert.Equal(t, []string{"stripe", "adyen", "paypal", "square"}, registry.ReportNames())
+	reports := registry.Reports()
+	assert.Len(t, reports, 4)
+	for _, n := range registry.ReportNames() {
+		assert.NotNil(t, reports[n], n)
+	}
+}
+
+func TestNamesAreUniqueAndEveryConfigIsFresh(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range registry.Providers() {
+		assert.False(t, seen[p.Name], "%s listed twice", p.Name)
+		seen[p.Name] = true
+		require.NotNil(t, p.Config, p.Name)
+		assert.NotSame(t, p.Config(), p.Config(), "%s: two commands would share one configuration", p.Name)
+		assert.False(t, p.Config().Configured(), "%s: an empty configuration configures nothing", p.Name)
+	}
+	a, b := registry.NewSet(), registry.NewSet()
+	assert.Len(t, a.Flags(), len(registry.Providers()))
+	a.Config(stripe.Name).(*stripe.Config).Secrets = []string{"whsec_a"}
+	assert.False(t, b.Config(stripe.Name).Configured(), "sets share a configuration")
+	assert.Nil(t, a.Config("nobody"))
+}
+
+// Each configured provider gets its adapter, under its name; the others
+// none (their endpoints answer 404).
+func TestAdaptersOfTheConfiguredProviders(t *testing.T) {
+	s := registry.NewSet()
+	settings := providers.Settings{Tolerance: 5 * time.Minute}
+	none, err := s.Adapters(settings)
+	require.NoError(t, err)
+	assert.Empty(t, none)
+
+	cert := filepath.Join(t.TempDir(), "paypal.pem")
+	require.NoError(t, os.WriteFile(cert, selfSigned(t), 0o600))
+	s.Config(stripe.Name).(*stripe.Config).Secrets = []string{" ", "whsec_test"}
+	s.Config(standard.Name).(*standard.Config).Secrets = []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	s.Config(paypal.Name).(*paypal.Config).WebhookID, s.Config(paypal.Name).(*paypal.Config).CertFiles = "WH-1", []string{cert}
+	s.Config(square.Name).(*square.Config).SignatureKeys = []string{"k"}
+	s.Config(square.Name).(*square.Config).NotificationURL = "https://example.com/webhooks/square"
+	s.Config(paypalipn.Name).(*paypalipn.Config).ReceiverEmails = []string{"shop@example.com"}
+	require.NoError(t, s.Check())
+	got, err := s.Adapters(settings)
+	require.NoError(t, err)
+	var names []string
+	for n, a := range got {
+		assert.Equal(t, n, a.Name())
+		names = append(names, n)
+	}
+	assert.ElementsMatch(t, []string{"stripe", "standard", "paypal", "square", "paypal-ipn"}, names)
+}
+
+// selfSigned is a PEM RSA certificate, as PayPal's signing certificates are.
+func selfSigned(t *testing.T) []byte {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "messageverificationcerts.paypal.com"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// Half a configuration is refused, naming both variables, whether or not
+// the provider is configured.
+func TestHalfAConfigurationIsRefused(t *testing.T) {
+	s := registry.NewSet()
+	s.Config(paypal.Name).(*paypal.Config).WebhookID = "WH-1"
+	s.Config(square.Name).(*square.Config).SignatureKeys = []string{"k"}
+	err := s.Check()
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "ONCELEDGER_PAYPAL_WEBHOOK_ID needs ONCELEDGER_PAYPAL_CERT_FILES")
+	assert.ErrorContains(t, err, "ONCELEDGER_SQUARE_SIGNATURE_KEYS needs ONCELEDGER_SQUARE_NOTIFICATION_URL (Square signs the URL)")
+
+	s = registry.NewSet()
+	s.Config(paypal.Name).(*paypal.Config).CertFiles = []string{"/nonexistent.pem"}
+	s.Config(square.Name).(*square.Config).NotificationURL = "https://example.com/"
+	err = s.Check()
+	assert.ErrorContains(t, err, "ONCELEDGER_PAYPAL_CERT_FILES needs ONCELEDGER_PAYPAL_WEBHOOK_ID")
+	assert.ErrorContains(t, err, "ONCELEDGER_SQUARE_NOTIFICATION_URL needs ONCELEDGER_SQUARE_SIGNATURE_KEYS")
+
+	s = registry.NewSet()
+	s.Config(circle.Name).(*circle.Config).PublicKeys = []string{"no-equals-sign"}
+	_, err = s.Adapters(providers.Settings{Tolerance: time.Minute})
+	assert.ErrorContains(t, err, `ONCELEDGER_CIRCLE_PUBLIC_KEYS: "no-equals-sign" is not KEY_ID=base64`)
+}

@@ -1,0 +1,19 @@
+package stripe
+
+import "github.com/onceledger/onceledger/adapters/providers"
+
+// Config is the webhook configuration of Stripe: kong flags with their
+// ONCELEDGER_* twins (docs/reference.md, "Configuration"), which the
+// provider registry embeds into the commands that build adapters.
+type Config struct {
+	Secrets []string `name:"stripe-secrets" env:"ONCELEDGER_STRIPE_SECRETS" sep:"," help:"Stripe whsec_ signing secrets (several: rotation)."`
+}
+
+// Configured reports whether a secret is set: without one, the provider's
+// endpoint answers 404.
+func (c *Config) Configured() bool { return len(providers.NonEmpty(c.Secrets)) > 0 }
+
+// New builds the adapter.
+func (c *Config) New(s providers.Settings) (providers.Adapter, error) {
+	return New(providers.NonEmpty(c.Secrets), s.Tolerance)
+}
