@@ -19,7 +19,7 @@
 // Alipay resends until it reads exactly "success" in a 200 answer
 // (Acknowledge), for about 25 hours; every failure must therefore be
 // non-2xx with another body, which the HTTP layer's error answers are.
-// docs/reference.md ("Webhooks") has the mapping; Normalize has it in full.
+// Normalize has the mapping of trade statuses to facts.
 package alipay
 
 import (

@@ -15,9 +15,9 @@ import (
 )
 
 // MaxParams bounds the parameters of one notification. A trade_status_sync
-// notification has about 35 (docs/reference.md, "Alipay"); the bound keeps
-// the work done before the signature is checked proportional to a real
-// notification, whatever the body limit lets through.
+// notification has about 35; the bound keeps the work done before the
+// signature is checked proportional to a real notification, whatever the
+// body limit lets through.
 const MaxParams = 128
 
 // param is one form parameter, percent-decoded: key and value are the bytes

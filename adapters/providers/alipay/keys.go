@@ -13,8 +13,8 @@ import (
 	"os"
 )
 
-// The configuration variables the adapter is built from (docs/reference.md,
-// "Configuration"), named in configuration errors.
+// The configuration variables the adapter is built from, named in
+// configuration errors.
 const (
 	EnvPublicKeys = "ONCELEDGER_ALIPAY_PUBLIC_KEYS"
 	EnvAppIDs     = "ONCELEDGER_ALIPAY_APP_IDS"
