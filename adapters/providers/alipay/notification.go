@@ -1,0 +1,137 @@
+package alipay
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/money"
+)
+
+// The trade statuses a trade_status_sync notification reports.
+const (
+	StatusWaitBuyerPay  = "WAIT_BUYER_PAY" // created, unpaid: posts nothing (not notified by default)
+	StatusTradeSuccess  = "TRADE_SUCCESS"  // paid, refundable
+	StatusTradeFinished = "TRADE_FINISHED" // paid, no longer refundable
+	StatusTradeClosed   = "TRADE_CLOSED"   // closed unpaid, or fully refunded (then with refund_fee)
+)
+
+// NotifyTypeTrade is the notify_type of trade notifications; the others
+// that can reach notify_url are recorded and post nothing.
+const NotifyTypeTrade = "trade_status_sync"
+
+// Currency: Alipay's domestic notifications are in yuan.
+const Currency money.Currency = "CNY"
+
+// beijing is the zone of every Alipay time ("yyyy-MM-dd HH:mm:ss", China
+// Standard Time, UTC+8 without daylight saving): a fixed offset is exact and
+// needs no tzdata.
+var beijing = time.FixedZone("CST", 8*3600)
+
+// Amount is a decimal yuan amount converted to fen. Set is false when the
+// parameter was absent or empty.
+type Amount struct {
+	Fen int64
+	Set bool
+}
+
+// Notification is a verified trade_status_sync notification, values
+// decoded to UTF-8 and amounts converted to fen.
+type Notification struct {
+	NotifyID, NotifyType, Charset string
+	NotifyTime                    time.Time
+	AppID, AuthAppID, SellerID    string
+	TradeNo, OutTradeNo, OutBizNo string
+	TradeStatus                   string
+
+	TotalAmount, ReceiptAmount, BuyerPayAmount, InvoiceAmount, PointAmount, RefundFee Amount
+
+	GmtCreate, GmtPayment, GmtRefund, GmtClose time.Time // zero when absent
+
+	// Discount is total_amount − receipt_amount: what the merchant funded of
+	// the order (its coupons), which Alipay never credits. Zero when
+	// receipt_amount is absent or equal.
+	Discount int64
+}
+
+// decodeNotification reads the typed notification from the decoded values.
+// notify_id and notify_time are required of every notification; the trade
+// fields are checked by normalize, which knows which ones a status needs.
+func decodeNotification(v map[string]string) (Notification, error) {
+	n := Notification{
+		NotifyID: v["notify_id"], NotifyType: v["notify_type"], Charset: v["charset"],
+		AppID: v["app_id"], AuthAppID: v["auth_app_id"], SellerID: v["seller_id"],
+		TradeNo: v["trade_no"], OutTradeNo: v["out_trade_no"], OutBizNo: v["out_biz_no"],
+		TradeStatus: v["trade_status"],
+	}
+	if n.NotifyID == "" {
+		return Notification{}, fmt.Errorf("%w: notify_id", delivery.ErrMissingField)
+	}
+	if v["notify_time"] == "" {
+		return Notification{}, fmt.Errorf("%w: notify_time", delivery.ErrMissingField)
+	}
+	var err error
+	times := []struct {
+		key string
+		dst *time.Time
+	}{{"notify_time", &n.NotifyTime}, {"gmt_create", &n.GmtCreate}, {"gmt_payment", &n.GmtPayment},
+		{"gmt_refund", &n.GmtRefund}, {"gmt_close", &n.GmtClose}}
+	for _, t := range times {
+		if *t.dst, err = parseTime(t.key, v[t.key]); err != nil {
+			return Notification{}, err
+		}
+	}
+	amounts := []struct {
+		key string
+		dst *Amount
+	}{{"total_amount", &n.TotalAmount}, {"receipt_amount", &n.ReceiptAmount}, {"buyer_pay_amount", &n.BuyerPayAmount},
+		{"invoice_amount", &n.InvoiceAmount}, {"point_amount", &n.PointAmount}, {"refund_fee", &n.RefundFee}}
+	for _, a := range amounts {
+		if *a.dst, err = parseAmount(a.key, v[a.key]); err != nil {
+			return Notification{}, err
+		}
+	}
+	if n.ReceiptAmount.Set && n.TotalAmount.Set {
+		if n.ReceiptAmount.Fen > n.TotalAmount.Fen {
+			return Notification{}, fmt.Errorf("%w: receipt_amount %s is above total_amount %s", delivery.ErrInvalidAmount,
+				v["receipt_amount"], v["total_amount"])
+		}
+		n.Discount = n.TotalAmount.Fen - n.ReceiptAmount.Fen
+	}
+	return n, nil
+}
+
+// parseTime reads an Alipay time ("2019-08-15 15:56:24", gmt_refund with
+// milliseconds: "2019-08-15 15:56:24.123", which Go accepts after the
+// seconds without saying so in the layout). Empty is zero.
+func parseTime(key, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.ParseInLocation(time.DateTime, s, beijing)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s %q is not yyyy-MM-dd HH:mm:ss", delivery.ErrMalformed, key, truncate(s))
+	}
+	return t.UTC(), nil
+}
+
+// parseAmount converts a decimal yuan string exactly into fen (money.ParseMajor:
+// more than two decimals that are not zeros, signs, exponents and the like are
+// refused, not rounded), refusing negatives and amounts above
+// delivery.MaxAmount. Empty is unset.
+func parseAmount(key, s string) (Amount, error) {
+	if s == "" {
+		return Amount{}, nil
+	}
+	fen, err := money.ParseMajor(s, Currency)
+	if err != nil {
+		return Amount{}, fmt.Errorf("%w: %s: %w", delivery.ErrInvalidAmount, key, err)
+	}
+	if fen < 0 {
+		return Amount{}, fmt.Errorf("%w: %s %q is negative", delivery.ErrInvalidAmount, key, s)
+	}
+	if fen > delivery.MaxAmount {
+		return Amount{}, fmt.Errorf("%w: %s %q is above the limit of %d fen", delivery.ErrInvalidAmount, key, truncate(s), delivery.MaxAmount)
+	}
+	return Amount{Fen: fen, Set: true}, nil
+}
