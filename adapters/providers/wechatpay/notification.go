@@ -259,6 +259,11 @@ func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 	if err != nil {
 		return delivery.Event{}, err
 	}
+	if handled(n.EventType) && n.Merchant.SpMchID != "" && n.Merchant.SubMchID == "" {
+		// A service provider's notification is about a sub-merchant's
+		// payment; which one is part of the fact.
+		return delivery.Event{}, fmt.Errorf("%w: resource sub_mchid (beside sp_mchid)", delivery.ErrMissingField)
+	}
 	ev := delivery.Event{
 		Provider:    Name,
 		DedupKey:    n.ID,
