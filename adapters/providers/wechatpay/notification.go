@@ -64,29 +64,29 @@ type Merchant struct {
 // services/payments Transaction, partner fields beside).
 type Transaction struct {
 	Merchant
-	AppID         string `json:"appid"`
-	SpAppID       string `json:"sp_appid"`
-	SubAppID      string `json:"sub_appid"`
-	TransactionID string `json:"transaction_id"`
-	OutTradeNo    string `json:"out_trade_no"`
-	TradeType     string `json:"trade_type"`
-	TradeState    string `json:"trade_state"`
-	SuccessTime   string `json:"success_time"`
-	Amount        *Amount
+	AppID         string  `json:"appid"`
+	SpAppID       string  `json:"sp_appid"`
+	SubAppID      string  `json:"sub_appid"`
+	TransactionID string  `json:"transaction_id"`
+	OutTradeNo    string  `json:"out_trade_no"`
+	TradeType     string  `json:"trade_type"`
+	TradeState    string  `json:"trade_state"`
+	SuccessTime   string  `json:"success_time"`
+	Amount        *Amount `json:"-"` // decoded by decodeAmount
 }
 
 // Refund is a refund notification's content (wechatpay-java
 // service/refund/model RefundNotification, merchant fields beside).
 type Refund struct {
 	Merchant
-	TransactionID       string `json:"transaction_id"`
-	OutTradeNo          string `json:"out_trade_no"`
-	RefundID            string `json:"refund_id"`
-	OutRefundNo         string `json:"out_refund_no"`
-	RefundStatus        string `json:"refund_status"`
-	SuccessTime         string `json:"success_time"`
-	UserReceivedAccount string `json:"user_received_account"`
-	Amount              *Amount
+	TransactionID       string  `json:"transaction_id"`
+	OutTradeNo          string  `json:"out_trade_no"`
+	RefundID            string  `json:"refund_id"`
+	OutRefundNo         string  `json:"out_refund_no"`
+	RefundStatus        string  `json:"refund_status"`
+	SuccessTime         string  `json:"success_time"`
+	UserReceivedAccount string  `json:"user_received_account"`
+	Amount              *Amount `json:"-"` // decoded by decodeAmount
 }
 
 // Amount is the amount object of either content, in fen (minor units). A
