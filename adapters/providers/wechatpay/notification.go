@@ -139,37 +139,30 @@ func (n *Notification) decodeResource() error {
 	if err := payload.DecodeMember(n.Plaintext, &n.Merchant, field); err != nil {
 		return err
 	}
+	var err error
 	switch n.EventType {
 	case EventTransactionSuccess:
-		var t struct {
-			Transaction
-			Amount json.RawMessage `json:"amount"`
-		}
-		if err := json.Unmarshal(n.Plaintext, &t); err != nil {
-			return fmt.Errorf("%w: %s: %v", delivery.ErrMalformed, field, err)
-		}
-		amt, err := decodeAmount(t.Amount)
-		if err != nil {
-			return err
-		}
-		t.Transaction.Amount = amt
-		n.Transaction = &t.Transaction
+		n.Transaction = &Transaction{}
+		n.Transaction.Amount, err = decodeContent(n.Plaintext, n.Transaction)
 	case EventRefundSuccess, EventRefundAbnormal, EventRefundClosed:
-		var r struct {
-			Refund
-			Amount json.RawMessage `json:"amount"`
-		}
-		if err := json.Unmarshal(n.Plaintext, &r); err != nil {
-			return fmt.Errorf("%w: %s: %v", delivery.ErrMalformed, field, err)
-		}
-		amt, err := decodeAmount(r.Amount)
-		if err != nil {
-			return err
-		}
-		r.Refund.Amount = amt
-		n.Refund = &r.Refund
+		n.Refund = &Refund{}
+		n.Refund.Amount, err = decodeContent(n.Plaintext, n.Refund)
 	}
-	return nil
+	return err
+}
+
+// decodeContent decodes the decrypted content pt into v (a *Transaction or
+// *Refund) and returns its amount, which v leaves to decodeAmount.
+func decodeContent(pt []byte, v any) (*Amount, error) {
+	var amt struct {
+		Amount json.RawMessage `json:"amount"`
+	}
+	for _, dst := range []any{v, &amt} {
+		if err := json.Unmarshal(pt, dst); err != nil {
+			return nil, fmt.Errorf("%w: resource (decrypted): %v", delivery.ErrMalformed, err)
+		}
+	}
+	return decodeAmount(amt.Amount)
 }
 
 // decodeAmount reads an amount object whose members are integers of fen.
