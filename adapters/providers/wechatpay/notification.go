@@ -315,9 +315,11 @@ func refundFacts(ev *delivery.Event, r Refund) error {
 	}
 	ev.PaymentKey = r.TransactionID
 	if ev.Type == EventRefundAbnormal {
-		// Not final: the money waits in WeChat's refund account until the
-		// merchant sends it elsewhere (发起异常退款), and REFUND.SUCCESS
-		// follows. No fact, so that nothing stands in its way.
+		// Not final: the payer's card refused the refund, and the money
+		// waits in WeChat's refund account until the merchant sends it
+		// elsewhere (发起异常退款, pay.weixin.qq.com "退款开发指引"); the
+		// refund's outcome is notified again. No fact, so that nothing
+		// stands in the way of the REFUND.SUCCESS that may follow.
 		return nil
 	}
 	refund, err := r.Amount.amount("refund")
