@@ -1,9 +1,12 @@
-// Package delivery defines the normalized form every verified webhook takes
-// before it reaches the payment state machine. Provider adapters (one package
-// per provider under adapters/providers) produce an Event; the domain decides
-// on it. Nothing here knows how a provider signs or shapes its payloads.
-// It also owns the delivery's stored form (codec.go), the JSON the inbox
-// keeps so that a row can be re-driven (EncodeNormalized, DecodeNormalized).
+// Package delivery defines the normalized form every verified delivery takes
+// before it reaches the payment state machine: a webhook, and a settlement
+// report line (Settled, with the unsettled check and a payout's line count).
+// Provider adapters (one package per provider under adapters/providers)
+// produce an Event; the domain decides on it. It also owns the facts hash
+// that tells a duplicate from a conflict, the one spelling of stream ids,
+// and the delivery's stored form (codec.go), the JSON the inbox keeps so
+// that a row can be re-driven (EncodeNormalized, DecodeNormalized). Nothing
+// here knows how a provider signs or shapes its payloads.
 package delivery
 
 import (
