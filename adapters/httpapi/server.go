@@ -2,8 +2,7 @@
 // POST /webhooks/{provider}, the bearer-protected /v1 query API and its
 // acting endpoints (admin tokens: resolve, reopen, redrive, erase, period
 // close and reopen, settlement uploads), the OpenAPI document at
-// /openapi.json, health,
-// readiness and Prometheus metrics. It verifies and normalizes through the
+// /openapi.json, health, readiness and Prometheus metrics. It verifies and normalizes through the
 // provider adapters and records through the ingest service; it owns no
 // business rule. It reads through ports it declares in the types of the
 // one read side, projections/views (QueryStore, SettlementQuery,
