@@ -23,9 +23,21 @@ func parseCLI(t *testing.T, args ...string) (*cli, error) {
 	return c, err
 }
 
+// clearProviderEnv unsets every provider variable for the test (restored
+// after it): a shell that configured a provider (the README's first run
+// exports ONCELEDGER_STANDARD_SECRETS) must not change what a test parses.
+func clearProviderEnv(t *testing.T) {
+	t.Helper()
+	for _, v := range registry.Variables() {
+		t.Setenv(v.Env, "") // registers the restore
+		require.NoError(t, os.Unsetenv(v.Env))
+	}
+}
+
 // The provider flags come from the registry, with their environment
 // twins: serve and redrive each get their own.
 func TestServeConfigProvidersFromTheEnvironment(t *testing.T) {
+	clearProviderEnv(t)
 	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "whsec_a, ,whsec_b")
 	t.Setenv("ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS", "shop@example.com")
 	for _, cmd := range []string{"serve", "redrive"} {
