@@ -321,7 +321,6 @@ func fifty(send func() cnAnswer) []cnAnswer {
 
 func uniqCN(prefix string) string { return fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()) }
 
-var _ = payment.TypeCaptured
 
 func eachCNStore(t *testing.T, row func(t *testing.T, s *cnStack)) {
 	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
