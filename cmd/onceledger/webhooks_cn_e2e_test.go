@@ -483,3 +483,11 @@ func TestWechatpayRefusalsEndToEnd(t *testing.T) {
 		wantNoContent(t, s.wechat(body), "the genuine one still records")
 	})
 }
+
+// Unconfigured, both endpoints answer 404, as every provider's does.
+func TestCNUnconfiguredAnswer404(t *testing.T) {
+	s := newStack(t, onPostgres) // stripe and standard only
+	for _, p := range []string{alipay.Name, wechatpay.Name} {
+		assert.Equal(t, http.StatusNotFound, s.post("/webhooks/"+p, nil, []byte(`notify_id=1`)).Status, p)
+	}
+}
