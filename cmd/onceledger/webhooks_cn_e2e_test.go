@@ -321,7 +321,6 @@ func fifty(send func() cnAnswer) []cnAnswer {
 
 func uniqCN(prefix string) string { return fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()) }
 
-
 func eachCNStore(t *testing.T, row func(t *testing.T, s *cnStack)) {
 	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
 		t.Run(string(kind), func(t *testing.T) { row(t, startCNStack(t, kind)) })
