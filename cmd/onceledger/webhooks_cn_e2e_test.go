@@ -150,7 +150,7 @@ func (s *cnStack) do(method, path string, h http.Header, body []byte) cnAnswer {
 	return cnAnswer{Status: resp.StatusCode, Body: string(b), ContentType: resp.Header.Get("Content-Type")}
 }
 
-// balances are GET /v1/balances of the accounts of provider p, once the
+// balances are GET /v1/balances (CNY, non-zero accounts), once the
 // projectors have caught up with want (or the last seen after 10 s).
 func (s *cnStack) balances(want map[string]int64) map[string]int64 {
 	s.t.Helper()
