@@ -84,6 +84,8 @@ func summarize(ev payment.Event) string {
 		return fmt.Sprintf("Refund %s of %s", e.RefundID, amt(e.Amount, e.Currency))
 	case payment.RefundReversed:
 		return fmt.Sprintf("Refund %s of %s reversed", e.RefundID, amt(e.Amount, e.Currency))
+	case payment.RefundNoted:
+		return fmt.Sprintf("Refund %s of %s reported %s: nothing posted", e.RefundID, amt(e.Amount, e.Currency), e.Status)
 	case payment.DisputeOpened:
 		return fmt.Sprintf("Dispute %s opened for %s", e.DisputeID, amt(e.Amount, e.Currency))
 	case payment.DisputeWon:

@@ -33,7 +33,7 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 
 	adapter, ok := s.cfg.Providers[name]
 	if !ok {
-		s.webhookError(w, r, name, start, log, fmt.Errorf("%w: %q", errUnknownProvider, name))
+		s.webhookError(w, r, name, start, log, fmt.Errorf("%w: %q", errUnknownProvider, name), nil)
 		return
 	}
 	// The body is read, and its signature checked, before the request takes
@@ -44,7 +44,7 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	// upload ends with a 400 instead of holding a connection.
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.webhookError(w, r, name, start, log, err)
+		s.webhookError(w, r, name, start, log, err, adapter)
 		return
 	}
 	events, err := adapter.Parse(providers.Request{
@@ -54,13 +54,13 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 		URL:    s.cfg.PublicURL(r),
 	})
 	if err != nil {
-		s.webhookError(w, r, name, start, log, err)
+		s.webhookError(w, r, name, start, log, err, adapter)
 		return
 	}
 	release, err := s.limiter.acquire(name)
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
-		s.webhookError(w, r, name, start, log, err)
+		s.webhookError(w, r, name, start, log, err, adapter)
 		return
 	}
 	defer release()
@@ -81,7 +81,7 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 				log.log(ctx, slog.LevelWarn, "webhook not recorded", slog.String("dedup_key", ev.DedupKey),
 					slog.String("stream", ev.StreamID()), slog.Int("item", i), slog.Any("error", err))
 			}
-			s.webhookError(w, r, name, start, log, err)
+			s.webhookError(w, r, name, start, log, err, adapter)
 			return
 		}
 		if log.enabled(ctx, slog.LevelInfo) {
@@ -104,11 +104,21 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := ack.Acknowledge(string(outcome))
+	if a.Status == 0 {
+		a.Status = http.StatusOK
+	}
+	writeAck(w, a)
+}
+
+// writeAck writes an answer an adapter shaped, with its status.
+func writeAck(w http.ResponseWriter, a providers.Ack) {
 	if a.ContentType != "" {
 		w.Header().Set("Content-Type", a.ContentType)
 	}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(a.Body)
+	w.WriteHeader(a.Status)
+	if len(a.Body) > 0 {
+		_, _ = w.Write(a.Body)
+	}
 }
 
 // readBody reads the request body up to MaxBodyBytes within BodyTimeout.
@@ -172,7 +182,10 @@ func writeOutcome(w http.ResponseWriter, outcome ingest.Outcome) {
 	_, _ = w.Write(b)
 }
 
-func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name string, start time.Time, log webhookLog, err error) {
+// webhookError answers a refused webhook with statusFor's status: in the
+// adapter's own failure shape when it has one (providers.Refuser), else the
+// JSON every endpoint answers. adapter is nil for an unknown provider.
+func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name string, start time.Time, log webhookLog, err error, adapter providers.Adapter) {
 	status := statusFor(err)
 	s.metrics.observeWebhook(name, outcomeLabel(status), start)
 	level := slog.LevelInfo
@@ -185,6 +198,12 @@ func (s *server) webhookError(w http.ResponseWriter, r *http.Request, name strin
 	}
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "5")
+	}
+	if ref, ok := adapter.(providers.Refuser); ok {
+		a := ref.Failure(publicError(status, err))
+		a.Status = status
+		writeAck(w, a)
+		return
 	}
 	writeError(w, status, publicError(status, err))
 }

@@ -10,6 +10,12 @@ import (
 type Settings struct {
 	// Tolerance is the replay window of the signed timestamps.
 	Tolerance time.Duration
+	// UnknownKey, when set, is told of a delivery naming a signing key that
+	// is not configured (WeChat Pay's Wechatpay-Serial), before its
+	// signature is checked: anyone can send one, so it is for a metric and
+	// a rate-limited warning, never for a label of its own. It is called
+	// from concurrent requests.
+	UnknownKey func(provider, key string)
 }
 
 // NonEmpty is a configured list without its blank entries, each trimmed:

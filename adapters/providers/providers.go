@@ -120,9 +120,12 @@ func canonicalJSON(raw []byte) ([]byte, bool) {
 	return out, true
 }
 
-// Ack is the answer to a recorded delivery: 200 with Body, and ContentType
-// when set (an empty body needs none).
+// Ack is an answer the adapter shapes: Status with Body, and ContentType
+// when set (an empty body needs none). Status 0 is 200 for a recorded
+// delivery; a Refuser's failure answer has its status set by the HTTP
+// layer, which decides every error's status in one place.
 type Ack struct {
+	Status      int
 	ContentType string
 	Body        []byte
 }
@@ -134,6 +137,16 @@ type Acknowledger interface {
 	// Acknowledge returns the answer for a delivery recorded with outcome
 	// ("accepted", "duplicate", "ignored").
 	Acknowledge(outcome string) Ack
+}
+
+// Refuser is implemented by an adapter whose provider expects failures in
+// its own shape (WeChat Pay: {"code":"FAIL","message":…}). The HTTP layer
+// writes the body Failure returns with the 4xx/5xx status it maps err to;
+// adapters without it get the JSON {"error":…} every endpoint answers.
+type Refuser interface {
+	// Failure returns the body of the answer refusing a delivery with err;
+	// its Status is ignored.
+	Failure(err error) Ack
 }
 
 // Holder is implemented by an adapter whose deliveries carry no signature

@@ -48,6 +48,9 @@ type serveCmd struct {
 	// from.
 	Providers kong.Plugins `embed:"" group:"Providers (a provider without its secrets answers 404)"`
 	providers *registry.Set
+	// unknownKeys hears of webhooks naming signing keys not configured;
+	// Run makes it with serve's logger before building the adapters.
+	unknownKeys *app.UnknownKeys
 }
 
 // Validate is called by kong after parsing: refuse a configuration that
@@ -100,7 +103,10 @@ func (c *serveCmd) ipnVerifyURL() string {
 // buildProviders returns the configured provider adapters; a provider with no
 // secrets is absent, so its endpoint answers 404.
 func (c *serveCmd) buildProviders() (map[string]providers.Adapter, error) {
-	return c.set().Adapters(providers.Settings{Tolerance: c.WebhookTolerance})
+	if c.unknownKeys == nil {
+		c.unknownKeys = app.NewUnknownKeys(nil)
+	}
+	return c.set().Adapters(providers.Settings{Tolerance: c.WebhookTolerance, UnknownKey: c.unknownKeys.Report})
 }
 
 // serveMemory tunes the garbage collector for serve, unless GOGC says
@@ -117,6 +123,7 @@ func serveMemory() {
 
 func (c *serveCmd) Run(g *globals) error {
 	serveMemory()
+	c.unknownKeys = app.NewUnknownKeys(g.log)
 	provs, err := c.buildProviders()
 	if err != nil {
 		return fmt.Errorf("provider configuration: %w", err)
@@ -159,6 +166,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		PprofAddr:            c.PprofAddr,
 		UnsettledAfter:       c.UnsettledAfter,
 		Logger:               g.log,
+		UnknownKeys:          c.unknownKeys,
 	}
 }
 

@@ -25,6 +25,8 @@ type wireEvent struct {
 	PaymentKey string     `json:"payment_key,omitempty"`
 	OccurredAt time.Time  `json:"occurred_at"`
 	Facts      []wireFact `json:"facts"`
+	// SubMerchant: absent from rows written before it existed.
+	SubMerchant string `json:"sub_merchant,omitempty"`
 }
 
 type wireFact struct {
@@ -32,6 +34,7 @@ type wireFact struct {
 	BusinessID string `json:"business_id,omitempty"`
 	Amount     int64  `json:"amount"`
 	Fee        int64  `json:"fee,omitempty"`
+	Discount   int64  `json:"discount,omitempty"`
 	Currency   string `json:"currency,omitempty"`
 	Reason     string `json:"reason,omitempty"`
 	// Settlement: a report line, in its own stored names (settlement.Line's
@@ -45,9 +48,10 @@ type wireFact struct {
 // envelope and facts, without the payload hash and the raw bytes.
 func EncodeNormalized(e Event) ([]byte, error) {
 	w := wireEvent{Provider: e.Provider, DedupKey: e.DedupKey, Type: e.Type,
-		PaymentKey: e.PaymentKey, OccurredAt: e.OccurredAt, Facts: make([]wireFact, len(e.Facts))}
+		PaymentKey: e.PaymentKey, OccurredAt: e.OccurredAt, Facts: make([]wireFact, len(e.Facts)),
+		SubMerchant: e.SubMerchant}
 	for i, f := range e.Facts {
-		w.Facts[i] = wireFact{Kind: string(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee,
+		w.Facts[i] = wireFact{Kind: string(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted}
 	}
 	return json.Marshal(w)
@@ -62,9 +66,10 @@ func DecodeNormalized(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, fmt.Errorf("decode normalized delivery: %w", err)
 	}
-	e := Event{Provider: w.Provider, DedupKey: w.DedupKey, Type: w.Type, PaymentKey: w.PaymentKey, OccurredAt: w.OccurredAt}
+	e := Event{Provider: w.Provider, DedupKey: w.DedupKey, Type: w.Type, PaymentKey: w.PaymentKey, OccurredAt: w.OccurredAt,
+		SubMerchant: w.SubMerchant}
 	for _, f := range w.Facts {
-		e.Facts = append(e.Facts, Fact{Kind: Kind(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee,
+		e.Facts = append(e.Facts, Fact{Kind: Kind(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
 	}
 	return e, nil

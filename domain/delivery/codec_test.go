@@ -46,7 +46,8 @@ func TestStoredDeliveriesDecode(t *testing.T) {
 	for _, k := range []delivery.Kind{delivery.KindAuthorized, delivery.KindCaptured, delivery.KindFailed, delivery.KindCanceled,
 		delivery.KindRefunded, delivery.KindRefundFailed, delivery.KindDisputeOpened, delivery.KindDisputeInquiry,
 		delivery.KindDisputeFundsReinstated, delivery.KindDisputeWon, delivery.KindDisputeLost, delivery.KindPayoutPaid,
-		delivery.KindPayoutFailed, delivery.KindSettled, delivery.KindUnsettledCheck, delivery.KindPayoutLines} {
+		delivery.KindPayoutFailed, delivery.KindSettled, delivery.KindUnsettledCheck, delivery.KindPayoutLines,
+		delivery.KindRefundCumulative, delivery.KindRefundAbnormal, delivery.KindRefundClosed} {
 		assert.Truef(t, kinds[k], "fact kind %s has no golden file", k)
 	}
 }

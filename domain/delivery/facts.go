@@ -9,7 +9,8 @@ import (
 )
 
 // FactsHash is the hex SHA-256 of what the delivery says happened: its type,
-// payment key and facts (kind, business id, amount, fee, currency), in a
+// payment key, sub-merchant and facts (kind, business id, amount, fee,
+// discount, currency), in a
 // canonical encoding. Two deliveries under one dedup key with the same facts
 // hash are the same delivery even when their bytes differ: providers
 // re-render envelopes, timestamps and field order on a retry. Only different
@@ -32,6 +33,12 @@ func (e Event) FactsHash() string {
 		b = field(b, strconv.FormatInt(f.Amount, 10))
 		b = field(b, strconv.FormatInt(f.Fee, 10))
 		b = field(b, string(f.Currency))
+		if f.Discount != 0 {
+			// Only when set, so that the hashes stored before discounts
+			// existed still hold.
+			b = field(b, "discount")
+			b = field(b, strconv.FormatInt(f.Discount, 10))
+		}
 		if f.Settlement != nil {
 			// A report line's facts are its amounts (settlement.Line.FactsHash).
 			b = field(b, f.Settlement.FactsHash())
@@ -49,6 +56,11 @@ func (e Event) FactsHash() string {
 	head = field(head, e.Type)
 	head = field(head, e.PaymentKey)
 	head = field(head, strconv.Itoa(len(facts)))
+	if e.SubMerchant != "" {
+		// As the discount: only when set, stored hashes unchanged.
+		head = field(head, "sub_merchant")
+		head = field(head, e.SubMerchant)
+	}
 	h.Write(head)
 	for _, f := range facts {
 		h.Write(f)

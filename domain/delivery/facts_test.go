@@ -30,15 +30,17 @@ func TestFactsHash(t *testing.T) {
 	assert.Equal(t, h, same.FactsHash(), "bytes, time, reason and fact order are not facts")
 
 	for name, change := range map[string]func(*delivery.Event){
-		"type":        func(e *delivery.Event) { e.Type = "charge.succeeded" },
-		"payment key": func(e *delivery.Event) { e.PaymentKey = "pi_2" },
-		"kind":        func(e *delivery.Event) { e.Facts[1].Kind = delivery.KindRefundFailed },
-		"business id": func(e *delivery.Event) { e.Facts[1].BusinessID = "re_2" },
-		"amount":      func(e *delivery.Event) { e.Facts[1].Amount = 401 },
-		"fee":         func(e *delivery.Event) { e.Facts[0].Fee = 31 },
-		"currency":    func(e *delivery.Event) { e.Facts[0].Currency = "EUR" },
-		"a fact less": func(e *delivery.Event) { e.Facts = e.Facts[:1] },
-		"ids shifted": func(e *delivery.Event) { e.Facts[1].BusinessID, e.Facts[1].Currency = "re_1U", "SD" },
+		"type":         func(e *delivery.Event) { e.Type = "charge.succeeded" },
+		"payment key":  func(e *delivery.Event) { e.PaymentKey = "pi_2" },
+		"kind":         func(e *delivery.Event) { e.Facts[1].Kind = delivery.KindRefundFailed },
+		"business id":  func(e *delivery.Event) { e.Facts[1].BusinessID = "re_2" },
+		"amount":       func(e *delivery.Event) { e.Facts[1].Amount = 401 },
+		"fee":          func(e *delivery.Event) { e.Facts[0].Fee = 31 },
+		"currency":     func(e *delivery.Event) { e.Facts[0].Currency = "EUR" },
+		"discount":     func(e *delivery.Event) { e.Facts[0].Discount = 5 },
+		"sub-merchant": func(e *delivery.Event) { e.SubMerchant = "1900000109" },
+		"a fact less":  func(e *delivery.Event) { e.Facts = e.Facts[:1] },
+		"ids shifted":  func(e *delivery.Event) { e.Facts[1].BusinessID, e.Facts[1].Currency = "re_1U", "SD" },
 	} {
 		e := base()
 		change(&e)
@@ -58,11 +60,11 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 		return out
 	}
 	assert.ElementsMatch(t, []string{
-		"Type", "PaymentKey", "Facts", // hashed
+		"Type", "PaymentKey", "Facts", "SubMerchant", // hashed
 		"Provider", "DedupKey", "OccurredAt", "PayloadHash", "Raw", // not facts
 	}, fields(delivery.Event{}))
 	assert.ElementsMatch(t, []string{
-		"Kind", "BusinessID", "Amount", "Fee", "Currency", "Settlement", "Counted", // hashed
+		"Kind", "BusinessID", "Amount", "Fee", "Discount", "Currency", "Settlement", "Counted", // hashed
 		"Reason", // free text: not a fact
 	}, fields(delivery.Fact{}))
 }

@@ -56,6 +56,20 @@ const (
 	// it was reported paid (Stripe payout.failed, payout.canceled): the bank
 	// returned the money to the provider balance. BusinessID = payout id.
 	KindPayoutFailed Kind = "payout_failed"
+	// KindRefundCumulative: a refund reported by the trade's refunded total
+	// so far (Alipay's refund_fee), not by its own amount. BusinessID =
+	// the refund request (Alipay out_biz_no); Amount = the total. The
+	// payment posts the increase over the highest total it has seen
+	// (payment.RefundIncrease), so refunds end equal to the highest total
+	// reported whatever the order, and never above it.
+	KindRefundCumulative Kind = "refund_cumulative"
+	// KindRefundAbnormal: the provider could not pay a refund out and waits
+	// for the merchant (WeChat Pay REFUND.ABNORMAL); not final: a refund
+	// reported later still posts. Recorded, posts nothing.
+	KindRefundAbnormal Kind = "refund_abnormal"
+	// KindRefundClosed: the provider closed a refund without paying it out
+	// (WeChat Pay REFUND.CLOSED). Recorded, posts nothing.
+	KindRefundClosed Kind = "refund_closed"
 )
 
 // MaxAmount is the largest amount, in ISO 4217 minor units, a single fact may
@@ -72,6 +86,10 @@ type Fact struct {
 	BusinessID string // capture, refund, dispute or payout id; required for money facts
 	Amount     int64  // minor units, >= 0
 	Fee        int64  // minor units, >= 0, captures only
+	// Discount: captures only, minor units, >= 0, Fee + Discount <= Amount:
+	// the part of Amount the merchant funded as a discount, which the
+	// provider never paid (Alipay total_amount − receipt_amount).
+	Discount   int64
 	Currency   money.Currency
 	Reason     string           // free text for failures, cancellations, disputes, payout failures; optional
 	Settlement *settlement.Line // KindSettled only: the report line (settled.go)
@@ -90,6 +108,10 @@ type Event struct {
 	PayloadHash string // hex SHA-256 of the bytes this delivery was verified on
 	Raw         []byte // the verified bytes, kept in the inbox
 	Facts       []Fact // empty: a type we do not handle ("ignored")
+	// SubMerchant is the merchant a service provider's delivery is for
+	// (WeChat Pay sub_mchid); empty for a direct merchant. It is recorded on
+	// the payment's capture.
+	SubMerchant string
 }
 
 // Sentinel errors for normalization; adapters wrap them with %w and the
@@ -177,6 +199,7 @@ func (e Event) Validate() error {
 	}
 	for _, s := range []struct{ name, v string }{
 		{"provider", e.Provider}, {"event id (dedup key)", e.DedupKey}, {"type", e.Type}, {"payment id", e.PaymentKey},
+		{"sub-merchant", e.SubMerchant},
 	} {
 		if err := checkID(s.name, s.v); err != nil {
 			return err
@@ -217,6 +240,9 @@ func (e Event) Validate() error {
 		if f.Fee > f.Amount {
 			return fmt.Errorf("%w: fee %d exceeds amount %d", ErrInvalidAmount, f.Fee, f.Amount)
 		}
+		if err := validateDiscount(f); err != nil {
+			return err
+		}
 		switch f.Kind {
 		case KindAuthorized, KindFailed, KindCanceled:
 			// may carry no id and no amount
@@ -228,7 +254,8 @@ func (e Event) Validate() error {
 			if f.Amount <= 0 {
 				return fmt.Errorf("%w: unsettled check without its period", ErrInvalidAmount)
 			}
-		case KindCaptured, KindRefunded, KindRefundFailed, KindDisputeOpened, KindDisputeInquiry,
+		case KindCaptured, KindRefunded, KindRefundFailed, KindRefundCumulative, KindRefundAbnormal, KindRefundClosed,
+			KindDisputeOpened, KindDisputeInquiry,
 			KindDisputeFundsReinstated, KindDisputeWon, KindDisputeLost, KindPayoutPaid, KindPayoutFailed:
 			if f.BusinessID == "" {
 				return fmt.Errorf("%w: %s id", ErrMissingField, f.Kind)
@@ -250,6 +277,21 @@ func (e Event) Validate() error {
 				return fmt.Errorf("%w: fact %d currency %q is not upper case", ErrMalformed, i, f.Currency)
 			}
 		}
+	}
+	return nil
+}
+
+// validateDiscount: a discount is part of a capture's amount, beside its fee.
+func validateDiscount(f Fact) error {
+	switch {
+	case f.Discount == 0:
+		return nil
+	case f.Kind != KindCaptured:
+		return fmt.Errorf("%w: a %s carries a discount; only captures do", ErrMalformed, f.Kind)
+	case f.Discount < 0:
+		return fmt.Errorf("%w: discount %d is negative", ErrInvalidAmount, f.Discount)
+	case f.Discount > f.Amount-f.Fee:
+		return fmt.Errorf("%w: fee %d plus discount %d exceed amount %d", ErrInvalidAmount, f.Fee, f.Discount, f.Amount)
 	}
 	return nil
 }

@@ -96,3 +96,17 @@ func TestPayoutFailedIsAPayoutFact(t *testing.T) {
 	assert.True(t, ev.IsPayout())
 	assert.Equal(t, "payout-stripe-po_1", ev.StreamID())
 }
+
+func TestValidateDiscount(t *testing.T) {
+	capture := func(amount, fee, discount int64) Event {
+		return Event{Provider: "alipay", DedupKey: "n1", Type: "TRADE_SUCCESS", PaymentKey: "t1",
+			Facts: []Fact{{Kind: KindCaptured, BusinessID: "t1", Amount: amount, Fee: fee, Discount: discount, Currency: "CNY"}}}
+	}
+	assert.NoError(t, capture(1000, 0, 100).Validate())
+	assert.NoError(t, capture(1000, 900, 100).Validate())
+	assert.ErrorIs(t, capture(1000, 901, 100).Validate(), ErrInvalidAmount)
+	assert.ErrorIs(t, capture(1000, 0, -1).Validate(), ErrInvalidAmount)
+	refund := capture(1000, 0, 100)
+	refund.Facts[0].Kind = KindRefunded
+	assert.ErrorIs(t, refund.Validate(), ErrMalformed, "only captures carry a discount")
+}

@@ -28,8 +28,12 @@ const (
 	BankPayouts     = "bank:payouts"
 )
 
-func ProviderBalance(p string) string   { return "provider:" + p + ":balance" }
-func ProviderFees(p string) string      { return "expenses:fees:" + p }
+func ProviderBalance(p string) string { return "provider:" + p + ":balance" }
+func ProviderFees(p string) string    { return "expenses:fees:" + p }
+
+// ProviderDiscounts is what the merchant funded of its customers' payments
+// through p as discounts (Alipay: total_amount − receipt_amount).
+func ProviderDiscounts(p string) string { return "expenses:discounts:" + p }
 func DisputeReceivable(p string) string { return "receivable:disputes:" + p }
 
 // Unbalanced is returned by Check when postings do not sum to zero.

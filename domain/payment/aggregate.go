@@ -33,6 +33,7 @@ type refund struct {
 	amount   int64
 	currency money.Currency
 	state    refundState
+	total    int64 // a cumulative refund's reported total (RefundPending.Total)
 }
 
 // overReversalKey is the single over_reversal item of a payment.
@@ -125,6 +126,11 @@ type Payment struct {
 	refunds     map[string]*refund
 	refundOrder []string // refund ids in the order first recorded: deterministic output
 	refunded    int64    // posted refunds net of reversals
+	// cumulative is the highest refunded total a cumulative refund reported
+	// (delivery.KindRefundCumulative): the sum of the increases recorded,
+	// pending or posted.
+	cumulative int64
+	noted      map[string]bool // refund id + "/" + status of RefundNoted events
 
 	disputes     map[string]*dispute
 	disputeOrder []string // dispute ids in the order first recorded
@@ -146,6 +152,7 @@ func newPayment() *Payment {
 		captures: map[string]int64{},
 		fees:     map[string]int64{},
 		refunds:  map[string]*refund{},
+		noted:    map[string]bool{},
 		disputes: map[string]*dispute{},
 		open:     map[reconKey]bool{},
 		flagged:  map[reconKey]bool{},
@@ -175,14 +182,26 @@ func (p *Payment) apply(e Event) {
 		p.canceled = true
 	case RefundPending:
 		r := p.refund(e.RefundID)
-		r.amount, r.currency, r.state = e.Amount, e.Currency, refundPending
+		r.amount, r.currency, r.state, r.total = e.Amount, e.Currency, refundPending, e.Total
+		if e.Total != 0 {
+			p.cumulative = p.add(p.cumulative, e.Amount)
+		}
 		p.setCurrency(e.Currency)
 	case RefundPosted:
 		r := p.refund(e.RefundID)
 		if r.state != refundPosted {
 			p.refunded = p.add(p.refunded, e.Amount)
 		}
+		if e.Total != 0 && !e.WasPending {
+			p.cumulative = p.add(p.cumulative, e.Amount)
+		}
 		r.amount, r.currency, r.state = e.Amount, e.Currency, refundPosted
+		if e.Total != 0 {
+			r.total = e.Total
+		}
+		p.setCurrency(e.Currency)
+	case RefundNoted:
+		p.noted[e.RefundID+"/"+e.Status] = true
 		p.setCurrency(e.Currency)
 	case RefundReversed:
 		r := p.refund(e.RefundID)
@@ -314,7 +333,7 @@ func (p *Payment) decide(in delivery.Event) ([]Event, error) {
 		return nil, nil
 	}
 	overflowed := p.overflowed
-	d := &decision{p: p, meta: Meta{
+	d := &decision{p: p, subMerchant: in.SubMerchant, meta: Meta{
 		Provider:   in.Provider,
 		PaymentKey: in.PaymentKey,
 		DedupKey:   in.DedupKey,
@@ -335,9 +354,10 @@ func (p *Payment) decide(in delivery.Event) ([]Event, error) {
 
 // decision accumulates the events of one delivery.
 type decision struct {
-	p    *Payment
-	meta Meta
-	out  []Event
+	p           *Payment
+	meta        Meta
+	subMerchant string // the delivery's (delivery.Event.SubMerchant), recorded on a capture
+	out         []Event
 }
 
 func (d *decision) emit(e Event) {
@@ -368,6 +388,10 @@ func (d *decision) fact(f delivery.Fact) {
 		d.refunded(f)
 	case delivery.KindRefundFailed:
 		d.refundFailed(f)
+	case delivery.KindRefundCumulative:
+		d.refundCumulative(f) // cumulative.go
+	case delivery.KindRefundAbnormal, delivery.KindRefundClosed:
+		d.refundNoted(f) // cumulative.go
 	case delivery.KindDisputeOpened, delivery.KindDisputeInquiry, delivery.KindDisputeFundsReinstated,
 		delivery.KindDisputeWon, delivery.KindDisputeLost:
 		d.disputed(f)
@@ -425,7 +449,8 @@ func (d *decision) captured(f delivery.Fact) {
 		d.captureFee(f)
 		return
 	}
-	d.emit(Captured{Meta: d.meta, CaptureID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Currency: f.Currency})
+	d.emit(Captured{Meta: d.meta, CaptureID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
+		Currency: f.Currency, SubMerchant: d.subMerchant})
 	// The payment now has money: refunds that were waiting for it post now,
 	// in the order they arrived.
 	for _, id := range p.refundOrder {
@@ -433,7 +458,7 @@ func (d *decision) captured(f delivery.Fact) {
 		if r.state != refundPending {
 			continue
 		}
-		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true})
+		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true, Total: r.total})
 		d.emit(Cleared{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: id,
 			Details: "capture " + f.BusinessID + " arrived; refund posted"})
 	}

@@ -38,6 +38,10 @@ type wireCaptured struct {
 	Amount    int64  `json:"amount"`
 	Fee       int64  `json:"fee"`
 	Currency  string `json:"currency"`
+	// Absent from captures written before they existed, and from those
+	// without: none had a discount or a sub-merchant.
+	Discount    int64  `json:"discount,omitempty"`
+	SubMerchant string `json:"sub_merchant,omitempty"`
 }
 
 type wireFee struct {
@@ -58,6 +62,17 @@ type wireRefund struct {
 	Amount     int64  `json:"amount"`
 	Currency   string `json:"currency"`
 	WasPending bool   `json:"was_pending"`
+	// Total: a cumulative refund's reported total; absent from every refund
+	// written before cumulative refunds existed, and from the others.
+	Total int64 `json:"cumulative_total,omitempty"`
+}
+
+type wireRefundNoted struct {
+	wireMeta
+	RefundID string `json:"refund_id"`
+	Status   string `json:"status"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
 }
 
 type wireDispute struct {
@@ -146,7 +161,7 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Authorized:
 		w = wireAuthorized{toWireMeta(e.Meta), e.AuthorizationID, e.Amount, string(e.Currency)}
 	case Captured:
-		w = wireCaptured{toWireMeta(e.Meta), e.CaptureID, e.Amount, e.Fee, string(e.Currency)}
+		w = wireCaptured{toWireMeta(e.Meta), e.CaptureID, e.Amount, e.Fee, string(e.Currency), e.Discount, e.SubMerchant}
 	case FeeRecorded:
 		w = wireFee{toWireMeta(e.Meta), e.CaptureID, e.Fee, string(e.Currency)}
 	case Failed:
@@ -154,11 +169,13 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Canceled:
 		w = wireReason{toWireMeta(e.Meta), e.Reason}
 	case RefundPending:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total}
 	case RefundPosted:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total}
 	case RefundReversed:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0}
+	case RefundNoted:
+		w = wireRefundNoted{toWireMeta(e.Meta), e.RefundID, e.Status, e.Amount, string(e.Currency)}
 	case DisputeOpened:
 		w = wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}
 	case DisputeWon:
@@ -209,7 +226,8 @@ func Decode(typ string, data []byte) (Event, error) {
 		})
 	case TypeCaptured:
 		return decode(typ, data, func(w wireCaptured, m Meta) Event {
-			return Captured{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Fee: w.Fee, Currency: money.Currency(w.Currency)}
+			return Captured{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Fee: w.Fee, Currency: money.Currency(w.Currency),
+				Discount: w.Discount, SubMerchant: w.SubMerchant}
 		})
 	case TypeFeeRecorded:
 		return decode(typ, data, func(w wireFee, m Meta) Event {
@@ -221,11 +239,16 @@ func Decode(typ string, data []byte) (Event, error) {
 		return decode(typ, data, func(w wireReason, m Meta) Event { return Canceled{Meta: m, Reason: w.Reason} })
 	case TypeRefundPending:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
-			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), Total: w.Total}
 		})
 	case TypeRefundPosted:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
-			return RefundPosted{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending}
+			return RefundPosted{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending,
+				Total: w.Total}
+		})
+	case TypeRefundNoted:
+		return decode(typ, data, func(w wireRefundNoted, m Meta) Event {
+			return RefundNoted{Meta: m, RefundID: w.RefundID, Status: w.Status, Amount: w.Amount, Currency: money.Currency(w.Currency)}
 		})
 	case TypeRefundReversed:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {

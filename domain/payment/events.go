@@ -41,6 +41,7 @@ const (
 	TypeRefundPending  = "refund.pending"
 	TypeRefundPosted   = "refund.posted"
 	TypeRefundReversed = "refund.reversed"
+	TypeRefundNoted    = "refund.noted"
 	TypeDisputeOpened  = "dispute.opened"
 	TypeDisputeWon     = "dispute.won"
 	TypeDisputeLost    = "dispute.lost"
@@ -87,12 +88,18 @@ type Authorized struct {
 }
 
 // Captured: money captured; Fee is the provider's fee, kept by the provider.
+// Discount is the part of Amount the merchant funded as a discount (Alipay:
+// total_amount − receipt_amount), which the provider never paid in.
+// SubMerchant is the merchant a service provider took the payment for
+// (WeChat Pay sub_mchid); empty for a direct merchant.
 type Captured struct {
 	Meta
-	CaptureID string
-	Amount    int64
-	Fee       int64
-	Currency  money.Currency
+	CaptureID   string
+	Amount      int64
+	Fee         int64
+	Discount    int64
+	Currency    money.Currency
+	SubMerchant string
 }
 
 // FeeRecorded: the provider's fee of a capture recorded with fee 0, reported
@@ -121,11 +128,17 @@ type Canceled struct {
 
 // RefundPending: a refund arrived before any capture of its payment. Posts
 // nothing; it is posted by RefundPosted once a capture arrives.
+//
+// Total is set for a refund reported by its trade's refunded total
+// (delivery.KindRefundCumulative: Alipay): the total it reported, Amount
+// being the increase over the highest total seen before it. It is 0 for a
+// refund reported by its own amount.
 type RefundPending struct {
 	Meta
 	RefundID string
 	Amount   int64
 	Currency money.Currency
+	Total    int64
 }
 
 // RefundPosted: a refund reaches the ledger.
@@ -134,7 +147,20 @@ type RefundPosted struct {
 	RefundID   string
 	Amount     int64
 	Currency   money.Currency
-	WasPending bool // it had been recorded as RefundPending first
+	WasPending bool  // it had been recorded as RefundPending first
+	Total      int64 // a cumulative refund's reported total (RefundPending)
+}
+
+// RefundNoted: the provider reported a refund's status without moving money
+// (WeChat Pay REFUND.ABNORMAL, not final; REFUND.CLOSED). Posts nothing and
+// changes no refund: a refund reported later still posts. Status is the
+// delivery kind it recorded (refund_abnormal, refund_closed).
+type RefundNoted struct {
+	Meta
+	RefundID string
+	Status   string
+	Amount   int64
+	Currency money.Currency
 }
 
 // RefundReversed: a posted refund failed after all; its postings are undone.
@@ -299,6 +325,7 @@ func (Canceled) Type() string               { return TypeCanceled }
 func (RefundPending) Type() string          { return TypeRefundPending }
 func (RefundPosted) Type() string           { return TypeRefundPosted }
 func (RefundReversed) Type() string         { return TypeRefundReversed }
+func (RefundNoted) Type() string            { return TypeRefundNoted }
 func (DisputeOpened) Type() string          { return TypeDisputeOpened }
 func (DisputeWon) Type() string             { return TypeDisputeWon }
 func (DisputeLost) Type() string            { return TypeDisputeLost }

@@ -15,8 +15,9 @@ func Postings(e Event) []ledger.Posting {
 	switch e := e.(type) {
 	case Captured:
 		return lines(e.Currency,
-			ledger.ProviderBalance(p), e.Amount-e.Fee,
+			ledger.ProviderBalance(p), e.Amount-e.Fee-e.Discount,
 			ledger.ProviderFees(p), e.Fee,
+			ledger.ProviderDiscounts(p), e.Discount,
 			ledger.RevenueSales, -e.Amount)
 	case FeeRecorded:
 		return lines(e.Currency,

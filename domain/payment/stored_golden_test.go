@@ -45,6 +45,10 @@ func storedEvents() []storedEvent {
 		{"payment.canceled", Canceled{Meta: m, Reason: "requested_by_customer"}},
 		{"refund.pending", RefundPending{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD"}},
 		{"refund.posted", RefundPosted{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD", WasPending: true}},
+		{"payment.captured.discount", Captured{Meta: m, CaptureID: "2026112922001", Amount: 10000, Discount: 500, Currency: "CNY", SubMerchant: "1900000109"}},
+		{"refund.pending.cumulative", RefundPending{Meta: m, RefundID: "biz_1", Amount: 300, Currency: "CNY", Total: 300}},
+		{"refund.posted.cumulative", RefundPosted{Meta: m, RefundID: "biz_2", Amount: 200, Currency: "CNY", Total: 500}},
+		{"refund.noted", RefundNoted{Meta: m, RefundID: "50300001", Status: "refund_abnormal", Amount: 100, Currency: "CNY"}},
 		{"refund.posted.direct", RefundPosted{Meta: m, RefundID: "re_2", Amount: 50, Currency: "USD"}},
 		{"refund.reversed", RefundReversed{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD", WasPending: true}},
 		{"dispute.opened", DisputeOpened{Meta: m, DisputeID: "du_1", Amount: 500, Currency: "USD"}},
@@ -96,7 +100,7 @@ func TestStoredEventsDecode(t *testing.T) {
 		assert.Equalf(t, s.ev, back, "%s decodes to another event", path)
 	}
 	for _, typ := range []string{TypeAuthorized, TypeCaptured, TypeFeeRecorded, TypeFailed, TypeCanceled,
-		TypeRefundPending, TypeRefundPosted, TypeRefundReversed, TypeDisputeOpened, TypeDisputeWon, TypeDisputeLost,
+		TypeRefundPending, TypeRefundPosted, TypeRefundReversed, TypeRefundNoted, TypeDisputeOpened, TypeDisputeWon, TypeDisputeLost,
 		TypePayoutPaid, TypeDisputeInquiry, TypeDisputeFundsWithdrawn, TypeDisputeFundsReinstated, TypeDisputePending,
 		TypePayoutFailed, TypeFlagged, TypeCleared, TypeResolved, TypeReopened,
 		TypeLineSettled, TypeFeeSettled, TypeConverted, TypePayoutLinesCounted} {

@@ -1624,7 +1624,7 @@ type ClientInterface interface {
 
 	// PostWebhookWithBody Receive a provider webhook
 	//
-	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1633,7 +1633,7 @@ type ClientInterface interface {
 
 	// PostWebhook Receive a provider webhook
 	//
-	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1642,7 +1642,7 @@ type ClientInterface interface {
 
 	// PostWebhookWithFormdataBody Receive a provider webhook
 	//
-	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -2157,7 +2157,7 @@ func (c *Client) HeadWebhook(ctx context.Context, provider string, reqEditors ..
 
 // PostWebhookWithBody Receive a provider webhook
 //
-// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2176,7 +2176,7 @@ func (c *Client) PostWebhookWithBody(ctx context.Context, provider string, conte
 
 // PostWebhook Receive a provider webhook
 //
-// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2195,7 +2195,7 @@ func (c *Client) PostWebhook(ctx context.Context, provider string, body PostWebh
 
 // PostWebhookWithFormdataBody Receive a provider webhook
 //
-// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -3867,7 +3867,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostWebhookWithBodyWithResponse Receive a provider webhook
 	//
-	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3876,7 +3876,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostWebhookWithResponse Receive a provider webhook
 	//
-	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3885,7 +3885,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostWebhookWithFormdataBodyWithResponse Receive a provider webhook
 	//
-	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+	// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6036,7 +6036,7 @@ func (c *ClientWithResponses) HeadWebhookWithResponse(ctx context.Context, provi
 
 // PostWebhookWithBodyWithResponse Receive a provider webhook
 //
-// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6051,7 +6051,7 @@ func (c *ClientWithResponses) PostWebhookWithBodyWithResponse(ctx context.Contex
 
 // PostWebhookWithResponse Receive a provider webhook
 //
-// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6066,7 +6066,7 @@ func (c *ClientWithResponses) PostWebhookWithResponse(ctx context.Context, provi
 
 // PostWebhookWithFormdataBodyWithResponse Receive a provider webhook
 //
-// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED.
+// Verifies the signature over the raw body, normalizes the delivery and records it durably (deduplicated) before answering 2xx. `paypal-ipn` answers 200 with an empty body once stored; its facts apply after PayPal's postback answers VERIFIED. `alipay` answers 200 with the plain body `success`; `wechatpay` answers 204 with no body, and its failures carry `{"code":"FAIL","message":…}`.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7498,6 +7498,9 @@ func ParsePostWebhookResponse(rsp *http.Response) (*PostWebhookResponse, error) 
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case rsp.StatusCode == 204:
+		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest Error

@@ -106,8 +106,7 @@ func without(ps []kv, k string) []kv {
 const tradeNo = "2026112922001400000000000001"
 
 // verified returns the typed notification and its normalized event for a
-// body signed by the test's Alipay key, without Validate (a cumulative
-// refund's kind is not the domain's yet: TestRefundAwaitsDomainKind).
+// body signed by the test's Alipay key, without Validate.
 func verified(t *testing.T, a *Adapter, body []byte) (Notification, delivery.Event) {
 	t.Helper()
 	n, err := a.Verify(body)
@@ -121,7 +120,7 @@ func TestFacts(t *testing.T) {
 	a := newAdapter(t)
 	capture := delivery.Fact{Kind: delivery.KindCaptured, BusinessID: tradeNo, Amount: 8800, Currency: "CNY"}
 	refund := func(id string, fen int64) delivery.Fact {
-		return delivery.Fact{Kind: KindRefundCumulative, BusinessID: id, Amount: fen, Currency: "CNY"}
+		return delivery.Fact{Kind: delivery.KindRefundCumulative, BusinessID: id, Amount: fen, Currency: "CNY"}
 	}
 	refundParams := []kv{{"out_biz_no", "refund-2"}, {"refund_fee", "30.50"}, {"gmt_refund", "2026-11-30 09:00:00.123"}}
 	cases := []struct {
@@ -157,35 +156,11 @@ func TestFacts(t *testing.T) {
 		assert.Equal(t, c.facts, ev.Facts, c.name)
 		assert.Equal(t, body, ev.Raw, c.name)
 		assert.Equal(t, providers.PayloadHash(body), ev.PayloadHash, c.name)
-		if !hasKind(ev.Facts, KindRefundCumulative) {
-			evs, err := parse(a, body)
-			if assert.NoError(t, err, c.name) {
-				assert.Equal(t, ev, evs[0], c.name)
-			}
+		evs, err := parse(a, body)
+		if assert.NoError(t, err, c.name) {
+			assert.Equal(t, ev, evs[0], c.name)
 		}
 	}
-}
-
-func hasKind(fs []delivery.Fact, k delivery.Kind) bool {
-	for _, f := range fs {
-		if f.Kind == k {
-			return true
-		}
-	}
-	return false
-}
-
-// Until domain/delivery knows KindRefundCumulative, Validate refuses it: a
-// refund notification is a 400 (Alipay retries) rather than a refund posted
-// as if refund_fee were this refund's amount. Delete this test when the
-// domain has the kind (then TestFacts's refund cases go through Parse).
-func TestRefundAwaitsDomainKind(t *testing.T) {
-	a := newAdapter(t)
-	body := signedBody(t, notification(kv{"out_biz_no", "refund-1"}, kv{"refund_fee", "10.00"}), signOpts{})
-	evs, err := parse(a, body)
-	assert.ErrorIs(t, err, delivery.ErrMalformed)
-	assert.ErrorContains(t, err, "unknown fact kind")
-	assert.Nil(t, evs)
 }
 
 func TestDiscount(t *testing.T) {
@@ -195,6 +170,7 @@ func TestDiscount(t *testing.T) {
 	assert.Equal(t, Amount{Fen: 8000, Set: true}, n.ReceiptAmount)
 	assert.Equal(t, Amount{Fen: 8800, Set: true}, n.TotalAmount)
 	assert.Equal(t, int64(8800), ev.Facts[0].Amount, "the capture is of total_amount")
+	assert.Equal(t, int64(800), ev.Facts[0].Discount, "the capture carries the discount")
 
 	n, _ = verified(t, a, signedBody(t, notification(kv{"receipt_amount", ""}), signOpts{}))
 	assert.Zero(t, n.Discount, "no receipt_amount, no discount")

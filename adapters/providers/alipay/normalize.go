@@ -8,17 +8,6 @@ import (
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
-// KindRefundCumulative is the fact of a refund notification: Amount is
-// refund_fee, the trade's refunded total so far (not this refund's amount),
-// and BusinessID the refund request out_biz_no. The domain must post the
-// increase over the highest total it has seen for the trade (RefundIncrease).
-//
-// It is declared here until domain/delivery has it: until then Validate
-// refuses it as an unknown kind (400, so Alipay retries), which is the safe
-// failure: recording refund_fee as an ordinary refund would post every
-// partial refund's predecessors again.
-const KindRefundCumulative delivery.Kind = "refund_cumulative"
-
 // closedReason is the reason of the canceled fact of an unpaid close.
 const closedReason = "TRADE_CLOSED: unpaid trade closed"
 
@@ -27,22 +16,27 @@ const closedReason = "TRADE_CLOSED: unpaid trade closed"
 //
 //   - Dedup key notify_id (Alipay keeps it across retries); payment key and
 //     capture business id trade_no; stream payment-alipay-{trade_no}.
+//
 //   - A refund_fee (with out_biz_no) is a cumulative refund
-//     (KindRefundCumulative), whatever the status: TRADE_SUCCESS for a
+//     (delivery.KindRefundCumulative), whatever the status: TRADE_SUCCESS for a
 //     partial refund, TRADE_CLOSED for a full one.
+//
 //   - Otherwise TRADE_SUCCESS is the capture of total_amount. TRADE_FINISHED
 //     is the same capture fact: the domain records a capture once per
 //     business id, so it posts only for a trade whose TRADE_SUCCESS never
 //     came (products without refunds notify only TRADE_FINISHED), and is a
 //     no-op otherwise. A TRADE_FINISHED that also reports refunds carries
 //     both facts.
+//
 //   - TRADE_CLOSED without refund_fee is an unpaid close: canceled, which
 //     posts nothing and opens nothing.
+//
 //   - WAIT_BUYER_PAY, other statuses and other notify types carry no facts
 //     (recorded as ignored, answered success).
 //
-// The discount (Notification.Discount) is not in the facts yet: delivery.Fact
-// has no field for it.
+//   - A receipt_amount below total_amount is a discount the merchant funded
+//     (Notification.Discount): carried on the capture, which books it to
+//     expenses:discounts:alipay (docs/reference.md, "Money and accounts").
 func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 	ev := delivery.Event{
 		Provider:    Name,
@@ -81,11 +75,11 @@ func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 			ev.OccurredAt = orElse(n.GmtPayment, n.NotifyTime)
 		}
 		ev.Facts = append(ev.Facts, delivery.Fact{Kind: delivery.KindCaptured, BusinessID: n.TradeNo,
-			Amount: n.TotalAmount.Fen, Currency: Currency})
+			Amount: n.TotalAmount.Fen, Discount: n.Discount, Currency: Currency})
 	}
 	switch {
 	case n.RefundFee.Set:
-		ev.Facts = append(ev.Facts, delivery.Fact{Kind: KindRefundCumulative, BusinessID: n.OutBizNo,
+		ev.Facts = append(ev.Facts, delivery.Fact{Kind: delivery.KindRefundCumulative, BusinessID: n.OutBizNo,
 			Amount: n.RefundFee.Fen, Currency: Currency})
 	case n.TradeStatus == StatusTradeClosed:
 		ev.OccurredAt = orElse(n.GmtClose, n.NotifyTime)
@@ -99,18 +93,4 @@ func orElse(t, fallback time.Time) time.Time {
 		return fallback
 	}
 	return t
-}
-
-// RefundIncrease is what a cumulative refund notification posts: the part of
-// reported (the trade's refunded total the notification states) above the
-// highest total already seen for the trade, or nothing. Posting it keeps the
-// refunds posted equal to the highest total seen, so after any order of
-// arrival, duplicates included, they end equal to the highest total reported
-// and never exceed it. For the domain's decide (it is pure): highestSoFar is
-// the sum of the increases already posted (or pending) for the trade.
-func RefundIncrease(highestSoFar, reported int64) int64 {
-	if reported <= highestSoFar {
-		return 0
-	}
-	return reported - highestSoFar
 }

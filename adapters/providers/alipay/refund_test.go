@@ -5,14 +5,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"pgregory.net/rapid"
+
+	"github.com/onceledger/onceledger/domain/payment"
 )
 
 func TestRefundIncrease(t *testing.T) {
-	assert.Equal(t, int64(1000), RefundIncrease(0, 1000))
-	assert.Equal(t, int64(500), RefundIncrease(1000, 1500))
-	assert.Zero(t, RefundIncrease(1500, 1000), "an older total arriving late")
-	assert.Zero(t, RefundIncrease(1500, 1500), "a duplicate")
-	assert.Zero(t, RefundIncrease(0, 0))
+	assert.Equal(t, int64(1000), payment.RefundIncrease(0, 1000))
+	assert.Equal(t, int64(500), payment.RefundIncrease(1000, 1500))
+	assert.Zero(t, payment.RefundIncrease(1500, 1000), "an older total arriving late")
+	assert.Zero(t, payment.RefundIncrease(1500, 1500), "a duplicate")
+	assert.Zero(t, payment.RefundIncrease(0, 0))
 }
 
 // A trade refunded in several parts notifies each refund with the total
@@ -43,7 +45,7 @@ func TestRefundIncreaseProperty(t *testing.T) {
 
 		var posted, seen int64
 		for _, reported := range order {
-			inc := RefundIncrease(posted, reported)
+			inc := payment.RefundIncrease(posted, reported)
 			if inc < 0 {
 				t.Fatalf("negative increase %d", inc)
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/adyen"
+	"github.com/onceledger/onceledger/adapters/providers/alipay"
 	"github.com/onceledger/onceledger/adapters/providers/circle"
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
@@ -27,6 +28,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
+	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
 )
 
 // list is every provider, in the order serve --help lists their flags.
@@ -38,6 +40,8 @@ var list = []Provider{
 	{Name: square.Name, Config: func() Config { return &square.Config{} }, Report: square.ParseSettlement},
 	{Name: circle.Name, Config: func() Config { return &circle.Config{} }},
 	{Name: paypalipn.Name, Config: func() Config { return &paypalipn.Config{} }},
+	{Name: alipay.Name, Config: func() Config { return &alipay.Config{} }},
+	{Name: wechatpay.Name, Config: func() Config { return &wechatpay.Config{} }},
 }
 
 // Provider is one entry of the registry.

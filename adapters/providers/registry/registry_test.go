@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/alipay"
 	"github.com/onceledger/onceledger/adapters/providers/circle"
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
@@ -23,6 +24,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/square"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
 )
 
 // The variable names are the public configuration (docs/reference.md):
@@ -41,6 +43,8 @@ func TestVariablesAreTheDocumentedOnes(t *testing.T) {
 		"ONCELEDGER_SQUARE_SIGNATURE_KEYS", "ONCELEDGER_SQUARE_NOTIFICATION_URL",
 		"ONCELEDGER_CIRCLE_PUBLIC_KEYS",
 		"ONCELEDGER_PAYPAL_IPN_VERIFY_URL", "ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS",
+		"ONCELEDGER_ALIPAY_PUBLIC_KEYS", "ONCELEDGER_ALIPAY_APP_IDS",
+		"ONCELEDGER_WECHATPAY_KEYS", "ONCELEDGER_WECHATPAY_APIV3_KEYS", "ONCELEDGER_WECHATPAY_MCHIDS",
 	}, env)
 	assert.Equal(t, []string{"ONCELEDGER_SQUARE_SIGNATURE_KEYS", "ONCELEDGER_SQUARE_NOTIFICATION_URL"},
 		registry.ProviderVariables(square.Name))
@@ -90,6 +94,11 @@ func TestAdaptersOfTheConfiguredProviders(t *testing.T) {
 	s.Config(square.Name).(*square.Config).SignatureKeys = []string{"k"}
 	s.Config(square.Name).(*square.Config).NotificationURL = "https://example.com/webhooks/square"
 	s.Config(paypalipn.Name).(*paypalipn.Config).ReceiverEmails = []string{"shop@example.com"}
+	s.Config(alipay.Name).(*alipay.Config).PublicKeys = []string{cert}
+	s.Config(alipay.Name).(*alipay.Config).AppIDs = []string{"2021000000000001"}
+	wx := s.Config(wechatpay.Name).(*wechatpay.Config)
+	wx.Keys, wx.APIv3Keys, wx.MchIDs = []string{"PUB_KEY_ID_0114232134912410000000000000=" + publicKeyFile(t)},
+		[]string{"0123456789abcdef0123456789abcdef"}, []string{"1230000109"}
 	require.NoError(t, s.Check())
 	got, err := s.Adapters(settings)
 	require.NoError(t, err)
@@ -98,7 +107,19 @@ func TestAdaptersOfTheConfiguredProviders(t *testing.T) {
 		assert.Equal(t, n, a.Name())
 		names = append(names, n)
 	}
-	assert.ElementsMatch(t, []string{"stripe", "standard", "paypal", "square", "paypal-ipn"}, names)
+	assert.ElementsMatch(t, []string{"stripe", "standard", "paypal", "square", "paypal-ipn", "alipay", "wechatpay"}, names)
+}
+
+// publicKeyFile is a PEM RSA public key file, as WeChat Pay's public keys are.
+func publicKeyFile(t *testing.T) string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	require.NoError(t, err)
+	f := filepath.Join(t.TempDir(), "wechatpay.pem")
+	require.NoError(t, os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600))
+	return f
 }
 
 // selfSigned is a PEM RSA certificate, as PayPal's signing certificates are.
@@ -130,6 +151,13 @@ func TestHalfAConfigurationIsRefused(t *testing.T) {
 	err = s.Check()
 	assert.ErrorContains(t, err, "ONCELEDGER_PAYPAL_CERT_FILES needs ONCELEDGER_PAYPAL_WEBHOOK_ID")
 	assert.ErrorContains(t, err, "ONCELEDGER_SQUARE_NOTIFICATION_URL needs ONCELEDGER_SQUARE_SIGNATURE_KEYS")
+
+	s = registry.NewSet()
+	s.Config(alipay.Name).(*alipay.Config).AppIDs = []string{"2021000000000001"}
+	s.Config(wechatpay.Name).(*wechatpay.Config).MchIDs = []string{"1230000109"}
+	err = s.Check()
+	assert.ErrorContains(t, err, "ONCELEDGER_ALIPAY_APP_IDS needs ONCELEDGER_ALIPAY_PUBLIC_KEYS")
+	assert.ErrorContains(t, err, "ONCELEDGER_WECHATPAY_MCHIDS needs ONCELEDGER_WECHATPAY_KEYS and ONCELEDGER_WECHATPAY_APIV3_KEYS")
 
 	s = registry.NewSet()
 	s.Config(circle.Name).(*circle.Config).PublicKeys = []string{"no-equals-sign"}

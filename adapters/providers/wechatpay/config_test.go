@@ -98,3 +98,20 @@ func TestParseConfig(t *testing.T) {
 
 	assert.Equal(t, []string{mchID, spMchID}, ParseMerchantIDs([]string{" " + mchID, "", spMchID + " "}))
 }
+
+func TestConfigCheck(t *testing.T) {
+	full := Config{Keys: []string{"PUB_KEY_ID_1=/nonexistent.pem"}, APIv3Keys: []string{apiKey}, MchIDs: []string{mchID}}
+	require.NoError(t, full.Check())
+	assert.True(t, full.Configured())
+	require.NoError(t, (&Config{}).Check(), "none configures nothing")
+	assert.False(t, (&Config{}).Configured())
+	half := full
+	half.MchIDs = nil
+	assert.False(t, half.Configured())
+	assert.ErrorContains(t, half.Check(), "needs "+EnvMchIDs)
+	half = Config{APIv3Keys: []string{apiKey}}
+	assert.ErrorContains(t, half.Check(), EnvAPIv3Keys+" needs "+EnvKeys+" and "+EnvMchIDs)
+	short := full
+	short.APIv3Keys = []string{"testMchAPIv3Key0"} // the published vector's 16-byte key
+	assert.ErrorContains(t, short.Check(), EnvAPIv3Keys+" entry 1 is 16 bytes")
+}

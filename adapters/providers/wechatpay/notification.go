@@ -265,6 +265,9 @@ func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 		PayloadHash: providers.PayloadHash(raw),
 		Raw:         raw,
 	}
+	if handled(n.EventType) {
+		ev.SubMerchant = n.Merchant.SubMchID // recorded on the payment
+	}
 	switch {
 	case n.EventType == EventTransactionSuccess && n.Transaction != nil:
 		err = transactionFacts(&ev, *n.Transaction)
@@ -314,31 +317,31 @@ func refundFacts(ev *delivery.Event, r Refund) error {
 		return stateMismatch(ev.Type, "refund_status", r.RefundStatus)
 	}
 	ev.PaymentKey = r.TransactionID
-	if ev.Type == EventRefundAbnormal {
-		// Not final: the payer's card refused the refund, and the money
-		// waits in WeChat's refund account until the merchant sends it
-		// elsewhere (发起异常退款, pay.weixin.qq.com "退款开发指引"); the
-		// refund's outcome is notified again. No fact, so that nothing
-		// stands in the way of the REFUND.SUCCESS that may follow.
-		return nil
-	}
 	refund, err := r.Amount.amount("refund")
 	if err != nil {
 		return err
 	}
 	kind := delivery.KindRefunded
-	if ev.Type == EventRefundClosed {
+	switch ev.Type {
+	case EventRefundAbnormal:
+		// Not final: the payer's card refused the refund, and the money
+		// waits in WeChat's refund account until the merchant sends it
+		// elsewhere (发起异常退款, pay.weixin.qq.com "退款开发指引"); the
+		// refund's outcome is notified again. Recorded, posting nothing, so
+		// that the REFUND.SUCCESS that may follow still posts.
+		kind = delivery.KindRefundAbnormal
+	case EventRefundClosed:
 		// Final: the refund was closed without paying out (退款关闭: 7 days
-		// in processing without the funds). A refund failure posts nothing
-		// for a refund never posted, and keeps a late report of it off the
-		// ledger.
-		kind = delivery.KindRefundFailed
-	} else if err := successTime(ev, r.SuccessTime); err != nil {
-		return err
+		// in processing without the funds). Recorded, posting nothing.
+		kind = delivery.KindRefundClosed
+	default:
+		if err := successTime(ev, r.SuccessTime); err != nil {
+			return err
+		}
 	}
 	ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: r.RefundID, Amount: refund, Currency: r.Amount.Currency}}
-	if kind == delivery.KindRefundFailed {
-		ev.Facts[0].Reason = "REFUND.CLOSED"
+	if kind != delivery.KindRefunded {
+		ev.Facts[0].Reason = ev.Type
 	}
 	return nil
 }

@@ -50,7 +50,7 @@
 // Answer: WeChat Pay takes 200 or 204 with no body as delivered; a failure
 // must be 4xx/5xx with {"code":"FAIL","message":…}, because a 200 is never
 // retried whatever its body ("通知应答", pay.weixin.qq.com API v3 docs).
-// AckStatus and FailureBody give the HTTP layer both.
+// Acknowledge and Failure give the HTTP layer both.
 package wechatpay
 
 import (
@@ -99,6 +99,7 @@ type Adapter struct {
 var (
 	_ providers.Adapter      = (*Adapter)(nil)
 	_ providers.Acknowledger = (*Adapter)(nil)
+	_ providers.Refuser      = (*Adapter)(nil)
 )
 
 // Option configures an Adapter.
@@ -237,14 +238,13 @@ func (a *Adapter) Renormalize(_ string, raw []byte) (delivery.Event, error) {
 	return n.Normalize(raw)
 }
 
-// Acknowledge implements providers.Acknowledger: WeChat Pay takes an answer
-// with no body as delivered. The status it expects is AckStatus's.
-func (a *Adapter) Acknowledge(string) providers.Ack { return providers.Ack{} }
-
-// AckStatus is the HTTP status of the answer to a recorded notification
-// (accepted, duplicate or ignored): 204 No Content. WeChat Pay also takes
-// 200 with no body ("接收成功：HTTP应答状态码需返回200或204，无需返回应答报文").
-func (a *Adapter) AckStatus() int { return http.StatusNoContent }
+// Acknowledge implements providers.Acknowledger: the answer to a recorded
+// notification (accepted, duplicate or ignored) is 204 with no body. WeChat
+// Pay also takes 200 with no body
+// ("接收成功：HTTP应答状态码需返回200或204，无需返回应答报文").
+func (a *Adapter) Acknowledge(string) providers.Ack {
+	return providers.Ack{Status: http.StatusNoContent}
+}
 
 // maxFailMessage is the longest message WeChat Pay documents for a failure
 // answer (message string[1,64]).
@@ -273,8 +273,9 @@ func FailureBody(message string) []byte {
 	return b
 }
 
-// Failure is the answer to a refused notification, for the HTTP layer to
-// write with its 4xx/5xx status: FailureBody(err's text) as JSON.
+// Failure implements providers.Refuser: the body of the answer to a refused
+// notification, which the HTTP layer writes with its 4xx/5xx status:
+// FailureBody(err's text) as JSON.
 func (a *Adapter) Failure(err error) providers.Ack {
 	msg := "FAIL"
 	if err != nil {

@@ -43,9 +43,10 @@ func TestFacts(t *testing.T) {
 		{"capture without success_time: the notification's time", byCert(t, notification(t, apiKey, notifyID, EventTransactionSuccess, with(transaction(cents), "success_time", nil))), txID, notifiedAt, capture},
 		{"refund", byCert(t, notification(t, apiKey, notifyID, EventRefundSuccess, refund("SUCCESS", refundAmount))), txID, refundedAt,
 			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: refundID, Amount: 40, Currency: "CNY"}}},
-		{"refund closed: a refund failure", byCert(t, notification(t, apiKey, notifyID, EventRefundClosed, refund("CLOSED", refundAmount))), txID, notifiedAt,
-			[]delivery.Fact{{Kind: delivery.KindRefundFailed, BusinessID: refundID, Amount: 40, Currency: "CNY", Reason: "REFUND.CLOSED"}}},
-		{"refund abnormal: no fact, not final", byCert(t, notification(t, apiKey, notifyID, EventRefundAbnormal, refund("ABNORMAL", refundAmount))), txID, notifiedAt, nil},
+		{"refund closed: recorded", byCert(t, notification(t, apiKey, notifyID, EventRefundClosed, refund("CLOSED", refundAmount))), txID, notifiedAt,
+			[]delivery.Fact{{Kind: delivery.KindRefundClosed, BusinessID: refundID, Amount: 40, Currency: "CNY", Reason: "REFUND.CLOSED"}}},
+		{"refund abnormal: recorded, not final", byCert(t, notification(t, apiKey, notifyID, EventRefundAbnormal, refund("ABNORMAL", refundAmount))), txID, notifiedAt,
+			[]delivery.Fact{{Kind: delivery.KindRefundAbnormal, BusinessID: refundID, Amount: 40, Currency: "CNY", Reason: "REFUND.ABNORMAL"}}},
 		{"another event type: ignored", byCert(t, notification(t, apiKey, notifyID, "MCHTRANSFER.BILL.FINISHED", map[string]any{"mch_id": mchID, "state": "SUCCESS"})), "", notifiedAt, nil},
 		{"another type naming no merchant: ignored", byCert(t, notification(t, apiKey, notifyID, "COMPLAINT.CREATE", map[string]any{"complaint_id": "200201820200101080076610000"})), "", notifiedAt, nil},
 	} {
@@ -72,6 +73,7 @@ func TestServiceProvider(t *testing.T) {
 	assert.Equal(t, subMchID, n.Transaction.SubMchID)
 	ev := providertest.ParseOne(t, a, req)
 	assert.Equal(t, []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: txID, Amount: 100, Currency: "CNY"}}, ev.Facts)
+	assert.Equal(t, subMchID, ev.SubMerchant, "the sub-merchant is recorded on the payment")
 
 	r := with(refund("SUCCESS", map[string]any{"total": 100, "refund": 100}), "mchid", nil, "sp_mchid", spMchID, "sub_mchid", subMchID)
 	ev = providertest.ParseOne(t, a, byCert(t, notification(t, apiKey, notifyID, EventRefundSuccess, r)))
@@ -281,9 +283,8 @@ func TestRedeliveryAndRenormalize(t *testing.T) {
 func TestAnswers(t *testing.T) {
 	a := adapter(t, nil)
 	for _, o := range []string{"accepted", "duplicate", "ignored"} {
-		assert.Equal(t, providers.Ack{}, a.Acknowledge(o), o)
+		assert.Equal(t, providers.Ack{Status: http.StatusNoContent}, a.Acknowledge(o), o)
 	}
-	assert.Equal(t, http.StatusNoContent, a.AckStatus())
 	assert.JSONEq(t, `{"code":"FAIL","message":"signature verification failed"}`, string(FailureBody("signature verification failed")))
 	assert.JSONEq(t, `{"code":"FAIL","message":"FAIL"}`, string(FailureBody("")))
 	long := FailureBody(strings.Repeat("验", 30)) // 90 bytes: cut at a character

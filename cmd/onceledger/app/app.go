@@ -97,6 +97,10 @@ type Config struct {
 
 	PprofAddr string // serve net/http/pprof there; "" = off
 	Logger    *slog.Logger
+	// UnknownKeys, when set, is the counter the providers' adapters were
+	// built to report unknown signing keys to (providers.Settings), which
+	// /metrics exports.
+	UnknownKeys *UnknownKeys
 }
 
 // App is the wired service: the core and the web on top of it.
@@ -135,6 +139,9 @@ func (a *App) web(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(a.retries)
+	if cfg.UnknownKeys != nil {
+		reg.MustRegister(cfg.UnknownKeys.Collector())
+	}
 
 	hc := httpapi.Config{
 		Providers:           cfg.Providers,

@@ -1,0 +1,125 @@
+package payment
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/ledger"
+)
+
+func cny(k delivery.Kind, id string, amount int64) delivery.Fact {
+	return delivery.Fact{Kind: k, BusinessID: id, Amount: amount, Currency: "CNY"}
+}
+
+func alipayDelivery(key string, facts ...delivery.Fact) delivery.Event {
+	ev := deliveryOf(key, facts...)
+	ev.Provider, ev.PaymentKey = "alipay", "trade_1"
+	return ev
+}
+
+func refundsPosted(history []Event) int64 {
+	return balances(history)[balanceKey{ledger.RevenueRefunds, "CNY"}]
+}
+
+func TestCumulativeRefundPostsTheIncrease(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(alipayDelivery("n_pay", cny(delivery.KindCaptured, "trade_1", 10000)))
+	wantTypes(t, s.deliver(alipayDelivery("n_r2", cny(delivery.KindRefundCumulative, "biz_2", 5000))), TypeRefundPosted)
+	assert.Equal(t, int64(5000), refundsPosted(s.history))
+	// An earlier refund's notification, arriving late: its total is below
+	// the highest seen, so it posts nothing.
+	wantTypes(t, s.deliver(alipayDelivery("n_r1", cny(delivery.KindRefundCumulative, "biz_1", 3000))))
+	wantTypes(t, s.deliver(alipayDelivery("n_r3", cny(delivery.KindRefundCumulative, "biz_3", 7000))), TypeRefundPosted)
+	assert.Equal(t, int64(7000), refundsPosted(s.history))
+	wantTypes(t, s.deliver(alipayDelivery("n_r3_again", cny(delivery.KindRefundCumulative, "biz_3", 7000))))
+	out := s.deliver(alipayDelivery("n_r3_other", cny(delivery.KindRefundCumulative, "biz_3", 8000)))
+	wantTypes(t, out, TypeFlagged)
+	wantItem(t, out[0], ReconAmountMismatch, "biz_3")
+	assert.Equal(t, int64(7000), refundsPosted(s.history), "a disagreeing total posts nothing")
+}
+
+func TestCumulativeRefundBeforeCapture(t *testing.T) {
+	s := &stream{t: t}
+	out := s.deliver(alipayDelivery("n_r1", cny(delivery.KindRefundCumulative, "biz_1", 3000)))
+	wantTypes(t, out, TypeRefundPending, TypeFlagged)
+	s.deliver(alipayDelivery("n_pay", cny(delivery.KindCaptured, "trade_1", 10000)))
+	wantTypes(t, s.deliver(alipayDelivery("n_r2", cny(delivery.KindRefundCumulative, "biz_2", 5000))), TypeRefundPosted)
+	assert.Equal(t, int64(5000), refundsPosted(s.history))
+	assert.Empty(t, openItems(s.history))
+}
+
+// TestPropertyCumulativeRefunds: whatever the order of a trade's
+// notifications (its capture and refunds reporting growing totals) and
+// however often each is delivered, under its own or a new notify_id, the
+// refunds posted never exceed the highest total delivered so far and end
+// equal to the highest total reported.
+func TestPropertyCumulativeRefunds(t *testing.T) {
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 25))
+		var events []delivery.Event
+		events = append(events, alipayDelivery("n_pay", cny(delivery.KindCaptured, "trade_1", 100000)))
+		total := int64(0)
+		for i := range 1 + rng.IntN(6) {
+			total += 1 + rng.Int64N(15000)
+			events = append(events, alipayDelivery(fmt.Sprintf("n_r%d", i), cny(delivery.KindRefundCumulative, fmt.Sprintf("biz_%d", i), total)))
+		}
+		for range rng.IntN(6) {
+			dup := events[rng.IntN(len(events))]
+			if rng.IntN(2) == 0 {
+				dup.DedupKey += "_retry" // Alipay's notify_id is kept; a re-sent refund under another one must not post again
+			}
+			events = append(events, dup)
+		}
+		rng.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+		s := &stream{t: t}
+		highest := int64(0)
+		for _, ev := range events {
+			s.deliver(ev)
+			if f := ev.Facts[0]; f.Kind == delivery.KindRefundCumulative {
+				highest = max(highest, f.Amount)
+			}
+			posted := refundsPosted(s.history)
+			require.LessOrEqualf(t, posted, highest, "seed %d: refunds above the highest total reported", seed)
+		}
+		require.Equalf(t, total, refundsPosted(s.history), "seed %d", seed)
+		require.Emptyf(t, openItems(s.history), "seed %d", seed)
+	}
+}
+
+func TestCaptureDiscount(t *testing.T) {
+	s := &stream{t: t}
+	f := cny(delivery.KindCaptured, "trade_1", 10000)
+	f.Discount = 800
+	s.deliver(alipayDelivery("n_pay", f))
+	b := balances(s.history)
+	assert.Equal(t, int64(9200), b[balanceKey{ledger.ProviderBalance("alipay"), "CNY"}])
+	assert.Equal(t, int64(800), b[balanceKey{ledger.ProviderDiscounts("alipay"), "CNY"}])
+	assert.Equal(t, int64(-10000), b[balanceKey{ledger.RevenueSales, "CNY"}])
+	// TRADE_FINISHED after TRADE_SUCCESS reports the same capture: nothing.
+	wantTypes(t, s.deliver(alipayDelivery("n_finished", f)))
+}
+
+func TestRefundNotedPostsNothing(t *testing.T) {
+	s := &stream{t: t}
+	wx := func(key string, f delivery.Fact) delivery.Event {
+		ev := deliveryOf(key, f)
+		ev.Provider, ev.PaymentKey, ev.SubMerchant = "wechatpay", "tx_1", "1900000109"
+		return ev
+	}
+	out := s.deliver(wx("n_pay", cny(delivery.KindCaptured, "tx_1", 10000)))
+	require.Len(t, out, 1)
+	assert.Equal(t, "1900000109", out[0].(Captured).SubMerchant)
+	wantTypes(t, s.deliver(wx("n_abn", cny(delivery.KindRefundAbnormal, "r_1", 300))), TypeRefundNoted)
+	wantTypes(t, s.deliver(wx("n_abn2", cny(delivery.KindRefundAbnormal, "r_1", 300)))) // recorded once
+	assert.Zero(t, refundsPosted(s.history))
+	// Not final: the success that follows posts.
+	wantTypes(t, s.deliver(wx("n_ok", cny(delivery.KindRefunded, "r_1", 300))), TypeRefundPosted)
+	wantTypes(t, s.deliver(wx("n_closed", cny(delivery.KindRefundClosed, "r_2", 200))), TypeRefundNoted)
+	assert.Equal(t, int64(300), refundsPosted(s.history))
+	assert.Empty(t, openItems(s.history))
+}
