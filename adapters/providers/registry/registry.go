@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/adyen"
+	"github.com/onceledger/onceledger/adapters/providers/alipay"
 	"github.com/onceledger/onceledger/adapters/providers/circle"
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
@@ -27,6 +28,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
+	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
 )
 
 // list is every provider, in the order serve --help lists their flags.
@@ -38,6 +40,19 @@ var list = []Provider{
 	{Name: square.Name, Config: func() Config { return &square.Config{} }, Report: square.ParseSettlement},
 	{Name: circle.Name, Config: func() Config { return &circle.Config{} }},
 	{Name: paypalipn.Name, Config: func() Config { return &paypalipn.Config{} }},
+	{Name: alipay.Name, Config: func() Config { return &reportOnly{} }, Report: alipay.ParseSettlement},
+	{Name: wechatpay.Name, Config: func() Config { return &reportOnly{} }, Report: wechatpay.ParseSettlement},
+}
+
+// reportOnly is the webhook configuration of a provider whose bills are
+// imported before its webhooks are wired: never configured, so its
+// endpoint answers 404.
+type reportOnly struct{ _ byte } // not zero-size: each Config() is a fresh pointer
+
+func (*reportOnly) Configured() bool { return false }
+
+func (*reportOnly) New(providers.Settings) (providers.Adapter, error) {
+	return nil, errors.New("registry: this provider's webhooks are not wired")
 }
 
 // Provider is one entry of the registry.
