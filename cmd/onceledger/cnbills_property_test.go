@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -294,4 +297,20 @@ func checkChineseModel(t *testing.T, s *stack, provider string, m *cnModel) {
 	require.Eventually(t, func() bool { return equalStrings(s.openItems("missing_webhook"), m.missing) },
 		30*time.Second, 100*time.Millisecond, "missing_webhook %v, want %v", s.openItems("missing_webhook"), m.missing)
 	assert.Empty(t, s.openItems("settlement_mismatch"))
+}
+
+// A running balance that does not follow from the rows opens
+// settlement_mismatch naming the row, and posts nothing.
+func TestBillBalanceGapOpensSettlementMismatch(t *testing.T) {
+	s := settleStack(t, onPostgres)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "samples", "wechatpay_fundflowbill_20261130.csv"))
+	require.NoError(t, err)
+	gap := bytes.Replace(raw, []byte("`1124.95,"), []byte("`1124.90,"), 1)
+	ans := s.v1(http.MethodPost, "/v1/settlements/wechatpay", gap)
+	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+	want := []string{"settle:balance-gap:4200002026113000000000000002001", "settle:balance-gap:4200002026113000000000000002002"}
+	require.Eventually(t, func() bool { return equalStrings(s.openItems("settlement_mismatch"), want) },
+		30*time.Second, 100*time.Millisecond, "settlement_mismatch %v", s.openItems("settlement_mismatch"))
+	assert.Equal(t, map[string]int64{"bank:payouts|CNY": 100000, "provider:wechatpay:balance|CNY": -100000}, s.readBalances(),
+		"only the withdrawal posts")
 }
