@@ -20,8 +20,11 @@ package wechatpay
 //   - 手续费 is printed with 5 decimals ("0.00600"), positive when
 //     charged, negative when returned on a refund. The line's fee is it
 //     rounded half up to the fen (half away from zero: -0.00650 is -0.01),
-//     line by line, as WeChat settles it: the fee account holds the sum
-//     of the rounded fees.
+//     line by line: the fee account holds the sum of the rounded fees.
+//     The 5 decimals are in WeChat's sample bill (developers.weixin.qq.com
+//     …/wxcloudrun/src/development/pay/order/bill.html); the per-line
+//     half-up rounding is docs/reference.md's rule, which no WeChat page
+//     read for this importer states in so many words.
 //   - The summary row is the check: 总交易单数 must count the detail rows,
 //     应结订单总金额 sum the SUCCESS rows' 应结订单金额, 退款总金额 the
 //     REFUND rows' 退款金额. 手续费总金额 is compared exactly, at 5
