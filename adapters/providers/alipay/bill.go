@@ -142,7 +142,7 @@ type bill struct {
 	state   int            // before, in or after the rows
 	last    int            // the last line read
 	sums    map[string]*trailerSum
-	balance *int64 // the previous row's 账户余额, account bill
+	balance report.Balance // the 账户余额 / 账户结余 followed, account bills
 }
 
 const (

@@ -84,17 +84,11 @@ func (b *bill) accountRow(rec []string) error {
 	}
 	move := abs(in) - abs(out)
 	base := settlement.Line{Provider: Name, Currency: cny, OriginalCurrency: cny, OccurredAt: at, LineID: id, NoWebhook: true}
-	if b.balance != nil {
-		if gap := bal - (*b.balance + move); gap != 0 {
-			l := base
-			l.Kind, l.SourceType, l.Key = settlement.KindAdjustment, settlement.SourceBalanceGap, "balance-gap:"+id
-			l.Gross, l.Net, l.OriginalAmount = gap, gap, gap
-			if err := b.emit(l, rec); err != nil {
-				return err
-			}
+	if gap, ok := b.balance.Gap(base, move, bal); ok {
+		if err := b.emit(gap, rec); err != nil {
+			return err
 		}
 	}
-	b.balance = &bal
 	if typ := b.get(rec, "业务类型"); typ == "提现" {
 		l := base
 		l.Kind, l.SourceType, l.PayoutID, l.Key = settlement.KindPayout, typ, id, "account:"+id

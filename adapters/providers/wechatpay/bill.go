@@ -113,7 +113,7 @@ type wxBill struct {
 	rows    int
 	sums    map[string]int64 // detail sums the summary states
 	fee5    int64            // the printed fees, in 10^-5 yuan
-	balance *int64
+	balance report.Balance   // the 账户余额 / 账户结余 followed, account bills
 }
 
 // cell strips the padding and the backtick WeChat puts before each cell.

@@ -153,17 +153,11 @@ func (b *wxBill) fundRow(rec []string) error {
 		return err
 	}
 	base := settlement.Line{Provider: Name, Currency: cny, OriginalCurrency: cny, OccurredAt: at, LineID: id, NoWebhook: true}
-	if b.balance != nil {
-		if gap := bal - (*b.balance + move); gap != 0 {
-			l := base
-			l.Kind, l.SourceType, l.Key = settlement.KindAdjustment, settlement.SourceBalanceGap, "balance-gap:"+id
-			l.Gross, l.Net, l.OriginalAmount = gap, gap, gap
-			if err := b.emit(l, rec); err != nil {
-				return err
-			}
+	if gap, ok := b.balance.Gap(base, move, bal); ok {
+		if err := b.emit(gap, rec); err != nil {
+			return err
 		}
 	}
-	b.balance = &bal
 	if name := b.get(rec, "业务名称"); name == "提现" {
 		if move == 0 {
 			return report.Errorf(b.last, "收支金额(元)", "a withdrawal of nothing")
