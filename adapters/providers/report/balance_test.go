@@ -10,7 +10,9 @@ import (
 
 func TestBalanceGap(t *testing.T) {
 	var b Balance
-	line := func(id string) settlement.Line { return settlement.Line{Provider: "alipay", LineID: id, Currency: "CNY"} }
+	line := func(id string) settlement.Line {
+		return settlement.Line{Provider: "alipay", LineID: id, Currency: "CNY"}
+	}
 	_, ok := b.Gap(line("1"), 500, 1500)
 	assert.False(t, ok, "the first line sets the balance")
 	_, ok = b.Gap(line("2"), -60, 1440)
