@@ -81,7 +81,7 @@ func TestSettleImportProviderIsTheRegistrys(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "adyen", c.Settle.Import.Provider)
 	_, err = parseCLI(t, "settle", "import", "--provider", "circle", f)
-	assert.ErrorContains(t, err, `--provider must be one of "stripe","adyen","paypal","square" but got "circle"`)
+	assert.ErrorContains(t, err, `--provider must be one of "stripe","adyen","paypal","square","alipay","wechatpay" but got "circle"`)
 }
 
 // commandEnvs are the environment variables of the command at path (its

@@ -94,6 +94,11 @@ func (po *payout) decideSettled(in delivery.Event) ([]Event, error) {
 		err = fee(-l.Net)
 	case settlement.KindFX:
 		err = emit(Converted{Meta: meta, LineID: l.DedupKey(), SettledAmount: l.Net, SettledCurrency: l.Currency, ExchangeRate: l.ExchangeRate})
+	case settlement.KindAdjustment:
+		if l.SourceType == settlement.SourceBalanceGap {
+			err = flagOnce(ReconSettlementMismatch, l.DedupKey(), fmt.Sprintf("running balance breaks at line %s: the balance moves %s %s more than the line's amount",
+				l.LineID, money.FormatMinor(l.Gross, l.Currency), l.Currency))
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -89,6 +89,14 @@ const (
 	KindAdjustment Kind = "adjustment"
 )
 
+// SourceBalanceGap is the SourceType of an adjustment line that reports
+// a break in a provider's running balance (Alipay's 账务明细 账户余额,
+// WeChat Pay's 资金账单 账户结余): a line whose printed balance is not the
+// previous line's plus its amount. Gross (= Net) is the unexplained
+// movement; the line posts nothing and opens settlement_mismatch naming the
+// line it was found at (its Key). A stored name: never change it.
+const SourceBalanceGap = "balance_gap"
+
 // Kinds lists every kind, for validation and for readers' filters.
 func Kinds() []Kind {
 	return []Kind{KindCharge, KindRefund, KindDispute, KindDisputeReversal, KindFee, KindPayout, KindFX, KindAdjustment}

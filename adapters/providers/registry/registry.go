@@ -40,8 +40,8 @@ var list = []Provider{
 	{Name: square.Name, Config: func() Config { return &square.Config{} }, Report: square.ParseSettlement},
 	{Name: circle.Name, Config: func() Config { return &circle.Config{} }},
 	{Name: paypalipn.Name, Config: func() Config { return &paypalipn.Config{} }},
-	{Name: alipay.Name, Config: func() Config { return &alipay.Config{} }},
-	{Name: wechatpay.Name, Config: func() Config { return &wechatpay.Config{} }},
+	{Name: alipay.Name, Config: func() Config { return &alipay.Config{} }, Report: alipay.ParseSettlement},
+	{Name: wechatpay.Name, Config: func() Config { return &wechatpay.Config{} }, Report: wechatpay.ParseSettlement},
 }
 
 // Provider is one entry of the registry.

@@ -53,9 +53,9 @@ func TestVariablesAreTheDocumentedOnes(t *testing.T) {
 }
 
 func TestReportImporters(t *testing.T) {
-	assert.Equal(t, []string{"stripe", "adyen", "paypal", "square"}, registry.ReportNames())
+	assert.Equal(t, []string{"stripe", "adyen", "paypal", "square", "alipay", "wechatpay"}, registry.ReportNames())
 	reports := registry.Reports()
-	assert.Len(t, reports, 4)
+	assert.Len(t, reports, 6)
 	for _, n := range registry.ReportNames() {
 		assert.NotNil(t, reports[n], n)
 	}

@@ -2,7 +2,8 @@
 // typed parse error naming line and column, the streaming record callback,
 // a CSV reader that finds columns by header name, a streaming JSON walker
 // that knows line numbers, and exact decimal parsing of the amounts reports
-// carry. The per-provider formats live beside each webhook adapter
+// carry, and the check of a running balance that account statements print
+// (Balance). The per-provider formats live beside each webhook adapter
 // (adapters/providers/<p>/settlement.go).
 //
 // Importers stream: they read one record at a time from an io.Reader and hand

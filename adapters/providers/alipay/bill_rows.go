@@ -1,0 +1,109 @@
+package alipay
+
+import (
+	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/settlement"
+)
+
+// tradeRow is one row of the trade bill (bill.go for the rules).
+func (b *bill) tradeRow(rec []string) error {
+	typ := b.get(rec, "业务类型")
+	if err := b.count(typ, rec); err != nil {
+		return err
+	}
+	tradeNo := b.get(rec, "支付宝交易号")
+	if tradeNo == "" {
+		return report.Errorf(b.last, "支付宝交易号", "missing")
+	}
+	at, err := b.when(rec, "完成时间")
+	if err != nil {
+		return err
+	}
+	fee, err := b.amount(rec, "服务费(元)")
+	if err != nil {
+		return err
+	}
+	l := settlement.Line{Provider: Name, SourceType: typ, PaymentKey: tradeNo, CaptureID: tradeNo,
+		Currency: cny, OriginalCurrency: cny, OccurredAt: at,
+		Fee: -fee} // printed negative when charged, positive when returned
+	switch typ {
+	case "交易":
+		if l.Gross, err = b.amount(rec, "订单金额(元)"); err != nil {
+			return err
+		}
+		l.Kind, l.Key = settlement.KindCharge, "trade:"+tradeNo
+	case "退款":
+		refund := b.get(rec, "退款批次号/请求号")
+		if refund == "" {
+			return report.Errorf(b.last, "退款批次号/请求号", "a refund row needs its out_biz_no")
+		}
+		v, err := b.amount(rec, "商家实收(元)")
+		if err != nil {
+			return err
+		}
+		l.Gross = -abs(v)
+		l.Kind, l.RefundID, l.Key = settlement.KindRefund, refund, "refund:"+tradeNo+":"+refund
+	default:
+		return report.Errorf(b.last, "业务类型", "unknown 业务类型 %q (交易 or 退款)", typ)
+	}
+	l.OriginalAmount = l.Gross
+	if l.Net, err = settlement.SubChecked(l.Gross, l.Fee); err != nil {
+		return report.Errorf(b.last, "服务费(元)", "%v", err)
+	}
+	return b.emit(l, rec)
+}
+
+// accountRow is one row of the account bill: the running balance is
+// checked on every row; withdrawals are payouts, a gap is recorded.
+func (b *bill) accountRow(rec []string) error {
+	id := b.get(rec, "账务流水号")
+	if id == "" {
+		return report.Errorf(b.last, "账务流水号", "missing")
+	}
+	at, err := b.when(rec, "发生时间")
+	if err != nil {
+		return err
+	}
+	in, err := b.amount(rec, "收入金额(+元)")
+	if err != nil {
+		return err
+	}
+	out, err := b.amount(rec, "支出金额(-元)")
+	if err != nil {
+		return err
+	}
+	bal, err := b.amount(rec, "账户余额(元)")
+	if err != nil {
+		return err
+	}
+	if err := b.tally("收入", abs(in)); err != nil {
+		return err
+	}
+	if err := b.tally("支出", -abs(out)); err != nil {
+		return err
+	}
+	move := abs(in) - abs(out)
+	base := settlement.Line{Provider: Name, Currency: cny, OriginalCurrency: cny, OccurredAt: at, LineID: id, NoWebhook: true}
+	if gap, ok := b.balance.Gap(base, move, bal); ok {
+		if err := b.emit(gap, rec); err != nil {
+			return err
+		}
+	}
+	if typ := b.get(rec, "业务类型"); typ == "提现" {
+		l := base
+		l.Kind, l.SourceType, l.PayoutID, l.Key = settlement.KindPayout, typ, id, "account:"+id
+		l.Gross, l.Net, l.OriginalAmount = move, move, move
+		if move == 0 {
+			return report.Errorf(b.last, "支出金额(-元)", "a withdrawal of nothing")
+		}
+		return b.emit(l, rec)
+	}
+	return nil
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
