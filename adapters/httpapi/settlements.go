@@ -32,6 +32,7 @@ type ImportSummary struct {
 	Lines      int `json:"lines"`
 	New        int `json:"new"`
 	Duplicates int `json:"duplicates"`
+	Conflicts  int `json:"conflicts"` // seen before with other facts: a changed line
 }
 
 // SettlementImporter imports one report file of a provider

@@ -22,7 +22,7 @@ import (
 // of a dedup key is accepted, a later one a duplicate.
 type recorder struct {
 	mu   sync.Mutex
-	seen map[string]bool
+	seen map[string]string // dedup key → facts hash
 	evs  []delivery.Event
 }
 
@@ -33,13 +33,13 @@ func (r *recorder) Ingest(_ context.Context, ev delivery.Event) (ingest.Result, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.seen == nil {
-		r.seen = map[string]bool{}
+		r.seen = map[string]string{}
 	}
 	r.evs = append(r.evs, ev)
-	if r.seen[ev.DedupKey] {
-		return ingest.Result{Outcome: ingest.Duplicate}, nil
+	if h, ok := r.seen[ev.DedupKey]; ok {
+		return ingest.Result{Outcome: ingest.Duplicate, Conflict: h != ev.FactsHash()}, nil
 	}
-	r.seen[ev.DedupKey] = true
+	r.seen[ev.DedupKey] = ev.FactsHash()
 	return ingest.Result{Outcome: ingest.Accepted, Appended: 1}, nil
 }
 
@@ -92,4 +92,19 @@ func TestMalformedReportImportsNothing(t *testing.T) {
 
 	_, err = im.Import(context.Background(), "circle", source(""), report.Options{})
 	assert.ErrorIs(t, err, ErrUnknownProvider)
+}
+
+// A line seen before with other facts is a conflict, not a duplicate: the
+// answer tells them apart.
+func TestChangedLinesAreConflicts(t *testing.T) {
+	r := &recorder{}
+	im := &Importer{Ingest: r, Parsers: map[string]report.Parser{stripe.Name: stripe.ParseSettlement}}
+	_, err := im.Import(context.Background(), "stripe", source(report2500(-1)), report.Options{})
+	require.NoError(t, err)
+	changed := strings.Replace(report2500(-1), ",txn_7,2026-11-29 10:00:00,usd,10.00,0.59,9.41,",
+		",txn_7,2026-11-29 10:00:00,usd,11.00,0.59,10.41,", 1)
+	require.NotEqual(t, report2500(-1), changed)
+	again, err := im.Import(context.Background(), "stripe", source(changed), report.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Lines: 2500, Duplicates: 2499, Conflicts: 1}, again)
 }
