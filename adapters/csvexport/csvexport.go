@@ -10,10 +10,16 @@
 // evaluate. Numeric amount columns are exempt, so that -1000 stays a number
 // an accountant can sum, but only while the cell really is a plain decimal
 // number: anything else in an amount column is neutralized like text.
+//
+// Every text cell is also quoted, whatever it holds: a spreadsheet that
+// splits on ';' (the default in many locales) would otherwise read the cell
+// "a;=1+1" as two cells, the second a formula. Inside quotes a separator is
+// text. Plain decimal numbers in amount columns are written bare so they
+// stay numbers.
 package csvexport
 
 import (
-	"encoding/csv"
+	"bufio"
 	"io"
 	"regexp"
 )
@@ -34,18 +40,17 @@ func Amount(name string) Column { return Column{Name: name, Numeric: true} }
 
 // Writer writes one export: the header row first, then records.
 type Writer struct {
-	csv     *csv.Writer
+	// A 4 KiB buffer passes each full buffer on to w, so rows of a long
+	// export leave as they come; its error is sticky.
+	buf     *bufio.Writer
 	cols    []Column
 	started bool
-	rec     []string
 }
 
 // NewWriter returns a writer of the given columns onto w, with CRLF line
 // breaks (RFC 4180). Nothing is written before the first Write or Flush.
 func NewWriter(w io.Writer, cols ...Column) *Writer {
-	c := csv.NewWriter(w)
-	c.UseCRLF = true
-	return &Writer{csv: c, cols: cols, rec: make([]string, len(cols))}
+	return &Writer{buf: bufio.NewWriterSize(w, 4096), cols: cols}
 }
 
 // Header returns the column names.
@@ -62,12 +67,40 @@ func (w *Writer) start() error {
 		return nil
 	}
 	w.started = true
-	// Column names are ours, but go through the same rule.
-	h := w.Header()
-	for i := range h {
-		h[i] = Neutralize(h[i])
+	// Column names are ours (identifiers), written bare as readers of
+	// the exports expect; anything else goes through the text rule.
+	for i, name := range w.Header() {
+		if i > 0 {
+			w.buf.WriteByte(',')
+		}
+		if identifier.MatchString(name) {
+			w.buf.WriteString(name)
+		} else {
+			w.quoted(Neutralize(name))
+		}
 	}
-	return w.csv.Write(h)
+	_, err := w.buf.WriteString("\r\n")
+	return err
+}
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// quoted writes s as one quoted field: quotes doubled, line breaks as
+// CRLF, a lone carriage return dropped (as encoding/csv writes a CRLF file).
+func (w *Writer) quoted(s string) {
+	w.buf.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"':
+			w.buf.WriteString(`""`)
+		case '\r':
+		case '\n':
+			w.buf.WriteString("\r\n")
+		default:
+			w.buf.WriteByte(c)
+		}
+	}
+	w.buf.WriteByte('"')
 }
 
 // Write writes one record, one cell per column (missing cells are empty,
@@ -81,12 +114,17 @@ func (w *Writer) Write(cells ...string) error {
 		if i < len(cells) {
 			v = cells[i]
 		}
-		if !(c.Numeric && IsNumber(v)) {
-			v = Neutralize(v)
+		if i > 0 {
+			w.buf.WriteByte(',')
 		}
-		w.rec[i] = v
+		if c.Numeric && IsNumber(v) {
+			w.buf.WriteString(v)
+		} else {
+			w.quoted(Neutralize(v))
+		}
 	}
-	return w.csv.Write(w.rec)
+	_, err := w.buf.WriteString("\r\n")
+	return err
 }
 
 // Flush writes the header if no record was written, then flushes, and
@@ -95,8 +133,7 @@ func (w *Writer) Flush() error {
 	if err := w.start(); err != nil {
 		return err
 	}
-	w.csv.Flush()
-	return w.csv.Error()
+	return w.buf.Flush()
 }
 
 // Neutralize returns s so that a spreadsheet shows it as text: a leading

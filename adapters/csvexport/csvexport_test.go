@@ -58,3 +58,23 @@ func TestIsNumber(t *testing.T) {
 		assert.False(t, csvexport.IsNumber(s), s)
 	}
 }
+
+// A spreadsheet that splits on ';' must not see "=1+1" as a cell of its
+// own: every text cell is quoted, plain amounts stay bare numbers.
+func TestQuotesEveryTextCell(t *testing.T) {
+	var buf bytes.Buffer
+	w := csvexport.NewWriter(&buf, csvexport.Text("payment_id"), csvexport.Amount("amount"), csvexport.Text("details"))
+	require.NoError(t, w.Write("a;=1+1", "-4000", `say "hi"`))
+	require.NoError(t, w.Write("pay_1", "x;=1", ""))
+	require.NoError(t, w.Write("two\nlines", "12.50", "a\rb"))
+	require.NoError(t, w.Flush())
+	assert.Equal(t, "payment_id,amount,details\r\n"+
+		`"a;=1+1",-4000,"say ""hi"""`+"\r\n"+
+		`"pay_1","x;=1",""`+"\r\n"+
+		"\"two\r\nlines\",12.50,\"ab\"\r\n", buf.String())
+
+	recs, err := csv.NewReader(bytes.NewReader(buf.Bytes())).ReadAll()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a;=1+1", "-4000", `say "hi"`}, recs[1])
+	assert.Equal(t, []string{"two\nlines", "12.50", "ab"}, recs[3])
+}

@@ -18,29 +18,52 @@ type field struct {
 	name string
 	json any
 	cell string
+	// amount marks a numeric column: its CSV cells stay bare numbers
+	// (-4000, not the neutralized '-4000) an accountant can sum.
+	amount bool
 }
 
-func textField(name, v string) field { return field{name, v, v} }
+func textField(name, v string) field { return field{name: name, json: v, cell: v} }
 
 // optText is null in JSON when empty.
 func optText(name, v string) field {
 	if v == "" {
-		return field{name, nil, ""}
+		return field{name: name}
 	}
-	return field{name, v, v}
+	return field{name: name, json: v, cell: v}
 }
 
-func intField(name string, v int64) field { return field{name, v, strconv.FormatInt(v, 10)} }
+func intField(name string, v int64) field {
+	return field{name: name, json: v, cell: strconv.FormatInt(v, 10), amount: true}
+}
 
-func timeField(name string, t time.Time) field { return field{name, t.UTC(), formatTime(t)} }
+// decimalField is a numeric text (an amount in major units, "-40.00").
+func decimalField(name, v string) field { return field{name: name, json: v, cell: v, amount: true} }
+
+func timeField(name string, t time.Time) field {
+	return field{name: name, json: t.UTC(), cell: formatTime(t)}
+}
 
 // optTime is null in JSON when zero.
-func optTime(name string, t time.Time) field { return field{name, timePtr(t), formatTime(t)} }
+func optTime(name string, t time.Time) field {
+	return field{name: name, json: timePtr(t), cell: formatTime(t)}
+}
 
 func (r record) names() []string {
 	out := make([]string, len(r))
 	for i, f := range r {
 		out[i] = f.name
+	}
+	return out
+}
+
+// amounts names the numeric columns, for the CSV writer.
+func (r record) amounts() []string {
+	var out []string
+	for _, f := range r {
+		if f.amount {
+			out = append(out, f.name)
+		}
 	}
 	return out
 }

@@ -32,6 +32,7 @@ type ImportSummary struct {
 	Lines      int `json:"lines"`
 	New        int `json:"new"`
 	Duplicates int `json:"duplicates"`
+	Conflicts  int `json:"conflicts"` // seen before with other facts: a changed line
 }
 
 // SettlementImporter imports one report file of a provider
@@ -55,7 +56,10 @@ func (s *server) registerSettlements(v1 *mux.Router) {
 	// An upload acts on the ledger: admin tokens only (403 for a read token).
 	v1.Handle("/settlements/{provider}", acting(s.importSettlement)).Methods(http.MethodPost)
 	v1.HandleFunc("/payouts", s.queryPayouts).Methods(http.MethodGet)
-	v1.HandleFunc("/payouts/{provider}/{payout_id}", s.queryPayout).Methods(http.MethodGet)
+	// A payout id may hold '/' (Adyen's Merchant/41/EUR): the id is the
+	// rest of the path, sent escaped (Merchant%2F41%2FEUR) or not; the
+	// router matches the decoded path, so both forms reach the payout.
+	v1.HandleFunc("/payouts/{provider}/{payout_id:.+}", s.queryPayout).Methods(http.MethodGet)
 }
 
 // POST /v1/settlements/{provider}: the body is one report file. It is
@@ -133,9 +137,9 @@ func payoutRecord(p views.Payout) record {
 		return money.FormatMinor(v, c)
 	}
 	return record{textField("provider", p.Provider), textField("payout_id", p.PayoutID), textField("status", p.Status),
-		intField("amount", p.Amount), textField("amount_decimal", dec(p.Amount)), optText("currency", p.Currency),
+		intField("amount", p.Amount), decimalField("amount_decimal", dec(p.Amount)), optText("currency", p.Currency),
 		optTime("arrival_date", p.ArrivalDate), intField("line_count", p.LineCount), intField("lines_net", p.LinesNet),
-		intField("difference", p.Difference), textField("difference_decimal", dec(p.Difference)),
+		intField("difference", p.Difference), decimalField("difference_decimal", dec(p.Difference)),
 		timeField("updated_at", p.UpdatedAt)}
 }
 
@@ -164,7 +168,8 @@ func (s *server) queryPayouts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := newRowWriter(w, format, "payouts", payoutRecord(views.Payout{}).names())
+	head := payoutRecord(views.Payout{})
+	out := newRowWriter(w, format, "payouts", head.names(), head.amounts()...)
 	err := store.Payouts(r.Context(), f, func(p views.Payout) error {
 		rec := payoutRecord(p)
 		return out.row(rec, rec.cells())
@@ -206,7 +211,8 @@ func (s *server) queryPayout(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, append(payoutRecord(p), field{name: "lines", json: lines}))
 		return
 	}
-	out := newRowWriter(w, formatCSV, "", lineRecord(views.SettlementLine{}).names())
+	head := lineRecord(views.SettlementLine{})
+	out := newRowWriter(w, formatCSV, "", head.names(), head.amounts()...)
 	for _, rec := range lines {
 		if err = out.row(nil, rec.cells()); err != nil {
 			break

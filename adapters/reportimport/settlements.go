@@ -63,11 +63,14 @@ type Importer struct {
 }
 
 // Summary is what an import did (docs/reference.md: lines read, new,
-// duplicates).
+// duplicates, conflicts). Lines = New + Duplicates + Conflicts.
 type Summary struct {
 	Lines      int `json:"lines"`
 	New        int `json:"new"`
-	Duplicates int `json:"duplicates"`
+	Duplicates int `json:"duplicates"` // seen before with the same facts
+	// Conflicts are lines seen before with other facts (a changed line):
+	// recorded for reconciliation as conflicting redeliveries, not facts.
+	Conflicts int `json:"conflicts"`
 	// Appended counts the domain events the new lines added (facts).
 	Appended  int `json:"-"`
 	Unsettled int `json:"-"` // unsettled checks that opened items
@@ -159,13 +162,16 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	jobs := make([]chan delivery.Event, workers)
 	count := func(res ingest.Result) {
 		mu.Lock()
-		if res.Outcome == ingest.Duplicate {
+		switch {
+		case res.Outcome == ingest.Duplicate && res.Conflict:
+			sum.Conflicts++
+		case res.Outcome == ingest.Duplicate:
 			sum.Duplicates++
-		} else {
+		default:
 			sum.New++
 			sum.Appended += res.Appended
 		}
-		done := sum.New + sum.Duplicates
+		done := sum.New + sum.Duplicates + sum.Conflicts
 		mu.Unlock()
 		if im.Progress != nil {
 			im.Progress(done)

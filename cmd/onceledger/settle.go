@@ -118,11 +118,12 @@ func shownPath(name string) string {
 
 func addSummary(a, b reportimport.Summary) reportimport.Summary {
 	return reportimport.Summary{Lines: a.Lines + b.Lines, New: a.New + b.New, Duplicates: a.Duplicates + b.Duplicates,
-		Appended: a.Appended + b.Appended, Unsettled: a.Unsettled + b.Unsettled}
+		Conflicts: a.Conflicts + b.Conflicts, Appended: a.Appended + b.Appended, Unsettled: a.Unsettled + b.Unsettled}
 }
 
 func printSummary(w io.Writer, what string, s reportimport.Summary) {
-	fmt.Fprintf(w, "%s: %d lines read, %d new (%d facts recorded), %d duplicates", what, s.Lines, s.New, s.Appended, s.Duplicates)
+	fmt.Fprintf(w, "%s: %d lines read, %d new (%d facts recorded), %d duplicates, %d conflicts",
+		what, s.Lines, s.New, s.Appended, s.Duplicates, s.Conflicts)
 	if s.Unsettled > 0 {
 		fmt.Fprintf(w, "; unsettled opened for %d payments", s.Unsettled)
 	}

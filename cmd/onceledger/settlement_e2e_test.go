@@ -307,7 +307,7 @@ func wantImport(t *testing.T, s *stack, file []byte, lines, fresh, dups int) {
 	t.Helper()
 	ans := s.v1(http.MethodPost, "/v1/settlements/stripe", file)
 	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-	assert.JSONEq(t, fmt.Sprintf(`{"lines":%d,"new":%d,"duplicates":%d}`, lines, fresh, dups), ans.Body)
+	assert.JSONEq(t, fmt.Sprintf(`{"lines":%d,"new":%d,"duplicates":%d,"conflicts":0}`, lines, fresh, dups), ans.Body)
 }
 
 func (s *stack) readBalances() map[string]int64 {

@@ -33,6 +33,7 @@ type wireLine struct {
 	LineOccurredAt   string `json:"line_occurred_at"`
 	AvailableOn      string `json:"available_on"`
 	NoWebhook        bool   `json:"no_webhook"`
+	BankDebit        bool   `json:"bank_debit,omitempty"` // absent from events stored before it
 }
 
 type wireFeeSettled struct {
@@ -74,7 +75,8 @@ func toWireLine(m Meta, l settlement.Line) wireLine {
 		CaptureID: l.CaptureID, RefundID: l.RefundID, DisputeID: l.DisputeID,
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: string(l.Currency),
 		OriginalAmount: l.OriginalAmount, OriginalCurrency: string(l.OriginalCurrency), ExchangeRate: l.ExchangeRate,
-		PayoutID: l.PayoutID, LineOccurredAt: fmtTime(l.OccurredAt), AvailableOn: fmtTime(l.AvailableOn), NoWebhook: l.NoWebhook}
+		PayoutID: l.PayoutID, LineOccurredAt: fmtTime(l.OccurredAt), AvailableOn: fmtTime(l.AvailableOn), NoWebhook: l.NoWebhook,
+		BankDebit: l.BankDebit}
 }
 
 // line is the inverse of toWireLine.
@@ -84,7 +86,7 @@ func (w wireLine) line() (settlement.Line, error) {
 		CaptureID: w.CaptureID, RefundID: w.RefundID, DisputeID: w.DisputeID,
 		Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
 		OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
-		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook}
+		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook, BankDebit: w.BankDebit}
 	var err error
 	if l.OccurredAt, err = settleTime(w.LineOccurredAt); err != nil {
 		return settlement.Line{}, err

@@ -109,12 +109,15 @@ func (po *payout) decideSettled(in delivery.Event) ([]Event, error) {
 // settlePayout: a payout line with negative gross is the payout paid (its
 // amount is −gross; a fee on it posts apart); with positive gross the
 // payout came back (failed or canceled after it was paid): the failure, as
-// payout.failed would record it (payout.go).
+// payout.failed would record it (payout.go). A bank debit (positive gross
+// marked BankDebit: Square's negative payout) is a payout paid the other
+// way: paid, of amount −gross < 0, posted like any payout (bank:payouts
+// credited, the balance debited back).
 func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) error, flagOnce func(kind, key, details string) error) error {
 	id := l.PayoutID
 	first, paid := po.paid[id]
 	failure, failed := po.failed[id]
-	if l.Gross > 0 {
+	if l.Gross > 0 && !l.BankDebit {
 		if failed {
 			return nil // the webhook (or another line) reported the failure
 		}

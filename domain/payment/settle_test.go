@@ -340,3 +340,25 @@ func TestPayoutLinesProveThePayout(t *testing.T) {
 	bad.Facts = []delivery.Fact{{Kind: delivery.KindPayoutLines, BusinessID: "po_1", Currency: "USD"}}
 	assert.ErrorIs(t, bad.Validate(), delivery.ErrMalformed)
 }
+
+// A payout line of a negative payout (Square PAID −3.55: Square debited the
+// bank) is a paid payout of −3.55 that moves money the other way: not
+// payout.failed with amount 0.
+func TestNegativePayoutLineIsPaidTheOtherWay(t *testing.T) {
+	line := settlement.Line{Provider: "square", Kind: settlement.KindPayout, LineID: "po_neg", Gross: 355, Net: 355,
+		Currency: "USD", OriginalAmount: 355, OriginalCurrency: "USD", PayoutID: "po_neg", OccurredAt: t0,
+		NoWebhook: true, BankDebit: true}
+	s := &stream{t: t}
+	out := s.deliver(settled(line))
+	wantTypes(t, out, TypeLineSettled, TypePayoutPaid)
+	for _, e := range s.history {
+		if p, ok := e.(PayoutPaid); ok {
+			assert.Equal(t, int64(-355), p.Amount)
+		}
+	}
+	assert.Zero(t, countTypes(s.history)[TypePayoutFailed])
+	assert.Equal(t, int64(-355), balances(s.history)[balanceKey{ledger.BankPayouts, "USD"}])
+	assert.Equal(t, int64(355), balances(s.history)[balanceKey{ledger.ProviderBalance("square"), "USD"}])
+	// The same line again: nothing.
+	wantTypes(t, s.deliver(settled(line)))
+}

@@ -76,7 +76,9 @@ const (
 	// lines, a Square FEE entry, PayPal fee events).
 	KindFee Kind = "fee"
 	// KindPayout: the balance paid out to the bank (negative Gross), or a
-	// failed payout returned to it (positive Gross). PayoutID is the payout.
+	// failed payout returned to it (positive Gross), or, with BankDebit, a
+	// paid payout that moved money the other way (positive Gross: the
+	// provider debited the bank account). PayoutID is the payout.
 	KindPayout Kind = "payout"
 	// KindFX: one leg of a currency conversion reported as its own line
 	// (PayPal T0200): money leaves the balance in one currency (negative)
@@ -162,6 +164,12 @@ type Line struct {
 	// (payouts of Adyen, PayPal and Square: their webhook adapters carry
 	// none), so recording it from the line opens no missing_webhook.
 	NoWebhook bool `json:"NoWebhook"`
+
+	// BankDebit marks a payout line of positive Gross that is a paid
+	// payout of negative amount (Square's PAID payout of −3.55: Square
+	// debited the seller's bank), not a failed payout coming back. Absent
+	// from lines stored before it existed, which keep their meaning.
+	BankDebit bool `json:"BankDebit,omitempty"`
 }
 
 // BusinessID is the id of the business fact the line reports, as the
@@ -213,6 +221,11 @@ func (l Line) FactsHash() string {
 		strconv.FormatInt(l.Gross, 10), strconv.FormatInt(l.Fee, 10), strconv.FormatInt(l.Net, 10),
 		string(l.Currency)} {
 		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	if l.BankDebit {
+		// Only when set: hashes of lines stored before it stay the same.
+		b.WriteString("bank_debit")
 		b.WriteByte(0)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
@@ -318,6 +331,8 @@ func (l Line) Validate() error {
 		return bad("charge line has no capture id")
 	case l.Kind == KindRefund && l.RefundID == "":
 		return bad("refund line has no refund id")
+	case l.BankDebit && (l.Kind != KindPayout || l.Gross <= 0):
+		return bad("a bank debit is a payout line of positive gross")
 	case l.Kind == KindPayout && l.PayoutID == "":
 		return bad("payout line has no payout id")
 	}

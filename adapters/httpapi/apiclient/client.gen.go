@@ -663,7 +663,10 @@ type Error struct {
 
 // ImportSummary defines model for ImportSummary.
 type ImportSummary struct {
-	// Duplicates Lines already on record (the same or an overlapping file imported before).
+	// Conflicts Lines already on record whose facts changed: recorded for reconciliation (conflicting_redelivery), not as facts.
+	Conflicts int `json:"conflicts"`
+
+	// Duplicates Lines already on record with the same facts (the same or an overlapping file imported before).
 	Duplicates int `json:"duplicates"`
 
 	// Lines Lines read.

@@ -427,15 +427,6 @@ func normalize(it item) (delivery.Event, error) {
 	return ev, nil
 }
 
-// adyenExponents lists the currencies whose minor units in Adyen's API
-// differ from ISO 4217. docs.adyen.com/development-resources/currency-codes:
-// "For CLP, CVE, IDR, and ISK the standard has a different number of
-// decimals than shown in our currency codes table ... the decimals in the
-// table on this page are leading": CLP 2 (ISO 0), CVE 0 (ISO 2), IDR 0 (ISO
-// 2), ISK 2 (ISO 0). amount.value is in Adyen's units; the ledger stores ISO
-// minor units.
-var adyenExponents = map[money.Currency]int{"CLP": 2, "CVE": 0, "IDR": 0, "ISK": 2}
-
 // amountOf reads amount.value (integer minor units, Adyen's) and
 // amount.currency, and returns the amount in ISO 4217 minor units. A value
 // ISO cannot represent (CLP 150, 1.50 pesos) is a bad amount.
@@ -444,10 +435,9 @@ func amountOf(it item) (int64, money.Currency, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	if exp, ok := adyenExponents[cur]; ok {
-		if n, err = money.FromProviderMinor(n, exp, cur); err != nil {
-			return 0, "", fmt.Errorf("%w: amount.value: %w", delivery.ErrInvalidAmount, err)
-		}
+	// Adyen's exponents (money.AdyenAPI: CLP, CVE, IDR, ISK differ from ISO).
+	if n, err = money.AdyenAPI.ToISO(n, cur); err != nil {
+		return 0, "", fmt.Errorf("%w: amount.value: %w", delivery.ErrInvalidAmount, err)
 	}
 	return n, cur, nil
 }

@@ -32,9 +32,19 @@ package adyen
 // original amount, Exchange Rate kept as text.
 //
 // Lines have no id of their own: the dedup key is merchant account, batch,
-// type, PSP reference, modification reference and net currency.
+// type, PSP reference, modification reference and net currency (key
+// version 1, the key every line had before version 2). Lines without
+// references (Balancetransfer, DepositCorrection, fees: empty or free-text
+// references) can share that key within one file; the key is unique within
+// a file by construction (keyer): the first line of a version-1 key keeps
+// it, so a file imported under version 1 and again now changes nothing for
+// the lines it recorded, and each further line of that key gets version 2:
+// the version-1 key, every column that tells such lines apart, and the
+// line's rank among lines identical in all of them.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +61,15 @@ var settlementColumns = []string{
 	"Modification Reference", "Gross Currency", "Gross Debit (GC)", "Gross Credit (GC)", "Exchange Rate",
 	"Net Currency", "Net Debit (NC)", "Net Credit (NC)", "Commission (NC)", "Markup (NC)", "Scheme Fees (NC)",
 	"Interchange (NC)", "Batch Number",
+}
+
+// distinguishing are the columns that tell apart lines sharing a
+// version-1 key (version 2 of the key): references, times and every amount.
+var distinguishing = []string{
+	"Merchant Reference", "Modification Merchant Reference", "Creation Date", "TimeZone", "Gross Currency",
+	"Gross Debit (GC)", "Gross Credit (GC)", "Exchange Rate", "Net Debit (NC)", "Net Credit (NC)",
+	"Commission (NC)", "Markup (NC)", "Scheme Fees (NC)", "Interchange (NC)", "Payment Method",
+	"Payment Method Variant", "Booking Date",
 }
 
 var costColumns = []string{"Commission (NC)", "Markup (NC)", "Scheme Fees (NC)", "Interchange (NC)"}
@@ -74,6 +93,7 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 	if !c.Has("Batch Number") && opt.PayoutID == "" {
 		return c.Require("Batch Number")
 	}
+	keys := keyer{}
 	for {
 		if err := c.Next(); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -88,10 +108,55 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 		if err != nil {
 			return err
 		}
+		keys.unique(c, &l)
 		if err := fn(report.Record{Line: l, Raw: c.Raw(settlementColumns...), Pos: c.Line()}); err != nil {
 			return err
 		}
 	}
+}
+
+// keyer makes the lines' keys unique within one file. Only lines whose
+// references do not name them (keyed) are remembered: payment lines are
+// told apart by their PSP and modification references, and a file of
+// 100,000 of them holds no map of 100,000 keys.
+type keyer struct {
+	seen map[string]bool // version-1 keys given
+	same map[string]int  // version-2 contents → lines seen
+}
+
+// unique gives l, whose Key is its version-1 key, version 2 when a line
+// of the file already has that key.
+func (k *keyer) unique(c *report.CSV, l *settlement.Line) {
+	if !mayRepeat(c, l) {
+		return
+	}
+	if k.seen == nil {
+		k.seen, k.same = map[string]bool{}, map[string]int{}
+	}
+	parts := make([]string, 0, len(distinguishing)+1)
+	parts = append(parts, l.Key)
+	for _, col := range distinguishing {
+		parts = append(parts, strings.TrimSpace(c.Get(col)))
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	content := hex.EncodeToString(sum[:12])
+	k.same[content]++
+	if !k.seen[l.Key] {
+		k.seen[l.Key] = true
+		return
+	}
+	l.Key = fmt.Sprintf("%s|v2|%s|%d", l.Key, content, k.same[content])
+}
+
+// mayRepeat: a line whose references do not identify it (no PSP or no
+// modification reference, or a type whose modification reference is free
+// text).
+func mayRepeat(c *report.CSV, l *settlement.Line) bool {
+	switch l.Kind {
+	case settlement.KindCharge, settlement.KindRefund, settlement.KindDispute, settlement.KindDisputeReversal:
+		return strings.TrimSpace(c.Get("Modification Reference")) == ""
+	}
+	return true
 }
 
 // signed reads an unsigned debit/credit pair as credit − debit.

@@ -95,20 +95,21 @@ func abs(v int64) int64 {
 }
 
 func TestParseSTLMalformed(t *testing.T) {
-	ch := `"CH","Transaction ID","PayPal Reference ID","Transaction Event Code","Transaction Completion Date","Transaction Debit or Credit","Gross Transaction Amount","Gross Transaction Currency","Fee Debit or Credit","Fee Amount"` + "\n"
+	sh := `"SH",2026/11/30 00:00:00 -0800,2026/11/30 23:59:59 -0800,"X",""` + "\n"
+	ch := sh + `"CH","Transaction ID","PayPal Reference ID","Transaction Event Code","Transaction Completion Date","Transaction Debit or Credit","Gross Transaction Amount","Gross Transaction Currency","Fee Debit or Credit","Fee Amount"` + "\n"
 	ok := `"SB","A1","","T0006",2026/11/30 02:00:03 -0800,"CR",1000,"USD","DR",79` + "\n"
 	for _, c := range []struct {
 		name, body, column string
 		line               int
 	}{
-		{"signed amount", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"CR",-1000,"USD","DR",79` + "\n", "Gross Transaction Amount", 3},
-		{"decimal amount", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"CR",10.00,"USD","DR",79` + "\n", "Gross Transaction Amount", 3},
-		{"bad direction", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"XX",1000,"USD","DR",79` + "\n", "Transaction Debit or Credit", 3},
-		{"fee without direction", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"CR",1000,"USD","",79` + "\n", "Fee Debit or Credit", 3},
-		{"refund without reference", ch + ok + `"SB","A2","","T1107",2026/11/30 02:00:03 -0800,"DR",100,"USD","",0` + "\n", "PayPal Reference ID", 3},
-		{"bad date", ch + ok + `"SB","A2","","T0006",30.11.2026,"CR",1000,"USD","DR",79` + "\n", "Transaction Completion Date", 3},
-		{"bad code", ch + ok + `"SB","A2","","0006",2026/11/30 02:00:03 -0800,"CR",1000,"USD","DR",79` + "\n", "Transaction Event Code", 3},
-		{"body before header", ok, "", 1},
+		{"signed amount", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"CR",-1000,"USD","DR",79` + "\n", "Gross Transaction Amount", 4},
+		{"decimal amount", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"CR",10.00,"USD","DR",79` + "\n", "Gross Transaction Amount", 4},
+		{"bad direction", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"XX",1000,"USD","DR",79` + "\n", "Transaction Debit or Credit", 4},
+		{"fee without direction", ch + ok + `"SB","A2","","T0006",2026/11/30 02:00:03 -0800,"CR",1000,"USD","",79` + "\n", "Fee Debit or Credit", 4},
+		{"refund without reference", ch + ok + `"SB","A2","","T1107",2026/11/30 02:00:03 -0800,"DR",100,"USD","",0` + "\n", "PayPal Reference ID", 4},
+		{"bad date", ch + ok + `"SB","A2","","T0006",30.11.2026,"CR",1000,"USD","DR",79` + "\n", "Transaction Completion Date", 4},
+		{"bad code", ch + ok + `"SB","A2","","0006",2026/11/30 02:00:03 -0800,"CR",1000,"USD","DR",79` + "\n", "Transaction Event Code", 4},
+		{"body before header", sh + ok, "", 2},
 		{"header without amounts", `"CH","Transaction ID","Transaction Event Code"` + "\n", "Transaction Debit or Credit", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,7 +126,8 @@ func TestParseSTLUnknownColumnsAndRecords(t *testing.T) {
 	in := "\uFEFF" + `"RH",2026/12/01 02:44:19 -0800,"A","X",010` + "\n" +
 		`"CH","Brand New Column","Transaction Event Code","Gross Transaction Currency","Gross Transaction Amount","Transaction Debit or Credit","Transaction Initiation Date","Transaction ID"` + "\n" +
 		`"ZZ","something new"` + "\n" +
-		`"SB","x","T0400","USD",500,"DR",2026/11/30 23:00:00 -0800,"W1"` + "\n"
+		`"SH",2026/11/30 00:00:00 -0800,2026/11/30 23:59:59 -0800,"X",""` + "\n" +
+		`"SB","x","T0400","USD",500,"DR",2026/11/30 23:00:00 -0800,"W1"` + "\n" + `"SC",1` + "\n" + `"FF",1` + "\n"
 	recs, err := parseSTL(t, in)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)

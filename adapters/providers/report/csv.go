@@ -14,6 +14,7 @@ import (
 // reused buffer: memory is bounded by the longest record.
 type CSV struct {
 	r      *csv.Reader
+	seen   *recorder      // the bytes of the record being read, to place an error
 	cols   map[string]int // normalized header → index
 	header []string       // as the file spells it
 	rec    []string
@@ -31,10 +32,73 @@ func NewCSV(r io.Reader) *CSV {
 	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
 		_, _ = br.Discard(3)
 	}
-	cr := csv.NewReader(br)
+	seen := &recorder{r: br}
+	cr := csv.NewReader(seen)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	return &CSV{r: cr}
+	return &CSV{r: cr, seen: seen}
+}
+
+// recorder keeps the bytes read from the record being read on: a
+// csv.ParseError gives a line and a byte column, not the field, and the
+// field is found by reading those bytes again. Memory: the current record
+// plus the csv.Reader's read-ahead.
+type recorder struct {
+	r    io.Reader
+	buf  []byte
+	base int64 // input offset of buf[0]
+	cur  int64 // input offset where the record being read starts
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.buf = append(r.buf, p[:n]...)
+	return n, err
+}
+
+// forget moves the record start to input offset off (the end of the last
+// record read). The bytes before it are dropped in chunks, so that a file
+// of short records is not copied once per record.
+func (r *recorder) forget(off int64) {
+	r.cur = off
+	if k := off - r.base; k >= 32<<10 && k <= int64(len(r.buf)) {
+		r.buf = append(r.buf[:0], r.buf[k:]...)
+		r.base = off
+	}
+}
+
+// record is the bytes read of the record being read.
+func (r *recorder) record() []byte {
+	if k := r.cur - r.base; k >= 0 && k <= int64(len(r.buf)) {
+		return r.buf[k:]
+	}
+	return nil
+}
+
+// fieldAt is the 0-based index of the field holding the byte at (line,
+// column) of a record that starts at line start, its bytes rec: the field
+// separators before that byte outside quotes, counted. Each '"' toggles
+// quoting, which also reads a doubled quote inside a quoted field right.
+func fieldAt(rec []byte, start, line, column int) int {
+	at, l, col := 0, start, 1
+	for at < len(rec) && (l < line || (l == line && col < column)) {
+		if rec[at] == '\n' {
+			l, col = l+1, 1
+		} else {
+			col++
+		}
+		at++
+	}
+	field, quoted := 0, false
+	for _, b := range rec[:at] {
+		switch {
+		case b == '"':
+			quoted = !quoted
+		case b == ',' && !quoted:
+			field++
+		}
+	}
+	return field
 }
 
 // Next reads the next record. It returns io.EOF at the end and a *ParseError
@@ -47,10 +111,13 @@ func (c *CSV) Next() error {
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			return &ParseError{Line: pe.Line, Column: c.name(pe.Column - 1), Err: pe.Err}
+			// pe.Column is a byte in the line, not a field index.
+			i := fieldAt(c.seen.record(), pe.StartLine, pe.Line, pe.Column)
+			return &ParseError{Line: pe.Line, Column: c.name(i), Err: pe.Err}
 		}
 		return err
 	}
+	c.seen.forget(c.r.InputOffset())
 	c.rec = rec
 	return nil
 }

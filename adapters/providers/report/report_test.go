@@ -111,3 +111,32 @@ func TestJSONWalkLines(t *testing.T) {
 		assert.ErrorIs(t, err, ErrMalformed)
 	}
 }
+
+// A CSV syntax error names the column of the field it is in: the csv
+// package's column is a byte in the line, not a field index.
+func TestCSVSyntaxErrorNamesTheField(t *testing.T) {
+	for _, c := range []struct {
+		doc    string
+		line   int
+		column string
+	}{
+		{"id,description,amount\n1,long text here,10\n2,a \"quoted\" word,3\n", 3, "description"},
+		{"id,description,amount\n1,\"a, b\",1\"0\n", 2, "amount"},
+		{"id,description,amount\n1,\"x,\ny\"\"z\",1\"0\n", 3, "amount"},
+		{"id,description,amount\n1,\"never closed,10\n", 2, "description"},
+		{"id,description,amount\n1,ok,2\n1,\"a\"b,3\n", 3, "description"},
+		// far into a file: the bytes kept are dropped in chunks
+		{"id,description,amount\n" + strings.Repeat("1,\"o,k\",2\n", 9000) + "1,x,\"3\"4\n", 9002, "amount"},
+	} {
+		r := NewCSV(strings.NewReader(c.doc))
+		require.NoError(t, r.ReadHeader())
+		var err error
+		for err == nil {
+			err = r.Next()
+		}
+		var pe *ParseError
+		require.ErrorAs(t, err, &pe, c.doc)
+		assert.Equal(t, c.column, pe.Column, "%q: %v", c.doc, err)
+		assert.Equal(t, c.line, pe.Line, "%q: %v", c.doc, err)
+	}
+}

@@ -291,7 +291,8 @@ func classifyEntry(all map[string]json.RawMessage, l *settlement.Line) error {
 // parsePayout maps the Payout object to the payout's own line (money out of
 // the balance: −amount_money). A payout not SENT or PAID moved nothing yet
 // (ok false). amount_money may be negative (a debit from the seller's bank):
-// the line then brings money into the balance.
+// the line then brings money into the balance, and is a paid payout that
+// moves money the other way (BankDebit), not a failed payout.
 func parsePayout(raw []byte) (settlement.Line, bool, error) {
 	var p payoutObject
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -313,7 +314,7 @@ func parsePayout(raw []byte) (settlement.Line, bool, error) {
 	}
 	l := settlement.Line{Provider: Name, Kind: settlement.KindPayout, SourceType: "PAYOUT:" + strings.ToUpper(p.Status),
 		LineID: p.ID, PayoutID: p.ID, Gross: -amount, Net: -amount, Currency: cur, OriginalAmount: -amount,
-		OriginalCurrency: cur, NoWebhook: true}
+		OriginalCurrency: cur, NoWebhook: true, BankDebit: amount < 0}
 	if l.OccurredAt, err = time.Parse(time.RFC3339, p.CreatedAt); err != nil {
 		return l, false, colErr("created_at", fmt.Errorf("%q is not RFC 3339", p.CreatedAt))
 	}

@@ -81,30 +81,16 @@ func normalize(raw []byte) (delivery.Event, error) {
 	return ev, nil
 }
 
-// stripeExponents lists the currencies whose amounts Stripe's API states
-// with another exponent than ISO 4217. Stripe (docs.stripe.com/currencies,
-// "Special cases"): "ISK will remain a two-decimal currency in the Stripe
-// API, and an ISK amount of 100 will continue to represent 1 króna", and
-// since April 2023 amounts must be "evenly divisible by 100"; ISO 4217 gives
-// ISK no minor unit. The other special cases need no conversion: HUF and TWD
-// are two-decimal in Stripe's API as in ISO (Stripe only requires payout
-// amounts divisible by 100, still stated in hundredths), and UGX is on
-// Stripe's zero-decimal list as in ISO.
-var stripeExponents = map[money.Currency]int{"ISK": 2}
-
 // toISO converts a fact's amount and fee from Stripe's units into ISO 4217
-// minor units. An amount ISO cannot represent (ISK 150, 1.50 kr) is a bad
-// amount (400), not something to round.
+// minor units, through money.StripeAPI, the table the report path
+// (apiToISO) uses too. An amount ISO cannot represent (ISK 150, 1.50 kr) is
+// a bad amount (400), not something to round.
 func toISO(f *delivery.Fact) error {
-	exp, ok := stripeExponents[f.Currency]
-	if !ok {
-		return nil
-	}
 	var err error
-	if f.Amount, err = money.FromProviderMinor(f.Amount, exp, f.Currency); err != nil {
+	if f.Amount, err = money.StripeAPI.ToISO(f.Amount, f.Currency); err != nil {
 		return fmt.Errorf("%w: %s amount: %w", delivery.ErrInvalidAmount, f.Kind, err)
 	}
-	if f.Fee, err = money.FromProviderMinor(f.Fee, exp, f.Currency); err != nil {
+	if f.Fee, err = money.StripeAPI.ToISO(f.Fee, f.Currency); err != nil {
 		return fmt.Errorf("%w: %s fee: %w", delivery.ErrInvalidAmount, f.Kind, err)
 	}
 	return nil

@@ -467,50 +467,17 @@ func unixTime(n json.Number) (time.Time, error) {
 	return time.Unix(v, 0).UTC(), nil
 }
 
-// stripeZeroDecimal are the currencies Stripe's API counts in whole units
-// [docs.stripe.com/currencies#zero-decimal]. Of them, ISO 4217 gives MGA two
-// minor digits, so an API amount in MGA is multiplied by 100.
-var stripeZeroDecimal = map[money.Currency]bool{
-	"BIF": true, "CLP": true, "DJF": true, "GNF": true, "JPY": true, "KMF": true, "KRW": true, "MGA": true,
-	"PYG": true, "RWF": true, "UGX": true, "VND": true, "VUV": true, "XAF": true, "XOF": true, "XPF": true,
-}
-
-// stripeExponent is how many minor digits Stripe's API uses for c. ISK is
-// zero-decimal in ISO 4217 but two-decimal in Stripe's API ("ISK … special
-// case: … amount must be divisible by 100", docs.stripe.com/currencies).
-func stripeExponent(c money.Currency) int {
-	switch {
-	case c == "ISK":
-		return 2
-	case stripeZeroDecimal[c]:
-		return 0
-	}
-	return c.Exponent()
-}
-
 // apiToISO converts an integer amount in Stripe's API minor units into ISO
-// 4217 minor units of c, exactly (an ISK amount not divisible by 100 is an
+// 4217 minor units of c through money.StripeAPI, the table the webhook
+// path (toISO) uses too: exactly (an ISK amount not divisible by 100 is an
 // error, never rounded), within ±10^15.
 func apiToISO(s string, c money.Currency) (int64, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %q is not an integer amount", money.ErrInvalidAmount, s)
 	}
-	for d := c.Exponent() - stripeExponent(c); d != 0; {
-		switch {
-		case d > 0:
-			if v > settlement.MaxAmount/10 || v < -settlement.MaxAmount/10 {
-				return 0, fmt.Errorf("%w: %s %s is beyond 10^15 minor units", money.ErrInvalidAmount, s, c)
-			}
-			v *= 10
-			d--
-		default:
-			if v%10 != 0 {
-				return 0, fmt.Errorf("%w: %s %s is not a whole amount in ISO 4217 units", money.ErrInvalidAmount, s, c)
-			}
-			v /= 10
-			d++
-		}
+	if v, err = money.StripeAPI.ToISO(v, c); err != nil {
+		return 0, err
 	}
 	if v > settlement.MaxAmount || v < -settlement.MaxAmount {
 		return 0, fmt.Errorf("%w: %s %s is beyond 10^15 minor units", money.ErrInvalidAmount, s, c)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers/internal/providertest"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 )
@@ -70,4 +71,29 @@ func TestAmountAboveTheBoundIsRefused(t *testing.T) {
 	// 2^63-1, accepted before the bound, and its ISK twin.
 	_, err = a.Parse(signed(chargeIn(t, "usd", "9223372036854775807"), secret, now))
 	assert.ErrorIs(t, err, delivery.ErrInvalidAmount)
+}
+
+// The webhook path and the report path (Balance Transactions, the API the
+// sync reads) read Stripe's integer amounts through one table: for every
+// ISO 4217 currency they agree, on a value and on a refusal. MGA is
+// zero-decimal in Stripe's API and two-decimal in ISO: 1000 Ar from Stripe
+// is 100000 ISO minor units on both paths.
+func TestWebhookAndReportAgreeOnEveryCurrency(t *testing.T) {
+	a := newAdapter(t)
+	for _, c := range money.Currencies() {
+		for _, amount := range []string{"12300", "12345"} {
+			fromReport, rerr := stripe.MinorFromAPI(amount, c)
+			ev, werr := a.Parse(signed(chargeIn(t, strings.ToLower(string(c)), amount), secret, now))
+			if rerr != nil || werr != nil {
+				assert.True(t, rerr != nil && werr != nil, "%s %s: report %v, webhook %v", amount, c, rerr, werr)
+				continue
+			}
+			require.Len(t, ev, 1, c)
+			require.Len(t, ev[0].Facts, 1, c)
+			assert.Equal(t, fromReport, ev[0].Facts[0].Amount, "%s %s", amount, c)
+		}
+	}
+	mga, err := stripe.MinorFromAPI("1000", "MGA")
+	require.NoError(t, err)
+	assert.Equal(t, int64(100000), mga)
 }

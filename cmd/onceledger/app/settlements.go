@@ -38,5 +38,6 @@ func (r reportImporter) ImportReport(ctx context.Context, provider string, src h
 	if err != nil && errors.Is(err, reportimport.ErrUnknownProvider) {
 		err = fmt.Errorf("%w: %w", httpapi.ErrNoReportImporter, err)
 	}
-	return httpapi.ImportSummary{Lines: sum.Lines, New: sum.New, Duplicates: sum.Duplicates}, err
+	return httpapi.ImportSummary{Lines: sum.Lines, New: sum.New, Duplicates: sum.Duplicates,
+		Conflicts: sum.Conflicts}, err
 }
