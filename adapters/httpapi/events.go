@@ -48,6 +48,12 @@ func (s *server) queryEvents(w http.ResponseWriter, r *http.Request) {
 		fail(w, errQueryNotConfigured)
 		return
 	}
+	if q.Wait > 0 {
+		// The server's write timeout is sized for ingestion; a long poll
+		// may outlast it. Error ignored: a writer without deadlines (a
+		// test recorder) has none to extend.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(q.Wait + 15*time.Second))
+	}
 	page, err := s.cfg.Outbound.Page(r.Context(), q)
 	if err != nil {
 		if errors.Is(err, outbound.ErrUnknownType) {

@@ -28,6 +28,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/projections/outbound"
 )
 
 // Config is everything the app is built from. Zero durations and sizes take
@@ -105,7 +106,9 @@ type App struct {
 	tokens  *access.Tokens
 	reads   *readSide
 	handler http.Handler
-	closed  sync.Once
+	// outbound is GET /v1/events's feed; Serve starts its one listener.
+	outbound *outbound.Feed
+	closed   sync.Once
 }
 
 // New builds the app from cfg: the core (NewCore), then the web (the
@@ -163,6 +166,8 @@ func (a *App) web(ctx context.Context) error {
 		return err
 	}
 	hc.SettlementQuery = a.reads.Query
+	a.outbound = outbound.NewFeed(a.events.Store)
+	hc.Outbound = a.outbound
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
 	return nil
@@ -234,6 +239,10 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		startPprof(bgCtx, &wg, c.PprofAddr, a.log)
 	}
 	wg.Go(func() { a.reads.Monitor.Run(bgCtx) })
+	if err := a.outbound.Start(bgCtx); err != nil {
+		// Each long poll then listens on its own (docs/events.md).
+		a.log.Warn("outbound events: no shared listener", "error", err)
+	}
 	if c.Projections {
 		projs := a.Projections()
 		wg.Go(func() {
