@@ -27,6 +27,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/projections/outbound"
 )
@@ -95,6 +96,10 @@ type Config struct {
 	// UnsettledAfter is ONCELEDGER_UNSETTLED_AFTER (DefaultUnsettledAfter
 	// when 0): the unsettled check after a settlement import.
 	UnsettledAfter time.Duration
+
+	// NATS is ONCELEDGER_OUTBOX_NATS_*: with a URL, serve also publishes
+	// every outbound event to JetStream (docs/events.md).
+	NATS jetstream.Config
 
 	PprofAddr string // serve net/http/pprof there; "" = off
 	Logger    *slog.Logger
@@ -239,6 +244,11 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		startPprof(bgCtx, &wg, c.PprofAddr, a.log)
 	}
 	wg.Go(func() { a.reads.Monitor.Run(bgCtx) })
+	if c.NATS.URL != "" {
+		if err := a.startNATS(bgCtx, &wg); err != nil {
+			return err
+		}
+	}
 	if err := a.outbound.Start(bgCtx); err != nil {
 		// Each long poll then listens on its own (docs/events.md).
 		a.log.Warn("outbound events: no shared listener", "error", err)
