@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -71,4 +75,75 @@ func TestEventsTailFollowsAndResumes(t *testing.T) {
 	more, _ := run(after, 1, func() { appendCapture("pi_3") })
 	require.Len(t, more, 1)
 	assert.Equal(t, "pi_3", more[0].PaymentID, "resumed after the cursor, nothing twice")
+}
+
+// serve publishes to JetStream and answers GET /v1/events: a fact committed
+// after the server started reaches a waiting long poll and the stream, with
+// one id.
+func TestEventsServedAndPublished(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	bin := buildBinary(t)
+	dbURL := pgtest.NewDatabase(t)
+	prefix := "test_" + strings.ReplaceAll(t.Name(), "/", "_") + "_" + time.Now().Format("150405.000000")
+	prefix = strings.ReplaceAll(prefix, ".", "_")
+	addr := freeLoopbackAddr(t)
+	srv := startServeWithEnv(t, bin, addr, serveEnv("ONCELEDGER_DATABASE_URL="+dbURL, "ONCELEDGER_ADDR="+addr,
+		"ONCELEDGER_API_TOKENS=tok", "ONCELEDGER_OUTBOX_NATS_URL=nats://127.0.0.1:4222",
+		"ONCELEDGER_OUTBOX_NATS_SUBJECT="+prefix, "ONCELEDGER_OUTBOX_NATS_STREAM="+strings.ToUpper(prefix)))
+	srv.waitHealthy(t)
+	nc, err := nats.Connect("nats://127.0.0.1:4222")
+	require.NoError(t, err)
+	defer nc.Close()
+	sub, err := nc.SubscribeSync(prefix + ".>")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if js, err := natsjs.New(nc); err == nil {
+			_ = js.DeleteStream(context.Background(), strings.ToUpper(prefix))
+		}
+	})
+
+	type answer struct {
+		body map[string]any
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.base+"/v1/events?wait=30s&type=payment.captured", nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		got <- answer{body, json.NewDecoder(resp.Body).Decode(&body)}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	e := payment.Captured{Meta: payment.Meta{Provider: "stripe", PaymentKey: "pi_s", DedupKey: "evt_s", OccurredAt: time.Now().UTC()},
+		CaptureID: "ch_s", Amount: 1000, Currency: "USD"}
+	typ, data, err := payment.Encode(e)
+	require.NoError(t, err)
+	stored := payment.EventID("stripe", "evt_s", 0)
+	_, err = postgres.NewEventStore(pool).Append(ctx, deliveries.PaymentStream("stripe", "pi_s"), eventstore.NoStream,
+		[]eventstore.EventData{{ID: stored, Type: typ, Data: data}})
+	require.NoError(t, err)
+
+	a := <-got
+	require.NoError(t, a.err)
+	evs := a.body["events"].([]any)
+	require.Len(t, evs, 1, "%v", a.body)
+	id := evs[0].(map[string]any)["id"]
+	assert.Equal(t, outbound.PublicID(stored).String(), id)
+	msg, err := sub.NextMsg(20 * time.Second)
+	require.NoError(t, err, "published to JetStream\n%s", srv.log.String())
+	assert.Equal(t, prefix+".payment.captured", msg.Subject)
+	assert.Equal(t, id, msg.Header.Get("Nats-Msg-Id"))
 }

@@ -3,9 +3,12 @@ package app
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/projections"
 	"github.com/onceledger/onceledger/projections/outbound"
 )
 
@@ -26,9 +29,47 @@ func (a *App) startNATS(ctx context.Context, wg *sync.WaitGroup) error {
 	a.log.Info("publishing outbound events to NATS JetStream", "stream", pub.Stream, "subject", a.cfg.NATS.Subject+".<type>")
 	wg.Go(func() {
 		defer pub.Close()
-		if err := relay.Run(ctx); err != nil {
-			a.log.Error("outbound relay stopped", "error", err)
+		for ctx.Err() == nil {
+			a.relayWhileActive(ctx, relay)
 		}
 	})
 	return nil
+}
+
+// relayWhileActive runs relay while this process holds the relay's
+// advisory lock: one active publisher across instances (the others wait
+// for the lock and take over), as for the projectors.
+func (a *App) relayWhileActive(ctx context.Context, relay *outbound.Relay) {
+	lock, err := readmodel.New(a.rmPool).Lock(ctx, projections.LockActive, "outbound-"+natsRelay)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("outbound relay: lock", "error", err)
+			sleepCtx(ctx, 5*time.Second)
+		}
+		return
+	}
+	defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for rctx.Err() == nil {
+			sleepCtx(rctx, 5*time.Second)
+			if rctx.Err() == nil && lock.Alive(rctx) != nil {
+				cancel() // the lock's connection is gone: another may take over
+			}
+		}
+	}()
+	if err := relay.Run(rctx); err != nil {
+		a.log.Error("outbound relay stopped", "error", err)
+		sleepCtx(ctx, 5*time.Second)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
