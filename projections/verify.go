@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/ledger"
@@ -58,6 +57,10 @@ func (v Violation) String() string { return v.Check + ": " + v.Detail }
 // Violations found by Verify; empty means the ledger is sound.
 type Violations []Violation
 
+// horizonFloor is a feed whose horizon can be raised to a position a reader
+// of it returned (postgres.EventStore.AtLeast).
+type horizonFloor interface{ AtLeast(eventstore.Position) }
+
 // maxViolations bounds each check's list, so that a systematic fault does
 // not flood the report.
 const maxViolations = 100
@@ -80,31 +83,23 @@ func Verify(ctx context.Context, feed Feed, db AuditDB, opts ...Option) (Violati
 	books := period.NewBooks(configure(opts).zone)
 	var booksErr error
 	// Checkpoints first, then the head: a checkpoint may legitimately pass a
-	// head read before it. The head is what the feed shows below its
-	// horizon, which can dip for a moment (a transaction that has just
-	// taken its id and not yet written): a checkpoint past the head is
-	// read again a few times before it is a violation.
+	// head read before it. A feed whose horizon is raised to what readers
+	// already returned (the Postgres store: its horizon is monotonic, but a
+	// fresh process has observed nothing yet) is told the checkpoints, each
+	// a position a projector read: its head is then never below them unless
+	// no such event exists, which is the violation.
 	cps, err := db.Checkpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var head eventstore.Position
-	for attempt := 0; ; attempt++ {
-		if head, err = feed.Head(ctx); err != nil {
-			return nil, err
-		}
-		past := false
+	if f, ok := feed.(horizonFloor); ok {
 		for _, cp := range cps {
-			past = past || head.Less(cp.Position)
+			f.AtLeast(cp.Position)
 		}
-		if !past || attempt == 20 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	}
+	head, err := feed.Head(ctx)
+	if err != nil {
+		return nil, err
 	}
 	for _, cp := range cps {
 		if head.Less(cp.Position) {

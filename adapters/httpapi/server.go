@@ -104,6 +104,9 @@ type Config struct {
 	SettlementQuery SettlementQuery
 	// MaxReportBytes bounds an uploaded report (DefaultMaxReportBytes).
 	MaxReportBytes int64
+	// Outbound pages the outbound business events for GET /v1/events
+	// (outbound.Feed); nil = that endpoint answers 503.
+	Outbound EventFeed
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,9 +55,27 @@ const (
 // another database does not hold this feed back. The cost that remains: a
 // write transaction of this database delays visibility of later events until
 // it ends; keep write transactions short.
+//
+// # A monotonic horizon
+//
+// feed_horizon() can dip: a read-model transaction the horizon passed
+// (00050) that ends between a later statement's snapshot and its read of
+// pg_stat_activity is no longer seen as passable, and that statement's
+// horizon falls back to its id, below what an earlier statement answered.
+// Nothing read was wrong (the lower answer errs low), but the head went
+// backwards: a checkpoint could be past it, a feed page come back empty
+// after one that was not. So the horizon used is never below one already
+// proven: floor holds the largest horizon this store has observed (a Head's
+// horizon, or the transaction id + 1 of an event it returned, since an
+// event is returned only below the horizon). Raising a later statement's
+// horizon to it is safe: at the moment it was observed, every transaction
+// below it that could write an event had ended, and transactions that
+// start later take ids at or above it; a later statement's snapshot sees
+// everything those ended transactions committed.
 type EventStore struct {
-	pool *pgxpool.Pool
-	tail feedTail // ReadAll's shared tail of the feed (feedcache.go)
+	pool  *pgxpool.Pool
+	tail  feedTail     // ReadAll's shared tail of the feed (feedcache.go)
+	floor atomic.Int64 // the largest horizon known safe (see above)
 }
 
 var _ eventstore.Store = (*EventStore)(nil)
@@ -390,10 +409,10 @@ func (s *EventStore) readFeed(ctx context.Context, columns string, after eventst
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+columns+`
 		FROM events
-		WHERE tx_id < (SELECT feed_horizon())
+		WHERE tx_id < GREATEST((SELECT feed_horizon()), $4)
 		  AND (tx_id, global_position) > ($1, $2)
 		ORDER BY tx_id, global_position
-		LIMIT $3`, commit, prepare, limit)
+		LIMIT $3`, commit, prepare, limit, s.floor.Load())
 	if err != nil {
 		return nil, wrap("read all", err)
 	}
@@ -401,25 +420,57 @@ func (s *EventStore) readFeed(ctx context.Context, columns string, after eventst
 	if err != nil {
 		return nil, wrap("read all", err)
 	}
+	if len(evs) > 0 {
+		s.raiseFloor(int64(evs[len(evs)-1].Position.Commit) + 1)
+	}
 	return evs, nil
+}
+
+// raiseFloor records h as a horizon known safe, if it is larger.
+func (s *EventStore) raiseFloor(h int64) {
+	for {
+		cur := s.floor.Load()
+		if h <= cur || s.floor.CompareAndSwap(cur, h) {
+			return
+		}
+	}
+}
+
+// AtLeast tells the store that p was returned by a reader of this feed
+// (a projection's checkpoint): the horizon was above p.Commit then, so it
+// never needs to be below it again. `onceledger verify` uses it so that a
+// head read in a fresh process is not below the checkpoints the projectors
+// reached (see EventStore, "A monotonic horizon"). Only positions read from
+// the feed may be passed: a made-up one would let readers past
+// transactions still in progress.
+func (s *EventStore) AtLeast(p eventstore.Position) {
+	commit, _ := clampPosition(p)
+	if commit < math.MaxInt64 {
+		s.raiseFloor(commit + 1)
+	}
 }
 
 // Head is the position of the last event ReadAll can return now.
 func (s *EventStore) Head(ctx context.Context) (eventstore.Position, error) {
-	var commit, prepare int64
+	var horizon int64
+	var commit, prepare *int64
 	err := s.pool.QueryRow(ctx, `
-		SELECT tx_id, global_position
-		FROM events
-		WHERE tx_id < (SELECT feed_horizon())
-		ORDER BY tx_id DESC, global_position DESC
-		LIMIT 1`).Scan(&commit, &prepare)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.Start, nil
-	}
+		SELECT h.v, e.tx_id, e.global_position
+		FROM (SELECT GREATEST(feed_horizon(), $1) AS v) h
+		LEFT JOIN LATERAL (
+			SELECT tx_id, global_position
+			FROM events
+			WHERE tx_id < h.v
+			ORDER BY tx_id DESC, global_position DESC
+			LIMIT 1) e ON true`, s.floor.Load()).Scan(&horizon, &commit, &prepare)
 	if err != nil {
 		return eventstore.Position{}, wrap("head", err)
 	}
-	return eventstore.Position{Commit: uint64(commit), Prepare: uint64(prepare)}, nil
+	s.raiseFloor(horizon)
+	if commit == nil {
+		return eventstore.Start, nil
+	}
+	return eventstore.Position{Commit: uint64(*commit), Prepare: uint64(*prepare)}, nil
 }
 
 // clampPosition converts to the bigint columns; no stored value exceeds

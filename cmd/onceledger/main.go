@@ -46,6 +46,7 @@ type cli struct {
 	Redrive  redriveCmd  `cmd:"" help:"Re-normalize stored raw deliveries with the current code and record what they now carry; prints counts."`
 	Settle   settleCmd   `cmd:"" help:"Settlement reports: import files, or sync from a provider's API."`
 	Backfill backfillCmd `cmd:"" help:"Pull a provider's past events from its API and ingest them through the webhook gate."`
+	Events   eventsCmd   `cmd:"" help:"The outbound business events: tail the feed."`
 }
 
 // Validate refuses an unknown reporting time zone before any command runs.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
@@ -37,6 +38,10 @@ type serveCmd struct {
 	UnsettledAfter      time.Duration `name:"unsettled-after" env:"ONCELEDGER_UNSETTLED_AFTER" default:"168h" group:"Tuning" help:"After a settlement import, a capture with no settlement line this long before the report's latest line opens 'unsettled'."`
 	PprofAddr           string        `name:"pprof-addr" env:"ONCELEDGER_PPROF_ADDR" group:"Server" help:"Serve net/http/pprof on this address (e.g. 127.0.0.1:6060); empty = off."`
 	IngestBatch         int           `name:"ingest-batch" env:"ONCELEDGER_INGEST_BATCH" default:"64" group:"Tuning" help:"Most first arrivals sharing one database commit (group commit; Postgres event store); 1 = one transaction per delivery."`
+	NATSURL             string        `name:"outbox-nats-url" env:"ONCELEDGER_OUTBOX_NATS_URL" group:"Outbound events" help:"Also publish every outbound business event to NATS JetStream there (nats://127.0.0.1:4222; tls:// for TLS); empty = off."`
+	NATSSubject         string        `name:"outbox-nats-subject" env:"ONCELEDGER_OUTBOX_NATS_SUBJECT" default:"onceledger.events" group:"Outbound events" help:"Subject prefix: an event is published on PREFIX.<type>."`
+	NATSStream          string        `name:"outbox-nats-stream" env:"ONCELEDGER_OUTBOX_NATS_STREAM" default:"ONCELEDGER" group:"Outbound events" help:"The JetStream stream created when none covers PREFIX.>."`
+	NATSCreds           string        `name:"outbox-nats-creds" env:"ONCELEDGER_OUTBOX_NATS_CREDS" group:"Outbound events" help:"NATS credentials file."`
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
@@ -165,6 +170,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		PostbackURL:          c.ipnVerifyURL(),
 		PprofAddr:            c.PprofAddr,
 		UnsettledAfter:       c.UnsettledAfter,
+		NATS:                 jetstream.Config{URL: c.NATSURL, Subject: c.NATSSubject, Stream: c.NATSStream, Creds: c.NATSCreds},
 		Logger:               g.log,
 		UnknownKeys:          c.unknownKeys,
 	}

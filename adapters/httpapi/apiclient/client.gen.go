@@ -36,6 +36,21 @@ func (e ItemActionResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for OutboundEventVersion.
+const (
+	N1 OutboundEventVersion = 1
+)
+
+// Valid indicates whether the value is a known member of the OutboundEventVersion enum.
+func (e OutboundEventVersion) Valid() bool {
+	switch e {
+	case N1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusAuthorized        PaymentStatus = "authorized"
@@ -734,6 +749,26 @@ type JournalRow struct {
 	Provider string `json:"provider"`
 }
 
+// OutboundEvent One outbound business event (docs/events.md): the same fact always has the same id.
+type OutboundEvent struct {
+	// Data The fact's fields; amounts in minor units with amount_decimal and currency beside them.
+	Data map[string]interface{} `json:"data"`
+
+	// Id Stable for ever; deduplicate on it.
+	Id         openapi_types.UUID `json:"id"`
+	OccurredAt time.Time          `json:"occurred_at"`
+	PaymentId  *string            `json:"payment_id,omitempty"`
+	Provider   *string            `json:"provider,omitempty"`
+	RecordedAt time.Time          `json:"recorded_at"`
+
+	// Type Example: payment.captured
+	Type    string               `json:"type"`
+	Version OutboundEventVersion `json:"version"`
+}
+
+// OutboundEventVersion defines model for OutboundEvent.Version.
+type OutboundEventVersion int
+
 // Payment defines model for Payment.
 type Payment struct {
 	// Amounts Integer minor units. `disputed` is the amount under an open dispute; a lost dispute moves to `dispute_lost`.
@@ -1119,6 +1154,21 @@ type GetBalancesParamsFormat string
 // GetBalancesParamsTime defines parameters for GetBalances.
 type GetBalancesParamsTime string
 
+// GetEventsParams defines parameters for GetEvents.
+type GetEventsParams struct {
+	// After Opaque cursor (exclusive): a previous answer's next. Absent: the start of the feed.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// Type Keep only these public types (repeatable or comma-separated).
+	Type *[]string `form:"type,omitempty" json:"type,omitempty"`
+
+	// Limit At most this many events (default 100, at most 1000).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Wait Long poll: when nothing is new, wait up to this duration (such as 5s, at most 60s) for a commit.
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
 // PostInboxEraseJSONBody defines parameters for PostInboxErase.
 type PostInboxEraseJSONBody struct {
 	// DedupKey Dedup key of the delivery.
@@ -1439,6 +1489,16 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetEvents The outbound business events after a cursor, in feed order (long poll with wait)
+	//
+	// Corresponds with GET /v1/events (the `GetEvents` operationId).
+	GetEvents(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEventTypes The public event types, with an example each
+	//
+	// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
+	GetEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostInboxEraseWithBody Erase stored raw webhook bodies (admin)
 	//
 	// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
@@ -1722,6 +1782,36 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // Corresponds with GET /v1/balances (the `GetBalances` operationId).
 func (c *Client) GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBalancesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEvents The outbound business events after a cursor, in feed order (long poll with wait)
+//
+// Corresponds with GET /v1/events (the `GetEvents` operationId).
+func (c *Client) GetEvents(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEventTypes The public event types, with an example each
+//
+// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
+func (c *Client) GetEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventTypesRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2415,6 +2505,123 @@ func NewGetBalancesRequest(server string, params *GetBalancesParams) (*http.Requ
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetEventsRequest constructs an http.Request for the GetEvents method
+func NewGetEventsRequest(server string, params *GetEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetEventTypesRequest constructs an http.Request for the GetEventTypes method
+func NewGetEventTypesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events/types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3662,6 +3869,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalancesWithResponse(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*GetBalancesResponse, error)
 
+	// GetEventsWithResponse The outbound business events after a cursor, in feed order (long poll with wait)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/events (the `GetEvents` operationId).
+	GetEventsWithResponse(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*GetEventsResponse, error)
+
+	// GetEventTypesWithResponse The public event types, with an example each
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
+	GetEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetEventTypesResponse, error)
+
 	// PostInboxEraseWithBodyWithResponse Erase stored raw webhook bodies (admin)
 	//
 	// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
@@ -4145,6 +4366,172 @@ func (r GetBalancesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBalancesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEventsResponse401Headers the declared response headers of an HTTP 401 response for GetEvents
+type GetEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Events []OutboundEvent `json:"events"`
+
+		// Next Pass as after to continue.
+		Next string `json:"next"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetEventsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEventsResponse) GetJSON200() *struct {
+	Events []OutboundEvent `json:"events"`
+
+	// Next Pass as after to continue.
+	Next string `json:"next"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEventsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEventsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetEventsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEventTypesResponse401Headers the declared response headers of an HTTP 401 response for GetEventTypes
+type GetEventTypesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetEventTypesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Types []struct {
+			Description string `json:"description"`
+
+			// Example One outbound business event (docs/events.md): the same fact always has the same id.
+			Example OutboundEvent `json:"example"`
+			Type    string        `json:"type"`
+		} `json:"types"`
+		Version int `json:"version"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetEventTypesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEventTypesResponse) GetJSON200() *struct {
+	Types []struct {
+		Description string `json:"description"`
+
+		// Example One outbound business event (docs/events.md): the same fact always has the same id.
+		Example OutboundEvent `json:"example"`
+		Type    string        `json:"type"`
+	} `json:"types"`
+	Version int `json:"version"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEventTypesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEventTypesResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetEventTypesResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEventTypesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEventTypesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEventTypesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEventTypesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5687,6 +6074,32 @@ func (c *ClientWithResponses) GetBalancesWithResponse(ctx context.Context, param
 	return ParseGetBalancesResponse(rsp)
 }
 
+// GetEventsWithResponse The outbound business events after a cursor, in feed order (long poll with wait)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/events (the `GetEvents` operationId).
+func (c *ClientWithResponses) GetEventsWithResponse(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*GetEventsResponse, error) {
+	rsp, err := c.GetEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEventsResponse(rsp)
+}
+
+// GetEventTypesWithResponse The public event types, with an example each
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
+func (c *ClientWithResponses) GetEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetEventTypesResponse, error) {
+	rsp, err := c.GetEventTypes(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEventTypesResponse(rsp)
+}
+
 // PostInboxEraseWithBodyWithResponse Erase stored raw webhook bodies (admin)
 //
 // As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
@@ -6253,6 +6666,140 @@ func ParseGetBalancesResponse(rsp *http.Response) (*GetBalancesResponse, error) 
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetBalancesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEventsResponse parses an HTTP response from a GetEventsWithResponse call
+func ParseGetEventsResponse(rsp *http.Response) (*GetEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Events []OutboundEvent `json:"events"`
+
+			// Next Pass as after to continue.
+			Next string `json:"next"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEventTypesResponse parses an HTTP response from a GetEventTypesWithResponse call
+func ParseGetEventTypesResponse(rsp *http.Response) (*GetEventTypesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEventTypesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Types []struct {
+				Description string `json:"description"`
+
+				// Example One outbound business event (docs/events.md): the same fact always has the same id.
+				Example OutboundEvent `json:"example"`
+				Type    string        `json:"type"`
+			} `json:"types"`
+			Version int `json:"version"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetEventTypesResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

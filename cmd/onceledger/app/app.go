@@ -27,7 +27,9 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/projections/outbound"
 )
 
 // Config is everything the app is built from. Zero durations and sizes take
@@ -95,6 +97,10 @@ type Config struct {
 	// when 0): the unsettled check after a settlement import.
 	UnsettledAfter time.Duration
 
+	// NATS is ONCELEDGER_OUTBOX_NATS_*: with a URL, serve also publishes
+	// every outbound event to JetStream (docs/events.md).
+	NATS jetstream.Config
+
 	PprofAddr string // serve net/http/pprof there; "" = off
 	Logger    *slog.Logger
 	// UnknownKeys, when set, is the counter the providers' adapters were
@@ -109,7 +115,9 @@ type App struct {
 	tokens  *access.Tokens
 	reads   *readSide
 	handler http.Handler
-	closed  sync.Once
+	// outbound is GET /v1/events's feed; Serve starts its one listener.
+	outbound *outbound.Feed
+	closed   sync.Once
 }
 
 // New builds the app from cfg: the core (NewCore), then the web (the
@@ -170,6 +178,8 @@ func (a *App) web(ctx context.Context) error {
 		return err
 	}
 	hc.SettlementQuery = a.reads.Query
+	a.outbound = outbound.NewFeed(a.events.Store)
+	hc.Outbound = a.outbound
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
 	return nil
@@ -241,6 +251,15 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		startPprof(bgCtx, &wg, c.PprofAddr, a.log)
 	}
 	wg.Go(func() { a.reads.Monitor.Run(bgCtx) })
+	if c.NATS.URL != "" {
+		if err := a.startNATS(bgCtx, &wg); err != nil {
+			return err
+		}
+	}
+	if err := a.outbound.Start(bgCtx); err != nil {
+		// Each long poll then listens on its own (docs/events.md).
+		a.log.Warn("outbound events: no shared listener", "error", err)
+	}
 	if c.Projections {
 		projs := a.Projections()
 		wg.Go(func() {

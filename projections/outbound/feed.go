@@ -1,0 +1,208 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+)
+
+// Source is what the feed reads: the event store's committed global feed
+// (both event stores implement it). ReadAll never returns an event while an
+// earlier one may still commit (the feed horizon), so a page's end is a
+// position nothing can later appear before.
+type Source interface {
+	ReadAll(ctx context.Context, after eventstore.Position, limit int) ([]eventstore.RecordedEvent, error)
+	Changes(ctx context.Context) (<-chan struct{}, error)
+}
+
+var _ Source = eventstore.Store(nil)
+
+// Limits of a page.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+	MaxWait      = 60 * time.Second
+	// scanChunk is how many stored events one read takes; maxScan bounds
+	// what one page scans past events its type filter drops, so that a
+	// rare type cannot make one request read the whole history: the page
+	// comes back empty with a next cursor past what was scanned.
+	scanChunk = 500
+	maxScan   = 20 * scanChunk
+	// pollEvery: an event can become readable without a notification (an
+	// older transaction that wrote no event ends and lets the horizon
+	// pass), so a waiting page also looks again this often.
+	pollEvery = 250 * time.Millisecond
+)
+
+// ErrUnknownType: a type filter names no public type.
+var ErrUnknownType = errors.New("unknown event type")
+
+// Query asks for one page.
+type Query struct {
+	After eventstore.Position
+	Types []string      // public types; none = every type
+	Limit int           // default DefaultLimit, at most MaxLimit
+	Wait  time.Duration // long poll when nothing is new; at most MaxWait
+}
+
+// Page is one answer: the events in feed order, and the position a next
+// page starts after (the last event scanned, matching or not; After when
+// nothing was scanned).
+type Page struct {
+	Events []Event
+	Next   eventstore.Position
+}
+
+// Feed pages through the public events of a Source.
+type Feed struct {
+	src Source
+
+	mu      sync.Mutex
+	shared  bool          // a Start-ed listener wakes waiting pages
+	changed chan struct{} // closed on the next wake-up, then replaced
+}
+
+// NewFeed returns the feed over src.
+func NewFeed(src Source) *Feed { return &Feed{src: src, changed: make(chan struct{})} }
+
+// Start listens for commits until ctx ends, waking every waiting page: one
+// listener for all long polls (a Postgres LISTEN connection each would not
+// scale). Without it, each waiting page listens on its own.
+func (f *Feed) Start(ctx context.Context) error {
+	ch, err := f.src.Changes(ctx)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.shared = true
+	f.mu.Unlock()
+	go func() {
+		for range ch {
+			f.wake()
+		}
+		f.mu.Lock()
+		f.shared = false
+		f.mu.Unlock()
+		f.wake()
+	}()
+	return nil
+}
+
+func (f *Feed) wake() {
+	f.mu.Lock()
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// Page answers q: at most q.Limit events after q.After whose type is in
+// q.Types; with q.Wait and nothing new, it waits up to q.Wait for a commit.
+func (f *Feed) Page(ctx context.Context, q Query) (Page, error) {
+	q, err := normalize(q)
+	if err != nil {
+		return Page{}, err
+	}
+	var deadline <-chan time.Time
+	var own <-chan struct{}
+	if q.Wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, q.Wait)
+		defer cancel()
+		deadline = time.After(q.Wait)
+		if own, err = f.listener(wctx); err != nil {
+			return Page{}, err
+		}
+	}
+	page := Page{Next: q.After}
+	for {
+		f.mu.Lock()
+		changed := f.changed
+		f.mu.Unlock()
+		if err := f.scan(ctx, q, &page); err != nil {
+			return Page{}, err
+		}
+		if len(page.Events) > 0 || q.Wait <= 0 {
+			return page, nil
+		}
+		q.After = page.Next
+		select {
+		case <-changed:
+		case <-own:
+		case <-time.After(pollEvery):
+		case <-deadline:
+			return page, nil
+		case <-ctx.Done():
+			return Page{}, ctx.Err()
+		}
+	}
+}
+
+// listener returns this page's own wake-ups when no shared listener runs.
+func (f *Feed) listener(ctx context.Context) (<-chan struct{}, error) {
+	f.mu.Lock()
+	shared := f.shared
+	f.mu.Unlock()
+	if shared {
+		return nil, nil
+	}
+	ch, err := f.src.Changes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("outbound feed: listen: %w", err)
+	}
+	return ch, nil
+}
+
+// scan reads after q.After until the page is full, the feed is exhausted or
+// maxScan events were looked at, appending matches to page.
+func (f *Feed) scan(ctx context.Context, q Query, page *Page) error {
+	chunk := scanChunk
+	if len(q.Types) == 0 {
+		chunk = q.Limit // every event matches: read no more than the page
+	}
+	for scanned := 0; scanned < maxScan; {
+		recs, err := f.src.ReadAll(ctx, q.After, chunk)
+		if err != nil {
+			return fmt.Errorf("outbound feed: %w", err)
+		}
+		for _, r := range recs {
+			e, err := FromRecorded(r)
+			if err != nil {
+				return fmt.Errorf("outbound feed: event %s at %s: %w", r.ID, r.Position, err)
+			}
+			q.After, page.Next = r.Position, r.Position
+			if len(q.Types) == 0 || slices.Contains(q.Types, e.Type) {
+				page.Events = append(page.Events, e)
+				if len(page.Events) == q.Limit {
+					return nil
+				}
+			}
+		}
+		scanned += len(recs)
+		if len(recs) < chunk {
+			return nil
+		}
+	}
+	return nil
+}
+
+func normalize(q Query) (Query, error) {
+	switch {
+	case q.Limit <= 0:
+		q.Limit = DefaultLimit
+	case q.Limit > MaxLimit:
+		q.Limit = MaxLimit
+	}
+	if q.Wait > MaxWait {
+		q.Wait = MaxWait
+	}
+	for _, t := range q.Types {
+		if _, ok := slices.BinarySearch(sortedTypes, t); !ok {
+			return q, fmt.Errorf("%w: %q", ErrUnknownType, t)
+		}
+	}
+	return q, nil
+}
