@@ -32,7 +32,10 @@
 #      pass included), peak RSS; then the same file again (all duplicates);
 #      then the database's ceiling for the same rows (bench/settle.pgbench:
 #      the import's own inbox rows and events, 1,000 lines per transaction,
-#      2 clients) and the ratio.
+#      2 clients) and the ratio; then one payout of 1,000 fee rows and one
+#      of 100,000 on the same server: lines/s of each and the per-line cost
+#      ratio (constant cost per line: goal <= 1.3); then the peak RSS of
+#      the server while it takes a 1 GiB upload (POST /v1/settlements).
 #
 #   bench/run.sh               all six
 #   bench/run.sh ingest        1-3 only
@@ -406,6 +409,20 @@ if want settle; then
 	awk '/^tps/ {printf "%.0f", $3 * 1000}' "$work/st_pgb.txt" >"$work/st_ceiling"
 	echo "ceiling: $(cat "$work/st_ceiling") lines/s ($(psql -Atq -c 'SELECT count(*) FROM tpl_events' "$st_db") events per 1,000 lines)"
 	st_load="$(cut -d' ' -f1-3 /proc/loadavg)"
+	# Constant cost per line: one payout of 1,000 fee rows (payout-only
+	# lines, all on the payout's stream), then one of 100,000, imported on the same server into the same database; the
+	# per-line cost of the large one should be within 1.3x the small one's.
+	echo "-- one payout of 1,000 lines, then one of 100,000 (same server, same database)"
+	for n in 1000 100000; do
+		"$work/settlegen" -fees -lines "$n" -per-payout "$n" -run "p${n}b$tag" >"$work/payout_$n.csv"
+		t0=$(date +%s.%N)
+		ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_LOG_LEVEL=warn \
+			"$work/onceledger" settle import --provider stripe "$work/payout_$n.csv" >"$work/payout_$n.txt" 2>&1 ||
+			{ cat "$work/payout_$n.txt" >&2; status=1; }
+		t1=$(date +%s.%N)
+		awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}' >"$work/porate_$n"
+		echo "payout of $n lines: $(cat "$work/porate_$n") lines/s"
+	done
 	dropdb --if-exists "$st_db"
 fi
 # ============================================================================
@@ -520,6 +537,11 @@ if want settle; then
 		"$(cat "$work/strate_again")" $(($(cat "$work/strss_again") / 1024)) "$st_load"
 	printf 'settle ceiling (pgbench of the same rows): %d lines/s; import ratio %s\n' "$(cat "$work/st_ceiling")" \
 		"$(awk -v a="$(cat "$work/strate_first")" -v b="$(cat "$work/st_ceiling")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
+fi
+if want settle; then
+	printf 'settle one payout: %d lines/s for 1,000 lines, %d lines/s for 100,000; per-line cost ratio %s (goal <= 1.3)\n' \
+		"$(cat "$work/porate_1000")" "$(cat "$work/porate_100000")" \
+		"$(awk -v a="$(cat "$work/porate_1000")" -v b="$(cat "$work/porate_100000")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"
