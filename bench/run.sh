@@ -32,7 +32,10 @@
 #      pass included), peak RSS; then the same file again (all duplicates);
 #      then the database's ceiling for the same rows (bench/settle.pgbench:
 #      the import's own inbox rows and events, 1,000 lines per transaction,
-#      2 clients) and the ratio.
+#      2 clients) and the ratio; then one payout of 1,000 fee rows and one
+#      of 100,000 on the same server: lines/s of each and the per-line cost
+#      ratio (constant cost per line: goal <= 1.3); then the peak RSS of
+#      the server while it takes a 1 GiB upload (POST /v1/settlements).
 #
 #   bench/run.sh               all six
 #   bench/run.sh ingest        1-3 only
@@ -406,6 +409,48 @@ if want settle; then
 	awk '/^tps/ {printf "%.0f", $3 * 1000}' "$work/st_pgb.txt" >"$work/st_ceiling"
 	echo "ceiling: $(cat "$work/st_ceiling") lines/s ($(psql -Atq -c 'SELECT count(*) FROM tpl_events' "$st_db") events per 1,000 lines)"
 	st_load="$(cut -d' ' -f1-3 /proc/loadavg)"
+	# Constant cost per line: one payout of 1,000 fee rows (payout-only
+	# lines, all on the payout's stream), then one of 100,000, imported on the same server into the same database; the
+	# per-line cost of the large one should be within 1.3x the small one's.
+	echo "-- one payout of 1,000 lines, then one of 100,000 (same server, same database)"
+	for n in 1000 100000; do
+		"$work/settlegen" -fees -lines "$n" -per-payout "$n" -run "p${n}b$tag" >"$work/payout_$n.csv"
+		t0=$(date +%s.%N)
+		ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_LOG_LEVEL=warn \
+			"$work/onceledger" settle import --provider stripe "$work/payout_$n.csv" >"$work/payout_$n.txt" 2>&1 ||
+			{ cat "$work/payout_$n.txt" >&2; status=1; }
+		t1=$(date +%s.%N)
+		awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}' >"$work/porate_$n"
+		echo "payout of $n lines: $(cat "$work/porate_$n") lines/s"
+	done
+	# Bounded uploads: the server's peak RSS while it takes a 1 GiB report
+	# (POST /v1/settlements/stripe). The file's last line is malformed, so
+	# the server spools and validates all of it and imports nothing (a
+	# valid 1 GiB file would import for an hour): that is the part of an
+	# upload whose memory could grow with the file.
+	echo "-- a 1 GiB upload: the server's peak RSS (spooled, validated whole, refused at its last line)"
+	# Over 120 bytes a line: 9M lines pass 1 GiB; cut there, at a line end.
+	"$work/settlegen" -lines 9000000 -run "up$tag" >"$work/upload_full.csv"
+	head -c $((1 << 30)) "$work/upload_full.csv" | sed '$d' >"$work/upload.csv"
+	rm -f "$work/upload_full.csv"
+	echo "not,a,stripe,line" >>"$work/upload.csv"
+	up_port="$(free_port)" up_token="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_ADDR="127.0.0.1:${up_port}" ONCELEDGER_ADMIN_TOKENS="$up_token" \
+		ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" serve >"$work/up_serve.log" 2>&1 &
+	up_pid=$!
+	for _ in $(seq 1 100); do
+		curl -fsS "http://127.0.0.1:${up_port}/readyz" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	up_before=$(awk '/VmRSS/ {print $2}' "/proc/$up_pid/status")
+	curl -sS -o "$work/up_answer.json" -w '%{http_code}' -H "Authorization: Bearer $up_token" \
+		--data-binary @"$work/upload.csv" "http://127.0.0.1:${up_port}/v1/settlements/stripe" >"$work/up_code" || status=1
+	up_peak=$(awk '/VmHWM/ {print $2}' "/proc/$up_pid/status")
+	kill "$up_pid" 2>/dev/null || true
+	wait "$up_pid" 2>/dev/null || true
+	echo $(((up_peak - up_before) / 1024)) >"$work/up_growth"
+	echo "upload of $(du -h "$work/upload.csv" | cut -f1): HTTP $(cat "$work/up_code"); RSS before ${up_before} KiB, peak ${up_peak} KiB"
+	rm -f "$work/upload.csv"
 	dropdb --if-exists "$st_db"
 fi
 # ============================================================================
@@ -520,6 +565,12 @@ if want settle; then
 		"$(cat "$work/strate_again")" $(($(cat "$work/strss_again") / 1024)) "$st_load"
 	printf 'settle ceiling (pgbench of the same rows): %d lines/s; import ratio %s\n' "$(cat "$work/st_ceiling")" \
 		"$(awk -v a="$(cat "$work/strate_first")" -v b="$(cat "$work/st_ceiling")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
+fi
+if want settle; then
+	printf 'settle one payout: %d lines/s for 1,000 lines, %d lines/s for 100,000; per-line cost ratio %s (goal <= 1.3)\n' \
+		"$(cat "$work/porate_1000")" "$(cat "$work/porate_100000")" \
+		"$(awk -v a="$(cat "$work/porate_1000")" -v b="$(cat "$work/porate_100000")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
+	printf 'settle upload of 1 GiB: peak RSS grew by %d MiB (goal <= 256)\n' "$(cat "$work/up_growth")"
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

@@ -289,9 +289,15 @@ const streamPage = 512
 // ReadStream returns a stream's events in version order; a stream that
 // does not exist is empty.
 func (s *Store) ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error) {
+	return s.ReadStreamFrom(ctx, stream, 0)
+}
+
+// ReadStreamFrom returns a stream's events from revision start on (the
+// two-phase journal's kept folds read only what they lack).
+func (s *Store) ReadStreamFrom(ctx context.Context, stream string, start int) ([]eventstore.RecordedEvent, error) {
 	var out []eventstore.RecordedEvent
 	for {
-		from := esdbclient.Revision(uint64(len(out))) // a copy: the call may outlive this iteration
+		from := esdbclient.Revision(uint64(start + len(out))) // a copy: the call may outlive this iteration
 		page, err := do(ctx, s, func(ctx context.Context, c *esdbclient.Client) ([]*esdbclient.ResolvedEvent, error) {
 			return readN(func() (*esdbclient.ReadStream, error) {
 				return c.ReadStream(ctx, stream, esdbclient.ReadStreamOptions{Direction: esdbclient.Forwards, From: from}, streamPage)

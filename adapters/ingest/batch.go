@@ -80,6 +80,10 @@ type GateItem struct {
 	Event  delivery.Event
 	Status string
 	Read   string // the stream to read after the gate; "" none
+	// From is the first version of Read to read: the events before it are
+	// folded already (a kept fold, folds.go). Items naming one stream name
+	// the same From.
+	From int
 }
 
 // BatchAppend is one delivery's decision in a shared unit.

@@ -34,6 +34,9 @@ type meddler struct {
 
 var errBad = errors.New("this delivery cannot be decided")
 
+// Fold: the meddler decides on histories, its own Decide.
+func (*meddler) Fold(delivery.Event) ingest.Fold { return nil }
+
 func (m *meddler) Decide(history []eventstore.RecordedEvent, ev delivery.Event) ([]eventstore.EventData, error) {
 	if ev.DedupKey == m.bad {
 		return nil, errBad

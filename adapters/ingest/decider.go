@@ -16,7 +16,39 @@ import (
 // postings balance and encodes the events with deterministic ids.
 type PaymentDecider struct{}
 
-var _ Decider = PaymentDecider{}
+var (
+	_ Decider = PaymentDecider{}
+	_ Folder  = PaymentDecider{}
+)
+
+// Fold implements Folder: the payment aggregate's state (payment.Folded),
+// kept between decisions.
+func (PaymentDecider) Fold(ev delivery.Event) Fold { return paymentFold{payment.FoldFor(ev)} }
+
+type paymentFold struct{ f *payment.Folded }
+
+func (p paymentFold) Len() int { return p.f.Len() }
+
+func (p paymentFold) Apply(events []eventstore.RecordedEvent) error {
+	past, err := command.Decode(events, payment.Decode)
+	if err != nil {
+		return err
+	}
+	for _, e := range past {
+		if err := p.f.Apply(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p paymentFold) Decide(ev delivery.Event) ([]eventstore.EventData, error) {
+	decided, err := p.f.Decide(ev)
+	if err != nil {
+		return nil, fmt.Errorf("decide %s on %s: %w", ev.DedupKey, ev.StreamID(), err)
+	}
+	return encode(ev, decided, "")
+}
 
 func (PaymentDecider) Decide(history []eventstore.RecordedEvent, ev delivery.Event) ([]eventstore.EventData, error) {
 	past, err := command.Decode(history, payment.Decode)

@@ -22,6 +22,9 @@ type brokenDecider struct{ ingest.PaymentDecider }
 
 var errBug = errors.New("decision bug: cannot decide this delivery")
 
+// Fold: the bug is in Decide, on histories.
+func (brokenDecider) Fold(delivery.Event) ingest.Fold { return nil }
+
 func (brokenDecider) Decide([]eventstore.RecordedEvent, delivery.Event) ([]eventstore.EventData, error) {
 	return nil, errBug
 }

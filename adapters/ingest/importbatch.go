@@ -46,9 +46,15 @@ func (s *Service) IngestBatch(ctx context.Context, evs []delivery.Event) ([]Resu
 	out := make([]Result, len(evs))
 	var alone []int
 	unitErr := errNoUnit
+	var pending *pendingFolds
 	if bj, ok := s.journal.(BatchJournal); ok && s.journal.Atomic() && len(evs) > 1 {
+		// The set's streams are decided on their kept folds (folds.go),
+		// kept again once the set committed: a payout's lines cost the
+		// same, the thousandth as the first.
+		var uctx context.Context
+		uctx, pending = withPending(ctx)
 		unitErr = bj.DoBatch(ctx, func(tx BatchTx) error {
-			res, a, err := s.sharedUnit(ctx, tx, evs, "import", nil)
+			res, a, err := s.sharedUnit(uctx, tx, evs, "import", nil)
 			if err != nil {
 				return err
 			}
@@ -56,6 +62,9 @@ func (s *Service) IngestBatch(ctx context.Context, evs []delivery.Event) ([]Resu
 			alone = a
 			return nil
 		})
+	}
+	if unitErr == nil {
+		s.folds.keepAll(pending)
 	}
 	if unitErr != nil {
 		// No set, or one rolled back as a whole: nothing of it was kept.

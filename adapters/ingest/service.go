@@ -54,13 +54,14 @@ type Service struct {
 	dec     Decider
 	opts    Options
 	batch   *batcher // nil: every delivery its own unit of work
+	folds   *folds   // folds of long streams kept between units (folds.go)
 }
 
 // New wires a Service over journal. The decider is normally PaymentDecider{}.
 // First arrivals share units of work (group commit) when the journal can
 // and opts.Batch does not turn it off.
 func New(journal Journal, dec Decider, opts Options) *Service {
-	s := &Service{journal: journal, dec: dec, opts: opts.withDefaults()}
+	s := &Service{journal: journal, dec: dec, opts: opts.withDefaults(), folds: &folds{}}
 	s.batch = newBatcher(s, journal, s.opts.Batch)
 	return s
 }
@@ -94,10 +95,14 @@ func (s *Service) record(ctx context.Context, ev delivery.Event, held bool) (Res
 // loses the race for its stream.
 func (s *Service) recordAlone(ctx context.Context, ev delivery.Event, held bool) (Result, error) {
 	return s.retry(ctx, ev.Provider, ev.StreamID(), func() (res Result, err error) {
+		uctx, pending := withPending(ctx)
 		err = s.journal.Do(ctx, func(tx Tx) error {
-			res, err = s.recordOnce(ctx, tx, ev, held)
+			res, err = s.recordOnce(uctx, tx, ev, held)
 			return err
 		})
+		if err == nil {
+			s.folds.keepAll(pending)
+		}
 		return res, err
 	})
 }
@@ -145,6 +150,10 @@ func (s *Service) recordOnce(ctx context.Context, tx Tx, ev delivery.Event, held
 	case s.journal.Atomic():
 		status = StatusApplied
 	}
+	tail := read != "" && s.folds.tails(tx, read)
+	if tail {
+		read = "" // the kept fold reads what it lacks (foldedAct)
+	}
 	g, err := tx.Gate(ctx, ev, status, read)
 	if err != nil {
 		return Result{}, err
@@ -158,7 +167,11 @@ func (s *Service) recordOnce(ctx context.Context, tx Tx, ev delivery.Event, held
 	case ev.Ignored():
 		return Result{Outcome: Ignored}, nil
 	}
-	res, err := s.apply(ctx, tx, ev, &g)
+	gated := &g
+	if tail {
+		gated = nil
+	}
+	res, err := s.apply(ctx, tx, ev, gated)
 	if err != nil {
 		return Result{}, err
 	}
@@ -268,12 +281,31 @@ func (s *Service) redrive(ctx context.Context, tx Tx, k InboxKey, from string) (
 func (s *Service) apply(ctx context.Context, tx Tx, ev delivery.Event, gated *Gated) (Result, error) {
 	stream := ev.StreamID()
 	decide := func(h []eventstore.RecordedEvent) ([]eventstore.EventData, error) { return s.dec.Decide(h, ev) }
-	var n int
-	var err error
-	if gated != nil {
-		n, err = command.ActOn(ctx, tx, stream, gated.History, decide, s.raceRetry(ev.Provider, stream))
-	} else {
-		n, err = s.act(ctx, tx, ev.Provider, stream, decide)
+	r := s.raceRetry(ev.Provider, stream)
+	n, how, err := s.foldedAct(ctx, tx, ev, gated)
+	switch {
+	case how == foldLostRace:
+		// The fold's append was this unit's first attempt (err the lost
+		// race): the others decide on the stream as it is now.
+		if r.Attempts <= 1 {
+			if r.GiveUp != nil {
+				err = r.GiveUp(1, err)
+			}
+			return Result{}, err
+		}
+		if r.Pause != nil {
+			if err := r.Pause(ctx, 1); err != nil {
+				return Result{}, err
+			}
+		}
+		r.Attempts--
+		n, err = command.Act(ctx, tx, stream, decide, r)
+	case err != nil:
+		return Result{}, err
+	case how == notFolded && gated != nil:
+		n, err = command.ActOn(ctx, tx, stream, gated.History, decide, r)
+	case how == notFolded:
+		n, err = command.Act(ctx, tx, stream, decide, r)
 	}
 	if err != nil {
 		return Result{}, err

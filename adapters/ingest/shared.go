@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -37,6 +38,7 @@ func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 	var alone, joined []int
 	seen := make(map[InboxKey]bool, len(evs))
 	items := make([]GateItem, 0, len(evs))
+	set := newSharedSet(s.dec)
 	for i, ev := range evs {
 		k := InboxKey{ev.Provider, ev.DedupKey}
 		if seen[k] {
@@ -48,6 +50,8 @@ func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 		it := GateItem{Event: ev, Status: StatusApplied, Read: ev.StreamID()}
 		if ev.Ignored() {
 			it = GateItem{Event: ev, Status: StatusIgnored}
+		} else {
+			it.From = set.kept(s.folds, it.Read)
 		}
 		items = append(items, it)
 	}
@@ -58,7 +62,6 @@ func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 	if len(gated) != len(items) {
 		return nil, nil, fmt.Errorf("%s gate: %d answers for %d deliveries", what, len(gated), len(items))
 	}
-	set := newSharedSet()
 	var redelivered []int
 	for n, i := range joined {
 		ev, g := evs[i], gated[n]
@@ -73,7 +76,7 @@ func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 		case ev.Ignored():
 			out[i] = Result{Outcome: Ignored}
 		default:
-			added, err := set.decide(s.dec, i, ev, g.History)
+			added, err := set.decide(i, ev, g.History)
 			if err != nil {
 				set.withdraw = append(set.withdraw, i) // alone, it fails by itself
 				continue
@@ -89,6 +92,9 @@ func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 	alone = append(alone, redelivered...)
 	if err := set.appendAll(ctx, tx, what); err != nil {
 		return nil, nil, err
+	}
+	if p, _ := ctx.Value(pendingKey{}).(*pendingFolds); p != nil {
+		set.pending(p)
 	}
 	if withdraw := set.withdrawn(); len(withdraw) > 0 {
 		keys := make([]InboxKey, len(withdraw))
@@ -120,44 +126,118 @@ func sharedAnswer(first Stored, ev delivery.Event) (Result, bool) {
 
 // sharedSet is what a shared unit decided, by stream.
 type sharedSet struct {
+	dec      Decider
 	streams  map[string]*setStream
 	order    []string // streams in first-decided order
 	withdraw []int    // deliveries to withdraw from the unit
+	folds    map[string]Fold
 }
 
-// setStream is one stream's part of a shared unit: the history read at the
-// gate, extended in memory by the events the unit's deliveries decided.
+// setStream is one stream's part of a shared unit: its fold (a Folder's) or
+// the history read at the gate, extended in memory by the events the
+// unit's deliveries decided.
 type setStream struct {
-	read    int // events read at the gate: the append's expected version
-	history []eventstore.RecordedEvent
-	events  []eventstore.EventData // decided in the unit, in order
-	members []int                  // deliveries of the unit on this stream
+	read     int  // events before the unit's: the append's expected version
+	fold     Fold // the stream folded, with the unit's decisions; nil: history
+	rejected bool // its append was rejected: the stream moved
+	broken   bool // a decision failed: the fold is undefined, later members go alone
+	history  []eventstore.RecordedEvent
+	events   []eventstore.EventData // decided in the unit, in order
+	members  []int                  // deliveries of the unit on this stream
 }
 
-func newSharedSet() *sharedSet { return &sharedSet{streams: make(map[string]*setStream)} }
+func newSharedSet(dec Decider) *sharedSet {
+	return &sharedSet{dec: dec, streams: make(map[string]*setStream), folds: make(map[string]Fold)}
+}
 
-// decide decides delivery i on its stream's history in the unit (read, the
-// gate's read, for the stream's first delivery) and returns how many
-// events it added.
-func (u *sharedSet) decide(dec Decider, i int, ev delivery.Event, read []eventstore.RecordedEvent) (int, error) {
+// kept takes stream's kept fold out of c for the unit, once per stream,
+// and returns the version the gate reads the stream from.
+func (u *sharedSet) kept(c *folds, stream string) int {
+	if _, ok := u.dec.(Folder); !ok {
+		return 0
+	}
+	f, ok := u.folds[stream]
+	if !ok {
+		f = c.take(stream)
+		u.folds[stream] = f
+	}
+	if f == nil {
+		return 0
+	}
+	return f.Len()
+}
+
+// decide decides delivery i on its stream's state in the unit (read, the
+// gate's read from the stream's kept fold on, for its first delivery) and
+// returns how many events it added.
+func (u *sharedSet) decide(i int, ev delivery.Event, read []eventstore.RecordedEvent) (int, error) {
 	id := ev.StreamID()
 	st := u.streams[id]
 	if st == nil {
-		st = &setStream{read: len(read), history: read}
-		u.streams[id] = st
-		u.order = append(u.order, id)
+		st = u.open(ev, read)
+	}
+	if st.broken {
+		return 0, errBrokenFold
 	}
 	st.members = append(st.members, i)
-	decided, err := dec.Decide(st.history, ev)
+	var decided []eventstore.EventData
+	var err error
+	if st.fold != nil {
+		if decided, err = st.fold.Decide(ev); err != nil {
+			st.broken = true
+		}
+	} else {
+		decided, err = u.dec.Decide(st.history, ev)
+	}
 	if err != nil {
 		return 0, err
 	}
 	for _, e := range decided {
-		st.history = append(st.history, eventstore.RecordedEvent{ID: e.ID, StreamID: id,
-			Version: uint64(st.read + len(st.events)), Type: e.Type, Data: e.Data, Metadata: e.Metadata})
+		if st.fold == nil {
+			st.history = append(st.history, eventstore.RecordedEvent{ID: e.ID, StreamID: id,
+				Version: uint64(st.read + len(st.events)), Type: e.Type, Data: e.Data, Metadata: e.Metadata})
+		}
 		st.events = append(st.events, e)
 	}
 	return len(decided), nil
+}
+
+// open starts stream ev's part of the unit on read, the events the gate read.
+func (u *sharedSet) open(ev delivery.Event, read []eventstore.RecordedEvent) *setStream {
+	id := ev.StreamID()
+	st := &setStream{read: len(read), history: read}
+	f := u.folds[id]
+	if folder, ok := u.dec.(Folder); ok && f == nil {
+		f = folder.Fold(ev)
+	}
+	if f != nil {
+		st.fold, st.history = f, nil
+		if err := f.Apply(read); err != nil {
+			st.broken = true // every member alone: each fails by itself
+		}
+		st.read = f.Len()
+	}
+	u.streams[id] = st
+	u.order = append(u.order, id)
+	return st
+}
+
+// errBrokenFold: an earlier decision of the unit on the stream failed; the
+// delivery is decided alone, after the unit.
+var errBrokenFold = errors.New("stream's decision failed earlier in the unit")
+
+// pending hands the folds of the streams the unit recorded to p, to keep
+// after the commit.
+func (u *sharedSet) pending(p *pendingFolds) {
+	for id, f := range u.folds {
+		st := u.streams[id]
+		switch {
+		case st == nil && f != nil:
+			p.add(id, f) // nothing decided on it: as it was taken
+		case st != nil && st.fold != nil && !st.broken && !st.rejected:
+			p.add(id, st.fold)
+		}
+	}
 }
 
 // appendAll appends every stream's events at once; a stream that moved
@@ -184,6 +264,7 @@ func (u *sharedSet) appendAll(ctx context.Context, tx BatchTx, what string) erro
 		}
 		// A member whose decision failed is in withdraw already.
 		u.withdraw = append(u.withdraw, appended[r].members...)
+		appended[r].rejected = true
 	}
 	return nil
 }

@@ -81,6 +81,28 @@ func (t twoPhaseTx) ReadStream(ctx context.Context, stream string) ([]eventstore
 	return h, unavailable(ctx, err)
 }
 
+// StreamTails is an event store that can read a stream from a version on
+// (esdb.Store): a kept fold then reads only what it lacks.
+type StreamTails interface {
+	ReadStreamFrom(ctx context.Context, stream string, from int) ([]eventstore.RecordedEvent, error)
+}
+
+var _ TailReader = twoPhaseTx{}
+
+// ReadStreamFrom implements TailReader, from the store's own read from a
+// version when it has one.
+func (t twoPhaseTx) ReadStreamFrom(ctx context.Context, stream string, from int) ([]eventstore.RecordedEvent, error) {
+	if st, ok := t.streams.(StreamTails); ok {
+		h, err := st.ReadStreamFrom(ctx, stream, from)
+		return h, unavailable(ctx, err)
+	}
+	h, err := t.ReadStream(ctx, stream)
+	if err != nil || from >= len(h) {
+		return nil, err
+	}
+	return h[from:], nil
+}
+
 func (t twoPhaseTx) Append(ctx context.Context, stream string, read int, events []eventstore.EventData) error {
 	_, err := t.streams.Append(ctx, stream, eventstore.ExpectFor(read), events)
 	if errors.Is(err, eventstore.ErrWrongVersion) {

@@ -363,8 +363,17 @@ func (s *EventStore) ReadStreamTx(ctx context.Context, tx pgx.Tx, stream string)
 	return readStream(ctx, tx, stream)
 }
 
+// ReadStreamFromTx is ReadStreamTx of the events from version from on.
+func (s *EventStore) ReadStreamFromTx(ctx context.Context, tx pgx.Tx, stream string, from int) ([]eventstore.RecordedEvent, error) {
+	return readStreamFrom(ctx, tx, stream, from)
+}
+
 func readStream(ctx context.Context, q querier, stream string) ([]eventstore.RecordedEvent, error) {
-	rows, err := q.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE stream_id = $1 ORDER BY version`, stream)
+	return readStreamFrom(ctx, q, stream, 0)
+}
+
+func readStreamFrom(ctx context.Context, q querier, stream string, from int) ([]eventstore.RecordedEvent, error) {
+	rows, err := q.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE stream_id = $1 AND version >= $2 ORDER BY version`, stream, from)
 	if err != nil {
 		return nil, wrap("read stream "+stream, err)
 	}

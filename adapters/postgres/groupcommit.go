@@ -112,6 +112,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	streams := make([]*string, n)
 	raws, norms := make([][]byte, n), make([][]byte, n)
 	var reads []string
+	from := make(map[string]int64) // the first version to read of each stream (a kept fold's length)
 	itemFacts := make([]string, n)
 	for o, i := range order {
 		ev := items[i].Event
@@ -128,6 +129,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		}
 		if items[i].Read != "" {
 			reads = append(reads, items[i].Read) // an import set names a stream once per line of it
+			from[items[i].Read] = int64(items[i].From)
 		}
 	}
 	b := &pgx.Batch{}
@@ -139,14 +141,20 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		// "stream_id = ANY($1)" and no statistics yet (a new database
 		// growing faster than autovacuum analyzes it) Postgres guesses that
 		// 64 streams are a third of the table, and reads all of it.
+		// A stream with a kept fold is read from its version on only: the
+		// read costs the events appended since, not the stream.
 		slices.Sort(reads)
 		reads = slices.Compact(reads)
+		froms := make([]int64, len(reads))
+		for i, r := range reads {
+			froms[i] = from[r]
+		}
 		b.Queue(`
-			SELECT e.* FROM unnest($1::text[]) AS s(stream_id)
+			SELECT e.* FROM unnest($1::text[], $2::bigint[]) AS s(stream_id, from_version)
 			CROSS JOIN LATERAL (
-				SELECT `+eventColumns+` FROM events WHERE stream_id = s.stream_id OFFSET 0
+				SELECT `+eventColumns+` FROM events WHERE stream_id = s.stream_id AND version >= s.from_version OFFSET 0
 			) e
-			ORDER BY e.stream_id, e.version`, reads)
+			ORDER BY e.stream_id, e.version`, reads, froms)
 	}
 	br := t.tx.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()

@@ -27,8 +27,9 @@ type Journal struct {
 }
 
 var (
-	_ ingest.Journal = (*Journal)(nil)
-	_ ingest.Tx      = journalTx{}
+	_ ingest.Journal    = (*Journal)(nil)
+	_ ingest.Tx         = journalTx{}
+	_ ingest.TailReader = journalTx{}
 )
 
 // NewJournal returns the one-transaction journal appending through events,
@@ -75,6 +76,11 @@ func (t journalTx) SetStatus(ctx context.Context, k ingest.InboxKey, from, to st
 
 func (t journalTx) ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error) {
 	return t.events.ReadStreamTx(ctx, t.tx, stream)
+}
+
+// ReadStreamFrom implements ingest.TailReader: a kept fold reads what it lacks.
+func (t journalTx) ReadStreamFrom(ctx context.Context, stream string, from int) ([]eventstore.RecordedEvent, error) {
+	return t.events.ReadStreamFromTx(ctx, t.tx, stream, from)
 }
 
 func (t journalTx) Append(ctx context.Context, stream string, read int, events []eventstore.EventData) error {

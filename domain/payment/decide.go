@@ -2,7 +2,6 @@ package payment
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/onceledger/onceledger/domain/delivery"
 )
@@ -26,22 +25,11 @@ func Decide(history []Event, in delivery.Event) ([]Event, error) {
 	if in.Ignored() {
 		return nil, nil
 	}
-	if in.IsPayout() {
-		po := newPayout()
-		for i, e := range history {
-			if err := po.apply(e); err != nil {
-				return nil, fmt.Errorf("history event %d: %w", i, err)
-			}
+	f := FoldFor(in)
+	for _, e := range history {
+		if err := f.Apply(e); err != nil {
+			return nil, err
 		}
-		return po.decide(in)
 	}
-	p := newPayment()
-	for i, e := range history {
-		switch e.(type) {
-		case PayoutPaid, PayoutFailed:
-			return nil, fmt.Errorf("history event %d (%s) in a payment stream: %w", i, e.Type(), ErrForeignEvent)
-		}
-		p.apply(e)
-	}
-	return p.decide(in)
+	return f.Decide(in)
 }

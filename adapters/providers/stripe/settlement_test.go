@@ -249,3 +249,25 @@ func TestParseStopsOnCallbackError(t *testing.T) {
 		func(report.Record) error { return stop })
 	assert.ErrorIs(t, err, stop)
 }
+
+// TestReportWithoutPaymentIntentColumnIsRefused (issue 24, item 2): a
+// report whose columns leave out payment_intent_id cannot link a charge to
+// the stream its webhooks feed (payment-stripe-pi_…): keyed by the charge,
+// it would book the capture a second time. It is refused, naming the
+// column; fee-only files (no payment) still import.
+func TestReportWithoutPaymentIntentColumnIsRefused(t *testing.T) {
+	head := "balance_transaction_id,created_utc,currency,gross,fee,net,reporting_category,source_id,charge_id,automatic_payout_id\n"
+	err := ParseReport(strings.NewReader(head+"txn_1,2026-11-29 10:00:00,usd,10.00,0.59,9.41,charge,ch_1,ch_1,po_1\n"), report.Options{},
+		func(report.Record) error { return nil })
+	var pe *report.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "payment_intent_id", pe.Column)
+	assert.Equal(t, 2, pe.Line)
+	require.ErrorIs(t, err, report.ErrMalformed)
+
+	n := 0
+	err = ParseReport(strings.NewReader(head+"txn_2,2026-11-29 10:00:00,usd,-0.05,0.00,-0.05,fee,,,po_1\n"), report.Options{},
+		func(report.Record) error { n++; return nil })
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+}
