@@ -60,6 +60,18 @@ func TestServeConfigRefusesHalfAProvider(t *testing.T) {
 	assert.ErrorContains(t, err, "ONCELEDGER_SQUARE_NOTIFICATION_URL needs ONCELEDGER_SQUARE_SIGNATURE_KEYS")
 }
 
+// A malformed secret is a start-up error of serve (and of redrive, which
+// builds the same adapters), before anything opens.
+func TestServeConfigRefusesAMalformedSecret(t *testing.T) {
+	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "sk_live_pasted_by_mistake")
+	for _, cmd := range []string{"serve", "redrive"} {
+		_, err := parseCLI(t, cmd)
+		require.Error(t, err, cmd)
+		assert.ErrorContains(t, err, "ONCELEDGER_STRIPE_SECRETS: entry 1: not a Stripe webhook signing secret (whsec_…)", cmd)
+		assert.NotContains(t, err.Error(), "sk_live_pasted_by_mistake", cmd)
+	}
+}
+
 // `settle import --provider` takes the providers the registry gives a
 // report importer, and refuses the others in kong's enum words.
 func TestSettleImportProviderIsTheRegistrys(t *testing.T) {
