@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/registry"
 )
 
@@ -70,6 +73,22 @@ func TestServeConfigRefusesAMalformedSecret(t *testing.T) {
 		assert.ErrorContains(t, err, "ONCELEDGER_STRIPE_SECRETS: entry 1: not a Stripe webhook signing secret (whsec_…)", cmd)
 		assert.NotContains(t, err.Error(), "sk_live_pasted_by_mistake", cmd)
 	}
+}
+
+// serve with no provider configured warns, naming the variables that
+// would configure one (the registry's); with one configured it says nothing.
+func TestServeConfigWarnsWithoutProviders(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	warnNoProvider(log, nil)
+	out := buf.String()
+	assert.Contains(t, out, `level=WARN msg="no provider configured: every webhook answers 404"`)
+	for _, v := range []string{"ONCELEDGER_STRIPE_SECRETS", "ONCELEDGER_STANDARD_SECRETS", "ONCELEDGER_ADYEN_HMAC_KEYS", "ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS"} {
+		assert.Contains(t, out, v)
+	}
+	buf.Reset()
+	warnNoProvider(log, map[string]providers.Adapter{"standard": nil})
+	assert.Empty(t, buf.String())
 }
 
 // `settle import --provider` takes the providers the registry gives a

@@ -50,6 +50,22 @@ func TestVariablesAreTheDocumentedOnes(t *testing.T) {
 		registry.ProviderVariables(square.Name))
 	assert.Equal(t, []string{"ONCELEDGER_STRIPE_SECRETS"}, registry.ProviderVariables(stripe.Name), "the API key configures no webhook")
 	assert.Nil(t, registry.ProviderVariables("nobody"))
+	assert.Equal(t, []string{"ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS"}, registry.ProviderVariables(paypalipn.Name),
+		"the verify URL has a default: it configures nothing")
+}
+
+// The 404 of an unconfigured provider names what configures it.
+func TestUnconfiguredNamesTheVariables(t *testing.T) {
+	msg, ok := registry.Unconfigured(square.Name)
+	require.True(t, ok)
+	assert.Equal(t, `provider "square" is not configured on this server: set ONCELEDGER_SQUARE_SIGNATURE_KEYS and ONCELEDGER_SQUARE_NOTIFICATION_URL`, msg)
+	_, ok = registry.Unconfigured("nobody")
+	assert.False(t, ok)
+	all := registry.AllProviderVariables()
+	assert.Contains(t, all, "ONCELEDGER_STANDARD_SECRETS")
+	assert.Contains(t, all, "ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS")
+	assert.NotContains(t, all, "ONCELEDGER_PAYPAL_IPN_VERIFY_URL")
+	assert.NotContains(t, all, "ONCELEDGER_STRIPE_API_KEY")
 }
 
 func TestReportImporters(t *testing.T) {
