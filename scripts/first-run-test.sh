@@ -5,7 +5,8 @@
 #   git clone → make run (no ONCELEDGER_DATABASE_URL, nothing on the default
 #   address: the development cluster of scripts/devdb.sh is created) → ready
 #   within 30 s → `onceledger sample` twice (accepted, then duplicate) → the
-#   balances over /v1 → make test-short → make db-stop → clean up.
+#   balances over /v1 → the start-up log lines the README shows are the
+#   ones this run printed → make test-short → make db-stop → clean up.
 #
 # The full `make test` of the clone is left out: it takes many minutes and CI
 # has just run it on this tree. The clone is of the committed HEAD of this
@@ -98,6 +99,33 @@ say "  $balances"
   fail "balances: $balances"
 [[ $balances == *'{"account":"revenue:sales","currency":"USD","balance":-1000,"balance_decimal":"-10.00"}'* ]] ||
   fail "balances: $balances"
+
+say "the README's first-run log is this run's"
+# The README's first ```text block is the start-up log of `make run`. Its
+# stable parts must be this run's, line for line (in any order: the
+# projectors start concurrently): what varies between machines and runs
+# (times, the clone's path, ports and addresses, the Postgres version and
+# directory) is replaced by placeholders on both sides.
+normalize() {
+  sed -E \
+    -e '/cannot reach .*: the cluster lives in/d' \
+    -e "s#$clone#/home/you/onceledger#g" \
+    -e 's#/var/tmp/onceledger-devdb-[0-9]+#/home/you/onceledger/.devdb#g' \
+    -e 's#time=[^ ]+#time=…#' \
+    -e 's#127\.0\.0\.1:[0-9]+#127.0.0.1:PORT#g' \
+    -e 's#addr=[^ ]+#addr=ADDR#' \
+    -e 's#Postgres [0-9.]+ at#Postgres VERSION at#' \
+    -e 's#\(/[^)]*/bin\)#(BINDIR)#' | LC_ALL=C sort
+}
+shown=$(awk '/^## First run/{on=1} on && /^```text$/{inblock=1; next} inblock && /^```$/{exit} inblock' README.md | normalize)
+printed=$(sed -n '/msg=webhook/q;p' "$work/serve.log" | normalize)
+[ -n "$shown" ] || fail "README.md: no \`\`\`text block under \"## First run\""
+if [ "$shown" != "$printed" ]; then
+  say "README.md shows (normalized):"; printf '%s\n' "$shown" | sed 's/^/  /' >&2
+  say "this run printed (normalized):"; printf '%s\n' "$printed" | sed 's/^/  /' >&2
+  diff <(printf '%s\n' "$shown") <(printf '%s\n' "$printed") >&2 || true
+  fail "README.md's first-run log is not what make run prints: update it from this run"
+fi
 
 say "make test-short"
 make test-short >"$work/test-short.log" 2>&1 || { cat "$work/test-short.log" >&2; fail "make test-short"; }
