@@ -114,10 +114,13 @@ say "the README's first-run log is this run's"
 # stable parts must be this run's, line for line (in any order: the
 # projectors start concurrently): what varies between machines and runs
 # (times, the clone's path, ports and addresses, the Postgres version and
-# directory) is replaced by placeholders on both sides.
+# directory) is replaced by placeholders on both sides. Dropped: the line
+# only root gets (the cluster moved under /var/tmp), and the "not ready"
+# answers to this script's own /readyz polling.
 normalize() {
   sed -E \
     -e '/cannot reach .*: the cluster lives in/d' \
+    -e '/msg="not ready"/d' \
     -e "s#$clone#/home/you/onceledger#g" \
     -e 's#/var/tmp/onceledger-devdb-[0-9]+#/home/you/onceledger/.devdb#g' \
     -e 's#time=[^ ]+#time=…#' \
