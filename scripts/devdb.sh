@@ -39,6 +39,8 @@ default_host=${default_addr%:*}
 default_port=${default_addr##*:}
 
 say() { printf 'devdb: %s\n' "$*" >&2; }
+# redact prints a database URL without its password.
+redact() { printf '%s' "$1" | sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#'; }
 die() { say "$*"; exit 1; }
 
 # answers HOST PORT: something accepts TCP connections there. pg_isready
@@ -254,6 +256,7 @@ env)
   *) die "usage: $0 env run|test" ;;
   esac
   if [ -n "${!var:-}" ]; then
+    say "using $var as set: $(redact "${!var}")"
     exit 0 # the user's choice stands
   fi
   if answers "$default_host" "$default_port"; then
@@ -266,6 +269,7 @@ env)
       say "a server answers on $default_addr, but user postgres cannot log in without a password: $(printf '%s' "$err" | head -n1)"
       say "  set $var, allow trust for 127.0.0.1 in its pg_hba.conf, or stop it (then the project's own cluster is used)"
     fi
+    say "a server answers on $default_addr: using it (postgres://postgres@$default_addr/$db), not the development cluster"
     if [ "$what" = test ] || [ "$default_addr" != 127.0.0.1:5432 ]; then
       echo "export $var='postgres://postgres@$default_addr/$db?sslmode=disable'"
     fi
@@ -281,10 +285,32 @@ start)
   where
   ;;
 status)
-  find_bindir || { install_hint; exit 1; }
+  # Which database `make run` and `make test` use, and whether the
+  # cluster runs. Exit 0 either way: a cluster that is not running is an
+  # answer, not a failure (3 only when it exists, is needed, and is down).
+  if ! find_bindir; then
+    if answers "$default_host" "$default_port"; then
+      say "no development cluster (no PostgreSQL binaries); a server answers on $default_addr: make run and make test use it"
+      exit 0
+    fi
+    install_hint
+    exit 1
+  fi
   pick_user
   resolve_dir
-  if port=$(running_port); then where; else say "not running (data: $data; start it: scripts/devdb.sh start)"; exit 3; fi
+  if port=$(running_port); then
+    where
+  elif answers "$default_host" "$default_port"; then
+    if [ -f "$data/PG_VERSION" ]; then
+      say "the development cluster in $data is not running; a server answers on $default_addr: make run and make test use it"
+    else
+      say "no development cluster; a server answers on $default_addr: make run and make test use it"
+    fi
+  elif [ -f "$data/PG_VERSION" ]; then
+    say "not running (data: $data); make run starts it (or: scripts/devdb.sh start)"
+  else
+    say "no development cluster yet and nothing on $default_addr: make run creates one in $data"
+  fi
   ;;
 stop) stop ;;
 reset)

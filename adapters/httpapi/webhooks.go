@@ -14,6 +14,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
@@ -33,7 +34,13 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 
 	adapter, ok := s.cfg.Providers[name]
 	if !ok {
-		s.webhookError(w, r, name, start, log, fmt.Errorf("%w: %q", errUnknownProvider, name), nil)
+		err := fmt.Errorf("%w: %q", errUnknownProvider, name)
+		if msg, known := registry.Unconfigured(name); known {
+			// A provider this build has, left unconfigured: say which
+			// variables would configure it.
+			err = fmt.Errorf("%w: %s", errUnknownProvider, msg)
+		}
+		s.webhookError(w, r, name, start, log, err, nil)
 		return
 	}
 	// The body is read, and its signature checked, before the request takes

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"crypto/hmac"
+	"fmt"
 	"strings"
 )
 
@@ -46,4 +47,21 @@ func MatchAny(keys [][]byte, mac func(key []byte) []byte, sigs ...[]byte) bool {
 		}
 	}
 	return matched
+}
+
+// CheckEntries runs check on each non-blank entry of a configured list
+// (trimmed, as Keys gives them to decode) and names the variable and the
+// entry's 1-based position in its error, never the entry itself: the
+// start-up check of a provider's secrets, so that a malformed one is
+// refused before the server answers every delivery 401.
+func CheckEntries(env string, entries []string, check func(string) error) error {
+	for i, s := range entries {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if err := check(s); err != nil {
+			return fmt.Errorf("%s: entry %d: %w", env, i+1, err)
+		}
+	}
+	return nil
 }

@@ -82,13 +82,34 @@ func newCLI() *cli {
 	return c
 }
 
-func main() {
+// parse reads the command line and the environment as main does: kong
+// parses and validates, then the environment is checked for ONCELEDGER_*
+// variables nothing reads (checkEnvironment). Kong itself exits on
+// --help and on a usage error.
+func parse(args, environ []string, opts ...kong.Option) (*cli, *kong.Context, error) {
 	c := newCLI()
-	kctx := kong.Parse(c,
+	parser, err := kong.New(c, append([]kong.Option{
 		kong.Name("onceledger"),
 		kong.Description("Event-sourced payment ledger: the provider delivers at least once; onceledger records exactly once."),
 		kong.UsageOnError(),
-	)
+	}, opts...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	kctx, err := parser.Parse(args)
+	parser.FatalIfErrorf(err)
+	if err := checkEnvironment(kctx.Model.Node, environ); err != nil {
+		return nil, nil, err
+	}
+	return c, kctx, nil
+}
+
+func main() {
+	c, kctx, err := parse(os.Args[1:], os.Environ())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "onceledger:", err)
+		os.Exit(1)
+	}
 	log := newLogger(c.LogLevel, c.LogFormat)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -100,7 +121,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	err := kctx.Run(&globals{ctx: ctx, log: log, cli: c})
+	err = kctx.Run(&globals{ctx: ctx, log: log, cli: c})
 	stopProfile() // before os.Exit, which runs no defers
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "onceledger:", err)

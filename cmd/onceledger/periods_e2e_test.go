@@ -278,6 +278,11 @@ func (b *booksApp) closeNovember() trialAnswer {
 	assert.Equal(t, http.StatusConflict, a.Status, "December is still open: %s", a.Body)
 	a = b.do(http.MethodPost, "/v1/periods/2025-11/reopen", adminToken, []byte(`{}`))
 	assert.Equal(t, http.StatusBadRequest, a.Status, "a reopen needs a reason: %s", a.Body)
+	// October is closed too (before the start of the books), but only the
+	// last closed period reopens: the answer says so.
+	a = b.do(http.MethodPost, "/v1/periods/2025-10/reopen", adminToken, []byte(`{"reason":"x"}`))
+	assert.Equal(t, http.StatusConflict, a.Status, a.Body)
+	assert.Contains(t, a.Body, "only the last closed period can be reopened: 2025-10 is before the start of the books (2025-11) and stays closed; the last closed period is 2025-11")
 
 	b.waitPeriod("2025-11", func(s string, _, _ int64) bool { return s == "closed" })
 	var nov trialAnswer

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -114,6 +116,16 @@ func (c *serveCmd) buildProviders() (map[string]providers.Adapter, error) {
 	return c.set().Adapters(providers.Settings{Tolerance: c.WebhookTolerance, UnknownKey: c.unknownKeys.Report})
 }
 
+// warnNoProvider says, when no provider is configured, that every webhook
+// will answer 404 and which variables configure one (the registry's): a
+// server started with a misspelt or missing secret must say so.
+func warnNoProvider(log *slog.Logger, provs map[string]providers.Adapter) {
+	if len(provs) > 0 {
+		return
+	}
+	log.Warn("no provider configured: every webhook answers 404", "variables", strings.Join(registry.AllProviderVariables(), ", "))
+}
+
 // serveMemory tunes the garbage collector for serve, unless GOGC says
 // otherwise: every webhook allocates its body, its decoded payload, its
 // rows and its answer, and keeps none of them, while the live heap stays
@@ -133,6 +145,7 @@ func (c *serveCmd) Run(g *globals) error {
 	if err != nil {
 		return fmt.Errorf("provider configuration: %w", err)
 	}
+	warnNoProvider(g.log, provs)
 	cfg := c.config(g, provs)
 	if cfg.ReportingZone, err = g.cli.zone(); err != nil {
 		return err

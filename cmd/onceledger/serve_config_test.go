@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/registry"
 )
 
@@ -40,6 +43,10 @@ func TestServeConfigProvidersFromTheEnvironment(t *testing.T) {
 	clearProviderEnv(t)
 	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "whsec_a, ,whsec_b")
 	t.Setenv("ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS", "shop@example.com")
+	// The README's first run exports a Standard secret (and
+	// scripts/first-run-test.sh runs the tests in that shell): only the
+	// variables set here configure providers.
+	t.Setenv("ONCELEDGER_STANDARD_SECRETS", "")
 	for _, cmd := range []string{"serve", "redrive"} {
 		c, err := parseCLI(t, cmd)
 		require.NoError(t, err, cmd)
@@ -70,6 +77,34 @@ func TestServeConfigRefusesHalfAProvider(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "ONCELEDGER_WEBHOOK_TOLERANCE must be positive")
 	assert.ErrorContains(t, err, "ONCELEDGER_SQUARE_NOTIFICATION_URL needs ONCELEDGER_SQUARE_SIGNATURE_KEYS")
+}
+
+// A malformed secret is a start-up error of serve (and of redrive, which
+// builds the same adapters), before anything opens.
+func TestServeConfigRefusesAMalformedSecret(t *testing.T) {
+	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "sk_live_pasted_by_mistake")
+	for _, cmd := range []string{"serve", "redrive"} {
+		_, err := parseCLI(t, cmd)
+		require.Error(t, err, cmd)
+		assert.ErrorContains(t, err, "ONCELEDGER_STRIPE_SECRETS: entry 1: not a Stripe webhook signing secret (whsec_…)", cmd)
+		assert.NotContains(t, err.Error(), "sk_live_pasted_by_mistake", cmd)
+	}
+}
+
+// serve with no provider configured warns, naming the variables that
+// would configure one (the registry's); with one configured it says nothing.
+func TestServeConfigWarnsWithoutProviders(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	warnNoProvider(log, nil)
+	out := buf.String()
+	assert.Contains(t, out, `level=WARN msg="no provider configured: every webhook answers 404"`)
+	for _, v := range []string{"ONCELEDGER_STRIPE_SECRETS", "ONCELEDGER_STANDARD_SECRETS", "ONCELEDGER_ADYEN_HMAC_KEYS", "ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS"} {
+		assert.Contains(t, out, v)
+	}
+	buf.Reset()
+	warnNoProvider(log, map[string]providers.Adapter{"standard": nil})
+	assert.Empty(t, buf.String())
 }
 
 // `settle import --provider` takes the providers the registry gives a

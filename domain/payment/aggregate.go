@@ -142,6 +142,11 @@ type Payment struct {
 
 	open    map[reconKey]bool // open reconciliation items
 	flagged map[reconKey]bool // items ever opened: mismatches are flagged once
+	// overReversalBeside: the open over_reversal item was opened while
+	// refunds alone exceeded the captures, as every over-refund did before
+	// one problem made one item; such an item keeps the rule it was opened
+	// under (overReversal).
+	overReversalBeside bool
 
 	settle settleState // settlement lines recorded (settle.go)
 }
@@ -245,6 +250,9 @@ func (p *Payment) apply(e Event) {
 		k := reconKey{e.Kind, e.Key}
 		p.open[k] = true
 		p.flagged[k] = true
+		if e.Kind == ReconOverReversal {
+			p.overReversalBeside = p.refunded > p.captured
+		}
 		if e.Kind == ReconUnknownRefundFailed {
 			if _, ok := p.refunds[e.Key]; !ok {
 				p.refund(e.Key).state = refundFailedEarly
@@ -657,20 +665,31 @@ func (d *decision) overRefund() {
 
 // overReversal keeps the payment's single over_reversal item in step: open
 // while posted refunds plus the disputed amounts the provider holds or took
-// exceed the captures (a customer who disputes after being refunded), cleared
-// when captures catch up or a dispute's funds come back. Nothing is refused:
-// the money has left.
+// exceed the captures while refunds alone do not (a customer who disputes
+// after being refunded), cleared when captures catch up, a dispute's funds
+// come back, or refunds alone exceed the captures: one problem, one item,
+// and refunds over the captures are over_refund's (docs/reference.md,
+// reconciliation kinds). An item opened beside over_refund before that rule
+// (overReversalBeside) clears as it did then, when refunds plus disputes
+// are back within the captures: stored items stay as they are. Nothing is
+// refused: the money has left.
 func (d *decision) overReversal() {
 	p := d.p
 	k := reconKey{ReconOverReversal, overReversalKey}
 	reversed := money.SaturatingAdd(p.refunded, p.disputedOut)
+	over := reversed > p.captured && p.refunded <= p.captured
+	if p.open[k] && p.overReversalBeside {
+		over = reversed > p.captured
+	}
 	details := fmt.Sprintf("refunds %s plus disputes %s against captures %s",
 		money.FormatMinor(p.refunded, p.currency), money.FormatMinor(p.disputedOut, p.currency),
 		money.FormatMinor(p.captured, p.currency))
 	switch {
-	case reversed > p.captured && !p.open[k]:
+	case over && !p.open[k]:
 		d.emit(Flagged{Meta: d.meta, Kind: k.kind, Key: k.key, Details: details + " exceed them"})
-	case reversed <= p.captured && p.open[k]:
+	case !over && p.open[k] && reversed > p.captured:
+		d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: details + ": refunds alone exceed them (over_refund)"})
+	case !over && p.open[k]:
 		d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: details + " are within them"})
 	}
 }

@@ -115,12 +115,13 @@ func TestDecideOverRefund(t *testing.T) {
 	s.deliver(deliveryOf("e1", capture("ch_1", 100, 0)))
 	wantTypes(t, s.deliver(deliveryOf("e2", refundFact("re_1", 60))), TypeRefundPosted)
 	out := s.deliver(deliveryOf("e3", refundFact("re_2", 60)))
-	// Refunds alone exceed the captures, so refunds plus disputes do too.
-	wantTypes(t, out, TypeRefundPosted, TypeFlagged, TypeFlagged)
+	// Refunds alone exceed the captures: one problem, one item (over_refund,
+	// not also over_reversal).
+	wantTypes(t, out, TypeRefundPosted, TypeFlagged)
 	wantItem(t, out[1], ReconOverRefund, "refunds")
 	wantTypes(t, s.deliver(deliveryOf("e4", refundFact("re_3", 10))), TypeRefundPosted) // already open
 	out = s.deliver(deliveryOf("e5", capture("ch_2", 100, 0)))
-	wantTypes(t, out, TypeCaptured, TypeCleared, TypeCleared)
+	wantTypes(t, out, TypeCaptured, TypeCleared)
 	wantItem(t, out[1], ReconOverRefund, "refunds")
 	// Over-refunds still post.
 	require.Equal(t, int64(130), balances(s.history)[balanceKey{ledger.RevenueRefunds, "USD"}], "revenue:refunds")
@@ -130,11 +131,11 @@ func TestDecideOverRefundFromPendingRefunds(t *testing.T) {
 	s := &stream{t: t}
 	s.deliver(deliveryOf("e1", refundFact("re_1", 150)))
 	out := s.deliver(deliveryOf("e2", capture("ch_1", 100, 0)))
-	wantTypes(t, out, TypeCaptured, TypeRefundPosted, TypeCleared, TypeFlagged, TypeFlagged)
+	wantTypes(t, out, TypeCaptured, TypeRefundPosted, TypeCleared, TypeFlagged)
 	require.Equalf(t, ReconOverRefund, out[3].(Flagged).Kind, "flag = %+v", out[3])
 	// Reversing the refund brings refunds back within captures.
 	out = s.deliver(deliveryOf("e3", refundFailed("re_1")))
-	wantTypes(t, out, TypeRefundReversed, TypeCleared, TypeCleared)
+	wantTypes(t, out, TypeRefundReversed, TypeCleared)
 	require.Equalf(t, ReconOverRefund, out[1].(Cleared).Kind, "clear = %+v", out[1])
 }
 

@@ -171,6 +171,52 @@ func TestOverReversalDisputeThenRefund(t *testing.T) {
 	wantTypes(t, out, TypeCaptured, TypeCleared)
 }
 
+// A dispute over the captures is over_reversal; a refund that then takes
+// refunds alone over the captures makes it an over-refund, one item: the
+// over_reversal clears as over_refund opens, and comes back when a capture
+// leaves only the dispute over.
+func TestOverReversalGivesWayToOverRefund(t *testing.T) {
+	s := &stream{t: t}
+	s.deliver(deliveryOf("c", capture("ch_1", 1000, 0)))
+	s.deliver(deliveryOf("r", refundFact("re_1", 600)))
+	out := s.deliver(deliveryOf("d", disputeFact(delivery.KindDisputeLost, "du_1", 600)))
+	wantTypes(t, out, TypeDisputeOpened, TypeDisputeLost, TypeFlagged)
+	wantItem(t, out[2], ReconOverReversal, overReversalKey)
+
+	out = s.deliver(deliveryOf("r2", refundFact("re_2", 500)))
+	wantTypes(t, out, TypeRefundPosted, TypeFlagged, TypeCleared)
+	wantItem(t, out[1], ReconOverRefund, overRefundKey)
+	wantItem(t, out[2], ReconOverReversal, overReversalKey)
+	assert.Equal(t, map[reconKey]bool{{ReconOverRefund, overRefundKey}: true}, openItems(s.history))
+
+	out = s.deliver(deliveryOf("c2", capture("ch_2", 200, 0)))
+	wantTypes(t, out, TypeCaptured, TypeCleared, TypeFlagged)
+	assert.Equal(t, map[reconKey]bool{{ReconOverReversal, overReversalKey}: true}, openItems(s.history))
+}
+
+// A payment stored with both items for one over-refund (as every
+// over-refund was before one problem made one item) keeps them as they
+// are: a later fact that changes nothing leaves both open, and the
+// over_reversal clears when refunds plus disputes are back within the
+// captures, as it did then.
+func TestOverRefundStoredAsBothStaysAsItIs(t *testing.T) {
+	m := Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "r"}
+	s := &stream{t: t}
+	s.deliver(deliveryOf("c", capture("ch_1", 100, 0)))
+	s.history = append(s.history,
+		RefundPosted{Meta: m, RefundID: "re_1", Amount: 150, Currency: "USD"},
+		Flagged{Meta: m, Kind: ReconOverRefund, Key: overRefundKey, Details: "refunds 1.50 exceed captures 1.00"},
+		Flagged{Meta: m, Kind: ReconOverReversal, Key: overReversalKey, Details: "refunds 1.50 plus disputes 0.00 against captures 1.00 exceed them"})
+	both := map[reconKey]bool{{ReconOverRefund, overRefundKey}: true, {ReconOverReversal, overReversalKey}: true}
+	require.Equal(t, both, openItems(s.history))
+
+	wantTypes(t, s.deliver(deliveryOf("r2", refundFact("re_2", 10))), TypeRefundPosted)
+	assert.Equal(t, both, openItems(s.history), "stored items stay as they are")
+	out := s.deliver(deliveryOf("c2", capture("ch_2", 100, 0)))
+	wantTypes(t, out, TypeCaptured, TypeCleared, TypeCleared)
+	assert.Empty(t, openItems(s.history))
+}
+
 // A total that would leave int64 is refused as a bad amount (400), never
 // wrapped: 9,223 captures at the bound fit, the next one does not.
 func TestTotalsAreChecked(t *testing.T) {

@@ -49,10 +49,13 @@ func (e Reopened) PeriodOf() Period { return e.Period }
 
 // Errors of Decide; each is wrapped with the details.
 var (
-	ErrAlreadyClosed      = errors.New("period is closed already")
-	ErrNotClosed          = errors.New("period is not closed")
-	ErrEarlierPeriodOpen  = errors.New("an earlier period is still open")
-	ErrLaterPeriodClosed  = errors.New("a later period is closed")
+	ErrAlreadyClosed     = errors.New("period is closed already")
+	ErrNotClosed         = errors.New("period is not closed")
+	ErrEarlierPeriodOpen = errors.New("an earlier period is still open")
+	// ErrLaterPeriodClosed: the period is closed but is not the last
+	// closed one (a later one is closed, or it is before the start of the
+	// books, which never reopens).
+	ErrLaterPeriodClosed  = errors.New("only the last closed period can be reopened")
 	ErrPeriodNotEnded     = errors.New("period has not ended yet")
 	ErrReasonRequired     = errors.New("a reason is required to reopen a period")
 	ErrActorRequired      = errors.New("an actor is required")
@@ -189,11 +192,21 @@ func (c Calendar) canReopen(p Period) error {
 	if p.IsZero() {
 		return ErrInvalidPeriod
 	}
-	if !c.IsClosed(p) || p.Before(c.start) {
+	if !c.IsClosed(p) {
 		return fmt.Errorf("%w: %s", ErrNotClosed, p)
 	}
+	last := "none is closed now"
+	if through := c.ClosedThrough(); !through.IsZero() {
+		last = "the last closed period is " + through.String()
+	}
+	if p.Before(c.start) {
+		// Closed by the first close, which fixed the start of the books:
+		// the start does not move, so these months never reopen.
+		return fmt.Errorf("%w: %s is before the start of the books (%s) and stays closed; %s",
+			ErrLaterPeriodClosed, p, c.start, last)
+	}
 	if p != c.through {
-		return fmt.Errorf("%w: reopen %s first", ErrLaterPeriodClosed, c.through)
+		return fmt.Errorf("%w: %s is closed, but %s (reopen it first)", ErrLaterPeriodClosed, p, last)
 	}
 	return nil
 }

@@ -76,8 +76,12 @@ func TestReopenRules(t *testing.T) {
 	assert.ErrorIs(t, err, period.ErrReasonRequired)
 	_, err = c.DecideReopen(period.ReopenCommand{Period: period.MustParse("2026-11"), Actor: "bob", Reason: "late invoice", Now: now})
 	assert.ErrorIs(t, err, period.ErrLaterPeriodClosed)
+	assert.EqualError(t, err, "only the last closed period can be reopened: 2026-11 is closed, but the last closed period is 2026-12 (reopen it first)")
+	// Before the start of the books: closed by the first close, and it
+	// never reopens. The error says so, not "not closed".
 	_, err = c.DecideReopen(period.ReopenCommand{Period: period.MustParse("2026-10"), Actor: "bob", Reason: "x", Now: now})
-	assert.ErrorIs(t, err, period.ErrNotClosed, "before the start of the books: never closed, cannot reopen")
+	assert.ErrorIs(t, err, period.ErrLaterPeriodClosed)
+	assert.EqualError(t, err, "only the last closed period can be reopened: 2026-10 is before the start of the books (2026-11) and stays closed; the last closed period is 2026-12")
 
 	evs, err := c.DecideReopen(period.ReopenCommand{Period: period.MustParse("2026-12"), Actor: "bob", Reason: "late invoice", Now: now})
 	require.NoError(t, err)
@@ -92,6 +96,8 @@ func TestReopenRules(t *testing.T) {
 	require.NoError(t, c.Apply(evs[0]))
 	assert.True(t, c.ClosedThrough().IsZero())
 	assert.True(t, c.IsClosed(period.MustParse("2026-10")), "the start of the books does not move")
+	_, err = c.DecideReopen(period.ReopenCommand{Period: period.MustParse("2026-10"), Actor: "bob", Reason: "x", Now: now})
+	assert.EqualError(t, err, "only the last closed period can be reopened: 2026-10 is before the start of the books (2026-11) and stays closed; none is closed now")
 	assert.False(t, c.IsClosed(period.MustParse("2026-11")))
 	_, err = c.DecideClose(period.CloseCommand{Period: period.MustParse("2026-12"), Zone: time.UTC, Actor: "alice", Now: now})
 	assert.ErrorIs(t, err, period.ErrEarlierPeriodOpen)

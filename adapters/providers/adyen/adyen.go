@@ -104,8 +104,8 @@ var _ providers.Adapter = (*Adapter)(nil)
 // error, reported here rather than as 401s later.
 func New(hmacKeysHex []string) (*Adapter, error) {
 	keys, err := providers.Keys(hmacKeysHex, func(pos int, k string) ([]byte, error) {
-		b, err := hex.DecodeString(k)
-		if err != nil || len(b) == 0 {
+		b, err := decodeKey(k)
+		if err != nil {
 			return nil, fmt.Errorf("adyen: HMAC key %d is not hex", pos)
 		}
 		return b, nil
@@ -118,6 +118,15 @@ func New(hmacKeysHex []string) (*Adapter, error) {
 		return nil, errors.New("adyen: no HMAC key configured")
 	}
 	return a, nil
+}
+
+// decodeKey decodes a hex HMAC key; an empty one is no key.
+func decodeKey(k string) ([]byte, error) {
+	b, err := hex.DecodeString(k)
+	if err == nil && len(b) == 0 {
+		err = errors.New("empty key")
+	}
+	return b, err
 }
 
 // Name implements providers.Adapter.

@@ -1,6 +1,10 @@
 package adyen
 
-import "github.com/onceledger/onceledger/adapters/providers"
+import (
+	"errors"
+
+	"github.com/onceledger/onceledger/adapters/providers"
+)
 
 // Config is the webhook configuration of Adyen: kong flags with their
 // ONCELEDGER_* twins (docs/reference.md, "Configuration"), which the
@@ -16,4 +20,15 @@ func (c *Config) Configured() bool { return len(providers.NonEmpty(c.HMACKeys)) 
 // New builds the adapter (Adyen signs no timestamp: no tolerance).
 func (c *Config) New(providers.Settings) (providers.Adapter, error) {
 	return New(providers.NonEmpty(c.HMACKeys))
+}
+
+// Check refuses an HMAC key that is not hex (Adyen shows the key as hex):
+// it would verify nothing, and every notification would be refused.
+func (c *Config) Check() error {
+	return providers.CheckEntries("ONCELEDGER_ADYEN_HMAC_KEYS", c.HMACKeys, func(k string) error {
+		if _, err := decodeKey(k); err != nil {
+			return errors.New("not a hex HMAC key")
+		}
+		return nil
+	})
 }

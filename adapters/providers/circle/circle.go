@@ -83,17 +83,9 @@ func New(publicKeys map[string]string) (*Adapter, error) {
 		if id == "" {
 			return nil, errors.New("circle: empty key id")
 		}
-		der, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
-		if err != nil {
-			return nil, fmt.Errorf("circle: key %s is not base64: %w", id, err)
-		}
-		pub, err := x509.ParsePKIXPublicKey(der)
+		ec, err := parseKey(b64)
 		if err != nil {
 			return nil, fmt.Errorf("circle: key %s: %w", id, err)
-		}
-		ec, ok := pub.(*ecdsa.PublicKey)
-		if !ok || ec.Curve != elliptic.P256() {
-			return nil, fmt.Errorf("circle: key %s is not an ECDSA P-256 key", id)
 		}
 		a.keys[id] = ec
 	}
@@ -101,6 +93,23 @@ func New(publicKeys map[string]string) (*Adapter, error) {
 		return nil, errors.New("circle: no public key configured")
 	}
 	return a, nil
+}
+
+// parseKey reads a base64 DER SubjectPublicKeyInfo of an ECDSA P-256 key.
+func parseKey(b64 string) (*ecdsa.PublicKey, error) {
+	der, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+	if err != nil {
+		return nil, fmt.Errorf("not base64: %w", err)
+	}
+	pub, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, err
+	}
+	ec, ok := pub.(*ecdsa.PublicKey)
+	if !ok || ec.Curve != elliptic.P256() {
+		return nil, errors.New("not an ECDSA P-256 key")
+	}
+	return ec, nil
 }
 
 // Name implements providers.Adapter.

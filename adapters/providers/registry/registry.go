@@ -177,6 +177,7 @@ type Variable struct {
 	Env      string // ONCELEDGER_…
 	Flag     string // the flag, without its dashes
 	API      bool   // read by the API client's commands, not by serve
+	Default  bool   // the flag has a default: setting it configures nothing by itself
 }
 
 // Variables are every configuration variable of every provider, webhook
@@ -199,14 +200,37 @@ func Variables() []Variable {
 	return out
 }
 
-// ProviderVariables are the named provider's webhook variables (what an
-// operator sets to configure it), nil for an unknown provider.
+// ProviderVariables are the named provider's webhook variables an
+// operator sets to configure it (those without a default: the IPN verify
+// URL configures nothing), nil for an unknown provider.
 func ProviderVariables(name string) []string {
 	var out []string
 	for _, v := range Variables() {
-		if v.Provider == name && !v.API {
+		if v.Provider == name && !v.API && !v.Default {
 			out = append(out, v.Env)
 		}
+	}
+	return out
+}
+
+// Unconfigured says what configures the named provider, for the answer of
+// its endpoint while it is not configured ("provider \"adyen\" is not
+// configured on this server: set ONCELEDGER_ADYEN_HMAC_KEYS"); false for
+// a name the registry does not have.
+func Unconfigured(name string) (string, bool) {
+	vars := ProviderVariables(name)
+	if len(vars) == 0 {
+		return "", false
+	}
+	return fmt.Sprintf("provider %q is not configured on this server: set %s", name, strings.Join(vars, " and ")), true
+}
+
+// AllProviderVariables lists every provider's configuring variables, for the
+// warning of a server that has none configured.
+func AllProviderVariables() []string {
+	var out []string
+	for _, p := range list {
+		out = append(out, ProviderVariables(p.Name)...)
 	}
 	return out
 }
@@ -231,8 +255,9 @@ func tagged(t reflect.Type) []Variable {
 		if !ok || !f.IsExported() {
 			continue
 		}
+		_, def := f.Tag.Lookup("default")
 		for _, e := range strings.Split(env, ",") {
-			out = append(out, Variable{Env: strings.TrimSpace(e), Flag: f.Tag.Get("name")})
+			out = append(out, Variable{Env: strings.TrimSpace(e), Flag: f.Tag.Get("name"), Default: def})
 		}
 	}
 	return out

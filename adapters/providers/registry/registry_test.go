@@ -1,10 +1,13 @@
 package registry_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"math/big"
 	"os"
@@ -16,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/adyen"
 	"github.com/onceledger/onceledger/adapters/providers/alipay"
 	"github.com/onceledger/onceledger/adapters/providers/circle"
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
@@ -50,6 +54,22 @@ func TestVariablesAreTheDocumentedOnes(t *testing.T) {
 		registry.ProviderVariables(square.Name))
 	assert.Equal(t, []string{"ONCELEDGER_STRIPE_SECRETS"}, registry.ProviderVariables(stripe.Name), "the API key configures no webhook")
 	assert.Nil(t, registry.ProviderVariables("nobody"))
+	assert.Equal(t, []string{"ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS"}, registry.ProviderVariables(paypalipn.Name),
+		"the verify URL has a default: it configures nothing")
+}
+
+// The 404 of an unconfigured provider names what configures it.
+func TestUnconfiguredNamesTheVariables(t *testing.T) {
+	msg, ok := registry.Unconfigured(square.Name)
+	require.True(t, ok)
+	assert.Equal(t, `provider "square" is not configured on this server: set ONCELEDGER_SQUARE_SIGNATURE_KEYS and ONCELEDGER_SQUARE_NOTIFICATION_URL`, msg)
+	_, ok = registry.Unconfigured("nobody")
+	assert.False(t, ok)
+	all := registry.AllProviderVariables()
+	assert.Contains(t, all, "ONCELEDGER_STANDARD_SECRETS")
+	assert.Contains(t, all, "ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS")
+	assert.NotContains(t, all, "ONCELEDGER_PAYPAL_IPN_VERIFY_URL")
+	assert.NotContains(t, all, "ONCELEDGER_STRIPE_API_KEY")
 }
 
 func TestReportImporters(t *testing.T) {
@@ -163,4 +183,47 @@ func TestHalfAConfigurationIsRefused(t *testing.T) {
 	s.Config(circle.Name).(*circle.Config).PublicKeys = []string{"no-equals-sign"}
 	_, err = s.Adapters(providers.Settings{Tolerance: time.Minute})
 	assert.ErrorContains(t, err, `ONCELEDGER_CIRCLE_PUBLIC_KEYS: "no-equals-sign" is not KEY_ID=base64`)
+}
+
+// A malformed secret is refused at start, naming the variable and the
+// entry, never echoing it; well-formed ones pass.
+func TestMalformedSecretsAreRefused(t *testing.T) {
+	s := registry.NewSet()
+	s.Config(stripe.Name).(*stripe.Config).Secrets = []string{"whsec_ok", "sk_live_pasted"}
+	s.Config(standard.Name).(*standard.Config).Secrets = []string{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	s.Config(adyen.Name).(*adyen.Config).HMACKeys = []string{"not-hex"}
+	s.Config(circle.Name).(*circle.Config).PublicKeys = []string{"key1=bm90IGEga2V5"}
+	err := s.Check()
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "ONCELEDGER_STRIPE_SECRETS: entry 2: not a Stripe webhook signing secret (whsec_…)")
+	assert.ErrorContains(t, err, "ONCELEDGER_STANDARD_SECRETS: entry 1: not a Standard Webhooks secret (whsec_<base64>)")
+	assert.ErrorContains(t, err, "ONCELEDGER_ADYEN_HMAC_KEYS: entry 1: not a hex HMAC key")
+	assert.ErrorContains(t, err, "ONCELEDGER_CIRCLE_PUBLIC_KEYS: entry 1: key key1:")
+	for _, secret := range []string{"sk_live_pasted", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "not-hex", "bm90IGEga2V5"} {
+		assert.NotContains(t, err.Error(), secret)
+	}
+
+	s = registry.NewSet()
+	s.Config(standard.Name).(*standard.Config).Secrets = []string{"whsec_%%%"}
+	s.Config(circle.Name).(*circle.Config).PublicKeys = []string{"no-equals-sign"}
+	err = s.Check()
+	assert.ErrorContains(t, err, "ONCELEDGER_STANDARD_SECRETS: entry 1: whsec_ is not followed by the base64 of a key")
+	assert.ErrorContains(t, err, "ONCELEDGER_CIRCLE_PUBLIC_KEYS: entry 1: not KEY_ID=base64")
+
+	s = registry.NewSet()
+	s.Config(stripe.Name).(*stripe.Config).Secrets = []string{" ", "whsec_test"}
+	s.Config(standard.Name).(*standard.Config).Secrets = []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	s.Config(adyen.Name).(*adyen.Config).HMACKeys = []string{"44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"}
+	s.Config(circle.Name).(*circle.Config).PublicKeys = []string{"key1=" + circleKey(t)}
+	assert.NoError(t, s.Check())
+}
+
+// circleKey is the base64 SPKI of a fresh ECDSA P-256 key.
+func circleKey(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	require.NoError(t, err)
+	return base64.StdEncoding.EncodeToString(der)
 }
