@@ -21,7 +21,7 @@ import (
 	"github.com/onceledger/onceledger/projections/outbound"
 )
 
-// Config is ONCELEDGER_OUTBOX_NATS_* (docs/reference.md).
+// Config is the ONCELEDGER_OUTBOX_NATS_URL, _SUBJECT, _STREAM and _CREDS variables (docs/reference.md).
 type Config struct {
 	URL     string // nats://host:4222, or tls://… for TLS
 	Subject string // the subject prefix; default DefaultSubject

@@ -97,7 +97,7 @@ type Config struct {
 	// when 0): the unsettled check after a settlement import.
 	UnsettledAfter time.Duration
 
-	// NATS is ONCELEDGER_OUTBOX_NATS_*: with a URL, serve also publishes
+	// NATS is the ONCELEDGER_OUTBOX_NATS_URL, _SUBJECT, _STREAM and _CREDS variables: with a URL, serve also publishes
 	// every outbound event to JetStream (docs/events.md).
 	NATS jetstream.Config
 
