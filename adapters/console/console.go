@@ -74,6 +74,9 @@ type Config struct {
 	SecureCookies bool
 	// PageSize is the rows per list page (default 50).
 	PageSize int
+	// Zone is the time zone pages show times in, named next to each
+	// (ONCELEDGER_REPORTING_TZ, the zone of the accounting periods; nil: UTC).
+	Zone *time.Location
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (default: discard).
@@ -107,7 +110,10 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pages, err := parsePages()
+	if cfg.Zone == nil {
+		cfg.Zone = time.UTC
+	}
+	pages, err := parsePages(cfg.Zone)
 	if err != nil {
 		return nil, err
 	}

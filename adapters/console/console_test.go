@@ -293,7 +293,7 @@ func TestConsoleTimelineInboxAndRedrive(t *testing.T) {
 	r := c.get("/console/payments/standard/" + s.paymentID)
 	require.Equal(t, http.StatusOK, r.status)
 	for _, want := range []string{"payment.captured", "refund.posted", "reconciliation.flagged", "revenue:sales",
-		"Capture cap_1 of 1250.00 USD", s.conflictKey, "Raw payload", "conflicting_redelivery", `action="/console/reconciliation/resolve"`} {
+		"Capture cap_1 of 1\u202f250.00 USD", s.conflictKey, "Raw payload", "conflicting_redelivery", `action="/console/reconciliation/resolve"`} {
 		assert.Contains(t, r.body, want)
 	}
 	assert.Equal(t, http.StatusNotFound, c.get("/console/payments/standard/nope").status)

@@ -1,0 +1,75 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/payment"
+)
+
+// appendFacts records payment events in a stream after its last one, as
+// the settlement import does.
+func (f *fixture) appendFacts(stream string, evs ...payment.Event) {
+	f.t.Helper()
+	ctx := context.Background()
+	have, err := f.es.ReadStream(ctx, stream)
+	require.NoError(f.t, err)
+	var data []eventstore.EventData
+	for _, e := range evs {
+		typ, b, err := payment.Encode(e)
+		require.NoError(f.t, err)
+		data = append(data, eventstore.EventData{ID: uuid.New(), Type: typ, Data: b})
+	}
+	_, err = f.es.Append(ctx, stream, eventstore.ExpectFor(len(have)), data)
+	require.NoError(f.t, err)
+	f.waitProjected()
+}
+
+// TestConsoleSaysTrueThings: the figures that were false (issue 27).
+// A fee a settlement report posted is in the payment's header (it said
+// "fee 0.00"), its event is a sentence (not its type), a payout's item
+// links to the payout's page (not a 404 payment page), a projection's
+// position is the CLI's number (not commit/prepare), amounts are grouped
+// and times carry their zone.
+func TestConsoleSaysTrueThings(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	s := f.seedStory()
+	m := payment.Meta{Provider: "standard", PaymentKey: s.paymentID, DedupKey: "settle:txn_fee_" + s.paymentID, OccurredAt: time.Now().UTC()}
+	f.appendFacts(delivery.PaymentStream("standard", s.paymentID),
+		payment.FeeSettled{Meta: m, LineID: "txn_fee_1", Fee: 66, Currency: "USD"})
+	po := "po_missing_" + s.paymentID
+	pm := payment.Meta{Provider: "standard", PaymentKey: po, DedupKey: "settle:" + po, OccurredAt: time.Now().UTC()}
+	f.appendFacts(delivery.PayoutStream("standard", po),
+		payment.PayoutPaid{Meta: pm, PayoutID: po, Amount: 123456, Currency: "JPY"},
+		payment.Flagged{Meta: pm, Kind: payment.ReconMissingWebhook, Key: po, Details: "no webhook for this payout"})
+	c := f.client()
+	c.signIn(readToken)
+
+	r := c.get("/console/payments/standard/" + s.paymentID)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Contains(t, r.body, `<span id="payment-fee">37.16</span>`, "36.50 from the webhook + 0.66 from settlement")
+	assert.Contains(t, r.body, "Fee 0.66 USD posted from settlement report line txn_fee_1")
+	assert.Contains(t, r.body, "Capture cap_1 of 1\u202f250.00 USD", "digit grouping")
+	assert.Regexp(t, `\d\d:\d\d:\d\d UTC`, r.body, "times name their zone")
+	assert.Contains(t, r.body, "Times are shown in UTC.")
+
+	r = c.get("/console/reconciliation?status=open&kind=missing_webhook")
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Contains(t, r.body, `href="/console/payouts/standard/`+po+`"`)
+	assert.NotContains(t, r.body, `href="/console/payments/standard/`+po+`"`)
+	assert.Equal(t, http.StatusOK, c.get("/console/payouts/standard/"+po).status)
+
+	r = c.get("/console/projections")
+	require.Equal(t, http.StatusOK, r.status)
+	assert.NotRegexp(t, regexp.MustCompile(`<code>\d+/\d+</code>`), r.body, "positions as the CLI shows them")
+	assert.Regexp(t, `<td class="num" title="feed position [^"]+">[\d\x{202f}]+</td>`, r.body)
+}
