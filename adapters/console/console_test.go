@@ -200,6 +200,12 @@ func TestConsoleActingRules(t *testing.T) {
 	assert.Equal(t, http.StatusOK, r.status)
 	assert.Contains(t, r.url, f.srv.URL+"/console/reconciliation?done=resolved", "no open redirect")
 	assert.Contains(t, r.body, "The item was resolved")
+	assert.Contains(t, r.body, `<strong id="notice-item">conflicting_redelivery `+s.conflictKey+` of payment-standard-`+s.paymentID+`</strong>`,
+		"the confirmation names the item")
+	f.waitProjected()
+	r = admin.get("/console/reconciliation?status=resolved")
+	// The test double records reconciliation.cleared: the facts resolved it.
+	assert.Regexp(t, `\d\d:\d\d:\d\d UTC, by the facts`, r.body, "resolved items say when and by whom")
 	assert.Equal(t, []reconCall{{Resolve: true, Item: console.ItemRef{StreamID: "payment-standard-" + s.paymentID,
 		Kind: "conflicting_redelivery", Key: s.conflictKey}, Actor: "ops", Note: "checked with the provider"}}, f.recon.snapshot())
 }

@@ -217,7 +217,10 @@ type page struct {
 	CanAct   bool
 	CSRF     string
 	Notice   string
-	Data     any
+	// NoticeItem names the item the notice is about ("kind key of
+	// stream"), parsed from ?item= as a reconciliation id; "" otherwise.
+	NoticeItem string
+	Data       any
 }
 
 var navTitles = map[string]string{
@@ -236,6 +239,11 @@ func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status in
 	p := page{
 		Title: title, Nav: navTitles[name], SignedIn: v.Actor != "", Actor: v.Actor, Role: string(v.Role),
 		CanAct: v.CanAct(), CSRF: v.csrf, Data: data, Notice: notices[r.URL.Query().Get("done")],
+	}
+	if p.Notice != "" {
+		if stream, kind, key, err := views.ParseReconciliationID(r.URL.Query().Get("item")); err == nil {
+			p.NoticeItem = fmt.Sprintf("%s %s of %s", kind, key, stream)
+		}
 	}
 	var buf bytes.Buffer
 	if err := t.t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
