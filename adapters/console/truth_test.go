@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +68,14 @@ func TestConsoleSaysTrueThings(t *testing.T) {
 	assert.Contains(t, r.body, `href="/console/payouts/standard/`+po+`"`)
 	assert.NotContains(t, r.body, `href="/console/payments/standard/`+po+`"`)
 	assert.Equal(t, http.StatusOK, c.get("/console/payouts/standard/"+po).status)
+
+	r = c.get("/console")
+	require.Equal(t, http.StatusOK, r.status)
+	att, trial := strings.Index(r.body, `id="attention"`), strings.Index(r.body, `id="h-trial"`)
+	assert.True(t, att > 0 && att < trial, "the overview leads with what needs attention")
+	assert.Regexp(t, `(?s)<table id="open-items">.*missing_webhook.*</table>`, r.body)
+	assert.Regexp(t, `(?s)id="att-mismatch">.*payouts in`, r.body)
+	assert.Contains(t, r.body, `id="att-unsettled"`)
 
 	r = c.get("/console/projections")
 	require.Equal(t, http.StatusOK, r.status)
