@@ -10,6 +10,7 @@ import (
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -97,3 +98,28 @@ func ledgerFees(events []eventstore.RecordedEvent) []views.CurrencyAmount {
 // feeAccounts is the prefix of every provider's fee account
 // (ledger.ProviderFees).
 var feeAccounts = ledger.ProviderFees("")
+
+// PeriodHistory is every close and reopen of the accounting periods, in
+// the order they happened, read from the periods stream (period.StreamID):
+// who, when and why, beyond the last of each that the periods read model
+// keeps.
+func PeriodHistory(ctx context.Context, streams StreamReader) ([]views.PeriodAction, error) {
+	events, err := streams.ReadStream(ctx, period.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	var out []views.PeriodAction
+	for _, r := range events {
+		e, err := period.Decode(r.Type, r.Data)
+		if err != nil {
+			return nil, fmt.Errorf("periods stream, version %d: %w", r.Version, err)
+		}
+		switch e := e.(type) {
+		case period.Closed:
+			out = append(out, views.PeriodAction{Period: e.Period, Action: views.PeriodClosed, Actor: e.Actor, Note: e.Note, At: e.At})
+		case period.Reopened:
+			out = append(out, views.PeriodAction{Period: e.Period, Action: "reopened", Actor: e.Actor, Note: e.Reason, At: e.At})
+		}
+	}
+	return out, nil
+}

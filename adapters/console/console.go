@@ -146,6 +146,8 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/payouts", c.withSession(c.payouts))
 	mux.HandleFunc("GET /console/payouts/{provider}/{id}", c.withSession(c.payout))
 	mux.HandleFunc("GET /console/periods", c.withSession(c.periods))
+	mux.HandleFunc("GET /console/periods/{period}/trial-balance.csv", c.withSession(c.periodTrialCSV))
+	mux.HandleFunc("GET /console/periods/{period}/journal.csv", c.withSession(c.periodJournalCSV))
 	mux.HandleFunc("GET /console/projections", c.withSession(c.projections))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, nil, http.StatusNotFound, "No such page.")

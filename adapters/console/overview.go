@@ -32,25 +32,25 @@ type settlementImport struct {
 }
 
 type overviewData struct {
-	Balances       []views.Balance
-	Trial          []views.CurrencyTrial
-	Projections    []views.ProjectionStatus
-	OpenItems      []kindCount
-	OpenTotal      int64
+	Balances    []views.Balance
+	Trial       []views.CurrencyTrial
+	Projections []views.ProjectionStatus
+	OpenItems   []kindCount
+	OpenTotal   int64
 	// Mismatched counts payouts in mismatch (at most mismatchCap; Capped
 	// when there are more), Unsettled the open unsettled captures.
 	Mismatched       int
 	MismatchedCapped bool
 	Unsettled        int64
-	Settlements    []settlementImport
-	RebuildRunning bool
-	MaxLag         int64
-	InboxProviders []string
-	InboxStatuses  []string
-	InboxGrid      map[string]map[string]int64
-	VolumeCharts   []chartView
-	InboxChart     chartView
-	Days           int
+	Settlements      []settlementImport
+	RebuildRunning   bool
+	MaxLag           int64
+	InboxProviders   []string
+	InboxStatuses    []string
+	InboxGrid        map[string]map[string]int64
+	VolumeCharts     []chartView
+	InboxChart       chartView
+	Days             int
 }
 
 // allBalances reads every balance with GET /v1/balances's query.

@@ -15,6 +15,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/period"
 )
 
 // appendFacts records payment events in a stream after its last one, as
@@ -81,4 +82,47 @@ func TestConsoleSaysTrueThings(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	assert.NotRegexp(t, regexp.MustCompile(`<code>\d+/\d+</code>`), r.body, "positions as the CLI shows them")
 	assert.Regexp(t, `<td class="num" title="feed position [^"]+">[\d\x{202f}]+</td>`, r.body)
+}
+
+// TestConsolePeriodsAreComplete: each period shows its totals per
+// currency, links to its trial-balance and journal CSV, and its close and
+// reopen history (actor, note, time).
+func TestConsolePeriodsAreComplete(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.seedStory()
+	ctx := context.Background()
+	p := period.Of(time.Now().UTC(), time.UTC)
+	var data []eventstore.EventData
+	for _, e := range []period.Event{
+		period.Closed{Period: p, Zone: "UTC", Actor: "carol", Note: "month end", At: time.Now().UTC()},
+		period.Reopened{Period: p, Actor: "dave", Reason: "late invoice", At: time.Now().UTC()},
+	} {
+		typ, b, err := period.Encode(e)
+		require.NoError(t, err)
+		data = append(data, eventstore.EventData{ID: uuid.New(), Type: typ, Data: b})
+	}
+	_, err := f.es.Append(ctx, period.StreamID, eventstore.Any, data)
+	require.NoError(t, err)
+	f.waitProjected()
+	c := f.client()
+	c.signIn(readToken)
+
+	r := c.get("/console/periods")
+	require.Equal(t, http.StatusOK, r.status)
+	section := regexp.MustCompile(`(?s)<section class="period" id="period-` + p.String() + `">.*?</section>`).FindString(r.body)
+	require.NotEmpty(t, section, r.body)
+	assert.Contains(t, section, "Totals booked into the period, per currency")
+	assert.Regexp(t, `(?s)<tr><th scope="row">USD</th><td class="num">[\d\x{202f}.]+</td>`, section)
+	assert.Contains(t, section, `href="/console/periods/`+p.String()+`/trial-balance.csv"`)
+	assert.Contains(t, section, `href="/console/periods/`+p.String()+`/journal.csv"`)
+	assert.Regexp(t, `(?s)UTC</td><th scope="row">closed</th><td>carol</td><td>month end</td>.*UTC</td><th scope="row">reopened</th><td>dave</td><td>late invoice</td>`, section)
+
+	csvResp := c.get("/console/periods/" + p.String() + "/trial-balance.csv")
+	require.Equal(t, http.StatusOK, csvResp.status)
+	assert.True(t, strings.HasPrefix(csvResp.body, "period,account,currency,opening"), csvResp.body)
+	csvResp = c.get("/console/periods/" + p.String() + "/journal.csv")
+	require.Equal(t, http.StatusOK, csvResp.status)
+	assert.True(t, strings.HasPrefix(csvResp.body, "date,account,debit,credit"), csvResp.body)
+	assert.Contains(t, csvResp.body, "revenue:sales")
+	assert.Equal(t, http.StatusBadRequest, c.get("/console/periods/2026-13/journal.csv").status)
 }
