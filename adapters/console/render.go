@@ -134,7 +134,8 @@ func zoneFuncs(zone *time.Location) template.FuncMap {
 			if t.IsZero() {
 				return "–"
 			}
-			return t.In(zone).Format("2006-01-02 15:04:05 MST")
+			// No-break spaces: a time never wraps across lines.
+			return t.In(zone).Format("2006-01-02\u00a015:04:05\u00a0MST")
 		},
 		"date": func(t time.Time) string {
 			if t.IsZero() {

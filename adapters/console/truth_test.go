@@ -61,7 +61,7 @@ func TestConsoleSaysTrueThings(t *testing.T) {
 	assert.Contains(t, r.body, `<span id="payment-fee">37.16</span>`, "36.50 from the webhook + 0.66 from settlement")
 	assert.Contains(t, r.body, "Fee 0.66 USD posted from settlement report line txn_fee_1")
 	assert.Contains(t, r.body, "Capture cap_1 of 1\u202f250.00 USD", "digit grouping")
-	assert.Regexp(t, `\d\d:\d\d:\d\d UTC`, r.body, "times name their zone")
+	assert.Regexp(t, `\d\d:\d\d:\d\d\x{a0}UTC`, r.body, "times name their zone")
 	assert.Contains(t, r.body, "Times are shown in UTC.")
 
 	r = c.get("/console/reconciliation?status=open&kind=missing_webhook")
@@ -112,7 +112,7 @@ func TestConsolePeriodsAreComplete(t *testing.T) {
 	section := regexp.MustCompile(`(?s)<section class="period" id="period-` + p.String() + `">.*?</section>`).FindString(r.body)
 	require.NotEmpty(t, section, r.body)
 	assert.Contains(t, section, "Totals booked into the period, per currency")
-	assert.Regexp(t, `(?s)<tr><th scope="row">USD</th><td class="num">[\d\x{202f}.]+</td>`, section)
+	assert.Regexp(t, `(?s)<tr data-currency="USD"><th scope="row">USD</th><td class="num">[\d\x{202f}.]+</td>`, section)
 	assert.Contains(t, section, `href="/console/periods/`+p.String()+`/trial-balance.csv"`)
 	assert.Contains(t, section, `href="/console/periods/`+p.String()+`/journal.csv"`)
 	assert.Regexp(t, `(?s)UTC</td><th scope="row">closed</th><td>carol</td><td>month end</td>.*UTC</td><th scope="row">reopened</th><td>dave</td><td>late invoice</td>`, section)

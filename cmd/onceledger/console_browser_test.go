@@ -68,7 +68,7 @@ func chromiumPath(t *testing.T) string {
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromiumPath(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(path),
@@ -81,7 +81,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-default-browser-check", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(1280, 800),
 	)
 	t.Cleanup(cancelAlloc)
 	tab, cancelTab := chromedp.NewContext(alloc)
@@ -104,13 +104,13 @@ func newShooter(t *testing.T) shooter {
 	return shooter{t: t, dir: dir}
 }
 
-// shot saves a PNG of the whole page.
+// shot saves a PNG of the window (1280×800), as the crawler does.
 func (s shooter) shot(tab context.Context, name string) {
 	s.t.Helper()
 	if s.dir == "" {
 		return
 	}
-	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
 	require.NoError(s.t, err)
 	require.NoError(s.t, os.WriteFile(filepath.Join(s.dir, name+".png"), png, 0o644))
 }

@@ -143,7 +143,7 @@ func (c *crawler) crawl() {
 // visit checks one page and returns the console URLs it leads to.
 func (c *crawler) visit(u string) []string {
 	t := c.t
-	if strings.Contains(u, "format=csv") {
+	if strings.Contains(u, "format=csv") || strings.Contains(u, ".csv") {
 		resp, err := c.http.Get(u)
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, resp.Body)
