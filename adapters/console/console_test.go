@@ -205,7 +205,7 @@ func TestConsoleActingRules(t *testing.T) {
 	f.waitProjected()
 	r = admin.get("/console/reconciliation?status=resolved")
 	// The test double records reconciliation.cleared: the facts resolved it.
-	assert.Regexp(t, `\d\d:\d\d:\d\d\x{a0}UTC, by the facts`, r.body, "resolved items say when and by whom")
+	assert.Regexp(t, `\d\d:\d\d:\d\d\x{a0}UTC</time>, by the facts`, r.body, "resolved items say when and by whom")
 	assert.Equal(t, []reconCall{{Resolve: true, Item: console.ItemRef{StreamID: "payment-standard-" + s.paymentID,
 		Kind: "conflicting_redelivery", Key: s.conflictKey}, Actor: "ops", Note: "checked with the provider"}}, f.recon.snapshot())
 }

@@ -130,12 +130,14 @@ func formatAmount(minor int64, c money.Currency) string {
 // RFC 3339 instant is the element's title where a template wants it.
 func zoneFuncs(zone *time.Location) template.FuncMap {
 	return template.FuncMap{
-		"time": func(t time.Time) string {
+		// time is a <time> element (never wrapped, see console.css) with
+		// the instant in RFC 3339 UTC as its datetime.
+		"time": func(t time.Time) template.HTML {
 			if t.IsZero() {
 				return "–"
 			}
-			// No-break spaces: a time never wraps across lines.
-			return t.In(zone).Format("2006-01-02\u00a015:04:05\u00a0MST")
+			return template.HTML(`<time datetime="` + t.UTC().Format(time.RFC3339) + `">` +
+				t.In(zone).Format("2006-01-02\u00a015:04:05\u00a0MST") + `</time>`)
 		},
 		"date": func(t time.Time) string {
 			if t.IsZero() {

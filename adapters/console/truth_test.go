@@ -115,7 +115,7 @@ func TestConsolePeriodsAreComplete(t *testing.T) {
 	assert.Regexp(t, `(?s)<tr data-currency="USD"><th scope="row">USD</th><td class="num">[\d\x{202f}.]+</td>`, section)
 	assert.Contains(t, section, `href="/console/periods/`+p.String()+`/trial-balance.csv"`)
 	assert.Contains(t, section, `href="/console/periods/`+p.String()+`/journal.csv"`)
-	assert.Regexp(t, `(?s)UTC</td><th scope="row">closed</th><td>carol</td><td>month end</td>.*UTC</td><th scope="row">reopened</th><td>dave</td><td>late invoice</td>`, section)
+	assert.Regexp(t, `(?s)UTC</time></td><th scope="row">closed</th><td>carol</td><td>month end</td>.*UTC</time></td><th scope="row">reopened</th><td>dave</td><td>late invoice</td>`, section)
 
 	csvResp := c.get("/console/periods/" + p.String() + "/trial-balance.csv")
 	require.Equal(t, http.StatusOK, csvResp.status)
