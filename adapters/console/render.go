@@ -75,6 +75,7 @@ var funcs = template.FuncMap{
 	"indent":      indentJSON,
 	"itemDetails": itemDetails,
 	"itemHref":    itemHref,
+	"compare":     compareFields,
 	"slice_of":    func(v ...string) []string { return v },
 	"negative":    func(n int64) bool { return n < 0 },
 	"abs": func(n int64) int64 {

@@ -126,3 +126,19 @@ func TestConsolePeriodsAreComplete(t *testing.T) {
 	assert.Contains(t, csvResp.body, "revenue:sales")
 	assert.Equal(t, http.StatusBadRequest, c.get("/console/periods/2026-13/journal.csv").status)
 }
+
+// TestConsoleConflictSideBySide: a conflicting redelivery is shown next to
+// the first delivery field by field, the differing field marked (not as
+// two payload hashes), and the count does not read as more deliveries
+// than arrived.
+func TestConsoleConflictSideBySide(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	s := f.seedStory()
+	c := f.client()
+	c.signIn(readToken)
+	r := c.get("/console/inbox/delivery?provider=standard&key=" + s.conflictKey)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Regexp(t, `<tr class="differs"><th scope="row"><code title="data.amount">data.amount</code> <strong class="bad" aria-label="differs">≠</strong></th><td><code title="125000">125000</code></td><td><code title="126000">126000</code></td></tr>`, r.body)
+	assert.Regexp(t, `<tr><th scope="row"><code title="data.capture_id">data.capture_id</code></th>`, r.body, "equal fields are not marked")
+	assert.Contains(t, r.body, "<dd>2, 1 with other bytes</dd>", "two deliveries, not three")
+}
