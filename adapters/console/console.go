@@ -74,6 +74,9 @@ type Config struct {
 	SecureCookies bool
 	// PageSize is the rows per list page (default 50).
 	PageSize int
+	// Zone is the time zone pages show times in, named next to each
+	// (ONCELEDGER_REPORTING_TZ, the zone of the accounting periods; nil: UTC).
+	Zone *time.Location
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (default: discard).
@@ -107,7 +110,10 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pages, err := parsePages()
+	if cfg.Zone == nil {
+		cfg.Zone = time.UTC
+	}
+	pages, err := parsePages(cfg.Zone)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +146,8 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/payouts", c.withSession(c.payouts))
 	mux.HandleFunc("GET /console/payouts/{provider}/{id}", c.withSession(c.payout))
 	mux.HandleFunc("GET /console/periods", c.withSession(c.periods))
+	mux.HandleFunc("GET /console/periods/{period}/trial-balance.csv", c.withSession(c.periodTrialCSV))
+	mux.HandleFunc("GET /console/periods/{period}/journal.csv", c.withSession(c.periodJournalCSV))
 	mux.HandleFunc("GET /console/projections", c.withSession(c.projections))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, nil, http.StatusNotFound, "No such page.")

@@ -200,6 +200,12 @@ func TestConsoleActingRules(t *testing.T) {
 	assert.Equal(t, http.StatusOK, r.status)
 	assert.Contains(t, r.url, f.srv.URL+"/console/reconciliation?done=resolved", "no open redirect")
 	assert.Contains(t, r.body, "The item was resolved")
+	assert.Contains(t, r.body, `<strong id="notice-item">conflicting_redelivery `+s.conflictKey+` of payment-standard-`+s.paymentID+`</strong>`,
+		"the confirmation names the item")
+	f.waitProjected()
+	r = admin.get("/console/reconciliation?status=resolved")
+	// The test double records reconciliation.cleared: the facts resolved it.
+	assert.Regexp(t, `\d\d:\d\d:\d\d\x{a0}UTC</time>, by the facts`, r.body, "resolved items say when and by whom")
 	assert.Equal(t, []reconCall{{Resolve: true, Item: console.ItemRef{StreamID: "payment-standard-" + s.paymentID,
 		Kind: "conflicting_redelivery", Key: s.conflictKey}, Actor: "ops", Note: "checked with the provider"}}, f.recon.snapshot())
 }
@@ -293,7 +299,7 @@ func TestConsoleTimelineInboxAndRedrive(t *testing.T) {
 	r := c.get("/console/payments/standard/" + s.paymentID)
 	require.Equal(t, http.StatusOK, r.status)
 	for _, want := range []string{"payment.captured", "refund.posted", "reconciliation.flagged", "revenue:sales",
-		"Capture cap_1 of 1250.00 USD", s.conflictKey, "Raw payload", "conflicting_redelivery", `action="/console/reconciliation/resolve"`} {
+		"Capture cap_1 of 1\u202f250.00 USD", s.conflictKey, "Raw payload", "conflicting_redelivery", `action="/console/reconciliation/resolve"`} {
 		assert.Contains(t, r.body, want)
 	}
 	assert.Equal(t, http.StatusNotFound, c.get("/console/payments/standard/nope").status)

@@ -13,11 +13,17 @@ import (
 	"github.com/onceledger/onceledger/projections/views"
 )
 
-// kindCount counts open reconciliation items of one kind.
+// kindCount counts open reconciliation items of one kind, with the
+// opening time of the oldest (zero when unknown).
 type kindCount struct {
-	Kind  string
-	Count int64
+	Kind   string
+	Count  int64
+	Oldest time.Time
 }
+
+// mismatchCap bounds the payouts in mismatch the overview counts (it
+// says "at least" beyond).
+const mismatchCap = 1000
 
 // settlementImport is the last settlement import of a provider.
 type settlementImport struct {
@@ -26,19 +32,25 @@ type settlementImport struct {
 }
 
 type overviewData struct {
-	Balances       []views.Balance
-	Trial          []views.CurrencyTrial
-	Projections    []views.ProjectionStatus
-	OpenItems      []kindCount
-	Settlements    []settlementImport
-	RebuildRunning bool
-	MaxLag         int64
-	InboxProviders []string
-	InboxStatuses  []string
-	InboxGrid      map[string]map[string]int64
-	VolumeCharts   []chartView
-	InboxChart     chartView
-	Days           int
+	Balances    []views.Balance
+	Trial       []views.CurrencyTrial
+	Projections []views.ProjectionStatus
+	OpenItems   []kindCount
+	OpenTotal   int64
+	// Mismatched counts payouts in mismatch (at most mismatchCap; Capped
+	// when there are more), Unsettled the open unsettled captures.
+	Mismatched       int
+	MismatchedCapped bool
+	Unsettled        int64
+	Settlements      []settlementImport
+	RebuildRunning   bool
+	MaxLag           int64
+	InboxProviders   []string
+	InboxStatuses    []string
+	InboxGrid        map[string]map[string]int64
+	VolumeCharts     []chartView
+	InboxChart       chartView
+	Days             int
 }
 
 // allBalances reads every balance with GET /v1/balances's query.
@@ -70,6 +82,7 @@ func (c *consoleServer) overview(w http.ResponseWriter, r *http.Request) {
 	g.Go(func() (err error) { imports, err = c.cfg.Read.LastImports(ctx); return err })
 	g.Go(func() (err error) { vol, err = c.cfg.Read.DailyVolume(ctx, from, to); return err })
 	g.Go(func() (err error) { mix, err = c.cfg.Read.InboxMix(ctx, from, to); return err })
+	g.Go(func() (err error) { d.Mismatched, d.MismatchedCapped, err = c.mismatchedPayouts(ctx); return err })
 	if err := g.Wait(); err != nil {
 		c.errorPage(w, r, err, 0, "")
 		return
@@ -80,9 +93,15 @@ func (c *consoleServer) overview(w http.ResponseWriter, r *http.Request) {
 		d.RebuildRunning = d.RebuildRunning || p.Status == "rebuilding"
 		d.MaxLag = max(d.MaxLag, p.Lag)
 	}
-	for kind, n := range open {
-		d.OpenItems = append(d.OpenItems, kindCount{Kind: kind, Count: n})
+	var err error
+	if d.OpenItems, err = c.openItems(r.Context(), open); err != nil {
+		c.errorPage(w, r, err, 0, "")
+		return
 	}
+	for _, k := range d.OpenItems {
+		d.OpenTotal += k.Count
+	}
+	d.Unsettled = open["unsettled"]
 	slices.SortFunc(d.OpenItems, func(a, b kindCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Kind, b.Kind))
 	})
@@ -105,4 +124,34 @@ func (c *consoleServer) overview(w http.ResponseWriter, r *http.Request) {
 	d.VolumeCharts = volumeCharts(from, vol)
 	d.InboxChart = inboxChart(from, mix)
 	c.render(w, r, http.StatusOK, "overview", "Overview", d)
+}
+
+// openItems lists the open items per kind with the oldest's opening time
+// (the first of GET /v1/reconciliation's order for the kind).
+func (c *consoleServer) openItems(ctx context.Context, open map[string]int64) ([]kindCount, error) {
+	var out []kindCount
+	for kind, n := range open {
+		if n == 0 {
+			continue
+		}
+		k := kindCount{Kind: kind, Count: n}
+		err := c.cfg.Read.Reconciliation(ctx, views.ReconciliationFilter{Status: "open", Kind: kind, Limit: 1},
+			func(it views.ReconciliationItem) error { k.Oldest = it.OpenedAt; return nil })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// mismatchedPayouts counts the payouts in mismatch with GET /v1/payouts's
+// query, up to mismatchCap.
+func (c *consoleServer) mismatchedPayouts(ctx context.Context) (n int, capped bool, err error) {
+	err = c.cfg.Read.Payouts(ctx, views.PayoutFilter{Status: "mismatch", Limit: mismatchCap + 1},
+		func(views.Payout) error { n++; return nil })
+	if n > mismatchCap {
+		return mismatchCap, true, err
+	}
+	return n, false, err
 }

@@ -83,7 +83,7 @@ func (c *consoleServer) timeline(r *http.Request, provider, id string) (Timeline
 	if err != nil || !found {
 		return Timeline{}, false, err
 	}
-	t := Timeline{Payment: h.Payment}
+	t := Timeline{Payment: h.Payment, Fees: h.Fees}
 	for _, e := range h.Events {
 		t.Facts = append(t.Facts, fact(e))
 	}

@@ -91,6 +91,8 @@ type ProjectionsReader interface {
 type PeriodReader interface {
 	Periods(ctx context.Context) ([]views.PeriodInfo, error)
 	TrialBalance(ctx context.Context, p period.Period) (views.TrialBalance, error)
+	// Journal is GET /v1/journal's query (a period's journal export).
+	Journal(ctx context.Context, f views.JournalFilter) ([]views.JournalRow, error)
 }
 
 // ReconActions resolves and reopens reconciliation items. Each call is

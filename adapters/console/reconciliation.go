@@ -125,12 +125,13 @@ func (c *consoleServer) reconAction(w http.ResponseWriter, r *http.Request, reso
 		return
 	}
 	c.cfg.Logger.Info("console: reconciliation item "+done, "actor", actor, "stream", ref.StreamID, "kind", ref.Kind, "key", ref.Key)
-	http.Redirect(w, r, backTo(f.Get("return"), done), http.StatusSeeOther)
+	http.Redirect(w, r, backTo(f.Get("return"), done, views.ReconciliationID(ref.StreamID, ref.Kind, ref.Key)), http.StatusSeeOther)
 }
 
 // backTo is where an action's redirect goes: the console page the form
-// came from (never elsewhere), with done=… for its notice.
-func backTo(back, done string) string {
+// came from (never elsewhere), with done=… and item=… (the item's id) for
+// its notice, which names the item.
+func backTo(back, done, item string) string {
 	if !strings.HasPrefix(back, Prefix+"/") || strings.HasPrefix(back, "//") || strings.ContainsAny(back, "\\\r\n") {
 		back = Prefix + "/reconciliation"
 	}
@@ -140,6 +141,7 @@ func backTo(back, done string) string {
 	}
 	q := u.Query()
 	q.Set("done", done)
+	q.Set("item", item)
 	u.RawQuery = q.Encode()
 	return u.String()
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/params"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -26,8 +27,8 @@ import (
 type pageTemplate struct{ t *template.Template }
 
 // parsePages parses each page of templates/ together with the layout.
-func parsePages() (map[string]*pageTemplate, error) {
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html")
+func parsePages(zone *time.Location) (map[string]*pageTemplate, error) {
+	base, err := template.New("layout.html").Funcs(funcs).Funcs(zoneFuncs(zone)).ParseFS(templateFS, "templates/layout.html", "templates/partials.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: parse layout: %w", err)
 	}
@@ -54,24 +55,11 @@ var funcs = template.FuncMap{
 	// amount takes the currency as a string or a money.Currency (the
 	// views carry both).
 	"amount": func(minor int64, currency any) string {
-		c := money.Currency(fmt.Sprint(currency))
-		if c == "" {
-			return fmt.Sprint(minor)
-		}
-		return money.FormatMinor(minor, c)
+		return formatAmount(minor, money.Currency(fmt.Sprint(currency)))
 	},
-	"time": func(t time.Time) string {
-		if t.IsZero() {
-			return "–"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05Z")
-	},
-	"date": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02")
-	},
+	// group writes a count or a position with the console's one digit
+	// grouping (groupDigits).
+	"group": func(n any) string { return groupDigits(fmt.Sprint(n)) },
 	"age": func(t time.Time) string {
 		if t.IsZero() {
 			return "–"
@@ -86,6 +74,8 @@ var funcs = template.FuncMap{
 	"payload":     func(b []byte) string { return payloadText(b) },
 	"indent":      indentJSON,
 	"itemDetails": itemDetails,
+	"itemHref":    itemHref,
+	"compare":     compareFields,
 	"slice_of":    func(v ...string) []string { return v },
 	"negative":    func(n int64) bool { return n < 0 },
 	"abs": func(n int64) int64 {
@@ -94,6 +84,70 @@ var funcs = template.FuncMap{
 		}
 		return n
 	},
+}
+
+// digitGroup separates groups of three digits everywhere the console shows
+// a number: a narrow no-break space (U+202F), the thin space of ISO 80000 and
+// SI, neutral between locales that write 1,000.00 and 1.000,00 and never a
+// line break inside a number. Exports and the API keep plain digits.
+const digitGroup = "\u202f"
+
+// groupDigits groups the integer part of a decimal text ("-1234567.89" →
+// "-1 234 567.89").
+func groupDigits(s string) string {
+	sign, rest := "", s
+	if strings.HasPrefix(rest, "-") {
+		sign, rest = "-", rest[1:]
+	}
+	intPart, frac, hasFrac := strings.Cut(rest, ".")
+	if len(intPart) <= 3 || strings.Trim(intPart, "0123456789") != "" {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteString(digitGroup)
+		}
+		b.WriteRune(r)
+	}
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	return b.String()
+}
+
+// formatAmount writes minor units of c in major units, grouped; without a
+// currency, the minor units.
+func formatAmount(minor int64, c money.Currency) string {
+	if c == "" {
+		return groupDigits(fmt.Sprint(minor))
+	}
+	return groupDigits(money.FormatMinor(minor, c))
+}
+
+// zoneFuncs write times in the console's zone (Config.Zone), the zone
+// named after each time ("2026-03-01 09:30:00 CET", "… UTC"); the full
+// RFC 3339 instant is the element's title where a template wants it.
+func zoneFuncs(zone *time.Location) template.FuncMap {
+	return template.FuncMap{
+		// time is a <time> element (never wrapped, see console.css) with
+		// the instant in RFC 3339 UTC as its datetime.
+		"time": func(t time.Time) template.HTML {
+			if t.IsZero() {
+				return "–"
+			}
+			return template.HTML(`<time datetime="` + t.UTC().Format(time.RFC3339) + `">` +
+				t.In(zone).Format("2006-01-02\u00a015:04:05\u00a0MST") + `</time>`)
+		},
+		"date": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.In(zone).Format("2006-01-02")
+		},
+		"zone": func() string { return zone.String() },
+	}
 }
 
 func humanAge(d time.Duration) string {
@@ -129,6 +183,17 @@ func itemDetails(it views.ReconciliationItem) string {
 	return it.Details
 }
 
+// itemHref is the page of what an item is about: its payout's page for an
+// item of a payout's stream (a payout's missing_webhook, payout_mismatch),
+// else its payment's.
+func itemHref(it views.ReconciliationItem) string {
+	page := "/payments/"
+	if strings.HasPrefix(it.StreamID, delivery.PayoutStreamPrefix) {
+		page = "/payouts/"
+	}
+	return Prefix + page + url.PathEscape(it.Provider) + "/" + url.PathEscape(it.PaymentID)
+}
+
 // indentJSON shows stored JSON indented (as it is when it is not JSON).
 func indentJSON(b []byte) string {
 	var out bytes.Buffer
@@ -156,7 +221,10 @@ type page struct {
 	CanAct   bool
 	CSRF     string
 	Notice   string
-	Data     any
+	// NoticeItem names the item the notice is about ("kind key of
+	// stream"), parsed from ?item= as a reconciliation id; "" otherwise.
+	NoticeItem string
+	Data       any
 }
 
 var navTitles = map[string]string{
@@ -175,6 +243,11 @@ func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status in
 	p := page{
 		Title: title, Nav: navTitles[name], SignedIn: v.Actor != "", Actor: v.Actor, Role: string(v.Role),
 		CanAct: v.CanAct(), CSRF: v.csrf, Data: data, Notice: notices[r.URL.Query().Get("done")],
+	}
+	if p.Notice != "" {
+		if stream, kind, key, err := views.ParseReconciliationID(r.URL.Query().Get("item")); err == nil {
+			p.NoticeItem = fmt.Sprintf("%s %s of %s", kind, key, stream)
+		}
 	}
 	var buf bytes.Buffer
 	if err := t.t.ExecuteTemplate(&buf, "layout.html", p); err != nil {

@@ -17,7 +17,10 @@ import (
 // fact, with its deliveries and its reconciliation items.
 type Timeline struct {
 	Payment views.Payment
-	Facts   []Fact
+	// Fees are the ledger's fees per currency (views.PaymentHistory.Fees);
+	// the summary's Fees is the one in the payment's currency.
+	Fees  []views.CurrencyAmount
+	Facts []Fact
 	// Deliveries lists every delivery of the stream, also those that
 	// carried no fact (duplicates of known facts, ignored types).
 	Deliveries      []views.Delivery
@@ -66,7 +69,7 @@ func fact(e eventstore.RecordedEvent) Fact {
 }
 
 func summarize(ev payment.Event) string {
-	amt := func(n int64, c money.Currency) string { return money.FormatMinor(n, c) + " " + string(c) }
+	amt := func(n int64, c money.Currency) string { return formatAmount(n, c) + " " + string(c) }
 	switch e := ev.(type) {
 	case payment.Authorized:
 		return fmt.Sprintf("Authorization %s of %s", e.AuthorizationID, amt(e.Amount, e.Currency))
@@ -102,6 +105,42 @@ func summarize(ev payment.Event) string {
 		return fmt.Sprintf("Reconciliation item %s (%s) resolved by an operator", e.Kind, e.Key)
 	case payment.Reopened:
 		return fmt.Sprintf("Reconciliation item %s (%s) reopened by an operator", e.Kind, e.Key)
+	}
+	return summarizeMore(ev, amt)
+}
+
+// summarizeMore says the settlement, payout and dispute-funds events in a
+// sentence (the type alone says little to an accountant).
+func summarizeMore(ev payment.Event, amt func(int64, money.Currency) string) string {
+	switch e := ev.(type) {
+	case payment.LineSettled:
+		l := e.Line
+		s := fmt.Sprintf("Settlement report line %s (%s): gross %s, fee %s, net %s", l.DedupKey(), l.Kind,
+			amt(l.Gross, l.Currency), amt(l.Fee, l.Currency), amt(l.Net, l.Currency))
+		if l.PayoutID != "" {
+			s += ", paid out in " + l.PayoutID
+		}
+		return s
+	case payment.FeeSettled:
+		return fmt.Sprintf("Fee %s posted from settlement report line %s", amt(e.Fee, e.Currency), e.LineID)
+	case payment.Converted:
+		if e.OriginalCurrency == "" {
+			return fmt.Sprintf("Conversion (line %s): %s settled", e.LineID, amt(e.SettledAmount, e.SettledCurrency))
+		}
+		return fmt.Sprintf("Conversion (line %s): %s settled as %s", e.LineID,
+			amt(e.OriginalAmount, e.OriginalCurrency), amt(e.SettledAmount, e.SettledCurrency))
+	case payment.PayoutLinesCounted:
+		return fmt.Sprintf("Settlement report listed %d line(s) of payout %s", len(e.Lines), e.PayoutID)
+	case payment.PayoutFailed:
+		return fmt.Sprintf("Payout %s of %s failed: %s", e.PayoutID, amt(e.Amount, e.Currency), e.Reason)
+	case payment.DisputeInquiry:
+		return fmt.Sprintf("Inquiry %s about %s (no funds withdrawn)", e.DisputeID, amt(e.Amount, e.Currency))
+	case payment.DisputeFundsWithdrawn:
+		return fmt.Sprintf("Dispute %s: %s withdrawn", e.DisputeID, amt(e.Amount, e.Currency))
+	case payment.DisputeFundsReinstated:
+		return fmt.Sprintf("Dispute %s: %s reinstated", e.DisputeID, amt(e.Amount, e.Currency))
+	case payment.DisputePending:
+		return fmt.Sprintf("Dispute %s (%s) of %s before any capture: pending", e.DisputeID, e.Fact, amt(e.Amount, e.Currency))
 	}
 	return ev.Type()
 }

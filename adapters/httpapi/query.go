@@ -332,7 +332,13 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 			Authorized: sum.Authorized, Captured: sum.Captured, Refunded: sum.Refunded, Disputed: sum.DisputeOpen,
 			Fees: sum.Fees, RefundPending: sum.RefundsPending, DisputeLost: sum.DisputeLost,
 		},
-		Events: make([]paymentEventJSON, 0, len(events)),
+		Events:         make([]paymentEventJSON, 0, len(events)),
+		FeesByCurrency: make([]feeJSON, 0, len(h.Fees)),
+	}
+	for _, f := range h.Fees {
+		body.FeesByCurrency = append(body.FeesByCurrency, feeJSON{
+			Currency: f.Currency, Amount: f.Amount, AmountDecimal: money.FormatMinor(f.Amount, money.Currency(f.Currency)),
+		})
 	}
 	body.paymentAmounts = body.Amounts
 	if sum.Currency != "" {
@@ -385,11 +391,22 @@ type paymentJSON struct {
 	// The same amounts at the top level too ("captured": 1000), for clients
 	// that read the contract's list of amounts as fields of the payment.
 	paymentAmounts
-	Failed    bool               `json:"failed"`
-	Canceled  bool               `json:"canceled"`
-	Version   uint64             `json:"version"`
-	UpdatedAt time.Time          `json:"updated_at"`
-	Events    []paymentEventJSON `json:"events"`
+	// FeesByCurrency is the payment's fees as its ledger entries carry
+	// them (postings to expenses:fees:*), per currency: amounts.fees is
+	// the one in the payment's currency, and a settlement report may post
+	// a fee in its settlement currency.
+	FeesByCurrency []feeJSON          `json:"fees_by_currency"`
+	Failed         bool               `json:"failed"`
+	Canceled       bool               `json:"canceled"`
+	Version        uint64             `json:"version"`
+	UpdatedAt      time.Time          `json:"updated_at"`
+	Events         []paymentEventJSON `json:"events"`
+}
+
+type feeJSON struct {
+	Currency      string `json:"currency"`
+	Amount        int64  `json:"amount"`
+	AmountDecimal string `json:"amount_decimal"`
 }
 
 // paymentAmounts: disputed is the amount under an open dispute; a lost

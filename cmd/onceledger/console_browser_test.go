@@ -29,9 +29,10 @@ import (
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
 )
 
-// EnvScreenshots, set to 1, makes the browser test save a screenshot of each
-// page into docs/console/ (the README shows them). Off by default, so that
-// CI does not dirty the tree.
+// EnvScreenshots, set to 1, makes the crawler (TestConsoleCrawl) save a
+// screenshot of each kind of page, and the browser tour those of the
+// actions' results, into docs/console/ (the README shows them). Off by
+// default, so that CI does not dirty the tree.
 const EnvScreenshots = "ONCELEDGER_SCREENSHOTS"
 
 // EnvChromium overrides the browser binary (default: chromium on PATH).
@@ -67,7 +68,7 @@ func chromiumPath(t *testing.T) string {
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromiumPath(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(path),
@@ -80,7 +81,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-default-browser-check", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(1280, 800),
 	)
 	t.Cleanup(cancelAlloc)
 	tab, cancelTab := chromedp.NewContext(alloc)
@@ -103,13 +104,13 @@ func newShooter(t *testing.T) shooter {
 	return shooter{t: t, dir: dir}
 }
 
-// shot saves a PNG of the whole page.
+// shot saves a PNG of the window (1280×800), as the crawler does.
 func (s shooter) shot(tab context.Context, name string) {
 	s.t.Helper()
 	if s.dir == "" {
 		return
 	}
-	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
 	require.NoError(s.t, err)
 	require.NoError(s.t, os.WriteFile(filepath.Join(s.dir, name+".png"), png, 0o644))
 }
@@ -335,7 +336,6 @@ func (c *consoleTour) signIn() {
 	loc, _ = chromedp.Run(tab, chromedp.Location())
 	assert.NotContains(t, loc, adminToken)
 	assert.Contains(t, text(t, tab, "main"), "balanced")
-	c.shots.shot(tab, "overview")
 }
 
 // findPayment finds a payment with the search form and opens its
@@ -356,7 +356,6 @@ func (c *consoleTour) findPayment() {
 	}, 30*time.Second, 20*time.Millisecond)
 	do(t, tab, chromedp.WaitVisible(chromedp.CSS(`#payments a[href$="/`+s.paymentID+`"]`)))
 	assert.NotContains(t, text(t, tab, "#payments"), "pay_more_", "the search narrowed the list")
-	c.shots.shot(tab, "payments")
 	do(t, tab,
 		chromedp.Click(chromedp.CSS(`#payments a[href$="/`+s.paymentID+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#timeline")),
@@ -387,7 +386,6 @@ func (c *consoleTour) resolveItem() {
 	assert.Contains(t, timeline, "resolved by an operator — by ops")
 	assert.Contains(t, timeline, note)
 	assert.Contains(t, text(t, tab, "#items"), "resolved by ops: "+note)
-	c.shots.shot(tab, "payment")
 	var stream, actor string
 	require.NoError(t, live.app.Pool().QueryRow(context.Background(), `SELECT stream_id, resolved_by FROM reconciliation_items
 		WHERE payment_id = $1 AND kind = 'conflicting_redelivery'`, s.paymentID).Scan(&stream, &actor))
@@ -400,7 +398,7 @@ func (c *consoleTour) resolveItem() {
 	items := text(t, tab, "#items")
 	assert.Contains(t, items, "refund_before_payment")
 	assert.Contains(t, items, s.orphanID)
-	c.shots.shot(tab, "reconciliation")
+	assert.Regexp(t, `UTC, by ops`, items, "a resolved item says when and by whom")
 }
 
 // redriveIgnored redrives every ignored delivery with the current code:
@@ -415,7 +413,6 @@ func (c *consoleTour) redriveIgnored() {
 	deliveries := text(t, tab, "#deliveries")
 	assert.Contains(t, deliveries, s.ignoredKey)
 	assert.Contains(t, deliveries, s.legacyKey)
-	c.shots.shot(tab, "inbox")
 	do(t, tab,
 		chromedp.Click(chromedp.CSS("#redrive-all")),
 		chromedp.WaitVisible(chromedp.CSS("#redrive-result")),
@@ -439,7 +436,6 @@ func (c *consoleTour) redriveIgnored() {
 		chromedp.WaitVisible(chromedp.CSS("#raw")),
 	)
 	assert.Contains(t, text(t, tab, "#raw"), s.paymentID)
-	c.shots.shot(tab, "delivery")
 }
 
 // payouts: the payouts page reads the payouts read model (what GET
@@ -462,7 +458,6 @@ func (c *consoleTour) payouts() {
 	payouts := text(t, tab, "#payouts")
 	assert.Contains(t, payouts, "paid", "the webhook's payout")
 	assert.Contains(t, payouts, "mismatch")
-	c.shots.shot(tab, "payouts")
 	do(t, tab,
 		chromedp.Click(chromedp.CSS(`#payouts a[href$="/po_short"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#payout-status")),
@@ -472,14 +467,14 @@ func (c *consoleTour) payouts() {
 	assert.Contains(t, text(t, tab, "#lines"), "txn_short")
 }
 
-// otherPages shows the periods and the projections.
+// otherPages shows the periods and the projections (their screenshots
+// are the crawler's, TestConsoleCrawl).
 func (c *consoleTour) otherPages() {
-	for _, p := range []struct{ path, sel, name string }{
-		{"/console/periods", "#periods", "periods"},
-		{"/console/projections", "#projections", "projections"},
+	for _, p := range []struct{ path, sel string }{
+		{"/console/periods", "#periods"},
+		{"/console/projections", "#projections"},
 	} {
 		do(c.t, c.tab, chromedp.Navigate(c.base+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
-		c.shots.shot(c.tab, p.name)
 	}
 	assert.Contains(c.t, text(c.t, c.tab, "#projections"), "live")
 }

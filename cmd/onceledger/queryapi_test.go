@@ -584,6 +584,34 @@ func TestQueryPayment(t *testing.T) {
 	assert.Equal(t, "1.500", p.AmountsDecimal["captured"])
 	require.Len(t, p.Events, 2)
 
+	// A fee only a settlement report knew (settlement.fee_posted, in the
+	// payment's currency and in another): the ledger's entries are the
+	// reference, the summary alone missed it (issue 27).
+	meta3 := payment.Meta{Provider: "standard", PaymentKey: "pay_fee", DedupKey: "w3", OccurredAt: qT0}
+	append3("payment-standard-pay_fee", []payment.Event{
+		payment.Captured{Meta: meta3, CaptureID: "c3", Amount: 1000, Fee: 30, Currency: "USD"},
+		payment.FeeSettled{Meta: meta3, LineID: "txn_3", Fee: 66, Currency: "USD"},
+		payment.FeeSettled{Meta: meta3, LineID: "txn_4", Fee: 12, Currency: "EUR"},
+	})
+	var fp struct {
+		Amounts        map[string]int64
+		AmountsDecimal map[string]string `json:"amounts_decimal"`
+		Fees           int64
+		FeesByCurrency []struct {
+			Currency      string
+			Amount        int64
+			AmountDecimal string `json:"amount_decimal"`
+		} `json:"fees_by_currency"`
+	}
+	a.getJSON("/v1/payments/standard/pay_fee", &fp)
+	assert.Equal(t, int64(96), fp.Amounts["fees"])
+	assert.Equal(t, int64(96), fp.Fees)
+	assert.Equal(t, "0.96", fp.AmountsDecimal["fees"])
+	require.Len(t, fp.FeesByCurrency, 2)
+	assert.Equal(t, "EUR", fp.FeesByCurrency[0].Currency)
+	assert.Equal(t, "0.12", fp.FeesByCurrency[0].AmountDecimal)
+	assert.Equal(t, int64(96), fp.FeesByCurrency[1].Amount)
+
 	// Neither the read model nor the stream: 404.
 	resp, body := a.do("/v1/payments/stripe/pi_nope", "Bearer "+qToken1)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)

@@ -2,6 +2,7 @@ package views
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -158,4 +159,38 @@ func (r JournalRow) Cells() []string {
 		r.PaymentID, r.EventID.String(), minor(r.Debit), minor(r.Credit),
 		r.EffectiveAt.UTC().Format(time.RFC3339Nano), r.BookedAt.UTC().Format(time.RFC3339Nano),
 		r.Period.String(), strconv.FormatBool(r.LateAdjustment), r.Adjusts.String()}
+}
+
+// PeriodAction is one close or reopen of a period, as the periods stream
+// recorded it: the period's history (PeriodInfo keeps only the last of
+// each).
+type PeriodAction struct {
+	Period period.Period
+	Action string // "closed" or "reopened"
+	Actor  string
+	Note   string // the close's note or the reopen's reason
+	At     time.Time
+}
+
+// Totals sums a period's trial balance per currency: the movements
+// (debits and credits) booked into it, by currency.
+func (tb TrialBalance) Totals() []CurrencyTrial {
+	sums := map[money.Currency]*CurrencyTrial{}
+	var out []CurrencyTrial
+	var order []money.Currency
+	for _, l := range tb.Lines {
+		t := sums[l.Currency]
+		if t == nil {
+			t = &CurrencyTrial{Currency: string(l.Currency)}
+			sums[l.Currency] = t
+			order = append(order, l.Currency)
+		}
+		t.Debits += l.Debits
+		t.Credits += l.Credits
+	}
+	slices.Sort(order)
+	for _, c := range order {
+		out = append(out, *sums[c])
+	}
+	return out
 }

@@ -141,6 +141,29 @@ func (p Payment) Key() PaymentKey {
 type PaymentHistory struct {
 	Payment Payment
 	Events  []eventstore.RecordedEvent
+	// Fees are the payment's fees as the ledger has them: its stream's
+	// postings to expenses:fees:*, per currency (sorted by currency; a
+	// currency whose fees net to zero is left out). The reference for a
+	// payment's fees: the summary's Fees counts only the fees webhooks
+	// carried, not those a settlement report posted (settlement.fee_posted),
+	// possibly in the settlement currency. nil when no events were read.
+	Fees []CurrencyAmount
+}
+
+// CurrencyAmount is an amount in minor units of one currency.
+type CurrencyAmount struct {
+	Currency string
+	Amount   int64
+}
+
+// Fee is h's ledger fee in currency c (0 when none).
+func (h PaymentHistory) Fee(c string) int64 {
+	for _, f := range h.Fees {
+		if f.Currency == c {
+			return f.Amount
+		}
+	}
+	return 0
 }
 
 // ReconciliationFilter selects reconciliation items, oldest first (an

@@ -780,13 +780,20 @@ type Payment struct {
 	Currency *string `json:"currency,omitempty"`
 
 	// Events The stream's events in order.
-	Events    *[]PaymentEvent `json:"events,omitempty"`
-	Failed    *bool           `json:"failed,omitempty"`
-	PaymentId *string         `json:"payment_id,omitempty"`
-	Provider  *string         `json:"provider,omitempty"`
-	Status    *PaymentStatus  `json:"status,omitempty"`
-	StreamId  *string         `json:"stream_id,omitempty"`
-	UpdatedAt *time.Time      `json:"updated_at,omitempty"`
+	Events *[]PaymentEvent `json:"events,omitempty"`
+	Failed *bool           `json:"failed,omitempty"`
+
+	// FeesByCurrency The payment's fees as its ledger entries carry them (postings to expenses:fees:*), per currency; amounts.fees is the one in the payment's currency. A settlement report may post a fee no webhook carried, possibly in the settlement currency.
+	FeesByCurrency *[]struct {
+		Amount        int64  `json:"amount"`
+		AmountDecimal string `json:"amount_decimal"`
+		Currency      string `json:"currency"`
+	} `json:"fees_by_currency,omitempty"`
+	PaymentId *string        `json:"payment_id,omitempty"`
+	Provider  *string        `json:"provider,omitempty"`
+	Status    *PaymentStatus `json:"status,omitempty"`
+	StreamId  *string        `json:"stream_id,omitempty"`
+	UpdatedAt *time.Time     `json:"updated_at,omitempty"`
 
 	// Version Stream version of the last event applied (versions start at 0).
 	Version *int64 `json:"version,omitempty"`

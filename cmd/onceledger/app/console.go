@@ -69,6 +69,7 @@ func (a *App) consoleRoutes() (func(*mux.Router), error) {
 		Recon:         consoleRecon{a.recon},
 		Redrive:       consoleRedrive{a.redriver},
 		SecureCookies: a.cfg.ConsoleSecureCookies,
+		Zone:          a.cfg.ReportingZone,
 		Logger:        a.log,
 	})
 	if err != nil {
