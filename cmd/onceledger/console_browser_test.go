@@ -166,7 +166,10 @@ func startLiveApp(t *testing.T) *liveApp {
 		AdminTokens: []string{"ops=" + adminToken},
 		// serve's defaults
 		MaxBodyBytes: 1 << 20, IngestTimeout: 10 * time.Second, ReadTimeout: 15 * time.Second,
-		ShutdownTimeout: 5 * time.Second, ProviderConcurrency: 64,
+		// serve's 30 s: Chromium preconnects sockets that never send a
+		// request, and http.Server.Shutdown counts such a connection as
+		// idle only once it is 5 s old, so a 5 s drain raced them.
+		ShutdownTimeout: 30 * time.Second, ProviderConcurrency: 64,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
