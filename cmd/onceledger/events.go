@@ -8,8 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/projections/outbound"
 )
 
@@ -25,26 +24,14 @@ type eventsTailCmd struct {
 }
 
 func (c *eventsTailCmd) Run(g *globals) error {
-	var pool *pgxpool.Pool
-	if usesPostgresEventStore(g.cli.EventStore) {
-		p, err := openPool(g.ctx, g.cli.DatabaseURL)
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		pool = p
-	}
-	store, closeStore, _, err := openEventStore(g.ctx, g.cli.EventStore, pool)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeStore() }()
 	after, err := outbound.ParseCursor(c.After)
 	if err != nil {
 		return fmt.Errorf("--after: %w", err)
 	}
 	q := outbound.Query{After: after, Types: c.Type, Limit: outbound.MaxLimit}
-	return tailEvents(g.ctx, outbound.NewFeed(store), q, os.Stdout, os.Stderr)
+	return withEventStore(g, func(store eventstore.Store) error {
+		return tailEvents(g.ctx, outbound.NewFeed(store), q, os.Stdout, os.Stderr)
+	})
 }
 
 // pager is the part of outbound.Feed tail needs.

@@ -12,8 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
@@ -26,21 +24,9 @@ type inspectCmd struct {
 }
 
 func (c *inspectCmd) Run(g *globals) error {
-	var pool *pgxpool.Pool
-	if usesPostgresEventStore(g.cli.EventStore) {
-		p, err := openPool(g.ctx, g.cli.DatabaseURL)
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		pool = p
-	}
-	store, closeStore, _, err := openEventStore(g.ctx, g.cli.EventStore, pool)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeStore() }()
-	return inspect(g.ctx, store, c.Stream, c.JSON, os.Stdout)
+	return withEventStore(g, func(store eventstore.Store) error {
+		return inspect(g.ctx, store, c.Stream, c.JSON, os.Stdout)
+	})
 }
 
 // errEmptyStream is returned for a stream without events; the command then

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/domain/period"
 )
@@ -101,19 +100,9 @@ func withPeriods(g *globals, fn func(context.Context, *operations.Periods) error
 	if err != nil {
 		return err
 	}
-	var pool *pgxpool.Pool
-	if usesPostgresEventStore(g.cli.EventStore) {
-		if pool, err = openPool(g.ctx, g.cli.DatabaseURL); err != nil {
-			return err
-		}
-		defer pool.Close()
-	}
-	store, closeStore, _, err := openEventStore(g.ctx, g.cli.EventStore, pool)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeStore() }()
-	return fn(g.ctx, operations.NewPeriods(store, zone, nil))
+	return withEventStore(g, func(store eventstore.Store) error {
+		return fn(g.ctx, operations.NewPeriods(store, zone, nil))
+	})
 }
 
 func printClosed(w io.Writer, e period.Closed) {
