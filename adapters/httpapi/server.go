@@ -36,7 +36,11 @@ import (
 
 // Config wires the handler. Zero values take the documented defaults.
 type Config struct {
-	Providers     map[string]providers.Adapter // configured providers only: others answer 404
+	Providers map[string]providers.Adapter // configured providers only: others answer 404
+	// Unconfigured says why a provider this build has is not configured
+	// (the variables that would configure it), for its 404; known is false
+	// for a name no provider has. Nil: a plain 404.
+	Unconfigured  func(provider string) (why string, known bool)
 	Ingester      Ingester
 	MaxBodyBytes  int64         // default 1 MiB
 	IngestTimeout time.Duration // default 10s

@@ -14,7 +14,6 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/providers"
-	"github.com/onceledger/onceledger/adapters/providers/registry"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
@@ -35,10 +34,12 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 	adapter, ok := s.cfg.Providers[name]
 	if !ok {
 		err := fmt.Errorf("%w: %q", errUnknownProvider, name)
-		if msg, known := registry.Unconfigured(name); known {
-			// A provider this build has, left unconfigured: say which
-			// variables would configure it.
-			err = fmt.Errorf("%w: %s", errUnknownProvider, msg)
+		if s.cfg.Unconfigured != nil {
+			if msg, known := s.cfg.Unconfigured(name); known {
+				// A provider this build has, left unconfigured: say which
+				// variables would configure it.
+				err = fmt.Errorf("%w: %s", errUnknownProvider, msg)
+			}
 		}
 		s.webhookError(w, r, name, start, log, err, nil)
 		return

@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
 )
 
 // The 404 of a provider the build has but the server does not configure
 // names the variables that configure it; an unknown name gets the plain
 // 404.
 func TestWebhookUnconfiguredProviderNamesItsVariables(t *testing.T) {
-	h := httpapi.NewHandler(httpapi.Config{Ingester: &guard{}, ProviderConcurrency: -1, Logger: slog.New(slog.DiscardHandler)})
+	h := httpapi.NewHandler(httpapi.Config{Ingester: &guard{}, Unconfigured: registry.Unconfigured, ProviderConcurrency: -1, Logger: slog.New(slog.DiscardHandler)})
 	post := func(path string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader("{}")))

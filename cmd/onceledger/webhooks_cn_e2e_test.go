@@ -483,10 +483,13 @@ func TestWechatpayRefusalsEndToEnd(t *testing.T) {
 	})
 }
 
-// Unconfigured, both endpoints answer 404, as every provider's does.
+// Unconfigured, both endpoints answer 404, as every provider's does, and
+// the served answer names what would configure them.
 func TestCNUnconfiguredAnswer404(t *testing.T) {
 	s := newStack(t, onPostgres) // stripe and standard only
-	for _, p := range []string{alipay.Name, wechatpay.Name} {
-		assert.Equal(t, http.StatusNotFound, s.post("/webhooks/"+p, nil, []byte(`notify_id=1`)).Status, p)
+	for p, variable := range map[string]string{alipay.Name: "ONCELEDGER_ALIPAY_PUBLIC_KEYS", wechatpay.Name: "ONCELEDGER_WECHATPAY_KEYS"} {
+		a := s.post("/webhooks/"+p, nil, []byte(`notify_id=1`))
+		assert.Equal(t, http.StatusNotFound, a.Status, p)
+		assert.Contains(t, a.Body, variable, p)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
 	"github.com/onceledger/onceledger/projections/outbound"
 )
 
@@ -153,6 +154,7 @@ func (a *App) web(ctx context.Context) error {
 
 	hc := httpapi.Config{
 		Providers:           cfg.Providers,
+		Unconfigured:        registry.Unconfigured,
 		Ingester:            a.service,
 		Tokens:              a.tokens,
 		MaxBodyBytes:        cfg.MaxBodyBytes,
