@@ -321,12 +321,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-func writeText(w http.ResponseWriter, status int, s string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(s))
-}
-
 // fail answers err with the status statusFor gives it.
 func fail(w http.ResponseWriter, err error) {
 	writeError(w, statusFor(err), err)
