@@ -63,11 +63,6 @@ say "cloning $repo into $clone (default address $ONCELEDGER_DEVDB_DEFAULT_ADDR, 
 git clone -q "$repo" "$clone"
 cd "$clone"
 
-# Compile first, so the clock measures the first run (cluster, migrations,
-# start-up), not the Go build, which a loaded machine can stretch past it.
-say "go build (warms the build cache that make run's go run uses)"
-go build -o /dev/null ./cmd/onceledger
-
 say "make run"
 started=$(date +%s)
 ONCELEDGER_ADDR=127.0.0.1:$http_port setsid make run >"$work/serve.log" 2>&1 &
