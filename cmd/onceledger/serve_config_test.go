@@ -43,10 +43,6 @@ func TestServeConfigProvidersFromTheEnvironment(t *testing.T) {
 	clearProviderEnv(t)
 	t.Setenv("ONCELEDGER_STRIPE_SECRETS", "whsec_a, ,whsec_b")
 	t.Setenv("ONCELEDGER_PAYPAL_IPN_RECEIVER_EMAILS", "shop@example.com")
-	// The README's first run exports a Standard secret (and
-	// scripts/first-run-test.sh runs the tests in that shell): only the
-	// variables set here configure providers.
-	t.Setenv("ONCELEDGER_STANDARD_SECRETS", "")
 	for _, cmd := range []string{"serve", "redrive"} {
 		c, err := parseCLI(t, cmd)
 		require.NoError(t, err, cmd)
