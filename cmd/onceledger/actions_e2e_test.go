@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -55,19 +54,8 @@ func startActStack(t *testing.T, kind eventStoreKind) *actStack {
 	if kind == onESDB {
 		cfg.EventStore = esdbfake.Start(t).URL()
 	}
-	a, err := app.New(context.Background(), cfg)
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-		a.Close()
-	})
-	return &actStack{t: t, app: a, base: "http://" + l.Addr().String()}
+	a, base := serveOnLoopback(t, cfg)
+	return &actStack{t: t, app: a, base: base}
 }
 
 func (s *actStack) deliver(id, typ string, data map[string]any) string {

@@ -22,7 +22,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -111,19 +110,8 @@ func startCNStack(t *testing.T, kind eventStoreKind) *cnStack {
 	if kind == onESDB {
 		cfg.EventStore = esdbfake.Start(t).URL()
 	}
-	a, err := app.New(context.Background(), cfg)
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-		a.Close()
-	})
-	return &cnStack{t: t, base: "http://" + l.Addr().String(), app: a, alipayKey: keys[0], wxKey: keys[1], rogue: keys[2]}
+	a, base := serveOnLoopback(t, cfg)
+	return &cnStack{t: t, base: base, app: a, alipayKey: keys[0], wxKey: keys[1], rogue: keys[2]}
 }
 
 // cnAnswer is an answer with its content type.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -116,6 +117,27 @@ func startStackWith(t *testing.T, kind eventStoreKind, dbURL string, fake *esdbf
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	return &stack{t: t, kind: kind, dbURL: dbURL, fake: fake, app: a, pool: a.Pool(), srv: srv, store: a.Events().Store}
+}
+
+// serveOnLoopback builds serve's app from cfg and serves it on a free
+// loopback port, as serve does (its own listener, graceful shutdown);
+// when the test ends the server must stop cleanly. It returns the app and
+// its base URL.
+func serveOnLoopback(t *testing.T, cfg app.Config) (*app.App, string) {
+	t.Helper()
+	a, err := app.New(context.Background(), cfg)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done, "graceful shutdown")
+		a.Close()
+	})
+	return a, "http://" + l.Addr().String()
 }
 
 // newApp is serve's app built from cfg (its handler served by the caller),
