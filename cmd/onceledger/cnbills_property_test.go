@@ -290,6 +290,7 @@ func TestGeneratedChineseBillsCloseTheBooks(t *testing.T) {
 
 func checkChineseModel(t *testing.T, s *stack, provider string, m *cnModel) {
 	t.Helper()
+	s.projectedToHead()
 	b := s.readBalances()
 	assert.Equal(t, m.fees, b["expenses:fees:"+provider+"|CNY"], "the fee account is the bills' fee total")
 	assert.Equal(t, m.paid, b["bank:payouts|CNY"], "withdrawals paid out")
@@ -311,6 +312,7 @@ func TestBillBalanceGapOpensSettlementMismatch(t *testing.T) {
 	want := []string{"settle:balance-gap:4200002026113000000000000002001", "settle:balance-gap:4200002026113000000000000002002"}
 	require.Eventually(t, func() bool { return equalStrings(s.openItems("settlement_mismatch"), want) },
 		30*time.Second, 100*time.Millisecond, "settlement_mismatch %v", s.openItems("settlement_mismatch"))
+	s.projectedToHead()
 	assert.Equal(t, map[string]int64{"bank:payouts|CNY": 100000, "provider:wechatpay:balance|CNY": -100000}, s.readBalances(),
 		"only the withdrawal posts")
 }

@@ -310,6 +310,33 @@ func wantImport(t *testing.T, s *stack, file []byte, lines, fresh, dups int) {
 	assert.JSONEq(t, fmt.Sprintf(`{"lines":%d,"new":%d,"duplicates":%d,"conflicts":0}`, lines, fresh, dups), ans.Body)
 }
 
+// projectedToHead waits until every projection has read the whole feed
+// (GET /v1/projections: lag 0), so that what the read models show next is
+// final for what was recorded before the call. Reconciliation items and
+// balances come from different projectors: one being caught up says
+// nothing of the other.
+func (s *stack) projectedToHead() {
+	s.t.Helper()
+	caughtUp := func() bool {
+		var out struct {
+			Projections []struct {
+				Lag int64 `json:"lag"`
+			} `json:"projections"`
+		}
+		ans := s.v1(http.MethodGet, "/v1/projections", nil)
+		if ans.Status != http.StatusOK || json.Unmarshal([]byte(ans.Body), &out) != nil || len(out.Projections) == 0 {
+			return false
+		}
+		for _, p := range out.Projections {
+			if p.Lag != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	require.Eventually(s.t, caughtUp, 60*time.Second, 50*time.Millisecond, "the projections did not reach the head")
+}
+
 func (s *stack) readBalances() map[string]int64 {
 	var out struct {
 		Balances []struct {
