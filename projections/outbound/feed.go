@@ -65,10 +65,21 @@ type Feed struct {
 	mu      sync.Mutex
 	shared  bool          // a Start-ed listener wakes waiting pages
 	changed chan struct{} // closed on the next wake-up, then replaced
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed by Drain
 }
 
 // NewFeed returns the feed over src.
-func NewFeed(src Source) *Feed { return &Feed{src: src, changed: make(chan struct{})} }
+func NewFeed(src Source) *Feed {
+	return &Feed{src: src, changed: make(chan struct{}), draining: make(chan struct{})}
+}
+
+// Drain ends every waiting page now, with what it has (as if its wait had
+// run out), and makes later pages answer without waiting: a server shutting
+// down drains in-flight requests, and a long poll would otherwise hold the
+// drain up for its whole wait (up to MaxWait).
+func (f *Feed) Drain() { f.drainOnce.Do(func() { close(f.draining) }) }
 
 // Start listens for commits until ctx ends, waking every waiting page: one
 // listener for all long polls (a Postgres LISTEN connection each would not
@@ -109,6 +120,11 @@ func (f *Feed) Page(ctx context.Context, q Query) (Page, error) {
 	}
 	var deadline <-chan time.Time
 	var own <-chan struct{}
+	select {
+	case <-f.draining:
+		q.Wait = 0
+	default:
+	}
 	if q.Wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, q.Wait)
 		defer cancel()
@@ -134,6 +150,8 @@ func (f *Feed) Page(ctx context.Context, q Query) (Page, error) {
 		case <-own:
 		case <-time.After(pollEvery):
 		case <-deadline:
+			return page, nil
+		case <-f.draining:
 			return page, nil
 		case <-ctx.Done():
 			return Page{}, ctx.Err()

@@ -253,3 +253,26 @@ func TestBothEventStoresGiveTheSameEvents(t *testing.T) {
 	assert.Equal(t, got[0], got[1], "Postgres and EventStoreDB")
 	assert.Equal(t, got[0], got[2], "a second read")
 }
+
+// Drain (a server shutting down) ends a waiting long poll with what it has,
+// and later pages answer without waiting: without it the drain waited out
+// each poll's wait (here a minute, longer than this test's context).
+func TestDrainEndsLongPolls(t *testing.T) {
+	ctx := testCtx(t)
+	feed := outbound.NewFeed(postgres.NewEventStore(pgtest.NewPool(t)))
+	_, after := drain(t, ctx, feed, eventstore.Start, 100)
+	got := make(chan error, 1)
+	go func() {
+		page, err := feed.Page(ctx, outbound.Query{After: after, Wait: outbound.MaxWait})
+		if err == nil && (len(page.Events) > 0 || page.Next != after) {
+			err = fmt.Errorf("drained page: %d events, next %v", len(page.Events), page.Next)
+		}
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the poll is waiting
+	feed.Drain()
+	require.NoError(t, <-got, "the waiting poll answers, empty, at its cursor")
+	page, err := feed.Page(ctx, outbound.Query{After: after, Wait: outbound.MaxWait})
+	require.NoError(t, err, "a poll after the drain answers at once")
+	assert.Empty(t, page.Events)
+}

@@ -295,6 +295,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	a.log.Info("shutting down: draining in-flight requests", "timeout", c.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
+	a.outbound.Drain() // long polls answer now instead of holding the drain
 	shutdownErr := srv.Shutdown(shutdownCtx)
 	stopBackground()
 	wg.Wait()
