@@ -2,7 +2,10 @@
 # Benchmarks onceledger against the database's own ceiling, on this machine.
 #
 #   1. pgbench runs the SQL of one webhook ingest (bench/ingest.pgbench) on a
-#      fresh migrated database: the transactions/s Postgres itself allows.
+#      fresh migrated database: the transactions/s Postgres itself allows;
+#      then the least one delivery must write (bench/ingest-min.pgbench: inbox
+#      insert, stream read, one event insert, no group commit), the second
+#      reference the end-to-end rate is compared with.
 #   2. onceledger serve (built once) on a throwaway database and a free port,
 #      driven by cmd/loadgen at the same concurrency with 20% redeliveries:
 #      webhooks/s end to end (HTTP, signatures, dedup, decide, append), and
@@ -208,6 +211,11 @@ if want ingest; then
 		-f bench/ingest.pgbench "$pgb_db" | tee "$work/pgbench.txt"
 	tps="$(awk '/^tps = / {print $3; exit}' "$work/pgbench.txt")"
 	[[ -n "$tps" ]] || { echo "bench: no tps in pgbench output" >&2; exit 1; }
+	echo "== 1b. pgbench: the least one delivery must write (bench/ingest-min.pgbench), $CONC clients, ${SECONDS_PGB}s"
+	pgbench -n -M prepared -c "$CONC" -j 2 -T "$SECONDS_PGB" -D run="$RANDOM" -D seq=0 \
+		-f bench/ingest-min.pgbench "$pgb_db" | tee "$work/pgbench_min.txt"
+	tps_min="$(awk '/^tps = / {print $3; exit}' "$work/pgbench_min.txt")"
+	[[ -n "$tps_min" ]] || { echo "bench: no tps in pgbench output (ingest-min)" >&2; exit 1; }
 	dropdb --if-exists "$pgb_db" # idle now; keep it from sharing the disk with the next run
 
 	echo "== 2. onceledger serve + loadgen: $PAYMENTS payments, $CONC senders, 20% redeliveries"
@@ -535,6 +543,7 @@ if want ingest; then
 	printf 'pgbench ingest SQL:    %8.1f tps\n' "$tps"
 	printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
 	printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
+	printf 'least-write reference: %8.1f tps (bench/ingest-min.pgbench); ratio %.2f (goal >= 2.0)\n' "$tps_min" "$(jq -n "$wps / $tps_min")"
 	sed 's/^/open loop /' "$work/open.txt"
 	echo "max sustained (open loop, of the rates tried): ${sustained}/s with p99 ${sustained_p99} ms"
 	jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
