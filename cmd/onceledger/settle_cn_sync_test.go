@@ -93,7 +93,7 @@ func alipaySync(t *testing.T) (*alipayfake.Fake, *settleSyncAlipayCmd) {
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	return fake, &settleSyncAlipayCmd{
-		Config: alipayapi.Config{AppPrivateKey: writePEM(t, dir, "app.pem", privatePEM(t, appKey)), Gateway: srv.URL + "/gateway.do"},
+		Config:     alipayapi.Config{AppPrivateKey: writePEM(t, dir, "app.pem", privatePEM(t, appKey)), Gateway: srv.URL + "/gateway.do"},
 		PublicKeys: []string{writePEM(t, dir, "alipay.pem", fake.PublicKeyPEM())}, AppIDs: []string{"2021000000000001"}, Date: syncDate,
 	}
 }

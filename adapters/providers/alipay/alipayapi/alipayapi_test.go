@@ -122,3 +122,23 @@ func TestDownloadThatIsNotAZipIsRefused(t *testing.T) {
 	err := c.Download(context.Background(), alipayapi.BillTrade, "2026-11-30", &bytes.Buffer{})
 	require.ErrorContains(t, err, "not a zip")
 }
+
+// The app id defaults to the one accepted app id; with several, or a
+// missing key file, the error names the variable to set.
+func TestConfigClient(t *testing.T) {
+	fake, _, appKey := setup(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "app.pem")
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(appKey)}), 0o600))
+	pubFile := filepath.Join(dir, "alipay.pem")
+	require.NoError(t, os.WriteFile(pubFile, fake.PublicKeyPEM(), 0o600))
+	cfg := alipayapi.Config{AppPrivateKey: keyFile}
+	_, err := cfg.Client([]string{pubFile}, []string{"2021000000000001"})
+	require.NoError(t, err)
+	_, err = cfg.Client([]string{pubFile}, []string{"2021000000000001", "2021000000000002"})
+	require.ErrorContains(t, err, alipayapi.EnvAppID)
+	_, err = alipayapi.Config{AppID: "2021000000000001"}.Client([]string{pubFile}, nil)
+	require.ErrorContains(t, err, alipayapi.EnvAppPrivateKey)
+	_, err = cfg.Client(nil, []string{"2021000000000001"})
+	require.ErrorContains(t, err, "ONCELEDGER_ALIPAY_PUBLIC_KEYS")
+}

@@ -122,3 +122,29 @@ func TestNoBillAndUnsignedRequest(t *testing.T) {
 	assert.Equal(t, "SIGN_ERROR", ae.Code, "the double checks the merchant's signature")
 	assert.Equal(t, before, fake.Requests)
 }
+
+// The merchant id defaults to the one accepted merchant id; what is
+// missing is named by its variable.
+func TestConfigClient(t *testing.T) {
+	mk, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	fake, err := wechatpayfake.New(mchID, serial, &mk.PublicKey)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "apiclient_key.pem")
+	der, err := x509.MarshalPKCS8PrivateKey(mk)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	pubFile := filepath.Join(dir, "pub.pem")
+	require.NoError(t, os.WriteFile(pubFile, fake.PublicKeyPEM(), 0o600))
+	keys := []string{wechatpayfake.KeyID + "=" + pubFile}
+	cfg := wechatpayapi.Config{MerchantPrivateKey: keyFile, MerchantSerial: serial}
+	_, err = cfg.Client(keys, []string{mchID})
+	require.NoError(t, err)
+	_, err = cfg.Client(keys, []string{mchID, "1230000110"})
+	require.ErrorContains(t, err, wechatpayapi.EnvMchID)
+	_, err = wechatpayapi.Config{MchID: mchID, MerchantPrivateKey: keyFile}.Client(keys, nil)
+	require.ErrorContains(t, err, wechatpayapi.EnvMerchantSerial)
+	_, err = cfg.Client(nil, []string{mchID})
+	require.ErrorContains(t, err, "ONCELEDGER_WECHATPAY_KEYS")
+}

@@ -17,7 +17,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha1" //nolint:gosec // WeChat Pay's hash_type
+	"crypto/sha1" // WeChat Pay's hash_type
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -187,7 +187,7 @@ func (f *Fake) ticket(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, http.StatusBadRequest, "NO_STATEMENT_EXIST", "账单文件不存在")
 		return
 	}
-	sum := sha1.Sum(bill) //nolint:gosec // WeChat Pay's hash_type
+	sum := sha1.Sum(bill)
 	u := url.URL{Scheme: "http", Host: r.Host, Path: "/v3/billdownload/file", RawQuery: url.Values{"token": {token}}.Encode()}
 	f.answer(w, http.StatusOK, map[string]string{"hash_type": "SHA1", "hash_value": hex.EncodeToString(sum[:]), "download_url": u.String()})
 }
