@@ -18,10 +18,12 @@ import (
 	"golang.org/x/term"
 
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/providers/alipay/alipayapi"
 	"github.com/onceledger/onceledger/adapters/providers/registry"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
+	"github.com/onceledger/onceledger/adapters/providers/wechatpay/wechatpayapi"
 	"github.com/onceledger/onceledger/adapters/reportimport"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
 )
@@ -54,7 +56,27 @@ func (c *settleImportCmd) Validate() error {
 }
 
 type settleSyncCmd struct {
-	Stripe settleSyncStripeCmd `cmd:"" help:"Pull Stripe balance transactions by payout (GET /v1/payouts, /v1/balance_transactions)."`
+	Stripe    settleSyncStripeCmd    `cmd:"" help:"Pull Stripe balance transactions by payout (GET /v1/payouts, /v1/balance_transactions)."`
+	Alipay    settleSyncAlipayCmd    `cmd:"" help:"Download the day's Alipay trade and account bills (alipay.data.dataservice.bill.downloadurl.query) and import them."`
+	Wechatpay settleSyncWechatpayCmd `cmd:"" help:"Download the day's WeChat Pay trade and fund-flow bills (GET /v3/bill/tradebill, /v3/bill/fundflowbill) and import them."`
+}
+
+// settleSyncAlipayCmd: the answers are verified with the notifications'
+// keys, and the app id defaults to the one accepted app id.
+type settleSyncAlipayCmd struct {
+	alipayapi.Config
+	PublicKeys []string `name:"alipay-public-keys" env:"ONCELEDGER_ALIPAY_PUBLIC_KEYS" sep:"," help:"PEM files of Alipay's public keys, which sign the API's answers as they sign notifications."`
+	AppIDs     []string `name:"alipay-app-ids" env:"ONCELEDGER_ALIPAY_APP_IDS" sep:"," help:"The accepted app_ids; with one, it is the app calling the API."`
+	Date       string   `name:"date" help:"The bills' day (YYYY-MM-DD, Beijing time); default: yesterday."`
+}
+
+// settleSyncWechatpayCmd: the answers are verified with the
+// notifications' keys, and the merchant id defaults to the one accepted.
+type settleSyncWechatpayCmd struct {
+	wechatpayapi.Config
+	Keys   []string `name:"wechatpay-keys" env:"ONCELEDGER_WECHATPAY_KEYS" sep:"," help:"SERIAL=FILE entries: the platform certificates or public keys that sign the API's answers as they sign notifications."`
+	MchIDs []string `name:"wechatpay-mchids" env:"ONCELEDGER_WECHATPAY_MCHIDS" sep:"," help:"The accepted merchant ids; with one, it is the merchant calling the API."`
+	Date   string   `name:"date" help:"The bills' day (YYYY-MM-DD, Beijing time); default: yesterday."`
 }
 
 type settleSyncStripeCmd struct {
@@ -155,6 +177,112 @@ func (c *settleSyncStripeCmd) Run(g *globals, parent *settleCmd) error {
 		return fmt.Errorf("sync stripe: %w", err)
 	}
 	printSummary(os.Stdout, "stripe", sum)
+	return nil
+}
+
+func (c *settleSyncAlipayCmd) Run(g *globals, parent *settleCmd) error {
+	return c.run(g, parent.UnsettledAfter, os.Stdout, os.Stderr)
+}
+
+func (c *settleSyncAlipayCmd) run(g *globals, after time.Duration, out io.Writer, term *os.File) error {
+	date, err := billDate(c.Date)
+	if err != nil {
+		return err
+	}
+	client, err := c.Client(c.PublicKeys, c.AppIDs)
+	if err != nil {
+		return err
+	}
+	return syncBills(g, after, "alipay", date, out, term, func(dir string) ([]downloadedBill, error) {
+		bills, err := client.Bills(g.ctx, date, dir)
+		var out []downloadedBill
+		for _, b := range bills {
+			out = append(out, downloadedBill{name: "alipay " + b.Type + " bill " + date, path: b.Path})
+		}
+		return out, err
+	})
+}
+
+func (c *settleSyncWechatpayCmd) Run(g *globals, parent *settleCmd) error {
+	return c.run(g, parent.UnsettledAfter, os.Stdout, os.Stderr)
+}
+
+func (c *settleSyncWechatpayCmd) run(g *globals, after time.Duration, out io.Writer, term *os.File) error {
+	date, err := billDate(c.Date)
+	if err != nil {
+		return err
+	}
+	client, err := c.Client(c.Keys, c.MchIDs)
+	if err != nil {
+		return err
+	}
+	return syncBills(g, after, "wechatpay", date, out, term, func(dir string) ([]downloadedBill, error) {
+		bills, err := client.Bills(g.ctx, date, dir)
+		var out []downloadedBill
+		for _, b := range bills {
+			out = append(out, downloadedBill{name: "wechatpay " + b.Kind + " " + date, path: b.Path})
+		}
+		return out, err
+	})
+}
+
+// billDate is --date, or yesterday in Beijing time (the bills of a day are
+// generated the next morning).
+func billDate(s string) (string, error) {
+	beijing := time.FixedZone("CST", 8*3600)
+	if s == "" {
+		return time.Now().In(beijing).AddDate(0, 0, -1).Format(time.DateOnly), nil
+	}
+	if _, err := time.ParseInLocation(time.DateOnly, s, beijing); err != nil {
+		return "", fmt.Errorf("--date %q: want YYYY-MM-DD", s)
+	}
+	return s, nil
+}
+
+// downloadedBill is a bill a sync downloaded, and what to call it.
+type downloadedBill struct{ name, path string }
+
+// syncBills downloads a day's bills into a temporary directory and imports
+// them as `settle import` imports files, once every file is downloaded and
+// valid: a refused download or file imports nothing.
+func syncBills(g *globals, after time.Duration, provider, date string, out io.Writer, term *os.File,
+	download func(dir string) ([]downloadedBill, error)) error {
+	dir, err := os.MkdirTemp("", "onceledger-"+provider+"-bills-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bills, err := download(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s %s: nothing imported: %w", provider, date, err)
+	}
+	a, err := openCore(g, after)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	im := a.Importer()
+	for _, b := range bills {
+		f, err := os.Open(b.path)
+		if err != nil {
+			return err
+		}
+		_, err = im.Validate(provider, f, report.Options{})
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: nothing imported: %w", b.name, err)
+		}
+	}
+	for _, b := range bills {
+		bar := newLineBar(term, b.name)
+		im.Progress = bar.set
+		sum, err := im.Import(g.ctx, provider, func() (io.ReadCloser, error) { return os.Open(b.path) }, report.Options{})
+		bar.finish()
+		if err != nil {
+			return fmt.Errorf("%s: %w (lines recorded so far stay recorded; syncing again completes it)", b.name, err)
+		}
+		printSummary(out, b.name, sum)
+	}
 	return nil
 }
 

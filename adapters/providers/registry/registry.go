@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/adyen"
 	"github.com/onceledger/onceledger/adapters/providers/alipay"
+	"github.com/onceledger/onceledger/adapters/providers/alipay/alipayapi"
 	"github.com/onceledger/onceledger/adapters/providers/circle"
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
@@ -29,6 +30,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
+	"github.com/onceledger/onceledger/adapters/providers/wechatpay/wechatpayapi"
 )
 
 // list is every provider, in the order serve --help lists their flags.
@@ -40,8 +42,8 @@ var list = []Provider{
 	{Name: square.Name, Config: func() Config { return &square.Config{} }, Report: square.ParseSettlement},
 	{Name: circle.Name, Config: func() Config { return &circle.Config{} }},
 	{Name: paypalipn.Name, Config: func() Config { return &paypalipn.Config{} }},
-	{Name: alipay.Name, Config: func() Config { return &alipay.Config{} }, Report: alipay.ParseSettlement},
-	{Name: wechatpay.Name, Config: func() Config { return &wechatpay.Config{} }, Report: wechatpay.ParseSettlement},
+	{Name: alipay.Name, Config: func() Config { return &alipay.Config{} }, Report: alipay.ParseSettlement, API: alipayapi.Config{}},
+	{Name: wechatpay.Name, Config: func() Config { return &wechatpay.Config{} }, Report: wechatpay.ParseSettlement, API: wechatpayapi.Config{}},
 }
 
 // Provider is one entry of the registry.
