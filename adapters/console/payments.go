@@ -48,7 +48,7 @@ func (c *consoleServer) exportPayments(w http.ResponseWriter, r *http.Request, f
 		csvexport.Text("provider"), csvexport.Text("payment_id"), csvexport.Text("status"), csvexport.Text("currency"),
 		csvexport.Amount("authorized"), csvexport.Amount("captured"), csvexport.Amount("fee"), csvexport.Amount("refunded"),
 		csvexport.Amount("refund_pending"), csvexport.Amount("dispute_open"), csvexport.Amount("dispute_lost"),
-		csvexport.Text("version"), csvexport.Text("updated_at"))
+		csvexport.Text("version"), csvexport.Text("updated_at"), csvexport.Amount("failed_attempt"))
 	exportPages(c, "payments", func(after *views.PaymentKey, limit int) ([]views.Payment, error) {
 		f.After, f.Limit = after, limit
 		return c.cfg.Read.Payments(r.Context(), f)
@@ -56,7 +56,7 @@ func (c *consoleServer) exportPayments(w http.ResponseWriter, r *http.Request, f
 		s := x.Summary
 		_ = out.Write(x.Provider, x.PaymentID, x.Status, string(s.Currency), itoa(s.Authorized), itoa(s.Captured), itoa(s.Fees),
 			itoa(s.Refunded), itoa(s.RefundsPending), itoa(s.DisputeOpen), itoa(s.DisputeLost),
-			strconv.FormatUint(x.Version, 10), rfc3339(x.UpdatedAt))
+			strconv.FormatUint(x.Version, 10), rfc3339(x.UpdatedAt), itoa(s.FailedAmount))
 	})
 	_ = out.Flush()
 }

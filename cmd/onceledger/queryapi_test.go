@@ -546,7 +546,7 @@ func TestQueryPayment(t *testing.T) {
 	assert.Equal(t, uint64(2), p.Version)
 	assert.Equal(t, map[string]int64{
 		"authorized": 1000, "captured": 1000, "refunded": 200, "disputed": 0,
-		"fees": 30, "refund_pending": 0, "dispute_lost": 0,
+		"fees": 30, "refund_pending": 0, "dispute_lost": 0, "failed_attempt": 0,
 	}, p.Amounts)
 	assert.Equal(t, "2.00", p.AmountsDecimal["refunded"])
 	require.Len(t, p.Events, 3)
@@ -611,6 +611,20 @@ func TestQueryPayment(t *testing.T) {
 	assert.Equal(t, "EUR", fp.FeesByCurrency[0].Currency)
 	assert.Equal(t, "0.12", fp.FeesByCurrency[0].AmountDecimal)
 	assert.Equal(t, int64(96), fp.FeesByCurrency[1].Amount)
+
+	// A failed attempt of 9.00 keeps its amount and currency (issue 27):
+	// failed_attempt, beside the amounts, moves no money.
+	metaF := payment.Meta{Provider: "standard", PaymentKey: "pay_fail", DedupKey: "w4", OccurredAt: qT0}
+	append3("payment-standard-pay_fail", []payment.Event{
+		payment.Failed{Meta: metaF, Reason: "card_declined", Amount: 900, Currency: "USD"},
+	})
+	a.getJSON("/v1/payments/standard/pay_fail", &p)
+	assert.Equal(t, "failed", p.Status)
+	require.NotNil(t, p.Currency)
+	assert.Equal(t, "USD", *p.Currency)
+	assert.Equal(t, int64(900), p.Amounts["failed_attempt"])
+	assert.Equal(t, int64(0), p.Amounts["captured"])
+	assert.Equal(t, "9.00", p.AmountsDecimal["failed_attempt"])
 
 	// Neither the read model nor the stream: 404.
 	resp, body := a.do("/v1/payments/stripe/pi_nope", "Bearer "+qToken1)

@@ -68,6 +68,24 @@ func (e Event) FactsHash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// FactsHashBeforeFailureAmounts is FactsHash as it was before a failure's
+// fact carried its attempted amount: the amount and currency of every
+// KindFailed fact left at zero. Adyen, PayPal (REST and IPN), Square and
+// Circle failures carry them since; a failure of theirs recorded before
+// holds this hash, and its redelivery, with the same facts, is a plain
+// duplicate (ingest.Redelivery compares both), not a conflict.
+func (e Event) FactsHashBeforeFailureAmounts() string {
+	facts := make([]Fact, len(e.Facts))
+	for i, f := range e.Facts {
+		if f.Kind == KindFailed {
+			f.Amount, f.Currency = 0, ""
+		}
+		facts[i] = f
+	}
+	e.Facts = facts
+	return e.FactsHash()
+}
+
 // field appends s length-prefixed, so that no two sequences of fields
 // encode alike.
 func field(b []byte, s string) []byte {

@@ -389,7 +389,14 @@ func normalize(it item) (delivery.Event, error) {
 	var kinds []delivery.Kind
 	if success == "false" {
 		if code == "AUTHORISATION" {
-			ev.Facts = []delivery.Fact{{Kind: delivery.KindFailed, Reason: it.Reason}}
+			f := delivery.Fact{Kind: delivery.KindFailed, Reason: it.Reason}
+			// The refused authorisation's amount, when it reads: kept with
+			// the failure (it posts nothing), so a bad one does not refuse
+			// a notification that was always accepted.
+			if value, cur, err := amountOf(it); err == nil {
+				f.Amount, f.Currency = value, cur
+			}
+			ev.Facts = []delivery.Fact{f}
 		}
 		// A failed modification changed nothing: recorded, posts nothing.
 		return ev, nil

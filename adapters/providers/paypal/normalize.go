@@ -128,6 +128,11 @@ func paymentEvent(ev *delivery.Event, typ string, res paymentResource) error {
 	case "PAYMENT.CAPTURE.DENIED":
 		ev.PaymentKey = res.ID
 		f := delivery.Fact{Kind: delivery.KindFailed}
+		// The denied capture's amount (a capture resource always carries
+		// one), kept with the failure when it reads; it posts nothing.
+		if amt, cur, err := parseAmount(res.Amount, "resource.amount"); err == nil {
+			f.Amount, f.Currency = amt, cur
+		}
 		if res.StatusDetails != nil {
 			f.Reason = res.StatusDetails.Reason
 		}
