@@ -78,6 +78,12 @@ var tableSpecs = map[string]tableSpec{
 		group:     []string{"provider", "coalesce(currency, '')", "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"},
 		eagerKeys: true,
 	},
+	// Written with ON CONFLICT DO NOTHING; rows are never updated.
+	"payment_ids": {
+		key:       []string{"business_id", "stream_id", "kind"},
+		group:     []string{"kind"},
+		eagerKeys: true,
+	},
 	"reconciliation_items": {
 		key: []string{"stream_id", "kind", "item_key"},
 		compare: []string{"status", "provider", "payment_id", "details", "opened_at", "resolved_at",

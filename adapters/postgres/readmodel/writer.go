@@ -164,17 +164,24 @@ func (w *writer) Payments(ctx context.Context, streamIDs []string) (map[string]p
 // writes is the row the API reads.
 func scanPayment(row pgx.CollectableRow) (views.Payment, error) {
 	var p views.Payment
+	err := scanPaymentInto(row, &p)
+	return p, err
+}
+
+// scanPaymentInto reads paymentColumns into p, then the extra columns
+// that follow them into extra.
+func scanPaymentInto(row pgx.CollectableRow, p *views.Payment, extra ...any) error {
 	var currency *string
 	var version int64
 	sum := &p.Summary
-	err := row.Scan(&p.Provider, &p.PaymentID, &p.StreamID, &p.Status, &currency, &sum.Authorized, &sum.Captured,
+	err := row.Scan(append([]any{&p.Provider, &p.PaymentID, &p.StreamID, &p.Status, &currency, &sum.Authorized, &sum.Captured,
 		&sum.Fees, &sum.Refunded, &sum.RefundsPending, &sum.DisputeOpen, &sum.DisputeLost, &sum.Failed, &sum.Canceled,
-		&version, &p.UpdatedAt, &sum.FailedAmount)
+		&version, &p.UpdatedAt, &sum.FailedAmount}, extra...)...)
 	if currency != nil {
 		sum.Currency = money.Currency(*currency)
 	}
 	p.Version = uint64(version)
-	return p, err
+	return err
 }
 
 func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentRow) error {
@@ -293,4 +300,19 @@ func (w *writer) ApplyReconciliation(ctx context.Context, changes []projections.
 		}
 	}
 	return classify(w.tx.SendBatch(ctx, b).Close())
+}
+
+func (w *writer) IndexPaymentIDs(ctx context.Context, ids []views.PaymentID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	bids, streams, kinds := make([]string, len(ids)), make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		bids[i], streams[i], kinds[i] = id.BusinessID, id.StreamID, id.Kind
+	}
+	_, err := w.tx.Exec(ctx, `
+		INSERT INTO `+w.table("payment_ids")+` (business_id, stream_id, kind)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+		ON CONFLICT DO NOTHING`, bids, streams, kinds)
+	return classify(err)
 }
