@@ -23,6 +23,7 @@ func (c *consoleServer) payments(w http.ResponseWriter, r *http.Request) {
 		Provider: p.Text("provider"), PaymentID: p.Text("payment_id"), Status: p.OneOf("status", paymentStatuses...),
 		Currency: p.Currency("currency"), From: p.Day("from", nil, false), To: p.Day("to", nil, true),
 	}
+	size := p.Limit(c.cfg.PageSize, maxPageSize)
 	after, asCSV, err := listParams[views.PaymentKey](p)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
@@ -32,14 +33,14 @@ func (c *consoleServer) payments(w http.ResponseWriter, r *http.Request) {
 		c.exportPayments(w, r, f)
 		return
 	}
-	f.After, f.Limit = after, c.cfg.PageSize+1
+	f.After, f.Limit = after, size+1
 	rows, err := c.cfg.Read.Payments(r.Context(), f)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
 		return
 	}
-	filter := filterQuery(p.Values, "provider", "payment_id", "status", "currency", "from", "to")
-	l := newList(Prefix+"/payments", filter, rows, c.cfg.PageSize, func(x views.Payment) any { return x.Key() }, after == nil)
+	filter := filterQuery(p.Values, "provider", "payment_id", "status", "currency", "from", "to", "limit")
+	l := newList(Prefix+"/payments", filter, rows, size, func(x views.Payment) any { return x.Key() }, after == nil)
 	c.render(w, r, http.StatusOK, "payments", "Payments", paymentsData{list: l, Statuses: paymentStatuses})
 }
 
