@@ -1,5 +1,7 @@
 -- The business ids of each payment (authorization, capture, refund and
--- dispute ids, settlement line ids), as its events carry them: the
+-- dispute ids, settlement line ids, and the merchant's references its
+-- deliveries named: out_trade_no, merchantReference, order ids), as its
+-- events carry them: the
 -- console's search finds a payment by any id a provider gives it. Filled
 -- by the payments projection, in the same transaction as the payments
 -- rows; a rebuild reproduces it.

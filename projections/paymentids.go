@@ -1,6 +1,9 @@
 package projections
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -12,6 +15,10 @@ const (
 	IDRefund         = "refund"
 	IDDispute        = "dispute"
 	IDSettlementLine = "settlement_line"
+	// IDMerchantReference: the merchant's own id of the payment or a
+	// refund (Alipay and WeChat Pay out_trade_no, out_refund_no, Adyen
+	// merchantReference, PayPal order id), from the delivery's metadata.
+	IDMerchantReference = "merchant_reference"
 )
 
 // paymentIDs are the business ids the batch's events of payment streams
@@ -32,7 +39,7 @@ func paymentIDs(batch []Envelope, seen map[string]bool) []views.PaymentID {
 			continue
 		}
 		own := env.Event.Metadata().PaymentKey
-		for _, id := range businessIDs(env.Event) {
+		for _, id := range append(businessIDs(env.Event), references(env.Recorded.Metadata)...) {
 			if id.BusinessID == "" || id.BusinessID == own {
 				continue
 			}
@@ -80,4 +87,24 @@ func businessIDs(e payment.Event) []views.PaymentID {
 			id(IDDispute, l.DisputeID)}
 	}
 	return nil
+}
+
+// references are the merchant's ids a delivery named, as the ingest
+// recorded them in its events' metadata ("references"; none in events
+// recorded before, or not from a delivery).
+func references(metadata []byte) []views.PaymentID {
+	if !bytes.Contains(metadata, []byte(`"references"`)) {
+		return nil
+	}
+	var m struct {
+		References []string `json:"references"`
+	}
+	if json.Unmarshal(metadata, &m) != nil {
+		return nil
+	}
+	out := make([]views.PaymentID, len(m.References))
+	for i, r := range m.References {
+		out[i] = views.PaymentID{BusinessID: r, Kind: IDMerchantReference}
+	}
+	return out
 }

@@ -27,6 +27,8 @@ func TestPaymentIDsOfABatch(t *testing.T) {
 		env(s, payment.RefundPosted{Meta: m, RefundID: "re_1", Amount: 10, Currency: "USD"}),
 		env(s, payment.DisputeOpened{Meta: m, DisputeID: "du_1", Amount: 10, Currency: "USD"}),
 		env(s, payment.LineSettled{Meta: m, Line: settlement.Line{LineID: "txn_1", CaptureID: "ch_1"}}),
+		{Recorded: eventstore.RecordedEvent{StreamID: s, Metadata: []byte(`{"provider":"stripe","references":["order_77","ch_1"]}`)},
+			Event: payment.Captured{Meta: m, CaptureID: "ch_1", Amount: 100, Currency: "USD"}},
 		env("payout-stripe-po_1", payment.PayoutPaid{Meta: m, PayoutID: "po_1", Amount: 1, Currency: "USD"}),
 	}
 	got := paymentIDs(batch, map[string]bool{s: true})
@@ -35,5 +37,7 @@ func TestPaymentIDsOfABatch(t *testing.T) {
 		{BusinessID: "re_1", StreamID: s, Kind: IDRefund},
 		{BusinessID: "du_1", StreamID: s, Kind: IDDispute},
 		{BusinessID: "txn_1", StreamID: s, Kind: IDSettlementLine},
+		{BusinessID: "order_77", StreamID: s, Kind: IDMerchantReference},
+		{BusinessID: "ch_1", StreamID: s, Kind: IDMerchantReference},
 	}, got)
 }

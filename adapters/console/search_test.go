@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/domain/delivery"
 )
 
 // The search finds a payment by any id a provider gives it: its own, a
@@ -32,6 +34,15 @@ func TestConsoleSearchByAnyProviderID(t *testing.T) {
 		map[string]any{"payment_id": pay, "capture_id": shared, "amount": 100, "currency": "USD"}))
 	require.Equal(t, ingest.Accepted, f.deliver("msg_s5_"+other, "payment.captured",
 		map[string]any{"payment_id": other, "capture_id": shared, "amount": 100, "currency": "USD"}))
+	// An Alipay trade, named by the merchant's order (out_trade_no): the
+	// reference its notification carried, recorded with its events.
+	trade, order := fmt.Sprintf("20261129220014%010d", n), fmt.Sprintf("order-%d", n)
+	res, err := f.svc.Ingest(t.Context(), delivery.Event{Provider: "alipay", DedupKey: "notify_" + trade, Type: "TRADE_SUCCESS",
+		PaymentKey: trade, OccurredAt: time.Now(), PayloadHash: "sha-" + trade, Raw: []byte("trade_no=" + trade),
+		Facts:      []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: trade, Amount: 8800, Currency: "CNY"}},
+		References: []string{order}})
+	require.NoError(t, err)
+	require.Equal(t, ingest.Accepted, res.Outcome)
 	f.waitProjected()
 
 	c := f.client()
@@ -42,7 +53,11 @@ func TestConsoleSearchByAnyProviderID(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, r.status, id)
 		assert.Equal(t, "/console/payments/standard/"+pay, r.header.Get("Location"), id)
 	}
-	r := c.get("/console/search?q=" + shared)
+	r := c.get("/console/search?q=" + order)
+	require.Equal(t, http.StatusSeeOther, r.status, order)
+	assert.Equal(t, "/console/payments/alipay/"+trade, r.header.Get("Location"))
+
+	r = c.get("/console/search?q=" + shared)
 	require.Equal(t, http.StatusOK, r.status)
 	assert.Contains(t, r.body, `id="search-hits"`)
 	assert.Contains(t, r.body, "/console/payments/standard/"+pay+`"`)

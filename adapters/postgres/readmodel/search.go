@@ -13,7 +13,7 @@ import (
 // SearchPayments finds the payments an id names, whatever the id is: the
 // payment's own id (payments.payment_id, of any provider), or a business
 // id its events carry (payment_ids: authorization, capture, refund,
-// dispute, settlement line). Exact match, most recently active first, at
+// dispute, settlement line, merchant reference). Exact match, most recently active first, at
 // most limit (<= 0: no cap); each hit lists the kinds of id that matched
 // ("payment" for the payment's own). The console's search (GET
 // /console/search).

@@ -385,6 +385,7 @@ func normalize(it item) (delivery.Event, error) {
 	if orig := string(it.OriginalRef); orig != "" {
 		ev.PaymentKey = orig
 	}
+	ev.AddReferences(string(it.MerchantRef)) // the merchant's order: found by the console's search
 
 	var kinds []delivery.Kind
 	if success == "false" {
