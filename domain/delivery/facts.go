@@ -19,7 +19,8 @@ import (
 // Left out on purpose: the bytes and their hash, the occurrence time (a
 // re-rendered timestamp is not a new fact), a fact's free-text reason (of a
 // failure, cancellation, dispute or payout failure: the provider's wording,
-// which moves no money), and the provider and dedup key (equal by
+// which moves no money), the merchant's References (ids for the search),
+// and the provider and dedup key (equal by
 // construction when it is compared; so the hash of a row migration 00010
 // moved to provider paypal and an ipn: key still holds).
 // The facts are compared as a set, so a provider listing them in another
