@@ -612,12 +612,30 @@ func TestQueryPayment(t *testing.T) {
 	assert.Equal(t, "0.12", fp.FeesByCurrency[0].AmountDecimal)
 	assert.Equal(t, int64(96), fp.FeesByCurrency[1].Amount)
 
-	// A failed attempt of 9.00 keeps its amount and currency (issue 27):
-	// failed_attempt, beside the amounts, moves no money.
+	// Neither the read model nor the stream: 404.
+	resp, body := a.do("/v1/payments/stripe/pi_nope", "Bearer "+qToken1)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Contains(t, string(body), `"error"`)
+	resp, _ = a.do("/v1/payments/nope/pi_1", "Bearer "+qToken1)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// A failed attempt of 9.00 keeps its amount and currency (issue 27):
+// failed_attempt, beside the amounts, moves no money.
+func TestQueryFailedPaymentKeepsItsAmount(t *testing.T) {
+	a := newQAPI(t)
 	metaF := payment.Meta{Provider: "standard", PaymentKey: "pay_fail", DedupKey: "w4", OccurredAt: qT0}
-	append3("payment-standard-pay_fail", []payment.Event{
-		payment.Failed{Meta: metaF, Reason: "card_declined", Amount: 900, Currency: "USD"},
-	})
+	typ, b, err := payment.Encode(payment.Failed{Meta: metaF, Reason: "card_declined", Amount: 900, Currency: "USD"})
+	require.NoError(t, err)
+	_, err = a.store.Append(context.Background(), "payment-standard-pay_fail", eventstore.NoStream,
+		[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: b}})
+	require.NoError(t, err)
+	var p struct {
+		Status         string
+		Currency       *string
+		Amounts        map[string]int64
+		AmountsDecimal map[string]string `json:"amounts_decimal"`
+	}
 	a.getJSON("/v1/payments/standard/pay_fail", &p)
 	assert.Equal(t, "failed", p.Status)
 	require.NotNil(t, p.Currency)
@@ -625,13 +643,6 @@ func TestQueryPayment(t *testing.T) {
 	assert.Equal(t, int64(900), p.Amounts["failed_attempt"])
 	assert.Equal(t, int64(0), p.Amounts["captured"])
 	assert.Equal(t, "9.00", p.AmountsDecimal["failed_attempt"])
-
-	// Neither the read model nor the stream: 404.
-	resp, body := a.do("/v1/payments/stripe/pi_nope", "Bearer "+qToken1)
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Contains(t, string(body), `"error"`)
-	resp, _ = a.do("/v1/payments/nope/pi_1", "Bearer "+qToken1)
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
 func TestQueryReconciliation(t *testing.T) {
