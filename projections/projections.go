@@ -82,6 +82,9 @@ type Writer interface {
 	// CopyPayments inserts rows of streams that have none (a rebuild's
 	// bulk load).
 	CopyPayments(ctx context.Context, rows []PaymentRow) error
+	// IndexPaymentIDs records which payment each business id names
+	// (payment_ids; paymentids.go), keeping those recorded already.
+	IndexPaymentIDs(ctx context.Context, ids []views.PaymentID) error
 	// ApplyReconciliation opens (or re-opens) and resolves items, in order.
 	ApplyReconciliation(ctx context.Context, changes []ReconciliationChange) error
 	PeriodWriter

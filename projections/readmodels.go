@@ -20,7 +20,7 @@ func (paymentsProjection) Name() string { return NamePayments }
 
 // partitions: each payments row is the fold of one stream (streamLocal).
 func (paymentsProjection) partitions() int  { return 2 }
-func (paymentsProjection) Tables() []string { return []string{"payments"} }
+func (paymentsProjection) Tables() []string { return []string{"payments", "payment_ids"} }
 
 func (paymentsProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
 	var streams []string
@@ -42,6 +42,9 @@ func (paymentsProjection) Apply(ctx context.Context, w Writer, batch []Envelope)
 	rows := make(map[string]*PaymentRow, len(streams))
 	for s, r := range stored {
 		rows[s] = &r
+	}
+	if err := w.IndexPaymentIDs(ctx, paymentIDs(batch, seen)); err != nil { // paymentids.go
+		return err
 	}
 	changed := map[string]bool{}
 	for _, env := range batch {

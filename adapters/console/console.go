@@ -137,6 +137,7 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/{$}", c.withSession(c.overview))
 	mux.HandleFunc("GET /console/payments", c.withSession(c.payments))
 	mux.HandleFunc("GET /console/payments/{provider}/{id}", c.withSession(c.payment))
+	mux.HandleFunc("GET /console/search", c.withSession(c.search))
 	mux.HandleFunc("GET /console/reconciliation", c.withSession(c.reconciliation))
 	mux.HandleFunc("POST /console/reconciliation/resolve", c.withSession(c.acting(c.resolve)))
 	mux.HandleFunc("POST /console/reconciliation/reopen", c.withSession(c.acting(c.reopen)))

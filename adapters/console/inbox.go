@@ -47,6 +47,7 @@ func (c *consoleServer) statusCounts(r *http.Request, f views.InboxFilter) ([]vi
 func (c *consoleServer) inbox(w http.ResponseWriter, r *http.Request) {
 	p := paramsOf(r)
 	f := inboxFilter(p)
+	size := p.Limit(c.cfg.PageSize, maxPageSize)
 	after, asCSV, err := listParams[views.InboxKey](p)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
@@ -61,7 +62,7 @@ func (c *consoleServer) inbox(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, err, 0, "")
 		return
 	}
-	f.After, f.Limit = after, c.cfg.PageSize+1
+	f.After, f.Limit = after, size+1
 	rows, err := c.cfg.Read.Deliveries(r.Context(), f)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
@@ -71,8 +72,8 @@ func (c *consoleServer) inbox(w http.ResponseWriter, r *http.Request) {
 	for i, x := range rows {
 		rowViews[i] = inboxRowView{InboxRow: x, Token: encodeCursor(inboxRef{Provider: x.Provider, DedupKey: x.DedupKey})}
 	}
-	filter := filterQuery(p.Values, "provider", "status", "type", "from", "to")
-	l := newList(Prefix+"/inbox", filter, rowViews, c.cfg.PageSize, func(x inboxRowView) any { return x.Key() }, after == nil)
+	filter := filterQuery(p.Values, "provider", "status", "type", "from", "to", "limit")
+	l := newList(Prefix+"/inbox", filter, rowViews, size, func(x inboxRowView) any { return x.Key() }, after == nil)
 	c.render(w, r, http.StatusOK, "inbox", "Inbox", inboxData{list: l, Statuses: inboxStatuses, Counts: counts})
 }
 

@@ -17,6 +17,11 @@ const exportPage = 1000
 // paramsOf reads a page's query with the parser /v1 uses too.
 func paramsOf(r *http.Request) *params.Params { return params.New(r.URL.Query()) }
 
+// maxPageSize bounds a list page's ?limit= (the payments and the inbox
+// take one; the default is Config.PageSize): a page of 1,000 rows still
+// fits the window (the crawler test measures it).
+const maxPageSize = 1000
+
 // listParams are what every list reads: its cursor and whether it is a CSV
 // export. The first bad parameter (or cursor) is err.
 func listParams[K any](p *params.Params) (after *K, asCSV bool, err error) {

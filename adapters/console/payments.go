@@ -23,6 +23,7 @@ func (c *consoleServer) payments(w http.ResponseWriter, r *http.Request) {
 		Provider: p.Text("provider"), PaymentID: p.Text("payment_id"), Status: p.OneOf("status", paymentStatuses...),
 		Currency: p.Currency("currency"), From: p.Day("from", nil, false), To: p.Day("to", nil, true),
 	}
+	size := p.Limit(c.cfg.PageSize, maxPageSize)
 	after, asCSV, err := listParams[views.PaymentKey](p)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
@@ -32,14 +33,14 @@ func (c *consoleServer) payments(w http.ResponseWriter, r *http.Request) {
 		c.exportPayments(w, r, f)
 		return
 	}
-	f.After, f.Limit = after, c.cfg.PageSize+1
+	f.After, f.Limit = after, size+1
 	rows, err := c.cfg.Read.Payments(r.Context(), f)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
 		return
 	}
-	filter := filterQuery(p.Values, "provider", "payment_id", "status", "currency", "from", "to")
-	l := newList(Prefix+"/payments", filter, rows, c.cfg.PageSize, func(x views.Payment) any { return x.Key() }, after == nil)
+	filter := filterQuery(p.Values, "provider", "payment_id", "status", "currency", "from", "to", "limit")
+	l := newList(Prefix+"/payments", filter, rows, size, func(x views.Payment) any { return x.Key() }, after == nil)
 	c.render(w, r, http.StatusOK, "payments", "Payments", paymentsData{list: l, Statuses: paymentStatuses})
 }
 
@@ -48,7 +49,7 @@ func (c *consoleServer) exportPayments(w http.ResponseWriter, r *http.Request, f
 		csvexport.Text("provider"), csvexport.Text("payment_id"), csvexport.Text("status"), csvexport.Text("currency"),
 		csvexport.Amount("authorized"), csvexport.Amount("captured"), csvexport.Amount("fee"), csvexport.Amount("refunded"),
 		csvexport.Amount("refund_pending"), csvexport.Amount("dispute_open"), csvexport.Amount("dispute_lost"),
-		csvexport.Text("version"), csvexport.Text("updated_at"))
+		csvexport.Text("version"), csvexport.Text("updated_at"), csvexport.Amount("failed_attempt"))
 	exportPages(c, "payments", func(after *views.PaymentKey, limit int) ([]views.Payment, error) {
 		f.After, f.Limit = after, limit
 		return c.cfg.Read.Payments(r.Context(), f)
@@ -56,7 +57,7 @@ func (c *consoleServer) exportPayments(w http.ResponseWriter, r *http.Request, f
 		s := x.Summary
 		_ = out.Write(x.Provider, x.PaymentID, x.Status, string(s.Currency), itoa(s.Authorized), itoa(s.Captured), itoa(s.Fees),
 			itoa(s.Refunded), itoa(s.RefundsPending), itoa(s.DisputeOpen), itoa(s.DisputeLost),
-			strconv.FormatUint(x.Version, 10), rfc3339(x.UpdatedAt))
+			strconv.FormatUint(x.Version, 10), rfc3339(x.UpdatedAt), itoa(s.FailedAmount))
 	})
 	_ = out.Flush()
 }

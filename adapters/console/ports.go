@@ -32,6 +32,7 @@ type ReadModel interface {
 	ReconReader
 	InboxReader
 	PayoutReader
+	PaymentSearcher // search.go
 }
 
 // LedgerReader gives the balances and the activity series.

@@ -228,7 +228,7 @@ type page struct {
 }
 
 var navTitles = map[string]string{
-	"overview": "overview", "payments": "payments", "payment": "payments", "reconciliation": "reconciliation",
+	"overview": "overview", "payments": "payments", "payment": "payments", "search": "payments", "reconciliation": "reconciliation",
 	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "payout": "payouts", "periods": "periods",
 	"projections": "projections",
 }

@@ -78,6 +78,9 @@ func summarize(ev payment.Event) string {
 	case payment.FeeRecorded:
 		return fmt.Sprintf("Fee %s of capture %s recorded", amt(e.Fee, e.Currency), e.CaptureID)
 	case payment.Failed:
+		if e.Currency != "" {
+			return fmt.Sprintf("Payment of %s failed: %s", amt(e.Amount, e.Currency), e.Reason)
+		}
 		return "Payment failed: " + e.Reason
 	case payment.Canceled:
 		return "Authorization canceled: " + e.Reason

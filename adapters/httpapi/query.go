@@ -331,6 +331,7 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 		Amounts: paymentAmounts{
 			Authorized: sum.Authorized, Captured: sum.Captured, Refunded: sum.Refunded, Disputed: sum.DisputeOpen,
 			Fees: sum.Fees, RefundPending: sum.RefundsPending, DisputeLost: sum.DisputeLost,
+			FailedAttempt: sum.FailedAmount,
 		},
 		Events:         make([]paymentEventJSON, 0, len(events)),
 		FeesByCurrency: make([]feeJSON, 0, len(h.Fees)),
@@ -410,7 +411,8 @@ type feeJSON struct {
 }
 
 // paymentAmounts: disputed is the amount under an open dispute; a lost
-// dispute moves it to dispute_lost.
+// dispute moves it to dispute_lost. failed_attempt is the amount a failed
+// attempt was for, when its provider said (it moves no money).
 type paymentAmounts struct {
 	Authorized    int64 `json:"authorized"`
 	Captured      int64 `json:"captured"`
@@ -419,6 +421,7 @@ type paymentAmounts struct {
 	Fees          int64 `json:"fees"`
 	RefundPending int64 `json:"refund_pending"`
 	DisputeLost   int64 `json:"dispute_lost"`
+	FailedAttempt int64 `json:"failed_attempt"`
 }
 
 type namedAmount struct {
@@ -430,7 +433,7 @@ func (a paymentAmounts) list() []namedAmount {
 	return []namedAmount{
 		{"authorized", a.Authorized}, {"captured", a.Captured}, {"refunded", a.Refunded},
 		{"disputed", a.Disputed}, {"fees", a.Fees}, {"refund_pending", a.RefundPending},
-		{"dispute_lost", a.DisputeLost},
+		{"dispute_lost", a.DisputeLost}, {"failed_attempt", a.FailedAttempt},
 	}
 }
 

@@ -101,13 +101,17 @@ type metadata struct {
 	DedupKey     string `json:"dedup_key"`
 	ProviderType string `json:"provider_type,omitempty"`
 	PayloadHash  string `json:"payload_hash"`
+	// References: the merchant's ids the delivery named (delivery.Event
+	// References); the payments projection indexes them for the search.
+	References []string `json:"references,omitempty"`
 }
 
 func encode(ev delivery.Event, events []payment.Event, idSalt string) ([]eventstore.EventData, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
-	meta, err := json.Marshal(metadata{Provider: ev.Provider, DedupKey: ev.DedupKey, ProviderType: ev.Type, PayloadHash: ev.PayloadHash})
+	meta, err := json.Marshal(metadata{Provider: ev.Provider, DedupKey: ev.DedupKey, ProviderType: ev.Type, PayloadHash: ev.PayloadHash,
+		References: ev.References})
 	if err != nil {
 		return nil, err
 	}

@@ -308,6 +308,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	tour := &consoleTour{t: t, tab: tab, live: live, shots: newShooter(t), base: live.base, s: live.seed()}
 	tour.signIn()
 	tour.findPayment()
+	tour.findByCaptureID()
 	tour.resolveItem()
 	tour.redriveIgnored()
 	tour.payouts()
@@ -339,6 +340,20 @@ func (c *consoleTour) signIn() {
 	loc, _ = chromedp.Run(tab, chromedp.Location())
 	assert.NotContains(t, loc, adminToken)
 	assert.Contains(t, text(t, tab, "main"), "balanced")
+}
+
+// findByCaptureID finds a payment by its capture's id in the search box
+// of the payments list: one payment has it, so its page opens.
+func (c *consoleTour) findByCaptureID() {
+	t, tab, s := c.t, c.tab, c.s
+	do(t, tab,
+		chromedp.Navigate(c.base+"/console/payments"),
+		chromedp.WaitVisible(chromedp.CSS("#s-q")),
+		chromedp.SendKeys(chromedp.CSS("#s-q"), "cap_1"),
+		chromedp.Submit(chromedp.CSS("#s-q")),
+		chromedp.WaitVisible(chromedp.CSS("#payment-id")),
+	)
+	assert.Equal(t, s.paymentID, text(t, tab, "#payment-id"))
 }
 
 // findPayment finds a payment with the search form and opens its

@@ -34,7 +34,8 @@ const crawlWidth, crawlHeight = 1280, 800
 // overflow counts as clipped), give every ellipsized id its full text as a
 // title, and log no console error. The data is realistic where layouts
 // break: ids of 64+ characters, a conflicting redelivery, a payout's
-// missing_webhook item. With ONCELEDGER_SCREENSHOTS=1 it writes a
+// missing_webhook item, and pages of 1,000 rows (console_pages_test.go).
+// With ONCELEDGER_SCREENSHOTS=1 it writes a
 // 1280×800 screenshot of each kind of page into docs/console/ (the
 // README's pictures).
 func TestConsoleCrawl(t *testing.T) {
@@ -81,6 +82,7 @@ func TestConsoleCrawl(t *testing.T) {
 			signOut(t, tab)
 		})
 	}
+	t.Run("1000 rows", func(t *testing.T) { bigPages(t, tab, live) }) // console_pages_test.go
 }
 
 // seedLongIDs records deliveries whose ids are as long as providers make

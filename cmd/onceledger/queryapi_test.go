@@ -546,7 +546,7 @@ func TestQueryPayment(t *testing.T) {
 	assert.Equal(t, uint64(2), p.Version)
 	assert.Equal(t, map[string]int64{
 		"authorized": 1000, "captured": 1000, "refunded": 200, "disputed": 0,
-		"fees": 30, "refund_pending": 0, "dispute_lost": 0,
+		"fees": 30, "refund_pending": 0, "dispute_lost": 0, "failed_attempt": 0,
 	}, p.Amounts)
 	assert.Equal(t, "2.00", p.AmountsDecimal["refunded"])
 	require.Len(t, p.Events, 3)
@@ -618,6 +618,31 @@ func TestQueryPayment(t *testing.T) {
 	assert.Contains(t, string(body), `"error"`)
 	resp, _ = a.do("/v1/payments/nope/pi_1", "Bearer "+qToken1)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// A failed attempt of 9.00 keeps its amount and currency (issue 27):
+// failed_attempt, beside the amounts, moves no money.
+func TestQueryFailedPaymentKeepsItsAmount(t *testing.T) {
+	a := newQAPI(t)
+	metaF := payment.Meta{Provider: "standard", PaymentKey: "pay_fail", DedupKey: "w4", OccurredAt: qT0}
+	typ, b, err := payment.Encode(payment.Failed{Meta: metaF, Reason: "card_declined", Amount: 900, Currency: "USD"})
+	require.NoError(t, err)
+	_, err = a.store.Append(context.Background(), "payment-standard-pay_fail", eventstore.NoStream,
+		[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: b}})
+	require.NoError(t, err)
+	var p struct {
+		Status         string
+		Currency       *string
+		Amounts        map[string]int64
+		AmountsDecimal map[string]string `json:"amounts_decimal"`
+	}
+	a.getJSON("/v1/payments/standard/pay_fail", &p)
+	assert.Equal(t, "failed", p.Status)
+	require.NotNil(t, p.Currency)
+	assert.Equal(t, "USD", *p.Currency)
+	assert.Equal(t, int64(900), p.Amounts["failed_attempt"])
+	assert.Equal(t, int64(0), p.Amounts["captured"])
+	assert.Equal(t, "9.00", p.AmountsDecimal["failed_attempt"])
 }
 
 func TestQueryReconciliation(t *testing.T) {

@@ -27,6 +27,9 @@ type wireEvent struct {
 	Facts      []wireFact `json:"facts"`
 	// SubMerchant: absent from rows written before it existed.
 	SubMerchant string `json:"sub_merchant,omitempty"`
+	// References: absent from rows written before they existed, and from
+	// deliveries that name none.
+	References []string `json:"references,omitempty"`
 }
 
 type wireFact struct {
@@ -49,7 +52,7 @@ type wireFact struct {
 func EncodeNormalized(e Event) ([]byte, error) {
 	w := wireEvent{Provider: e.Provider, DedupKey: e.DedupKey, Type: e.Type,
 		PaymentKey: e.PaymentKey, OccurredAt: e.OccurredAt, Facts: make([]wireFact, len(e.Facts)),
-		SubMerchant: e.SubMerchant}
+		SubMerchant: e.SubMerchant, References: e.References}
 	for i, f := range e.Facts {
 		w.Facts[i] = wireFact{Kind: string(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted}
@@ -67,7 +70,7 @@ func DecodeNormalized(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("decode normalized delivery: %w", err)
 	}
 	e := Event{Provider: w.Provider, DedupKey: w.DedupKey, Type: w.Type, PaymentKey: w.PaymentKey, OccurredAt: w.OccurredAt,
-		SubMerchant: w.SubMerchant}
+		SubMerchant: w.SubMerchant, References: w.References}
 	for _, f := range w.Facts {
 		e.Facts = append(e.Facts, Fact{Kind: Kind(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})

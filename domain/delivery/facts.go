@@ -19,7 +19,8 @@ import (
 // Left out on purpose: the bytes and their hash, the occurrence time (a
 // re-rendered timestamp is not a new fact), a fact's free-text reason (of a
 // failure, cancellation, dispute or payout failure: the provider's wording,
-// which moves no money), and the provider and dedup key (equal by
+// which moves no money), the merchant's References (ids for the search),
+// and the provider and dedup key (equal by
 // construction when it is compared; so the hash of a row migration 00010
 // moved to provider paypal and an ipn: key still holds).
 // The facts are compared as a set, so a provider listing them in another
@@ -66,6 +67,24 @@ func (e Event) FactsHash() string {
 		h.Write(f)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FactsHashBeforeFailureAmounts is FactsHash as it was before a failure's
+// fact carried its attempted amount: the amount and currency of every
+// KindFailed fact left at zero. Adyen, PayPal (REST and IPN), Square and
+// Circle failures carry them since; a failure of theirs recorded before
+// holds this hash, and its redelivery, with the same facts, is a plain
+// duplicate (ingest.Redelivery compares both), not a conflict.
+func (e Event) FactsHashBeforeFailureAmounts() string {
+	facts := make([]Fact, len(e.Facts))
+	for i, f := range e.Facts {
+		if f.Kind == KindFailed {
+			f.Amount, f.Currency = 0, ""
+		}
+		facts[i] = f
+	}
+	e.Facts = facts
+	return e.FactsHash()
 }
 
 // field appends s length-prefixed, so that no two sequences of fields

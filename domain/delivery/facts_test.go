@@ -62,6 +62,7 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"Type", "PaymentKey", "Facts", "SubMerchant", // hashed
 		"Provider", "DedupKey", "OccurredAt", "PayloadHash", "Raw", // not facts
+		"References", // the merchant's ids, for the search: not facts
 	}, fields(delivery.Event{}))
 	assert.ElementsMatch(t, []string{
 		"Kind", "BusinessID", "Amount", "Fee", "Discount", "Currency", "Settlement", "Counted", // hashed

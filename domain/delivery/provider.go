@@ -112,6 +112,12 @@ type Event struct {
 	// (WeChat Pay sub_mchid); empty for a direct merchant. It is recorded on
 	// the payment's capture.
 	SubMerchant string
+	// References are the merchant's own ids of what the delivery is about
+	// (Alipay and WeChat Pay out_trade_no and out_refund_no, Adyen
+	// merchantReference): recorded with its events (their metadata) so
+	// that a payment is found by them. Not facts: FactsHash leaves them
+	// out, and they post nothing.
+	References []string
 }
 
 // Sentinel errors for normalization; adapters wrap them with %w and the

@@ -81,6 +81,9 @@ func storedDeliveries() []storedDelivery {
 		{"refund_closed", delivery.Event{Provider: "wechatpay", DedupKey: "wx_n_2", Type: "REFUND.CLOSED", PaymentKey: "4200001",
 			OccurredAt: storedAt, PayloadHash: "hash-wx-2", Raw: []byte(`{}`),
 			Facts: []delivery.Fact{{Kind: delivery.KindRefundClosed, BusinessID: "50300002", Amount: 100, Currency: "CNY", Reason: "CLOSED"}}}},
+		{"captured_referenced", delivery.Event{Provider: "alipay", DedupKey: "notify_3", Type: "TRADE_SUCCESS", PaymentKey: "2026112922003",
+			OccurredAt: storedAt, PayloadHash: "hash-alipay-3", Raw: []byte("notify_id=notify_3"), References: []string{"order-1"},
+			Facts: []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "2026112922003", Amount: 8800, Currency: "CNY"}}}},
 		{"payout_lines", delivery.PayoutLines("stripe", "po_1", "USD",
 			[]settlement.Counted{{Key: "settle:txn_1", Net: 9680}, {Key: "settle:txn_2", Net: -15}}, storedAt)},
 	}

@@ -386,7 +386,7 @@ func (d *decision) fact(f delivery.Fact) {
 		d.captured(f)
 	case delivery.KindFailed:
 		if !d.p.failed {
-			d.emit(Failed{Meta: d.meta, Reason: delivery.TruncateReason(f.Reason)})
+			d.emit(failedOf(d.meta, f)) // failed.go
 		}
 	case delivery.KindCanceled:
 		if !d.p.canceled {

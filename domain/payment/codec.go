@@ -56,6 +56,15 @@ type wireReason struct {
 	Reason string `json:"reason"`
 }
 
+// wireFailed adds the attempted amount to the failure's shape; both are
+// absent from failures written before they existed, and from those whose
+// provider reported no amount.
+type wireFailed struct {
+	wireReason
+	Amount   int64  `json:"amount,omitempty"`
+	Currency string `json:"currency,omitempty"`
+}
+
 type wireRefund struct {
 	wireMeta
 	RefundID   string `json:"refund_id"`
@@ -165,7 +174,7 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case FeeRecorded:
 		w = wireFee{toWireMeta(e.Meta), e.CaptureID, e.Fee, string(e.Currency)}
 	case Failed:
-		w = wireReason{toWireMeta(e.Meta), e.Reason}
+		w = wireFailed{wireReason{toWireMeta(e.Meta), e.Reason}, e.Amount, string(e.Currency)}
 	case Canceled:
 		w = wireReason{toWireMeta(e.Meta), e.Reason}
 	case RefundPending:
@@ -234,7 +243,9 @@ func Decode(typ string, data []byte) (Event, error) {
 			return FeeRecorded{Meta: m, CaptureID: w.CaptureID, Fee: w.Fee, Currency: money.Currency(w.Currency)}
 		})
 	case TypeFailed:
-		return decode(typ, data, func(w wireReason, m Meta) Event { return Failed{Meta: m, Reason: w.Reason} })
+		return decode(typ, data, func(w wireFailed, m Meta) Event {
+			return Failed{Meta: m, Reason: w.Reason, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		})
 	case TypeCanceled:
 		return decode(typ, data, func(w wireReason, m Meta) Event { return Canceled{Meta: m, Reason: w.Reason} })
 	case TypeRefundPending:

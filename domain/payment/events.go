@@ -114,10 +114,15 @@ type FeeRecorded struct {
 	Currency  money.Currency
 }
 
-// Failed: the payment attempt failed. Posts nothing.
+// Failed: the payment attempt failed. Posts nothing. Amount and Currency
+// are the attempted amount when the provider reported it (Stripe's
+// PaymentIntent amount, Adyen's AUTHORISATION amount.value, …); 0 and ""
+// when it did not, and in every failure recorded before they existed.
 type Failed struct {
 	Meta
-	Reason string
+	Reason   string
+	Amount   int64
+	Currency money.Currency
 }
 
 // Canceled: the authorization was voided. Posts nothing.

@@ -62,7 +62,7 @@ func wireOf(t *testing.T, typ string) reflect.Type {
 	t.Helper()
 	types := map[string]any{
 		TypeAuthorized: wireAuthorized{}, TypeCaptured: wireCaptured{}, TypeFeeRecorded: wireFee{},
-		TypeFailed: wireReason{}, TypeCanceled: wireReason{}, TypeRefundPending: wireRefund{},
+		TypeFailed: wireFailed{}, TypeCanceled: wireReason{}, TypeRefundPending: wireRefund{},
 		TypeRefundPosted: wireRefund{}, TypeRefundReversed: wireRefund{}, TypeDisputeOpened: wireDispute{},
 		TypeDisputeWon: wireDisputeWon{}, TypeDisputeInquiry: wireDisputeInquiry{},
 		TypeDisputeFundsWithdrawn: wireDispute{}, TypeDisputeFundsReinstated: wireDispute{},

@@ -42,6 +42,7 @@ func storedEvents() []storedEvent {
 		{"payment.captured", Captured{Meta: m, CaptureID: "ch_1", Amount: 1000, Fee: 30, Currency: "USD"}},
 		{"payment.fee_recorded", FeeRecorded{Meta: m, CaptureID: "ch_1", Fee: 117, Currency: "USD"}},
 		{"payment.failed", Failed{Meta: m, Reason: `card_declined: "do <not> honor" & café`}},
+		{"payment.failed.amount", Failed{Meta: m, Reason: "card_declined", Amount: 900, Currency: "USD"}},
 		{"payment.canceled", Canceled{Meta: m, Reason: "requested_by_customer"}},
 		{"refund.pending", RefundPending{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD"}},
 		{"refund.posted", RefundPosted{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD", WasPending: true}},

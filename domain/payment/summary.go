@@ -16,7 +16,10 @@ type Summary struct {
 	DisputeOpen    int64 // disputed and not yet decided
 	DisputeLost    int64
 	Failed         bool
-	Canceled       bool
+	// FailedAmount is the attempted amount of the payment's failure, when
+	// its provider reported it (in Currency); it moves no money.
+	FailedAmount int64
+	Canceled     bool
 }
 
 // Apply folds one event into the summary. Events that do not change amounts
@@ -40,6 +43,7 @@ func (s *Summary) Apply(e Event) {
 		s.Fees = add(s.Fees, e.Fee)
 	case Failed:
 		s.Failed = true
+		s.failedAttempt(e)
 	case Canceled:
 		s.Canceled = true
 	case RefundPending:
@@ -82,6 +86,19 @@ func (s *Summary) Apply(e Event) {
 			s.DisputeOpen = add(s.DisputeOpen, -e.Amount)
 		}
 		s.DisputeLost = add(s.DisputeLost, e.Amount)
+	}
+}
+
+// failedAttempt keeps a failure's attempted amount, in the payment's
+// currency only: a payment has one currency, and an attempt in another
+// (none has been seen) would show under the wrong one.
+func (s *Summary) failedAttempt(e Failed) {
+	if e.Currency == "" {
+		return
+	}
+	s.currency(e.Currency)
+	if s.Currency == e.Currency {
+		s.FailedAmount = e.Amount
 	}
 }
 

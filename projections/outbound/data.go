@@ -20,6 +20,9 @@ func paymentData(e payment.Event) map[string]any {
 	case payment.FeeRecorded:
 		return amounts(map[string]any{"capture_id": e.CaptureID, "fee": e.Fee}, e.Fee, e.Currency)
 	case payment.Failed:
+		if e.Currency != "" { // the attempted amount, when the provider reported it
+			return amounts(map[string]any{"reason": e.Reason}, e.Amount, e.Currency)
+		}
 		return map[string]any{"reason": e.Reason}
 	case payment.Canceled:
 		return map[string]any{"reason": e.Reason}

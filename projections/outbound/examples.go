@@ -42,7 +42,7 @@ func exampleEvents() []struct {
 		{pay, payment.Authorized{Meta: m, AuthorizationID: "pi_123", Amount: 1000, Currency: "USD"}},
 		{pay, payment.Captured{Meta: m, CaptureID: "ch_1", Amount: 1000, Fee: 59, Currency: "USD"}},
 		{pay, payment.FeeRecorded{Meta: m, CaptureID: "ch_1", Fee: 59, Currency: "USD"}},
-		{pay, payment.Failed{Meta: m, Reason: "card_declined"}},
+		{pay, payment.Failed{Meta: m, Reason: "card_declined", Amount: 1000, Currency: "USD"}},
 		{pay, payment.Canceled{Meta: m, Reason: "requested_by_customer"}},
 		{pay, payment.RefundPending{Meta: m, RefundID: "re_1", Amount: 400, Currency: "USD"}},
 		{pay, payment.RefundPosted{Meta: m, RefundID: "re_1", Amount: 400, Currency: "USD"}},

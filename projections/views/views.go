@@ -108,6 +108,22 @@ type Payment struct {
 	UpdatedAt time.Time
 }
 
+// PaymentID is one payment_ids row: a business id (an authorization,
+// capture, refund or dispute id, a settlement line's id) and the payment
+// stream it names, with what kind of id it is there.
+type PaymentID struct {
+	BusinessID string
+	StreamID   string
+	Kind       string
+}
+
+// PaymentHit is a payment a search found, with the kinds of id that
+// matched ("capture", "refund", …).
+type PaymentHit struct {
+	Payment
+	Kinds []string
+}
+
 // PaymentFilter selects a page of payments, most recently active first
 // (the console's search). Empty fields do not filter.
 type PaymentFilter struct {

@@ -816,6 +816,9 @@ type PaymentAmounts struct {
 	// Disputed Integer minor units.
 	Disputed *int64 `json:"disputed,omitempty"`
 
+	// FailedAttempt Integer minor units: the amount a failed attempt was for, when its provider reported it (0 otherwise). It moves no money.
+	FailedAttempt *int64 `json:"failed_attempt,omitempty"`
+
 	// Fees Integer minor units.
 	Fees *int64 `json:"fees,omitempty"`
 

@@ -74,8 +74,14 @@ var tableSpecs = map[string]tableSpec{
 		key: []string{"provider", "payment_id"},
 		compare: []string{"stream_id", "status", "currency", "authorized_amount", "captured_amount", "fee_amount",
 			"refunded_amount", "refund_pending_amount", "dispute_open_amount", "dispute_lost_amount",
-			"failed", "canceled", "version", "updated_at"},
+			"failed", "canceled", "version", "updated_at", "failed_amount"},
 		group:     []string{"provider", "coalesce(currency, '')", "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"},
+		eagerKeys: true,
+	},
+	// Written with ON CONFLICT DO NOTHING; rows are never updated.
+	"payment_ids": {
+		key:       []string{"business_id", "stream_id", "kind"},
+		group:     []string{"kind"},
 		eagerKeys: true,
 	},
 	"reconciliation_items": {

@@ -385,11 +385,19 @@ func normalize(it item) (delivery.Event, error) {
 	if orig := string(it.OriginalRef); orig != "" {
 		ev.PaymentKey = orig
 	}
+	ev.AddReferences(string(it.MerchantRef)) // the merchant's order: found by the console's search
 
 	var kinds []delivery.Kind
 	if success == "false" {
 		if code == "AUTHORISATION" {
-			ev.Facts = []delivery.Fact{{Kind: delivery.KindFailed, Reason: it.Reason}}
+			f := delivery.Fact{Kind: delivery.KindFailed, Reason: it.Reason}
+			// The refused authorisation's amount, when it reads: kept with
+			// the failure (it posts nothing), so a bad one does not refuse
+			// a notification that was always accepted.
+			if value, cur, err := amountOf(it); err == nil {
+				f.Amount, f.Currency = value, cur
+			}
+			ev.Facts = []delivery.Fact{f}
 		}
 		// A failed modification changed nothing: recorded, posts nothing.
 		return ev, nil

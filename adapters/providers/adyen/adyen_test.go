@@ -123,7 +123,7 @@ func TestFailuresAndCancellation(t *testing.T) {
 	require.NoError(t, err)
 	checkEvents(t, evs, []wantEvent{
 		{"R7KZ2V7G3HN2WN82:AUTHORISATION:false", "AUTHORISATION", "R7KZ2V7G3HN2WN82",
-			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "Not enough balance"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Amount: 4200, Currency: "USD", Reason: "Not enough balance"}}},
 		{"M8V5VX3SCNGXGN82:CANCELLATION:true", "CANCELLATION", "T3WBXQ6C5JGXGN82",
 			[]delivery.Fact{{Kind: delivery.KindCanceled}}},
 		{"G9QW5M3DPV2WN82:REFUND:false", "REFUND", "QFQTPCQ8HXSKGK82", nil},

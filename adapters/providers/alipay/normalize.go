@@ -57,6 +57,7 @@ func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 		return delivery.Event{}, fmt.Errorf("%w: trade_status", delivery.ErrMissingField)
 	}
 	ev.Type = n.TradeStatus
+	ev.AddReferences(n.OutTradeNo) // the merchant's order: found by the console's search
 	capture := n.TradeStatus == StatusTradeSuccess || n.TradeStatus == StatusTradeFinished
 	if n.RefundFee.Set {
 		if n.OutBizNo == "" {

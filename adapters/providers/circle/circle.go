@@ -271,7 +271,13 @@ func paymentFacts(ev *delivery.Event, p paymentObj) error {
 		}
 		ev.Facts = []delivery.Fact{{Kind: delivery.KindAuthorized, Amount: amt, Currency: cur}}
 	case "failed":
-		ev.Facts = []delivery.Fact{{Kind: delivery.KindFailed, Reason: p.ErrorCode}}
+		f := delivery.Fact{Kind: delivery.KindFailed, Reason: p.ErrorCode}
+		// The attempted amount, kept with the failure when it reads; it
+		// posts nothing.
+		if amt, cur, err := parseAmount(p.Amount, "notification.amount"); err == nil {
+			f.Amount, f.Currency = amt, cur
+		}
+		ev.Facts = []delivery.Fact{f}
 	}
 	return nil
 }

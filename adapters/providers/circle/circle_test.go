@@ -112,7 +112,7 @@ func TestParseSamples(t *testing.T) {
 		{"payment_paid.json", "7c2d8e1f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", pay,
 			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: pay, Amount: 1000, Fee: 59, Currency: "USD"}}},
 		{"payment_failed.json", "9e8d7c6b-5a4f-4e3d-2c1b-0a9f8e7d6c5b", "d1c4a3b2-0f9e-4d8c-b7a6-5e4f3a2b1c0d",
-			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "card_not_honored"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Amount: 1000, Currency: "USD", Reason: "card_not_honored"}}},
 		{"refund_paid.json", "3a4b5c6d-7e8f-4a0b-9c1d-2e3f4a5b6c7d", pay,
 			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "2cdc2e29-0c3a-4b51-8f1f-5d9a4e6c7b80", Amount: 250, Currency: "USD"}}},
 		{"chargeback_first.json", "6b7c8d9e-0f1a-4b2c-8d3e-4f5a6b7c8d9e", pay,

@@ -41,6 +41,12 @@ type paymentResource struct {
 	StatusDetails *struct {
 		Reason string `json:"reason"`
 	} `json:"status_details"`
+	// The order the capture belongs to, and the merchant's invoice id: the
+	// merchant's references, found by the console's search. Raw, read at
+	// best (references.go): a shape no fact depends on never refuses a
+	// delivery.
+	Supplementary json.RawMessage `json:"supplementary_data"`
+	InvoiceID     json.RawMessage `json:"invoice_id"`
 }
 
 type disputeResource struct {
@@ -105,6 +111,7 @@ func normalize(raw []byte) (delivery.Event, error) {
 }
 
 func paymentEvent(ev *delivery.Event, typ string, res paymentResource) error {
+	addReferences(ev, res) // references.go
 	switch typ {
 	case "PAYMENT.CAPTURE.COMPLETED":
 		ev.PaymentKey = res.ID
@@ -128,6 +135,11 @@ func paymentEvent(ev *delivery.Event, typ string, res paymentResource) error {
 	case "PAYMENT.CAPTURE.DENIED":
 		ev.PaymentKey = res.ID
 		f := delivery.Fact{Kind: delivery.KindFailed}
+		// The denied capture's amount (a capture resource always carries
+		// one), kept with the failure when it reads; it posts nothing.
+		if amt, cur, err := parseAmount(res.Amount, "resource.amount"); err == nil {
+			f.Amount, f.Currency = amt, cur
+		}
 		if res.StatusDetails != nil {
 			f.Reason = res.StatusDetails.Reason
 		}

@@ -85,7 +85,7 @@ func TestParseSamples(t *testing.T) {
 		{"capture_completed.json", "WH-2WR32451HC0233532-67976317FL4543714", "PAYMENT.CAPTURE.COMPLETED", "42311647XV020574X",
 			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: "42311647XV020574X", Amount: 1000, Fee: 79, Currency: "USD"}}},
 		{"capture_denied.json", "WH-4SW78779LY2325805-07E03580SX1414828", "PAYMENT.CAPTURE.DENIED", "7NW873794T343360M",
-			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "BUYER_COMPLAINT"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Amount: 251, Currency: "AUD", Reason: "BUYER_COMPLAINT"}}},
 		{"capture_refunded.json", "WH-1GE84257G0350133W-6RW800890C634293G", "PAYMENT.CAPTURE.REFUNDED", "42311647XV020574X",
 			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "1Y107995YT783435V", Amount: 250, Currency: "USD"}}},
 		{"capture_reversed.json", "WH-6F207351SC284371F-0KX52201050121307", "PAYMENT.CAPTURE.REVERSED", "42311647XV020574X", nil},

@@ -287,6 +287,9 @@ func addFact(ev *delivery.Event, kind delivery.Kind, fields map[string]string) e
 	switch kind {
 	case delivery.KindFailed, delivery.KindCanceled:
 		fact.Reason = status
+		if kind == delivery.KindFailed {
+			failedAmount(&fact, fields) // failed.go
+		}
 		ev.Facts = []delivery.Fact{fact}
 		return nil
 	case delivery.KindAuthorized:

@@ -51,7 +51,7 @@ func TestParseSamples(t *testing.T) {
 		{"pending_authorization.txt", "5HX63217YB0841931:Pending", "Pending", "5HX63217YB0841931", time.Date(2026, 11, 29, 7, 59, 59, 0, time.UTC),
 			[]delivery.Fact{{Kind: delivery.KindAuthorized, Amount: 4200, Currency: "EUR", Reason: "authorization"}}},
 		{"denied_windows1252.txt", "9KD59622XT1948720:Denied", "Denied", "9KD59622XT1948720", time.Date(2026, 11, 1, 9, 30, 0, 0, time.UTC),
-			[]delivery.Fact{{Kind: delivery.KindFailed, Reason: "Denied"}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Amount: 1200, Currency: "USD", Reason: "Denied"}}},
 		{"new_case.txt", pay + ":new_case:PP-D-1234", "new_case", pay, time.Date(2026, 7, 1, 15, 0, 0, 0, time.UTC), nil},
 	}
 	for _, c := range cases {

@@ -260,7 +260,13 @@ func paymentFacts(ev *delivery.Event, p payment) error {
 		}
 		ev.Facts = []delivery.Fact{{Kind: delivery.KindAuthorized, Amount: amt, Currency: cur}}
 	case "FAILED":
-		ev.Facts = []delivery.Fact{{Kind: delivery.KindFailed}}
+		f := delivery.Fact{Kind: delivery.KindFailed}
+		// The attempted amount_money, kept with the failure when it reads;
+		// it posts nothing.
+		if amt, cur, err := parseMoney(p.AmountMoney, field+".amount_money"); err == nil {
+			f.Amount, f.Currency = amt, cur
+		}
+		ev.Facts = []delivery.Fact{f}
 	case "CANCELED":
 		ev.Facts = []delivery.Fact{{Kind: delivery.KindCanceled}}
 	}

@@ -89,7 +89,7 @@ func TestParseSamples(t *testing.T) {
 		{"payment_updated_completed.json", "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc", pay,
 			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: pay, Amount: 1200, Fee: 65, Currency: "USD"}}},
 		{"payment_updated_failed.json", "d5f2c0b4-44d4-4d2b-9a07-2b7f4a5de9d1", pay,
-			[]delivery.Fact{{Kind: delivery.KindFailed}}},
+			[]delivery.Fact{{Kind: delivery.KindFailed, Amount: 1000, Currency: "USD"}}},
 		{"payment_updated_canceled.json", "0c2a7f61-9f6b-4f52-8d3e-7a1c4b9e2f10", pay,
 			[]delivery.Fact{{Kind: delivery.KindCanceled}}},
 		{"refund_created_pending.json", "d9b6f1a0-5bd8-4f3e-bb0a-5f0d12b3c1e2", pay, nil},

@@ -271,8 +271,10 @@ func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 	switch {
 	case n.EventType == EventTransactionSuccess && n.Transaction != nil:
 		err = transactionFacts(&ev, *n.Transaction)
+		ev.AddReferences(n.Transaction.OutTradeNo) // the merchant's ids: found by the console's search
 	case n.Refund != nil:
 		err = refundFacts(&ev, *n.Refund)
+		ev.AddReferences(n.Refund.OutTradeNo, n.Refund.OutRefundNo)
 	}
 	if err != nil {
 		return delivery.Event{}, err
