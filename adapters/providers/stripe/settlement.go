@@ -431,6 +431,16 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		if src.AmountCaptured != nil && category == "charge" {
 			amt = src.AmountCaptured
 		}
+		// In the balance's own currency nothing was converted: the
+		// presentment amount is the gross. A partially captured charge
+		// (Stripe before 2025-03-31.basil) has a balance transaction "for
+		// the full amount of the authorization" and another
+		// (partial_capture_reversal) "reversing the uncaptured portion"
+		// [docs.stripe.com/reports/reporting-categories]: its gross is the
+		// authorization, not amount_captured, and the line is not refused.
+		if sameAsBalance := strings.EqualFold(src.Currency, bt.Currency); sameAsBalance {
+			amt = nil
+		}
 		if amt != nil && src.Currency != "" {
 			oc, err := report.Currency(src.Currency)
 			if err != nil {
