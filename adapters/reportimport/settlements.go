@@ -55,7 +55,7 @@ type Importer struct {
 	// Links, when set, links lines whose report does not name their
 	// payment (report.Options.Link): a Stripe report without
 	// payment_intent_id. Without it such a file is refused.
-	Links Linker
+	Links  Linker
 	Ingest Ingester
 	// Parsers are the report parsers by provider name (registry.Reports):
 	// a provider without one has no report importer (ErrUnknownProvider).
