@@ -431,14 +431,10 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		if src.AmountCaptured != nil && category == "charge" {
 			amt = src.AmountCaptured
 		}
-		// In the balance's own currency nothing was converted: the
-		// presentment amount is the gross. A partially captured charge
-		// (Stripe before 2025-03-31.basil) has a balance transaction "for
-		// the full amount of the authorization" and another
-		// (partial_capture_reversal) "reversing the uncaptured portion"
-		// [docs.stripe.com/reports/reporting-categories]: its gross is the
-		// authorization, not amount_captured, and the line is not refused.
-		if sameAsBalance := strings.EqualFold(src.Currency, bt.Currency); sameAsBalance {
+		// Unconverted, the presentment amount is the gross: a partial
+		// capture's charge BT is "for the full amount of the authorization"
+		// [docs.stripe.com/reports/reporting-categories], not amount_captured.
+		if strings.EqualFold(src.Currency, bt.Currency) {
 			amt = nil
 		}
 		if amt != nil && src.Currency != "" {
