@@ -43,8 +43,19 @@ type Candidates interface {
 	UnsettledCandidates(ctx context.Context, provider string, cutoff time.Time) ([]string, error)
 }
 
+// Linker finds the payment of a line whose report does not name it: the
+// payment key the inbox holds the line under (lineKey: its dedup key), else
+// the one the provider's webhooks gave its capture (a read of the inbox).
+type Linker interface {
+	LinkedPayment(ctx context.Context, provider, lineKey, captureID string) (paymentKey string, ok bool, err error)
+}
+
 // Importer imports report files.
 type Importer struct {
+	// Links, when set, links lines whose report does not name their
+	// payment (report.Options.Link): a Stripe report without
+	// payment_intent_id. Without it such a file is refused.
+	Links  Linker
 	Ingest Ingester
 	// Parsers are the report parsers by provider name (registry.Reports):
 	// a provider without one has no report importer (ErrUnknownProvider).
@@ -120,6 +131,7 @@ func (im *Importer) parser(provider string) (report.Parser, error) {
 // file is malformed; with another error (storage unavailable) some lines
 // may be recorded: importing the file again completes it.
 func (im *Importer) Import(ctx context.Context, provider string, src Source, opt report.Options) (Summary, error) {
+	opt = im.linking(ctx, provider, opt)
 	r, err := src()
 	if err != nil {
 		return Summary{}, err
@@ -136,6 +148,17 @@ func (im *Importer) Import(ctx context.Context, provider string, src Source, opt
 	defer r.Close()
 	parse, _ := im.parser(provider) // Validate found it
 	return im.Record(ctx, provider, func(fn report.Func) error { return parse(r, opt, fn) })
+}
+
+// linking returns opt with its Link set to the importer's Linker, unless
+// the caller set one.
+func (im *Importer) linking(ctx context.Context, provider string, opt report.Options) report.Options {
+	if opt.Link == nil && im.Links != nil {
+		opt.Link = func(lineKey, captureID string) (string, bool, error) {
+			return im.Links.LinkedPayment(ctx, provider, lineKey, captureID)
+		}
+	}
+	return opt
 }
 
 // Record records the lines walk hands it (a parsed file, or lines pulled

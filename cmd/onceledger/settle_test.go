@@ -165,3 +165,34 @@ func TestSettleSyncStripe(t *testing.T) {
 	require.NoError(t, a.Pool().QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = 'payment.captured'`).Scan(&captures))
 	assert.Equal(t, int64(3), captures, "each capture recorded once, from its line")
 }
+
+// settle sync stripe imports a payout holding a partial capture (issue 24,
+// item 5): the Balance Transactions list is no longer refused whole; both
+// of the charge's transactions are recorded, and the payout's lines add up
+// to what Stripe paid (60.00 captured less the 2.04 fee).
+func TestSettleSyncStripePartialCapture(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	g := settleGlobals(url)
+	fake := stripefake.New("sk_test_sync")
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	l := settlement.Line{Provider: "stripe", Kind: settlement.KindCharge, SourceType: "charge", LineID: "txn_pc_charge",
+		PaymentKey: "pi_pc", CaptureID: "ch_pc", Gross: 10000, Fee: 204, Net: 9796,
+		Currency: "USD", OriginalAmount: 10000, OriginalCurrency: "USD", PayoutID: "po_pc", OccurredAt: at}
+	charge, reversal := stripefake.PartialCapture(l, 6000, "txn_pc_reversal", "re_pc")
+	require.NoError(t, fake.AddBalanceTransaction("po_pc", charge))
+	require.NoError(t, fake.AddBalanceTransaction("po_pc", reversal))
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cmd := &settleSyncStripeCmd{Config: stripeapi.Config{APIKey: "sk_test_sync", APIBase: srv.URL}, Payout: "po_pc"}
+	require.NoError(t, cmd.Run(g, &settleCmd{UnsettledAfter: 168 * time.Hour}))
+
+	a, err := app.New(context.Background(), app.Config{DatabaseURL: url})
+	require.NoError(t, err)
+	defer a.Close()
+	var lines, net int64
+	require.NoError(t, a.Pool().QueryRow(context.Background(),
+		`SELECT count(*), coalesce(sum((normalized #>> '{facts,0,settlement,Net}')::bigint), 0) FROM webhook_inbox
+		 WHERE event_type LIKE 'settlement.%' AND dedup_key LIKE 'settle:txn_pc_%'`).Scan(&lines, &net))
+	assert.Equal(t, int64(2), lines)
+	assert.Equal(t, int64(6000-204), net)
+}

@@ -45,6 +45,8 @@ type wireFact struct {
 	Settlement *settlement.Line `json:"settlement,omitempty"`
 	// Counted: a payout-lines delivery's lines (settlement.Counted's tags).
 	Counted []settlement.Counted `json:"counted,omitempty"`
+	// LegacyID: absent from rows written before it existed.
+	LegacyID string `json:"legacy_id,omitempty"`
 }
 
 // EncodeNormalized returns the stored form of e's normalized delivery: its
@@ -55,7 +57,7 @@ func EncodeNormalized(e Event) ([]byte, error) {
 		SubMerchant: e.SubMerchant, References: e.References}
 	for i, f := range e.Facts {
 		w.Facts[i] = wireFact{Kind: string(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
-			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted}
+			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted, LegacyID: f.LegacyID}
 	}
 	return json.Marshal(w)
 }
@@ -73,7 +75,8 @@ func DecodeNormalized(b []byte) (Event, error) {
 		SubMerchant: w.SubMerchant, References: w.References}
 	for _, f := range w.Facts {
 		e.Facts = append(e.Facts, Fact{Kind: Kind(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
-			Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted})
+			Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted,
+			LegacyID: f.LegacyID})
 	}
 	return e, nil
 }

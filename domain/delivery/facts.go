@@ -23,6 +23,8 @@ import (
 // and the provider and dedup key (equal by
 // construction when it is compared; so the hash of a row migration 00010
 // moved to provider paypal and an ipn: key still holds).
+// A fact with a LegacyID (Fact.LegacyID) is hashed with it in place of its
+// BusinessID: the id it was stored under before its derivation changed.
 // The facts are compared as a set, so a provider listing them in another
 // order says the same thing.
 func (e Event) FactsHash() string {
@@ -30,7 +32,13 @@ func (e Event) FactsHash() string {
 	for _, f := range e.Facts {
 		var b []byte
 		b = field(b, string(f.Kind))
-		b = field(b, f.BusinessID)
+		id := f.BusinessID
+		if f.LegacyID != "" {
+			// The id the fact was stored under before its derivation
+			// changed (Fact.LegacyID): stored hashes still hold.
+			id = f.LegacyID
+		}
+		b = field(b, id)
 		b = field(b, strconv.FormatInt(f.Amount, 10))
 		b = field(b, strconv.FormatInt(f.Fee, 10))
 		b = field(b, string(f.Currency))

@@ -66,6 +66,7 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 	}, fields(delivery.Event{}))
 	assert.ElementsMatch(t, []string{
 		"Kind", "BusinessID", "Amount", "Fee", "Discount", "Currency", "Settlement", "Counted", // hashed
-		"Reason", // free text: not a fact
+		"Reason",   // free text: not a fact
+		"LegacyID", // hashed in BusinessID's place when set
 	}, fields(delivery.Fact{}))
 }

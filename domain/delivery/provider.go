@@ -96,6 +96,14 @@ type Fact struct {
 	// Counted: KindPayoutLines only: lines of the payout BusinessID as a
 	// report listed them (settled.go).
 	Counted []settlement.Counted
+	// LegacyID: the business id an adapter gave this fact before the id was
+	// derived anew (PayPal disputes: the REST dispute id, before one id
+	// derived from the disputed capture served both channels). A payment
+	// that knows the fact under LegacyID, and not under BusinessID, goes on
+	// with LegacyID, so facts recorded before the change stay one fact; and
+	// FactsHash hashes LegacyID in BusinessID's place, so a redelivery of a
+	// delivery stored before the change is a plain duplicate. Empty: none.
+	LegacyID string
 }
 
 // Event is one verified, normalized delivery.

@@ -374,6 +374,7 @@ func (d *decision) emit(e Event) {
 }
 
 func (d *decision) fact(f delivery.Fact) {
+	f = d.p.knownAs(f)
 	if d.settlement(f) { // settle.go: a settlement line, or a webhook fact a line reported first
 		d.overRefund()
 		d.overReversal()
@@ -409,6 +410,25 @@ func (d *decision) fact(f delivery.Fact) {
 	// over_reversal items in step whatever the order.
 	d.overRefund()
 	d.overReversal()
+}
+
+// knownAs returns f under the business id the payment knows its fact by:
+// its LegacyID when the payment recorded the dispute under that id and not
+// under BusinessID (delivery.Fact.LegacyID), so that a dispute recorded
+// before its id was derived anew is still one dispute.
+func (p *Payment) knownAs(f delivery.Fact) delivery.Fact {
+	if f.LegacyID == "" || f.LegacyID == f.BusinessID {
+		return f
+	}
+	switch f.Kind {
+	case delivery.KindDisputeOpened, delivery.KindDisputeInquiry, delivery.KindDisputeFundsReinstated,
+		delivery.KindDisputeWon, delivery.KindDisputeLost:
+		_, current := p.disputes[f.BusinessID]
+		if _, old := p.disputes[f.LegacyID]; old && !current {
+			f.BusinessID = f.LegacyID
+		}
+	}
+	return f
 }
 
 func (d *decision) flagOnce(kind, key, details string) {

@@ -54,10 +54,15 @@ type settleState struct {
 	// capturedAt: when each capture happened (its OccurredAt), for the
 	// unsettled check.
 	capturedAt map[string]time.Time
+	// uncaptured: by capture id, the uncaptured parts of partially
+	// captured charges that partial capture reversal lines reversed
+	// (settlement.SourcePartialCaptureReversal), positive.
+	uncaptured map[string]int64
 }
 
 type settledFact struct {
 	line             string // dedup key of the first line reporting the fact
+	amount           int64  // its original amount, unsigned
 	fee              int64  // the line's fee, settlement currency
 	currency         money.Currency
 	originalCurrency money.Currency
@@ -69,6 +74,7 @@ func (s *settleState) init() {
 		s.settled = map[reconKey]settledFact{}
 		s.hooked = map[string]disputeFacts{}
 		s.capturedAt = map[string]time.Time{}
+		s.uncaptured = map[string]int64{}
 	}
 }
 
@@ -90,8 +96,12 @@ func (p *Payment) applySettlement(e Event) {
 	if id := l.BusinessID(); id != "" {
 		k := reconKey{string(l.Kind), id}
 		if _, seen := p.settle.settled[k]; !seen {
-			p.settle.settled[k] = settledFact{line: l.DedupKey(), fee: l.Fee, currency: l.Currency, originalCurrency: l.OriginalCurrency}
+			p.settle.settled[k] = settledFact{line: l.DedupKey(), amount: abs(l.OriginalAmount), fee: l.Fee,
+				currency: l.Currency, originalCurrency: l.OriginalCurrency}
 		}
+	}
+	if partialCaptureReversal(l) {
+		p.settle.uncaptured[l.CaptureID] = p.add(p.settle.uncaptured[l.CaptureID], abs(l.Gross))
 	}
 }
 
@@ -138,7 +148,48 @@ func (d *decision) settleLine(l settlement.Line) {
 		d.emit(Converted{Meta: d.meta, LineID: l.DedupKey(), SettledAmount: l.Net, SettledCurrency: l.Currency,
 			ExchangeRate: l.ExchangeRate})
 	}
+	if partialCaptureReversal(l) {
+		d.settleUncaptured(l)
+	}
 	// payout, adjustment: recorded, counted in their payout; no posting.
+}
+
+// partialCaptureReversal: l reverses the uncaptured part of its capture.
+func partialCaptureReversal(l settlement.Line) bool {
+	return l.Kind == settlement.KindAdjustment && l.SourceType == settlement.SourcePartialCaptureReversal &&
+		l.CaptureID != "" && l.Currency == l.OriginalCurrency
+}
+
+// authorizationOf reports whether a charge line of amount for capture id,
+// recorded with the captured amount recorded (a webhook's amount_captured),
+// is the capture's authorization: its amount is the capture's plus the
+// uncaptured parts reversed so far (settlement.SourcePartialCaptureReversal).
+func (p *Payment) authorizationOf(id string, amount, recorded int64) bool {
+	u := p.settle.uncaptured[id]
+	return u > 0 && amount == money.SaturatingAdd(recorded, u)
+}
+
+// settleUncaptured records a partial capture reversal line. When the
+// capture was recorded with its captured amount (a webhook's
+// amount_captured) and its charge line, the authorization, came before
+// and was flagged settlement_mismatch, the reversal accounts for the
+// difference: the charge line's fee posts now (once, as with any charge
+// line) and the item clears. A capture recorded from its charge line alone
+// keeps the authorization's amount (not reduced here; see
+// docs/settlement.md).
+func (d *decision) settleUncaptured(l settlement.Line) {
+	p, id := d.p, l.CaptureID
+	s, ok := p.settle.settled[reconKey{string(settlement.KindCharge), id}]
+	recorded, captured := p.captures[id]
+	k := reconKey{ReconSettlementMismatch, id}
+	if !ok || !captured || !p.open[k] || s.currency != s.originalCurrency || !p.authorizationOf(id, s.amount, recorded) {
+		return
+	}
+	if p.fees[id] == 0 && s.fee != 0 {
+		d.emit(FeeRecorded{Meta: d.meta, CaptureID: id, Fee: s.fee, Currency: s.currency})
+	}
+	d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
+		"partial capture: the uncaptured %s was reversed by line %s", money.FormatMinor(p.settle.uncaptured[id], l.Currency), l.DedupKey())})
 }
 
 func abs(v int64) int64 {
@@ -211,6 +262,9 @@ func (d *decision) settleCapture(l settlement.Line) {
 	}
 	amount, cur := abs(l.OriginalAmount), l.OriginalCurrency
 	if recorded, ok := p.captures[id]; ok {
+		if cur == p.currency && p.authorizationOf(id, amount, recorded) {
+			amount = recorded // a partial capture: the line is its authorization
+		}
 		if cur != p.currency || amount != recorded {
 			d.mismatch(l, recorded, p.currency)
 			return

@@ -99,6 +99,14 @@ const (
 // line it was found at (its Key). A stored name: never change it.
 const SourceBalanceGap = "balance_gap"
 
+// SourcePartialCaptureReversal is the SourceType of an adjustment line
+// that reverses the uncaptured part of capture CaptureID (Stripe's
+// reporting_category partial_capture_reversal: a partially captured charge
+// has a charge line "for the full amount of the authorization" and this one
+// "reversing the uncaptured portion", docs.stripe.com/reports/
+// reporting-categories). A stored name: never change it.
+const SourcePartialCaptureReversal = "partial_capture_reversal"
+
 // Kinds lists every kind, for validation and for readers' filters.
 func Kinds() []Kind {
 	return []Kind{KindCharge, KindRefund, KindDispute, KindDisputeReversal, KindFee, KindPayout, KindFX, KindAdjustment}

@@ -131,3 +131,30 @@ func (s *Store) OpenItemCounts(ctx context.Context) (map[string]int64, error) {
 		})
 	return out, err
 }
+
+// LinkedPayment returns the payment a settlement line of provider belongs
+// to when the report does not name it (reportimport.Linker): the payment
+// key under which the inbox already holds the line itself (lineKey, its
+// dedup key: a line recorded before keeps the stream it was recorded in,
+// so importing its file again changes nothing), else the payment key the
+// provider's webhooks gave captureID (a capture, authorization or failure
+// of that charge; the first seen). ok is false when neither is known.
+func (s *Store) LinkedPayment(ctx context.Context, provider, lineKey, captureID string) (string, bool, error) {
+	var key string
+	found := false
+	err := s.each(ctx, "linked payment", `
+		SELECT payment_key FROM (
+		    SELECT 0 AS rank, normalized->>'payment_key' AS payment_key FROM webhook_inbox
+		    WHERE provider = $1 AND dedup_key = $2 AND normalized->>'payment_key' <> ''
+		    UNION ALL
+		    (SELECT 1, normalized->>'payment_key' FROM webhook_inbox
+		     WHERE provider = $1 AND normalized #>> '{facts,0,business_id}' = $3
+		       AND normalized #>> '{facts,0,kind}' IN ('captured', 'authorized', 'failed')
+		       AND status IN ('applied', 'received') AND normalized->>'payment_key' <> ''
+		     ORDER BY first_seen_at LIMIT 1)
+		) q ORDER BY rank LIMIT 1`, []any{provider, lineKey, captureID}, []any{&key}, func() error {
+		found = true
+		return nil
+	})
+	return key, found, err
+}

@@ -121,3 +121,116 @@ func TestPayPalDisputeHoldAndRelease(t *testing.T) {
 	}
 	assert.Zero(t, receivable(), "released")
 }
+
+// ipnReversal is a VERIFIED-to-be IPN chargeback of the fixtures' capture:
+// payment_status Reversed, reason_code chargeback, parent_txn_id the capture.
+func ipnReversal(status, txn, gross string) []byte {
+	return []byte(strings.Join([]string{
+		"mc_gross=" + gross, "payment_status=" + status, "charset=UTF-8", "mc_fee=0.00",
+		"payment_date=02%3A00%3A03+Dec+01%2C+2026+PST", "txn_id=" + txn, "parent_txn_id=42311647XV020574X",
+		"reason_code=chargeback", "mc_currency=USD", "receiver_email=seller%40onceledger.example",
+	}, "&"))
+}
+
+func disputeLedger(history []payment.Event) (opened int, receivable int64) {
+	for _, e := range history {
+		if _, ok := e.(payment.DisputeOpened); ok {
+			opened++
+		}
+		for _, p := range payment.Postings(e) {
+			if p.Account == ledger.DisputeReceivable("paypal") {
+				receivable += p.Amount
+			}
+		}
+	}
+	return opened, receivable
+}
+
+// A chargeback PayPal reports on both channels (REST CUSTOMER.DISPUTE.CREATED
+// and an IPN Reversed naming the capture as parent) is one dispute, in
+// either order: both channels derive its id from the disputed capture.
+func TestPayPalChargebackOnBothChannelsIsOneDispute(t *testing.T) {
+	s := testSigners(t)
+	rest := adapter(t, s[0].certPEM)
+	ipn, err := paypalipn.New([]string{"seller@onceledger.example"})
+	require.NoError(t, err)
+	parse := func(body []byte, signedREST bool) delivery.Event {
+		var evs []delivery.Event
+		var err error
+		if signedREST {
+			evs, err = rest.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
+		} else {
+			evs, err = ipn.Parse(providers.Request{Body: body, Now: now})
+		}
+		require.NoError(t, err)
+		require.Len(t, evs, 1)
+		return evs[0]
+	}
+	capture := parse(providertest.Fixture(t, "capture_completed.json"), true)
+	restDispute := parse(providertest.Fixture(t, "dispute_created.json"), true)
+	ipnDispute := parse(ipnReversal("Reversed", "8BA40285PP9182419", "-10.00"), false)
+	ipnWon := parse(ipnReversal("Canceled_Reversal", "5XY40285PP9182419", "10.00"), false)
+	restWon := parse(providertest.Fixture(t, "dispute_resolved_seller.json"), true)
+	require.Equal(t, restDispute.Facts[0].BusinessID, ipnDispute.Facts[0].BusinessID, "one id on both channels")
+	require.Equal(t, DisputeID("42311647XV020574X"), ipnDispute.Facts[0].BusinessID)
+
+	for name, order := range map[string][]delivery.Event{
+		"REST first":         {capture, restDispute, ipnDispute},
+		"IPN first":          {capture, ipnDispute, restDispute},
+		"before the capture": {ipnDispute, restDispute, capture},
+		"won on both":        {capture, restDispute, ipnDispute, ipnWon, restWon},
+		"won, then reported": {capture, ipnDispute, restWon, restDispute, ipnWon},
+	} {
+		var history []payment.Event
+		for _, ev := range order {
+			out, err := payment.Decide(history, ev)
+			require.NoError(t, err, name)
+			history = append(history, out...)
+		}
+		opened, receivable := disputeLedger(history)
+		assert.LessOrEqual(t, opened, 1, name)
+		want := int64(1000)
+		if strings.HasPrefix(name, "won") {
+			want = 0
+		}
+		assert.Equal(t, want, receivable, name)
+	}
+}
+
+// Keys that change keep old data right: a REST dispute recorded before its
+// business id was derived from the capture (under its PP-D-… dispute id)
+// stays one dispute. PayPal redelivering the stored webhook is a plain
+// duplicate in the inbox (same facts hash) and adds nothing; its resolution,
+// normalized now, resolves the dispute recorded under the old id.
+func TestPayPalDisputeRecordedUnderTheOldIDStaysOne(t *testing.T) {
+	s := testSigners(t)
+	rest := adapter(t, s[0].certPEM)
+	parse := func(f string) delivery.Event {
+		body := providertest.Fixture(t, f)
+		evs, err := rest.Parse(providers.Request{Header: signed(t, s[0], body, now), Body: body, Now: now})
+		require.NoError(t, err)
+		return evs[0]
+	}
+	capture, created, lost := parse("capture_completed.json"), parse("dispute_created.json"), parse("dispute_resolved_buyer.json")
+	old := created
+	old.Facts = []delivery.Fact{created.Facts[0]}
+	old.Facts[0].BusinessID, old.Facts[0].LegacyID = "PP-D-27803", "" // as normalized before
+	assert.Equal(t, old.FactsHash(), created.FactsHash(), "a redelivery of the stored webhook is a duplicate")
+
+	var history []payment.Event
+	for _, ev := range []delivery.Event{capture, old, created, lost} {
+		out, err := payment.Decide(history, ev)
+		require.NoError(t, err)
+		history = append(history, out...)
+	}
+	opened, receivable := disputeLedger(history)
+	assert.Equal(t, 1, opened)
+	assert.Zero(t, receivable, "the loss moved the one dispute out of the receivable")
+	var lostIDs []string
+	for _, e := range history {
+		if l, ok := e.(payment.DisputeLost); ok {
+			lostIDs = append(lostIDs, l.DisputeID)
+		}
+	}
+	assert.Equal(t, []string{"PP-D-27803"}, lostIDs, "the stored dispute keeps its id")
+}

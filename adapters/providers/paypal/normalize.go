@@ -208,9 +208,27 @@ func disputeEvent(ev *delivery.Event, typ string, res disputeResource) error {
 	if err != nil {
 		return err
 	}
-	ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: res.DisputeID, Amount: amt, Currency: cur, Reason: res.Reason}}
+	ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: DisputeID(ev.PaymentKey), LegacyID: res.DisputeID,
+		Amount: amt, Currency: cur, Reason: res.Reason}}
 	return nil
 }
+
+// DisputeID is the business id of the dispute of capture captureID, the
+// same on both of PayPal's channels, so that a chargeback reported by a
+// REST CUSTOMER.DISPUTE.* webhook and by an IPN Reversed message is one
+// fact. The channels share no dispute id: the REST dispute names its
+// capture in disputed_transactions[].seller_transaction_id
+// [developer.paypal.com/api/customer-disputes/v1, "Show dispute details"],
+// an IPN reversal only in parent_txn_id, "the txn_id of the original
+// transaction" [PayPal IPN guide, Transaction and Notification-Related
+// Variables], and IPN's txn_id for a payment is the REST capture id. The id
+// is the one paypalipn gave its reversals from the start ("reversal-" +
+// parent_txn_id), so stored IPN disputes keep theirs; a REST dispute stored
+// under its PP-D-… id before this derivation is found by that id
+// (delivery.Fact.LegacyID). PayPal holds one dispute per transaction at a
+// time; two disputes of one capture are taken as one (a different amount
+// is flagged amount_mismatch).
+func DisputeID(captureID string) string { return "reversal-" + captureID }
 
 // parseAmount converts a PayPal money object (decimal major units) exactly.
 func parseAmount(a *amountT, field string) (int64, money.Currency, error) {

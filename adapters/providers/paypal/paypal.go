@@ -46,7 +46,9 @@
 // failed; PAYMENT.CAPTURE.REFUNDED → refunded (business id = refund id;
 // a refund resource still PENDING → no facts, FAILED/CANCELLED →
 // refund_failed); CUSTOMER.DISPUTE.CREATED → dispute_opened (business id =
-// dispute_id); CUSTOMER.DISPUTE.RESOLVED as above. Other types: no facts.
+// DisputeID of the disputed capture, the id IPN gives the same dispute; the
+// dispute_id is its LegacyID, the id such facts had before, see DisputeID);
+// CUSTOMER.DISPUTE.RESOLVED as above. Other types: no facts.
 package paypal
 
 import (

@@ -90,11 +90,11 @@ func TestParseSamples(t *testing.T) {
 			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: "1Y107995YT783435V", Amount: 250, Currency: "USD"}}},
 		{"capture_reversed.json", "WH-6F207351SC284371F-0KX52201050121307", "PAYMENT.CAPTURE.REVERSED", "42311647XV020574X", nil},
 		{"dispute_created.json", "WH-4M0448861G563140B-9EX36365822141321", "CUSTOMER.DISPUTE.CREATED", "42311647XV020574X",
-			[]delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeOpened, BusinessID: "reversal-42311647XV020574X", LegacyID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
 		{"dispute_resolved_buyer.json", "WH-7RY33312CM887224F-2JH03487VM7001928", "CUSTOMER.DISPUTE.RESOLVED", "42311647XV020574X",
-			[]delivery.Fact{{Kind: delivery.KindDisputeLost, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeLost, BusinessID: "reversal-42311647XV020574X", LegacyID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
 		{"dispute_resolved_seller.json", "WH-0Y1427016C839054U-6D245713ST532084V", "CUSTOMER.DISPUTE.RESOLVED", "42311647XV020574X",
-			[]delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
+			[]delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "reversal-42311647XV020574X", LegacyID: "PP-D-27803", Amount: 1000, Currency: "USD", Reason: "MERCHANDISE_OR_SERVICE_NOT_RECEIVED"}}},
 		{"checkout_order_approved.json", "WH-COC11055RA711503B-4YM959094A144403T", "CHECKOUT.ORDER.APPROVED", "", nil},
 	}
 	for _, c := range cases {

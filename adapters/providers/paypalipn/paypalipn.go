@@ -39,7 +39,9 @@
 // own txn_id, amount |mc_gross|: PayPal reports refunds negative);
 // Reversed → dispute_opened and Canceled_Reversal → dispute_won, both with
 // business id "reversal-" + parent_txn_id (the two messages share nothing
-// else, and the id must differ from the payment's own capture id);
+// else, and the id must differ from the payment's own capture id): the id
+// PayPal's REST webhooks give the same dispute too (paypal.DisputeID), so a
+// chargeback reported on both channels is one dispute;
 // Denied, Failed → failed; Voided, Expired → canceled; anything else → no
 // facts.
 //

@@ -80,6 +80,12 @@ type Options struct {
 	// fetched with ?payout=po_…: the list object does not repeat the
 	// filter). Lines that name their payout keep it.
 	PayoutID string
+	// Link, when set, links a line whose report does not name its payment
+	// (a Stripe report without payment_intent_id) through the ids the
+	// ledger already knows: it returns the payment key of the line whose
+	// dedup key is lineKey and whose capture (charge) is captureID, ok
+	// false when the ledger knows neither (reportimport.Importer sets it).
+	Link func(lineKey, captureID string) (paymentKey string, ok bool, err error)
 }
 
 // Major parses an exact major-unit decimal ("10.50", "-3.2", ".91") in c

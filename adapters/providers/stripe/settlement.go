@@ -99,8 +99,11 @@ func ParseReport(r io.Reader, opt report.Options, fn report.Func) error {
 	// line of a charge that belongs to a PaymentIntent cannot be told from
 	// a legacy charge: keyed by its charge, it would start a second stream
 	// beside the webhooks' payment-stripe-pi_… and book the capture twice.
-	// Such a file is refused, naming the column (docs/settlement.md); with
-	// the column present and empty, the charge is a legacy one.
+	// Such a line is linked through the charge→PaymentIntent ids the
+	// ledger knows (opt.Link: the webhooks name both), and a file with a
+	// line whose charge the ledger does not know is refused, naming the
+	// column and the line (docs/settlement.md); with the column present
+	// and empty, the charge is a legacy one.
 	linkable := c.Has("payment_intent_id")
 	for {
 		if err := c.Next(); err != nil {
@@ -117,14 +120,34 @@ func ParseReport(r io.Reader, opt report.Options, fn report.Func) error {
 			return err
 		}
 		if !linkable && l.PaymentKey != "" {
-			return &report.ParseError{Line: c.Line(), Column: "payment_intent_id", Err: fmt.Errorf(
-				"the header has no column \"payment_intent_id\": line %s of charge %s cannot be linked to its payment (add the column to the report)",
-				l.LineID, l.PaymentKey)}
+			if err := link(&l, c.Line(), opt); err != nil {
+				return err
+			}
 		}
 		if err := fn(report.Record{Line: l, Raw: c.Raw(reportColumns...), Pos: c.Line()}); err != nil {
 			return err
 		}
 	}
+}
+
+// link gives l, a line of a report without payment_intent_id (its
+// PaymentKey is its charge), the payment the ledger knows its charge by
+// (report.Options.Link), or refuses the file naming the column and the line.
+func link(l *settlement.Line, line int, opt report.Options) error {
+	charge := l.PaymentKey
+	if opt.Link != nil {
+		key, ok, err := opt.Link(l.DedupKey(), charge)
+		if err != nil {
+			return err
+		}
+		if ok {
+			l.PaymentKey = key
+			return nil
+		}
+	}
+	return &report.ParseError{Line: line, Column: "payment_intent_id", Err: fmt.Errorf(
+		"the header has no column \"payment_intent_id\" and no webhook linked charge %s to its payment: line %s cannot be linked (add the column to the report)",
+		charge, l.LineID)}
 }
 
 func reportLine(c *report.CSV, opt report.Options, created, available string) (settlement.Line, error) {
@@ -407,6 +430,12 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		amt := src.Amount
 		if src.AmountCaptured != nil && category == "charge" {
 			amt = src.AmountCaptured
+		}
+		// Unconverted, the presentment amount is the gross: a partial
+		// capture's charge BT is "for the full amount of the authorization"
+		// [docs.stripe.com/reports/reporting-categories], not amount_captured.
+		if strings.EqualFold(src.Currency, bt.Currency) {
+			amt = nil
 		}
 		if amt != nil && src.Currency != "" {
 			oc, err := report.Currency(src.Currency)

@@ -22,7 +22,8 @@ const DefaultUnsettledAfter = 168 * time.Hour
 // of the unsettled check), parsing the reports of the providers the
 // registry gives an importer. The CLI and the HTTP endpoint share it.
 func NewImporter(service *ingest.Service, reads *readmodel.Store, unsettledAfter time.Duration) *reportimport.Importer {
-	return &reportimport.Importer{Ingest: service, Parsers: registry.Reports(), Candidates: reads, UnsettledAfter: unsettledAfter}
+	return &reportimport.Importer{Ingest: service, Parsers: registry.Reports(), Candidates: reads, UnsettledAfter: unsettledAfter,
+		Links: reads}
 }
 
 // reportImporter adapts the importer to the HTTP layer's port.

@@ -344,3 +344,31 @@ func BalanceTransaction(l settlement.Line) []byte {
 	b, _ := json.Marshal(bt)
 	return b
 }
+
+// PartialCapture returns the two balance transactions of a charge l
+// authorized for l.Gross and captured for captured (Stripe before API
+// version 2025-03-31.basil): one "for the full amount of the
+// authorization" (l, its source the charge with amount_captured), and one
+// "reversing the uncaptured portion" [docs.stripe.com/reports/
+// reporting-categories, partial-capture reversals], txn reversalTxn,
+// reporting_category partial_capture_reversal, its source the refund
+// refundID of the charge. Same currency only.
+func PartialCapture(l settlement.Line, captured int64, reversalTxn, refundID string) (charge, reversal []byte) {
+	var bt map[string]any
+	_ = json.Unmarshal(BalanceTransaction(l), &bt)
+	bt["source"].(map[string]any)["amount_captured"] = captured
+	charge, _ = json.Marshal(bt)
+	var pi any
+	if l.PaymentKey != l.CaptureID {
+		pi = l.PaymentKey
+	}
+	uncaptured := l.Gross - captured
+	reversal, _ = json.Marshal(map[string]any{
+		"id": reversalTxn, "object": "balance_transaction", "amount": -uncaptured, "fee": 0, "net": -uncaptured,
+		"currency": strings.ToLower(string(l.Currency)), "created": l.OccurredAt.Unix(),
+		"reporting_category": "partial_capture_reversal", "type": "payment_refund", "exchange_rate": nil,
+		"source": map[string]any{"id": refundID, "object": "refund", "amount": uncaptured,
+			"currency": strings.ToLower(string(l.Currency)), "charge": l.CaptureID, "payment_intent": pi},
+	})
+	return charge, reversal
+}
