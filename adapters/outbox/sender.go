@@ -218,7 +218,7 @@ func (s *Sender) step(ctx context.Context, leased []Leased, wait bool) (progress
 		groups[l.Position] = append(groups[l.Position], i)
 	}
 	var qs []Queueing
-	var at []int  // leased index of each qs entry
+	var at []int // leased index of each qs entry
 	var to []eventstore.Position
 	for gi, pos := range order {
 		q := outbound.Query{After: pos, Limit: s.Options.Page}

@@ -208,7 +208,9 @@ func (s *Service) checkProviders(providers []string) ([]string, error) {
 }
 
 // List returns every subscription, oldest first.
-func (s *Service) List(ctx context.Context) ([]Subscription, error) { return s.store.ListSubscriptions(ctx) }
+func (s *Service) List(ctx context.Context) ([]Subscription, error) {
+	return s.store.ListSubscriptions(ctx)
+}
 
 // Get returns one subscription.
 func (s *Service) Get(ctx context.Context, id uuid.UUID) (Subscription, error) {

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -49,13 +50,9 @@ func control(_, address string, _ syscall.RawConn) error {
 // environment (it would connect on the sender's behalf, past the address
 // check), and, unless allowPrivate, every connection's address checked.
 func NewClient(allowPrivate bool) *http.Client {
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		d.Control = control
-	}
 	tr := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           d.DialContext,
+		DialContext:           DialerFor(allowPrivate, nil),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		MaxIdleConnsPerHost:   16,
@@ -69,6 +66,23 @@ func NewClient(allowPrivate bool) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
+	}
+}
+
+// DialerFor is the client's DialContext: unless allowPrivate, the address
+// is checked after resolution, on the socket about to connect. resolve,
+// when set, maps the address asked for ("host:port") to the one dialled
+// (a test's stand-in for DNS); nil resolves as usual.
+func DialerFor(allowPrivate bool, resolve func(addr string) string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = control
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if resolve != nil {
+			addr = resolve(addr)
+		}
+		return d.DialContext(ctx, network, addr)
 	}
 }
 

@@ -193,7 +193,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.SettlementQuery = a.reads.Query
 	a.outbound = outbound.NewFeed(a.events.Store)
 	hc.Outbound = a.outbound
-	hc.Subscriptions = a.Subscriptions() // subscriptions.go
+	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
 	return nil

@@ -18,7 +18,9 @@ import (
 // (POST /v1/subscriptions…, `onceledger subscriptions`) and the sender
 // serve runs. Their storage writes through the read-model pool: it never
 // appends events.
-func (c *Core) subscriptionsStore() *postgres.Subscriptions { return postgres.NewSubscriptions(c.rmPool) }
+func (c *Core) subscriptionsStore() *postgres.Subscriptions {
+	return postgres.NewSubscriptions(c.rmPool)
+}
 
 // sealer is ONCELEDGER_SECRETS_KEY parsed: nil when unset (creating a
 // subscription is then refused), an error when malformed (the app does not
