@@ -59,6 +59,12 @@ type Head interface {
 	Head(ctx context.Context) (eventstore.Position, error)
 }
 
+// Items closes the operators' item a disabled subscription opened
+// (operations.Reconciliation), when it is re-enabled.
+type Items interface {
+	CloseSubscriptionDisabled(ctx context.Context, sub uuid.UUID, actor, note string) error
+}
+
 // RotationOverlap is how long an old secret keeps signing after a
 // rotation.
 const RotationOverlap = 24 * time.Hour
@@ -77,6 +83,7 @@ type Service struct {
 	sealer       *Sealer // nil: ONCELEDGER_SECRETS_KEY not set
 	providers    []string
 	allowPrivate bool
+	items        Items
 	now          func() time.Time
 }
 
@@ -90,7 +97,9 @@ type ServiceOptions struct {
 	Providers []string
 	// AllowPrivate is ONCELEDGER_OUTBOX_ALLOW_PRIVATE.
 	AllowPrivate bool
-	Now          func() time.Time
+	// Items, when set, resolves a disabled subscription's item on Enable.
+	Items Items
+	Now   func() time.Time
 }
 
 // NewService returns the service over store.
@@ -98,7 +107,7 @@ func NewService(store Store, head Head, o ServiceOptions) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Service{store: store, head: head, sealer: o.Sealer, providers: o.Providers, allowPrivate: o.AllowPrivate, now: o.Now}
+	return &Service{store: store, head: head, sealer: o.Sealer, providers: o.Providers, allowPrivate: o.AllowPrivate, items: o.Items, now: o.Now}
 }
 
 // NewSubscription is a create request.
@@ -267,6 +276,13 @@ func (s *Service) Enable(ctx context.Context, id uuid.UUID, actor, note string) 
 	now := s.now()
 	if err := s.store.EnableSubscription(ctx, id, now, Action{Name: "enabled", Actor: actor, Note: note, At: now}); err != nil {
 		return Subscription{}, err
+	}
+	if s.items != nil {
+		// Enabling is idempotent: a failure here is retried by enabling
+		// again.
+		if err := s.items.CloseSubscriptionDisabled(ctx, id, actor, note); err != nil {
+			return Subscription{}, fmt.Errorf("subscription enabled; its item not resolved: %w", err)
+		}
 	}
 	return s.store.GetSubscription(ctx, id)
 }

@@ -52,14 +52,18 @@ func (c subsClient) do(method, path, token string, body any, out any) int {
 	return resp.StatusCode
 }
 
-func subsApp(t *testing.T, key string) (subsClient, func(id string, body []byte)) {
+func subsApp(t *testing.T, key string, now ...func() time.Time) (subsClient, func(id string, body []byte)) {
 	sw, err := standard.New([]string{standardSecret}, 5*time.Minute)
 	require.NoError(t, err)
+	oc := app.OutboxConfig{Options: outbox.SenderOptions{Poll: 50 * time.Millisecond}}
+	if len(now) > 0 {
+		oc.Now = now[0]
+	}
 	_, base := serveOnLoopback(t, app.Config{
 		DatabaseURL: pgtest.NewDatabase(t), Providers: map[string]providers.Adapter{"standard": sw},
 		APITokens: []string{"reader=rtok"}, AdminTokens: []string{"alice=atok"}, Logger: testLogger(),
-		SecretsKey: key, OutboxAllowPrivate: true, ShutdownTimeout: 5 * time.Second,
-		Outbox: app.OutboxConfig{Options: outbox.SenderOptions{Poll: 50 * time.Millisecond}},
+		SecretsKey: key, OutboxAllowPrivate: true, ShutdownTimeout: 5 * time.Second, Projections: true,
+		Outbox: oc,
 	})
 	send := func(id string, body []byte) {
 		req, err := http.NewRequest(http.MethodPost, base+"/webhooks/standard", bytes.NewReader(body))
@@ -173,4 +177,53 @@ func TestSubscriptionsNeedTheSecretsKey(t *testing.T) {
 	var bad map[string]string
 	assert.Equal(t, http.StatusServiceUnavailable, c.do("POST", "/v1/subscriptions", "atok", map[string]any{"url": "https://shop.example/h"}, &bad))
 	assert.Contains(t, bad["error"], "ONCELEDGER_SECRETS_KEY")
+}
+
+// A subscription whose endpoint never answers 2xx is disabled after its
+// schedule (an injected clock runs through it) and opens an operators'
+// item (GET /v1/reconciliation?kind=subscription_disabled); enabling it
+// resolves the item with the actor.
+func TestSubscriptionDisabledOpensAnItem(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c, send := subsApp(t, subsTestKey, clock)
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	defer rc.Close()
+	var created struct{ ID, Secret string }
+	require.Equal(t, http.StatusOK, c.do("POST", "/v1/subscriptions", "atok", map[string]any{"url": rc.URL}, &created))
+	send(uniq("evt"), standardBody("payment.captured", map[string]any{"payment_id": uniq("pay"), "capture_id": uniq("cap"), "amount": 1000, "currency": "USD"}))
+	var items struct {
+		Items []map[string]any `json:"items"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		now = now.Add(11 * time.Hour)
+		mu.Unlock()
+		items.Items = nil
+		require.Equal(t, http.StatusOK, c.do("GET", "/v1/reconciliation?kind=subscription_disabled&status=open", "atok", nil, &items))
+		if len(items.Items) == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "never disabled with an item")
+		time.Sleep(100 * time.Millisecond)
+	}
+	var one map[string]any
+	require.Equal(t, http.StatusOK, c.do("GET", "/v1/subscriptions/"+created.ID, "atok", nil, &one))
+	assert.Equal(t, "disabled", one["state"])
+	assert.Contains(t, one["last_error"], "HTTP 502")
+	require.Equal(t, http.StatusOK, c.do("POST", "/v1/subscriptions/"+created.ID+"/enable", "atok", map[string]any{"note": "fixed"}, &one))
+	for {
+		items.Items = nil
+		require.Equal(t, http.StatusOK, c.do("GET", "/v1/reconciliation?kind=subscription_disabled&status=resolved", "atok", nil, &items))
+		if len(items.Items) == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the item never resolved")
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Equal(t, "alice", items.Items[0]["resolved_by"])
 }

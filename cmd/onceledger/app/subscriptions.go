@@ -39,7 +39,7 @@ func (c *Core) Subscriptions() *outbox.Service {
 		names = append(names, p.Name)
 	}
 	return outbox.NewService(c.subscriptionsStore(), c.events.Store, outbox.ServiceOptions{
-		Sealer: c.sealer, Providers: names, AllowPrivate: c.cfg.OutboxAllowPrivate, Now: c.cfg.Now,
+		Sealer: c.sealer, Providers: names, AllowPrivate: c.cfg.OutboxAllowPrivate, Items: c.recon, Now: c.cfg.Now,
 	})
 }
 
@@ -73,10 +73,15 @@ func (a *App) Sender() *outbox.Sender {
 	}
 }
 
-// subscriptionDisabled is told of a subscription the sender disabled.
+// subscriptionDisabled is told of a subscription the sender disabled: it
+// opens the operators' item (subscription_disabled, in GET
+// /v1/reconciliation and the console), which enabling resolves.
 func (a *App) subscriptionDisabled(ctx context.Context, id uuid.UUID, url, lastError string) {
 	a.log.Error("push subscription disabled after its retry schedule; re-enable it (POST /v1/subscriptions/{id}/enable) once the endpoint answers",
 		"subscription", id, "url", url, "last_error", lastError)
+	if err := a.recon.OpenSubscriptionDisabled(ctx, id, url, lastError); err != nil {
+		a.log.Error("push subscription disabled: could not open its item", "subscription", id, "error", err)
+	}
 }
 
 // startSender runs the sender until ctx ends.
