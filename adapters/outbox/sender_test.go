@@ -448,3 +448,35 @@ func TestSecretsEncryptedAtRest(t *testing.T) {
 	_, err = noKey.Create(ctx, outbox.NewSubscription{URL: "https://shop.example/hooks"}, "ops", "")
 	require.ErrorIs(t, err, outbox.ErrNoSecretsKey)
 }
+
+// Two senders (two instances) on one subscription: one holds its lease,
+// so every event is POSTed exactly once to an endpoint that always
+// acknowledges.
+func TestTwoSendersOneLease(t *testing.T) {
+	ctx := testCtx(t)
+	e := newPostgresEnv(t)
+	rc := newReceiver(t, "", nil)
+	c, err := e.svc.Create(ctx, outbox.NewSubscription{URL: rc.srv.URL}, "ops", "")
+	require.NoError(t, err)
+	rc.setWebhook(t, c.Secret)
+	run(t, e.sender(outbox.SenderOptions{}))
+	run(t, e.sender(outbox.SenderOptions{}))
+	var want []string
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				id := e.capture(ctx, fmt.Sprintf("pi_%d_%d", g, i%2), i)
+				mu.Lock()
+				want = append(want, id.String())
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	eventually(t, "all delivered", func() bool { return len(rc.acked()) >= len(want) })
+	time.Sleep(300 * time.Millisecond)
+	assert.ElementsMatch(t, want, ids(rc.acked()), "each once")
+	assert.EqualValues(t, len(want), rc.hits.Load())
+}
