@@ -13,6 +13,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/onceledger/onceledger/adapters/jetstream"
+	"github.com/onceledger/onceledger/adapters/outbox"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
@@ -79,6 +80,11 @@ func (c *serveCmd) Validate() error {
 	}
 	if c.RawRetention < 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_RAW_RETENTION must be 0 (keep) or positive, got %v", c.RawRetention))
+	}
+	if c.SecretsKey != "" {
+		if _, err := outbox.ParseKey(c.SecretsKey); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// Half a provider configuration would start with the provider silently
 	// answering 404: each provider refuses it.
