@@ -34,7 +34,8 @@ func (r *rebuild) pause(ctx context.Context) (resume func(), err error) {
 
 // alignLive brings the paused live projections to one position, the
 // furthest of floor and their checkpoints, and returns it; shadow, if set,
-// brings the shadows there first.
+// brings the shadows there first. A projection whose live tables are empty
+// is left at its checkpoint (see emptyLive).
 func (r *rebuild) alignLive(ctx context.Context, floor eventstore.Position, shadow func(target eventstore.Position) error) (eventstore.Position, error) {
 	target := floor
 	live := map[string]eventstore.Position{}
@@ -54,6 +55,16 @@ func (r *rebuild) alignLive(ctx context.Context, floor eventstore.Position, shad
 		}
 	}
 	for _, p := range r.projs {
+		if !live[p.Name()].Less(target) {
+			continue
+		}
+		empty, err := r.emptyLive(ctx, p)
+		if err != nil {
+			return target, err
+		}
+		if empty {
+			continue
+		}
 		if err := advanceLive(ctx, r.feed, r.db, p, live[p.Name()], target); err != nil {
 			return target, fmt.Errorf("bring live %s to %s: %w", p.Name(), target, err)
 		}
@@ -100,4 +111,27 @@ func advanceLive(ctx context.Context, feed Feed, db RuntimeDB, p Projection, fro
 		from = evs[n-1].Position
 	}
 	return nil
+}
+
+// emptyLive tells whether the paused projection p's live tables have no
+// rows at all (no page on disk: from the catalog, no scan). Such a
+// projection is not brought to the rebuild's position through the live
+// path, which writes row by row: a new projection, or any projection of a
+// restored database, would replay the whole feed that way while the
+// projectors are paused. Its tables are compared as they are, empty at its
+// checkpoint: equal to the shadows only if those are empty too (then the
+// live projector goes on from its checkpoint as before, and finds nothing
+// history does not), otherwise every rebuilt row is missing from them and
+// the swap replaces them and sets the checkpoint to the rebuild's position.
+func (r *rebuild) emptyLive(ctx context.Context, p Projection) (bool, error) {
+	sizes, err := r.db.TableSizes(ctx, p.Tables())
+	if err != nil {
+		return false, err
+	}
+	for _, s := range sizes {
+		if s.Live > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
