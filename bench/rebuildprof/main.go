@@ -41,6 +41,10 @@ var rawRate float64
 // stage prints one phase or busy stage: its time and, over the events
 // replayed, its events/s and the ratio of that to the raw read.
 func stage(name string, d time.Duration, events int64) {
+	if d < 50*time.Millisecond {
+		fmt.Printf("  %-26s %10s\n", name, d.Round(time.Millisecond))
+		return
+	}
 	rate := float64(events) / max(d.Seconds(), 1e-9)
 	ratio := ""
 	if rawRate > 0 {
