@@ -160,6 +160,31 @@ pg_since() { # $1: a pg_mark; $2: deliveries in the step
 			(y[1]-x[1])/1e6, (n > 0 ? (y[1]-x[1])/1e3/n : 0), y[2]-x[2], y[3]-x[3], size }'
 }
 
+# Bytes per delivery (docs/scaling.md): the serve database's heap
+# (tables with their TOAST) and index bytes per table, and the WAL
+# position, before and after step 2. WAL is the cluster's (the other
+# databases are idle then).
+db_bytes() {
+	psql -Atc "SELECT string_agg(c.relname || '=' || (pg_total_relation_size(c.oid) - pg_indexes_size(c.oid)) || ':' || pg_indexes_size(c.oid), ' ' ORDER BY c.relname), pg_current_wal_lsn() - '0/0'::pg_lsn
+		FROM pg_class c WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace" "$serve_db" 2>/dev/null | tr '|' ' '
+}
+bytes_per_delivery() { # $1: a db_bytes; $2: deliveries in the step
+	local now
+	now="$(db_bytes)"
+	[[ -n "$1" && -n "$now" && "${2:-0}" -gt 0 ]] || return 0
+	awk -v a="$1" -v b="$now" -v n="$2" 'BEGIN {
+		na = split(a, x, " "); nb = split(b, y, " ")
+		for (i = 1; i < na; i++) { split(x[i], kv, "="); split(kv[2], hi, ":"); h0[kv[1]] = hi[1]; i0[kv[1]] = hi[2] }
+		for (i = 1; i < nb; i++) {
+			split(y[i], kv, "="); split(kv[2], hi, ":")
+			dh = hi[1] - h0[kv[1]]; di = hi[2] - i0[kv[1]]
+			if (dh + di > 0) { line = line sprintf(" %s %.0f+%.0f", kv[1], dh / n, di / n) }
+			th += dh; ti += di
+		}
+		printf "bytes per delivery: heap %.0f, indexes %.0f, WAL %.0f (%d deliveries)\n", th / n, ti / n, (y[nb] - x[na]) / n, n
+		printf "   by table (heap+indexes):%s\n", line }'
+}
+
 # The private cluster (BENCH_PG=private). As root, Postgres runs as the
 # postgres user (it refuses root), from a directory that user owns.
 as_pg() {
@@ -237,11 +262,13 @@ if want ingest; then
 	curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
 
 	mark="$(pg_mark)"
+	bytes_before="$(db_bytes)"
 	"$work/loadgen" --payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
 		--json >"$work/ingest.json" || status=$?
 	jq -r '"verdict: \(.verdict)  deliveries/s: \(.deliveries_per_second|floor)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest.json"
 	pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/ingest.json")"
 	wps="$(jq -r '.deliveries_per_second' "$work/ingest.json")"
+	bytes_per_delivery "$bytes_before" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/ingest.json")" | tee "$work/bytes.txt"
 
 	echo "== 3. projection lag at $LAG_RATE webhooks/s for ${LAG_SECONDS}s"
 	mark="$(pg_mark)"
@@ -356,9 +383,20 @@ SQL
 	psql -q -c "UPDATE ledger_entries SET amount = amount + 1 WHERE id = (SELECT min(id) FROM ledger_entries)" "$rb_db"
 	rb_run differing || true # exit 2: a difference, expected
 	grep -q '^swap: rebuilt tables are live (patched: ledger_entries' "$work/rebuild_differing.txt" || { echo "bench: the differing entry was not repaired" >&2; status=1; }
+	# The profile's stages of a rebuild that writes everything: the live
+	# read model emptied and its checkpoints at the start (a database
+	# restored without its read models), then rebuilt: read, decode, the
+	# lanes' fold and COPY, index build, compare, swap; events/s of each and
+	# its ratio to the raw read.
+	echo "-- stages of a rebuild into empty tables (bench/rebuildprof, read model emptied, checkpoints at the start)"
+	go build -o "$work/rebuildprof" ./bench/rebuildprof
+	psql -q -v ON_ERROR_STOP=1 "$rb_db" <<'SQL'
+TRUNCATE ledger_entries, account_balances, periods, period_balances, payments, reconciliation_items, settlement_lines, payouts;
+UPDATE projection_checkpoints SET position_commit = 0, position_prepare = 0;
+SQL
+	"$work/rebuildprof" --database-url "$rb_url" --cpuprofile "$work/rebuild_empty.pprof" --raw-rate "$raw_rate" | tee "$work/rebuild_stages.txt" || status=1
 	if [[ "${BENCH_REBUILD_PROFILE:-0}" == 1 ]]; then
 		echo "-- bench/rebuildprof: phases, busy time per stage, CPU profile"
-		go build -o "$work/rebuildprof" ./bench/rebuildprof
 		"$work/rebuildprof" --database-url "$rb_url" --cpuprofile "$work/rebuild.pprof" | tee "$work/rebuildprof.txt"
 		go tool pprof -top -nodecount=15 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '4,22p'
 		go tool pprof -top -cum -nodecount=25 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '6,32p'
@@ -544,6 +582,7 @@ if want ingest; then
 	printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
 	printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
 	printf 'least-write reference: %8.1f tps (bench/ingest-min.pgbench); ratio %.2f (goal >= 2.0)\n' "$tps_min" "$(jq -n "$wps / $tps_min")"
+	grep '^bytes per delivery' "$work/bytes.txt" || true
 	sed 's/^/open loop /' "$work/open.txt"
 	echo "max sustained (open loop, of the rates tried): ${sustained}/s with p99 ${sustained_p99} ms"
 	jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
@@ -556,6 +595,10 @@ if want rebuild; then
 		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load_before" "$rb_load"
 	printf 'rebuild with one differing entry: %d events/s, peak RSS %d MiB (reported and repaired)\n' \
 		"$(cat "$work/rate_differing")" $(($(cat "$work/rss_differing") / 1024))
+	if [[ -s "$work/rebuild_stages.txt" ]]; then
+		echo "rebuild into empty tables, stages (bench/rebuildprof; load after: $rb_load):"
+		sed -n '1,40p' "$work/rebuild_stages.txt" | grep -E '^rebuilt|^  ' | grep -v ' live [0-9]* rebuilt ' || true
+	fi
 	if [[ -s "$work/pairs.txt" ]]; then
 		echo "rebuild before ($BENCH_REBUILD_BEFORE) / after, alternating on one database:"
 		awk '{printf "  pair %d: before %d events/s (%d MiB), after %d events/s (%d MiB): x%.2f; raw read %d / %d events/s: rebuild/raw %.2f -> %.2f; load %s\n", $1, $2, $6, $3, $7, $3 / $2, $4, $5, $2 / $4, $3 / $5, $8}' "$work/pairs.txt"
