@@ -13,7 +13,7 @@ import (
 )
 
 // readModelTables are the tables a rebuild writes.
-var readModelTables = []string{"ledger_entries", "account_balances", "periods", "period_balances", "payments",
+var readModelTables = []string{"ledger_entries", "account_balances", "periods", "period_balances", "payments", "payment_ids",
 	"reconciliation_items", "settlement_lines", "payouts"}
 
 // tableContents is every read-model table's rows as JSON text, sorted,
