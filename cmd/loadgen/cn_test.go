@@ -59,9 +59,9 @@ type cnFake struct {
 	wx          *wechatpay.Adapter
 
 	cnMu    sync.Mutex
-	keys    map[string]bool  // provider/dedup key
-	ids     map[string]bool  // provider/business id posted
-	highest map[string]int64 // alipay trade → highest refunded total
+	keys    map[string]bool                              // provider/dedup key
+	ids     map[string]bool                              // provider/business id posted
+	highest map[string]int64                             // alipay trade → highest refunded total
 	answer  func(provider string, w http.ResponseWriter) // nil: the providers' acknowledgements
 }
 

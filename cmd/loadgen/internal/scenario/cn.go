@@ -91,7 +91,9 @@ func (g *Generator) alipayPayment(s shape) (string, []draft) {
 			"buyer_pay_amount": yuan(s.amount + delta), "gmt_payment": alipayTime(created.Add(3 * time.Second))}
 	}
 	if !s.captured {
-		add("TRADE_CLOSED", phaseCapture, func(int64) map[string]string { return map[string]string{"gmt_close": alipayTime(created.Add(time.Hour))} })
+		add("TRADE_CLOSED", phaseCapture, func(int64) map[string]string {
+			return map[string]string{"gmt_close": alipayTime(created.Add(time.Hour))}
+		})
 		return trade, ds
 	}
 	add("TRADE_SUCCESS", phaseCapture, paid)
@@ -142,7 +144,7 @@ func (g *Generator) wechatpayPayment(s shape) (string, []draft) {
 				return map[string]any{"mchid": g.cfg.CN.MchID, "transaction_id": tx, "out_trade_no": "o" + tx,
 					"refund_id": ref, "out_refund_no": "o" + ref, "refund_status": status, "success_time": success,
 					"user_received_account": "支付用户零钱",
-					"amount": map[string]any{"total": s.amount, "refund": r + d, "payer_total": s.amount, "payer_refund": r + d}}
+					"amount":                map[string]any{"total": s.amount, "refund": r + d, "payer_total": s.amount, "payer_refund": r + d}}
 			}
 		}
 		if g.rng.IntN(10) < 2 {
