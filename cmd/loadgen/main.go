@@ -216,7 +216,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			}
 		case scenario.Wechatpay:
 			if o.WechatpayKeyFile == "" || o.WechatpaySerial == "" || o.WechatpayAPIv3Key == "" || o.WechatpayMchID == "" {
-				errs = append(errs, fmt.Errorf("%w: --wechatpay-private-key, --wechatpay-serial, --wechatpay-apiv3-key and --wechatpay-mchid (or their ONCELEDGER_WECHATPAY_* defaults)", errNoSecret))
+				errs = append(errs, fmt.Errorf("%w: --wechatpay-private-key, --wechatpay-serial, --wechatpay-apiv3-key and --wechatpay-mchid (or their environment defaults)", errNoSecret))
 			}
 		}
 	}
