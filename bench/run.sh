@@ -10,6 +10,9 @@
 #      driven by cmd/loadgen at the same concurrency with 20% redeliveries:
 #      webhooks/s end to end (HTTP, signatures, dedup, decide, append), and
 #      the ledger compared with the generator's own model.
+#   2b. The same for Alipay and WeChat Pay notifications (signed with RSA
+#      keys made at start, the server configured with their public halves):
+#      `ingest alipay: N/s`, `ingest wechatpay: N/s` beside Stripe's.
 #   3. Projection lag under a steady 1,000 webhooks/s: /v1/projections polled
 #      while loading; p99 in events and (approximately) seconds.
 #   3b. Open loop (latency as users feel it): a fixed offered rate whatever
@@ -103,7 +106,7 @@ esac
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
 
-for tool in go pgbench createdb dropdb psql curl jq; do
+for tool in go pgbench createdb dropdb psql curl jq openssl; do
 	command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 2; }
 done
 
@@ -251,6 +254,15 @@ if want ingest; then
 	export ONCELEDGER_STANDARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
 	export ONCELEDGER_STRIPE_SECRETS="whsec_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 	export ONCELEDGER_LOG_LEVEL=warn
+	# Alipay and WeChat Pay (step 2b): RSA keys made here, their public
+	# halves configured on the server, the private ones given to loadgen.
+	for k in alipay wechatpay; do
+		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$work/${k}_key.pem" 2>/dev/null
+		openssl pkey -in "$work/${k}_key.pem" -pubout -out "$work/${k}_pub.pem"
+	done
+	export ONCELEDGER_ALIPAY_PUBLIC_KEYS="$work/alipay_pub.pem" ONCELEDGER_ALIPAY_APP_IDS=2021000000000001
+	export ONCELEDGER_WECHATPAY_KEYS="PUB_KEY_ID_0114232134912410000000000000=$work/wechatpay_pub.pem"
+	export ONCELEDGER_WECHATPAY_APIV3_KEYS="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" ONCELEDGER_WECHATPAY_MCHIDS=1900000109
 	createdb "$serve_db"
 	"$work/onceledger" serve >"$work/serve.log" 2>&1 &
 	server_pid=$!
@@ -269,6 +281,14 @@ if want ingest; then
 	pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/ingest.json")"
 	wps="$(jq -r '.deliveries_per_second' "$work/ingest.json")"
 	bytes_per_delivery "$bytes_before" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/ingest.json")" | tee "$work/bytes.txt"
+
+	echo "== 2b. Alipay and WeChat Pay notifications: $PAYMENTS payments each, $CONC senders, 20% redeliveries"
+	for p in alipay wechatpay; do
+		"$work/loadgen" --providers "$p" --alipay-private-key "$work/alipay_key.pem" --wechatpay-private-key "$work/wechatpay_key.pem" \
+			--payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
+			--json >"$work/ingest_$p.json" || status=$?
+		jq -r --arg p "$p" '"ingest \($p): \(.deliveries_per_second|floor)/s  verdict: \(.verdict)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest_$p.json"
+	done
 
 	echo "== 3. projection lag at $LAG_RATE webhooks/s for ${LAG_SECONDS}s"
 	mark="$(pg_mark)"
@@ -583,6 +603,10 @@ if want ingest; then
 	printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
 	printf 'least-write reference: %8.1f tps (bench/ingest-min.pgbench); ratio %.2f (goal >= 2.0)\n' "$tps_min" "$(jq -n "$wps / $tps_min")"
 	grep '^bytes per delivery' "$work/bytes.txt" || true
+	echo "ingest stripe+standard: $(jq -r '.deliveries_per_second|floor' "$work/ingest.json")/s"
+	for p in alipay wechatpay; do
+		echo "ingest $p: $(jq -r '.deliveries_per_second|floor' "$work/ingest_$p.json")/s ($(jq -r .verdict "$work/ingest_$p.json"))"
+	done
 	sed 's/^/open loop /' "$work/open.txt"
 	echo "max sustained (open loop, of the rates tried): ${sustained}/s with p99 ${sustained_p99} ms"
 	jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
