@@ -158,8 +158,8 @@ func (g *stripeGen) row(r stripeRow) {
 	g.m.line(r.payout, r.net)
 }
 
-// stripeCharge is one payment's story.
-type stripeCharge struct {
+// stripeStory is one payment's story.
+type stripeStory struct {
 	cur          string // settlement and presentment currency, lower case
 	amount, fee  int64
 	fx           string // presentment currency when it differs (then amount is presented, settled is in cur)
@@ -174,7 +174,7 @@ type stripeCharge struct {
 }
 
 // charge tells c by webhooks and report rows, and books it in the model.
-func (g *stripeGen) charge(c stripeCharge) {
+func (g *stripeGen) charge(c stripeStory) {
 	pi, ch := g.id("pi"), g.id("ch")
 	up := strings.ToUpper(c.cur)
 	present, presentAmt := c.cur, c.amount
@@ -217,7 +217,7 @@ func (g *stripeGen) charge(c stripeCharge) {
 	}
 }
 
-func (g *stripeGen) refund(c stripeCharge, pi, ch string) {
+func (g *stripeGen) refund(c stripeStory, pi, ch string) {
 	up := strings.ToUpper(c.cur)
 	re := g.id("re")
 	obj := func(status string) string {
@@ -236,7 +236,7 @@ func (g *stripeGen) refund(c stripeCharge, pi, ch string) {
 	}
 }
 
-func (g *stripeGen) dispute(c stripeCharge, pi, ch string) {
+func (g *stripeGen) dispute(c stripeStory, pi, ch string) {
 	up := strings.ToUpper(c.cur)
 	du := g.id("du")
 	obj := func(status string) string {
@@ -271,7 +271,7 @@ func (g *stripeGen) payouts(short func() int64) {
 	for cur, po := range g.payout {
 		p := g.m.payout(po)
 		if p.linesNet <= 0 { // Stripe pays out a positive balance
-			g.charge(stripeCharge{cur: cur, amount: 1000 - p.linesNet, fee: 30})
+			g.charge(stripeStory{cur: cur, amount: 1000 - p.linesNet, fee: 30})
 		}
 		amount := p.linesNet - short()
 		g.at = g.at.Add(24 * time.Hour)
@@ -302,7 +302,7 @@ func genStripe(r *rand.Rand, run string, scale int) *propCase {
 	curs := [][]string{{"usd"}, {"usd", "jpy"}, {"usd", "eur"}}[r.IntN(3)]
 	for range scale {
 		cur := curs[r.IntN(len(curs))]
-		c := stripeCharge{cur: cur, amount: 500 + r.Int64N(20000)}
+		c := stripeStory{cur: cur, amount: 500 + r.Int64N(20000)}
 		c.fee = 30 + c.amount*29/1000
 		if cur == "jpy" {
 			c.fee = c.amount * 36 / 1000
@@ -352,7 +352,7 @@ func stripeSeeds() map[string]func(*rand.Rand, string) *propCase {
 		// decimals in ISO and in the report.
 		"mga": func(r *rand.Rand, run string) *propCase {
 			g := newStripeGen(r, run)
-			g.charge(stripeCharge{cur: "mga", amount: 5000000, fee: 150000, refund: 100000})
+			g.charge(stripeStory{cur: "mga", amount: 5000000, fee: 150000, refund: 100000})
 			g.payouts(func() int64 { return 0 })
 			return g.finish("")
 		},
@@ -361,10 +361,10 @@ func stripeSeeds() map[string]func(*rand.Rand, string) *propCase {
 		// period closed.
 		"refund-failure-disputes-fx-late": func(r *rand.Rand, run string) *propCase {
 			g := newStripeGen(r, run)
-			g.charge(stripeCharge{cur: "usd", amount: 10000, fee: 320, refund: 2500, refundFails: true})
-			g.charge(stripeCharge{cur: "usd", amount: 4000, fee: 146, dispute: "won", disputeFee: 1500})
-			g.charge(stripeCharge{cur: "usd", amount: 3000, fee: 117, dispute: "lost", disputeFee: 1500})
-			g.charge(stripeCharge{cur: "usd", amount: 1000, fee: 61, fx: "eur", settled: 1085})
+			g.charge(stripeStory{cur: "usd", amount: 10000, fee: 320, refund: 2500, refundFails: true})
+			g.charge(stripeStory{cur: "usd", amount: 4000, fee: 146, dispute: "won", disputeFee: 1500})
+			g.charge(stripeStory{cur: "usd", amount: 3000, fee: 117, dispute: "lost", disputeFee: 1500})
+			g.charge(stripeStory{cur: "usd", amount: 1000, fee: 61, fx: "eur", settled: 1085})
 			g.feeOnly("usd", 5)
 			g.payouts(func() int64 { return 0 })
 			c := &propCase{provider: "stripe", model: g.m, closeMonth: "2026-11", first: g.hooks, late: g.reports()}
@@ -381,7 +381,7 @@ func stripeSeeds() map[string]func(*rand.Rand, string) *propCase {
 
 func stripePartialCapture(r *rand.Rand, run string) *propCase {
 	g := newStripeGen(r, run)
-	g.charge(stripeCharge{cur: "usd", amount: 6000, authorized: 10000, partialCapts: true, fee: 320})
+	g.charge(stripeStory{cur: "usd", amount: 6000, authorized: 10000, partialCapts: true, fee: 320})
 	g.payouts(func() int64 { return 0 })
 	return g.finish("")
 }
