@@ -50,9 +50,11 @@ import (
 var _ eventstore.Store = (*Store)(nil)
 
 // DefaultStreamPrefixes are the streams of the global feed: payments and
-// payouts (see delivery.Event.StreamID), and the accounting periods'
-// calendar (domain/period.StreamID).
-var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix, period.StreamID}
+// payouts (see delivery.Event.StreamID), the accounting periods' calendar
+// (domain/period.StreamID), and push subscriptions' operator items
+// (delivery.SubscriptionStream).
+var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix, period.StreamID,
+	delivery.SubscriptionStreamPrefix}
 
 // Option configures a Store.
 type Option func(*Store)

@@ -9,6 +9,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
+	"github.com/onceledger/onceledger/adapters/outbox"
 	"github.com/onceledger/onceledger/adapters/params"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/report"
@@ -49,6 +50,8 @@ var badInput = []error{
 	payment.ErrActorRequired,
 	ingest.ErrBadRedrive,
 	report.ErrMalformed, // a settlement report: the error names line and column
+	outbox.ErrInvalid,
+	outbox.ErrActorRequired,
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving
@@ -86,7 +89,7 @@ func statusFor(err error) int {
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
 	case errors.Is(err, errUnknownProvider), errors.Is(err, errNotFound), errors.Is(err, views.ErrUnknownPeriod),
-		errors.Is(err, payment.ErrItemNotFound), errors.Is(err, ErrNoReportImporter):
+		errors.Is(err, payment.ErrItemNotFound), errors.Is(err, ErrNoReportImporter), errors.Is(err, outbox.ErrNotFound):
 		return http.StatusNotFound
 	case slices.ContainsFunc(conflicts, func(target error) bool { return errors.Is(err, target) }):
 		return http.StatusConflict
@@ -99,6 +102,9 @@ func statusFor(err error) int {
 		errors.Is(err, operations.ErrContention),
 		errors.Is(err, errOverloaded),
 		errors.Is(err, errQueryNotConfigured),
+		// The server cannot seal a subscription's secret: its
+		// configuration, not the request, is missing something.
+		errors.Is(err, outbox.ErrNoSecretsKey),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable

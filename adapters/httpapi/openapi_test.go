@@ -143,7 +143,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	require.NotNil(t, doc.Info.License, "info.license")
 	assert.NotEmpty(t, doc.Info.License.URL, "info.license.url")
 
-	camel := regexp.MustCompile(`^(get|post|head)[A-Z][A-Za-z]*$`)
+	camel := regexp.MustCompile(`^(get|post|head|patch|delete)[A-Z][A-Za-z]*$`)
 	ids := map[string]string{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {

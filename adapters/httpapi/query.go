@@ -66,15 +66,16 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.Handle("/reconciliation/resolve", acting(s.itemAction(true))).Methods(http.MethodPost)
 	v1.Handle("/reconciliation/reopen", acting(s.itemAction(false))).Methods(http.MethodPost)
 	v1.Handle("/inbox/redrive", acting(s.inboxRedrive)).Methods(http.MethodPost)
-	s.registerSettlements(v1) // settlements.go
-	s.registerEvents(v1)      // events.go
+	s.registerSettlements(v1)   // settlements.go
+	s.registerEvents(v1)        // events.go
+	s.registerSubscriptions(v1) // subscriptions.go
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 with Allow for a known path and another method, else a 404. Every
 	// /v1 route must be registered above this line.
 	v1.PathPrefix("/").Name(v1CatchAll).HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
-		for _, method := range []string{http.MethodGet, http.MethodPost} {
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
 			probe := r.Clone(r.Context())
 			probe.Method = method
 			var m mux.RouteMatch

@@ -111,6 +111,9 @@ type Config struct {
 	// Outbound pages the outbound business events for GET /v1/events
 	// (outbound.Feed); nil = that endpoint answers 503.
 	Outbound EventFeed
+	// Subscriptions manages the push subscriptions (outbox.Service; admin
+	// tokens); nil = those endpoints answer 503.
+	Subscriptions SubscriptionAdmin
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

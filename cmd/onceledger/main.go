@@ -33,20 +33,21 @@ type cli struct {
 	// command's time goes, without a server to expose net/http/pprof.
 	CPUProfile string `name:"cpu-profile" env:"ONCELEDGER_CPU_PROFILE" hidden:"" help:"Write a CPU profile of the command to this file."`
 
-	Serve    serveCmd    `cmd:"" help:"Run the HTTP server (webhooks, query API, health, metrics) and the projectors."`
-	Migrate  migrateCmd  `cmd:"" help:"Apply pending migrations and exit."`
-	Rebuild  rebuildCmd  `cmd:"" help:"Rebuild projections from history into shadow tables, compare with live, swap."`
-	Project  projectCmd  `cmd:"" help:"Run only the projectors (no HTTP server) until interrupted."`
-	Status   statusCmd   `cmd:"" help:"Each projection's position, the head, the lag; inbox counts by status."`
-	Verify   verifyCmd   `cmd:"" help:"Check ledger invariants; non-zero exit on any violation."`
-	Inspect  inspectCmd  `cmd:"" help:"Print the events of one stream, in order."`
-	Sample   sampleCmd   `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
-	Period   periodCmd   `cmd:"" help:"Close or reopen an accounting period (recorded as events with the actor)."`
-	Erase    eraseCmd    `cmd:"" help:"Erase stored raw webhook bodies (personal data) of one delivery or one payment; hashes, facts and events stay."`
-	Redrive  redriveCmd  `cmd:"" help:"Re-normalize stored raw deliveries with the current code and record what they now carry; prints counts."`
-	Settle   settleCmd   `cmd:"" help:"Settlement reports: import files, or sync from a provider's API."`
-	Backfill backfillCmd `cmd:"" help:"Pull a provider's past events from its API and ingest them through the webhook gate."`
-	Events   eventsCmd   `cmd:"" help:"The outbound business events: tail the feed."`
+	Serve         serveCmd         `cmd:"" help:"Run the HTTP server (webhooks, query API, health, metrics) and the projectors."`
+	Migrate       migrateCmd       `cmd:"" help:"Apply pending migrations and exit."`
+	Rebuild       rebuildCmd       `cmd:"" help:"Rebuild projections from history into shadow tables, compare with live, swap."`
+	Project       projectCmd       `cmd:"" help:"Run only the projectors (no HTTP server) until interrupted."`
+	Status        statusCmd        `cmd:"" help:"Each projection's position, the head, the lag; inbox counts by status."`
+	Verify        verifyCmd        `cmd:"" help:"Check ledger invariants; non-zero exit on any violation."`
+	Inspect       inspectCmd       `cmd:"" help:"Print the events of one stream, in order."`
+	Sample        sampleCmd        `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
+	Period        periodCmd        `cmd:"" help:"Close or reopen an accounting period (recorded as events with the actor)."`
+	Erase         eraseCmd         `cmd:"" help:"Erase stored raw webhook bodies (personal data) of one delivery or one payment; hashes, facts and events stay."`
+	Redrive       redriveCmd       `cmd:"" help:"Re-normalize stored raw deliveries with the current code and record what they now carry; prints counts."`
+	Settle        settleCmd        `cmd:"" help:"Settlement reports: import files, or sync from a provider's API."`
+	Backfill      backfillCmd      `cmd:"" help:"Pull a provider's past events from its API and ingest them through the webhook gate."`
+	Events        eventsCmd        `cmd:"" help:"The outbound business events: tail the feed."`
+	Subscriptions subscriptionsCmd `cmd:"" help:"Push subscriptions: add, list, remove, replay."`
 }
 
 // Validate refuses an unknown reporting time zone before any command runs.

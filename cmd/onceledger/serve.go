@@ -13,6 +13,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/onceledger/onceledger/adapters/jetstream"
+	"github.com/onceledger/onceledger/adapters/outbox"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/paypalipn"
@@ -44,6 +45,7 @@ type serveCmd struct {
 	NATSSubject         string        `name:"outbox-nats-subject" env:"ONCELEDGER_OUTBOX_NATS_SUBJECT" default:"onceledger.events" group:"Outbound events" help:"Subject prefix: an event is published on PREFIX.<type>."`
 	NATSStream          string        `name:"outbox-nats-stream" env:"ONCELEDGER_OUTBOX_NATS_STREAM" default:"ONCELEDGER" group:"Outbound events" help:"The JetStream stream created when none covers PREFIX.>."`
 	NATSCreds           string        `name:"outbox-nats-creds" env:"ONCELEDGER_OUTBOX_NATS_CREDS" group:"Outbound events" help:"NATS credentials file."`
+	outboxFlags
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
@@ -78,6 +80,11 @@ func (c *serveCmd) Validate() error {
 	}
 	if c.RawRetention < 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_RAW_RETENTION must be 0 (keep) or positive, got %v", c.RawRetention))
+	}
+	if c.SecretsKey != "" {
+		if _, err := outbox.ParseKey(c.SecretsKey); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// Half a provider configuration would start with the provider silently
 	// answering 404: each provider refuses it.
@@ -184,6 +191,8 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		PprofAddr:            c.PprofAddr,
 		UnsettledAfter:       c.UnsettledAfter,
 		NATS:                 jetstream.Config{URL: c.NATSURL, Subject: c.NATSSubject, Stream: c.NATSStream, Creds: c.NATSCreds},
+		SecretsKey:           c.SecretsKey,
+		OutboxAllowPrivate:   c.AllowPrivate,
 		Logger:               g.log,
 		UnknownKeys:          c.unknownKeys,
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
@@ -172,5 +173,21 @@ func TestConfigRegistryVariablesAreTheCommands(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A malformed ONCELEDGER_SECRETS_KEY refuses to start, without echoing it;
+// 32 bytes in hex or base64 are accepted.
+func TestServeConfigRefusesAMalformedSecretsKey(t *testing.T) {
+	clearProviderEnv(t)
+	t.Setenv("ONCELEDGER_SECRETS_KEY", "tooshort-key-value")
+	_, err := parseCLI(t, "serve")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "ONCELEDGER_SECRETS_KEY")
+	assert.NotContains(t, err.Error(), "tooshort-key-value")
+	for _, ok := range []string{strings.Repeat("ab", 32), "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="} {
+		t.Setenv("ONCELEDGER_SECRETS_KEY", ok)
+		_, err := parseCLI(t, "serve")
+		require.NoError(t, err, ok)
 	}
 }

@@ -155,7 +155,13 @@ func (e Event) StreamID() string {
 const (
 	PaymentStreamPrefix = "payment-"
 	PayoutStreamPrefix  = "payout-"
+	// SubscriptionStreamPrefix: a push subscription's stream holds only the
+	// operators' items about it (a disabled subscription).
+	SubscriptionStreamPrefix = "subscription-"
 )
+
+// SubscriptionStream is the stream of one push subscription.
+func SubscriptionStream(id string) string { return SubscriptionStreamPrefix + id }
 
 // PaymentStream is the stream of one payment: payment-{provider}-{payment key}.
 func PaymentStream(provider, paymentKey string) string {

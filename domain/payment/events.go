@@ -77,6 +77,10 @@ const (
 	// exceed the captures (a customer disputes after being refunded). The
 	// money has left; the item clears when the facts catch up.
 	ReconOverReversal = "over_reversal"
+	// A push subscription ran out of its retry schedule and was disabled
+	// (docs/events.md): opened in the subscription's own stream
+	// (delivery.SubscriptionStream), resolved when it is re-enabled.
+	ReconSubscriptionDisabled = "subscription_disabled"
 )
 
 // Authorized: funds reserved. Posts nothing.

@@ -20,6 +20,7 @@ func ReconKinds() []string {
 		ReconDisputeOutcomeConflict,
 		ReconDisputeBeforePayment,
 		ReconOverReversal,
+		ReconSubscriptionDisabled,
 	}, SettlementReconKinds()...) // settle_events.go
 }
 
@@ -89,6 +90,18 @@ type ItemCommand struct {
 	Kind, Key   string
 	Actor, Note string
 	Now         time.Time
+}
+
+// DecideFlag decides opening the item f names in a stream whose events
+// are history: f, or nothing when that item is open already (a second
+// report of the same problem is the same item).
+func DecideFlag(history []Event, f Flagged) []Event {
+	for _, it := range Items(history) {
+		if it.Kind == f.Kind && it.Key == f.Key && it.Open {
+			return nil
+		}
+	}
+	return []Event{f}
 }
 
 // DecideResolve decides resolving an item of the stream whose events are

@@ -104,6 +104,10 @@ type Event struct {
 	// Position is where the event is in the feed: a cursor after it
 	// (Cursor) resumes after it. Not part of the public shape.
 	Position eventstore.Position `json:"-"`
+	// Stream is the stored stream the fact belongs to (a payment, a
+	// payout, the periods): push subscriptions keep its order. Not part
+	// of the public shape.
+	Stream string `json:"-"`
 }
 
 // IDNamespace is the UUIDv5 namespace of public event ids. Fixed forever:
@@ -146,7 +150,7 @@ func FromRecorded(r eventstore.RecordedEvent) (Event, error) {
 	if !ok {
 		return Event{}, fmt.Errorf("%w: %q", ErrUnmapped, r.Type)
 	}
-	out := Event{ID: PublicID(r.ID), Type: typ, Version: Version, RecordedAt: r.RecordedAt.UTC(), Position: r.Position}
+	out := Event{ID: PublicID(r.ID), Type: typ, Version: Version, RecordedAt: r.RecordedAt.UTC(), Position: r.Position, Stream: r.StreamID}
 	if r.StreamID == period.StreamID {
 		e, err := period.Decode(r.Type, r.Data)
 		if err != nil {

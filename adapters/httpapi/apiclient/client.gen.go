@@ -243,6 +243,42 @@ func (e SettlementLineKind) Valid() bool {
 	}
 }
 
+// Defines values for SubscriptionState.
+const (
+	Active   SubscriptionState = "active"
+	Disabled SubscriptionState = "disabled"
+	Failing  SubscriptionState = "failing"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionState enum.
+func (e SubscriptionState) Valid() bool {
+	switch e {
+	case Active:
+		return true
+	case Disabled:
+		return true
+	case Failing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubscriptionDeletedStatus.
+const (
+	Deleted SubscriptionDeletedStatus = "deleted"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionDeletedStatus enum.
+func (e SubscriptionDeletedStatus) Valid() bool {
+	switch e {
+	case Deleted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TrialBalanceStatus.
 const (
 	TrialBalanceStatusClosed TrialBalanceStatus = "closed"
@@ -1058,6 +1094,118 @@ type SettlementLine struct {
 // SettlementLineKind defines model for SettlementLine.Kind.
 type SettlementLineKind string
 
+// Subscription defines model for Subscription.
+type Subscription struct {
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy *string   `json:"created_by,omitempty"`
+
+	// Cursor Where the subscription is in the feed (as GET /v1/events's after).
+	Cursor             string             `json:"cursor"`
+	Description        string             `json:"description"`
+	DisabledAt         *time.Time         `json:"disabled_at,omitempty"`
+	Id                 openapi_types.UUID `json:"id"`
+	LastError          string             `json:"last_error"`
+	LastErrorAt        *time.Time         `json:"last_error_at,omitempty"`
+	OldSecretExpiresAt *time.Time         `json:"old_secret_expires_at,omitempty"`
+
+	// Pending Queued events not yet acknowledged.
+	Pending   int64    `json:"pending"`
+	Providers []string `json:"providers"`
+	Replay    *struct {
+		At       *string    `json:"at,omitempty"`
+		FromTime *time.Time `json:"from_time,omitempty"`
+		Until    *string    `json:"until,omitempty"`
+	} `json:"replay,omitempty"`
+	State     SubscriptionState `json:"state"`
+	Types     []string          `json:"types"`
+	UpdatedAt *time.Time        `json:"updated_at,omitempty"`
+	Url       string            `json:"url"`
+}
+
+// SubscriptionState defines model for Subscription.State.
+type SubscriptionState string
+
+// SubscriptionCreate defines model for SubscriptionCreate.
+type SubscriptionCreate struct {
+	Description *string `json:"description,omitempty"`
+
+	// From A cursor: start after it.
+	From      *string   `json:"from,omitempty"`
+	Note      *string   `json:"note,omitempty"`
+	Providers *[]string `json:"providers,omitempty"`
+	Types     *[]string `json:"types,omitempty"`
+	Url       string    `json:"url"`
+}
+
+// SubscriptionCreated defines model for SubscriptionCreated.
+type SubscriptionCreated struct {
+	Id openapi_types.UUID `json:"id"`
+
+	// Secret Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+	Secret string `json:"secret"`
+}
+
+// SubscriptionDeleted defines model for SubscriptionDeleted.
+type SubscriptionDeleted struct {
+	Id     openapi_types.UUID        `json:"id"`
+	Status SubscriptionDeletedStatus `json:"status"`
+}
+
+// SubscriptionDeletedStatus defines model for SubscriptionDeleted.Status.
+type SubscriptionDeletedStatus string
+
+// SubscriptionDeliveries defines model for SubscriptionDeliveries.
+type SubscriptionDeliveries struct {
+	Deliveries []struct {
+		Attempt   int                `json:"attempt"`
+		Error     string             `json:"error"`
+		EventId   openapi_types.UUID `json:"event_id"`
+		EventType string             `json:"event_type"`
+		Id        int64              `json:"id"`
+		LatencyMs int64              `json:"latency_ms"`
+		Replay    bool               `json:"replay"`
+
+		// Status The HTTP status; null when no answer came (refused, time-out).
+		Status    *int      `json:"status,omitempty"`
+		Succeeded bool      `json:"succeeded"`
+		Time      time.Time `json:"time"`
+	} `json:"deliveries"`
+}
+
+// SubscriptionList defines model for SubscriptionList.
+type SubscriptionList struct {
+	Subscriptions []Subscription `json:"subscriptions"`
+}
+
+// SubscriptionNote defines model for SubscriptionNote.
+type SubscriptionNote struct {
+	Note *string `json:"note,omitempty"`
+}
+
+// SubscriptionPatch defines model for SubscriptionPatch.
+type SubscriptionPatch struct {
+	Description *string   `json:"description,omitempty"`
+	Note        *string   `json:"note,omitempty"`
+	Providers   *[]string `json:"providers,omitempty"`
+	Types       *[]string `json:"types,omitempty"`
+	Url         *string   `json:"url,omitempty"`
+}
+
+// SubscriptionReplay defines model for SubscriptionReplay.
+type SubscriptionReplay struct {
+	// From A cursor (exclusive).
+	From     *string    `json:"from,omitempty"`
+	FromTime *time.Time `json:"from_time,omitempty"`
+	Note     *string    `json:"note,omitempty"`
+}
+
+// SubscriptionRotated defines model for SubscriptionRotated.
+type SubscriptionRotated struct {
+	Id                 openapi_types.UUID `json:"id"`
+	OldSecretExpiresAt time.Time          `json:"old_secret_expires_at"`
+	Secret             string             `json:"secret"`
+}
+
 // TrialBalance defines model for TrialBalance.
 type TrialBalance struct {
 	// Adjustments Late entries booked into this period for earlier, closed ones.
@@ -1359,6 +1507,15 @@ type GetReconciliationItemsParamsFormat string
 // PostSettlementReportJSONBody defines parameters for PostSettlementReport.
 type PostSettlementReportJSONBody = map[string]interface{}
 
+// GetSubscriptionDeliveriesParams defines parameters for GetSubscriptionDeliveries.
+type GetSubscriptionDeliveriesParams struct {
+	// Status succeeded, failed, or an HTTP status such as 503.
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit At most this many (default 100, at most 1000).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // PostWebhookJSONBody defines parameters for PostWebhook.
 type PostWebhookJSONBody = map[string]interface{}
 
@@ -1386,6 +1543,24 @@ type PostReconciliationResolveJSONRequestBody = ItemAction
 
 // PostSettlementReportJSONRequestBody defines body for PostSettlementReport for application/json ContentType.
 type PostSettlementReportJSONRequestBody = PostSettlementReportJSONBody
+
+// PostSubscriptionJSONRequestBody defines body for PostSubscription for application/json ContentType.
+type PostSubscriptionJSONRequestBody = SubscriptionCreate
+
+// DeleteSubscriptionJSONRequestBody defines body for DeleteSubscription for application/json ContentType.
+type DeleteSubscriptionJSONRequestBody = SubscriptionNote
+
+// PatchSubscriptionJSONRequestBody defines body for PatchSubscription for application/json ContentType.
+type PatchSubscriptionJSONRequestBody = SubscriptionPatch
+
+// PostSubscriptionEnableJSONRequestBody defines body for PostSubscriptionEnable for application/json ContentType.
+type PostSubscriptionEnableJSONRequestBody = SubscriptionNote
+
+// PostSubscriptionReplayJSONRequestBody defines body for PostSubscriptionReplay for application/json ContentType.
+type PostSubscriptionReplayJSONRequestBody = SubscriptionReplay
+
+// PostSubscriptionRotateSecretJSONRequestBody defines body for PostSubscriptionRotateSecret for application/json ContentType.
+type PostSubscriptionRotateSecretJSONRequestBody = SubscriptionNote
 
 // PostWebhookJSONRequestBody defines body for PostWebhook for application/json ContentType.
 type PostWebhookJSONRequestBody = PostWebhookJSONBody
@@ -1686,6 +1861,133 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
 	PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSubscriptions The push subscriptions (admin)
+	//
+	// Every subscription with its state, its cursor, what is pending and the last error.
+	//
+	// Corresponds with GET /v1/subscriptions (the `GetSubscriptions` operationId).
+	GetSubscriptions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscriptionWithBody Create a push subscription (admin)
+	//
+	// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+	PostSubscriptionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscription Create a push subscription (admin)
+	//
+	// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+	PostSubscription(ctx context.Context, body PostSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSubscriptionWithBody Remove a push subscription (admin)
+	//
+	// Its queue and attempts go; the action stays in subscription_actions.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+	DeleteSubscriptionWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSubscription Remove a push subscription (admin)
+	//
+	// Its queue and attempts go; the action stays in subscription_actions.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+	DeleteSubscription(ctx context.Context, id openapi_types.UUID, body DeleteSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSubscription One push subscription (admin)
+	//
+	// Corresponds with GET /v1/subscriptions/{id} (the `GetSubscription` operationId).
+	GetSubscription(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSubscriptionWithBody Change a push subscription (admin)
+	//
+	// Changes url, types, providers or description (the fields given).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+	PatchSubscriptionWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSubscription Change a push subscription (admin)
+	//
+	// Changes url, types, providers or description (the fields given).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+	PatchSubscription(ctx context.Context, id openapi_types.UUID, body PatchSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSubscriptionDeliveries A push subscription's delivery attempts (admin)
+	//
+	// Newest first.
+	//
+	// Corresponds with GET /v1/subscriptions/{id}/deliveries (the `GetSubscriptionDeliveries` operationId).
+	GetSubscriptionDeliveries(ctx context.Context, id openapi_types.UUID, params *GetSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscriptionEnableWithBody Re-enable a push subscription (admin)
+	//
+	// It resumes where it stopped: the event it gave up on is sent first.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+	PostSubscriptionEnableWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscriptionEnable Re-enable a push subscription (admin)
+	//
+	// It resumes where it stopped: the event it gave up on is sent first.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+	PostSubscriptionEnable(ctx context.Context, id openapi_types.UUID, body PostSubscriptionEnableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscriptionReplayWithBody Replay events to a push subscription (admin)
+	//
+	// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+	PostSubscriptionReplayWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscriptionReplay Replay events to a push subscription (admin)
+	//
+	// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+	PostSubscriptionReplay(ctx context.Context, id openapi_types.UUID, body PostSubscriptionReplayJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscriptionRotateSecretWithBody Rotate a push subscription's secret (admin)
+	//
+	// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+	PostSubscriptionRotateSecretWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSubscriptionRotateSecret Rotate a push subscription's secret (admin)
+	//
+	// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+	PostSubscriptionRotateSecret(ctx context.Context, id openapi_types.UUID, body PostSubscriptionRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeadWebhook Endpoint check (Circle verifies a subscription with HEAD)
 	//
@@ -2230,6 +2532,283 @@ func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider stri
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
 func (c *Client) PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostSettlementReportRequest(c.Server, provider, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSubscriptions The push subscriptions (admin)
+//
+// Every subscription with its state, its cursor, what is pending and the last error.
+//
+// Corresponds with GET /v1/subscriptions (the `GetSubscriptions` operationId).
+func (c *Client) GetSubscriptions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSubscriptionsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscriptionWithBody Create a push subscription (admin)
+//
+// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+func (c *Client) PostSubscriptionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscription Create a push subscription (admin)
+//
+// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+func (c *Client) PostSubscription(ctx context.Context, body PostSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSubscriptionWithBody Remove a push subscription (admin)
+//
+// Its queue and attempts go; the action stays in subscription_actions.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+func (c *Client) DeleteSubscriptionWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSubscriptionRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSubscription Remove a push subscription (admin)
+//
+// Its queue and attempts go; the action stays in subscription_actions.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+func (c *Client) DeleteSubscription(ctx context.Context, id openapi_types.UUID, body DeleteSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSubscriptionRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSubscription One push subscription (admin)
+//
+// Corresponds with GET /v1/subscriptions/{id} (the `GetSubscription` operationId).
+func (c *Client) GetSubscription(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSubscriptionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchSubscriptionWithBody Change a push subscription (admin)
+//
+// Changes url, types, providers or description (the fields given).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+func (c *Client) PatchSubscriptionWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSubscriptionRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchSubscription Change a push subscription (admin)
+//
+// Changes url, types, providers or description (the fields given).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+func (c *Client) PatchSubscription(ctx context.Context, id openapi_types.UUID, body PatchSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSubscriptionRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSubscriptionDeliveries A push subscription's delivery attempts (admin)
+//
+// Newest first.
+//
+// Corresponds with GET /v1/subscriptions/{id}/deliveries (the `GetSubscriptionDeliveries` operationId).
+func (c *Client) GetSubscriptionDeliveries(ctx context.Context, id openapi_types.UUID, params *GetSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSubscriptionDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscriptionEnableWithBody Re-enable a push subscription (admin)
+//
+// It resumes where it stopped: the event it gave up on is sent first.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+func (c *Client) PostSubscriptionEnableWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionEnableRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscriptionEnable Re-enable a push subscription (admin)
+//
+// It resumes where it stopped: the event it gave up on is sent first.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+func (c *Client) PostSubscriptionEnable(ctx context.Context, id openapi_types.UUID, body PostSubscriptionEnableJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionEnableRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscriptionReplayWithBody Replay events to a push subscription (admin)
+//
+// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+func (c *Client) PostSubscriptionReplayWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionReplayRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscriptionReplay Replay events to a push subscription (admin)
+//
+// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+func (c *Client) PostSubscriptionReplay(ctx context.Context, id openapi_types.UUID, body PostSubscriptionReplayJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionReplayRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscriptionRotateSecretWithBody Rotate a push subscription's secret (admin)
+//
+// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+func (c *Client) PostSubscriptionRotateSecretWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionRotateSecretRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSubscriptionRotateSecret Rotate a push subscription's secret (admin)
+//
+// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+func (c *Client) PostSubscriptionRotateSecret(ctx context.Context, id openapi_types.UUID, body PostSubscriptionRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSubscriptionRotateSecretRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3701,6 +4280,415 @@ func NewPostSettlementReportRequestWithBody(server string, provider string, cont
 	return req, nil
 }
 
+// NewGetSubscriptionsRequest constructs an http.Request for the GetSubscriptions method
+func NewGetSubscriptionsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostSubscriptionRequest calls the generic PostSubscription builder with application/json body
+func NewPostSubscriptionRequest(server string, body PostSubscriptionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSubscriptionRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostSubscriptionRequestWithBody constructs an http.Request for the PostSubscription method, with any body, and a specified content type
+func NewPostSubscriptionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteSubscriptionRequest calls the generic DeleteSubscription builder with application/json body
+func NewDeleteSubscriptionRequest(server string, id openapi_types.UUID, body DeleteSubscriptionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeleteSubscriptionRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewDeleteSubscriptionRequestWithBody constructs an http.Request for the DeleteSubscription method, with any body, and a specified content type
+func NewDeleteSubscriptionRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSubscriptionRequest constructs an http.Request for the GetSubscription method
+func NewGetSubscriptionRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPatchSubscriptionRequest calls the generic PatchSubscription builder with application/json body
+func NewPatchSubscriptionRequest(server string, id openapi_types.UUID, body PatchSubscriptionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSubscriptionRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPatchSubscriptionRequestWithBody constructs an http.Request for the PatchSubscription method, with any body, and a specified content type
+func NewPatchSubscriptionRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSubscriptionDeliveriesRequest constructs an http.Request for the GetSubscriptionDeliveries method
+func NewGetSubscriptionDeliveriesRequest(server string, id openapi_types.UUID, params *GetSubscriptionDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostSubscriptionEnableRequest calls the generic PostSubscriptionEnable builder with application/json body
+func NewPostSubscriptionEnableRequest(server string, id openapi_types.UUID, body PostSubscriptionEnableJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSubscriptionEnableRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPostSubscriptionEnableRequestWithBody constructs an http.Request for the PostSubscriptionEnable method, with any body, and a specified content type
+func NewPostSubscriptionEnableRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions/%s/enable", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostSubscriptionReplayRequest calls the generic PostSubscriptionReplay builder with application/json body
+func NewPostSubscriptionReplayRequest(server string, id openapi_types.UUID, body PostSubscriptionReplayJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSubscriptionReplayRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPostSubscriptionReplayRequestWithBody constructs an http.Request for the PostSubscriptionReplay method, with any body, and a specified content type
+func NewPostSubscriptionReplayRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions/%s/replay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostSubscriptionRotateSecretRequest calls the generic PostSubscriptionRotateSecret builder with application/json body
+func NewPostSubscriptionRotateSecretRequest(server string, id openapi_types.UUID, body PostSubscriptionRotateSecretJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSubscriptionRotateSecretRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPostSubscriptionRotateSecretRequestWithBody constructs an http.Request for the PostSubscriptionRotateSecret method, with any body, and a specified content type
+func NewPostSubscriptionRotateSecretRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/subscriptions/%s/rotate-secret", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewHeadWebhookRequest constructs an http.Request for the HeadWebhook method
 func NewHeadWebhookRequest(server string, provider string) (*http.Request, error) {
 	var err error
@@ -4088,6 +5076,139 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
 	PostSettlementReportWithResponse(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
+
+	// GetSubscriptionsWithResponse The push subscriptions (admin)
+	//
+	// Every subscription with its state, its cursor, what is pending and the last error.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/subscriptions (the `GetSubscriptions` operationId).
+	GetSubscriptionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSubscriptionsResponse, error)
+
+	// PostSubscriptionWithBodyWithResponse Create a push subscription (admin)
+	//
+	// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+	PostSubscriptionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionResponse, error)
+
+	// PostSubscriptionWithResponse Create a push subscription (admin)
+	//
+	// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+	PostSubscriptionWithResponse(ctx context.Context, body PostSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionResponse, error)
+
+	// DeleteSubscriptionWithBodyWithResponse Remove a push subscription (admin)
+	//
+	// Its queue and attempts go; the action stays in subscription_actions.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+	DeleteSubscriptionWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteSubscriptionResponse, error)
+
+	// DeleteSubscriptionWithResponse Remove a push subscription (admin)
+	//
+	// Its queue and attempts go; the action stays in subscription_actions.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+	DeleteSubscriptionWithResponse(ctx context.Context, id openapi_types.UUID, body DeleteSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteSubscriptionResponse, error)
+
+	// GetSubscriptionWithResponse One push subscription (admin)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/subscriptions/{id} (the `GetSubscription` operationId).
+	GetSubscriptionWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetSubscriptionResponse, error)
+
+	// PatchSubscriptionWithBodyWithResponse Change a push subscription (admin)
+	//
+	// Changes url, types, providers or description (the fields given).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+	PatchSubscriptionWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSubscriptionResponse, error)
+
+	// PatchSubscriptionWithResponse Change a push subscription (admin)
+	//
+	// Changes url, types, providers or description (the fields given).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+	PatchSubscriptionWithResponse(ctx context.Context, id openapi_types.UUID, body PatchSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSubscriptionResponse, error)
+
+	// GetSubscriptionDeliveriesWithResponse A push subscription's delivery attempts (admin)
+	//
+	// Newest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/subscriptions/{id}/deliveries (the `GetSubscriptionDeliveries` operationId).
+	GetSubscriptionDeliveriesWithResponse(ctx context.Context, id openapi_types.UUID, params *GetSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*GetSubscriptionDeliveriesResponse, error)
+
+	// PostSubscriptionEnableWithBodyWithResponse Re-enable a push subscription (admin)
+	//
+	// It resumes where it stopped: the event it gave up on is sent first.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+	PostSubscriptionEnableWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionEnableResponse, error)
+
+	// PostSubscriptionEnableWithResponse Re-enable a push subscription (admin)
+	//
+	// It resumes where it stopped: the event it gave up on is sent first.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+	PostSubscriptionEnableWithResponse(ctx context.Context, id openapi_types.UUID, body PostSubscriptionEnableJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionEnableResponse, error)
+
+	// PostSubscriptionReplayWithBodyWithResponse Replay events to a push subscription (admin)
+	//
+	// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+	PostSubscriptionReplayWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionReplayResponse, error)
+
+	// PostSubscriptionReplayWithResponse Replay events to a push subscription (admin)
+	//
+	// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+	PostSubscriptionReplayWithResponse(ctx context.Context, id openapi_types.UUID, body PostSubscriptionReplayJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionReplayResponse, error)
+
+	// PostSubscriptionRotateSecretWithBodyWithResponse Rotate a push subscription's secret (admin)
+	//
+	// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+	PostSubscriptionRotateSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionRotateSecretResponse, error)
+
+	// PostSubscriptionRotateSecretWithResponse Rotate a push subscription's secret (admin)
+	//
+	// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+	PostSubscriptionRotateSecretWithResponse(ctx context.Context, id openapi_types.UUID, body PostSubscriptionRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionRotateSecretResponse, error)
 
 	// HeadWebhookWithResponse Endpoint check (Circle verifies a subscription with HEAD)
 	//
@@ -5895,6 +7016,739 @@ func (r PostSettlementReportResponse) ContentType() string {
 	return ""
 }
 
+// GetSubscriptionsResponse401Headers the declared response headers of an HTTP 401 response for GetSubscriptions
+type GetSubscriptionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSubscriptionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubscriptionList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSubscriptionsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSubscriptionsResponse) GetJSON200() *SubscriptionList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSubscriptionsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSubscriptionsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSubscriptionsResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSubscriptionsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSubscriptionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSubscriptionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSubscriptionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSubscriptionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSubscriptionResponse401Headers the declared response headers of an HTTP 401 response for PostSubscription
+type PostSubscriptionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubscriptionCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostSubscriptionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSubscriptionResponse) GetJSON200() *SubscriptionCreated {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSubscriptionResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSubscriptionResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostSubscriptionResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostSubscriptionResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteSubscriptionResponse401Headers the declared response headers of an HTTP 401 response for DeleteSubscription
+type DeleteSubscriptionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DeleteSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubscriptionDeleted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteSubscriptionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON200() *SubscriptionDeleted {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteSubscriptionResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSubscriptionResponse401Headers the declared response headers of an HTTP 401 response for GetSubscription
+type GetSubscriptionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Subscription
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSubscriptionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSubscriptionResponse) GetJSON200() *Subscription {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSubscriptionResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSubscriptionResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSubscriptionResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSubscriptionResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSubscriptionResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PatchSubscriptionResponse401Headers the declared response headers of an HTTP 401 response for PatchSubscription
+type PatchSubscriptionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PatchSubscriptionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Subscription
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchSubscriptionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchSubscriptionResponse) GetJSON200() *Subscription {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PatchSubscriptionResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PatchSubscriptionResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchSubscriptionResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PatchSubscriptionResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PatchSubscriptionResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchSubscriptionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchSubscriptionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchSubscriptionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSubscriptionDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for GetSubscriptionDeliveries
+type GetSubscriptionDeliveriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetSubscriptionDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubscriptionDeliveries
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSubscriptionDeliveriesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSubscriptionDeliveriesResponse) GetJSON200() *SubscriptionDeliveries {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSubscriptionDeliveriesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSubscriptionDeliveriesResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSubscriptionDeliveriesResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSubscriptionDeliveriesResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSubscriptionDeliveriesResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSubscriptionDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSubscriptionDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSubscriptionDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSubscriptionDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSubscriptionEnableResponse401Headers the declared response headers of an HTTP 401 response for PostSubscriptionEnable
+type PostSubscriptionEnableResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostSubscriptionEnableResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Subscription
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostSubscriptionEnableResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSubscriptionEnableResponse) GetJSON200() *Subscription {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSubscriptionEnableResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSubscriptionEnableResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostSubscriptionEnableResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostSubscriptionEnableResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostSubscriptionEnableResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSubscriptionEnableResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSubscriptionEnableResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSubscriptionEnableResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSubscriptionEnableResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSubscriptionReplayResponse401Headers the declared response headers of an HTTP 401 response for PostSubscriptionReplay
+type PostSubscriptionReplayResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostSubscriptionReplayResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Subscription
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostSubscriptionReplayResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSubscriptionReplayResponse) GetJSON200() *Subscription {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSubscriptionReplayResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSubscriptionReplayResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostSubscriptionReplayResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostSubscriptionReplayResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostSubscriptionReplayResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSubscriptionReplayResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSubscriptionReplayResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSubscriptionReplayResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSubscriptionReplayResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSubscriptionRotateSecretResponse401Headers the declared response headers of an HTTP 401 response for PostSubscriptionRotateSecret
+type PostSubscriptionRotateSecretResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostSubscriptionRotateSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubscriptionRotated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostSubscriptionRotateSecretResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSubscriptionRotateSecretResponse) GetJSON200() *SubscriptionRotated {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSubscriptionRotateSecretResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSubscriptionRotateSecretResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostSubscriptionRotateSecretResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostSubscriptionRotateSecretResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostSubscriptionRotateSecretResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSubscriptionRotateSecretResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSubscriptionRotateSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSubscriptionRotateSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSubscriptionRotateSecretResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type HeadWebhookResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6442,6 +8296,229 @@ func (c *ClientWithResponses) PostSettlementReportWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParsePostSettlementReportResponse(rsp)
+}
+
+// GetSubscriptionsWithResponse The push subscriptions (admin)
+//
+// Every subscription with its state, its cursor, what is pending and the last error.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/subscriptions (the `GetSubscriptions` operationId).
+func (c *ClientWithResponses) GetSubscriptionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSubscriptionsResponse, error) {
+	rsp, err := c.GetSubscriptions(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSubscriptionsResponse(rsp)
+}
+
+// PostSubscriptionWithBodyWithResponse Create a push subscription (admin)
+//
+// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+func (c *ClientWithResponses) PostSubscriptionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionResponse, error) {
+	rsp, err := c.PostSubscriptionWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionResponse(rsp)
+}
+
+// PostSubscriptionWithResponse Create a push subscription (admin)
+//
+// Events matching types and providers (none: every type but settlement.line; every provider) are POSTed to url, signed per Standard Webhooks. The secret is shown this once. No from: events recorded after the creation.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions (the `PostSubscription` operationId).
+func (c *ClientWithResponses) PostSubscriptionWithResponse(ctx context.Context, body PostSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionResponse, error) {
+	rsp, err := c.PostSubscription(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionResponse(rsp)
+}
+
+// DeleteSubscriptionWithBodyWithResponse Remove a push subscription (admin)
+//
+// Its queue and attempts go; the action stays in subscription_actions.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+func (c *ClientWithResponses) DeleteSubscriptionWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteSubscriptionResponse, error) {
+	rsp, err := c.DeleteSubscriptionWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSubscriptionResponse(rsp)
+}
+
+// DeleteSubscriptionWithResponse Remove a push subscription (admin)
+//
+// Its queue and attempts go; the action stays in subscription_actions.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/subscriptions/{id} (the `DeleteSubscription` operationId).
+func (c *ClientWithResponses) DeleteSubscriptionWithResponse(ctx context.Context, id openapi_types.UUID, body DeleteSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteSubscriptionResponse, error) {
+	rsp, err := c.DeleteSubscription(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSubscriptionResponse(rsp)
+}
+
+// GetSubscriptionWithResponse One push subscription (admin)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/subscriptions/{id} (the `GetSubscription` operationId).
+func (c *ClientWithResponses) GetSubscriptionWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetSubscriptionResponse, error) {
+	rsp, err := c.GetSubscription(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSubscriptionResponse(rsp)
+}
+
+// PatchSubscriptionWithBodyWithResponse Change a push subscription (admin)
+//
+// Changes url, types, providers or description (the fields given).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+func (c *ClientWithResponses) PatchSubscriptionWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSubscriptionResponse, error) {
+	rsp, err := c.PatchSubscriptionWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSubscriptionResponse(rsp)
+}
+
+// PatchSubscriptionWithResponse Change a push subscription (admin)
+//
+// Changes url, types, providers or description (the fields given).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/subscriptions/{id} (the `PatchSubscription` operationId).
+func (c *ClientWithResponses) PatchSubscriptionWithResponse(ctx context.Context, id openapi_types.UUID, body PatchSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSubscriptionResponse, error) {
+	rsp, err := c.PatchSubscription(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSubscriptionResponse(rsp)
+}
+
+// GetSubscriptionDeliveriesWithResponse A push subscription's delivery attempts (admin)
+//
+// Newest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/subscriptions/{id}/deliveries (the `GetSubscriptionDeliveries` operationId).
+func (c *ClientWithResponses) GetSubscriptionDeliveriesWithResponse(ctx context.Context, id openapi_types.UUID, params *GetSubscriptionDeliveriesParams, reqEditors ...RequestEditorFn) (*GetSubscriptionDeliveriesResponse, error) {
+	rsp, err := c.GetSubscriptionDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSubscriptionDeliveriesResponse(rsp)
+}
+
+// PostSubscriptionEnableWithBodyWithResponse Re-enable a push subscription (admin)
+//
+// It resumes where it stopped: the event it gave up on is sent first.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+func (c *ClientWithResponses) PostSubscriptionEnableWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionEnableResponse, error) {
+	rsp, err := c.PostSubscriptionEnableWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionEnableResponse(rsp)
+}
+
+// PostSubscriptionEnableWithResponse Re-enable a push subscription (admin)
+//
+// It resumes where it stopped: the event it gave up on is sent first.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions/{id}/enable (the `PostSubscriptionEnable` operationId).
+func (c *ClientWithResponses) PostSubscriptionEnableWithResponse(ctx context.Context, id openapi_types.UUID, body PostSubscriptionEnableJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionEnableResponse, error) {
+	rsp, err := c.PostSubscriptionEnable(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionEnableResponse(rsp)
+}
+
+// PostSubscriptionReplayWithBodyWithResponse Replay events to a push subscription (admin)
+//
+// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+func (c *ClientWithResponses) PostSubscriptionReplayWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionReplayResponse, error) {
+	rsp, err := c.PostSubscriptionReplayWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionReplayResponse(rsp)
+}
+
+// PostSubscriptionReplayWithResponse Replay events to a push subscription (admin)
+//
+// Sends the events after from (a cursor, exclusive) or recorded from from_time again, with the same ids, up to the subscription's cursor now; throttled beside live deliveries.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions/{id}/replay (the `PostSubscriptionReplay` operationId).
+func (c *ClientWithResponses) PostSubscriptionReplayWithResponse(ctx context.Context, id openapi_types.UUID, body PostSubscriptionReplayJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionReplayResponse, error) {
+	rsp, err := c.PostSubscriptionReplay(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionReplayResponse(rsp)
+}
+
+// PostSubscriptionRotateSecretWithBodyWithResponse Rotate a push subscription's secret (admin)
+//
+// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+func (c *ClientWithResponses) PostSubscriptionRotateSecretWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSubscriptionRotateSecretResponse, error) {
+	rsp, err := c.PostSubscriptionRotateSecretWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionRotateSecretResponse(rsp)
+}
+
+// PostSubscriptionRotateSecretWithResponse Rotate a push subscription's secret (admin)
+//
+// A new secret, shown once; the old one also signs (a second signature in webhook-signature) for 24 h.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/subscriptions/{id}/rotate-secret (the `PostSubscriptionRotateSecret` operationId).
+func (c *ClientWithResponses) PostSubscriptionRotateSecretWithResponse(ctx context.Context, id openapi_types.UUID, body PostSubscriptionRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSubscriptionRotateSecretResponse, error) {
+	rsp, err := c.PostSubscriptionRotateSecret(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSubscriptionRotateSecretResponse(rsp)
 }
 
 // HeadWebhookWithResponse Endpoint check (Circle verifies a subscription with HEAD)
@@ -8006,6 +10083,658 @@ func ParsePostSettlementReportResponse(rsp *http.Response) (*PostSettlementRepor
 	switch {
 	case rsp.StatusCode == 401:
 		var headers PostSettlementReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSubscriptionsResponse parses an HTTP response from a GetSubscriptionsWithResponse call
+func ParseGetSubscriptionsResponse(rsp *http.Response) (*GetSubscriptionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSubscriptionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubscriptionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSubscriptionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostSubscriptionResponse parses an HTTP response from a PostSubscriptionWithResponse call
+func ParsePostSubscriptionResponse(rsp *http.Response) (*PostSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubscriptionCreated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostSubscriptionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSubscriptionResponse parses an HTTP response from a DeleteSubscriptionWithResponse call
+func ParseDeleteSubscriptionResponse(rsp *http.Response) (*DeleteSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubscriptionDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteSubscriptionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSubscriptionResponse parses an HTTP response from a GetSubscriptionWithResponse call
+func ParseGetSubscriptionResponse(rsp *http.Response) (*GetSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Subscription
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSubscriptionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePatchSubscriptionResponse parses an HTTP response from a PatchSubscriptionWithResponse call
+func ParsePatchSubscriptionResponse(rsp *http.Response) (*PatchSubscriptionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchSubscriptionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Subscription
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PatchSubscriptionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSubscriptionDeliveriesResponse parses an HTTP response from a GetSubscriptionDeliveriesWithResponse call
+func ParseGetSubscriptionDeliveriesResponse(rsp *http.Response) (*GetSubscriptionDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSubscriptionDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubscriptionDeliveries
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSubscriptionDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostSubscriptionEnableResponse parses an HTTP response from a PostSubscriptionEnableWithResponse call
+func ParsePostSubscriptionEnableResponse(rsp *http.Response) (*PostSubscriptionEnableResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSubscriptionEnableResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Subscription
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostSubscriptionEnableResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostSubscriptionReplayResponse parses an HTTP response from a PostSubscriptionReplayWithResponse call
+func ParsePostSubscriptionReplayResponse(rsp *http.Response) (*PostSubscriptionReplayResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSubscriptionReplayResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Subscription
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostSubscriptionReplayResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostSubscriptionRotateSecretResponse parses an HTTP response from a PostSubscriptionRotateSecretWithResponse call
+func ParsePostSubscriptionRotateSecretResponse(rsp *http.Response) (*PostSubscriptionRotateSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSubscriptionRotateSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubscriptionRotated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostSubscriptionRotateSecretResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

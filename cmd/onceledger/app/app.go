@@ -102,6 +102,17 @@ type Config struct {
 	// every outbound event to JetStream (docs/events.md).
 	NATS jetstream.Config
 
+	// SecretsKey is ONCELEDGER_SECRETS_KEY: the 32-byte key (hex or
+	// base64) that seals push subscriptions' signing secrets at rest; a
+	// malformed one refuses to start, none refuses to create a
+	// subscription (and to serve once one exists).
+	SecretsKey string
+	// OutboxAllowPrivate is ONCELEDGER_OUTBOX_ALLOW_PRIVATE: subscription
+	// endpoints may be loopback, private or link-local addresses.
+	OutboxAllowPrivate bool
+	// Outbox tunes the push subscriptions' sender serve runs.
+	Outbox OutboxConfig
+
 	PprofAddr string // serve net/http/pprof there; "" = off
 	Logger    *slog.Logger
 	// UnknownKeys, when set, is the counter the providers' adapters were
@@ -182,6 +193,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.SettlementQuery = a.reads.Query
 	a.outbound = outbound.NewFeed(a.events.Store)
 	hc.Outbound = a.outbound
+	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
 	return nil
@@ -261,6 +273,12 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	if err := a.outbound.Start(bgCtx); err != nil {
 		// Each long poll then listens on its own (docs/events.md).
 		a.log.Warn("outbound events: no shared listener", "error", err)
+	}
+	if !c.Outbox.Off {
+		if err := a.checkSecretsKey(ctx); err != nil {
+			return err
+		}
+		a.startSender(bgCtx, &wg) // subscriptions.go
 	}
 	if c.Projections {
 		projs := a.Projections()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
+	"github.com/onceledger/onceledger/adapters/outbox"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -40,6 +41,9 @@ type Core struct {
 	query    *readmodel.Store
 	recon    *operations.Reconciliation
 	redriver *ingest.Redriver
+	// sealer seals push subscriptions' secrets (nil: ONCELEDGER_SECRETS_KEY
+	// not set).
+	sealer *outbox.Sealer
 	// retries counts appends retried after a lost race; App registers it
 	// for /metrics (a command has none: it counts for nobody).
 	retries *prometheus.CounterVec
@@ -53,6 +57,10 @@ func NewCore(ctx context.Context, cfg Config) (*Core, error) {
 	c := &Core{cfg: cfg, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.Default()
+	}
+	var err error
+	if c.sealer, err = sealer(cfg.SecretsKey); err != nil {
+		return nil, err
 	}
 	if cfg.Migrate {
 		if err := Migrate(ctx, cfg.DatabaseURL, c.log); err != nil {
