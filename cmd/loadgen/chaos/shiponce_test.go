@@ -211,17 +211,21 @@ func TestShipOnce(t *testing.T) {
 	}
 	assert.Positive(t, redelivered, "the deliveries cut by the kill came again under their ids")
 
-	// The receiver fails for a while (500), then is down, then recovers.
+	// The receiver fails for a while (500), then is down, then recovers:
+	// each within the first retry's 5 s, so that a failed delivery's
+	// retry finds the shop up again (a second failure waits 5 minutes).
 	r.gate.mode.Store(gateFail)
-	sent = r.sendAsync(r.orders[third : 2*third])
+	half := third + third/2
+	sent = r.sendAsync(r.orders[third:half])
 	r.waitGate("a 500", func() bool { return r.gate.failed.Load() > 0 })
-	time.Sleep(time.Second)
-	r.shop.kill9()
 	r.gate.mode.Store(gatePass)
+	r.shop.kill9()
+	sentDown := r.sendAsync(r.orders[half : 2*third])
 	r.waitGate("a delivery to the shop while it is down", func() bool { return r.gate.down.Load() > 0 })
 	r.shop.start()
 	t.Logf("outage: %d answered 500, %d found the shop down", r.gate.failed.Load(), r.gate.down.Load())
 	<-sent
+	<-sentDown
 	<-r.sendAsync(r.orders[2*third:])
 	r.stripe.report(t)
 	received := r.waitAllReceived(5 * time.Minute)
