@@ -126,7 +126,7 @@ ob_w3="$(jq .deliveries_per_second "$work/ob_subs.json")"
 {
 	printf 'ingest maximum: %.1f webhooks/s without subscriptions, %.1f with 3: drop %.1f%% (goal <= 25%%)\n' \
 		"$ob_w0" "$ob_w3" "$(jq -n "(1 - $ob_w3 / $ob_w0) * 100")"
-	jq -r --arg feed "$ob_feed" --arg t0 "$t_start" --arg t1 "$t_load" '"sender with 3 subscriptions: \(.unique) deliveries of \($feed|tonumber * 3) (3 x \($feed) events) at \(.per_second|floor)/s; per subscription \(.per_path|tostring); last receipt \((.last_unix - ($t1|tonumber))*10|round/10)s after the load ended (load \((($t1|tonumber) - ($t0|tonumber))|floor)s)"' \
+	jq -r --arg feed "$ob_feed" --arg t0 "$t_start" --arg t1 "$t_load" '"sender with 3 subscriptions: \(.unique) deliveries of \($feed|tonumber * 3) (3 x \($feed) events) at \(.per_second|floor)/s; per subscription \(.per_path|tostring); last receipt \((.last_unix - ($t1|tonumber))*10|round/10)s after the load ended (load \((($t1|tonumber) - ($t0|tonumber))*10|round/10)s, its ledger check included)"' \
 		"$work/ob_subs_recv.json"
 } | tee -a "$work/outbound_summary.txt"
 
