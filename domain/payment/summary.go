@@ -41,6 +41,8 @@ func (s *Summary) Apply(e Event) {
 		s.currency(e.Currency)
 	case FeeRecorded:
 		s.Fees = add(s.Fees, e.Fee)
+	case CaptureReduced:
+		s.Captured = add(s.Captured, -e.Amount)
 	case Failed:
 		s.Failed = true
 		s.failedAttempt(e)
