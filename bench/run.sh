@@ -10,6 +10,9 @@
 #      driven by cmd/loadgen at the same concurrency with 20% redeliveries:
 #      webhooks/s end to end (HTTP, signatures, dedup, decide, append), and
 #      the ledger compared with the generator's own model.
+#   2b. The same for Alipay and WeChat Pay notifications (signed with RSA
+#      keys made at start, the server configured with their public halves):
+#      `ingest alipay: N/s`, `ingest wechatpay: N/s` beside Stripe's.
 #   3. Projection lag under a steady 1,000 webhooks/s: /v1/projections polled
 #      while loading; p99 in events and (approximately) seconds.
 #   3b. Open loop (latency as users feel it): a fixed offered rate whatever
@@ -40,11 +43,17 @@
 #      ratio (constant cost per line: goal <= 1.3); then the peak RSS of
 #      the server while it takes a 1 GiB upload (POST /v1/settlements).
 #
-#   bench/run.sh               all six
+#   7. Outbound (bench/outbound.sh): latency from a webhook's commit to a
+#      subscriber's receipt at 1,000 webhooks/s offered (p50, p99); the
+#      ingest maximum with 3 subscriptions against none, and the sender's
+#      deliveries/s; the JetStream publish rate.
+#
+#   bench/run.sh               all seven
 #   bench/run.sh ingest        1-3 only
 #   bench/run.sh rebuild       4 only
 #   bench/run.sh rebuild-live  5 only
 #   bench/run.sh settle        6 only
+#   bench/run.sh outbound      7 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -64,6 +73,10 @@
 #   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
+#   BENCH_OUTBOUND_RATE=1000      step 7: webhooks/s offered for the latency run
+#   BENCH_OUTBOUND_SECONDS=20     its duration
+#   BENCH_OUTBOUND_PAYMENTS=3000  payments of the maximum runs (none, 3 subscriptions, JetStream)
+#   BENCH_NATS_URL=nats://127.0.0.1:4222  the nats-server -js of step 7c (skipped when none answers)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   BENCH_PG=private       the Postgres server the bench uses:
 #                          private (default): a cluster of its own, made by initdb in
@@ -80,8 +93,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live | settle) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle | outbound) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|outbound]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -103,7 +116,7 @@ esac
 export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
 pgurl() { echo "postgres://${PGUSER}@${PGHOST}:${PGPORT}/$1?sslmode=disable"; }
 
-for tool in go pgbench createdb dropdb psql curl jq; do
+for tool in go pgbench createdb dropdb psql curl jq openssl; do
 	command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 2; }
 done
 
@@ -158,6 +171,31 @@ pg_since() { # $1: a pg_mark; $2: deliveries in the step
 		split(a, x, " "); split(b, y, " ")
 		printf "   postgres: WAL %.0f MB (%.1f kB/delivery; %d full page images), %d checkpoint(s) started; database %s\n",
 			(y[1]-x[1])/1e6, (n > 0 ? (y[1]-x[1])/1e3/n : 0), y[2]-x[2], y[3]-x[3], size }'
+}
+
+# Bytes per delivery (docs/scaling.md): the serve database's heap
+# (tables with their TOAST) and index bytes per table, and the WAL
+# position, before and after step 2. WAL is the cluster's (the other
+# databases are idle then).
+db_bytes() {
+	psql -Atc "SELECT string_agg(c.relname || '=' || (pg_total_relation_size(c.oid) - pg_indexes_size(c.oid)) || ':' || pg_indexes_size(c.oid), ' ' ORDER BY c.relname), pg_current_wal_lsn() - '0/0'::pg_lsn
+		FROM pg_class c WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace" "$serve_db" 2>/dev/null | tr '|' ' '
+}
+bytes_per_delivery() { # $1: a db_bytes; $2: deliveries in the step
+	local now
+	now="$(db_bytes)"
+	[[ -n "$1" && -n "$now" && "${2:-0}" -gt 0 ]] || return 0
+	awk -v a="$1" -v b="$now" -v n="$2" 'BEGIN {
+		na = split(a, x, " "); nb = split(b, y, " ")
+		for (i = 1; i < na; i++) { split(x[i], kv, "="); split(kv[2], hi, ":"); h0[kv[1]] = hi[1]; i0[kv[1]] = hi[2] }
+		for (i = 1; i < nb; i++) {
+			split(y[i], kv, "="); split(kv[2], hi, ":")
+			dh = hi[1] - h0[kv[1]]; di = hi[2] - i0[kv[1]]
+			if (dh + di > 0) { line = line sprintf(" %s %.0f+%.0f", kv[1], dh / n, di / n) }
+			th += dh; ti += di
+		}
+		printf "bytes per delivery: heap %.0f, indexes %.0f, WAL %.0f (%d deliveries)\n", th / n, ti / n, (y[nb] - x[na]) / n, n
+		printf "   by table (heap+indexes):%s\n", line }'
 }
 
 # The private cluster (BENCH_PG=private). As root, Postgres runs as the
@@ -226,6 +264,15 @@ if want ingest; then
 	export ONCELEDGER_STANDARD_SECRETS="whsec_$(head -c 24 /dev/urandom | base64)"
 	export ONCELEDGER_STRIPE_SECRETS="whsec_bench$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 	export ONCELEDGER_LOG_LEVEL=warn
+	# Alipay and WeChat Pay (step 2b): RSA keys made here, their public
+	# halves configured on the server, the private ones given to loadgen.
+	for k in alipay wechatpay; do
+		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$work/${k}_key.pem" 2>/dev/null
+		openssl pkey -in "$work/${k}_key.pem" -pubout -out "$work/${k}_pub.pem"
+	done
+	export ONCELEDGER_ALIPAY_PUBLIC_KEYS="$work/alipay_pub.pem" ONCELEDGER_ALIPAY_APP_IDS=2021000000000001
+	export ONCELEDGER_WECHATPAY_KEYS="PUB_KEY_ID_0114232134912410000000000000=$work/wechatpay_pub.pem"
+	export ONCELEDGER_WECHATPAY_APIV3_KEYS="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" ONCELEDGER_WECHATPAY_MCHIDS=1900000109
 	createdb "$serve_db"
 	"$work/onceledger" serve >"$work/serve.log" 2>&1 &
 	server_pid=$!
@@ -237,11 +284,21 @@ if want ingest; then
 	curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
 
 	mark="$(pg_mark)"
+	bytes_before="$(db_bytes)"
 	"$work/loadgen" --payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
 		--json >"$work/ingest.json" || status=$?
 	jq -r '"verdict: \(.verdict)  deliveries/s: \(.deliveries_per_second|floor)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest.json"
 	pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/ingest.json")"
 	wps="$(jq -r '.deliveries_per_second' "$work/ingest.json")"
+	bytes_per_delivery "$bytes_before" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/ingest.json")" | tee "$work/bytes.txt"
+
+	echo "== 2b. Alipay and WeChat Pay notifications: $PAYMENTS payments each, $CONC senders, 20% redeliveries"
+	for p in alipay wechatpay; do
+		"$work/loadgen" --providers "$p" --alipay-private-key "$work/alipay_key.pem" --wechatpay-private-key "$work/wechatpay_key.pem" \
+			--payments "$PAYMENTS" --concurrency "$CONC" --duplicates 0.2 --reorder 0.1 --conflicts 0.01 \
+			--json >"$work/ingest_$p.json" || status=$?
+		jq -r --arg p "$p" '"ingest \($p): \(.deliveries_per_second|floor)/s  verdict: \(.verdict)  latency ms p50 \(.latency_ms.p50*10|round/10) p99 \(.latency_ms.p99*10|round/10)  outcomes \(.outcomes|tostring)"' "$work/ingest_$p.json"
+	done
 
 	echo "== 3. projection lag at $LAG_RATE webhooks/s for ${LAG_SECONDS}s"
 	mark="$(pg_mark)"
@@ -356,9 +413,20 @@ SQL
 	psql -q -c "UPDATE ledger_entries SET amount = amount + 1 WHERE id = (SELECT min(id) FROM ledger_entries)" "$rb_db"
 	rb_run differing || true # exit 2: a difference, expected
 	grep -q '^swap: rebuilt tables are live (patched: ledger_entries' "$work/rebuild_differing.txt" || { echo "bench: the differing entry was not repaired" >&2; status=1; }
+	# The profile's stages of a rebuild that writes everything: the live
+	# read model emptied and its checkpoints at the start (a database
+	# restored without its read models), then rebuilt: read, decode, the
+	# lanes' fold and COPY, index build, compare, swap; events/s of each and
+	# its ratio to the raw read.
+	echo "-- stages of a rebuild into empty tables (bench/rebuildprof, read model emptied, checkpoints at the start)"
+	go build -o "$work/rebuildprof" ./bench/rebuildprof
+	psql -q -v ON_ERROR_STOP=1 "$rb_db" <<'SQL'
+TRUNCATE ledger_entries, account_balances, periods, period_balances, payments, reconciliation_items, settlement_lines, payouts;
+UPDATE projection_checkpoints SET position_commit = 0, position_prepare = 0;
+SQL
+	"$work/rebuildprof" --database-url "$rb_url" --cpuprofile "$work/rebuild_empty.pprof" --raw-rate "$raw_rate" | tee "$work/rebuild_stages.txt" || status=1
 	if [[ "${BENCH_REBUILD_PROFILE:-0}" == 1 ]]; then
 		echo "-- bench/rebuildprof: phases, busy time per stage, CPU profile"
-		go build -o "$work/rebuildprof" ./bench/rebuildprof
 		"$work/rebuildprof" --database-url "$rb_url" --cpuprofile "$work/rebuild.pprof" | tee "$work/rebuildprof.txt"
 		go tool pprof -top -nodecount=15 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '4,22p'
 		go tool pprof -top -cum -nodecount=25 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '6,32p'
@@ -533,6 +601,10 @@ SQL
 	dropdb --if-exists "$rl_db"
 fi
 # ============================================================================
+if want outbound; then
+	# shellcheck source=bench/outbound.sh
+	source bench/outbound.sh
+fi
 
 echo
 echo "== summary (paste into docs/benchmarks/history/, see docs/benchmarks.md)"
@@ -544,6 +616,11 @@ if want ingest; then
 	printf 'onceledger end to end: %8.1f webhooks/s  (%s)\n' "$wps" "$(jq -r .verdict "$work/ingest.json")"
 	printf 'ratio:                 %8.2f of the database ceiling\n' "$(jq -n "$wps / $tps")"
 	printf 'least-write reference: %8.1f tps (bench/ingest-min.pgbench); ratio %.2f (goal >= 2.0)\n' "$tps_min" "$(jq -n "$wps / $tps_min")"
+	grep '^bytes per delivery' "$work/bytes.txt" || true
+	echo "ingest stripe+standard: $(jq -r '.deliveries_per_second|floor' "$work/ingest.json")/s"
+	for p in alipay wechatpay; do
+		echo "ingest $p: $(jq -r '.deliveries_per_second|floor' "$work/ingest_$p.json")/s ($(jq -r .verdict "$work/ingest_$p.json"))"
+	done
 	sed 's/^/open loop /' "$work/open.txt"
 	echo "max sustained (open loop, of the rates tried): ${sustained}/s with p99 ${sustained_p99} ms"
 	jq -r '"lag at \(.rate)/s:       achieved \(.deliveries_per_second*10|floor/10)/s; p99 \(.projection_lag.events_p99) events, p99 ~\(.projection_lag.seconds_p99*100|round/100)s (\(.projection_lag.polls) polls); ledger exact \(.settle_seconds*100|round/100)s after the last delivery (\(.verdict))"' "$work/lag.json"
@@ -556,6 +633,10 @@ if want rebuild; then
 		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load_before" "$rb_load"
 	printf 'rebuild with one differing entry: %d events/s, peak RSS %d MiB (reported and repaired)\n' \
 		"$(cat "$work/rate_differing")" $(($(cat "$work/rss_differing") / 1024))
+	if [[ -s "$work/rebuild_stages.txt" ]]; then
+		echo "rebuild into empty tables, stages (bench/rebuildprof; load after: $rb_load):"
+		sed -n '1,40p' "$work/rebuild_stages.txt" | grep -E '^rebuilt|^  ' | grep -v ' live [0-9]* rebuilt ' || true
+	fi
 	if [[ -s "$work/pairs.txt" ]]; then
 		echo "rebuild before ($BENCH_REBUILD_BEFORE) / after, alternating on one database:"
 		awk '{printf "  pair %d: before %d events/s (%d MiB), after %d events/s (%d MiB): x%.2f; raw read %d / %d events/s: rebuild/raw %.2f -> %.2f; load %s\n", $1, $2, $6, $3, $7, $3 / $2, $4, $5, $2 / $4, $3 / $5, $8}' "$work/pairs.txt"
@@ -581,5 +662,6 @@ if want settle; then
 		"$(awk -v a="$(cat "$work/porate_1000")" -v b="$(cat "$work/porate_100000")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
 	printf 'settle upload of 1 GiB: peak RSS grew by %d MiB (goal <= 256)\n' "$(cat "$work/up_growth")"
 fi
+if want outbound; then cat "$work/outbound_summary.txt"; fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

@@ -288,6 +288,9 @@ type rebuild struct {
 	stats    replayStats
 	lanes    []*lane             // the stored replay's (nil: none yet)
 	shadowAt eventstore.Position // where the replay left the shadows
+	// unstarted: the tables of the projections the last alignment left at
+	// the start of the feed, empty (emptyLive).
+	unstarted map[string]bool
 }
 
 // newRebuild selects the projections and fills in the options' defaults.

@@ -97,6 +97,7 @@ func (r *rebuild) compare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
+	r.behindOnly()
 	r.phase("compare")
 	return nil
 }

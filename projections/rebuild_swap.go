@@ -132,7 +132,7 @@ func (r *rebuild) plan() SwapPlan {
 	plan := SwapPlan{Patch: map[string][]string{}}
 	for i, c := range r.rep.Tables {
 		switch {
-		case r.opts.SwapAll || replaces(c.DifferingRows, c):
+		case r.opts.SwapAll || replaces(c.DifferingRows, c) || (r.unstarted[c.Table] && c.RebuiltRows > 0):
 			plan.Replace = append(plan.Replace, c.Table)
 			r.rep.Tables[i].Repair = RepairReplaced
 		case c.DifferingRows > 0 || len(c.DifferingGroups) > 0:

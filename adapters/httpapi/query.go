@@ -328,7 +328,7 @@ func (s *server) queryPayment(w http.ResponseWriter, r *http.Request) {
 
 	body := paymentJSON{
 		Provider: p.Provider, PaymentID: p.PaymentID, StreamID: p.StreamID, Status: p.Status,
-		Version: p.Version, Failed: sum.Failed, Canceled: sum.Canceled, UpdatedAt: p.UpdatedAt.UTC(),
+		Version: p.Version, Failed: sum.Failed, Canceled: sum.Canceled, UpdatedAt: p.UpdatedAt.UTC(), SubMerchant: sum.SubMerchant,
 		Amounts: paymentAmounts{
 			Authorized: sum.Authorized, Captured: sum.Captured, Refunded: sum.Refunded, Disputed: sum.DisputeOpen,
 			Fees: sum.Fees, RefundPending: sum.RefundsPending, DisputeLost: sum.DisputeLost,
@@ -397,12 +397,16 @@ type paymentJSON struct {
 	// them (postings to expenses:fees:*), per currency: amounts.fees is
 	// the one in the payment's currency, and a settlement report may post
 	// a fee in its settlement currency.
-	FeesByCurrency []feeJSON          `json:"fees_by_currency"`
-	Failed         bool               `json:"failed"`
-	Canceled       bool               `json:"canceled"`
-	Version        uint64             `json:"version"`
-	UpdatedAt      time.Time          `json:"updated_at"`
-	Events         []paymentEventJSON `json:"events"`
+	FeesByCurrency []feeJSON `json:"fees_by_currency"`
+	// SubMerchant is the merchant a service provider took the payment for
+	// (WeChat Pay sub_mchid); absent for a direct merchant's payment
+	// (docs/reference.md).
+	SubMerchant string             `json:"sub_merchant,omitempty"`
+	Failed      bool               `json:"failed"`
+	Canceled    bool               `json:"canceled"`
+	Version     uint64             `json:"version"`
+	UpdatedAt   time.Time          `json:"updated_at"`
+	Events      []paymentEventJSON `json:"events"`
 }
 
 type feeJSON struct {

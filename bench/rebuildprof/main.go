@@ -27,11 +27,30 @@ func main() {
 	out := flag.String("cpuprofile", "rebuild.pprof", "CPU profile file")
 	batch := flag.Int("batch-size", 0, "events per bulk batch (0: the default)")
 	swapAll := flag.Bool("swap-all", false, "replace every table (as rebuild --swap-all)")
+	flag.Float64Var(&rawRate, "raw-rate", 0, "the raw read of the events table, events/s (0: unknown): each stage's ratio to it")
 	flag.Parse()
 	if err := run(*url, *out, *batch, *swapAll); err != nil {
 		fmt.Fprintln(os.Stderr, "rebuildprof:", err)
 		os.Exit(1)
 	}
+}
+
+// rawRate is the --raw-rate flag.
+var rawRate float64
+
+// stage prints one phase or busy stage: its time and, over the events
+// replayed, its events/s and the ratio of that to the raw read.
+func stage(name string, d time.Duration, events int64) {
+	if d < 50*time.Millisecond {
+		fmt.Printf("  %-26s %10s\n", name, d.Round(time.Millisecond))
+		return
+	}
+	rate := float64(events) / max(d.Seconds(), 1e-9)
+	ratio := ""
+	if rawRate > 0 {
+		ratio = fmt.Sprintf(" (%.2f of the raw read)", rate/rawRate)
+	}
+	fmt.Printf("  %-26s %10s %12.0f events/s%s\n", name, d.Round(time.Millisecond), rate, ratio)
 }
 
 func run(url, out string, batch int, swapAll bool) error {
@@ -83,11 +102,14 @@ func run(url, out string, batch int, swapAll bool) error {
 	fmt.Printf("rebuilt %d events in %s (%.0f events/s; replay %s, %.0f events/s), %d differences, swapped %v\n",
 		rep.Events, rep.Duration.Round(time.Millisecond), float64(rep.Events)/rep.Duration.Seconds(),
 		replayed.Round(time.Millisecond), float64(rep.Events)/replayed.Seconds(), len(rep.Differences), rep.Swapped)
+	stage("whole rebuild", rep.Duration, rep.Events)
 	for _, p := range rep.Phases {
-		fmt.Printf("  %-20s %s\n", p.Name, p.Duration.Round(time.Millisecond))
+		stage(p.Name, p.Duration, rep.Events)
 	}
+	// Busy: how long each stage of the replay pipeline worked (read,
+	// decode, and the lanes' fold and COPY).
 	for _, p := range rep.Busy {
-		fmt.Printf("  busy %-16s %s\n", p.Name, p.Duration.Round(time.Millisecond))
+		stage("busy "+p.Name, p.Duration, rep.Events)
 	}
 	for _, t := range rep.Tables {
 		fmt.Printf("  %-20s live %d rebuilt %d differing %d: %s\n", t.Table, t.LiveRows, t.RebuiltRows, t.DifferingRows, t.Repair)

@@ -20,6 +20,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -49,27 +50,35 @@ type options struct {
 	Providers      string
 	StandardSecret string
 	StripeSecret   string
-	Payments       int
-	Concurrency    int
-	Window         int
-	Rate           float64
-	OpenLoop       bool
-	Duplicates     float64
-	Reorder        float64
-	Conflicts      float64
-	Duration       time.Duration
-	Wait           time.Duration
-	Seed           uint64
-	RunID          string
-	Baseline       bool
-	MaxAttempts    int
-	Backoff        time.Duration
-	MaxBackoff     time.Duration
-	Timeout        time.Duration
-	LagInterval    time.Duration
-	JSON           bool
-	CPUProfile     string
-	Procs          int
+	// Alipay and WeChat Pay: the private keys whose public halves the
+	// server trusts, and the ids it accepts.
+	AlipayKeyFile     string
+	AlipayAppID       string
+	WechatpayKeyFile  string
+	WechatpaySerial   string
+	WechatpayAPIv3Key string
+	WechatpayMchID    string
+	Payments          int
+	Concurrency       int
+	Window            int
+	Rate              float64
+	OpenLoop          bool
+	Duplicates        float64
+	Reorder           float64
+	Conflicts         float64
+	Duration          time.Duration
+	Wait              time.Duration
+	Seed              uint64
+	RunID             string
+	Baseline          bool
+	MaxAttempts       int
+	Backoff           time.Duration
+	MaxBackoff        time.Duration
+	Timeout           time.Duration
+	LagInterval       time.Duration
+	JSON              bool
+	CPUProfile        string
+	Procs             int
 }
 
 // firstOf returns the first non-empty element of a comma-separated env var:
@@ -81,6 +90,13 @@ func firstOf(env string) string {
 		}
 	}
 	return ""
+}
+
+// firstSerial is the serial of the first SERIAL=FILE entry of
+// ONCELEDGER_WECHATPAY_KEYS: the key the generator's signature must name.
+func firstSerial() string {
+	serial, _, _ := strings.Cut(firstOf("ONCELEDGER_WECHATPAY_KEYS"), "=")
+	return strings.TrimSpace(serial)
 }
 
 // defaultURL follows the server's ONCELEDGER_ADDR (":8080" → 127.0.0.1:8080).
@@ -112,9 +128,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.URL, "url", defaultURL(), "server base URL (default from ONCELEDGER_ADDR); several instances: comma-separated, webhook attempts go round-robin (a retry lands on the next one), /v1 reads use the first")
 	fs.StringVar(&o.Token, "token", firstOf("ONCELEDGER_API_TOKENS"), "bearer token for /v1 (default: first of ONCELEDGER_API_TOKENS)")
-	fs.StringVar(&o.Providers, "providers", "standard,stripe", "comma-separated providers to simulate: standard, stripe")
+	fs.StringVar(&o.Providers, "providers", "standard,stripe", "comma-separated providers to simulate: standard, stripe, alipay, wechatpay")
 	fs.StringVar(&o.StandardSecret, "standard-secret", firstOf("ONCELEDGER_STANDARD_SECRETS"), "Standard Webhooks secret whsec_<base64> (default: first of ONCELEDGER_STANDARD_SECRETS)")
 	fs.StringVar(&o.StripeSecret, "stripe-secret", firstOf("ONCELEDGER_STRIPE_SECRETS"), "Stripe signing secret whsec_… (default: first of ONCELEDGER_STRIPE_SECRETS)")
+	fs.StringVar(&o.AlipayKeyFile, "alipay-private-key", "", "PEM file of the RSA private key that signs Alipay notifications (its public half in the server's ONCELEDGER_ALIPAY_PUBLIC_KEYS)")
+	fs.StringVar(&o.AlipayAppID, "alipay-app-id", firstOf("ONCELEDGER_ALIPAY_APP_IDS"), "app_id of the Alipay notifications (default: first of ONCELEDGER_ALIPAY_APP_IDS)")
+	fs.StringVar(&o.WechatpayKeyFile, "wechatpay-private-key", "", "PEM file of the RSA private key that signs WeChat Pay notifications (its public half in the server's ONCELEDGER_WECHATPAY_KEYS)")
+	fs.StringVar(&o.WechatpaySerial, "wechatpay-serial", firstSerial(), "Wechatpay-Serial of the signing key (default: the serial of the first ONCELEDGER_WECHATPAY_KEYS entry)")
+	fs.StringVar(&o.WechatpayAPIv3Key, "wechatpay-apiv3-key", firstOf("ONCELEDGER_WECHATPAY_APIV3_KEYS"), "32-byte APIv3 key that encrypts the resources (default: first of ONCELEDGER_WECHATPAY_APIV3_KEYS)")
+	fs.StringVar(&o.WechatpayMchID, "wechatpay-mchid", firstOf("ONCELEDGER_WECHATPAY_MCHIDS"), "mchid of the WeChat Pay notifications (default: first of ONCELEDGER_WECHATPAY_MCHIDS)")
 	fs.IntVar(&o.Payments, "payments", 1000, "payments to generate (0 = until --duration)")
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "concurrent senders")
 	fs.IntVar(&o.Window, "window", 0, "payments in flight at once, interleaved (default 4 × concurrency)")
@@ -187,6 +209,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		case scenario.Standard:
 			if o.StandardSecret == "" {
 				errs = append(errs, fmt.Errorf("%w: --standard-secret or ONCELEDGER_STANDARD_SECRETS", errNoSecret))
+			}
+		case scenario.Alipay:
+			if o.AlipayKeyFile == "" || o.AlipayAppID == "" {
+				errs = append(errs, fmt.Errorf("%w: --alipay-private-key and --alipay-app-id (or ONCELEDGER_ALIPAY_APP_IDS)", errNoSecret))
+			}
+		case scenario.Wechatpay:
+			if o.WechatpayKeyFile == "" || o.WechatpaySerial == "" || o.WechatpayAPIv3Key == "" || o.WechatpayMchID == "" {
+				errs = append(errs, fmt.Errorf("%w: --wechatpay-private-key, --wechatpay-serial, --wechatpay-apiv3-key and --wechatpay-mchid (or their environment defaults)", errNoSecret))
 			}
 		}
 	}
@@ -308,16 +338,19 @@ type latency struct {
 }
 
 type outcome struct {
-	Accepted    int64 `json:"accepted"`
-	Duplicate   int64 `json:"duplicate"`
-	Ignored     int64 `json:"ignored"`
-	Other2xx    int64 `json:"other_2xx"`
-	Status4xx   int64 `json:"4xx"`
-	Status5xx   int64 `json:"5xx"`
-	StatusOther int64 `json:"other_status"`
-	Transport   int64 `json:"transport_errors"`
-	Retries     int64 `json:"retries"`
-	Undelivered int64 `json:"undelivered"`
+	Accepted int64 `json:"accepted"`
+	// Acknowledged: Alipay's "success" and WeChat Pay's 204, which say the
+	// facts are durable but not whether the delivery was a first arrival.
+	Acknowledged int64 `json:"acknowledged"`
+	Duplicate    int64 `json:"duplicate"`
+	Ignored      int64 `json:"ignored"`
+	Other2xx     int64 `json:"other_2xx"`
+	Status4xx    int64 `json:"4xx"`
+	Status5xx    int64 `json:"5xx"`
+	StatusOther  int64 `json:"other_status"`
+	Transport    int64 `json:"transport_errors"`
+	Retries      int64 `json:"retries"`
+	Undelivered  int64 `json:"undelivered"`
 }
 
 type diff struct {
@@ -351,8 +384,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	cn, wx, err := cnSigners(o)
+	if err != nil {
+		return fail(err)
+	}
 	gen, err := scenario.New(scenario.Config{Providers: o.providers(), Duplicates: o.Duplicates, Reorder: o.Reorder,
-		Conflicts: o.Conflicts, RunID: o.RunID, Seed: o.Seed})
+		Conflicts: o.Conflicts, RunID: o.RunID, Seed: o.Seed, CN: cn})
 	if err != nil {
 		return fail(err)
 	}
@@ -373,7 +410,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	work := primeQueue(gen, o)
-	s := &sender{base: urls[0], bases: urls, client: client, stripeSecret: o.StripeSecret, standard: std,
+	s := &sender{base: urls[0], bases: urls, client: client, stripeSecret: o.StripeSecret, standard: std, wechatpay: wx,
 		maxAttempts: o.MaxAttempts, backoff: o.Backoff, maxBackoff: o.MaxBackoff,
 		ans: newAnswers(), pace: newPacer(o.Rate), openLoop: o.OpenLoop, logf: logf}
 
@@ -404,6 +441,40 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// cnSigners loads the Alipay and WeChat Pay keys the options name (none
+// named: none loaded). The WeChat signer also signs each attempt's headers.
+func cnSigners(o options) (scenario.CN, *sign.Wechatpay, error) {
+	cn := scenario.CN{AlipayAppID: o.AlipayAppID, MchID: o.WechatpayMchID}
+	load := func(path string) (*rsa.PrivateKey, error) {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		k, err := sign.ParseRSAPrivateKey(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return k, nil
+	}
+	if o.AlipayKeyFile != "" {
+		k, err := load(o.AlipayKeyFile)
+		if err != nil {
+			return cn, nil, err
+		}
+		cn.Alipay = sign.NewAlipay(k)
+	}
+	if o.WechatpayKeyFile != "" {
+		k, err := load(o.WechatpayKeyFile)
+		if err != nil {
+			return cn, nil, err
+		}
+		if cn.Wechatpay, err = sign.NewWechatpay(k, o.WechatpaySerial, o.WechatpayAPIv3Key); err != nil {
+			return cn, nil, err
+		}
+	}
+	return cn, cn.Wechatpay, nil
 }
 
 // newClient is the HTTP client of every request: a connection pool sized
@@ -518,7 +589,7 @@ func (sum *summary) recordTraffic(work *queue, s *sender, elapsed time.Duration)
 	late := s.late.Summary()
 	sum.LateSends = s.late.CountAbove(lateThreshold)
 	sum.LateMs = latency{P50: ms(late.P50), P90: ms(late.P90), P99: ms(late.P99), Max: ms(late.Max), Mean: ms(late.Mean)}
-	sum.Outcomes = outcome{Accepted: s.c.Accepted.Load(), Duplicate: s.c.Duplicate.Load(), Ignored: s.c.Ignored.Load(),
+	sum.Outcomes = outcome{Accepted: s.c.Accepted.Load(), Acknowledged: s.c.Acknowledged.Load(), Duplicate: s.c.Duplicate.Load(), Ignored: s.c.Ignored.Load(),
 		Other2xx: s.c.Other2xx.Load(), Status4xx: s.c.Status4xx.Load(), Status5xx: s.c.Status5xx.Load(),
 		StatusOther: s.c.StatusOther.Load(), Transport: s.c.Transport.Load(), Retries: s.c.Retries.Load(),
 		Undelivered: s.c.Undelivered.Load()}
@@ -594,10 +665,10 @@ func printText(w io.Writer, s summary, expected *model.Ledger) {
 	p("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  (mean %.2f, %d requests)",
 		s.LatencyMs.P50, s.LatencyMs.P90, s.LatencyMs.P99, s.LatencyMs.Max, s.LatencyMs.Mean, s.Requests)
 	o := s.Outcomes
-	p("outcomes: accepted %d  duplicate %d  ignored %d  other-2xx %d | 4xx %d  5xx %d  transport errors %d | retries %d  undelivered %d",
-		o.Accepted, o.Duplicate, o.Ignored, o.Other2xx, o.Status4xx, o.Status5xx, o.Transport, o.Retries, o.Undelivered)
+	p("outcomes: accepted %d  duplicate %d  ignored %d  acknowledged %d  other-2xx %d | 4xx %d  5xx %d  transport errors %d | retries %d  undelivered %d",
+		o.Accepted, o.Duplicate, o.Ignored, o.Acknowledged, o.Other2xx, o.Status4xx, o.Status5xx, o.Transport, o.Retries, o.Undelivered)
 	if len(s.AnswerViolations) == 0 {
-		p("answers: OK (%d dedup keys answered as a first arrival exactly once; %d conflicting redeliveries answered duplicate)",
+		p("answers: OK (%d dedup keys answered as a first arrival exactly once; %d conflicting redeliveries answered duplicate or acknowledged)",
 			s.AnswersChecked, s.ConflictsDuplicate)
 	} else {
 		p("answers: VIOLATION (%d)", len(s.AnswerViolations))

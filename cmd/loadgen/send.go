@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,18 +22,21 @@ import (
 
 // counters are the outcomes of every HTTP attempt, and of logical deliveries.
 type counters struct {
-	Requests    atomic.Int64 // HTTP attempts
-	Accepted    atomic.Int64
-	Duplicate   atomic.Int64
-	Ignored     atomic.Int64
-	Other2xx    atomic.Int64 // 2xx with an unexpected body
-	Status4xx   atomic.Int64
-	Status5xx   atomic.Int64
-	StatusOther atomic.Int64 // 1xx/3xx
-	Transport   atomic.Int64 // no HTTP answer (connection error, client timeout)
-	Retries     atomic.Int64
-	Delivered   atomic.Int64 // deliveries answered 2xx (each counts once, retries or not)
-	Undelivered atomic.Int64 // deliveries that exhausted their attempts
+	Requests atomic.Int64 // HTTP attempts
+	Accepted atomic.Int64
+	// Acknowledged: Alipay's 200 "success", WeChat Pay's 204 with no body
+	// (answers that do not tell a first arrival from a duplicate).
+	Acknowledged atomic.Int64
+	Duplicate    atomic.Int64
+	Ignored      atomic.Int64
+	Other2xx     atomic.Int64 // 2xx with an unexpected body
+	Status4xx    atomic.Int64
+	Status5xx    atomic.Int64
+	StatusOther  atomic.Int64 // 1xx/3xx
+	Transport    atomic.Int64 // no HTTP answer (connection error, client timeout)
+	Retries      atomic.Int64
+	Delivered    atomic.Int64 // deliveries answered 2xx (each counts once, retries or not)
+	Undelivered  atomic.Int64 // deliveries that exhausted their attempts
 }
 
 // answers checks the exactly-once contract on the wire: over all deliveries
@@ -40,19 +44,33 @@ type counters struct {
 // or "ignored"), every other one "duplicate". A key that saw a transport
 // error is exempt: the request may have been recorded without its answer
 // reaching us, and its retry then rightly says "duplicate".
+//
+// Alipay and WeChat Pay answer every delivery alike (200 "success", 204):
+// their keys are exempt from the count, the ledger comparison is what
+// shows a double booking there; but a 2xx other than the provider's exact
+// acknowledgement is a violation (Alipay retries anything but "success",
+// and WeChat never retries a 200, so a 200 carrying FAIL loses the fact).
 type answers struct {
 	mu   sync.Mutex
 	keys map[string]*keyAnswers
 	// conflicting redeliveries answered other than "duplicate"
 	conflictBad []string
 	conflictOK  int
+	ackBad      []string // 2xx answers to Alipay or WeChat Pay other than their acknowledgement
 }
 
 type keyAnswers struct {
 	firsts    int
 	delivered bool
 	uncertain bool
+	opaque    bool // answered "acknowledged": first or duplicate cannot be told
 }
+
+// Outcomes of Alipay's and WeChat Pay's answers (sender.attempt).
+const (
+	outcomeAcknowledged = "acknowledged"
+	outcomeNotAcked     = "not acknowledged: "
+)
 
 func newAnswers() *answers { return &answers{keys: map[string]*keyAnswers{}} }
 
@@ -73,8 +91,14 @@ func (a *answers) answered(k string, kind jobKind, outcome string) {
 	if outcome == "accepted" || outcome == "ignored" {
 		ka.firsts++
 	}
+	if outcome == outcomeAcknowledged || strings.HasPrefix(outcome, outcomeNotAcked) {
+		ka.opaque = true
+		if outcome != outcomeAcknowledged {
+			a.ackBad = append(a.ackBad, k+" "+outcome)
+		}
+	}
 	if kind == kindConflict {
-		if outcome == "duplicate" {
+		if outcome == "duplicate" || outcome == outcomeAcknowledged {
 			a.conflictOK++
 		} else {
 			a.conflictBad = append(a.conflictBad, fmt.Sprintf("%s answered %q", k, outcome))
@@ -93,7 +117,7 @@ func (a *answers) violations() (checked int, bad []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, ka := range a.keys {
-		if ka.uncertain || !ka.delivered {
+		if ka.uncertain || !ka.delivered || ka.opaque {
 			continue
 		}
 		checked++
@@ -102,7 +126,8 @@ func (a *answers) violations() (checked int, bad []string) {
 		}
 	}
 	sortStrings(bad)
-	return checked, append(bad, a.conflictBad...)
+	bad = append(bad, a.conflictBad...)
+	return checked, append(bad, a.ackBad...)
 }
 
 // sender delivers webhooks like a provider: signs each attempt afresh,
@@ -114,6 +139,7 @@ type sender struct {
 	client       *http.Client
 	stripeSecret string
 	standard     *sign.Standard
+	wechatpay    *sign.Wechatpay // signs each WeChat Pay attempt's headers
 	maxAttempts  int
 	backoff      time.Duration // first retry delay; doubles, capped at maxBackoff
 	maxBackoff   time.Duration
@@ -250,7 +276,7 @@ func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byt
 		var outcome string
 		var retryAfter time.Duration
 		if err == nil {
-			status, outcome, retryAfter, err = s.attempt(req, origin)
+			status, outcome, retryAfter, err = s.attempt(req, origin, d.Provider)
 		}
 		switch {
 		case err != nil:
@@ -268,6 +294,8 @@ func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byt
 				s.c.Duplicate.Add(1)
 			case "ignored":
 				s.c.Ignored.Add(1)
+			case outcomeAcknowledged:
+				s.c.Acknowledged.Add(1)
 			default:
 				s.c.Other2xx.Add(1)
 			}
@@ -337,6 +365,17 @@ func (s *sender) request(ctx context.Context, d *scenario.Delivery, body []byte,
 	case scenario.Standard:
 		req.Header.Set("User-Agent", "onceledger-loadgen")
 		s.standard.Headers(req.Header, d.ID, at, body)
+	case scenario.Alipay: // signed in the body by the generator
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		req.Header.Set("User-Agent", "Mozilla/4.0")
+	case scenario.Wechatpay:
+		req.Header.Set("User-Agent", "Mozilla/4.0")
+		if s.wechatpay == nil {
+			return nil, fmt.Errorf("no signer for provider %q", d.Provider)
+		}
+		if err := s.wechatpay.Headers(req.Header, at, body); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("no signer for provider %q", d.Provider)
 	}
@@ -344,10 +383,12 @@ func (s *sender) request(ctx context.Context, d *scenario.Delivery, body []byte,
 }
 
 // attempt sends one signed request. outcome is the body's "status" (or
-// "error") field. Its latency is measured from origin when set (the
+// "error", or WeChat Pay's "message") field; for a 2xx to Alipay or WeChat
+// Pay, "acknowledged" when it is exactly the provider's acknowledgement
+// (cnOutcome). Its latency is measured from origin when set (the
 // scheduled send time, open loop), else from the moment it is sent. An
 // open-loop send records how far behind its slot it left, on time included.
-func (s *sender) attempt(req *http.Request, origin time.Time) (status int, outcome string, retryAfter time.Duration, err error) {
+func (s *sender) attempt(req *http.Request, origin time.Time, provider string) (status int, outcome string, retryAfter time.Duration, err error) {
 	s.c.Requests.Add(1)
 	t0 := time.Now()
 	if !origin.IsZero() {
@@ -366,14 +407,21 @@ func (s *sender) attempt(req *http.Request, origin time.Time) (status int, outco
 		return 0, "", 0, fmt.Errorf("read answer: %w", rerr)
 	}
 	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
+		Status  string `json:"status"`
+		Error   string `json:"error"`
+		Message string `json:"message"`
 	}
 	if json.Unmarshal(raw, &ans) == nil {
 		outcome = ans.Status
 		if outcome == "" && ans.Error != "" {
 			outcome = ans.Error
 		}
+		if outcome == "" && ans.Message != "" {
+			outcome = ans.Message
+		}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 && (provider == scenario.Alipay || provider == scenario.Wechatpay) {
+		outcome = cnOutcome(provider, resp.StatusCode, raw)
 	}
 	if v := resp.Header.Get("Retry-After"); v != "" {
 		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
@@ -381,6 +429,19 @@ func (s *sender) attempt(req *http.Request, origin time.Time) (status int, outco
 		}
 	}
 	return resp.StatusCode, outcome, retryAfter, nil
+}
+
+// cnOutcome classifies a 2xx to Alipay or WeChat Pay (docs/reference.md):
+// Alipay's acknowledgement is 200 with the body exactly "success" (no
+// newline); WeChat Pay's is 204 with no body. Anything else is not one.
+func cnOutcome(provider string, status int, body []byte) string {
+	switch {
+	case provider == scenario.Alipay && status == http.StatusOK && string(body) == "success":
+		return outcomeAcknowledged
+	case provider == scenario.Wechatpay && status == http.StatusNoContent && len(body) == 0:
+		return outcomeAcknowledged
+	}
+	return fmt.Sprintf("%s%d %q", outcomeNotAcked, status, body)
 }
 
 // target is the server of the next attempt: round-robin over several

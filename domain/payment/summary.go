@@ -20,6 +20,10 @@ type Summary struct {
 	// its provider reported it (in Currency); it moves no money.
 	FailedAmount int64
 	Canceled     bool
+	// SubMerchant is the merchant a service provider took the payment for
+	// (WeChat Pay sub_mchid), from the first capture that names one; empty
+	// for a direct merchant.
+	SubMerchant string
 }
 
 // Apply folds one event into the summary. Events that do not change amounts
@@ -39,6 +43,9 @@ func (s *Summary) Apply(e Event) {
 		s.Captured = add(s.Captured, e.Amount)
 		s.Fees = add(s.Fees, e.Fee)
 		s.currency(e.Currency)
+		if s.SubMerchant == "" {
+			s.SubMerchant = e.SubMerchant
+		}
 	case FeeRecorded:
 		s.Fees = add(s.Fees, e.Fee)
 	case CaptureReduced:

@@ -102,3 +102,15 @@ func TestSummaryLateFeeAndLossAfterWin(t *testing.T) {
 	require.Equal(t, want, plain, "plain")
 	require.Equal(t, StatusDisputeLost, late.Status(), "status")
 }
+
+// The sub-merchant is the first capture's that names one: a later capture
+// without one (a settlement line) does not erase it.
+func TestSummarySubMerchant(t *testing.T) {
+	var s Summary
+	s.Apply(Captured{CaptureID: "4200", Amount: 100, Currency: "CNY", SubMerchant: "1900000201"})
+	s.Apply(Captured{CaptureID: "4201", Amount: 100, Currency: "CNY"})
+	assert.Equal(t, "1900000201", s.SubMerchant)
+	var direct Summary
+	direct.Apply(Captured{CaptureID: "4202", Amount: 100, Currency: "CNY"})
+	assert.Empty(t, direct.SubMerchant)
+}

@@ -829,7 +829,10 @@ type Payment struct {
 	Provider  *string        `json:"provider,omitempty"`
 	Status    *PaymentStatus `json:"status,omitempty"`
 	StreamId  *string        `json:"stream_id,omitempty"`
-	UpdatedAt *time.Time     `json:"updated_at,omitempty"`
+
+	// SubMerchant The merchant a service provider took the payment for (WeChat Pay sub_mchid); absent for a direct merchant's payment.
+	SubMerchant *string    `json:"sub_merchant,omitempty"`
+	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
 
 	// Version Stream version of the last event applied (versions start at 0).
 	Version *int64 `json:"version,omitempty"`

@@ -74,7 +74,7 @@ var tableSpecs = map[string]tableSpec{
 		key: []string{"provider", "payment_id"},
 		compare: []string{"stream_id", "status", "currency", "authorized_amount", "captured_amount", "fee_amount",
 			"refunded_amount", "refund_pending_amount", "dispute_open_amount", "dispute_lost_amount",
-			"failed", "canceled", "version", "updated_at", "failed_amount"},
+			"failed", "canceled", "version", "updated_at", "failed_amount", "sub_merchant"},
 		group:     []string{"provider", "coalesce(currency, '')", "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"},
 		eagerKeys: true,
 	},

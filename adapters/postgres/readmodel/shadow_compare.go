@@ -44,7 +44,7 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 					}
 					diffs = append(diffs, ds...)
 				}
-				n, ds, err := compareRows(ctx, tx, t, c.DifferingGroups, maxRows)
+				n, ds, err := differingRows(ctx, tx, c, maxRows)
 				if err != nil {
 					return err
 				}

@@ -142,7 +142,7 @@ func adjustsColumn(e projections.LedgerEntry) *string {
 
 const paymentColumns = `provider, payment_id, stream_id, status, currency, authorized_amount, captured_amount,
 	fee_amount, refunded_amount, refund_pending_amount, dispute_open_amount, dispute_lost_amount,
-	failed, canceled, version, updated_at, failed_amount`
+	failed, canceled, version, updated_at, failed_amount, sub_merchant`
 
 func (w *writer) Payments(ctx context.Context, streamIDs []string) (map[string]projections.PaymentRow, error) {
 	rows, err := w.tx.Query(ctx, `SELECT `+paymentColumns+` FROM `+w.table("payments")+` WHERE stream_id = ANY($1)`, streamIDs)
@@ -171,14 +171,17 @@ func scanPayment(row pgx.CollectableRow) (views.Payment, error) {
 // scanPaymentInto reads paymentColumns into p, then the extra columns
 // that follow them into extra.
 func scanPaymentInto(row pgx.CollectableRow, p *views.Payment, extra ...any) error {
-	var currency *string
+	var currency, subMerchant *string
 	var version int64
 	sum := &p.Summary
 	err := row.Scan(append([]any{&p.Provider, &p.PaymentID, &p.StreamID, &p.Status, &currency, &sum.Authorized, &sum.Captured,
 		&sum.Fees, &sum.Refunded, &sum.RefundsPending, &sum.DisputeOpen, &sum.DisputeLost, &sum.Failed, &sum.Canceled,
-		&version, &p.UpdatedAt, &sum.FailedAmount}, extra...)...)
+		&version, &p.UpdatedAt, &sum.FailedAmount, &subMerchant}, extra...)...)
 	if currency != nil {
 		sum.Currency = money.Currency(*currency)
+	}
+	if subMerchant != nil {
+		sum.SubMerchant = *subMerchant
 	}
 	p.Version = uint64(version)
 	return err
@@ -188,6 +191,7 @@ func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentR
 	n := len(rows)
 	var (
 		provs, ids, streams, statuses, curs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		subs                                = make([]string, n)
 		auth, capt, fees, refd, pend        = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		dOpen, dLost, versions              = make([]int64, n), make([]int64, n), make([]int64, n)
 		failed, canceled                    = make([]bool, n), make([]bool, n)
@@ -201,19 +205,20 @@ func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentR
 		dOpen[i], dLost[i], versions[i] = s.DisputeOpen, s.DisputeLost, int64(r.Version)
 		failed[i], canceled[i], updated[i] = s.Failed, s.Canceled, r.UpdatedAt
 		failedAmt[i] = s.FailedAmount
+		subs[i] = s.SubMerchant
 	}
 	// The version guard: a row only moves forward in its stream.
 	_, err := w.tx.Exec(ctx, `
 		INSERT INTO `+w.table("payments")+` AS p (`+paymentColumns+`)
 		SELECT provider, payment_id, stream_id, status, NULLIF(currency, ''), authorized_amount, captured_amount,
 			fee_amount, refunded_amount, refund_pending_amount, dispute_open_amount, dispute_lost_amount,
-			failed, canceled, version, updated_at, failed_amount
+			failed, canceled, version, updated_at, failed_amount, NULLIF(sub_merchant, '')
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
 			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bool[], $14::bool[],
-			$15::bigint[], $16::timestamptz[], $17::bigint[])
+			$15::bigint[], $16::timestamptz[], $17::bigint[], $18::text[])
 			AS r(provider, payment_id, stream_id, status, currency, authorized_amount, captured_amount,
 			fee_amount, refunded_amount, refund_pending_amount, dispute_open_amount, dispute_lost_amount,
-			failed, canceled, version, updated_at, failed_amount)
+			failed, canceled, version, updated_at, failed_amount, sub_merchant)
 		ON CONFLICT (provider, payment_id) DO UPDATE
 		SET stream_id = excluded.stream_id, status = excluded.status, currency = excluded.currency,
 		    authorized_amount = excluded.authorized_amount, captured_amount = excluded.captured_amount,
@@ -221,10 +226,10 @@ func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentR
 		    refund_pending_amount = excluded.refund_pending_amount,
 		    dispute_open_amount = excluded.dispute_open_amount, dispute_lost_amount = excluded.dispute_lost_amount,
 		    failed = excluded.failed, canceled = excluded.canceled, version = excluded.version,
-		    updated_at = excluded.updated_at, failed_amount = excluded.failed_amount
+		    updated_at = excluded.updated_at, failed_amount = excluded.failed_amount, sub_merchant = excluded.sub_merchant
 		WHERE p.version < excluded.version`,
 		provs, ids, streams, statuses, curs, auth, capt, fees, refd, pend, dOpen, dLost, failed, canceled, versions, updated,
-		failedAmt)
+		failedAmt, subs)
 	return classify(err)
 }
 
@@ -235,14 +240,17 @@ func (w *writer) CopyPayments(ctx context.Context, rows []projections.PaymentRow
 	src := make([][]any, len(rows))
 	for i, r := range rows {
 		s := r.Summary
-		var currency *string
+		var currency, subMerchant *string
 		if s.Currency != "" {
 			c := string(s.Currency)
 			currency = &c
 		}
+		if s.SubMerchant != "" {
+			subMerchant = &s.SubMerchant
+		}
 		src[i] = []any{r.Provider, r.PaymentID, r.StreamID, r.Status, currency, s.Authorized, s.Captured,
 			s.Fees, s.Refunded, s.RefundsPending, s.DisputeOpen, s.DisputeLost, s.Failed, s.Canceled,
-			int64(r.Version), r.UpdatedAt, s.FailedAmount}
+			int64(r.Version), r.UpdatedAt, s.FailedAmount, subMerchant}
 	}
 	name := "payments"
 	if w.shadow {

@@ -34,6 +34,7 @@ package alipay
 //     column as printed text (serviceAmount), without a sign rule of its
 //     own; the sign convention is the one issue 25 and docs/reference.md
 //     state, not confirmed in an Alipay page read for this importer.
+//     Searched again for docs/settlement.md: still no Alipay statement.
 //   - The account bill's other rows (trade income, refunds, the service
 //     fee rows 收费) are the trade bill's facts seen from the balance:
 //     they are read for the running balance only, so a fee in both bills

@@ -24,7 +24,9 @@ package wechatpay
 //     The 5 decimals are in WeChat's sample bill (developers.weixin.qq.com
 //     …/wxcloudrun/src/development/pay/order/bill.html); the per-line
 //     half-up rounding is docs/reference.md's rule, which no WeChat page
-//     read for this importer states in so many words.
+//     read for this importer states in so many words (searched again for
+//     docs/settlement.md: the same sample prints 手续费总金额 with 5
+//     decimals too, and no rounding rule).
 //   - The summary row is the check: 总交易单数 must count the detail rows,
 //     应结订单总金额 sum the SUCCESS rows' 应结订单金额, 退款总金额 the
 //     REFUND rows' 退款金额. 手续费总金额 is compared exactly, at 5

@@ -21,13 +21,15 @@ import (
 
 // Providers this package can generate.
 const (
-	Stripe   = "stripe"
-	Standard = "standard"
+	Stripe    = "stripe"
+	Standard  = "standard"
+	Alipay    = "alipay"
+	Wechatpay = "wechatpay"
 )
 
 // Config shapes the traffic.
 type Config struct {
-	Providers  []string // stripe, standard
+	Providers  []string // stripe, standard, alipay, wechatpay
 	Duplicates float64  // extra identical deliveries per delivery (0.2: one in five gets a copy; 1.5: one or two)
 	Reorder    float64  // share of payments whose refunds/disputes are sent before their capture
 	Conflicts  float64  // share of deliveries redelivered under the same id with a changed payload
@@ -38,8 +40,11 @@ type Config struct {
 	Seed  uint64
 	Start time.Time // event times start here
 	// PayoutEvery: a payout per provider and currency after this many of
-	// the provider's payments; default 25 when 0.
+	// the provider's payments; default 25 when 0. Alipay and WeChat Pay
+	// notify no payouts (their withdrawals come from the bills).
 	PayoutEvery int
+	// CN signs and encrypts Alipay and WeChat Pay bodies (cn.go).
+	CN CN
 }
 
 // ErrConfig reports an unusable configuration.
@@ -48,7 +53,7 @@ var ErrConfig = errors.New("scenario config")
 // Delivery is one webhook as the provider sends it.
 type Delivery struct {
 	Provider string
-	ID       string // the dedup key: Stripe's evt_…, Standard's webhook-id
+	ID       string // the dedup key: Stripe's evt_…, Standard's webhook-id, Alipay's notify_id, WeChat Pay's notification id
 	Type     string
 	Body     []byte
 	// Conflict, when set, is a changed payload under the same ID, to be
@@ -85,8 +90,11 @@ func New(cfg Config) (*Generator, error) {
 		return nil, fmt.Errorf("%w: no providers", ErrConfig)
 	}
 	for _, p := range cfg.Providers {
-		if p != Stripe && p != Standard {
-			return nil, fmt.Errorf("%w: unknown provider %q (stripe, standard)", ErrConfig, p)
+		if p != Stripe && p != Standard && !isCN(p) {
+			return nil, fmt.Errorf("%w: unknown provider %q (stripe, standard, alipay, wechatpay)", ErrConfig, p)
+		}
+		if err := cfg.CN.check(p); err != nil {
+			return nil, err
 		}
 	}
 	for name, v := range map[string]float64{"duplicates": cfg.Duplicates, "reorder": cfg.Reorder, "conflicts": cfg.Conflicts, "twin share": cfg.TwinShare} {
@@ -122,16 +130,29 @@ func New(cfg Config) (*Generator, error) {
 // after it (a payout is its own lifecycle).
 func (g *Generator) Payment() []Lifecycle {
 	p := g.cfg.Providers[g.rng.IntN(len(g.cfg.Providers))]
-	s := g.shape()
+	var s shape
+	if isCN(p) {
+		s = g.cnShape(p)
+	} else {
+		s = g.shape()
+	}
 	lc := Lifecycle{Provider: p, Facts: s.facts(p)}
 	var drafts []draft
-	if p == Stripe {
+	switch p {
+	case Stripe:
 		lc.Key, drafts = g.stripePayment(s)
-	} else {
+	case Alipay:
+		lc.Key, drafts = g.alipayPayment(s)
+	case Wechatpay:
+		lc.Key, drafts = g.wechatpayPayment(s)
+	default:
 		lc.Key, drafts = g.standardPayment(s)
 	}
 	g.finish(&lc, drafts)
 	out := []Lifecycle{lc}
+	if isCN(p) {
+		return out
+	}
 
 	if s.captured {
 		net := s.amount - s.fee

@@ -7,9 +7,11 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -124,4 +126,26 @@ func (w *Wechatpay) Headers(h http.Header, ts time.Time, body []byte) error {
 	h.Set("Wechatpay-Signature", base64.StdEncoding.EncodeToString(sig))
 	h.Set("Wechatpay-Signature-Type", "WECHATPAY2-SHA256-RSA2048")
 	return nil
+}
+
+// ParseRSAPrivateKey reads a PEM RSA private key, PKCS #8 ("PRIVATE KEY",
+// what openssl genpkey writes) or PKCS #1 ("RSA PRIVATE KEY"): the key
+// whose public half the server is configured with.
+func ParseRSAPrivateKey(data []byte) (*rsa.PrivateKey, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("%w: no PEM block", ErrBadSecret)
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSecret, err)
+	}
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: a %T, not an RSA key", ErrBadSecret, k)
+	}
+	return rk, nil
 }
