@@ -48,10 +48,9 @@ import (
 
 // partialCapturesFixed puts Stripe's partial captures (a charge row for the
 // authorization, a partial_capture_reversal row for the part not captured)
-// into the default case mix. Off until the fix of issue 24 item 5 is merged:
-// the case is written (stripePartialCapture) and runs as its own seed only
-// when this is true.
-const partialCapturesFixed = false
+// into the default case mix, and runs stripePartialCapture as its own seed.
+// On since the fix of issue 24 item 5 (payment.capture_reduced).
+const partialCapturesFixed = true
 
 // propRuns is how many generated cases each provider's test runs, and
 // propScale how many payments a case has.
