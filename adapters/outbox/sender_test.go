@@ -263,9 +263,13 @@ func TestSenderPerStreamOrderUnderFailures(t *testing.T) {
 	eventually(t, "the other stream delivered", func() bool { return len(rc.acked()) == 2 })
 	assert.Equal(t, []string{fast1, fast2}, ids(rc.acked()))
 
-	sub, err := e.svc.Get(ctx, c.Subscription.ID)
-	require.NoError(t, err)
-	assert.Equal(t, outbox.StateFailing, sub.State)
+	// The other stream's acknowledgements can be written before the slow
+	// head's failed attempt (attempts are written in batches): wait for it.
+	var sub outbox.Subscription
+	eventually(t, "the slow stream's head failed", func() bool {
+		sub, err = e.svc.Get(ctx, c.Subscription.ID)
+		return err == nil && sub.State == outbox.StateFailing
+	})
 	assert.Contains(t, sub.LastError, slow1)
 	att, err := e.svc.Deliveries(ctx, c.Subscription.ID, outbox.AttemptFilter{Status: "failed"})
 	require.NoError(t, err)
