@@ -148,6 +148,13 @@ type RefundPending struct {
 	Amount   int64
 	Currency money.Currency
 	Total    int64
+	// FromLine: the amount is the increase of the trade's refunded total
+	// that a cumulative refund's bill line (settlement.Line.CumulativeRefund)
+	// brought, no notification having reported it (Total is 0). Increase:
+	// the event adds Amount to the refund RefundID already recorded (a
+	// cumulative total that rose again under it). Both are absent from
+	// refunds stored before they existed.
+	FromLine, Increase bool
 }
 
 // RefundPosted: a refund reaches the ledger.
@@ -158,6 +165,8 @@ type RefundPosted struct {
 	Currency   money.Currency
 	WasPending bool  // it had been recorded as RefundPending first
 	Total      int64 // a cumulative refund's reported total (RefundPending)
+	// FromLine, Increase: as RefundPending's.
+	FromLine, Increase bool
 }
 
 // RefundNoted: the provider reported a refund's status without moving money
