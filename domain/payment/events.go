@@ -172,7 +172,10 @@ type RefundPosted struct {
 // RefundNoted: the provider reported a refund's status without moving money
 // (WeChat Pay REFUND.ABNORMAL, not final; REFUND.CLOSED). Posts nothing and
 // changes no refund: a refund reported later still posts. Status is the
-// delivery kind it recorded (refund_abnormal, refund_closed).
+// delivery kind it recorded (refund_abnormal, refund_closed; refund_cumulative
+// for an Alipay refund whose reported total, Amount, was not above the
+// trade's refunded total: it posted nothing, and is remembered so that its
+// bill line opens no missing_webhook).
 type RefundNoted struct {
 	Meta
 	RefundID string
