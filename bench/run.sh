@@ -43,11 +43,17 @@
 #      ratio (constant cost per line: goal <= 1.3); then the peak RSS of
 #      the server while it takes a 1 GiB upload (POST /v1/settlements).
 #
-#   bench/run.sh               all six
+#   7. Outbound (bench/outbound.sh): latency from a webhook's commit to a
+#      subscriber's receipt at 1,000 webhooks/s offered (p50, p99); the
+#      ingest maximum with 3 subscriptions against none, and the sender's
+#      deliveries/s; the JetStream publish rate.
+#
+#   bench/run.sh               all seven
 #   bench/run.sh ingest        1-3 only
 #   bench/run.sh rebuild       4 only
 #   bench/run.sh rebuild-live  5 only
 #   bench/run.sh settle        6 only
+#   bench/run.sh outbound      7 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -67,6 +73,10 @@
 #   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
+#   BENCH_OUTBOUND_RATE=1000      step 7: webhooks/s offered for the latency run
+#   BENCH_OUTBOUND_SECONDS=20     its duration
+#   BENCH_OUTBOUND_PAYMENTS=3000  payments of the maximum runs (none, 3 subscriptions, JetStream)
+#   BENCH_NATS_URL=nats://127.0.0.1:4222  the nats-server -js of step 7c (skipped when none answers)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   BENCH_PG=private       the Postgres server the bench uses:
 #                          private (default): a cluster of its own, made by initdb in
@@ -83,8 +93,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live | settle) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle | outbound) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|outbound]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -591,6 +601,10 @@ SQL
 	dropdb --if-exists "$rl_db"
 fi
 # ============================================================================
+if want outbound; then
+	# shellcheck source=bench/outbound.sh
+	source bench/outbound.sh
+fi
 
 echo
 echo "== summary (paste into docs/benchmarks/history/, see docs/benchmarks.md)"
@@ -648,5 +662,6 @@ if want settle; then
 		"$(awk -v a="$(cat "$work/porate_1000")" -v b="$(cat "$work/porate_100000")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
 	printf 'settle upload of 1 GiB: peak RSS grew by %d MiB (goal <= 256)\n' "$(cat "$work/up_growth")"
 fi
+if want outbound; then cat "$work/outbound_summary.txt"; fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

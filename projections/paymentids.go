@@ -63,6 +63,8 @@ func businessIDs(e payment.Event) []views.PaymentID {
 		return []views.PaymentID{id(IDCapture, e.CaptureID)}
 	case payment.FeeRecorded:
 		return []views.PaymentID{id(IDCapture, e.CaptureID)}
+	case payment.CaptureReduced:
+		return []views.PaymentID{id(IDCapture, e.CaptureID)}
 	case payment.RefundPending:
 		return []views.PaymentID{id(IDRefund, e.RefundID)}
 	case payment.RefundPosted:

@@ -67,6 +67,9 @@ type Config struct {
 	// configured".
 	Recon   ReconActions
 	Redrive Redriver
+	// Subscriptions lists push subscriptions and acts on them (admin
+	// only); nil answers its pages with 503 "not configured".
+	Subscriptions Subscriptions
 	// SessionTTL is how long a sign-in lasts (default 8h).
 	SessionTTL time.Duration
 	// SecureCookies marks the cookie Secure even for plain-HTTP requests
@@ -150,6 +153,10 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/periods/{period}/trial-balance.csv", c.withSession(c.periodTrialCSV))
 	mux.HandleFunc("GET /console/periods/{period}/journal.csv", c.withSession(c.periodJournalCSV))
 	mux.HandleFunc("GET /console/projections", c.withSession(c.projections))
+	mux.HandleFunc("GET /console/subscriptions", c.withSession(c.adminOnly(c.subscriptions)))
+	mux.HandleFunc("GET /console/subscriptions/{id}", c.withSession(c.adminOnly(c.subscription)))
+	mux.HandleFunc("POST /console/subscriptions/enable", c.withSession(c.acting(c.enableSubscription)))
+	mux.HandleFunc("POST /console/subscriptions/replay", c.withSession(c.acting(c.replaySubscription)))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, nil, http.StatusNotFound, "No such page.")
 	})

@@ -84,6 +84,8 @@ var funcs = template.FuncMap{
 		}
 		return n
 	},
+	// The subscriptions pages (subscriptions.go).
+	"subscriptionForms": newSubscriptionForms,
 }
 
 // digitGroup separates groups of three digits everywhere the console shows
@@ -230,7 +232,8 @@ type page struct {
 var navTitles = map[string]string{
 	"overview": "overview", "payments": "payments", "payment": "payments", "search": "payments", "reconciliation": "reconciliation",
 	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "payout": "payouts", "periods": "periods",
-	"projections": "projections",
+	"projections":   "projections",
+	"subscriptions": "subscriptions", "subscription": "subscriptions",
 }
 
 func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
@@ -265,6 +268,9 @@ func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status in
 var notices = map[string]string{
 	"resolved": "The item was resolved; the action is recorded as an event with your name and note.",
 	"reopened": "The item was reopened; the action is recorded as an event with your name and note.",
+	// subscriptions.go
+	"enabled":   "The subscription was re-enabled: it resumes where it stopped. The action is recorded with your name and note.",
+	"replaying": "The replay is under way: those events are sent again with the same ids, beside the live ones. The action is recorded with your name and note.",
 }
 
 var (

@@ -126,6 +126,9 @@ func summarizeMore(ev payment.Event, amt func(int64, money.Currency) string) str
 		return s
 	case payment.FeeSettled:
 		return fmt.Sprintf("Fee %s posted from settlement report line %s", amt(e.Fee, e.Currency), e.LineID)
+	case payment.CaptureReduced:
+		return fmt.Sprintf("Capture %s reduced by %s, the uncaptured part reversed by settlement report line %s",
+			e.CaptureID, amt(e.Amount, e.Currency), e.LineID)
 	case payment.Converted:
 		if e.OriginalCurrency == "" {
 			return fmt.Sprintf("Conversion (line %s): %s settled", e.LineID, amt(e.SettledAmount, e.SettledCurrency))

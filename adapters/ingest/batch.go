@@ -37,6 +37,16 @@ import (
 // one waits for the next batch, where it is decided on the history the first
 // one wrote, instead of losing the race to its neighbour.
 //
+// A twin (a redelivery with the same facts, arriving while a delivery of its
+// key is queued in a batch or in flight: a provider retrying a slow answer)
+// runs no unit of its own. It waits for its first arrival's unit and takes
+// its result: once that unit committed the first arrival's row, the twin is
+// a plain duplicate. Its arrival is counted on the row (CountTwins) after
+// that commit, and only then is it answered; if the unit rolled back, or
+// left the first arrival alone, the twin is recorded alone too, after it,
+// and judged by the gate like any redelivery. So no twin is answered before
+// a commit holds its key's facts.
+//
 // Batching adapts to the load: nothing waits for company. The first arrival
 // starts a batch at once; deliveries arriving while a batch is in flight
 // queue and form the next one (up to BatchSize), so batches are as large as
@@ -50,6 +60,10 @@ type BatchJournal interface {
 	// DoBatch runs fn as one unit of work: committed when fn returns nil,
 	// rolled back when it returns an error.
 	DoBatch(ctx context.Context, fn func(BatchTx) error) error
+	// CountTwins counts n[i] more deliveries on the committed row of
+	// keys[i] (delivery_count, last seen), committed when it returns nil:
+	// the twins answered from their first arrival's unit.
+	CountTwins(ctx context.Context, keys []InboxKey, n []int) error
 }
 
 // BatchTx is the journal inside a shared unit of work.
@@ -134,12 +148,14 @@ type batcher struct {
 	mu      sync.Mutex
 	queue   []*member
 	running int // batch loops
-	// The dedup keys and streams of the units in flight. A delivery that
-	// names one waits in the queue for that unit to end: in a unit of its
-	// own it would wait on that unit's row locks anyway, holding up all its
-	// neighbours (a redelivery racing its first arrival), or lose the race
-	// for the stream and be recorded alone after all.
-	busyKeys    map[InboxKey]bool
+	// The dedup keys (with the member holding each) and streams of the
+	// units in flight. A delivery that names one waits in the queue for
+	// that unit to end: in a unit of its own it would wait on that unit's
+	// row locks anyway, holding up all its neighbours (a redelivery racing
+	// its first arrival), or lose the race for the stream and be recorded
+	// alone after all. A twin of the key's member waits on that member
+	// instead (member.twins) and runs no unit at all.
+	busyKeys    map[InboxKey]*member
 	busyStreams map[string]bool
 }
 
@@ -148,6 +164,8 @@ type member struct {
 	ctx  context.Context
 	ev   delivery.Event
 	done chan outcome // buffered: the batch never blocks on a member
+	// twins answered from this member's unit (guarded by batcher.mu)
+	twins []*member
 }
 
 // outcome of a member: alone means "record it by the single path".
@@ -174,10 +192,12 @@ func newBatcher(s *Service, j Journal, o BatchOptions) *batcher {
 func (b *batcher) record(ctx context.Context, ev delivery.Event) (Result, bool, error) {
 	m := &member{ctx: ctx, ev: ev, done: make(chan outcome, 1)}
 	b.mu.Lock()
-	b.queue = append(b.queue, m)
-	if b.running < b.opts.InFlight {
-		b.running++
-		go b.loop()
+	if !b.twin(m) {
+		b.queue = append(b.queue, m)
+		if b.running < b.opts.InFlight {
+			b.running++
+			go b.loop()
+		}
 	}
 	b.mu.Unlock()
 	select {
@@ -201,15 +221,61 @@ func (b *batcher) loop() {
 			return
 		}
 		b.mu.Unlock()
-		b.run(batch)
+		answers := b.run(batch)
 		b.mu.Lock()
-		for _, m := range batch {
+		twins := make([][]*member, len(batch))
+		for i, m := range batch {
+			twins[i], m.twins = m.twins, nil
 			delete(b.busyKeys, InboxKey{m.ev.Provider, m.ev.DedupKey})
 			if !m.ev.Ignored() {
 				delete(b.busyStreams, m.ev.StreamID())
 			}
 		}
 		b.mu.Unlock()
+		b.answerTwins(batch, answers, twins)
+	}
+}
+
+// twin attaches m to the member holding its key in a batch (queued in it or
+// in flight) when m is a twin of it (same facts), and says so. Called with
+// mu held.
+func (b *batcher) twin(m *member) bool {
+	owner := b.busyKeys[InboxKey{m.ev.Provider, m.ev.DedupKey}]
+	if owner == nil || owner.ev.FactsHash() != m.ev.FactsHash() {
+		return false
+	}
+	owner.twins = append(owner.twins, m)
+	return true
+}
+
+// answerTwins answers the twins of batch's members, once the batch's unit
+// ended (answers: how each member was answered, as run returns). The twins
+// of a member the committed unit recorded are counted on its row and
+// answered duplicates of it; all others (the unit rolled back, the member
+// went alone, the count failed) are recorded alone, where the gate judges
+// them after their first arrival.
+func (b *batcher) answerTwins(batch []*member, answers []outcome, twins [][]*member) {
+	var keys []InboxKey
+	var counts []int
+	for i, m := range batch {
+		if len(twins[i]) > 0 && !answers[i].alone && answers[i].err == nil {
+			keys, counts = append(keys, InboxKey{m.ev.Provider, m.ev.DedupKey}), append(counts, len(twins[i]))
+		}
+	}
+	counted := false
+	if len(keys) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), b.opts.Timeout)
+		counted = b.journal.CountTwins(ctx, keys, counts) == nil
+		cancel()
+	}
+	for i := range batch {
+		o := outcome{alone: true}
+		if counted && !answers[i].alone && answers[i].err == nil {
+			o = outcome{res: Result{Outcome: Duplicate, StreamID: answers[i].res.StreamID}}
+		}
+		for _, t := range twins[i] {
+			t.done <- o
+		}
 	}
 }
 
@@ -221,7 +287,7 @@ func (b *batcher) loop() {
 func (b *batcher) take() []*member {
 	var batch []*member
 	if b.busyKeys == nil {
-		b.busyKeys, b.busyStreams = make(map[InboxKey]bool), make(map[string]bool)
+		b.busyKeys, b.busyStreams = make(map[InboxKey]*member), make(map[string]bool)
 	}
 	keys, streams := b.busyKeys, b.busyStreams
 	rest := b.queue[:0]
@@ -234,11 +300,14 @@ func (b *batcher) take() []*member {
 		if !m.ev.Ignored() {
 			stream = m.ev.StreamID()
 		}
-		if len(batch) >= b.opts.Size || keys[k] || (stream != "" && streams[stream]) {
+		if b.twin(m) {
+			continue // answered with its first arrival
+		}
+		if len(batch) >= b.opts.Size || keys[k] != nil || (stream != "" && streams[stream]) {
 			rest = append(rest, m)
 			continue
 		}
-		keys[k] = true
+		keys[k] = m
 		if stream != "" {
 			streams[stream] = true
 		}
@@ -249,8 +318,10 @@ func (b *batcher) take() []*member {
 	return batch
 }
 
-// run records one batch and answers its members.
-func (b *batcher) run(batch []*member) {
+// run records one batch and answers its members. It returns how each was
+// answered after the unit: alone for those sent to the single path (before
+// or after the commit).
+func (b *batcher) run(batch []*member) []outcome {
 	// A batch of one runs here too, not by the single path: it costs the
 	// same round trips, and while it is in flight the next arrivals queue
 	// and form the next batch (run straight away, a lone delivery would
@@ -273,11 +344,12 @@ func (b *batcher) run(batch []*member) {
 	if err != nil {
 		// The unit rolled back as a whole: nothing of it was kept.
 		for i, m := range batch {
+			answers[i] = outcome{alone: true}
 			if !sent[i] {
-				m.done <- outcome{alone: true}
+				m.done <- answers[i]
 			}
 		}
-		return
+		return answers
 	}
 	if b.opts.AfterCommit != nil {
 		recorded := 0
@@ -291,10 +363,13 @@ func (b *batcher) run(batch []*member) {
 		}
 	}
 	for i, m := range batch {
-		if !sent[i] {
-			m.done <- answers[i]
+		if sent[i] {
+			answers[i] = outcome{alone: true}
+			continue
 		}
+		m.done <- answers[i]
 	}
+	return answers
 }
 
 // unit records batch as one shared unit (sharedUnit). Redeliveries the gate

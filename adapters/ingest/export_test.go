@@ -28,3 +28,15 @@ func IngestBatch(ctx context.Context, s *Service, evs []delivery.Event) (res []R
 	}
 	return res, alone, errs
 }
+
+// Waiting is how many deliveries wait behind the batches in flight: queued
+// for a unit of their own, or attached as twins to a member of one.
+func Waiting(s *Service) int {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	n := len(s.batch.queue)
+	for _, m := range s.batch.busyKeys {
+		n += len(m.twins)
+	}
+	return n
+}

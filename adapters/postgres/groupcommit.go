@@ -352,3 +352,29 @@ func (t *batchTx) Withdraw(ctx context.Context, keys []ingest.InboxKey) error {
 	}
 	return nil
 }
+
+// CountTwins implements ingest.BatchJournal: one statement, its own
+// transaction, committed when Exec returns. Rows are updated in key order,
+// as the gate inserts them, so two counts do not deadlock.
+func (j *Journal) CountTwins(ctx context.Context, keys []ingest.InboxKey, n []int) error {
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(keys[a].Provider, keys[b].Provider), cmp.Compare(keys[a].DedupKey, keys[b].DedupKey))
+	})
+	provs, dedups, counts := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
+	for o, i := range order {
+		provs[o], dedups[o], counts[o] = keys[i].Provider, keys[i].DedupKey, int64(n[i])
+	}
+	_, err := j.pool.Exec(ctx, `
+		UPDATE webhook_inbox w
+		SET delivery_count = w.delivery_count + k.n, last_seen_at = now()
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(provider, dedup_key, n)
+		WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key`, provs, dedups, counts)
+	if err != nil {
+		return fmt.Errorf("count %d twins' deliveries: %w", len(keys), markUnavailable(err))
+	}
+	return nil
+}

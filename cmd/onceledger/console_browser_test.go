@@ -164,6 +164,8 @@ func startLiveApp(t *testing.T) *liveApp {
 		Providers:   map[string]providers.Adapter{standard.Name: sw},
 		APITokens:   []string{"alice=" + readToken},
 		AdminTokens: []string{"ops=" + adminToken},
+		// A subscription to show (console_crawl_test.go).
+		SecretsKey: strings.Repeat("5e", 32), OutboxAllowPrivate: true,
 		// serve's defaults
 		MaxBodyBytes: 1 << 20, IngestTimeout: 10 * time.Second, ReadTimeout: 15 * time.Second,
 		// serve's 30 s: Chromium preconnects sockets that never send a

@@ -20,6 +20,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/outbox"
 )
 
 // The crawler's window: the size the console must fit without a horizontal
@@ -43,6 +45,7 @@ func TestConsoleCrawl(t *testing.T) {
 	live := startLiveApp(t)
 	s := live.seed()
 	seedLongIDs(t, live)
+	seedSubscription(t, live)
 	_ = s
 	var (
 		mu   sync.Mutex
@@ -83,6 +86,18 @@ func TestConsoleCrawl(t *testing.T) {
 		})
 	}
 	t.Run("1000 rows", func(t *testing.T) { bigPages(t, tab, live) }) // console_pages_test.go
+}
+
+// seedSubscription adds a push subscription to an endpoint that refuses
+// connections, then a payment: its attempts fail, so the pages show a
+// failing state, a last error and attempts.
+func seedSubscription(t *testing.T, live *liveApp) {
+	t.Helper()
+	_, err := live.app.Subscriptions().Create(context.Background(),
+		outbox.NewSubscription{URL: "http://127.0.0.1:9/onceledger", Description: "shop fulfilment"}, "ops", "the crawl's")
+	require.NoError(t, err)
+	live.deliver("msg_crawl_subscription", "payment.captured", time.Now(),
+		map[string]any{"payment_id": "pay_crawl_sub", "capture_id": "cap_crawl_sub", "amount": 1000, "currency": "USD"})
 }
 
 // seedLongIDs records deliveries whose ids are as long as providers make
@@ -249,6 +264,8 @@ var pageKinds = []struct {
 	{regexp.MustCompile(`^/console/payouts/[^/]+/[^/]+$`), "payout"},
 	{regexp.MustCompile(`^/console/periods$`), "periods"},
 	{regexp.MustCompile(`^/console/projections$`), "projections"},
+	{regexp.MustCompile(`^/console/subscriptions$`), "subscriptions"},
+	{regexp.MustCompile(`^/console/subscriptions/[^/]+$`), "subscription"},
 }
 
 // screenshot saves the window (1280×800) of the first page of each kind.

@@ -28,6 +28,8 @@ var toolVariables = []string{
 	"ONCELEDGER_TEST_DATABASE_URL",  // the server the tests create their databases on (pgtest, make test)
 	"ONCELEDGER_TEST_ESDB_URL",      // a real EventStoreDB for the contract suite
 	"ONCELEDGER_TEST_NATS_URL",      // the nats-server -js the JetStream tests use (default 127.0.0.1:4222)
+	"ONCELEDGER_TEST_PROPERTY_RUNS", // the settlement property tests: more (and bigger) generated cases
+	"ONCELEDGER_TEST_PROPERTY_SEED", // the settlement property tests: replay a printed seed
 	"ONCELEDGER_SCREENSHOTS",        // the console's browser test writes docs/console/*.png
 	"ONCELEDGER_CHROMIUM",           // the browser the console's browser test drives
 	"ONCELEDGER_DEVDB_DIR",          // scripts/devdb.sh: where the development cluster lives

@@ -227,6 +227,10 @@ func describe(e payment.Event) ([]field, []amountView) {
 	case payment.FeeRecorded:
 		str("capture_id", e.CaptureID)
 		amount("fee", e.Fee, e.Currency)
+	case payment.CaptureReduced:
+		str("capture_id", e.CaptureID)
+		amount("amount", e.Amount, e.Currency)
+		str("line_id", e.LineID)
 	case payment.PayoutPaid:
 		str("payout_id", e.PayoutID)
 		amount("amount", e.Amount, e.Currency)

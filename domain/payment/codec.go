@@ -147,6 +147,9 @@ type wireRecon struct {
 	Kind    string `json:"kind"`
 	Key     string `json:"key"`
 	Details string `json:"details"`
+	// Reported: Flagged only, absent from the events stored before it
+	// (and whenever zero).
+	Reported int64 `json:"reported,omitempty"`
 }
 
 func toWireMeta(m Meta) wireMeta {
@@ -208,9 +211,9 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case PayoutPaid:
 		w = wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}
 	case Flagged:
-		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details}
+		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details, e.Reported}
 	case Cleared:
-		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details}
+		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details, 0}
 	case Resolved:
 		w = wireAction{toWireMeta(e.Meta), e.Kind, e.Key, e.Actor, e.Note}
 	case Reopened:
@@ -308,7 +311,7 @@ func Decode(typ string, data []byte) (Event, error) {
 		})
 	case TypeFlagged:
 		return decode(typ, data, func(w wireRecon, m Meta) Event {
-			return Flagged{Meta: m, Kind: w.Kind, Key: w.Key, Details: w.Details}
+			return Flagged{Meta: m, Kind: w.Kind, Key: w.Key, Details: w.Details, Reported: w.Reported}
 		})
 	case TypeCleared:
 		return decode(typ, data, func(w wireRecon, m Meta) Event {

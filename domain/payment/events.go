@@ -303,6 +303,12 @@ type Flagged struct {
 	Kind    string // one of the Recon* constants
 	Key     string // refund id, capture id, dedup key...: what the item is about
 	Details string // human-readable explanation
+	// Reported: of a settlement_mismatch a capture's webhook raised against
+	// the capture its settlement line recorded, the amount the webhook
+	// reported (the payment's currency), so that a partial capture reversal
+	// line that brings the capture to it can clear the item (settle.go
+	// settleUncaptured). 0 otherwise.
+	Reported int64
 }
 
 // Cleared resolves the reconciliation item (Kind, Key) of its stream.

@@ -70,7 +70,7 @@ func wireOf(t *testing.T, typ string) reflect.Type {
 		TypeDisputeLost: wireDisputeLost{}, TypePayoutPaid: wirePayout{}, TypeFlagged: wireRecon{},
 		TypeCleared: wireRecon{}, TypeResolved: wireAction{}, TypeReopened: wireAction{},
 		TypeLineSettled: wireLine{}, TypeFeeSettled: wireFeeSettled{}, TypeConverted: wireConverted{},
-		TypePayoutLinesCounted: wirePayoutLines{},
+		TypePayoutLinesCounted: wirePayoutLines{}, TypeCaptureReduced: wireCaptureReduced{},
 	}
 	w, ok := types[typ]
 	require.True(t, ok, "no wire struct listed for %s", typ)

@@ -61,6 +61,9 @@ type settleState struct {
 	// cumulativeLines: the sum of the cumulative refund lines' amounts
 	// (settlement.Line.CumulativeRefund), one per refund (cumulative.go).
 	cumulativeLines int64
+	// reported: by capture id, the amount a webhook reported for a capture
+	// its charge line recorded otherwise (Flagged.Reported).
+	reported map[string]int64
 }
 
 type settledFact struct {
@@ -79,6 +82,7 @@ func (s *settleState) init() {
 		s.hooked = map[string]disputeFacts{}
 		s.capturedAt = map[string]time.Time{}
 		s.uncaptured = map[string]int64{}
+		s.reported = map[string]int64{}
 	}
 }
 
@@ -88,6 +92,18 @@ func (p *Payment) applySettlement(e Event) {
 	if c, ok := e.(Captured); ok {
 		if _, seen := p.settle.capturedAt[c.CaptureID]; !seen {
 			p.settle.capturedAt[c.CaptureID] = c.OccurredAt
+		}
+	}
+	switch e := e.(type) {
+	case CaptureReduced:
+		if _, ok := p.captures[e.CaptureID]; ok {
+			p.captures[e.CaptureID] = p.add(p.captures[e.CaptureID], -e.Amount)
+			p.captured = p.add(p.captured, -e.Amount)
+		}
+		return
+	case Flagged:
+		if e.Kind == ReconSettlementMismatch && e.Reported != 0 {
+			p.settle.reported[e.Key] = e.Reported
 		}
 	}
 	ls, ok := e.(LineSettled)
@@ -186,27 +202,47 @@ func (p *Payment) authorizationOf(id string, amount, recorded int64) bool {
 	return u > 0 && amount == money.SaturatingAdd(recorded, u)
 }
 
-// settleUncaptured records a partial capture reversal line. When the
-// capture was recorded with its captured amount (a webhook's
-// amount_captured) and its charge line, the authorization, came before
-// and was flagged settlement_mismatch, the reversal accounts for the
-// difference: the charge line's fee posts now (once, as with any charge
-// line) and the item clears. A capture recorded from its charge line alone
-// keeps the authorization's amount (not reduced here; see
-// docs/settlement.md).
+// settleUncaptured records a partial capture reversal line of r, the
+// uncaptured part of a charge whose charge line reported the authorization
+// A (Stripe: the charge row is "for the full amount of the authorization",
+// the partial_capture_reversal row reverses "the uncaptured portion",
+// docs.stripe.com/reports/reporting-categories). The capture ends at A less
+// the reversals, whichever source recorded it first:
+//
+//   - Recorded with its captured amount (a webhook's amount_captured), its
+//     charge line coming before and flagged settlement_mismatch: the
+//     reversal accounts for the difference; the charge line's fee posts
+//     now (once, as with any charge line) and the item clears.
+//   - Recorded from its charge line at the authorization (or at A less the
+//     reversals before this one): CaptureReduced by r. A settlement_mismatch
+//     a webhook raised meanwhile clears when the capture now is what the
+//     webhook reported (Flagged.Reported).
 func (d *decision) settleUncaptured(l settlement.Line) {
 	p, id := d.p, l.CaptureID
 	s, ok := p.settle.settled[reconKey{string(settlement.KindCharge), id}]
 	recorded, captured := p.captures[id]
-	k := reconKey{ReconSettlementMismatch, id}
-	if !ok || !captured || !p.open[k] || s.currency != s.originalCurrency || !p.authorizationOf(id, s.amount, recorded) {
+	if !ok || !captured || s.currency != s.originalCurrency || s.originalCurrency != p.currency {
 		return
 	}
-	if p.fees[id] == 0 && s.fee != 0 {
-		d.emit(FeeRecorded{Meta: d.meta, CaptureID: id, Fee: s.fee, Currency: s.currency})
+	k := reconKey{ReconSettlementMismatch, id}
+	u, r := p.settle.uncaptured[id], abs(l.Gross)
+	if p.open[k] && p.authorizationOf(id, s.amount, recorded) && p.settle.reported[id] == 0 {
+		if p.fees[id] == 0 && s.fee != 0 {
+			d.emit(FeeRecorded{Meta: d.meta, CaptureID: id, Fee: s.fee, Currency: s.currency})
+		}
+		d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
+			"partial capture: the uncaptured %s was reversed by line %s", money.FormatMinor(u, l.Currency), l.DedupKey())})
+		return
 	}
-	d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
-		"partial capture: the uncaptured %s was reversed by line %s", money.FormatMinor(p.settle.uncaptured[id], l.Currency), l.DedupKey())})
+	if r == 0 || r >= recorded || recorded != money.SaturatingAdd(s.amount-u, r) {
+		return // not a capture at its authorization less the reversals before this one
+	}
+	d.emit(CaptureReduced{Meta: d.meta, CaptureID: id, Amount: r, Currency: p.currency, LineID: l.DedupKey()})
+	if p.open[k] && p.settle.reported[id] == p.captures[id] {
+		d.emit(Cleared{Meta: d.meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
+			"partial capture: the uncaptured %s was reversed by line %s; the capture is now the webhook's %s",
+			money.FormatMinor(u, l.Currency), l.DedupKey(), money.FormatMinor(p.captures[id], p.currency))})
+	}
 }
 
 func abs(v int64) int64 {
@@ -303,6 +339,11 @@ func (d *decision) settleCapture(l settlement.Line) {
 	f := delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: amount, Currency: cur}
 	if sameCurrency(l) {
 		f.Fee = l.Fee
+		if u := p.settle.uncaptured[id]; u > 0 && u < amount {
+			// Its partial capture reversal came first: the line is the
+			// authorization, the capture what was not reversed.
+			f.Amount = amount - u
+		}
 	}
 	d.captured(f)
 	if _, ok := p.captures[id]; !ok {
@@ -463,8 +504,14 @@ func (d *decision) webhookAfterLine(f delivery.Fact) bool {
 			if !fromLine {
 				return false // two webhooks disagree: amount_mismatch, the webhook rules
 			}
-			d.flagOnce(ReconSettlementMismatch, f.BusinessID, fmt.Sprintf("capture %s reported by webhook as %s %s, settled as %s %s; the settled fact stands",
-				f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(amount, p.currency), p.currency))
+			if k := (reconKey{ReconSettlementMismatch, f.BusinessID}); !p.flagged[k] {
+				fl := Flagged{Meta: d.meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf("capture %s reported by webhook as %s %s, settled as %s %s; the settled fact stands",
+					f.BusinessID, money.FormatMinor(f.Amount, f.Currency), f.Currency, money.FormatMinor(amount, p.currency), p.currency)}
+				if f.Currency == p.currency && f.Amount < amount {
+					fl.Reported = f.Amount // a partial capture's reversal line may bring the capture to it
+				}
+				d.emit(fl)
+			}
 			return true
 		}
 		if f.Fee != 0 && (s.currency != s.originalCurrency || f.Fee != s.fee) {

@@ -54,6 +54,14 @@ type wireConverted struct {
 	ExchangeRate     string `json:"exchange_rate"`
 }
 
+type wireCaptureReduced struct {
+	wireMeta
+	CaptureID string `json:"capture_id"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+	LineID    string `json:"line_id"`
+}
+
 type wireCounted struct {
 	Key string `json:"key"`
 	Net int64  `json:"net"`
@@ -111,6 +119,8 @@ func encodeSettle(e Event) (w any, ok bool) {
 	switch e := e.(type) {
 	case LineSettled:
 		return toWireLine(e.Meta, e.Line), true
+	case CaptureReduced:
+		return wireCaptureReduced{toWireMeta(e.Meta), e.CaptureID, e.Amount, string(e.Currency), e.LineID}, true
 	case FeeSettled:
 		return wireFeeSettled{toWireMeta(e.Meta), e.LineID, e.Fee, string(e.Currency)}, true
 	case PayoutLinesCounted:
@@ -144,6 +154,10 @@ func decodeSettle(typ string, data []byte) (Event, bool, error) {
 		if err == nil && lineErr != nil {
 			err = fmt.Errorf("decode %s: %w", typ, lineErr)
 		}
+	case TypeCaptureReduced:
+		e, err = decode(typ, data, func(w wireCaptureReduced, m Meta) Event {
+			return CaptureReduced{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Currency: money.Currency(w.Currency), LineID: w.LineID}
+		})
 	case TypeFeeSettled:
 		e, err = decode(typ, data, func(w wireFeeSettled, m Meta) Event {
 			return FeeSettled{Meta: m, LineID: w.LineID, Fee: w.Fee, Currency: money.Currency(w.Currency)}

@@ -25,6 +25,10 @@ const (
 	// (their keys and nets), in the payout's stream, so that it can tell
 	// whether its lines prove it. Posts nothing.
 	TypePayoutLinesCounted = "settlement.payout_lines_counted"
+	// TypeCaptureReduced reduces a capture recorded at its authorization
+	// by the uncaptured part a partial capture reversal line reversed
+	// (settle.go settleUncaptured).
+	TypeCaptureReduced = "payment.capture_reduced"
 )
 
 // Reconciliation kinds from settlement (docs/reference.md).
@@ -92,6 +96,23 @@ type Converted struct {
 	ExchangeRate     string // the provider's rate, exact text; "" if none
 }
 
+// CaptureReduced: capture CaptureID, recorded at the amount its charge
+// line reported (Stripe's charge row is "for the full amount of the
+// authorization"), is reduced by Amount (positive, in the payment's
+// currency), the uncaptured part line LineID (a partial_capture_reversal,
+// docs.stripe.com/reports/reporting-categories) reversed: what the capture
+// credited to revenue:sales and debited to the provider balance comes back
+// by Amount, so the books hold what the provider captured.
+type CaptureReduced struct {
+	Meta
+	CaptureID string
+	Amount    int64
+	Currency  money.Currency
+	LineID    string // the reversal line's DedupKey
+}
+
+func (CaptureReduced) Type() string { return TypeCaptureReduced }
+
 // PayoutLinesCounted: lines of payout PayoutID not counted before.
 type PayoutLinesCounted struct {
 	Meta
@@ -112,6 +133,12 @@ func (Converted) Type() string   { return TypeConverted }
 func settlePostings(e Event) []ledger.Posting {
 	p := e.Metadata().Provider
 	switch e := e.(type) {
+	case CaptureReduced:
+		// The reverse of the capture's revenue and balance lines (postings.go
+		// Captured), for the part not captured.
+		return lines(e.Currency,
+			ledger.RevenueSales, e.Amount,
+			ledger.ProviderBalance(p), -e.Amount)
 	case FeeSettled:
 		return lines(e.Currency,
 			ledger.ProviderFees(p), e.Fee,

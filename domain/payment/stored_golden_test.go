@@ -74,6 +74,9 @@ func storedEvents() []storedEvent {
 		{"payout.paid", PayoutPaid{Meta: po, PayoutID: "po_1", Amount: 9680, Currency: "USD"}},
 		{"payout.failed", PayoutFailed{Meta: po, PayoutID: "po_1", Amount: 9680, Currency: "USD", Reason: "account_closed", WasPaid: true}},
 		{"reconciliation.flagged", Flagged{Meta: m, Kind: ReconOverRefund, Key: "refunds", Details: "refunds exceed captures"}},
+		{"reconciliation.flagged.reported", Flagged{Meta: m, Kind: ReconSettlementMismatch, Key: "ch_1",
+			Details: "capture ch_1 reported by webhook as 60.00 USD, settled as 100.00 USD; the settled fact stands", Reported: 6000}},
+		{"payment.capture_reduced", CaptureReduced{Meta: settled, CaptureID: "ch_1", Amount: 4000, Currency: "USD", LineID: "settle:txn_2"}},
 		{"reconciliation.cleared", Cleared{Meta: m, Kind: ReconOverRefund, Key: "refunds", Details: "captures caught up"}},
 		{"reconciliation.resolved", Resolved{Meta: m, Kind: ReconMissingWebhook, Key: "ch_1", Actor: "ops", Note: "webhook lost upstream"}},
 		{"reconciliation.reopened", Reopened{Meta: m, Kind: ReconMissingWebhook, Key: "ch_1", Actor: "ops", Note: "resolved by mistake"}},
@@ -116,7 +119,7 @@ func TestStoredEventsDecode(t *testing.T) {
 		TypeRefundPending, TypeRefundPosted, TypeRefundReversed, TypeRefundNoted, TypeDisputeOpened, TypeDisputeWon, TypeDisputeLost,
 		TypePayoutPaid, TypeDisputeInquiry, TypeDisputeFundsWithdrawn, TypeDisputeFundsReinstated, TypeDisputePending,
 		TypePayoutFailed, TypeFlagged, TypeCleared, TypeResolved, TypeReopened,
-		TypeLineSettled, TypeFeeSettled, TypeConverted, TypePayoutLinesCounted} {
+		TypeLineSettled, TypeFeeSettled, TypeConverted, TypePayoutLinesCounted, TypeCaptureReduced} {
 		assert.Truef(t, types[typ], "stored type %s has no golden file", typ)
 	}
 }

@@ -48,6 +48,8 @@ func (s *Summary) Apply(e Event) {
 		}
 	case FeeRecorded:
 		s.Fees = add(s.Fees, e.Fee)
+	case CaptureReduced:
+		s.Captured = add(s.Captured, -e.Amount)
 	case Failed:
 		s.Failed = true
 		s.failedAttempt(e)

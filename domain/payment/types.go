@@ -12,6 +12,6 @@ func EventTypes() []string {
 		TypeDisputeFundsWithdrawn, TypeDisputeFundsReinstated, TypeDisputePending,
 		TypePayoutPaid, TypePayoutFailed,
 		TypeFlagged, TypeCleared, TypeResolved, TypeReopened,
-		TypeLineSettled, TypeFeeSettled, TypeConverted, TypePayoutLinesCounted,
+		TypeLineSettled, TypeFeeSettled, TypeConverted, TypePayoutLinesCounted, TypeCaptureReduced,
 	}
 }

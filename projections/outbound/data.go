@@ -19,6 +19,8 @@ func paymentData(e payment.Event) map[string]any {
 		return amounts(map[string]any{"capture_id": e.CaptureID, "fee": e.Fee}, e.Amount, e.Currency)
 	case payment.FeeRecorded:
 		return amounts(map[string]any{"capture_id": e.CaptureID, "fee": e.Fee}, e.Fee, e.Currency)
+	case payment.CaptureReduced:
+		return amounts(map[string]any{"capture_id": e.CaptureID, "line_id": e.LineID}, e.Amount, e.Currency)
 	case payment.Failed:
 		if e.Currency != "" { // the attempted amount, when the provider reported it
 			return amounts(map[string]any{"reason": e.Reason}, e.Amount, e.Currency)

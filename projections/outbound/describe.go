@@ -6,6 +6,7 @@ var descriptions = map[string]string{
 	PaymentAuthorized:      "Funds were reserved on the customer's instrument; nothing is captured yet.",
 	PaymentCaptured:        "Money was captured: the event a shop ships on. `fee` is the provider's fee (0 when not known yet; `payment.fee_recorded` follows).",
 	PaymentFeeRecorded:     "The provider's fee of a capture recorded without one became known; `amount` is the fee.",
+	PaymentCaptureReduced:  "A capture recorded at its authorization (a settlement line reports the full authorized amount) is reduced by `amount`, the uncaptured part a partial capture reversal line reversed: the payment's captured amount is now that much less.",
 	PaymentFailed:          "The payment attempt failed; `amount` is what it was for, when the provider reported it (nothing is posted).",
 	PaymentCanceled:        "The authorization was voided.",
 	RefundPending:          "A refund arrived before any capture of its payment; it succeeds (`refund.succeeded`, `was_pending`) once a capture arrives.",

@@ -64,6 +64,8 @@ func exampleEvents() []struct {
 		{pay, payment.Cleared{Meta: m, Kind: payment.ReconOverRefund, Key: "refunds", Details: "captures caught up"}},
 		{pay, payment.Resolved{Meta: payment.Meta{Provider: "stripe", PaymentKey: "pi_123", OccurredAt: exampleAt}, Kind: payment.ReconOverRefund, Key: "refunds", Actor: "alice", Note: "refunded by hand"}},
 		{pay, payment.Reopened{Meta: payment.Meta{Provider: "stripe", PaymentKey: "pi_123", OccurredAt: exampleAt}, Kind: payment.ReconOverRefund, Key: "refunds", Actor: "alice", Note: "not settled after all"}},
+		// Last, so that the examples before keep their ids.
+		{pay, payment.CaptureReduced{Meta: m, CaptureID: "ch_1", Amount: 400, Currency: "USD", LineID: "txn_2"}},
 	}
 }
 

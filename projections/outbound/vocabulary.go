@@ -32,6 +32,7 @@ const (
 	PaymentAuthorized      = "payment.authorized"
 	PaymentCaptured        = "payment.captured"
 	PaymentFeeRecorded     = "payment.fee_recorded"
+	PaymentCaptureReduced  = "payment.capture_reduced"
 	PaymentFailed          = "payment.failed"
 	PaymentCanceled        = "payment.canceled"
 	RefundPending          = "refund.pending"
@@ -65,6 +66,7 @@ var publicType = map[string]string{
 	payment.TypeAuthorized:             PaymentAuthorized,
 	payment.TypeCaptured:               PaymentCaptured,
 	payment.TypeFeeRecorded:            PaymentFeeRecorded,
+	payment.TypeCaptureReduced:         PaymentCaptureReduced,
 	payment.TypeFailed:                 PaymentFailed,
 	payment.TypeCanceled:               PaymentCanceled,
 	payment.TypeRefundPending:          RefundPending,

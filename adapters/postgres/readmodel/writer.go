@@ -110,9 +110,8 @@ func (w *writer) InsertLedgerEntries(ctx context.Context, entries []projections.
 		    entry_count = b.entry_count + excluded.entry_count,
 		    updated_at = excluded.updated_at`,
 		w.table("ledger_entries"), w.table("account_balances"), joinQuoted("", ledgerEntryColumns))
-	_, err := w.tx.Exec(ctx, sql, ids, idx, streams, types, provs, accts, curs, amounts, occurred, recorded, commits, prepares,
+	return w.execGeneric(ctx, sql, ids, idx, streams, types, provs, accts, curs, amounts, occurred, recorded, commits, prepares,
 		periods, late, adjusts)
-	return classify(err)
 }
 
 func (w *writer) copyLedgerEntries(ctx context.Context, entries []projections.LedgerEntry) error {
@@ -208,7 +207,7 @@ func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentR
 		subs[i] = s.SubMerchant
 	}
 	// The version guard: a row only moves forward in its stream.
-	_, err := w.tx.Exec(ctx, `
+	return w.execGeneric(ctx, `
 		INSERT INTO `+w.table("payments")+` AS p (`+paymentColumns+`)
 		SELECT provider, payment_id, stream_id, status, NULLIF(currency, ''), authorized_amount, captured_amount,
 			fee_amount, refunded_amount, refund_pending_amount, dispute_open_amount, dispute_lost_amount,
@@ -230,7 +229,6 @@ func (w *writer) UpsertPayments(ctx context.Context, rows []projections.PaymentR
 		WHERE p.version < excluded.version`,
 		provs, ids, streams, statuses, curs, auth, capt, fees, refd, pend, dOpen, dLost, failed, canceled, versions, updated,
 		failedAmt, subs)
-	return classify(err)
 }
 
 // paymentColumnList is paymentColumns as a list, for COPY.

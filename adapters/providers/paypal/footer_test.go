@@ -1,6 +1,7 @@
 package paypal
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,4 +72,38 @@ func TestSplitSTLImportsFileByFile(t *testing.T) {
 	}
 	_, err := parseSTL(t, strings.TrimSuffix(second, `"FF",1`+"\n"))
 	assert.ErrorIs(t, err, report.ErrMalformed, "the second file cut short")
+}
+
+// A section whose count (SC) disagrees with its SB rows (a row lost or
+// added in transit) imports nothing; the error names the SC line. The
+// sample's own count agrees with its rows.
+func TestSTLSectionCountMustMatchItsRows(t *testing.T) {
+	whole := stlFixture(t)
+	recs, err := parseSTL(t, whole)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(strings.TrimSuffix(whole, "\n"), "\n")
+	scLine := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, `"SC",`) {
+			scLine = i + 1
+		}
+	}
+	require.Equal(t, fmt.Sprintf("\"SC\",%d\n", len(recs)), lines[scLine-1], "the sample's SC counts its SB rows")
+	var dropped []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, `"SB","1Y107995YT783435V"`) {
+			continue // one SB row lost
+		}
+		dropped = append(dropped, l)
+	}
+	_, err = parseSTL(t, strings.Join(dropped, ""))
+	var pe *report.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, scLine-1, pe.Line, "the SC line of the shortened file: %v", err)
+	assert.Contains(t, err.Error(), "section count")
+	for _, bad := range []string{`"SC",9`, `"SC",`, `"SC",x`} {
+		_, err := parseSTL(t, strings.Replace(whole, fmt.Sprintf(`"SC",%d`, len(recs)), bad, 1))
+		require.ErrorAs(t, err, &pe, bad)
+		assert.Equal(t, scLine, pe.Line, bad)
+	}
 }

@@ -42,10 +42,14 @@ package paypal
 // after it. A file cut short (a transfer that stopped, a disk that filled)
 // lacks its FF and imports nothing, the error naming its last line. A report
 // split over several files (over a million records) has FH … FF in each, so
-// each file is checked on its own. The footers' totals and counts (SF, SC,
-// RF, RC, FF) are not compared with the lines: what each count includes is
-// not settled by the published specification and samples read
-// (docs/settlement.md), and refusing a genuine file would be worse.
+// each file is checked on its own. A section's count (SC) must equal the SB
+// rows of its section: a section that lost or gained rows imports nothing,
+// the error naming the SC line. The footers' totals and the other counts
+// (SF, RF, RC, FF) are not compared with the lines: which fields the SF/RF
+// rows hold and what RC and FF count (SB rows, or every record; a report's
+// RC spans files) is not settled by the specification text and samples
+// that could be read (docs/settlement.md), and refusing a genuine file
+// would be worse.
 
 import (
 	"errors"
@@ -85,7 +89,7 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 			return err
 		}
 		typ := strings.TrimSpace(strings.TrimPrefix(c.Field(0), "\uFEFF"))
-		if err := file.record(typ, c.Line(), c.Len()); err != nil {
+		if err := file.record(typ, c.Line(), c.Len(), c.Field(1)); err != nil {
 			return err
 		}
 		switch typ {
@@ -128,12 +132,14 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 // CH, SB rows, SF, SC), the report's RF and RC in its last file, and FF.
 type stlFile struct {
 	inSection bool
+	rows      int // SB rows of the open section
 	footer    int // line of FF, 0 before it
 	last      int // line of the last record
 }
 
-// record checks the record of type typ at line against what came before.
-func (f *stlFile) record(typ string, line, fields int) error {
+// record checks the record of type typ at line (first field after the
+// type: first) against what came before.
+func (f *stlFile) record(typ string, line, fields int, first string) error {
 	if typ == "" && fields <= 1 {
 		return nil // a blank line
 	}
@@ -146,16 +152,21 @@ func (f *stlFile) record(typ string, line, fields int) error {
 		if f.inSection {
 			return &report.ParseError{Line: line, Err: errors.New("a section header (SH) inside a section that has no SC")}
 		}
-		f.inSection = true
+		f.inSection, f.rows = true, 0
 	case "SC":
 		if !f.inSection {
 			return &report.ParseError{Line: line, Err: errors.New("a section count (SC) outside a section")}
 		}
 		f.inSection = false
+		n, err := strconv.Atoi(strings.TrimSpace(first))
+		if err != nil || n != f.rows {
+			return &report.ParseError{Line: line, Err: fmt.Errorf("the section count (SC) %q disagrees with the section's %d SB rows: nothing imported", first, f.rows)}
+		}
 	case "SB":
 		if !f.inSection {
 			return &report.ParseError{Line: line, Err: errors.New("an SB row outside a section (SH … SC)")}
 		}
+		f.rows++
 	case "FF":
 		if f.inSection {
 			return &report.ParseError{Line: line, Err: errors.New("the file footer (FF) inside a section that has no SC")}

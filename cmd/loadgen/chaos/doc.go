@@ -25,6 +25,13 @@
 //   - TestSlowAndDisconnectingClients: clients that close mid-body or trickle
 //     a body past the server's read timeout leave no inbox row and no event,
 //     and the same deliveries sent properly afterwards are first arrivals.
+//   - TestJetStreamOnceAcrossKill9: serve publishes to the real nats-server
+//     while it is killed with SIGKILL mid-load; the stream then holds every
+//     event of GET /v1/events exactly once, under the feed's id.
+//   - TestShipOnce: the example consumer docs/examples/shipper, subscribed to
+//     onceledger, ships each captured payment once through duplicated and
+//     twin Stripe webhooks, a kill -9 of serve mid-delivery, a receiver
+//     outage (500, then down) and a replay; per-payment order holds.
 //
 // The expected ledger comes from cmd/loadgen/internal/model, which re-derives
 // docs/reference.md's posting rules independently of domain/: a bug in the

@@ -68,6 +68,7 @@ func (a *App) consoleRoutes() (func(*mux.Router), error) {
 		Periods:       a.reads.Query,
 		Recon:         consoleRecon{a.recon},
 		Redrive:       consoleRedrive{a.redriver},
+		Subscriptions: consoleSubs{a.Subscriptions()},
 		SecureCookies: a.cfg.ConsoleSecureCookies,
 		Zone:          a.cfg.ReportingZone,
 		Logger:        a.log,

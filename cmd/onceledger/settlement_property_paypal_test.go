@@ -1,0 +1,258 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/providers/paypal"
+)
+
+// PayPal: the Settlement report (STL, developer.paypal.com/docs/reports/
+// sftp-reports/settlement-report): RH, FH, then a section (SH, CH, SB rows,
+// SF per currency, SC), RF, RC, FF. "Money amount fields are unsigned …
+// 100,00 yen and $100.00 USD are both represented as 10000": minor units,
+// the CR/DR column giving the direction, the fee with its own CR/DR. A
+// daily report, not a payout batch: the bank payout is the T0400 row
+// (PayPal sends no webhook for it). Disputes are left out here: their
+// cross-channel ids are being changed (issue 24 item 1).
+
+type stlRow struct {
+	id, ref, refType, code, at, dir string
+	gross                           int64
+	cur, feeDir                     string
+	fee                             int64
+}
+
+var stlCH = []string{"Transaction ID", "Invoice ID", "PayPal Reference ID", "PayPal Reference ID Type", "Transaction Event Code",
+	"Transaction Initiation Date", "Transaction Completion Date", "Transaction  Debit or Credit", "Gross Transaction Amount",
+	"Gross Transaction Currency", "Fee Debit or Credit", "Fee Amount", "Fee Currency"}
+
+// writeSTL writes one file: its SF rows sum the rows per currency (gross
+// credits, gross debits, fee credits, fee debits, six zero balances, the
+// currency's row count) and SC, RC and FF count the SB rows.
+func writeSTL(rows []stlRow) []byte {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{"RH", "2026/12/01 02:44:19 -0800", "A", "ACCT", "009"})
+	_ = w.Write([]string{"FH", "01"})
+	_ = w.Write([]string{"SH", "2026/11/20 00:00:00 -0800", "2026/11/30 23:59:59 -0800", "ACCT", ""})
+	_ = w.Write(append([]string{"CH"}, stlCH...))
+	type tot struct{ gc, gd, fc, fd, n int64 }
+	sums := map[string]*tot{}
+	for _, r := range rows {
+		feeAmt := ""
+		if r.feeDir != "" {
+			feeAmt = strconv.FormatInt(r.fee, 10)
+		}
+		_ = w.Write([]string{"SB", r.id, "", r.ref, r.refType, r.code, r.at, r.at, r.dir, strconv.FormatInt(r.gross, 10), r.cur, r.feeDir, feeAmt, r.cur})
+		s := sums[r.cur]
+		if s == nil {
+			s = &tot{}
+			sums[r.cur] = s
+		}
+		s.n++
+		if r.dir == "CR" {
+			s.gc += r.gross
+		} else {
+			s.gd += r.gross
+		}
+		if r.feeDir == "CR" {
+			s.fc += r.fee
+		} else if r.feeDir == "DR" {
+			s.fd += r.fee
+		}
+	}
+	curs := make([]string, 0, len(sums))
+	for c := range sums {
+		curs = append(curs, c)
+	}
+	sort.Strings(curs)
+	footer := func(typ string) {
+		for _, c := range curs {
+			s := sums[c]
+			rec := []string{typ, c}
+			for _, v := range []int64{s.gc, s.gd, s.fc, s.fd} {
+				rec = append(rec, strconv.FormatInt(v, 10))
+			}
+			for range 6 {
+				rec = append(rec, "CR", "0")
+			}
+			_ = w.Write(append(rec, strconv.FormatInt(s.n, 10)))
+		}
+	}
+	n := strconv.Itoa(len(rows))
+	footer("SF")
+	_ = w.Write([]string{"SC", n})
+	footer("RF")
+	_ = w.Write([]string{"RC", n})
+	_ = w.Write([]string{"FF", n})
+	w.Flush()
+	return b.Bytes()
+}
+
+// readSTL reads the SB rows by the CH names (white space folded).
+func readSTL(data []byte) ([]stlRow, error) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	col := map[string]int{}
+	var rows []stlRow
+	for _, rec := range recs {
+		switch rec[0] {
+		case "CH":
+			for i, h := range rec {
+				col[strings.Join(strings.Fields(h), " ")] = i
+			}
+		case "SB":
+			get := func(name string) string {
+				if i, ok := col[strings.Join(strings.Fields(name), " ")]; ok && i < len(rec) {
+					return rec[i]
+				}
+				return ""
+			}
+			row := stlRow{id: get("Transaction ID"), ref: get("PayPal Reference ID"), refType: get("PayPal Reference ID Type"),
+				code: get("Transaction Event Code"), at: get("Transaction Completion Date"), dir: get("Transaction Debit or Credit"),
+				cur: get("Gross Transaction Currency"), feeDir: get("Fee Debit or Credit")}
+			if row.gross, err = parseMinorText(get("Gross Transaction Amount"), 0); err != nil {
+				return nil, err
+			}
+			if row.fee, err = parseMinorText(get("Fee Amount"), 0); err != nil {
+				return nil, err
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+type paypalGen struct {
+	r     *rand.Rand
+	run   string
+	n     int
+	at    time.Time
+	rows  []stlRow
+	hooks []propDelivery
+	m     *propModel
+}
+
+func (g *paypalGen) id() string {
+	g.n++
+	return fmt.Sprintf("%s%05d", strings.ToUpper(strings.ReplaceAll(g.run, "_", "")), g.n)
+}
+
+func (g *paypalGen) row(r stlRow) {
+	g.at = g.at.Add(time.Duration(1+g.r.IntN(90)) * time.Minute)
+	r.at = g.at.Format("2006/01/02 15:04:05 -0700")
+	g.rows = append(g.rows, r)
+}
+
+func (g *paypalGen) hook(body []byte) {
+	g.hooks = append(g.hooks, propDelivery{name: "paypal webhook", path: "/webhooks/paypal", body: body,
+		sign: func(b []byte) http.Header {
+			// The keys exist: the stack that receives this made them.
+			h, err := paypal.SignHeaders(e2eKeysVal.paypal, paypalWebhookID, uniq("tx"), time.Now(), b)
+			if err != nil {
+				panic(err)
+			}
+			return h
+		}})
+}
+
+// payment is a USD capture (fee charged), maybe refunded in part (PayPal
+// returns the fee pro rata: a CR fee on the T1107 row).
+func (g *paypalGen) payment(amount, fee, refund, feeBack int64, noWebhook bool) {
+	capture := g.id()
+	if !noWebhook {
+		g.hook(paypalCapture(nil, capture, amount, fee))
+	}
+	g.row(stlRow{id: capture, code: "T0006", dir: "CR", gross: amount, cur: "USD", feeDir: "DR", fee: fee})
+	g.m.post("provider:paypal:balance", "revenue:sales", "USD", amount)
+	g.m.post("expenses:fees:paypal", "provider:paypal:balance", "USD", fee)
+	if refund > 0 {
+		re := g.id()
+		g.hook(paypalE2E.refund(nil, capture, re, refund))
+		g.row(stlRow{id: re, ref: capture, refType: "TXN", code: "T1107", dir: "DR", gross: refund, cur: "USD", feeDir: "CR", fee: feeBack})
+		g.m.post("revenue:refunds", "provider:paypal:balance", "USD", refund)
+		g.m.post("expenses:fees:paypal", "provider:paypal:balance", "USD", -feeBack)
+	}
+}
+
+// withdrawal is the T0400 row: the day's payout to the bank.
+func (g *paypalGen) withdrawal(amount int64) {
+	po := g.id()
+	g.row(stlRow{id: po, code: "T0400", dir: "DR", gross: amount, cur: "USD"})
+	g.m.paid("paypal", po, "USD", amount)
+}
+
+func genPaypal(r *rand.Rand, run string, scale int) *propCase {
+	g := &paypalGen{r: r, run: run, at: time.Date(2026, 11, 20, 9, 0, 0, 0, time.FixedZone("PST", -8*3600)), m: newPropModel()}
+	var bal int64
+	for range scale {
+		amount := 100 + r.Int64N(20000)
+		fee := 49 + amount*349/10000
+		var refund, back int64
+		if r.IntN(3) == 0 {
+			refund = 1 + r.Int64N(amount)
+			back = fee * refund / amount
+		}
+		g.payment(amount, fee, refund, back, r.IntN(8) == 0)
+		bal += amount - fee - refund + back
+	}
+	if bal > 0 {
+		g.withdrawal(bal)
+	}
+	month := ""
+	if r.IntN(2) == 0 {
+		month = "2026-11"
+	}
+	rows := append([]stlRow(nil), g.rows...)
+	return split(r, "paypal", append(g.hooks, propDelivery{name: "STL", body: writeSTL(rows)}), g.m, month)
+}
+
+func TestPaypalGeneratedReportsMatchTheModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the property test needs Postgres")
+	}
+	runProperty(t, "paypal", nil, genPaypal)
+}
+
+func TestPaypalGeneratorRoundTripsTheSample(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "samples", "STL-20261130.01.009.CSV"))
+	require.NoError(t, err)
+	rows, err := readSTL(raw)
+	require.NoError(t, err)
+	require.Len(t, rows, 7)
+	again, err := readSTL(writeSTL(rows))
+	require.NoError(t, err)
+	require.Equal(t, rows, again)
+	// The sample's footers are what the generator writes for its rows.
+	tail := func(b []byte) string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			l = strings.ReplaceAll(l, `"`, "")
+			for _, typ := range []string{"SF,", "SC,", "RF,", "RC,", "FF,"} {
+				if strings.HasPrefix(l, typ) {
+					out = append(out, l)
+				}
+			}
+		}
+		sort.Strings(out)
+		return strings.Join(out, "\n")
+	}
+	require.Equal(t, tail(raw), tail(writeSTL(rows)), "the sample adds up")
+}
