@@ -2,10 +2,13 @@ package main_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/rsa"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,19 +19,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/text/encoding/simplifiedchinese"
+
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/adapters/providers"
+	"github.com/onceledger/onceledger/adapters/providers/alipay"
+	"github.com/onceledger/onceledger/adapters/providers/registry"
+	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
+	"github.com/onceledger/onceledger/projections"
 )
 
-// Generated bills of Alipay and WeChat Pay against a reference model of the
-// money: the generator writes each day's trade bill and account (fund-flow)
-// bill from the format rules (docs/reference.md, docs/settlement.md), the
-// model is plain sums over the generated facts, written here with no code
-// of the importers or the domain. The bills are imported day by day, the
-// two bills of a day in either order, then every file again (duplicates);
-// the ledger must equal the model: fee accounts the bills' fee totals, the
+// Generated bills of Alipay and WeChat Pay, with the notifications of the
+// same facts, against a reference model of the money: the generator writes
+// each day's trade bill and account (fund-flow) bill from the format rules
+// (docs/reference.md, docs/settlement.md) and each capture's and refund's
+// notification, signed as the provider signs it (webhooks_cn_e2e_test.go);
+// the model is plain sums over the generated facts, written here with no
+// code of the importers or the domain. Some notifications are dropped,
+// some sent twice; the notifications and the bill imports are sent over
+// HTTP to the served app in a random order; then every file again
+// (duplicates). The ledger must equal the model: fee accounts the bills'
+// fee totals, refunds the refunds made (Alipay reports them by the trade's
+// cumulative refunded total, the bills by each refund's own amount), the
 // provider balance the running balance at each day's withdrawal (less the
-// opening balance), a missing_webhook for each trade and refund (these
-// bills arrive with no notification: the webhook path of both providers is
-// not wired on this branch, so none is sent).
+// opening balance), and a missing_webhook item for exactly each dropped
+// notification's trade or refund.
 
 // cnFact is one generated movement.
 type cnFact struct {
@@ -37,6 +53,8 @@ type cnFact struct {
 	amount        int64 // fen, positive
 	fee5          int64 // WeChat: the fee in 10^-5 yuan, as printed; Alipay: fee fen × 1000
 	at            time.Time
+	total         int64 // the trade's amount (captures and refunds)
+	refunded      int64 // a refund: the trade's refunds so far, this one included (Alipay's refund_fee)
 }
 
 // cnModel is the reference: sums over the facts.
@@ -44,7 +62,6 @@ type cnModel struct {
 	sales, refunds, fees, paid int64
 	opening                    int64
 	closing                    []int64 // the running balance after each day's withdrawal
-	missing                    []string
 }
 
 // modelFee is a fee in fen: Alipay prints fen; WeChat's 5 decimals round
@@ -76,16 +93,22 @@ func cnDays(r *rand.Rand, provider string, days, trades int) ([][]cnFact, *cnMod
 			if !wechat {
 				fee5 = (amount * 6 / 1000) * 1000 // Alipay prints whole fen
 			}
-			c := cnFact{kind: "capture", trade: fmt.Sprintf("%s%02d%04d", cnTradePrefix(provider), d, i), amount: amount, fee5: fee5, at: at}
+			c := cnFact{kind: "capture", trade: fmt.Sprintf("%s%02d%04d", cnTradePrefix(provider), d, i), amount: amount, fee5: fee5, at: at,
+				total: amount}
 			out[d] = append(out[d], c)
 			m.sales += amount
 			m.fees += modelFee(c, wechat)
 			bal += amount - modelFee(c, wechat)
-			m.missing = append(m.missing, c.trade)
-			if r.IntN(3) == 0 {
+			refunded := int64(0)
+			for n := range 2 { // up to two refunds of a trade: Alipay's refund_fee grows
+				if r.IntN(3) != 0 || refunded == amount {
+					break
+				}
 				at = at.Add(time.Minute)
-				part := 1 + r.Int64N(amount)
-				rf := cnFact{kind: "refund", trade: c.trade, refund: c.trade + "R1", amount: part, fee5: -fee5 * part / amount, at: at}
+				part := 1 + r.Int64N(amount-refunded)
+				refunded += part
+				rf := cnFact{kind: "refund", trade: c.trade, refund: fmt.Sprintf("%sR%d", c.trade, n+1), amount: part,
+					fee5: -fee5 * part / amount, at: at, total: amount, refunded: refunded}
 				if !wechat {
 					rf.fee5 = -(fee5 / 1000 * part / amount) * 1000
 				}
@@ -93,7 +116,6 @@ func cnDays(r *rand.Rand, provider string, days, trades int) ([][]cnFact, *cnMod
 				m.refunds += part
 				m.fees += modelFee(rf, wechat)
 				bal += -part - modelFee(rf, wechat)
-				m.missing = append(m.missing, rf.refund)
 			}
 		}
 		w := cnFact{kind: "withdrawal", trade: fmt.Sprintf("W%s%02d", cnTradePrefix(provider), d), amount: 1 + r.Int64N(bal), at: at.Add(time.Hour)}
@@ -102,7 +124,6 @@ func cnDays(r *rand.Rand, provider string, days, trades int) ([][]cnFact, *cnMod
 		bal -= w.amount
 		m.closing = append(m.closing, bal)
 	}
-	sort.Strings(m.missing)
 	return out, m
 }
 
@@ -247,57 +268,178 @@ func wechatBills(day []cnFact, bal int64) (trade, fund []byte, end int64) {
 	return []byte(tb.String()), []byte(fb.String()), bal
 }
 
+// TestGeneratedChineseBillsCloseTheBooks: a few seeds per provider, each
+// a small month (3 days of 10 trades). Seed 0 sends no notification (the
+// bills alone: every fact recorded from its line, each with its
+// missing_webhook item).
 func TestGeneratedChineseBillsCloseTheBooks(t *testing.T) {
 	for _, provider := range []string{"alipay", "wechatpay"} {
-		t.Run(provider, func(t *testing.T) {
-			s := settleStack(t, onPostgres) // one ledger per provider: bank:payouts is shared
-			seed := uint64(time.Now().UnixNano())
-			t.Logf("seed %d", seed)
-			r := rand.New(rand.NewPCG(seed, 25))
-			days, m := cnDays(r, provider, 3, 12)
-			bal := m.opening
-			var files [][]byte
-			for d, day := range days {
-				var trade, account []byte
-				if provider == "alipay" {
-					trade, account, bal = alipayBills(t, day, bal)
-				} else {
-					trade, account, bal = wechatBills(day, bal)
-				}
-				require.Equal(t, m.closing[d], bal, "the generator's running balance is the model's")
-				pair := [][]byte{trade, account}
-				if d%2 == 1 {
-					pair = [][]byte{account, trade} // interleaved: the balance holds once both are in
-				}
-				for _, f := range pair {
-					ans := s.v1(http.MethodPost, "/v1/settlements/"+provider, f)
-					require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-				}
-				files = append(files, pair...)
-				want := m.closing[d] - m.opening
-				require.Eventually(t, func() bool { return s.readBalances()["provider:"+provider+":balance|CNY"] == want },
-					30*time.Second, 100*time.Millisecond, "day %d: provider balance %d, want the bill's %d", d, s.readBalances()["provider:"+provider+":balance|CNY"], want)
-			}
-			for _, f := range files { // every file again: nothing new
-				ans := s.v1(http.MethodPost, "/v1/settlements/"+provider, f)
-				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-				assert.Contains(t, ans.Body, `"new":0`)
-			}
-			checkChineseModel(t, s, provider, m)
-		})
+		for _, seed := range []uint64{0, 1, 2} {
+			t.Run(fmt.Sprintf("%s/seed-%d", provider, seed), func(t *testing.T) {
+				cnMonth(t, provider, seed)
+			})
+		}
 	}
 }
 
-func checkChineseModel(t *testing.T, s *stack, provider string, m *cnModel) {
+func cnMonth(t *testing.T, provider string, seed uint64) {
+	s, keys := cnSettleStack(t) // one ledger per run: bank:payouts is shared
+	r := rand.New(rand.NewPCG(seed, 25))
+	days, m := cnDays(r, provider, 3, 10)
+	bal := m.opening
+	var sends []func() // every bill import and notification delivery, shuffled below
+	var files [][]byte
+	for d, day := range days {
+		var trade, account []byte
+		if provider == "alipay" {
+			trade, account, bal = alipayBills(t, day, bal)
+		} else {
+			trade, account, bal = wechatBills(day, bal)
+		}
+		require.Equal(t, m.closing[d], bal, "the generator's running balance is the model's")
+		for _, f := range [][]byte{trade, account} {
+			files = append(files, f)
+			sends = append(sends, func() {
+				ans := s.v1(http.MethodPost, "/v1/settlements/"+provider, f)
+				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+			})
+		}
+	}
+	var missing []string
+	for _, day := range days {
+		for _, f := range day {
+			if f.kind == "withdrawal" {
+				continue // no notification: the account bill's line is the payout
+			}
+			if seed == 0 || r.IntN(5) == 0 {
+				missing = append(missing, cnFactKey(f))
+				continue
+			}
+			send := cnNotifier(t, s, keys, provider, f)
+			for range 1 + r.IntN(2) { // some twice, as the providers resend
+				sends = append(sends, send)
+			}
+		}
+	}
+	r.Shuffle(len(sends), func(i, j int) { sends[i], sends[j] = sends[j], sends[i] })
+	for _, send := range sends {
+		send()
+	}
+	for _, f := range files { // every file again: nothing new
+		ans := s.v1(http.MethodPost, "/v1/settlements/"+provider, f)
+		require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+		assert.Contains(t, ans.Body, `"new":0`)
+	}
+	sort.Strings(missing)
+	checkChineseModel(t, s, provider, m, days, missing)
+}
+
+// cnFactKey is the business id a fact's missing_webhook item names: the
+// trade of a capture, the refund of a refund.
+func cnFactKey(f cnFact) string {
+	if f.kind == "refund" {
+		return f.refund
+	}
+	return f.trade
+}
+
+// cnNotifier returns the delivery of f's notification: Alipay's
+// trade_status_sync (a refund's refund_fee is the trade's refunded total,
+// out_biz_no the refund), WeChat's TRANSACTION.SUCCESS or REFUND.SUCCESS
+// (amount.refund, the refund's own). Each call delivers it again, as the
+// provider resends: Alipay under the same notify_id, WeChat under the same
+// id, signed anew.
+func cnNotifier(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, provider string, f cnFact) func() {
+	id := "n-" + cnFactKey(f)
+	if provider == "alipay" {
+		ts := beijingTime(f.at)
+		p := alipayNotification(id, f.trade, "TRADE_SUCCESS", map[string]string{"notify_time": ts, "out_trade_no": "O" + f.trade,
+			"total_amount": yuan(f.total), "receipt_amount": yuan(f.total), "gmt_payment": ts})
+		if f.kind == "refund" {
+			p["refund_fee"], p["out_biz_no"], p["gmt_refund"] = yuan(f.refunded), f.refund, ts
+			if f.refunded == f.total {
+				p["trade_status"] = "TRADE_CLOSED" // fully refunded
+			}
+		}
+		body := alipayBody(t, keys[0], p)
+		return func() {
+			ans := s.post("/webhooks/alipay", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, body)
+			require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+			require.Equal(t, "success", ans.Body)
+		}
+	}
+	success := f.at.In(time.FixedZone("CST", 8*3600)).Format(time.RFC3339)
+	var body []byte
+	if f.kind == "refund" {
+		content := wxRefund(f.trade, f.refund, "SUCCESS", f.amount)
+		content["success_time"] = success
+		content["amount"] = map[string]any{"total": f.total, "refund": f.amount, "payer_total": f.total, "payer_refund": f.amount}
+		body = wechatBody(t, id, "REFUND.SUCCESS", content)
+	} else {
+		content := wxTransaction(f.trade, f.total)
+		content["success_time"] = success
+		body = wechatBody(t, id, "TRANSACTION.SUCCESS", content)
+	}
+	return func() {
+		ans := s.post("/webhooks/wechatpay", wechatHeaders(t, keys[1], cnPubKeyID, time.Now(), body), body)
+		require.Equal(t, http.StatusNoContent, ans.Status, ans.Body)
+	}
+}
+
+// cnSettleStack is settleStack with Alipay and WeChat Pay configured as
+// startCNStack configures them (webhooks_cn_e2e_test.go).
+func cnSettleStack(t *testing.T) (*stack, [3]*rsa.PrivateKey) {
+	t.Helper()
+	keys, err := cnKeys()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	set := registry.NewSet()
+	ali := set.Config(alipay.Name).(*alipay.Config)
+	ali.PublicKeys, ali.AppIDs = []string{pemFile(t, dir, "alipay.pem", keys[0])}, []string{cnAppID}
+	wx := set.Config(wechatpay.Name).(*wechatpay.Config)
+	wx.Keys = []string{cnPubKeyID + "=" + pemFile(t, dir, "wechatpay.pem", keys[1])}
+	wx.APIv3Keys, wx.MchIDs = []string{cnAPIv3Key}, []string{cnMchID}
+	require.NoError(t, set.Check())
+	unknown := app.NewUnknownKeys(testLogger())
+	provs, err := set.Adapters(providers.Settings{Tolerance: 5 * time.Minute, UnknownKey: unknown.Report})
+	require.NoError(t, err)
+	cfg := app.Config{
+		DatabaseURL: pgtest.NewDatabase(t), Providers: provs, UnknownKeys: unknown,
+		APITokens: []string{settleReadToken}, AdminTokens: []string{"accountant=" + settleToken}, MaxBodyBytes: maxBody, Logger: testLogger(),
+		IngestTimeout: 10 * time.Second, ProviderConcurrency: -1,
+	}
+	a := newApp(t, cfg)
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = projections.NewService(a.Events().Store, readmodel.New(a.Pool()), testLogger()).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return &stack{t: t, kind: onPostgres, dbURL: cfg.DatabaseURL, app: a, pool: a.Pool(), srv: srv, store: a.Events().Store}, keys
+}
+
+func checkChineseModel(t *testing.T, s *stack, provider string, m *cnModel, days [][]cnFact, missing []string) {
 	t.Helper()
 	s.projectedToHead()
 	b := s.readBalances()
 	assert.Equal(t, m.fees, b["expenses:fees:"+provider+"|CNY"], "the fee account is the bills' fee total")
+	assert.Equal(t, m.refunds, b["revenue:refunds|CNY"], "the refunds made, each once")
+	assert.Equal(t, -m.sales, b["revenue:sales|CNY"], "the captures, each once")
 	assert.Equal(t, m.paid, b["bank:payouts|CNY"], "withdrawals paid out")
 	assert.Equal(t, m.sales-m.refunds-m.fees-m.paid, b["provider:"+provider+":balance|CNY"])
-	require.Eventually(t, func() bool { return equalStrings(s.openItems("missing_webhook"), m.missing) },
-		30*time.Second, 100*time.Millisecond, "missing_webhook %v, want %v", s.openItems("missing_webhook"), m.missing)
+	for d, day := range days {
+		w := day[len(day)-1] // the day's withdrawal
+		got := s.scalar(`SELECT coalesce(sum(amount), 0)::bigint FROM ledger_entries
+			WHERE account = $1 AND currency = 'CNY' AND effective_at <= $2`, "provider:"+provider+":balance", w.at)
+		assert.Equal(t, m.closing[d]-m.opening, got, "day %d: the provider balance at the withdrawal is the bill's", d)
+	}
+	require.Eventually(t, func() bool { return equalStrings(s.openItems("missing_webhook"), missing) },
+		30*time.Second, 100*time.Millisecond, "missing_webhook %v, want %v", s.openItems("missing_webhook"), missing)
 	assert.Empty(t, s.openItems("settlement_mismatch"))
+	assert.Empty(t, s.openItems("amount_mismatch"))
 }
 
 // A running balance that does not follow from the rows opens

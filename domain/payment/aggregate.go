@@ -30,10 +30,9 @@ const (
 )
 
 type refund struct {
-	amount   int64
+	amount   int64 // posted (or pending) under this id; a cumulative refund's: the increases
 	currency money.Currency
 	state    refundState
-	total    int64 // a cumulative refund's reported total (RefundPending.Total)
 }
 
 // overReversalKey is the single over_reversal item of a payment.
@@ -126,11 +125,16 @@ type Payment struct {
 	refunds     map[string]*refund
 	refundOrder []string // refund ids in the order first recorded: deterministic output
 	refunded    int64    // posted refunds net of reversals
-	// cumulative is the highest refunded total a cumulative refund reported
-	// (delivery.KindRefundCumulative): the sum of the increases recorded,
-	// pending or posted.
+	// cumulative is the trade's refunded total as the cumulative refunds
+	// (delivery.KindRefundCumulative, and their bill lines) have it so
+	// far: the highest total a notification reported or the sum of the
+	// refund lines, whichever is greater (cumulative.go); the sum of the
+	// increases recorded, pending or posted.
 	cumulative int64
-	noted      map[string]bool // refund id + "/" + status of RefundNoted events
+	// reported: by refund id, the refunded total its cumulative
+	// notification reported.
+	reported map[string]int64
+	noted    map[string]bool // refund id + "/" + status of RefundNoted events
 
 	disputes     map[string]*dispute
 	disputeOrder []string // dispute ids in the order first recorded
@@ -158,6 +162,7 @@ func newPayment() *Payment {
 		fees:     map[string]int64{},
 		refunds:  map[string]*refund{},
 		noted:    map[string]bool{},
+		reported: map[string]int64{},
 		disputes: map[string]*dispute{},
 		open:     map[reconKey]bool{},
 		flagged:  map[reconKey]bool{},
@@ -187,26 +192,32 @@ func (p *Payment) apply(e Event) {
 		p.canceled = true
 	case RefundPending:
 		r := p.refund(e.RefundID)
-		r.amount, r.currency, r.state, r.total = e.Amount, e.Currency, refundPending, e.Total
-		if e.Total != 0 {
-			p.cumulative = p.add(p.cumulative, e.Amount)
+		amount := e.Amount
+		if e.Increase {
+			amount = p.add(r.amount, e.Amount)
 		}
+		r.amount, r.currency, r.state = amount, e.Currency, refundPending
+		p.cumulate(e.RefundID, e.Amount, e.Total, e.FromLine)
 		p.setCurrency(e.Currency)
 	case RefundPosted:
 		r := p.refund(e.RefundID)
-		if r.state != refundPosted {
+		amount := e.Amount
+		if r.state != refundPosted || e.Increase {
 			p.refunded = p.add(p.refunded, e.Amount)
 		}
-		if e.Total != 0 && !e.WasPending {
-			p.cumulative = p.add(p.cumulative, e.Amount)
+		if e.Increase {
+			amount = p.add(r.amount, e.Amount)
 		}
-		r.amount, r.currency, r.state = e.Amount, e.Currency, refundPosted
-		if e.Total != 0 {
-			r.total = e.Total
+		if !e.WasPending {
+			p.cumulate(e.RefundID, e.Amount, e.Total, e.FromLine)
 		}
+		r.amount, r.currency, r.state = amount, e.Currency, refundPosted
 		p.setCurrency(e.Currency)
 	case RefundNoted:
 		p.noted[e.RefundID+"/"+e.Status] = true
+		if e.Status == string(delivery.KindRefundCumulative) {
+			p.reported[e.RefundID] = e.Amount
+		}
 		p.setCurrency(e.Currency)
 	case RefundReversed:
 		r := p.refund(e.RefundID)
@@ -486,7 +497,7 @@ func (d *decision) captured(f delivery.Fact) {
 		if r.state != refundPending {
 			continue
 		}
-		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true, Total: r.total})
+		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true, Total: p.reported[id]})
 		d.emit(Cleared{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: id,
 			Details: "capture " + f.BusinessID + " arrived; refund posted"})
 	}

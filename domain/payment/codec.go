@@ -74,6 +74,10 @@ type wireRefund struct {
 	// Total: a cumulative refund's reported total; absent from every refund
 	// written before cumulative refunds existed, and from the others.
 	Total int64 `json:"cumulative_total,omitempty"`
+	// FromLine, Increase: RefundPending's; absent from refunds written
+	// before they existed.
+	FromLine bool `json:"from_line,omitempty"`
+	Increase bool `json:"increase,omitempty"`
 }
 
 type wireRefundNoted struct {
@@ -181,11 +185,11 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Canceled:
 		w = wireReason{toWireMeta(e.Meta), e.Reason}
 	case RefundPending:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total, e.FromLine, e.Increase}
 	case RefundPosted:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total, e.FromLine, e.Increase}
 	case RefundReversed:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0, false, false}
 	case RefundNoted:
 		w = wireRefundNoted{toWireMeta(e.Meta), e.RefundID, e.Status, e.Amount, string(e.Currency)}
 	case DisputeOpened:
@@ -253,12 +257,13 @@ func Decode(typ string, data []byte) (Event, error) {
 		return decode(typ, data, func(w wireReason, m Meta) Event { return Canceled{Meta: m, Reason: w.Reason} })
 	case TypeRefundPending:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
-			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), Total: w.Total}
+			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), Total: w.Total,
+				FromLine: w.FromLine, Increase: w.Increase}
 		})
 	case TypeRefundPosted:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
 			return RefundPosted{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending,
-				Total: w.Total}
+				Total: w.Total, FromLine: w.FromLine, Increase: w.Increase}
 		})
 	case TypeRefundNoted:
 		return decode(typ, data, func(w wireRefundNoted, m Meta) Event {

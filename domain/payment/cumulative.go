@@ -5,6 +5,7 @@ import (
 
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/settlement"
 )
 
 // RefundIncrease is what a cumulative refund report posts: the part of
@@ -20,32 +21,113 @@ func RefundIncrease(highestSoFar, reported int64) int64 {
 	return reported - highestSoFar
 }
 
+// A cumulative refund (Alipay) is reported twice: by its notification,
+// whose refund_fee is the trade's refunded total so far, and by its bill
+// line, whose amount is the refund's own (docs/reference.md, Alipay: "each
+// notification posts the increase over the highest total seen …; the
+// bill's per-refund amounts settle the lines without posting again"). The
+// trade's refunds posted are p.cumulative, kept equal to the greater of
+// the highest total notified and the sum of the refund lines: both are
+// refunds the provider made, neither can be counted twice, and with every
+// line in the sum is the trade's refunds whatever the notifications (some
+// may be dropped). Each report posts the increase it brings, possibly
+// nothing, under its own refund id.
+
 // refundCumulative records a refund reported by its trade's refunded total
-// (delivery.KindRefundCumulative, Alipay's refund_fee): it posts the
-// increase over the highest total seen, as RefundPosted (or RefundPending
-// before any capture) under the refund's own id, and nothing when the total
-// is not above it. A refund id already recorded with another total opens
-// amount_mismatch and posts nothing.
+// (delivery.KindRefundCumulative, Alipay's refund_fee) that no bill line
+// reported yet: it posts the increase over the trade's refunded total, as
+// RefundPosted (or RefundPending before any capture) under the refund's
+// own id, and, when the total is not above it, records the report
+// (RefundNoted) so that the refund's line does not open missing_webhook. A
+// refund id already reported with another total opens amount_mismatch and
+// posts nothing.
 func (d *decision) refundCumulative(f delivery.Fact) {
 	p := d.p
-	if r, ok := p.refunds[f.BusinessID]; ok {
-		if r.total != f.Amount {
+	if total, ok := p.reported[f.BusinessID]; ok {
+		if total != f.Amount {
 			d.flagOnce(ReconAmountMismatch, f.BusinessID, fmt.Sprintf("refund %s reported with a refunded total of %s and of %s",
-				f.BusinessID, money.FormatMinor(r.total, r.currency), money.FormatMinor(f.Amount, f.Currency)))
+				f.BusinessID, money.FormatMinor(total, f.Currency), money.FormatMinor(f.Amount, f.Currency)))
 		}
 		return
 	}
+	if !d.currencyOK(f) {
+		return
+	}
 	inc := RefundIncrease(p.cumulative, f.Amount)
-	if inc == 0 || !d.currencyOK(f) {
+	if inc == 0 {
+		d.emit(RefundNoted{Meta: d.meta, RefundID: f.BusinessID, Status: string(delivery.KindRefundCumulative),
+			Amount: f.Amount, Currency: f.Currency})
 		return
 	}
+	d.postCumulative(f.BusinessID, inc, f.Currency, f.Amount, false)
+}
+
+// cumulativeAfterLine is refundCumulative for a refund its bill line
+// recorded first (s): the missing_webhook item clears, and the total posts
+// what it adds over the trade's refunded total. A line amount above the
+// total notified for the same refund opens settlement_mismatch.
+func (d *decision) cumulativeAfterLine(f delivery.Fact, s settledFact) {
+	d.clearMissing(f.BusinessID)
+	if s.amount > f.Amount && s.originalCurrency == f.Currency {
+		d.flagOnce(ReconSettlementMismatch, f.BusinessID, fmt.Sprintf("refund %s settled as %s, above the refunded total of %s its notification reported",
+			f.BusinessID, money.FormatMinor(s.amount, f.Currency), money.FormatMinor(f.Amount, f.Currency)))
+	}
+	d.refundCumulative(f)
+}
+
+// settleCumulativeRefund records a cumulative refund's bill line
+// (settlement.Line.CumulativeRefund): its amount joined the sum of the
+// trade's refund lines when LineSettled was applied, and the increase of
+// the trade's refunded total it brings posts, possibly nothing. It opens
+// missing_webhook when no notification reported the refund.
+func (d *decision) settleCumulativeRefund(l settlement.Line) {
+	p := d.p
+	id := l.RefundID
+	if !d.firstLine(l) {
+		return
+	}
+	amount, cur := abs(l.OriginalAmount), l.OriginalCurrency
+	if !d.currencyOK(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Currency: cur}) {
+		return // refused (currency_mismatch): nothing of it posts
+	}
+	if total, notified := p.reported[id]; !notified {
+		d.missing(id, l)
+	} else if amount > total {
+		d.mismatch(l, total, cur)
+	}
+	if inc := RefundIncrease(p.cumulative, p.settle.cumulativeLines); inc > 0 {
+		d.postCumulative(id, inc, cur, 0, true)
+	}
+	d.feeSettled(l, l.Fee)
+	d.convert(l)
+}
+
+// postCumulative posts inc under refund id (pending before any capture):
+// a notification's increase (total: the total it reported) or a line's
+// (fromLine). A refund already recorded is raised (Increase).
+func (d *decision) postCumulative(id string, inc int64, cur money.Currency, total int64, fromLine bool) {
+	p := d.p
+	_, again := p.refunds[id]
 	if len(p.captures) == 0 {
-		d.emit(RefundPending{Meta: d.meta, RefundID: f.BusinessID, Amount: inc, Currency: f.Currency, Total: f.Amount})
-		d.emit(Flagged{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: f.BusinessID,
-			Details: "refund " + f.BusinessID + " arrived before any capture; posted when a capture arrives"})
+		d.emit(RefundPending{Meta: d.meta, RefundID: id, Amount: inc, Currency: cur, Total: total, FromLine: fromLine, Increase: again})
+		if k := (reconKey{ReconRefundBeforePayment, id}); !p.open[k] {
+			d.emit(Flagged{Meta: d.meta, Kind: k.kind, Key: k.key,
+				Details: "refund " + id + " arrived before any capture; posted when a capture arrives"})
+		}
 		return
 	}
-	d.emit(RefundPosted{Meta: d.meta, RefundID: f.BusinessID, Amount: inc, Currency: f.Currency, Total: f.Amount})
+	d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: inc, Currency: cur, Total: total, FromLine: fromLine, Increase: again})
+}
+
+// cumulate folds a cumulative refund's event: its reported total, and the
+// increase it posted (a notification's, or a line's).
+func (p *Payment) cumulate(id string, amount, total int64, fromLine bool) {
+	if total != 0 {
+		p.reported[id] = total
+	}
+	if total != 0 || fromLine {
+		p.cumulative = p.add(p.cumulative, amount)
+	}
 }
 
 // refundNoted records a refund status that moves no money (WeChat Pay

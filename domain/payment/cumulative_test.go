@@ -32,8 +32,9 @@ func TestCumulativeRefundPostsTheIncrease(t *testing.T) {
 	wantTypes(t, s.deliver(alipayDelivery("n_r2", cny(delivery.KindRefundCumulative, "biz_2", 5000))), TypeRefundPosted)
 	assert.Equal(t, int64(5000), refundsPosted(s.history))
 	// An earlier refund's notification, arriving late: its total is below
-	// the highest seen, so it posts nothing.
-	wantTypes(t, s.deliver(alipayDelivery("n_r1", cny(delivery.KindRefundCumulative, "biz_1", 3000))))
+	// the highest seen, so it posts nothing; it is recorded (its bill line
+	// then opens no missing_webhook).
+	wantTypes(t, s.deliver(alipayDelivery("n_r1", cny(delivery.KindRefundCumulative, "biz_1", 3000))), TypeRefundNoted)
 	wantTypes(t, s.deliver(alipayDelivery("n_r3", cny(delivery.KindRefundCumulative, "biz_3", 7000))), TypeRefundPosted)
 	assert.Equal(t, int64(7000), refundsPosted(s.history))
 	wantTypes(t, s.deliver(alipayDelivery("n_r3_again", cny(delivery.KindRefundCumulative, "biz_3", 7000))))

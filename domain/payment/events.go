@@ -148,6 +148,13 @@ type RefundPending struct {
 	Amount   int64
 	Currency money.Currency
 	Total    int64
+	// FromLine: the amount is the increase of the trade's refunded total
+	// that a cumulative refund's bill line (settlement.Line.CumulativeRefund)
+	// brought, no notification having reported it (Total is 0). Increase:
+	// the event adds Amount to the refund RefundID already recorded (a
+	// cumulative total that rose again under it). Both are absent from
+	// refunds stored before they existed.
+	FromLine, Increase bool
 }
 
 // RefundPosted: a refund reaches the ledger.
@@ -158,12 +165,17 @@ type RefundPosted struct {
 	Currency   money.Currency
 	WasPending bool  // it had been recorded as RefundPending first
 	Total      int64 // a cumulative refund's reported total (RefundPending)
+	// FromLine, Increase: as RefundPending's.
+	FromLine, Increase bool
 }
 
 // RefundNoted: the provider reported a refund's status without moving money
 // (WeChat Pay REFUND.ABNORMAL, not final; REFUND.CLOSED). Posts nothing and
 // changes no refund: a refund reported later still posts. Status is the
-// delivery kind it recorded (refund_abnormal, refund_closed).
+// delivery kind it recorded (refund_abnormal, refund_closed; refund_cumulative
+// for an Alipay refund whose reported total, Amount, was not above the
+// trade's refunded total: it posted nothing, and is remembered so that its
+// bill line opens no missing_webhook).
 type RefundNoted struct {
 	Meta
 	RefundID string

@@ -58,6 +58,9 @@ type settleState struct {
 	// captured charges that partial capture reversal lines reversed
 	// (settlement.SourcePartialCaptureReversal), positive.
 	uncaptured map[string]int64
+	// cumulativeLines: the sum of the cumulative refund lines' amounts
+	// (settlement.Line.CumulativeRefund), one per refund (cumulative.go).
+	cumulativeLines int64
 	// reported: by capture id, the amount a webhook reported for a capture
 	// its charge line recorded otherwise (Flagged.Reported).
 	reported map[string]int64
@@ -69,6 +72,7 @@ type settledFact struct {
 	fee              int64  // the line's fee, settlement currency
 	currency         money.Currency
 	originalCurrency money.Currency
+	cumulative       bool // a cumulative refund line (settlement.Line.CumulativeRefund)
 }
 
 func (s *settleState) init() {
@@ -113,7 +117,10 @@ func (p *Payment) applySettlement(e Event) {
 		k := reconKey{string(l.Kind), id}
 		if _, seen := p.settle.settled[k]; !seen {
 			p.settle.settled[k] = settledFact{line: l.DedupKey(), amount: abs(l.OriginalAmount), fee: l.Fee,
-				currency: l.Currency, originalCurrency: l.OriginalCurrency}
+				currency: l.Currency, originalCurrency: l.OriginalCurrency, cumulative: cumulativeRefund(l)}
+			if cumulativeRefund(l) {
+				p.settle.cumulativeLines = p.add(p.settle.cumulativeLines, abs(l.OriginalAmount))
+			}
 		}
 	}
 	if partialCaptureReversal(l) {
@@ -153,7 +160,11 @@ func (d *decision) settleLine(l settlement.Line) {
 		}
 		d.settleCapture(l)
 	case settlement.KindRefund:
-		d.settleRefund(l)
+		if cumulativeRefund(l) {
+			d.settleCumulativeRefund(l) // cumulative.go
+		} else {
+			d.settleRefund(l)
+		}
 	case settlement.KindDispute:
 		d.settleDisputeLine(l, delivery.KindDisputeOpened)
 	case settlement.KindDisputeReversal:
@@ -168,6 +179,12 @@ func (d *decision) settleLine(l settlement.Line) {
 		d.settleUncaptured(l)
 	}
 	// payout, adjustment: recorded, counted in their payout; no posting.
+}
+
+// cumulativeRefund: l is a refund line whose refund the notifications
+// report by the trade's refunded total (cumulative.go).
+func cumulativeRefund(l settlement.Line) bool {
+	return l.Kind == settlement.KindRefund && l.CumulativeRefund
 }
 
 // partialCaptureReversal: l reverses the uncaptured part of its capture.
@@ -520,6 +537,13 @@ func (d *decision) webhookAfterLine(f delivery.Fact) bool {
 		// Equal: nothing to add. Different, and the webhooks recorded it:
 		// two webhooks disagree, the webhook rules flag amount_mismatch.
 		return r.amount == f.Amount && r.currency == f.Currency
+	case delivery.KindRefundCumulative:
+		s, ok := p.settle.settled[reconKey{string(settlement.KindRefund), f.BusinessID}]
+		if !ok || !s.cumulative {
+			return false
+		}
+		d.cumulativeAfterLine(f, s) // cumulative.go
+		return true
 	case delivery.KindDisputeOpened, delivery.KindDisputeFundsReinstated, delivery.KindDisputeWon, delivery.KindDisputeLost:
 		_, opened := p.settle.settled[reconKey{string(settlement.KindDispute), f.BusinessID}]
 		_, reversed := p.settle.settled[reconKey{string(settlement.KindDisputeReversal), f.BusinessID}]

@@ -33,7 +33,8 @@ type wireLine struct {
 	LineOccurredAt   string `json:"line_occurred_at"`
 	AvailableOn      string `json:"available_on"`
 	NoWebhook        bool   `json:"no_webhook"`
-	BankDebit        bool   `json:"bank_debit,omitempty"` // absent from events stored before it
+	BankDebit        bool   `json:"bank_debit,omitempty"`        // absent from events stored before it
+	CumulativeRefund bool   `json:"cumulative_refund,omitempty"` // absent from events stored before it
 }
 
 type wireFeeSettled struct {
@@ -84,7 +85,7 @@ func toWireLine(m Meta, l settlement.Line) wireLine {
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: string(l.Currency),
 		OriginalAmount: l.OriginalAmount, OriginalCurrency: string(l.OriginalCurrency), ExchangeRate: l.ExchangeRate,
 		PayoutID: l.PayoutID, LineOccurredAt: fmtTime(l.OccurredAt), AvailableOn: fmtTime(l.AvailableOn), NoWebhook: l.NoWebhook,
-		BankDebit: l.BankDebit}
+		BankDebit: l.BankDebit, CumulativeRefund: l.CumulativeRefund}
 }
 
 // line is the inverse of toWireLine.
@@ -94,7 +95,8 @@ func (w wireLine) line() (settlement.Line, error) {
 		CaptureID: w.CaptureID, RefundID: w.RefundID, DisputeID: w.DisputeID,
 		Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
 		OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
-		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook, BankDebit: w.BankDebit}
+		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook, BankDebit: w.BankDebit,
+		CumulativeRefund: w.CumulativeRefund}
 	var err error
 	if l.OccurredAt, err = settleTime(w.LineOccurredAt); err != nil {
 		return settlement.Line{}, err

@@ -36,6 +36,12 @@ func storedEvents() []storedEvent {
 		Gross: -9680, Net: -9680, Currency: "EUR", OriginalAmount: -9680, OriginalCurrency: "EUR",
 		PayoutID: "batch-7", OccurredAt: t0, Key: "batch-7:MerchantPayout:", NoWebhook: true,
 	}
+	cumulativeLine := settlement.Line{
+		Provider: "alipay", Kind: settlement.KindRefund, SourceType: "退款", PaymentKey: "2026112922001",
+		CaptureID: "2026112922001", RefundID: "ORDER-1-R1", Gross: -3000, Fee: -9, Net: -2991, Currency: "CNY",
+		OriginalAmount: -3000, OriginalCurrency: "CNY", OccurredAt: t0, Key: "refund:2026112922001:ORDER-1-R1",
+		CumulativeRefund: true,
+	}
 	settled := Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "settle:txn_1", OccurredAt: t0}
 	return []storedEvent{
 		{"payment.authorized", Authorized{Meta: m, AuthorizationID: "auth_1", Amount: 1000, Currency: "USD"}},
@@ -49,6 +55,10 @@ func storedEvents() []storedEvent {
 		{"payment.captured.discount", Captured{Meta: m, CaptureID: "2026112922001", Amount: 10000, Discount: 500, Currency: "CNY", SubMerchant: "1900000109"}},
 		{"refund.pending.cumulative", RefundPending{Meta: m, RefundID: "biz_1", Amount: 300, Currency: "CNY", Total: 300}},
 		{"refund.posted.cumulative", RefundPosted{Meta: m, RefundID: "biz_2", Amount: 200, Currency: "CNY", Total: 500}},
+		{"refund.pending.cumulative_line", RefundPending{Meta: m, RefundID: "biz_3", Amount: 300, Currency: "CNY", FromLine: true}},
+		{"refund.posted.cumulative_increase", RefundPosted{Meta: m, RefundID: "biz_3", Amount: 200, Currency: "CNY", Total: 800, Increase: true}},
+		{"refund.posted.cumulative_line", RefundPosted{Meta: m, RefundID: "biz_4", Amount: 100, Currency: "CNY", FromLine: true, Increase: true}},
+		{"refund.noted.cumulative", RefundNoted{Meta: m, RefundID: "biz_1", Status: "refund_cumulative", Amount: 300, Currency: "CNY"}},
 		{"refund.noted", RefundNoted{Meta: m, RefundID: "50300001", Status: "refund_abnormal", Amount: 100, Currency: "CNY"}},
 		{"refund.posted.direct", RefundPosted{Meta: m, RefundID: "re_2", Amount: 50, Currency: "USD"}},
 		{"refund.reversed", RefundReversed{Meta: m, RefundID: "re_1", Amount: 100, Currency: "USD", WasPending: true}},
@@ -71,6 +81,8 @@ func storedEvents() []storedEvent {
 		{"reconciliation.resolved", Resolved{Meta: m, Kind: ReconMissingWebhook, Key: "ch_1", Actor: "ops", Note: "webhook lost upstream"}},
 		{"reconciliation.reopened", Reopened{Meta: m, Kind: ReconMissingWebhook, Key: "ch_1", Actor: "ops", Note: "resolved by mistake"}},
 		{"settlement.line_recorded", LineSettled{Meta: settled, Line: line}},
+		{"settlement.line_recorded.cumulative_refund", LineSettled{Meta: Meta{Provider: "alipay", PaymentKey: "2026112922001",
+			DedupKey: cumulativeLine.DedupKey(), OccurredAt: t0}, Line: cumulativeLine}},
 		{"settlement.line_recorded.payout", LineSettled{Meta: Meta{Provider: "adyen", PaymentKey: "", DedupKey: payoutLine.DedupKey(), OccurredAt: t0}, Line: payoutLine}},
 		{"settlement.fee_posted", FeeSettled{Meta: settled, LineID: "settle:txn_1", Fee: 320, Currency: "USD"}},
 		{"settlement.converted", Converted{Meta: settled, LineID: "settle:txn_1", OriginalAmount: 9200, OriginalCurrency: "EUR",

@@ -178,6 +178,14 @@ type Line struct {
 	// debited the seller's bank), not a failed payout coming back. Absent
 	// from lines stored before it existed, which keep their meaning.
 	BankDebit bool `json:"BankDebit,omitempty"`
+
+	// CumulativeRefund marks a refund line of a provider whose
+	// notifications report a trade's refunds by its refunded total (Alipay's
+	// refund_fee), not by each refund's amount: the line's own amount then
+	// joins that total (domain/payment cumulative.go) instead of being
+	// compared with a notification's amount. Absent from lines stored before
+	// it existed.
+	CumulativeRefund bool `json:"CumulativeRefund,omitempty"`
 }
 
 // BusinessID is the id of the business fact the line reports, as the

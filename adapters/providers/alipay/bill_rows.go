@@ -43,6 +43,9 @@ func (b *bill) tradeRow(rec []string) error {
 		}
 		l.Gross = -abs(v)
 		l.Kind, l.RefundID, l.Key = settlement.KindRefund, refund, "refund:"+tradeNo+":"+refund
+		// The row is the refund's own amount; its notification's refund_fee
+		// is the trade's refunded total (docs/reference.md, Alipay).
+		l.CumulativeRefund = true
 	default:
 		return report.Errorf(b.last, "业务类型", "unknown 业务类型 %q (交易 or 退款)", typ)
 	}

@@ -56,6 +56,7 @@ func TestTradeBill(t *testing.T) {
 	assert.Equal(t, []int64{2550, 15, 2535}, []int64{c2.Gross, c2.Fee, c2.Net})
 	assert.Equal(t, settlement.KindRefund, r.Kind)
 	assert.Equal(t, "ORDER-1001-R1", r.RefundID, "the refund is out_biz_no (退款批次号/请求号)")
+	assert.True(t, r.CumulativeRefund, "its notification reports the trade's refunded total")
 	assert.Equal(t, c.PaymentKey, r.PaymentKey)
 	assert.Equal(t, []int64{-3000, -18, -2982}, []int64{r.Gross, r.Fee, r.Net}, "服务费 +0.18 on a refund is a fee returned")
 	assert.Contains(t, string(recs[0].Raw), "订单金额(元)")
