@@ -45,7 +45,7 @@ type serveCmd struct {
 	NATSSubject         string        `name:"outbox-nats-subject" env:"ONCELEDGER_OUTBOX_NATS_SUBJECT" default:"onceledger.events" group:"Outbound events" help:"Subject prefix: an event is published on PREFIX.<type>."`
 	NATSStream          string        `name:"outbox-nats-stream" env:"ONCELEDGER_OUTBOX_NATS_STREAM" default:"ONCELEDGER" group:"Outbound events" help:"The JetStream stream created when none covers PREFIX.>."`
 	NATSCreds           string        `name:"outbox-nats-creds" env:"ONCELEDGER_OUTBOX_NATS_CREDS" group:"Outbound events" help:"NATS credentials file."`
-	OutboxConcurrency   int           `name:"outbox-concurrency" env:"ONCELEDGER_OUTBOX_CONCURRENCY" default:"16" group:"Outbound events" help:"POSTs one subscription endpoint has in flight at most (each on another stream)."`
+	OutboxConcurrency   int           `name:"outbox-concurrency" env:"ONCELEDGER_OUTBOX_CONCURRENCY" default:"64" group:"Outbound events" help:"POSTs one subscription endpoint has in flight at most (each on another stream)."`
 	OutboxRate          float64       `name:"outbox-rate" env:"ONCELEDGER_OUTBOX_RATE" default:"1000" group:"Outbound events" help:"POSTs per second one subscription endpoint gets at most."`
 	outboxFlags
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
