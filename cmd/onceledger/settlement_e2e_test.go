@@ -37,9 +37,17 @@ func settleStack(t *testing.T, kind eventStoreKind) *stack {
 	t.Helper()
 	st, err := stripe.New([]string{stripeSecret}, 5*time.Minute)
 	require.NoError(t, err)
+	return serveSettleStack(t, kind, map[string]providers.Adapter{"stripe": st}, maxBody)
+}
+
+// serveSettleStack serves an app with adapters configured, settlement admin
+// and read tokens, the projectors running, behind a real socket, on a
+// fresh database (the settlement tests and the property tests share it).
+func serveSettleStack(t *testing.T, kind eventStoreKind, adapters map[string]providers.Adapter, bodyLimit int64) *stack {
+	t.Helper()
 	cfg := app.Config{
-		DatabaseURL: pgtest.NewDatabase(t), Providers: map[string]providers.Adapter{"stripe": st},
-		APITokens: []string{settleReadToken}, AdminTokens: []string{"accountant=" + settleToken}, MaxBodyBytes: maxBody, Logger: testLogger(),
+		DatabaseURL: pgtest.NewDatabase(t), Providers: adapters,
+		APITokens: []string{settleReadToken}, AdminTokens: []string{"accountant=" + settleToken}, MaxBodyBytes: bodyLimit, Logger: testLogger(),
 		IngestTimeout: 10 * time.Second, ProviderConcurrency: -1,
 	}
 	if kind == onESDB {

@@ -18,12 +18,10 @@ package main_test
 // ONCELEDGER_TEST_PROPERTY_RUNS runs more (bigger) cases.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"sort"
 	"strconv"
@@ -34,16 +32,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
-	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
-	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/adyen"
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
 	"github.com/onceledger/onceledger/adapters/providers/square"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
-	"github.com/onceledger/onceledger/cmd/onceledger/app"
-	"github.com/onceledger/onceledger/projections"
 )
 
 // partialCapturesFixed puts Stripe's partial captures (a charge row for the
@@ -166,26 +159,7 @@ func propStack(t *testing.T, kind eventStoreKind) *stack {
 	require.NoError(t, err)
 	sq, err := square.New([]string{squareOfficialKey, squareTestKey}, squareOfficialURL)
 	require.NoError(t, err)
-	cfg := app.Config{
-		DatabaseURL: pgtest.NewDatabase(t),
-		Providers:   map[string]providers.Adapter{"stripe": st, adyen.Name: ad, paypal.Name: pp, square.Name: sq},
-		APITokens:   []string{settleReadToken}, AdminTokens: []string{"accountant=" + settleToken},
-		MaxBodyBytes: 4 << 20, Logger: testLogger(), IngestTimeout: 10 * time.Second, ProviderConcurrency: -1,
-	}
-	if kind == onESDB {
-		cfg.EventStore = esdbfake.Start(t).URL()
-	}
-	a := newApp(t, cfg)
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = projections.NewService(a.Events().Store, readmodel.New(a.Pool()), testLogger()).Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return &stack{t: t, kind: kind, dbURL: cfg.DatabaseURL, app: a, pool: a.Pool(), srv: srv, store: a.Events().Store}
+	return serveSettleStack(t, kind, map[string]providers.Adapter{"stripe": st, adyen.Name: ad, paypal.Name: pp, square.Name: sq}, 4<<20)
 }
 
 // send delivers d: a report is uploaded with the admin token and must be
