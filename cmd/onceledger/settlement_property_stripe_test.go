@@ -322,9 +322,8 @@ func genStripe(r *rand.Rand, run string, scale int) *propCase {
 				c.fx, c.settled = "eur", c.amount*108/100
 			}
 		case 3:
-			if partialCapturesFixed {
-				c.partialCapts, c.authorized = true, c.amount+1+r.Int64N(5000)
-			}
+			// Item 5: the authorization above the captured amount.
+			c.partialCapts, c.authorized = true, c.amount+1+r.Int64N(5000)
 		}
 		c.noWebhook = r.IntN(8) == 0
 		g.charge(c)
@@ -371,11 +370,9 @@ func stripeSeeds() map[string]func(*rand.Rand, string) *propCase {
 			return c
 		},
 	}
-	if partialCapturesFixed {
-		// Item 5: a charge row for the authorization and a
-		// partial_capture_reversal row for the part not captured.
-		seeds["partial-capture"] = stripePartialCapture
-	}
+	// Item 5: a charge row for the authorization and a
+	// partial_capture_reversal row for the part not captured.
+	seeds["partial-capture"] = stripePartialCapture
 	return seeds
 }
 

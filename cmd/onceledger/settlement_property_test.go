@@ -39,12 +39,6 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 )
 
-// partialCapturesFixed puts Stripe's partial captures (a charge row for the
-// authorization, a partial_capture_reversal row for the part not captured)
-// into the default case mix, and runs stripePartialCapture as its own seed.
-// On since the fix of issue 24 item 5 (payment.capture_reduced).
-const partialCapturesFixed = true
-
 // propRuns is how many generated cases each provider's test runs, and
 // propScale how many payments a case has.
 func propRuns() (runs, scale int) {
