@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/providers/paypal"
+	"github.com/onceledger/onceledger/adapters/providers/report"
 )
 
 // PayPal: the Settlement report (STL, developer.paypal.com/docs/reports/
@@ -39,24 +40,51 @@ var stlCH = []string{"Transaction ID", "Invoice ID", "PayPal Reference ID", "Pay
 	"Transaction Initiation Date", "Transaction Completion Date", "Transaction  Debit or Credit", "Gross Transaction Amount",
 	"Gross Transaction Currency", "Fee Debit or Credit", "Fee Amount", "Fee Currency"}
 
-// writeSTL writes one file: its SF rows sum the rows per currency (gross
-// credits, gross debits, fee credits, fee debits, six zero balances, the
-// currency's row count) and SC, RC and FF count the SB rows.
-func writeSTL(rows []stlRow) []byte {
-	var b bytes.Buffer
-	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"RH", "2026/12/01 02:44:19 -0800", "A", "ACCT", "009"})
-	_ = w.Write([]string{"FH", "01"})
-	_ = w.Write([]string{"SH", "2026/11/20 00:00:00 -0800", "2026/11/30 23:59:59 -0800", "ACCT", ""})
-	_ = w.Write(append([]string{"CH"}, stlCH...))
+// writeSTL writes the rows as a report in one file.
+func writeSTL(rows []stlRow) []byte { return writeSTLFiles(rows, 1)[0] }
+
+// writeSTLFiles writes the rows as a report split over parts files (PayPal
+// splits a report over a million records), each RH, FH (its sequence
+// number), one section (SH, CH, its SB rows, SF per currency, SC) and FF;
+// the last also holds the report's RF and RC, over the rows of every file.
+// SF and RF sum the rows per currency: gross credits, gross debits, fee
+// credits, fee debits, six zero balances, the currency's row count; SC, RC
+// and FF count SB rows (of the section, the report, the file).
+func writeSTLFiles(rows []stlRow, parts int) [][]byte {
+	var out [][]byte
+	for i := range parts {
+		part := rows[len(rows)*i/parts : len(rows)*(i+1)/parts]
+		var b bytes.Buffer
+		w := csv.NewWriter(&b)
+		_ = w.Write([]string{"RH", "2026/12/01 02:44:19 -0800", "A", "ACCT", "009"})
+		_ = w.Write([]string{"FH", fmt.Sprintf("%02d", i+1)})
+		_ = w.Write([]string{"SH", "2026/11/20 00:00:00 -0800", "2026/11/30 23:59:59 -0800", "ACCT", ""})
+		_ = w.Write(append([]string{"CH"}, stlCH...))
+		for _, r := range part {
+			feeAmt := ""
+			if r.feeDir != "" {
+				feeAmt = strconv.FormatInt(r.fee, 10)
+			}
+			_ = w.Write([]string{"SB", r.id, "", r.ref, r.refType, r.code, r.at, r.at, r.dir, strconv.FormatInt(r.gross, 10), r.cur, r.feeDir, feeAmt, r.cur})
+		}
+		stlFooters(w, "SF", part)
+		_ = w.Write([]string{"SC", strconv.Itoa(len(part))})
+		if i == parts-1 {
+			stlFooters(w, "RF", rows)
+			_ = w.Write([]string{"RC", strconv.Itoa(len(rows))})
+		}
+		_ = w.Write([]string{"FF", strconv.Itoa(len(part))})
+		w.Flush()
+		out = append(out, b.Bytes())
+	}
+	return out
+}
+
+// stlFooters writes one typ (SF or RF) row per currency of rows.
+func stlFooters(w *csv.Writer, typ string, rows []stlRow) {
 	type tot struct{ gc, gd, fc, fd, n int64 }
 	sums := map[string]*tot{}
 	for _, r := range rows {
-		feeAmt := ""
-		if r.feeDir != "" {
-			feeAmt = strconv.FormatInt(r.fee, 10)
-		}
-		_ = w.Write([]string{"SB", r.id, "", r.ref, r.refType, r.code, r.at, r.at, r.dir, strconv.FormatInt(r.gross, 10), r.cur, r.feeDir, feeAmt, r.cur})
 		s := sums[r.cur]
 		if s == nil {
 			s = &tot{}
@@ -79,27 +107,17 @@ func writeSTL(rows []stlRow) []byte {
 		curs = append(curs, c)
 	}
 	sort.Strings(curs)
-	footer := func(typ string) {
-		for _, c := range curs {
-			s := sums[c]
-			rec := []string{typ, c}
-			for _, v := range []int64{s.gc, s.gd, s.fc, s.fd} {
-				rec = append(rec, strconv.FormatInt(v, 10))
-			}
-			for range 6 {
-				rec = append(rec, "CR", "0")
-			}
-			_ = w.Write(append(rec, strconv.FormatInt(s.n, 10)))
+	for _, c := range curs {
+		s := sums[c]
+		rec := []string{typ, c}
+		for _, v := range []int64{s.gc, s.gd, s.fc, s.fd} {
+			rec = append(rec, strconv.FormatInt(v, 10))
 		}
+		for range 6 {
+			rec = append(rec, "CR", "0")
+		}
+		_ = w.Write(append(rec, strconv.FormatInt(s.n, 10)))
 	}
-	n := strconv.Itoa(len(rows))
-	footer("SF")
-	_ = w.Write([]string{"SC", n})
-	footer("RF")
-	_ = w.Write([]string{"RC", n})
-	_ = w.Write([]string{"FF", n})
-	w.Flush()
-	return b.Bytes()
 }
 
 // readSTL reads the SB rows by the CH names (white space folded).
@@ -220,8 +238,17 @@ func genPaypal(r *rand.Rand, run string, scale int) *propCase {
 	if r.IntN(2) == 0 {
 		month = "2026-11"
 	}
-	rows := append([]stlRow(nil), g.rows...)
-	return split(r, "paypal", append(g.hooks, propDelivery{name: "STL", body: writeSTL(rows)}), g.m, month)
+	// One file, or (one case in three) the report split over two, each
+	// imported on its own.
+	parts := 1
+	if len(g.rows) >= 2 && r.IntN(3) == 0 {
+		parts = 2
+	}
+	ds := g.hooks
+	for i, f := range writeSTLFiles(g.rows, parts) {
+		ds = append(ds, propDelivery{name: fmt.Sprintf("STL file %d of %d", i+1, parts), body: f})
+	}
+	return split(r, "paypal", ds, g.m, month)
 }
 
 func TestPaypalGeneratedReportsMatchTheModel(t *testing.T) {
@@ -255,4 +282,26 @@ func TestPaypalGeneratorRoundTripsTheSample(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	require.Equal(t, tail(raw), tail(writeSTL(rows)), "the sample adds up")
+}
+
+// The generator's files are what the importer takes: split or not, each
+// file's footers add up on their own, and the files hold every row once.
+func TestPaypalGeneratorFilesPassTheirFooters(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "samples", "STL-20261130.01.009.CSV"))
+	require.NoError(t, err)
+	rows, err := readSTL(raw)
+	require.NoError(t, err)
+	for parts := 1; parts <= 3; parts++ {
+		var again []stlRow
+		for i, f := range writeSTLFiles(rows, parts) {
+			n := 0
+			err := paypal.ParseSettlement(bytes.NewReader(f), report.Options{}, func(report.Record) error { n++; return nil })
+			require.NoError(t, err, "file %d of %d", i+1, parts)
+			got, err := readSTL(f)
+			require.NoError(t, err)
+			require.Len(t, got, n)
+			again = append(again, got...)
+		}
+		require.Equal(t, rows, again, "%d files", parts)
+	}
 }
