@@ -390,3 +390,30 @@ func TestPaypalGeneratorFilesPassTheirFooters(t *testing.T) {
 		require.Equal(t, rows, again, "%d files", parts)
 	}
 }
+
+// Over HTTP: an STL file that disagrees with its own footer is answered
+// 400 naming the footer's line and imports nothing; the genuine file then
+// imports whole.
+func TestPaypalReportDisagreeingWithItsFooterImportsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs Postgres")
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "samples", "STL-20261130.01.009.CSV"))
+	require.NoError(t, err)
+	s := propStack(t, onPostgres)
+	for _, bad := range []struct{ old, new, line string }{
+		{`"CR",1000,"USD","DR",79`, `"CR",1001,"USD","DR",79`, "line 12"}, // an amount changed: SF USD
+		{`"FF",7`, `"FF",8`, "line 18"},
+		{`"RC",7`, `"RC",6`, "line 17"},
+	} {
+		ans := s.v1(http.MethodPost, "/v1/settlements/paypal", bytes.Replace(raw, []byte(bad.old), []byte(bad.new), 1))
+		require.Equal(t, http.StatusBadRequest, ans.Status, ans.Body)
+		require.Contains(t, ans.Body, bad.line, bad.new)
+	}
+	s.projectedToHead()
+	require.Empty(t, s.readBalances(), "nothing imported")
+	ans := s.v1(http.MethodPost, "/v1/settlements/paypal", raw)
+	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+	s.projectedToHead()
+	require.NotEmpty(t, s.readBalances())
+}

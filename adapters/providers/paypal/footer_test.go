@@ -248,3 +248,31 @@ func TestSTLFileAndReportFooters(t *testing.T) {
 	_, err = parseSTL(t, strings.Replace(twice, `"RF","EUR",10000,`, `"RF","EUR",5000,`, 1))
 	assert.ErrorIs(t, err, ErrFooterMismatch, "RF is the whole report's, not the last section's")
 }
+
+// Files written through a spreadsheet pad every row to the CH width with
+// empty cells, drop the quotes, and write the file sequence as "1" (as the
+// published samples of docs/settlement.md do): the footers read the same.
+func TestSTLPaddedFooters(t *testing.T) {
+	pad := ",,,,,,,,,,,,,,,,"
+	in := "RH,2026/12/01 02:44:19 -0800,A,X,9" + pad + "\n" + "FH,1" + pad + "\n" +
+		"SH,2026/11/30 00:00:00 -0800,2026/11/30 23:59:59 -0800,X" + pad + "\n" +
+		"CH,Transaction ID,PayPal Reference ID,PayPal Reference ID Type,Transaction Event Code,Transaction Completion Date,Transaction Debit or Credit,Gross Transaction Amount,Gross Transaction Currency,Fee Debit or Credit,Fee Amount,Fee Currency\n" +
+		"SB,A1,I-X1,RP,T0002,2026/11/30 03:12:28 -0800,CR,10400,HKD,DR,556,HKD\n" +
+		"SB,A2,,,T0006,2026/11/30 03:57:02 -0800,CR,1560,USD,DR,52,USD\n" +
+		"SB,A3,A2,TXN,T1107,2026/11/30 04:57:02 -0800,DR,500,USD,CR,17,USD\n" +
+		"SF,USD,1560,500,17,52,CR,100,CR,1125,CR,100,CR,1125,CR,0,CR,0,2" + pad + "\n" +
+		"SF,HKD,10400,0,0,556,CR,0,CR,9844,CR,0,CR,9844,CR,0,CR,0,1" + pad + "\n" +
+		"SC,3" + pad + "\n" +
+		"RF,USD,1560,500,17,52,CR,100,CR,1125,CR,100,CR,1125,CR,0,CR,0,2" + pad + "\n" +
+		"RF,HKD,10400,0,0,556,CR,0,CR,9844,CR,0,CR,9844,CR,0,CR,0,1" + pad + "\n" +
+		"RC,3" + pad + "\n" + "FF,3" + pad + "\n"
+	recs, err := parseSTL(t, in)
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	_, err = parseSTL(t, strings.Replace(in, "RF,HKD,10400,", "RF,HKD,10401,", 1))
+	var pe *report.ParseError
+	require.ErrorAs(t, err, &pe, "FH 1 is the first file: the report footer is checked")
+	assert.Equal(t, 12, pe.Line)
+	_, err = parseSTL(t, strings.Replace(in, "RC,3", "RC,4", 1))
+	assert.ErrorIs(t, err, ErrFooterMismatch)
+}
