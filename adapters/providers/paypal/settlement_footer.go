@@ -9,7 +9,7 @@ package paypal
 // not be read (the stored copies of the page and of the PDF, v9.0 on
 // vdocuments.mx and studylib.net, v9.0.5 on readkong.com, give only their
 // opening pages). The layout below is settled from published parsers and
-// sample files instead (docs/settlement.md, "PayPal STL footers"):
+// sample files instead (the PayPal STL paragraphs of docs/settlement.md):
 //
 //   - SF and RF: "SF", currency, then four unsigned totals: gross credits,
 //     gross debits, and the fee credits and debits; then six (CR/DR,
@@ -28,7 +28,8 @@ package paypal
 //   - Not compared: the balances (the samples' beginning and ending
 //     balances do not follow from their rows, and what moves the available
 //     and payable balances is not stated) and the trailing count of SF/RF
-//     (the samples disagree: 4 for two rows, 1 for two rows).
+//     (the samples disagree: the CRM one writes 4 for one row and for two,
+//     SmashPig's 1 for two).
 //   - SC counts the SB rows of its section, RC those of the report, FF those
 //     of the file: the CRM sample above has 5 SB rows and SC, RC and FF 5
 //     (a count of every record would be 16), and perlancar/perl-Parse-
