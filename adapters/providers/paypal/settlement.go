@@ -37,19 +37,19 @@ package paypal
 //     PayPal sends no payout webhook the adapter maps (NoWebhook).
 // A daily report is no payout batch: other rows have no PayoutID.
 //
-// A file is checked against its own structure (stlFile): SB rows sit in a
-// section (SH … SC), and the file ends with its file footer FF, nothing
-// after it. A file cut short (a transfer that stopped, a disk that filled)
-// lacks its FF and imports nothing, the error naming its last line. A report
-// split over several files (over a million records) has FH … FF in each, so
-// each file is checked on its own. A section's count (SC) must equal the SB
-// rows of its section: a section that lost or gained rows imports nothing,
-// the error naming the SC line. The footers' totals and the other counts
-// (SF, RF, RC, FF) are not compared with the lines: which fields the SF/RF
-// rows hold and what RC and FF count (SB rows, or every record; a report's
-// RC spans files) is not settled by the specification text and samples
-// that could be read (docs/settlement.md), and refusing a genuine file
-// would be worse.
+// A file is checked against its own structure and totals (stlFile,
+// settlement_footer.go, which says where the footer layout comes from):
+// SB rows sit in a section (SH … SC), and the file ends with its file
+// footer FF, nothing after it. A file cut short (a transfer that stopped, a
+// disk that filled) lacks its FF and imports nothing, the error naming its
+// last line. Each section's count (SC) and per-currency footer totals (SF:
+// gross credits and debits, fee credits and debits) must agree with its SB
+// rows, and FF with the file's; a file that holds the whole report checks
+// the report footer (RF) and count (RC) too. A report split over several
+// files (over a million records) has FH … FF in each, so each file is
+// checked on its own; RF and RC, in its last file, span the files and are
+// not compared there. A file that disagrees imports nothing, the error
+// naming the footer line and both figures.
 
 import (
 	"errors"
@@ -89,7 +89,7 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 			return err
 		}
 		typ := strings.TrimSpace(strings.TrimPrefix(c.Field(0), "\uFEFF"))
-		if err := file.record(typ, c.Line(), c.Len(), c.Field(1)); err != nil {
+		if err := file.record(typ, c.Line(), c); err != nil {
 			return err
 		}
 		switch typ {
@@ -114,6 +114,9 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 			if err != nil {
 				return err
 			}
+			if err := file.body(l, c.Line()); err != nil {
+				return err
+			}
 			if err := fn(report.Record{Line: l, Raw: c.Raw(stlColumns...), Pos: c.Line()}); err != nil {
 				return err
 			}
@@ -126,62 +129,6 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 			// versions: nothing a line needs.
 		}
 	}
-}
-
-// stlFile follows a file's record structure: RH, FH, then sections (SH,
-// CH, SB rows, SF, SC), the report's RF and RC in its last file, and FF.
-type stlFile struct {
-	inSection bool
-	rows      int // SB rows of the open section
-	footer    int // line of FF, 0 before it
-	last      int // line of the last record
-}
-
-// record checks the record of type typ at line (first field after the
-// type: first) against what came before.
-func (f *stlFile) record(typ string, line, fields int, first string) error {
-	if typ == "" && fields <= 1 {
-		return nil // a blank line
-	}
-	if f.footer > 0 {
-		return &report.ParseError{Line: line, Err: fmt.Errorf("a %s record after the file footer (FF, line %d)", typ, f.footer)}
-	}
-	f.last = line
-	switch typ {
-	case "SH":
-		if f.inSection {
-			return &report.ParseError{Line: line, Err: errors.New("a section header (SH) inside a section that has no SC")}
-		}
-		f.inSection, f.rows = true, 0
-	case "SC":
-		if !f.inSection {
-			return &report.ParseError{Line: line, Err: errors.New("a section count (SC) outside a section")}
-		}
-		f.inSection = false
-		n, err := strconv.Atoi(strings.TrimSpace(first))
-		if err != nil || n != f.rows {
-			return &report.ParseError{Line: line, Err: fmt.Errorf("the section count (SC) %q disagrees with the section's %d SB rows: nothing imported", first, f.rows)}
-		}
-	case "SB":
-		if !f.inSection {
-			return &report.ParseError{Line: line, Err: errors.New("an SB row outside a section (SH … SC)")}
-		}
-		f.rows++
-	case "FF":
-		if f.inSection {
-			return &report.ParseError{Line: line, Err: errors.New("the file footer (FF) inside a section that has no SC")}
-		}
-		f.footer = line
-	}
-	return nil
-}
-
-// end checks that the file was whole: it ended with its footer.
-func (f *stlFile) end() error {
-	if f.footer == 0 {
-		return &report.ParseError{Line: max(f.last, 1), Err: errors.New("the file ends before its file footer (FF): truncated; nothing imported")}
-	}
-	return nil
 }
 
 // direction reads a CR/DR column as +1/−1 (0 for empty).
