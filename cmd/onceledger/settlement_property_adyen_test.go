@@ -496,6 +496,7 @@ func TestAdyenGeneratorRoundTripsTheSamples(t *testing.T) {
 		filepath.Join("..", "..", "docs", "samples", "settlement_detail_report_batch_41.csv"),
 		filepath.Join("..", "..", "adapters", "providers", "adyen", "testdata", "settlement", "settlement_detail_report_batch_41.csv"),
 		filepath.Join("..", "..", "adapters", "providers", "adyen", "testdata", "settlement", "unreferenced_batch_41.csv"),
+		filepath.Join("..", "..", "adapters", "providers", "adyen", "testdata", "settlement", "corrections_batch_42.csv"),
 	} {
 		raw, err := os.ReadFile(p)
 		require.NoError(t, err)
