@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +101,10 @@ type adyenGen struct {
 	hooks []propDelivery
 	m     *propModel
 	curs  map[string]bool
+	pays  []adyenPaid // the payments settled, for their payment costs
 }
+
+type adyenPaid struct{ psp, cur string }
 
 func newAdyenGen(r *rand.Rand, run string) *adyenGen {
 	return &adyenGen{r: r, run: run, batch: fmt.Sprint(40 + r.IntN(60)), at: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC),
@@ -200,6 +205,7 @@ func (g *adyenGen) payment(p adyenPayment) {
 		rate = p.rate
 	}
 	g.line("Settled", pay, capture, p.cur, p.amount, rate, nc, gross-p.fee, p.fee)
+	g.pays = append(g.pays, adyenPaid{pay, nc})
 	g.m.post("expenses:fees:adyen", "provider:adyen:balance", nc, p.fee)
 	if p.refund > 0 {
 		re := g.psp()
@@ -231,74 +237,188 @@ func (g *adyenGen) fee(cur string, amount int64) {
 	g.m.post("expenses:fees:adyen", "provider:adyen:balance", cur, amount)
 }
 
-// transfer is a Balancetransfer or DepositCorrection line: no references,
-// counted in the payout, booked by no account of docs/reference.md (it is
-// recorded only).
-func (g *adyenGen) transfer(typ, cur string, net int64) {
+// correction is a line without a payment reference of journal type typ,
+// net signed (Net Credit positive), counted in the batch, booked as the
+// journal types say (docs.adyen.com/developers/reporting/
+// settlement-detail-report/settlement-detail-report-structure/journal-types):
+//   - DepositCorrection "funds being withheld from/release to the account due
+//     to a change in the required security deposit", ReserveAdjustment (a
+//     change of the reserve balance, help.adyen.com): the deposit is the
+//     merchant's money held apart, provider:adyen:reserve;
+//   - InvoiceDeduction "a monthly invoice that is credited/deducted from the
+//     account": a cost, expenses:fees:adyen;
+//   - MatchedStatement "wire transfer from merchant booked in the account":
+//     from the bank, bank:payouts;
+//   - Balancetransfer "balance transfer to or from subsequent payout
+//     batches": the balance only changes batch, nothing is booked.
+func (g *adyenGen) correction(typ, cur string, net int64) {
 	g.line(typ, "", "", "", 0, "", cur, net, 0)
-}
-
-// payouts writes each currency's MerchantPayout line: Adyen pays the
-// batch's net. "If the Payable balance is positive when the payable batch
-// closes, Adyen instructs the payout" (docs.adyen.com/account/getting-paid):
-// a batch that would net negative gets a sale that makes it positive (a
-// negative balance is carried to a later batch, not paid out).
-func (g *adyenGen) payouts(short func() int64) {
-	for cur := range g.curs {
-		po := g.payoutID(cur)
-		if net := g.m.payout(po).linesNet; net <= 0 {
-			g.payment(adyenPayment{cur: cur, amount: 2000 - net, fee: 26})
-		}
-		amount := g.m.payout(po).linesNet - short()
-		g.line("MerchantPayout", "", fmt.Sprintf("TX%sXT batch %s, %s", g.psp(), g.batch, adyenMerchant), "", 0, "", cur, -amount, 0)
-		g.m.paid("adyen", po, cur, amount)
+	switch typ {
+	case "DepositCorrection", "ReserveAdjustment":
+		g.m.post("provider:adyen:balance", "provider:adyen:reserve", cur, net)
+	case "InvoiceDeduction":
+		g.m.post("expenses:fees:adyen", "provider:adyen:balance", cur, -net)
+	case "MatchedStatement":
+		g.m.post("provider:adyen:balance", "bank:payouts", cur, net)
+	case "Balancetransfer":
+	default:
+		panic("no model for " + typ)
 	}
 }
 
-func (g *adyenGen) report() propDelivery {
-	rows := append([]adyenRow(nil), g.rows...)
-	g.r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-	return propDelivery{name: "settlement detail report batch " + g.batch, body: writeAdyenReport(rows)}
+// paymentCost is a PaymentCost line of a payment ("costs against a
+// payment": Klarna late return fees, ELO adjustments; docs.adyen.com
+// merchant payout details sheet): a fee, Net Debit.
+func (g *adyenGen) paymentCost(psp, cur string, amount int64) {
+	g.line("PaymentCost", psp, "late return fee", "", 0, "", cur, -amount, 0)
+	g.m.post("expenses:fees:adyen", "provider:adyen:balance", cur, amount)
+}
+
+// closeBatch writes each currency's MerchantPayout line: Adyen pays the
+// batch's net. A batch that nets negative is either carried to the next
+// batch ("balance transfer to or from subsequent payout batches in order to
+// process negative payable/capture balances": a Balancetransfer line here
+// brings this batch to zero, with no payout, and the next batch takes the
+// negative over), or paid as a negative payout, a MerchantPayout of Net
+// Credit: Adyen debits the merchant's bank, a paid payout moving money the
+// other way (CONTRACT). It returns what it carried, by currency.
+func (g *adyenGen) closeBatch(carry bool, short func() int64) map[string]int64 {
+	carried := map[string]int64{}
+	for _, cur := range sortedKeys(g.curs) {
+		po := g.payoutID(cur)
+		net := g.m.payout(po).linesNet
+		if net < 0 && carry {
+			g.line("Balancetransfer", "", "", "", 0, "", cur, -net, 0)
+			g.rows[len(g.rows)-1]["Modification Merchant Reference"] = "Balancetransfer to next batch"
+			carried[cur] = net
+			continue
+		}
+		amount := net - short()
+		g.line("MerchantPayout", "", fmt.Sprintf("TX%sXT batch %s, %s", g.psp(), g.batch, adyenMerchant), "", 0, "", cur, -amount, 0)
+		g.m.paid("adyen", po, cur, amount)
+	}
+	return carried
+}
+
+// payouts closes the batch without carrying anything forward.
+func (g *adyenGen) payouts(short func() int64) { g.closeBatch(false, short) }
+
+// nextBatch opens the following batch, which takes over what the last one
+// carried (a Balancetransfer of the carried, negative, net).
+func (g *adyenGen) nextBatch(carried map[string]int64) {
+	from := g.batch
+	g.batch = fmt.Sprint(atoiOr(g.batch) + 1)
+	g.curs = map[string]bool{}
+	for _, cur := range sortedKeys(carried) {
+		g.line("Balancetransfer", "", "", "", 0, "", cur, carried[cur], 0)
+		g.rows[len(g.rows)-1]["Modification Merchant Reference"] = "Balancetransfer from batch " + from
+	}
+}
+
+func atoiOr(s string) int {
+	v, _ := strconv.Atoi(s)
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reports writes one Settlement details report per batch
+// (settlement_detail_report_batch_N: one file per merchant account and
+// batch), its lines in a random order.
+func (g *adyenGen) reports() []propDelivery {
+	byBatch := map[string][]adyenRow{}
+	for _, r := range g.rows {
+		byBatch[r["Batch Number"]] = append(byBatch[r["Batch Number"]], r)
+	}
+	var out []propDelivery
+	for _, b := range sortedKeys(byBatch) {
+		rows := byBatch[b]
+		g.r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+		out = append(out, propDelivery{name: "settlement detail report batch " + b, body: writeAdyenReport(rows)})
+	}
+	return out
+}
+
+// randomPayment is a payment of one of curs with a refund, a dispute or a
+// presentment in another currency, now and then without its webhooks.
+func (g *adyenGen) randomPayment(curs []string) {
+	r := g.r
+	p := adyenPayment{cur: curs[r.IntN(len(curs))], amount: 100 + r.Int64N(20000)}
+	p.fee = 10 + p.amount*3/100
+	switch r.IntN(5) {
+	case 0:
+		p.refund = 1 + r.Int64N(p.amount)
+	case 1:
+		p.dispute, p.disputeFee = []string{"open", "won", "lost"}[r.IntN(3)], 750
+	case 2:
+		if p.cur == "EUR" { // presented in NZD, settled in EUR
+			p.settledCur, p.cur, p.rate = "EUR", "NZD", "0.5938"
+			p.settled = p.amount * 5938 / 10000
+			p.fee = 10 + p.settled*3/100
+		}
+	}
+	p.noWebhook = r.IntN(8) == 0
+	g.payment(p)
+}
+
+// randomCorrections adds fee, cost and correction lines to the batch, and
+// now and then a fee that makes a currency's batch net negative.
+func (g *adyenGen) randomCorrections(curs []string) {
+	r := g.r
+	if r.IntN(2) == 0 {
+		g.fee(curs[0], 1+r.Int64N(100))
+	}
+	for range r.IntN(4) {
+		net := 1 + r.Int64N(500)
+		if r.IntN(2) == 0 {
+			net = -net
+		}
+		typ := []string{"Balancetransfer", "DepositCorrection", "ReserveAdjustment", "InvoiceDeduction", "MatchedStatement"}[r.IntN(5)]
+		g.correction(typ, curs[r.IntN(len(curs))], net)
+	}
+	if len(g.pays) > 0 && r.IntN(3) == 0 {
+		p := g.pays[r.IntN(len(g.pays))]
+		g.paymentCost(p.psp, p.cur, 1+r.Int64N(200))
+	}
+	if r.IntN(3) == 0 { // a costly batch: the fees exceed the sales
+		cur := curs[r.IntN(len(curs))]
+		g.fee(cur, max(0, g.m.payout(g.payoutID(cur)).linesNet)+1+r.Int64N(500))
+	}
 }
 
 func genAdyen(r *rand.Rand, run string, scale int) *propCase {
 	g := newAdyenGen(r, run)
 	curs := [][]string{{"EUR"}, {"EUR", "GBP"}, {"EUR", "JPY"}}[r.IntN(3)]
-	for range scale {
-		p := adyenPayment{cur: curs[r.IntN(len(curs))], amount: 100 + r.Int64N(20000)}
-		p.fee = 10 + p.amount*3/100
-		switch r.IntN(5) {
-		case 0:
-			p.refund = 1 + r.Int64N(p.amount)
-		case 1:
-			p.dispute, p.disputeFee = []string{"open", "won", "lost"}[r.IntN(3)], 750
-		case 2:
-			if p.cur == "EUR" { // presented in NZD, settled in EUR
-				p.settledCur, p.cur, p.rate = "EUR", "NZD", "0.5938"
-				p.settled = p.amount * 5938 / 10000
-				p.fee = 10 + p.settled*3/100
-			}
-		}
-		p.noWebhook = r.IntN(8) == 0
-		g.payment(p)
-	}
-	if r.IntN(2) == 0 {
-		g.fee(curs[0], 1+r.Int64N(100))
-	}
-	for range r.IntN(3) {
-		g.transfer([]string{"Balancetransfer", "DepositCorrection"}[r.IntN(2)], curs[0], 1+r.Int64N(500))
-	}
-	g.payouts(func() int64 {
+	short := func() int64 {
 		if r.IntN(4) == 0 {
 			return 1 + r.Int64N(50)
 		}
 		return 0
-	})
+	}
+	batches := 1 + r.IntN(2)
+	for b := range batches {
+		for range max(1, scale/batches) {
+			g.randomPayment(curs)
+		}
+		g.randomCorrections(curs)
+		last := b == batches-1
+		carried := g.closeBatch(!last && r.IntN(2) == 0, short)
+		if !last {
+			g.nextBatch(carried)
+		}
+	}
 	month := ""
 	if r.IntN(2) == 0 {
 		month = "2026-11"
 	}
-	return split(r, "adyen", append(g.hooks, g.report()), g.m, month)
+	return split(r, "adyen", append(g.hooks, g.reports()...), g.m, month)
 }
 
 func adyenSeeds() map[string]func(*rand.Rand, string) *propCase {
@@ -308,21 +428,58 @@ func adyenSeeds() map[string]func(*rand.Rand, string) *propCase {
 		"unreferenced-balance-transfers": func(r *rand.Rand, run string) *propCase {
 			g := newAdyenGen(r, run)
 			g.payment(adyenPayment{cur: "EUR", amount: 1000, fee: 26})
-			g.transfer("Balancetransfer", "EUR", -100)
-			g.transfer("Balancetransfer", "EUR", -100)
+			g.correction("Balancetransfer", "EUR", -100)
+			g.correction("Balancetransfer", "EUR", -100)
 			g.fee("EUR", 12)
 			g.payouts(func() int64 { return 0 })
-			return &propCase{provider: "adyen", model: g.m, first: g.hooks, late: []propDelivery{g.report()}, closeMonth: "2026-11"}
+			return &propCase{provider: "adyen", model: g.m, first: g.hooks, late: g.reports(), closeMonth: "2026-11"}
 		},
 		// A batch whose costs exceed its sales (a lost chargeback, a
-		// large fee), with a presentment in NZD settled in EUR.
+		// large fee), with a presentment in NZD settled in EUR: a negative
+		// payout, Net Credit on the MerchantPayout line (Adyen debits the
+		// bank): paid, −amount, reconciled.
 		"costly-batch-and-fx": func(r *rand.Rand, run string) *propCase {
 			g := newAdyenGen(r, run)
 			g.payment(adyenPayment{cur: "NZD", amount: 6500, fee: 50, settledCur: "EUR", settled: 3860, rate: ".593846153846154"})
 			g.payment(adyenPayment{cur: "EUR", amount: 1000, fee: 26, dispute: "lost", disputeFee: 750})
 			g.fee("EUR", 5000)
 			g.payouts(func() int64 { return 0 })
-			return split(r, "adyen", append(g.hooks, g.report()), g.m, "")
+			return split(r, "adyen", append(g.hooks, g.reports()...), g.m, "")
+		},
+		// Issue 24: a negative MerchantPayout, reported after the period
+		// closed.
+		"negative-merchant-payout": func(r *rand.Rand, run string) *propCase {
+			g := newAdyenGen(r, run)
+			g.payment(adyenPayment{cur: "EUR", amount: 1200, fee: 26, refund: 1200})
+			g.fee("EUR", 355)
+			g.payouts(func() int64 { return 0 })
+			return &propCase{provider: "adyen", model: g.m, first: g.hooks, late: g.reports(), closeMonth: "2026-11"}
+		},
+		// A batch netting negative carried forward: a Balancetransfer
+		// brings it to zero (no payout, its lines add up), the next batch
+		// takes the negative over and its payout adds up.
+		"carried-forward-negative": func(r *rand.Rand, run string) *propCase {
+			g := newAdyenGen(r, run)
+			g.payment(adyenPayment{cur: "EUR", amount: 1000, fee: 26, dispute: "lost", disputeFee: 750})
+			g.fee("EUR", 400)
+			g.nextBatch(g.closeBatch(true, func() int64 { return 0 }))
+			g.payment(adyenPayment{cur: "EUR", amount: 9000, fee: 280})
+			g.payouts(func() int64 { return 0 })
+			return split(r, "adyen", append(g.hooks, g.reports()...), g.m, "2026-11")
+		},
+		// Every correction type, each way, twice alike (no references:
+		// version-2 keys), and a payment cost.
+		"corrections": func(r *rand.Rand, run string) *propCase {
+			g := newAdyenGen(r, run)
+			g.payment(adyenPayment{cur: "EUR", amount: 5000, fee: 160})
+			for _, typ := range []string{"DepositCorrection", "ReserveAdjustment", "InvoiceDeduction", "MatchedStatement", "Balancetransfer"} {
+				g.correction(typ, "EUR", -79)
+				g.correction(typ, "EUR", -79)
+				g.correction(typ, "EUR", 25)
+			}
+			g.paymentCost(g.pays[0].psp, "EUR", 40)
+			g.payouts(func() int64 { return 0 })
+			return split(r, "adyen", append(g.hooks, g.reports()...), g.m, "")
 		},
 	}
 }
@@ -339,6 +496,7 @@ func TestAdyenGeneratorRoundTripsTheSamples(t *testing.T) {
 		filepath.Join("..", "..", "docs", "samples", "settlement_detail_report_batch_41.csv"),
 		filepath.Join("..", "..", "adapters", "providers", "adyen", "testdata", "settlement", "settlement_detail_report_batch_41.csv"),
 		filepath.Join("..", "..", "adapters", "providers", "adyen", "testdata", "settlement", "unreferenced_batch_41.csv"),
+		filepath.Join("..", "..", "adapters", "providers", "adyen", "testdata", "settlement", "corrections_batch_42.csv"),
 	} {
 		raw, err := os.ReadFile(p)
 		require.NoError(t, err)

@@ -189,6 +189,25 @@ func (g *squareGen) payment(p squarePayment) {
 	}
 }
 
+// adjust adds an entry that moves the balance outside any payment
+// (ActivityType, developer.squareup.com/reference/square/enums/ActivityType):
+// RESERVE_HOLD "fees paid for funding risk reserve" (net negative) and
+// RESERVE_RELEASE "fees released from risk reserve" (positive) move the
+// seller's money into Square's reserve and back, provider:square:reserve;
+// ADJUSTMENT, "a manual adjustment applied to the seller's account by
+// Square", names no account the money went to: counted in the payout,
+// booked nowhere.
+func (g *squareGen) adjust(cur, typ string, net int64) {
+	g.entry(cur, typ, net, 0, nil)
+	switch typ {
+	case "RESERVE_HOLD", "RESERVE_RELEASE":
+		g.m.post("provider:square:balance", "provider:square:reserve", cur, net)
+	case "ADJUSTMENT":
+	default:
+		panic("no model for " + typ)
+	}
+}
+
 // reports writes one ListPayoutEntries response per payout, paid for its
 // entries' net or short of it.
 func (g *squareGen) reports(short func() int64) []propDelivery {
@@ -229,6 +248,19 @@ func genSquare(r *rand.Rand, run string, scale int) *propCase {
 			fee := 1 + r.Int64N(200)
 			g.entry(cur, "DEPOSIT_FEE", 0, fee, &sqDetails{PayoutID: g.payoutFor(cur)})
 		}
+		for range r.IntN(3) {
+			typ := []string{"RESERVE_HOLD", "RESERVE_RELEASE", "ADJUSTMENT"}[r.IntN(3)]
+			net := 1 + r.Int64N(300)
+			if typ == "RESERVE_HOLD" || (typ == "ADJUSTMENT" && r.IntN(2) == 0) {
+				net = -net
+			}
+			g.adjust(cur, typ, net)
+		}
+		if r.IntN(3) == 0 {
+			// A reserve hold above the day's net: a negative payout, Square
+			// debiting the seller's bank.
+			g.adjust(cur, "RESERVE_HOLD", -max(0, g.m.payout(g.payoutFor(cur)).linesNet)-1-r.Int64N(500))
+		}
 	}
 	reports := g.reports(func() int64 {
 		if r.IntN(4) == 0 {
@@ -253,6 +285,18 @@ func squareSeeds() map[string]func(*rand.Rand, string) *propCase {
 			g.payment(squarePayment{cur: "USD", amount: 1000, fee: 59, dispute: "lost"})
 			reports := g.reports(func() int64 { return 0 })
 			return &propCase{provider: "square", model: g.m, first: g.hooks, late: reports, closeMonth: "2026-11"}
+		},
+		// Reserve holds and releases, a manual adjustment, and a hold
+		// that turns the payout negative.
+		"reserve-and-adjustments": func(r *rand.Rand, run string) *propCase {
+			g := newSquareGen(r, run)
+			g.payment(squarePayment{cur: "USD", amount: 5000, fee: 160})
+			g.adjust("USD", "RESERVE_HOLD", -4000)
+			g.adjust("USD", "RESERVE_RELEASE", 250)
+			g.adjust("USD", "ADJUSTMENT", -12)
+			g.adjust("USD", "RESERVE_HOLD", -2000)
+			reports := g.reports(func() int64 { return 0 })
+			return split(r, "square", append(g.hooks, reports...), g.m, "2026-11")
 		},
 	}
 }

@@ -68,6 +68,12 @@ func storedDeliveries() []storedDelivery {
 		{"settled_charge", delivery.Settled(charge, []byte("txn_1,charge,100.00"))},
 		{"settled_payout", delivery.Settled(adyenPayout, []byte("batch-7;MerchantPayout"))},
 		{"settled_refund", delivery.Settled(refundLine, []byte(`{"id":"poe_9"}`))},
+		{"settled_adjustment_counterpart", delivery.Settled(settlement.Line{
+			Provider: "adyen", Kind: settlement.KindAdjustment, SourceType: "DepositCorrection",
+			Gross: -7893, Net: -7893, Currency: "EUR", OriginalAmount: -7893, OriginalCurrency: "EUR",
+			PayoutID: "M/7/EUR", OccurredAt: storedAt, Key: "M|7|DepositCorrection|||EUR", NoWebhook: true,
+			Counterpart: settlement.CounterpartReserve,
+		}, []byte("M,7,DepositCorrection"))},
 		{"unsettled_check", delivery.UnsettledCheck("stripe", "pi_1", storedAt, 7*24*time.Hour)},
 		{"captured_discount", delivery.Event{Provider: "alipay", DedupKey: "notify_1", Type: "TRADE_SUCCESS", PaymentKey: "2026112922001",
 			OccurredAt: storedAt, PayloadHash: "hash-alipay", Raw: []byte("notify_id=notify_1"),

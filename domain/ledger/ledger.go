@@ -36,6 +36,10 @@ func ProviderFees(p string) string    { return "expenses:fees:" + p }
 func ProviderDiscounts(p string) string { return "expenses:discounts:" + p }
 func DisputeReceivable(p string) string { return "receivable:disputes:" + p }
 
+// ProviderReserve is what p withholds from its balance as a reserve or
+// security deposit, still the merchant's money (Adyen DepositCorrection).
+func ProviderReserve(p string) string { return "provider:" + p + ":reserve" }
+
 // Unbalanced is returned by Check when postings do not sum to zero.
 type Unbalanced struct {
 	Currency money.Currency

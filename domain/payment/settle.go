@@ -178,7 +178,8 @@ func (d *decision) settleLine(l settlement.Line) {
 	if partialCaptureReversal(l) {
 		d.settleUncaptured(l)
 	}
-	// payout, adjustment: recorded, counted in their payout; no posting.
+	// payout, adjustment: recorded, counted in their payout; an adjustment
+	// with a counterpart posts by being recorded (settle_events.go).
 }
 
 // cumulativeRefund: l is a refund line whose refund the notifications

@@ -35,6 +35,7 @@ type wireLine struct {
 	NoWebhook        bool   `json:"no_webhook"`
 	BankDebit        bool   `json:"bank_debit,omitempty"`        // absent from events stored before it
 	CumulativeRefund bool   `json:"cumulative_refund,omitempty"` // absent from events stored before it
+	Counterpart      string `json:"counterpart,omitempty"`       // absent from events stored before it
 }
 
 type wireFeeSettled struct {
@@ -85,7 +86,7 @@ func toWireLine(m Meta, l settlement.Line) wireLine {
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: string(l.Currency),
 		OriginalAmount: l.OriginalAmount, OriginalCurrency: string(l.OriginalCurrency), ExchangeRate: l.ExchangeRate,
 		PayoutID: l.PayoutID, LineOccurredAt: fmtTime(l.OccurredAt), AvailableOn: fmtTime(l.AvailableOn), NoWebhook: l.NoWebhook,
-		BankDebit: l.BankDebit, CumulativeRefund: l.CumulativeRefund}
+		BankDebit: l.BankDebit, CumulativeRefund: l.CumulativeRefund, Counterpart: l.Counterpart}
 }
 
 // line is the inverse of toWireLine.
@@ -96,7 +97,7 @@ func (w wireLine) line() (settlement.Line, error) {
 		Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
 		OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
 		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook, BankDebit: w.BankDebit,
-		CumulativeRefund: w.CumulativeRefund}
+		CumulativeRefund: w.CumulativeRefund, Counterpart: w.Counterpart}
 	var err error
 	if l.OccurredAt, err = settleTime(w.LineOccurredAt); err != nil {
 		return settlement.Line{}, err

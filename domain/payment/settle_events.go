@@ -13,7 +13,8 @@ import (
 const (
 	// TypeLineSettled records one settlement-report line as the provider
 	// booked it: the settlement_lines and payouts read models fold it.
-	// Posts nothing by itself.
+	// Posts nothing by itself, but for an adjustment line whose
+	// Counterpart names where its money went (settlePostings).
 	TypeLineSettled = "settlement.line_recorded"
 	// TypeFeeSettled posts a fee only a report knew (docs/reference.md: "fee F known
 	// only from a settlement report").
@@ -133,6 +134,8 @@ func (Converted) Type() string   { return TypeConverted }
 func settlePostings(e Event) []ledger.Posting {
 	p := e.Metadata().Provider
 	switch e := e.(type) {
+	case LineSettled:
+		return adjustmentPostings(p, e.Line)
 	case CaptureReduced:
 		// The reverse of the capture's revenue and balance lines (postings.go
 		// Captured), for the part not captured.
@@ -155,6 +158,30 @@ func settlePostings(e Event) []ledger.Posting {
 			FXTrading, -e.SettledAmount)...)
 	}
 	return nil
+}
+
+// adjustmentPostings: an adjustment line with a counterpart moves its net
+// between the provider balance and that account (docs/reference.md: an
+// amount withheld into or released from a reserve; a transfer from the
+// merchant's bank into the balance outside a payout). Every other line
+// posts nothing by being recorded: its money is posted by the facts it
+// reports (settle.go) or by none.
+func adjustmentPostings(p string, l settlement.Line) []ledger.Posting {
+	if l.Kind != settlement.KindAdjustment {
+		return nil
+	}
+	var counter string
+	switch l.Counterpart {
+	case settlement.CounterpartReserve:
+		counter = ledger.ProviderReserve(p)
+	case settlement.CounterpartBank:
+		counter = ledger.BankPayouts
+	default:
+		return nil
+	}
+	return lines(l.Currency,
+		ledger.ProviderBalance(p), l.Net,
+		counter, -l.Net)
 }
 
 // FXTrading is the conversion account of docs/reference.md's chart.

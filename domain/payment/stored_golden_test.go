@@ -42,6 +42,12 @@ func storedEvents() []storedEvent {
 		OriginalAmount: -3000, OriginalCurrency: "CNY", OccurredAt: t0, Key: "refund:2026112922001:ORDER-1-R1",
 		CumulativeRefund: true,
 	}
+	reserveLine := settlement.Line{
+		Provider: "adyen", Kind: settlement.KindAdjustment, SourceType: "DepositCorrection",
+		Gross: -7893, Net: -7893, Currency: "EUR", OriginalAmount: -7893, OriginalCurrency: "EUR",
+		PayoutID: "M/7/EUR", OccurredAt: t0, Key: "M|7|DepositCorrection|||EUR", NoWebhook: true,
+		Counterpart: settlement.CounterpartReserve,
+	}
 	settled := Meta{Provider: "stripe", PaymentKey: "pi_1", DedupKey: "settle:txn_1", OccurredAt: t0}
 	return []storedEvent{
 		{"payment.authorized", Authorized{Meta: m, AuthorizationID: "auth_1", Amount: 1000, Currency: "USD"}},
@@ -84,6 +90,8 @@ func storedEvents() []storedEvent {
 		{"settlement.line_recorded.cumulative_refund", LineSettled{Meta: Meta{Provider: "alipay", PaymentKey: "2026112922001",
 			DedupKey: cumulativeLine.DedupKey(), OccurredAt: t0}, Line: cumulativeLine}},
 		{"settlement.line_recorded.payout", LineSettled{Meta: Meta{Provider: "adyen", PaymentKey: "", DedupKey: payoutLine.DedupKey(), OccurredAt: t0}, Line: payoutLine}},
+		{"settlement.line_recorded.counterpart", LineSettled{Meta: Meta{Provider: "adyen", PaymentKey: "M/7/EUR",
+			DedupKey: reserveLine.DedupKey(), OccurredAt: t0}, Line: reserveLine}},
 		{"settlement.fee_posted", FeeSettled{Meta: settled, LineID: "settle:txn_1", Fee: 320, Currency: "USD"}},
 		{"settlement.converted", Converted{Meta: settled, LineID: "settle:txn_1", OriginalAmount: 9200, OriginalCurrency: "EUR",
 			SettledAmount: 10000, SettledCurrency: "USD", ExchangeRate: "1.0869565"}},

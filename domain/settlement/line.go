@@ -87,8 +87,22 @@ const (
 	// KindAdjustment: anything else that moved the balance (reserves,
 	// corrections, partial capture reversals, refund failures, Connect
 	// transfers...). Recorded and counted in its payout; posts nothing on
-	// its own.
+	// its own, unless its Counterpart names where its money went.
 	KindAdjustment Kind = "adjustment"
+)
+
+// Counterparts of an adjustment line (Line.Counterpart): the account its
+// net moves to or from the provider balance. Stored names: never change one.
+const (
+	// CounterpartReserve: money the provider withholds from the balance
+	// into a reserve (negative net) or releases from it (positive net):
+	// Adyen DepositCorrection, ReserveAdjustment; Square RESERVE_HOLD,
+	// RESERVE_RELEASE.
+	CounterpartReserve = "reserve"
+	// CounterpartBank: money the merchant's bank sent into the balance
+	// outside a payout (positive net), or the reverse: Adyen
+	// MatchedStatement ("wire transfer from merchant booked in the account").
+	CounterpartBank = "bank"
 )
 
 // SourceBalanceGap is the SourceType of an adjustment line that reports
@@ -186,6 +200,13 @@ type Line struct {
 	// compared with a notification's amount. Absent from lines stored before
 	// it existed.
 	CumulativeRefund bool `json:"CumulativeRefund,omitempty"`
+
+	// Counterpart, on an adjustment line, names the account its net moves
+	// against the provider balance (CounterpartReserve, CounterpartBank);
+	// "" for an adjustment that moves nothing the ledger books (Adyen's
+	// Balancetransfer moves the balance between batches). Absent from lines
+	// stored before it existed, which keep their meaning (posting nothing).
+	Counterpart string `json:"Counterpart,omitempty"`
 }
 
 // BusinessID is the id of the business fact the line reports, as the
@@ -242,6 +263,11 @@ func (l Line) FactsHash() string {
 	if l.BankDebit {
 		// Only when set: hashes of lines stored before it stay the same.
 		b.WriteString("bank_debit")
+		b.WriteByte(0)
+	}
+	if l.Counterpart != "" {
+		// Likewise: only when set.
+		b.WriteString("counterpart=" + l.Counterpart)
 		b.WriteByte(0)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
@@ -349,6 +375,10 @@ func (l Line) Validate() error {
 		return bad("refund line has no refund id")
 	case l.BankDebit && (l.Kind != KindPayout || l.Gross <= 0):
 		return bad("a bank debit is a payout line of positive gross")
+	case l.Counterpart != "" && l.Kind != KindAdjustment:
+		return bad("only an adjustment line has a counterpart")
+	case l.Counterpart != "" && l.Counterpart != CounterpartReserve && l.Counterpart != CounterpartBank:
+		return bad("unknown counterpart %q", l.Counterpart)
 	case l.Kind == KindPayout && l.PayoutID == "":
 		return bad("payout line has no payout id")
 	}

@@ -357,19 +357,52 @@ func classify(c *report.CSV, l *settlement.Line, psp, mod string) error {
 	case "ChargebackReversed":
 		err = paymentLine(settlement.KindDisputeReversal)
 		l.DisputeID = mod
-	case "Fee", "MiscCosts", "PaymentCost", "AuthorisationSchemeFee":
+	case "Fee", "MiscCosts", "PaymentCost", "AuthorisationSchemeFee", "InvoiceDeduction":
+		// Costs: "Adyen transaction fees", "costs that could not be matched
+		// with any specific transactions", "separate fees being charged for
+		// authorisations", PaymentCost "costs against a payment" (Klarna,
+		// ELO), InvoiceDeduction "a monthly invoice that is credited/deducted
+		// from the account" [AD3, AD5]: a fee known only from the report,
+		// charged on a Net Debit, returned on a Net Credit.
 		l.Kind = settlement.KindFee
 		if typ == "PaymentCost" && psp != "" {
 			l.PaymentKey = psp
 		}
-	case "MerchantPayout", "BankInstructionReturned":
+	case "MerchantPayout":
+		// "Amount that is paid for a settlement currency from the payable
+		// batch to the merchant's bank account" [AD3]: a Net Debit. A Net
+		// Credit is Adyen debiting the bank into the batch: a paid payout
+		// that moves money the other way (CONTRACT), not a returned one.
+		l.Kind, l.NoWebhook, l.BankDebit = settlement.KindPayout, true, l.Gross > 0
+	case "BankInstructionReturned":
+		// "Credit for previous MerchantPayout which have not been processed
+		// successfully or which have been returned to Adyen" [AD3].
 		l.Kind, l.NoWebhook = settlement.KindPayout, true
+	case "DepositCorrection", "ReserveAdjustment":
+		// "Funds being withheld from/release to the account due to a change
+		// in the required security deposit" [AD3]; "a deposit ... is filled
+		// by withholding settlements until the deposit amount is met"
+		// [AD4]. Reserve adjustment journals "reflect changes made to your
+		// Reserve balance ... when funds are withheld or released"
+		// (help.adyen.com, what-is-the-reserve-adjustment-on-my-activity-log).
+		// Still the merchant's money, held apart: provider:adyen:reserve.
+		l.Kind, l.Counterpart = settlement.KindAdjustment, settlement.CounterpartReserve
+	case "MatchedStatement":
+		// "Wire transfer from merchant booked in the account" [AD3]: money
+		// from the merchant's bank into the balance (a Net Credit).
+		l.Kind, l.Counterpart = settlement.KindAdjustment, settlement.CounterpartBank
 	default:
-		// SecondChargeback, RefundedReversed, DepositCorrection,
-		// InvoiceDeduction, Balancetransfer, MatchedStatement,
-		// ManualCorrected…: recorded and counted in the batch; the
-		// webhooks (SECOND_CHARGEBACK, REFUNDED_REVERSED) post what they
-		// mean.
+		// Balancetransfer: "balance transfer to or from subsequent payout
+		// batches in order to process negative payable/capture balances"
+		// [AD3]: the balance moves between batches, its total unchanged;
+		// the line posts nothing and counts in its batch (the batch that
+		// carries a negative balance forward adds up to no payout, the
+		// batch that takes it over to its payout). SecondChargeback,
+		// RefundedReversed: the webhooks (SECOND_CHARGEBACK,
+		// REFUNDED_REVERSED) post what they mean. ManualCorrected ("manual
+		// booking/adjustment by Adyen"), InternalCompanyPayout and the
+		// rest name no account the money went to: recorded and counted in
+		// the batch, posting nothing.
 		l.Kind = settlement.KindAdjustment
 	}
 	return err

@@ -26,6 +26,16 @@ package square
 //   - PayoutID = payout_id on every entry; the "payout" object becomes a
 //     payout line of its own (LineID = the payout id), when SENT or PAID.
 //     Square's payout webhooks are not mapped by the adapter (NoWebhook).
+//
+// Totals: a ListPayoutEntries response has no summary of its own: no count
+// or total of the entries, only the page's entries and a cursor
+// (developer.squareup.com/reference/square/payouts-api/list-payout-entries;
+// PayoutEntry, Payout objects). The one total is the Payout's amount_money,
+// "the sum of the payout entries for a batch payout" [PayoutEntry]: it is the
+// payout's own fact, not a summary row, and the payout reconciliation checks
+// it against the entries (payout_mismatch when they disagree, across pages
+// and files), so a file is not refused for it: its entries may come in
+// several pages (limit 100), in other files. Nothing else is there to check.
 
 import (
 	"bytes"
@@ -279,10 +289,19 @@ func classifyEntry(all map[string]json.RawMessage, l *settlement.Line) error {
 			}
 			l.PaymentKey = d.PaymentID
 		}
+	case "RESERVE_HOLD", "RESERVE_RELEASE", "HOLD_ADJUSTMENT", "RELEASE_ADJUSTMENT":
+		// "Fees paid for funding risk reserve", "fees released from risk
+		// reserve", "an adjustment made by Square related to holding [or
+		// releasing] a payment" (ActivityType, developer.squareup.com/
+		// reference/square/enums/ActivityType): the seller's money held
+		// apart from the payout (negative net) or released into it:
+		// provider:square:reserve.
+		l.Kind, l.Counterpart = settlement.KindAdjustment, settlement.CounterpartReserve
 	default:
-		// ADJUSTMENT, HOLD_ADJUSTMENT, RESERVE_*, PAYOUT (a SIMPLE payout
-		// inside this batch), RETURNED_PAYOUT, SQUARE_CAPITAL_*…: recorded
-		// and counted in the payout.
+		// ADJUSTMENT ("a manual adjustment applied to the seller's account
+		// by Square"), PAYOUT (a SIMPLE payout inside this batch),
+		// RETURNED_PAYOUT, SQUARE_CAPITAL_*…: recorded and counted in the
+		// payout, posting nothing: they name no account the money went to.
 		l.Kind = settlement.KindAdjustment
 	}
 	return nil
