@@ -93,7 +93,10 @@ func lineData(l settlement.Line) map[string]any {
 		"kind": string(l.Kind), "source_type": l.SourceType, "line_id": l.LineID,
 		"fee": l.Fee, "net": l.Net, "payout_id": l.PayoutID, "no_webhook": l.NoWebhook,
 	}, l.Gross, l.Currency)
-	for k, v := range map[string]string{"capture_id": l.CaptureID, "refund_id": l.RefundID, "dispute_id": l.DisputeID, "exchange_rate": l.ExchangeRate} {
+	// counterpart: on an adjustment line, the account its net moved
+	// against the provider balance (reserve, bank); absent otherwise.
+	for k, v := range map[string]string{"capture_id": l.CaptureID, "refund_id": l.RefundID, "dispute_id": l.DisputeID,
+		"exchange_rate": l.ExchangeRate, "counterpart": l.Counterpart} {
 		if v != "" {
 			d[k] = v
 		}

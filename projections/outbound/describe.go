@@ -22,7 +22,7 @@ var descriptions = map[string]string{
 	PayoutPaid:             "The provider paid the balance out to the bank.",
 	PayoutFailed:           "A payout failed or was canceled; with `was_paid` the bank returned money recorded paid.",
 	PayoutLinesCounted:     "Settlement lines a report listed for a payout (their keys and nets), so that the payout can be proven by its lines.",
-	SettlementLine:         "One settlement-report line as the provider booked it: `amount` is the gross, with `fee` and `net`.",
+	SettlementLine:         "One settlement-report line as the provider booked it: `amount` is the gross, with `fee` and `net`. An adjustment line whose net moved between the provider balance and a reserve or the bank names that account in `counterpart` (`reserve`, `bank`).",
 	SettlementFee:          "A fee only a settlement report knew (positive charged, negative returned).",
 	SettlementConversion:   "A currency conversion a settlement line reports: `amount` in the settlement currency, `original_amount` in the payment's.",
 	ReconciliationOpened:   "A reconciliation item opened for a human or a later fact (`kind` as in docs/reference.md).",
