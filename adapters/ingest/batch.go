@@ -166,6 +166,20 @@ type member struct {
 	done chan outcome // buffered: the batch never blocks on a member
 	// twins answered from this member's unit (guarded by batcher.mu)
 	twins []*member
+	// stream is ev's stream ("" for an ignored delivery), and facts its
+	// facts hash once asked (guarded by batcher.mu): take looks at every
+	// queued member on every batch, so under a backlog these were
+	// computed again and again while the lock was held.
+	stream string
+	facts  string
+}
+
+// factsHash is m.ev.FactsHash(), computed once. Called with mu held.
+func (m *member) factsHash() string {
+	if m.facts == "" {
+		m.facts = m.ev.FactsHash()
+	}
+	return m.facts
 }
 
 // outcome of a member: alone means "record it by the single path".
@@ -191,6 +205,9 @@ func newBatcher(s *Service, j Journal, o BatchOptions) *batcher {
 // single path (nothing of it was kept).
 func (b *batcher) record(ctx context.Context, ev delivery.Event) (Result, bool, error) {
 	m := &member{ctx: ctx, ev: ev, done: make(chan outcome, 1)}
+	if !ev.Ignored() {
+		m.stream = ev.StreamID()
+	}
 	b.mu.Lock()
 	if !b.twin(m) {
 		b.queue = append(b.queue, m)
@@ -227,8 +244,8 @@ func (b *batcher) loop() {
 		for i, m := range batch {
 			twins[i], m.twins = m.twins, nil
 			delete(b.busyKeys, InboxKey{m.ev.Provider, m.ev.DedupKey})
-			if !m.ev.Ignored() {
-				delete(b.busyStreams, m.ev.StreamID())
+			if m.stream != "" {
+				delete(b.busyStreams, m.stream)
 			}
 		}
 		b.mu.Unlock()
@@ -241,7 +258,7 @@ func (b *batcher) loop() {
 // mu held.
 func (b *batcher) twin(m *member) bool {
 	owner := b.busyKeys[InboxKey{m.ev.Provider, m.ev.DedupKey}]
-	if owner == nil || owner.ev.FactsHash() != m.ev.FactsHash() {
+	if owner == nil || owner.factsHash() != m.factsHash() {
 		return false
 	}
 	owner.twins = append(owner.twins, m)
@@ -296,10 +313,7 @@ func (b *batcher) take() []*member {
 			continue // its caller answered already
 		}
 		k := InboxKey{m.ev.Provider, m.ev.DedupKey}
-		stream := ""
-		if !m.ev.Ignored() {
-			stream = m.ev.StreamID()
-		}
+		stream := m.stream
 		if b.twin(m) {
 			continue // answered with its first arrival
 		}

@@ -101,8 +101,7 @@ func uniqueKeys(raw []byte, root string, rule KeyRule) error {
 }
 
 // uniqueKeysOfValid is uniqueKeys' byte walk, for raw known to be one valid
-// JSON value (DecodeObject decoded all of it already: json.Valid again was
-// a fifth of a Stripe delivery's parse).
+// JSON value. (DecodeObject finds repeated keys while it parses: parse.go.)
 func uniqueKeysOfValid(raw []byte, root string, rule KeyRule) error {
 	var stack []*keyFrame
 	var top *keyFrame

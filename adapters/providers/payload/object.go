@@ -1,11 +1,9 @@
 package payload
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/onceledger/onceledger/domain/delivery"
@@ -15,7 +13,7 @@ import (
 // Object is one decoded JSON object plus its path from the payload root, so
 // that every error names the exact field ("data.object.amount").
 //
-// The payload is decoded generically (with json.Number) rather than into
+// The payload is decoded generically (numbers as json.Number) rather than into
 // typed structs: encoding/json accepts a quoted number into a json.Number
 // field and its errors do not name the field's path; we want each wrong shape
 // reported, by name, as the 400 it is.
@@ -33,22 +31,13 @@ type Object struct {
 // A key repeated in one object, at any depth, is refused (ErrDuplicateKey);
 // keys differing in case are distinct, as they are to Object's readers.
 func DecodeObject(raw []byte) (Object, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return Object{}, fmt.Errorf("%w: invalid JSON: %v", delivery.ErrMalformed, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Object{}, fmt.Errorf("%w: invalid JSON: data after the top-level value", delivery.ErrMalformed)
+	v, err := decodeValue(raw)
+	if err != nil {
+		return Object{}, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return Object{}, fmt.Errorf("%w: payload is not a JSON object", delivery.ErrMalformed)
-	}
-	// raw is one valid JSON value: the decoder read all of it.
-	if err := uniqueKeysOfValid(raw, "", KeyRule{}); err != nil {
-		return Object{}, err
 	}
 	return Object{m: m}, nil
 }
