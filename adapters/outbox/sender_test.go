@@ -515,3 +515,22 @@ func TestSenderServesANewSubscriptionAtOnce(t *testing.T) {
 	assert.Less(t, took, 2*time.Second, "a new subscription waited for the lease renewal")
 	t.Logf("first delivery to a new subscription %s after its event", took)
 }
+
+// An attempt's latency is the POST's (it was recorded as 0).
+func TestSenderRecordsAttemptLatency(t *testing.T) {
+	ctx := testCtx(t)
+	e := newPostgresEnv(t)
+	rc := newReceiver(t, "", func(received, int) int { time.Sleep(40 * time.Millisecond); return http.StatusOK })
+	c, err := e.svc.Create(ctx, outbox.NewSubscription{URL: rc.srv.URL}, "ops", "")
+	require.NoError(t, err)
+	rc.setWebhook(t, c.Secret)
+	run(t, e.sender(outbox.SenderOptions{}))
+	e.capture(ctx, "pi_slow", 1)
+	var as []outbox.Attempt
+	eventually(t, "the attempt recorded", func() bool {
+		as, err = e.svc.Deliveries(ctx, c.Subscription.ID, outbox.AttemptFilter{})
+		return err == nil && len(as) == 1
+	})
+	assert.GreaterOrEqual(t, as[0].Latency, 40*time.Millisecond)
+	assert.Less(t, as[0].Latency, 10*time.Second)
+}

@@ -253,8 +253,8 @@ func (w *worker) wait(ctx context.Context) error {
 // send POSTs one head and returns its result with what follows from it.
 func (w *worker) send(ctx context.Context, cfg Leased, d Delivery) Result {
 	r := Result{Delivery: d}
-	status, err := w.post(ctx, cfg, d)
-	r.At, r.Status = w.s.Now(), status
+	status, latency, err := w.post(ctx, cfg, d)
+	r.At, r.Status, r.Latency = w.s.Now(), status, latency
 	switch {
 	case err != nil:
 		r.Error = err.Error()
@@ -275,24 +275,24 @@ func (w *worker) send(ctx context.Context, cfg Leased, d Delivery) Result {
 // post makes the request: the Standard Webhooks headers (webhook-id is
 // the event's id, the same on every attempt and replay), the body as
 // queued, the time-out. Latency is measured around it.
-func (w *worker) post(ctx context.Context, cfg Leased, d Delivery) (int, error) {
+func (w *worker) post(ctx context.Context, cfg Leased, d Delivery) (int, time.Duration, error) {
 	if err := w.wait(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	secrets, err := w.secrets(cfg)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ts := time.Now()
 	sig, err := Sign(secrets, d.EventID.String(), ts, d.Body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, cfg.URL, bytes.NewReader(d.Body))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "onceledger-webhooks/1")
@@ -301,11 +301,11 @@ func (w *worker) post(ctx context.Context, cfg Leased, d Delivery) (int, error) 
 	req.Header.Set("webhook-signature", sig)
 	resp, err := w.s.Client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, time.Since(ts), err
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	return resp.StatusCode, nil
+	return resp.StatusCode, time.Since(ts), nil
 }
 
 // secrets are the subscription's signing secrets: the current one, and
