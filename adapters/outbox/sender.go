@@ -149,6 +149,7 @@ func (s *Sender) Run(ctx context.Context) error {
 	idle := false
 	for ctx.Err() == nil {
 		if s.leaseDue(leased, leasedAt) {
+			s.resetReplayAcked() // the lease counts the replay lanes afresh
 			l, err := s.Store.Lease(ctx, s.Owner, s.Options.LeaseFor)
 			if err != nil {
 				s.Log.Warn("outbox: lease", "error", err)
@@ -255,6 +256,28 @@ func (s *Sender) reconcileWorkers(ctx context.Context, wg *sync.WaitGroup, lease
 	}
 }
 
+// replayAcked is how many replayed events of sub were delivered since the
+// last lease.
+func (s *Sender) replayAcked(sub uuid.UUID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.workers[sub]; w != nil {
+		return int(w.replayAcked.Load())
+	}
+	return 0
+}
+
+// resetReplayAcked starts the counts again, before a lease counts the
+// lanes (an ack recorded in between is subtracted twice: the replay's
+// lane may hold that many more than replayQueued, a batch at most).
+func (s *Sender) resetReplayAcked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.workers {
+		w.replayAcked.Store(0)
+	}
+}
+
 func (s *Sender) poke(ids []uuid.UUID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -311,7 +334,7 @@ func (s *Sender) step(ctx context.Context, leased []Leased, wait bool) (progress
 		}
 	}
 	for i, l := range leased {
-		if l.Replay == nil || l.ReplayPending >= replayQueued {
+		if l.Replay == nil || l.ReplayPending-s.replayAcked(l.ID) >= replayQueued {
 			continue
 		}
 		q, err := s.replayStep(ctx, l)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,12 @@ type worker struct {
 	cancel context.CancelFunc
 	nudge  chan struct{}
 	done   chan struct{}
+
+	// replayAcked counts the replayed events recorded as delivered since
+	// the last lease (whose ReplayPending counted the lane then): the
+	// sender queues more of a replay as these go, not only at the next
+	// lease renewal (a replay went at most 500 events per renewal, 100/s).
+	replayAcked atomic.Int64
 
 	mu       sync.Mutex
 	cfg      Leased
@@ -212,11 +219,18 @@ func (w *worker) record(ctx context.Context, batch []Result) {
 		w.s.Log.Warn("outbox: record attempts", "subscription", w.config().ID, "error", err)
 		return
 	}
-	last, disabled := "", false
+	last, disabled, replayed := "", false, 0
 	for _, r := range batch {
 		if r.Disable {
 			last, disabled = r.Error, true
 		}
+		if r.Succeeded && r.Lane == LaneReplay {
+			replayed++
+		}
+	}
+	if replayed > 0 {
+		// The sender queues more at its next step (at most Poll away).
+		w.replayAcked.Add(int64(replayed))
 	}
 	if !disabled {
 		return
