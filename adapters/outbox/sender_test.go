@@ -484,3 +484,53 @@ func TestTwoSendersOneLease(t *testing.T) {
 	assert.ElementsMatch(t, want, ids(rc.acked()), "each once")
 	assert.EqualValues(t, len(want), rc.hits.Load())
 }
+
+// A subscription created while the sender holds another one is served at
+// once, not at the sender's next lease renewal (LeaseFor/3, 5 s here): the
+// service wakes the sender. Without the wake-up the first events of a new
+// subscription waited up to 5 s (bench/run.sh outbound's whole p99).
+func TestSenderServesANewSubscriptionAtOnce(t *testing.T) {
+	ctx := testCtx(t)
+	e := newPostgresEnv(t)
+	s := e.sender(outbox.SenderOptions{Poll: time.Second, LeaseFor: 15 * time.Second})
+	svc := outbox.NewService(e.subs, e.store, outbox.ServiceOptions{Sealer: e.sealer, AllowPrivate: true, Now: e.clock.Now,
+		Changed: s.Wake})
+	first := newReceiver(t, "", nil)
+	c1, err := svc.Create(ctx, outbox.NewSubscription{URL: first.srv.URL}, "ops", "")
+	require.NoError(t, err)
+	first.setWebhook(t, c1.Secret)
+	run(t, s)
+	e.capture(ctx, "pi_first", 1)
+	eventually(t, "the first subscription served", func() bool { return len(first.acked()) == 1 })
+
+	second := newReceiver(t, "", nil)
+	c2, err := svc.Create(ctx, outbox.NewSubscription{URL: second.srv.URL}, "ops", "")
+	require.NoError(t, err)
+	second.setWebhook(t, c2.Secret)
+	at := time.Now()
+	id := e.capture(ctx, "pi_second", 1)
+	eventually(t, "the new subscription served", func() bool { return len(second.acked()) == 1 })
+	took := time.Since(at)
+	assert.Equal(t, id.String(), second.acked()[0].ID)
+	assert.Less(t, took, 2*time.Second, "a new subscription waited for the lease renewal")
+	t.Logf("first delivery to a new subscription %s after its event", took)
+}
+
+// An attempt's latency is the POST's (it was recorded as 0).
+func TestSenderRecordsAttemptLatency(t *testing.T) {
+	ctx := testCtx(t)
+	e := newPostgresEnv(t)
+	rc := newReceiver(t, "", func(received, int) int { time.Sleep(40 * time.Millisecond); return http.StatusOK })
+	c, err := e.svc.Create(ctx, outbox.NewSubscription{URL: rc.srv.URL}, "ops", "")
+	require.NoError(t, err)
+	rc.setWebhook(t, c.Secret)
+	run(t, e.sender(outbox.SenderOptions{}))
+	e.capture(ctx, "pi_slow", 1)
+	var as []outbox.Attempt
+	eventually(t, "the attempt recorded", func() bool {
+		as, err = e.svc.Deliveries(ctx, c.Subscription.ID, outbox.AttemptFilter{})
+		return err == nil && len(as) == 1
+	})
+	assert.GreaterOrEqual(t, as[0].Latency, 40*time.Millisecond)
+	assert.Less(t, as[0].Latency, 10*time.Second)
+}

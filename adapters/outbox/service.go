@@ -85,6 +85,7 @@ type Service struct {
 	allowPrivate bool
 	items        Items
 	now          func() time.Time
+	changed      func()
 }
 
 // ServiceOptions configure a Service.
@@ -100,6 +101,11 @@ type ServiceOptions struct {
 	// Items, when set, resolves a disabled subscription's item on Enable.
 	Items Items
 	Now   func() time.Time
+	// Changed, when set, is told after each change the sender acts on
+	// (create, update, delete, enable, rotation, replay): serve passes its
+	// sender's Wake, so that the change takes effect at once rather than at
+	// the sender's next lease renewal.
+	Changed func()
 }
 
 // NewService returns the service over store.
@@ -107,7 +113,11 @@ func NewService(store Store, head Head, o ServiceOptions) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Service{store: store, head: head, sealer: o.Sealer, providers: o.Providers, allowPrivate: o.AllowPrivate, items: o.Items, now: o.Now}
+	if o.Changed == nil {
+		o.Changed = func() {}
+	}
+	return &Service{store: store, head: head, sealer: o.Sealer, providers: o.Providers, allowPrivate: o.AllowPrivate, items: o.Items,
+		now: o.Now, changed: o.Changed}
 }
 
 // NewSubscription is a create request.
@@ -160,6 +170,7 @@ func (s *Service) Create(ctx context.Context, n NewSubscription, actor, note str
 	if err := s.store.CreateSubscription(ctx, NewRow{Subscription: sub, Secret: sealed}, a); err != nil {
 		return Created{}, err
 	}
+	s.changed()
 	return Created{Subscription: sub, Secret: secret}, nil
 }
 
@@ -255,6 +266,7 @@ func (s *Service) Update(ctx context.Context, id uuid.UUID, p Patch, actor, note
 	if err := s.store.UpdateSubscription(ctx, id, clean, a); err != nil {
 		return Subscription{}, err
 	}
+	s.changed()
 	return s.store.GetSubscription(ctx, id)
 }
 
@@ -264,7 +276,11 @@ func (s *Service) Delete(ctx context.Context, id uuid.UUID, actor, note string) 
 	if strings.TrimSpace(actor) == "" {
 		return ErrActorRequired
 	}
-	return s.store.DeleteSubscription(ctx, id, Action{Name: "deleted", Actor: actor, Note: note, At: s.now()})
+	if err := s.store.DeleteSubscription(ctx, id, Action{Name: "deleted", Actor: actor, Note: note, At: s.now()}); err != nil {
+		return err
+	}
+	s.changed()
+	return nil
 }
 
 // Enable re-enables a subscription: it resumes where it stopped, the
@@ -277,6 +293,7 @@ func (s *Service) Enable(ctx context.Context, id uuid.UUID, actor, note string) 
 	if err := s.store.EnableSubscription(ctx, id, now, Action{Name: "enabled", Actor: actor, Note: note, At: now}); err != nil {
 		return Subscription{}, err
 	}
+	s.changed()
 	if s.items != nil {
 		// Enabling is idempotent: a failure here is retried by enabling
 		// again.
@@ -318,6 +335,7 @@ func (s *Service) RotateSecret(ctx context.Context, id uuid.UUID, actor, note st
 	if err := s.store.RotateSecret(ctx, id, sealed, until, a); err != nil {
 		return Rotated{}, err
 	}
+	s.changed()
 	return Rotated{ID: id, Secret: secret, OldExpires: until}, nil
 }
 
@@ -358,6 +376,7 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, r ReplayFrom, actor,
 	if err := s.store.StartReplay(ctx, id, rep, a); err != nil {
 		return Subscription{}, err
 	}
+	s.changed()
 	return s.store.GetSubscription(ctx, id)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,9 @@ type Core struct {
 	// sealer seals push subscriptions' secrets (nil: ONCELEDGER_SECRETS_KEY
 	// not set).
 	sealer *outbox.Sealer
+	// sender is the push subscriptions' sender serve runs (nil elsewhere):
+	// the operators' service wakes it on each change (subscriptions.go).
+	sender atomic.Pointer[outbox.Sender]
 	// retries counts appends retried after a lost race; App registers it
 	// for /metrics (a command has none: it counts for nobody).
 	retries *prometheus.CounterVec

@@ -40,7 +40,17 @@ func (c *Core) Subscriptions() *outbox.Service {
 	}
 	return outbox.NewService(c.subscriptionsStore(), c.events.Store, outbox.ServiceOptions{
 		Sealer: c.sealer, Providers: names, AllowPrivate: c.cfg.OutboxAllowPrivate, Items: c.recon, Now: c.cfg.Now,
+		Changed: c.wakeSender,
 	})
+}
+
+// wakeSender makes this process's sender (if it runs one) lease at once: a
+// change made here takes effect without waiting for its lease renewal. A
+// change made elsewhere (the CLI, another instance) is seen at the renewal.
+func (c *Core) wakeSender() {
+	if s := c.sender.Load(); s != nil {
+		s.Wake()
+	}
 }
 
 // checkSecretsKey refuses to serve subscriptions it could not sign for:
@@ -87,6 +97,7 @@ func (a *App) subscriptionDisabled(ctx context.Context, id uuid.UUID, url, lastE
 // startSender runs the sender until ctx ends.
 func (a *App) startSender(ctx context.Context, wg *sync.WaitGroup) {
 	s := a.Sender()
+	a.sender.Store(s)
 	wg.Go(func() {
 		if err := s.Run(ctx); err != nil {
 			a.log.Error("push subscriptions sender stopped", "error", err)
