@@ -138,11 +138,24 @@ func (s *Store) PrepareShadow(ctx context.Context, tables []string) error {
 			//
 			// UNLOGGED: the load writes no WAL. A shadow is worth nothing
 			// until the swap, and a crash that empties it only repeats the
-			// rebuild; one that replaces its live table is made LOGGED first.
+			// rebuild; one that replaces its live table is made LOGGED first
+			// (IndexShadow), which rewrites it whole. Except the shadow of an
+			// empty live table: it replaces it whenever it gets a row (every
+			// row differs), so it is LOGGED from the start, its WAL written
+			// by the load instead of by a rewrite of the loaded table after
+			// it.
 			if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+sh); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `CREATE UNLOGGED TABLE `+sh+` (LIKE `+quoted(t)+
+			var empty bool
+			if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM `+quoted(t)+`)`).Scan(&empty); err != nil {
+				return err
+			}
+			persistence := "UNLOGGED "
+			if empty {
+				persistence = ""
+			}
+			if _, err := tx.Exec(ctx, `CREATE `+persistence+`TABLE `+sh+` (LIKE `+quoted(t)+
 				` INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE)`); err != nil {
 				return err
 			}
