@@ -31,7 +31,12 @@
 #   4. Rebuild: a throwaway database seeded with BENCH_REBUILD_EVENTS real
 #      domain events (bench/seed, COPY), then `onceledger rebuild --all`:
 #      events/s, peak RSS, and the raw read rate of the events table
-#      (psql \copy ... TO /dev/null) for the ratio.
+#      (psql \copy ... TO /dev/null) for the ratio; into empty tables (the
+#      read model truncated, checkpoints at the start) and on the repair
+#      path (one differing entry), each with its ratio to the raw read; the
+#      stages of the one into empty tables (bench/rebuildprof, with the index
+#      build's share); with BENCH_REBUILD_LARGE, the time to rebuild that
+#      many events into empty tables against BENCH_REBUILD_EVENTS' time.
 #   5. Live lag during a rebuild: a database seeded like step 4 (and
 #      rebuilt once, unmeasured, so the live tables are healthy), serve on
 #      it, cmd/loadgen offering a steady BENCH_REBUILD_LIVE_RATE webhooks/s
@@ -79,6 +84,10 @@
 #                          absolute figure, back-to-back pairs much less
 #   BENCH_REBUILD_PROFILE=1       then run bench/rebuildprof once: phases, busy time per
 #                          pipeline stage, and the top of its CPU profile
+#   BENCH_REBUILD_LARGE=10000000  also seed a database of this many events and time its
+#                          rebuild into empty tables: the time against the 1M one's (goal:
+#                          within 12x for 10M) and its peak RSS (off when unset or 0; 10M
+#                          events take about 25 GB of disk while it runs)
 #   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
@@ -421,28 +430,47 @@ SQL
 		t1=$(date +%s.%N)
 		awk -v n="$REBUILD_EVENTS" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}'
 	}
+	# A database restored without its read models (or a new projection):
+	# the read model emptied, its checkpoints at the start. The next
+	# rebuild writes everything: the path of the "into empty tables" figures.
+	rb_empty() { # $1: database
+		psql -q -v ON_ERROR_STOP=1 "$1" <<-'SQL'
+			TRUNCATE ledger_entries, account_balances, periods, period_balances, payments, payment_ids, reconciliation_items, settlement_lines, payouts;
+			UPDATE projection_checkpoints SET position_commit = 0, position_prepare = 0;
+		SQL
+	}
+	# One ledger entry changed: the next rebuild takes the repair path
+	# (checksum pass, the stored replay, report, repair in place).
+	rb_differ() { # $1: database
+		psql -q -c "UPDATE ledger_entries SET amount = amount + 1 WHERE ctid = (SELECT ctid FROM ledger_entries ORDER BY position_commit, position_prepare, event_id, posting_index LIMIT 1)" "$1"
+	}
 	rb_load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 	if [[ -n "${BENCH_REBUILD_BEFORE:-}" ]]; then
 		# The same database, the two binaries alternating, each run with the
-		# raw read next to it: ratios from neighbouring runs.
+		# raw read next to it: ratios from neighbouring runs. Each binary
+		# rebuilds into empty tables, then takes the repair path.
 		echo "-- before ($BENCH_REBUILD_BEFORE) and after, alternating, with the raw read of the events table"
 		mkdir -p "$work/before"
 		git archive "$BENCH_REBUILD_BEFORE" | tar -x -C "$work/before"
 		(cd "$work/before" && go build -o "$work/onceledger_before" ./cmd/onceledger)
 		after_bin="$work/onceledger"
+		cp "$after_bin" "$work/onceledger_after"
 		: >"$work/pairs.txt"
 		for pair in 1 2; do
-			raw_b="$(raw_read)"
-			cp "$after_bin" "$work/onceledger_after"
-			cp "$work/onceledger_before" "$work/onceledger"
-			echo "   before, pair $pair (raw read $raw_b events/s, load $(cut -d' ' -f1 /proc/loadavg))"
-			rb_run "before$pair" || true
-			cp "$work/onceledger_after" "$work/onceledger"
-			raw_a="$(raw_read)"
-			echo "   after, pair $pair (raw read $raw_a events/s, load $(cut -d' ' -f1 /proc/loadavg))"
-			rb_run "after$pair" || status=$?
-			echo "$pair $(cat "$work/rate_before$pair") $(cat "$work/rate_after$pair") $raw_b $raw_a $(($(cat "$work/rss_before$pair") / 1024)) $(($(cat "$work/rss_after$pair") / 1024)) $(cut -d' ' -f1 /proc/loadavg)" >>"$work/pairs.txt"
+			line="$pair"
+			for side in before after; do
+				raw="$(raw_read)"
+				cp "$work/onceledger_$side" "$work/onceledger"
+				echo "   $side, pair $pair (raw read $raw events/s, load $(cut -d' ' -f1 /proc/loadavg)): into empty tables, then one differing entry"
+				rb_empty "$rb_db"
+				rb_run "empty_$side$pair" || true
+				rb_differ "$rb_db"
+				rb_run "repair_$side$pair" || true
+				line="$line $raw $(cat "$work/rate_empty_$side$pair") $(cat "$work/rate_repair_$side$pair") $(($(cat "$work/rss_empty_$side$pair") / 1024))"
+			done
+			echo "$line $(cut -d' ' -f1 /proc/loadavg)" >>"$work/pairs.txt"
 		done
+		cp "$work/onceledger_after" "$work/onceledger"
 	fi
 	echo "-- rebuild of a healthy ledger (measured)"
 	rb_run measured || status=$?
@@ -454,9 +482,14 @@ SQL
 	# difference costs the stored replay as well, which reports and
 	# repairs it: timed too, so that path's cost stays in sight.
 	echo "-- rebuild with one differing ledger entry (checksum pass, then the stored replay, report and repair)"
-	psql -q -c "UPDATE ledger_entries SET amount = amount + 1 WHERE id = (SELECT min(id) FROM ledger_entries)" "$rb_db"
+	rb_differ "$rb_db"
 	rb_run differing || true # exit 2: a difference, expected
 	grep -q '^swap: rebuilt tables are live (patched: ledger_entries' "$work/rebuild_differing.txt" || { echo "bench: the differing entry was not repaired" >&2; status=1; }
+	echo "-- rebuild into empty tables (read model emptied, checkpoints at the start)"
+	rb_empty "$rb_db"
+	rb_run empty || true
+	grep -q '^swap: rebuilt tables are live' "$work/rebuild_empty.txt" || { echo "bench: the rebuild into empty tables did not swap" >&2; status=1; }
+	t_empty="$(sed -E -n 's/^rebuilt .* in ([^ ]+) \(([0-9]+) events\/s\).*/\1/p' "$work/rebuild_empty.txt")"
 	# The profile's stages of a rebuild that writes everything: the live
 	# read model emptied and its checkpoints at the start (a database
 	# restored without its read models), then rebuilt: read, decode, the
@@ -464,10 +497,7 @@ SQL
 	# its ratio to the raw read.
 	echo "-- stages of a rebuild into empty tables (bench/rebuildprof, read model emptied, checkpoints at the start)"
 	go build -o "$work/rebuildprof" ./bench/rebuildprof
-	psql -q -v ON_ERROR_STOP=1 "$rb_db" <<'SQL'
-TRUNCATE ledger_entries, account_balances, periods, period_balances, payments, reconciliation_items, settlement_lines, payouts;
-UPDATE projection_checkpoints SET position_commit = 0, position_prepare = 0;
-SQL
+	rb_empty "$rb_db"
 	"$work/rebuildprof" --database-url "$rb_url" --cpuprofile "$work/rebuild_empty.pprof" --raw-rate "$raw_rate" | tee "$work/rebuild_stages.txt" || status=1
 	if [[ "${BENCH_REBUILD_PROFILE:-0}" == 1 ]]; then
 		echo "-- bench/rebuildprof: phases, busy time per stage, CPU profile"
@@ -476,6 +506,23 @@ SQL
 		go tool pprof -top -cum -nodecount=25 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '6,32p'
 	fi
 	dropdb --if-exists "$rb_db"
+	if [[ "${BENCH_REBUILD_LARGE:-0}" -gt 0 ]]; then
+		# Linear growth: the same rebuild into empty tables on a database of
+		# BENCH_REBUILD_LARGE events (seeded the same way), its time against
+		# the one above.
+		echo "== 4b. rebuild of $BENCH_REBUILD_LARGE events into empty tables, against $REBUILD_EVENTS"
+		# The step's database again (the 1M one is dropped), seeded larger.
+		createdb "$rb_db"
+		ONCELEDGER_DATABASE_URL="$rb_url" "$work/onceledger" migrate
+		"$work/seed" --database-url "$rb_url" --events "$BENCH_REBUILD_LARGE" | tee "$work/seed_large.txt"
+		psql -q -c VACUUM "$rb_db"
+		rb_empty "$rb_db"
+		rb_run large || true
+		grep -q '^swap: rebuilt tables are live' "$work/rebuild_large.txt" || { echo "bench: the large rebuild did not swap" >&2; status=1; }
+		t_large="$(sed -E -n 's/^rebuilt .* in ([^ ]+) \(([0-9]+) events\/s\).*/\1/p' "$work/rebuild_large.txt")"
+		rbl_load="$(cut -d' ' -f1-3 /proc/loadavg)"
+		dropdb --if-exists "$rb_db"
+	fi
 fi
 # == 6. settlement import =====================================================
 if want settle; then
@@ -677,15 +724,40 @@ if want rebuild; then
 		"$(cat "$work/rate_first")" $(($(cat "$work/rss_first") / 1024))
 	printf 'raw events read:       %8d events/s; rebuild ratio %.2f (load before the step: %s; after the rebuild: %s)\n' \
 		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load_before" "$rb_load"
-	printf 'rebuild with one differing entry: %d events/s, peak RSS %d MiB (reported and repaired)\n' \
-		"$(cat "$work/rate_differing")" $(($(cat "$work/rss_differing") / 1024))
+	printf 'rebuild with one differing entry: %d events/s, peak RSS %d MiB (reported and repaired); ratio %.2f of the raw read (goal >= 0.25)\n' \
+		"$(cat "$work/rate_differing")" $(($(cat "$work/rss_differing") / 1024)) \
+		"$(awk -v a="$(cat "$work/rate_differing")" -v b="$raw_rate" 'BEGIN {print a / b}')"
+	printf 'rebuild into empty tables: %d events/s in %s, peak RSS %d MiB; ratio %.2f of the raw read (goal >= 0.3)\n' \
+		"$(cat "$work/rate_empty")" "$t_empty" $(($(cat "$work/rss_empty") / 1024)) \
+		"$(awk -v a="$(cat "$work/rate_empty")" -v b="$raw_rate" 'BEGIN {print a / b}')"
+	if [[ -n "${t_large:-}" ]]; then
+		printf 'rebuild of %d events into empty tables: %d events/s in %s, peak RSS %d MiB; time %.2fx the %d events one (goal <= %.0fx; load after: %s)\n' \
+			"$BENCH_REBUILD_LARGE" "$(cat "$work/rate_large")" "$t_large" $(($(cat "$work/rss_large") / 1024)) \
+			"$(awk -v a="$BENCH_REBUILD_LARGE" -v ra="$(cat "$work/rate_large")" -v b="$REBUILD_EVENTS" -v rb="$(cat "$work/rate_empty")" 'BEGIN {print (a / ra) / (b / rb)}')" \
+			"$REBUILD_EVENTS" "$(awk -v a="$BENCH_REBUILD_LARGE" -v b="$REBUILD_EVENTS" 'BEGIN {print 1.2 * a / b}')" "$rbl_load"
+	fi
 	if [[ -s "$work/rebuild_stages.txt" ]]; then
 		echo "rebuild into empty tables, stages (bench/rebuildprof; load after: $rb_load):"
 		sed -n '1,40p' "$work/rebuild_stages.txt" | grep -E '^rebuilt|^  ' | grep -v ' live [0-9]* rebuilt ' || true
+		# Durations as rebuildprof prints them (1m2.5s, 950ms): the index
+		# build's share of the whole rebuild.
+		awk 'function secs(d,  s, m) { s = 0
+				if (d ~ /ms$/) return substr(d, 1, length(d) - 2) / 1000
+				if (match(d, /^[0-9]+h/)) { s += substr(d, 1, RLENGTH - 1) * 3600; d = substr(d, RLENGTH + 1) }
+				if (match(d, /^[0-9]+m/)) { s += substr(d, 1, RLENGTH - 1) * 60; d = substr(d, RLENGTH + 1) }
+				if (d ~ /s$/) s += substr(d, 1, length(d) - 1)
+				return s }
+			/^  whole rebuild / { w = secs($3) }
+			/^  indexes/ { i += secs($2 == "(paused)" ? $3 : $2) }
+			END { if (w > 0) printf "  index build share: %.0f%% of the whole rebuild (%.1fs of %.1fs)\n", 100 * i / w, i, w }' "$work/rebuild_stages.txt"
 	fi
 	if [[ -s "$work/pairs.txt" ]]; then
 		echo "rebuild before ($BENCH_REBUILD_BEFORE) / after, alternating on one database:"
-		awk '{printf "  pair %d: before %d events/s (%d MiB), after %d events/s (%d MiB): x%.2f; raw read %d / %d events/s: rebuild/raw %.2f -> %.2f; load %s\n", $1, $2, $6, $3, $7, $3 / $2, $4, $5, $2 / $4, $3 / $5, $8}' "$work/pairs.txt"
+		# pairs.txt: pair, then for before and after: raw read, into empty
+		# tables, repair path (events/s), peak RSS into empty tables (MiB);
+		# then the load.
+		awk '{printf "  pair %d into empty tables: before %d events/s (%d MiB), after %d events/s (%d MiB): x%.2f; rebuild/raw %.2f -> %.2f (raw %d / %d events/s); load %s\n", $1, $3, $5, $7, $9, $7 / $3, $3 / $2, $7 / $6, $2, $6, $10
+			printf "  pair %d repair path:       before %d events/s, after %d events/s: x%.2f; rebuild/raw %.2f -> %.2f\n", $1, $4, $8, $8 / $4, $4 / $2, $8 / $6}' "$work/pairs.txt"
 	fi
 fi
 if want rebuild-live; then

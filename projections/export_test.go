@@ -8,6 +8,10 @@ func SetBatchSize(p *Projector, n int) { p.batchSize = n }
 // projectors run.
 const HookOnlineCompare = hookOnlineCompare
 
+// HookIndexes is the phase in which a rebuild builds the indexes of the
+// shadows that will replace their live tables.
+const HookIndexes = hookIndexes
+
 // WithPhaseHook returns o with a hook the rebuild calls as it enters some
 // phases (tests block it there).
 func WithPhaseHook(o RebuildOptions, f func(phase string)) RebuildOptions {

@@ -131,6 +131,10 @@ const (
 	// the position of the exported snapshot, the comparison is about to
 	// start.
 	hookOnlineCompare = "online compare"
+	// hookIndexes: the shadows that will replace their live tables are
+	// loaded, their indexes about to be built (while the live projectors
+	// run).
+	hookIndexes = "indexes"
 )
 
 func (o RebuildOptions) hook(phase string) {

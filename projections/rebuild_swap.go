@@ -59,6 +59,7 @@ func (r *rebuild) indexEarly(ctx context.Context) (indexed map[string]bool, err 
 		indexed[t] = true
 	}
 	if len(early) > 0 {
+		r.opts.hook(hookIndexes)
 		if err := r.db.IndexShadow(ctx, early); err != nil {
 			return nil, fmt.Errorf("index shadow tables: %w", err)
 		}

@@ -4,107 +4,174 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 )
 
-// indexBuilders is how many index builds run at once: each is one
-// connection, and Postgres gives each build its own parallel workers too.
+// indexBuilders is how many index builds (and SET LOGGED rewrites) run at
+// once: each is one connection, and Postgres gives each build its own
+// parallel workers too.
 const indexBuilders = 2
 
+// indexWorkMem is the least maintenance_work_mem a build gets (a session
+// setting on its connection; a bigger server setting is kept). Postgres'
+// default of 64MB makes the sort of a ledger index of a few million
+// entries spill to disk and merge; the budget is split among the build's
+// parallel workers (CREATE INDEX, "maintenance_work_mem"), and at most
+// indexBuilders builds run at once.
+const indexWorkMem = 256 << 20 // bytes
+
 // IndexShadow gives the shadows the live tables' keys and indexes, then
-// refreshes the planner's statistics. The builds run side by side on
-// several connections (CREATE INDEX takes a SHARE lock, which does not
-// conflict with another build on the same table); keys are built as unique
-// indexes that way too, and then attached as constraints (ADD CONSTRAINT
-// ... USING INDEX, instantaneous).
+// refreshes the planner's statistics. Each table is a pipeline of its own
+// (made LOGGED, then its indexes built, then analyzed) and the pipelines
+// share indexBuilders connections, the biggest table's first: the small
+// tables' rewrites and builds run beside the ledger's instead of after
+// them. CREATE INDEX takes a SHARE lock, which does not conflict with
+// another build on the same table; keys are built as unique indexes that
+// way too, and then attached as constraints (ADD CONSTRAINT ... USING
+// INDEX, instantaneous).
 func (s *Store) IndexShadow(ctx context.Context, tables []string) error {
 	if err := checkTables(tables); err != nil {
 		return err
 	}
-	jobs, err := s.indexJobs(ctx, tables)
+	order, err := s.bySize(ctx, tables)
 	if err != nil {
 		return err
 	}
-	if err := s.buildIndexes(ctx, jobs); err != nil {
+	slots := make(chan struct{}, indexBuilders)
+	g, gctx := errgroup.WithContext(ctx)
+	var mu sync.Mutex
+	var jobs []indexJob
+	for _, t := range order {
+		g.Go(func() error {
+			js, err := s.indexTable(gctx, slots, t)
+			mu.Lock()
+			jobs = append(jobs, js...)
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return err
 	}
-	return s.attachIndexes(ctx, tables, jobs)
+	return s.attachIndexes(ctx, jobs)
 }
 
 // indexJob is one index to build on a shadow, and the statement attaching
 // it as a constraint if it backs one.
 type indexJob struct{ table, sql, attach string }
 
-// indexJobs makes the shadows of tables LOGGED, with their CHECK
-// constraints, and returns the indexes they lack.
-func (s *Store) indexJobs(ctx context.Context, tables []string) ([]indexJob, error) {
+// bySize orders tables by the size of their shadows, biggest first: the
+// longest pipeline starts first and the others fill in beside it.
+func (s *Store) bySize(ctx context.Context, tables []string) ([]string, error) {
+	sh := make([]string, len(tables))
+	for i, t := range tables {
+		sh[i] = t + shadowSuffix
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT left(t, length(t) - length($2))
+		FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i)
+		ORDER BY pg_table_size(quote_ident(t)::regclass) DESC, i`, sh, shadowSuffix)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// indexTable is one table's pipeline: its shadow made LOGGED, the indexes
+// it lacks built side by side (each holding a slot while it runs), then
+// analyzed. It returns the jobs, whose constraints are still to attach.
+func (s *Store) indexTable(ctx context.Context, slots chan struct{}, table string) ([]indexJob, error) {
 	var jobs []indexJob
-	for _, t := range tables {
-		if err := s.logShadow(ctx, t); err != nil {
-			return nil, err
+	err := withSlot(ctx, slots, func() error {
+		if err := s.logShadow(ctx, table); err != nil {
+			return err
 		}
-		ks, err := s.missingConstraints(ctx, t)
-		if err != nil {
-			return nil, err
+		var err error
+		jobs, err = s.indexJobs(ctx, table)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, j := range jobs {
+		g.Go(func() error {
+			return withSlot(gctx, slots, func() error { return s.build(gctx, j.sql) })
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return jobs, withSlot(ctx, slots, func() error {
+		_, err := s.pool.Exec(ctx, `ANALYZE `+quoted(table+shadowSuffix))
+		return err
+	})
+}
+
+// withSlot runs f holding one of slots.
+func withSlot(ctx context.Context, slots chan struct{}, f func() error) error {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-slots }()
+	return f()
+}
+
+// build runs one CREATE INDEX on a connection of its own, with at least
+// indexWorkMem to sort in.
+func (s *Store) build(ctx context.Context, sql string) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('maintenance_work_mem',
+			greatest(pg_size_bytes(current_setting('maintenance_work_mem')), $1::bigint) / 1024 || 'kB', true)`,
+			int64(indexWorkMem)); err != nil {
+			return err
 		}
-		for _, k := range ks {
-			jobs = append(jobs, indexJob{table: t, sql: k.create, attach: k.attach})
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
 		}
-		is, err := s.shadowIndexes(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		for _, i := range is {
-			jobs = append(jobs, indexJob{table: t, sql: i})
-		}
+		return nil
+	})
+}
+
+// indexJobs returns the keys and indexes the shadow of table lacks.
+func (s *Store) indexJobs(ctx context.Context, table string) ([]indexJob, error) {
+	var jobs []indexJob
+	ks, err := s.missingConstraints(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
+		jobs = append(jobs, indexJob{table: table, sql: k.create, attach: k.attach})
+	}
+	is, err := s.shadowIndexes(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range is {
+		jobs = append(jobs, indexJob{table: table, sql: i})
 	}
 	return jobs, nil
 }
 
-// buildIndexes runs the builds, indexBuilders at a time.
-func (s *Store) buildIndexes(ctx context.Context, jobs []indexJob) error {
-	work := make(chan indexJob)
-	g, gctx := errgroup.WithContext(ctx)
-	for range indexBuilders {
-		g.Go(func() error {
-			for j := range work {
-				if _, err := s.pool.Exec(gctx, j.sql); err != nil {
-					return fmt.Errorf("%s: %w", j.sql, err)
-				}
-			}
-			return nil
-		})
-	}
-	g.Go(func() error {
-		defer close(work)
-		for _, j := range jobs {
-			select {
-			case work <- j:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	return g.Wait()
-}
-
-// attachIndexes attaches the built keys as constraints and analyzes the
-// shadows, in one transaction.
-func (s *Store) attachIndexes(ctx context.Context, tables []string, jobs []indexJob) error {
+// attachIndexes attaches the built keys as constraints, in one
+// transaction.
+func (s *Store) attachIndexes(ctx context.Context, jobs []indexJob) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, j := range jobs {
 			if j.attach != "" {
 				if _, err := tx.Exec(ctx, j.attach); err != nil {
 					return err
 				}
-			}
-		}
-		for _, t := range tables {
-			if _, err := tx.Exec(ctx, `ANALYZE `+quoted(t+shadowSuffix)); err != nil {
-				return err
 			}
 		}
 		return nil

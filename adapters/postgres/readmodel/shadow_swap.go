@@ -106,11 +106,17 @@ func patch(ctx context.Context, tx pgx.Tx, table string, groups []string) error 
 	for _, c := range spec.compare {
 		same = append(same, "s."+quoted(c)+" IS NOT DISTINCT FROM "+live+"."+quoted(c))
 	}
-	gk := groupKey(spec)
+	gk := groupKey(spec) + ` = ANY($1)`
+	args := []any{groups}
+	if spec.groupFilter != nil {
+		var extra []any
+		gk, extra = spec.groupFilter(gk, groups)
+		args = append(args, extra...)
+	}
 	if _, err := tx.Exec(ctx, `
-		WITH s AS MATERIALIZED (SELECT * FROM `+sh+` WHERE `+gk+` = ANY($1))
-		DELETE FROM `+live+` WHERE `+gk+` = ANY($1)
-		  AND NOT EXISTS (SELECT 1 FROM s WHERE `+strings.Join(append(match, same...), " AND ")+`)`, groups); err != nil {
+		WITH s AS MATERIALIZED (SELECT * FROM `+sh+` WHERE `+gk+`)
+		DELETE FROM `+live+` WHERE `+gk+`
+		  AND NOT EXISTS (SELECT 1 FROM s WHERE `+strings.Join(append(match, same...), " AND ")+`)`, args...); err != nil {
 		return fmt.Errorf("repair %s: %w", table, err)
 	}
 	cols := joinQuoted("", append(append(slices.Clone(spec.key), spec.compare...), spec.extra...))
@@ -120,8 +126,8 @@ func patch(ctx context.Context, tx pgx.Tx, table string, groups []string) error 
 	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO `+live+` (`+cols+`)
-		SELECT `+cols+` FROM `+sh+` WHERE `+gk+` = ANY($1)
-		  AND NOT EXISTS (SELECT 1 FROM `+live+` l WHERE `+strings.Join(keyMatch, " AND ")+`)`, groups); err != nil {
+		SELECT `+cols+` FROM `+sh+` WHERE `+gk+`
+		  AND NOT EXISTS (SELECT 1 FROM `+live+` l WHERE `+strings.Join(keyMatch, " AND ")+`)`, args...); err != nil {
 		return fmt.Errorf("repair %s: %w", table, err)
 	}
 	return nil
