@@ -35,7 +35,7 @@
 #      read model truncated, checkpoints at the start) and on the repair
 #      path (one differing entry), each with its ratio to the raw read; the
 #      stages of the one into empty tables (bench/rebuildprof, with the index
-#      build's share); with BENCH_REBUILD_LARGE, the time to rebuild that
+#      build's share); then (BENCH_REBUILD_LARGE, 10M by default) the time to rebuild that
 #      many events into empty tables against BENCH_REBUILD_EVENTS' time.
 #   5. Live lag during a rebuild: a database seeded like step 4 (and
 #      rebuilt once, unmeasured, so the live tables are healthy), serve on
@@ -84,10 +84,10 @@
 #                          absolute figure, back-to-back pairs much less
 #   BENCH_REBUILD_PROFILE=1       then run bench/rebuildprof once: phases, busy time per
 #                          pipeline stage, and the top of its CPU profile
-#   BENCH_REBUILD_LARGE=10000000  also seed a database of this many events and time its
+#   BENCH_REBUILD_LARGE=10000000  then seed a database of this many events and time its
 #                          rebuild into empty tables: the time against the 1M one's (goal:
-#                          within 12x for 10M) and its peak RSS (off when unset or 0; 10M
-#                          events take about 25 GB of disk while it runs)
+#                          within 12x for 10M) and its peak RSS (0 turns it off; 10M events
+#                          take about 25 GB of disk and some 12 minutes while it runs)
 #   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
@@ -123,6 +123,7 @@ LAG_RATE=${BENCH_LAG_RATE:-1000}
 LAG_SECONDS=${BENCH_LAG_SECONDS:-20}
 OPEN_SECONDS=${BENCH_OPEN_SECONDS:-15}
 REBUILD_EVENTS=${BENCH_REBUILD_EVENTS:-1000000}
+REBUILD_LARGE=${BENCH_REBUILD_LARGE:-10000000}
 RL_EVENTS=${BENCH_REBUILD_LIVE_EVENTS:-1000000}
 RL_RATE=${BENCH_REBUILD_LIVE_RATE:-500}
 SETTLE_LINES=${BENCH_SETTLE_LINES:-1000000}
@@ -506,15 +507,15 @@ SQL
 		go tool pprof -top -cum -nodecount=25 "$work/rebuildprof" "$work/rebuild.pprof" 2>/dev/null | sed -n '6,32p'
 	fi
 	dropdb --if-exists "$rb_db"
-	if [[ "${BENCH_REBUILD_LARGE:-0}" -gt 0 ]]; then
+	if [[ "$REBUILD_LARGE" -gt 0 ]]; then
 		# Linear growth: the same rebuild into empty tables on a database of
 		# BENCH_REBUILD_LARGE events (seeded the same way), its time against
 		# the one above.
-		echo "== 4b. rebuild of $BENCH_REBUILD_LARGE events into empty tables, against $REBUILD_EVENTS"
+		echo "== 4b. rebuild of $REBUILD_LARGE events into empty tables, against $REBUILD_EVENTS"
 		# The step's database again (the 1M one is dropped), seeded larger.
 		createdb "$rb_db"
 		ONCELEDGER_DATABASE_URL="$rb_url" "$work/onceledger" migrate
-		"$work/seed" --database-url "$rb_url" --events "$BENCH_REBUILD_LARGE" | tee "$work/seed_large.txt"
+		"$work/seed" --database-url "$rb_url" --events "$REBUILD_LARGE" | tee "$work/seed_large.txt"
 		psql -q -c VACUUM "$rb_db"
 		rb_empty "$rb_db"
 		rb_run large || true
@@ -732,9 +733,9 @@ if want rebuild; then
 		"$(awk -v a="$(cat "$work/rate_empty")" -v b="$raw_rate" 'BEGIN {print a / b}')"
 	if [[ -n "${t_large:-}" ]]; then
 		printf 'rebuild of %d events into empty tables: %d events/s in %s, peak RSS %d MiB; time %.2fx the %d events one (goal <= %.0fx; load after: %s)\n' \
-			"$BENCH_REBUILD_LARGE" "$(cat "$work/rate_large")" "$t_large" $(($(cat "$work/rss_large") / 1024)) \
-			"$(awk -v a="$BENCH_REBUILD_LARGE" -v ra="$(cat "$work/rate_large")" -v b="$REBUILD_EVENTS" -v rb="$(cat "$work/rate_empty")" 'BEGIN {print (a / ra) / (b / rb)}')" \
-			"$REBUILD_EVENTS" "$(awk -v a="$BENCH_REBUILD_LARGE" -v b="$REBUILD_EVENTS" 'BEGIN {print 1.2 * a / b}')" "$rbl_load"
+			"$REBUILD_LARGE" "$(cat "$work/rate_large")" "$t_large" $(($(cat "$work/rss_large") / 1024)) \
+			"$(awk -v a="$REBUILD_LARGE" -v ra="$(cat "$work/rate_large")" -v b="$REBUILD_EVENTS" -v rb="$(cat "$work/rate_empty")" 'BEGIN {print (a / ra) / (b / rb)}')" \
+			"$REBUILD_EVENTS" "$(awk -v a="$REBUILD_LARGE" -v b="$REBUILD_EVENTS" 'BEGIN {print 1.2 * a / b}')" "$rbl_load"
 	fi
 	if [[ -s "$work/rebuild_stages.txt" ]]; then
 		echo "rebuild into empty tables, stages (bench/rebuildprof; load after: $rb_load):"
