@@ -238,8 +238,8 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 			latest = rec.Line.OccurredAt
 		}
 		sum.Lines++
-		if full := counted.add(rec.Line); full != nil {
-			if err := im.ingestCounted(ctx, *full, latest); err != nil {
+		if ready := counted.add(rec.Line); len(ready) > 0 {
+			if err := im.ingestCounted(ctx, ready, latest); err != nil {
 				return err
 			}
 		}
@@ -263,10 +263,8 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	}
 	// The lines are recorded: tell each payout which lines it holds, so
 	// that its stream can prove it (payout_mismatch otherwise).
-	for _, b := range counted.rest() {
-		if err := im.ingestCounted(ctx, b, latest); err != nil {
-			return sum, err
-		}
+	if err := im.ingestCounted(ctx, counted.rest(), latest); err != nil {
+		return sum, err
 	}
 	if im.Candidates != nil && im.UnsettledAfter > 0 && !latest.IsZero() {
 		n, err := im.checkUnsettled(ctx, provider, latest)
@@ -363,22 +361,36 @@ type payoutBatch struct {
 	lines            []settlement.Counted
 }
 
+// maxHeldCounted bounds the payout lines held, across every payout open,
+// before they are delivered: a report of many small payouts (Adyen batches,
+// Square's daily payouts, Stripe's) would otherwise hold every line's key
+// until its end, memory growing with the file (issue 24 item 14: about a
+// hundred bytes a line, times the collector's headroom). 16,000 keys are
+// about 2 MiB.
+const maxHeldCounted = 16 * settlement.MaxCountedPerDelivery
+
 // payoutCounter gathers the lines of each payout a report lists (not the
-// payout lines themselves, which carry the payout's amount), in batches
-// of bounded size: memory stays bounded by the number of payouts open at
-// once, not by the file.
+// payout lines themselves, which carry the payout's amount), in batches of
+// bounded size, and hands them out when a payout's batch is full or when
+// maxHeldCounted lines are held: memory is bounded whatever the file and
+// its payouts. Where the batches are cut depends only on the file's lines
+// in order, so importing the same file again delivers the same batches
+// (duplicates); a payout that lines of another cut counted already counts
+// each line once (delivery.KindPayoutLines).
 type payoutCounter struct {
 	provider string
 	open     map[string]*payoutBatch
-	order    []string
+	order    []string // payouts in the order they first appeared since the last cut
+	held     int      // lines in open batches
 }
 
 func newPayoutCounter(provider string) *payoutCounter {
 	return &payoutCounter{provider: provider, open: map[string]*payoutBatch{}}
 }
 
-// add counts l; it returns a full batch to deliver now, or nil.
-func (c *payoutCounter) add(l settlement.Line) *payoutBatch {
+// add counts l; it returns the batches to deliver now (none, a full one,
+// or every open one when too many lines are held).
+func (c *payoutCounter) add(l settlement.Line) []payoutBatch {
 	if l.PayoutID == "" || l.Kind == settlement.KindPayout {
 		return nil
 	}
@@ -389,16 +401,21 @@ func (c *payoutCounter) add(l settlement.Line) *payoutBatch {
 		c.order = append(c.order, l.PayoutID)
 	}
 	b.lines = append(b.lines, settlement.Counted{Key: l.DedupKey(), Net: l.Net})
-	if len(b.lines) < settlement.MaxCountedPerDelivery {
-		return nil
+	c.held++
+	switch {
+	case len(b.lines) >= settlement.MaxCountedPerDelivery:
+		full := *b
+		b.lines = nil
+		c.held -= len(full.lines)
+		return []payoutBatch{full}
+	case c.held >= maxHeldCounted:
+		return c.rest()
 	}
-	full := *b
-	b.lines = nil
-	return &full
+	return nil
 }
 
 // rest returns the batches not delivered yet, in the order their payouts
-// first appeared.
+// first appeared, and forgets them.
 func (c *payoutCounter) rest() []payoutBatch {
 	var out []payoutBatch
 	for _, id := range c.order {
@@ -406,12 +423,35 @@ func (c *payoutCounter) rest() []payoutBatch {
 			out = append(out, *b)
 		}
 	}
+	clear(c.open)
+	c.order, c.held = c.order[:0], 0
 	return out
 }
 
-func (im *Importer) ingestCounted(ctx context.Context, b payoutBatch, at time.Time) error {
-	if _, err := im.Ingest.Ingest(ctx, delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, at)); err != nil {
-		return fmt.Errorf("payout %s lines: %w", b.payout, err)
+// ingestCounted delivers payout-lines batches: as sets when the ingester
+// can (a cut of many small payouts is many deliveries), else one by one.
+func (im *Importer) ingestCounted(ctx context.Context, bs []payoutBatch, at time.Time) error {
+	evs := make([]delivery.Event, len(bs))
+	for i, b := range bs {
+		evs[i] = delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, at)
+	}
+	named := func(i int, err error) error { return fmt.Errorf("payout %s lines: %w", bs[i].payout, err) }
+	if bi, ok := im.Ingest.(BatchIngester); ok && len(evs) > 1 {
+		for from := 0; from < len(evs); from += batchSize {
+			if _, err := bi.IngestBatch(ctx, evs[from:min(from+batchSize, len(evs))]); err != nil {
+				var be *ingest.BatchError
+				if errors.As(err, &be) {
+					return named(from+be.At, be.Err)
+				}
+				return named(from, err)
+			}
+		}
+		return nil
+	}
+	for i, ev := range evs {
+		if _, err := im.Ingest.Ingest(ctx, ev); err != nil {
+			return named(i, err)
+		}
 	}
 	return nil
 }
