@@ -58,8 +58,8 @@ func (g *smallPayouts) Read(p []byte) (int, error) {
 type discarder struct {
 	mu      sync.Mutex
 	lines   atomic.Int64
-	told    atomic.Int64 // lines the payout-lines deliveries counted
-	keep    bool         // keep payouts and counted
+	told    atomic.Int64   // lines the payout-lines deliveries counted
+	keep    bool           // keep payouts and counted
 	payouts map[string]int // payout-lines dedup key → lines counted
 	counted map[string]int // payout → lines counted
 }
