@@ -2,12 +2,15 @@ package reportimport
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -153,4 +156,75 @@ func smallPayoutsWalk(lines, perPayout int) func(report.Func) error {
 	return func(fn report.Func) error {
 		return stripe.ParseSettlement(&smallPayouts{n: lines, perPayout: perPayout}, report.Options{}, fn)
 	}
+}
+
+// streamWatch is a batch Ingester that notes when two calls hold the same
+// stream at once.
+type streamWatch struct {
+	mu       sync.Mutex
+	inflight map[string]int
+	overlaps int
+	streams  map[string]bool // streams of the payout-lines deliveries
+}
+
+func (w *streamWatch) hold(evs []delivery.Event) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inflight == nil {
+		w.inflight, w.streams = map[string]int{}, map[string]bool{}
+	}
+	held := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Facts[0].Kind == delivery.KindPayoutLines {
+			w.streams[ev.StreamID()] = true
+		}
+		held[ev.StreamID()] = true
+	}
+	for st := range held {
+		if w.inflight[st] > 0 {
+			w.overlaps++
+		}
+		w.inflight[st]++
+	}
+	return func() {
+		time.Sleep(200 * time.Microsecond) // a unit of work takes a while
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for st := range held {
+			w.inflight[st]--
+		}
+	}
+}
+
+func (w *streamWatch) Ingest(_ context.Context, ev delivery.Event) (ingest.Result, error) {
+	defer w.hold([]delivery.Event{ev})()
+	return ingest.Result{Outcome: ingest.Accepted, Appended: 1}, nil
+}
+
+func (w *streamWatch) IngestBatch(_ context.Context, evs []delivery.Event) ([]ingest.Result, error) {
+	defer w.hold(evs)()
+	out := make([]ingest.Result, len(evs))
+	for i := range out {
+		out[i] = ingest.Result{Outcome: ingest.Accepted, Appended: 1}
+	}
+	return out, nil
+}
+
+// A payout's stream is written by one worker at a time, its payout-lines
+// deliveries included: written beside the worker's sets (fee rows on the
+// same stream), each lost race sent a whole set to be decided again line
+// by line, and took the stream's kept fold with it.
+func TestPayoutLinesShareTheirStreamsWorker(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("automatic_payout_id,balance_transaction_id,created_utc,currency,gross,fee,net,reporting_category\n")
+	for i := range 5000 {
+		fmt.Fprintf(&b, "po_big,txn_%d,2026-11-29 10:00:00,usd,-0.05,0.00,-0.05,fee\n", i)
+	}
+	w := &streamWatch{}
+	im := &Importer{Ingest: w, Parsers: map[string]report.Parser{stripe.Name: stripe.ParseSettlement}}
+	sum, err := im.Import(context.Background(), stripe.Name, source(b.String()), report.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Lines: 5000, New: 5000, Appended: 5000}, sum, "payout-lines deliveries are no lines")
+	require.Len(t, w.streams, 1, "one payout")
+	assert.Zero(t, w.overlaps, "two writers held a stream at once")
 }

@@ -183,7 +183,10 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	// are recorded in file order by one worker and two batches never take
 	// the same streams in concurrent transactions.
 	jobs := make([]chan delivery.Event, workers)
-	count := func(res ingest.Result) {
+	count := func(ev delivery.Event, res ingest.Result) {
+		if ev.Facts[0].Kind == delivery.KindPayoutLines {
+			return // not a line of the file
+		}
 		mu.Lock()
 		switch {
 		case res.Outcome == ingest.Duplicate && res.Conflict:
@@ -232,25 +235,41 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 			}
 		})
 	}
-	counted := newPayoutCounter(provider)
-	perr := walk(func(rec report.Record) error {
-		if rec.Line.OccurredAt.After(latest) {
-			latest = rec.Line.OccurredAt
-		}
-		sum.Lines++
-		if ready := counted.add(rec.Line); len(ready) > 0 {
-			if err := im.ingestCounted(ctx, ready, latest); err != nil {
-				return err
-			}
-		}
-		ev := delivery.Settled(rec.Line, rec.Raw)
+	send := func(ev delivery.Event) error {
 		select {
 		case jobs[streamWorker(ev.StreamID(), workers)] <- ev:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	// Each payout is told which lines it holds, so that its stream can
+	// prove it (payout_mismatch otherwise). Those deliveries go to the
+	// worker of the payout's stream, in file order with its other lines
+	// (fee rows): a writer of its own would race the worker's sets for the
+	// stream, each lost race sending a set to be decided again line by line.
+	counted := newPayoutCounter(provider)
+	tell := func(bs []payoutBatch) error {
+		for _, b := range bs {
+			if err := send(delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, latest)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	perr := walk(func(rec report.Record) error {
+		if rec.Line.OccurredAt.After(latest) {
+			latest = rec.Line.OccurredAt
+		}
+		sum.Lines++
+		if err := tell(counted.add(rec.Line)); err != nil {
+			return err
+		}
+		return send(delivery.Settled(rec.Line, rec.Raw))
 	})
+	if perr == nil {
+		perr = tell(counted.rest())
+	}
 	for _, j := range jobs {
 		close(j)
 	}
@@ -260,11 +279,6 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	}
 	if perr != nil {
 		return sum, perr
-	}
-	// The lines are recorded: tell each payout which lines it holds, so
-	// that its stream can prove it (payout_mismatch otherwise).
-	if err := im.ingestCounted(ctx, counted.rest(), latest); err != nil {
-		return sum, err
 	}
 	if im.Candidates != nil && im.UnsettledAfter > 0 && !latest.IsZero() {
 		n, err := im.checkUnsettled(ctx, provider, latest)
@@ -293,12 +307,12 @@ type BatchIngester interface {
 // (ingest.Service.IngestBatch: a constant number of statements per batch),
 // else line by line. A failing line is named; the lines recorded before it
 // are counted.
-func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, count func(ingest.Result), fail func(delivery.Event, error)) {
+func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, count func(delivery.Event, ingest.Result), fail func(delivery.Event, error)) {
 	if b, ok := im.Ingest.(BatchIngester); ok && len(batch) > 1 {
 		res, err := b.IngestBatch(ctx, batch)
-		for _, r := range res {
-			if r.Outcome != "" {
-				count(r)
+		for i, r := range res {
+			if r.Outcome != "" && i < len(batch) {
+				count(batch[i], r)
 			}
 		}
 		if err != nil {
@@ -317,7 +331,7 @@ func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, cou
 			fail(ev, err)
 			return
 		}
-		count(res)
+		count(ev, res)
 	}
 }
 
@@ -426,32 +440,4 @@ func (c *payoutCounter) rest() []payoutBatch {
 	clear(c.open)
 	c.order, c.held = c.order[:0], 0
 	return out
-}
-
-// ingestCounted delivers payout-lines batches: as sets when the ingester
-// can (a cut of many small payouts is many deliveries), else one by one.
-func (im *Importer) ingestCounted(ctx context.Context, bs []payoutBatch, at time.Time) error {
-	evs := make([]delivery.Event, len(bs))
-	for i, b := range bs {
-		evs[i] = delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, at)
-	}
-	named := func(i int, err error) error { return fmt.Errorf("payout %s lines: %w", bs[i].payout, err) }
-	if bi, ok := im.Ingest.(BatchIngester); ok && len(evs) > 1 {
-		for from := 0; from < len(evs); from += batchSize {
-			if _, err := bi.IngestBatch(ctx, evs[from:min(from+batchSize, len(evs))]); err != nil {
-				var be *ingest.BatchError
-				if errors.As(err, &be) {
-					return named(from+be.At, be.Err)
-				}
-				return named(from, err)
-			}
-		}
-		return nil
-	}
-	for i, ev := range evs {
-		if _, err := im.Ingest.Ingest(ctx, ev); err != nil {
-			return named(i, err)
-		}
-	}
-	return nil
 }
