@@ -213,27 +213,7 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	}
 	for i := range jobs {
 		jobs[i] = make(chan delivery.Event, batchSize)
-		wg.Go(func() {
-			batch := make([]delivery.Event, 0, batchSize)
-			for ev := range jobs[i] {
-				batch = append(batch, ev)
-				// Batch what is waiting, never wait for a batch to fill.
-			fill:
-				for len(batch) < batchSize {
-					select {
-					case ev, ok := <-jobs[i]:
-						if !ok {
-							break fill
-						}
-						batch = append(batch, ev)
-					default:
-						break fill
-					}
-				}
-				im.recordBatch(ctx, batch, count, fail)
-				batch = batch[:0]
-			}
-		})
+		wg.Go(func() { im.work(ctx, jobs[i], count, fail) })
 	}
 	send := func(ev delivery.Event) error {
 		select {
@@ -288,6 +268,29 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 		}
 	}
 	return sum, nil
+}
+
+// work records the deliveries of jobs in batches until it is closed.
+func (im *Importer) work(ctx context.Context, jobs <-chan delivery.Event, count func(delivery.Event, ingest.Result), fail func(delivery.Event, error)) {
+	batch := make([]delivery.Event, 0, batchSize)
+	for ev := range jobs {
+		batch = append(batch, ev)
+		// Batch what is waiting, never wait for a batch to fill.
+	fill:
+		for len(batch) < batchSize {
+			select {
+			case ev, ok := <-jobs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, ev)
+			default:
+				break fill
+			}
+		}
+		im.recordBatch(ctx, batch, count, fail)
+		batch = batch[:0]
+	}
 }
 
 // batchSize bounds the lines recorded in one unit of work (one set:
