@@ -46,9 +46,13 @@
 #      under load, and the ledger compared with the generator's model.
 #
 #   6. Settlement import: a Stripe itemized payout reconciliation report of
-#      BENCH_SETTLE_LINES charge lines (bench/settlegen), imported with
-#      `onceledger settle import` into a fresh database: lines/s (validation
-#      pass included), peak RSS; then the same file again (all duplicates);
+#      BENCH_SETTLE_LINES charge lines (bench/settlegen) in which one payout
+#      holds BENCH_SETTLE_BIG_PAYOUT lines (the others 1,000 each), imported
+#      with `onceledger settle import` into a fresh database: lines/s
+#      (validation pass included), peak RSS, and the live projectors' lag
+#      meanwhile (`onceledger serve` on the same database, /v1/projections
+#      polled every 200 ms: p99 and max, in events and approximately in
+#      seconds; goal <= 1 s); then the same file again (all duplicates);
 #      then the database's ceiling for the same rows (bench/settle.pgbench:
 #      the import's own inbox rows and events, 1,000 lines per transaction,
 #      2 clients) and the ratio; then one payout of 1,000 fee rows and one
@@ -91,6 +95,8 @@
 #   BENCH_REBUILD_LIVE_EVENTS=1000000  events seeded for the rebuild under load (step 5)
 #   BENCH_REBUILD_LIVE_RATE=500   webhooks/s offered while it runs
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
+#   BENCH_SETTLE_BIG_PAYOUT=100000  lines of its one large payout
+#   BENCH_SETTLE_UPLOAD_MIB=1024    size of the upload whose RSS growth is measured
 #   BENCH_OUTBOUND_RATE=1000      step 7: webhooks/s offered for the latency run
 #   BENCH_OUTBOUND_SECONDS=20     its duration
 #   BENCH_OUTBOUND_PAYMENTS=3000  payments of the maximum runs (none, 3 subscriptions, JetStream)
@@ -127,6 +133,8 @@ REBUILD_LARGE=${BENCH_REBUILD_LARGE:-10000000}
 RL_EVENTS=${BENCH_REBUILD_LIVE_EVENTS:-1000000}
 RL_RATE=${BENCH_REBUILD_LIVE_RATE:-500}
 SETTLE_LINES=${BENCH_SETTLE_LINES:-1000000}
+SETTLE_BIG=${BENCH_SETTLE_BIG_PAYOUT:-100000}
+SETTLE_UPLOAD_MIB=${BENCH_SETTLE_UPLOAD_MIB:-1024}
 PG_MODE=${BENCH_PG:-private}
 case "$PG_MODE" in
 private | local) ;;
@@ -527,8 +535,8 @@ SQL
 fi
 # == 6. settlement import =====================================================
 if want settle; then
-	echo "== 6. settlement import: a Stripe report of $SETTLE_LINES lines, onceledger settle import"
-	"$work/settlegen" -lines "$SETTLE_LINES" -run "b$tag" >"$work/report.csv"
+	echo "== 6. settlement import: a Stripe report of $SETTLE_LINES lines (one payout of $SETTLE_BIG, the rest 1,000 a payout), onceledger settle import"
+	"$work/settlegen" -lines "$SETTLE_LINES" -big-payout "$SETTLE_BIG" -run "b$tag" >"$work/report.csv"
 	echo "report: $(du -h "$work/report.csv" | cut -f1)"
 	createdb "$st_db"
 	st_url="$(pgurl "$st_db")"
@@ -558,8 +566,60 @@ if want settle; then
 		echo "exit $rc; $(cat "$work/strate_$1") lines/s; peak RSS $(($(cat "$work/strss_$1") / 1024)) MiB"
 		((rc == 0)) || { cat "$out" >&2; status=1; }
 	}
-	echo "-- first import (every line new)"
+	# The live projectors' lag while the import writes: onceledger serve on
+	# the same database, /v1/projections polled every 200 ms (st_lag).
+	lag_port="$(free_port)" lag_token="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_ADDR="127.0.0.1:${lag_port}" ONCELEDGER_API_TOKENS="$lag_token" \
+		ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" serve >"$work/lag_serve.log" 2>&1 &
+	lag_pid=$!
+	for _ in $(seq 1 100); do
+		curl -fsS "http://127.0.0.1:${lag_port}/readyz" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	st_poll() { # the projections every 200 ms: "time answer" lines into $1 (no process but curl per poll)
+		local body
+		while :; do
+			body="$(curl -fsS -H "Authorization: Bearer $lag_token" "http://127.0.0.1:${lag_port}/v1/projections" 2>/dev/null)" &&
+				echo "$EPOCHREALTIME $body" >>"$1"
+			sleep 0.2
+		done
+	}
+	st_poll "$work/lag_raw.txt" &
+	poll_pid=$!
+	echo "-- first import (every line new), serve's projectors on the same database"
 	st_run first
+	kill "$poll_pid" 2>/dev/null || true
+	wait "$poll_pid" 2>/dev/null || true
+	jq -rR 'index(" ") as $i | .[:$i] as $t | .[$i + 1:] | fromjson | .projections[] | "\($t) \(.name) \(.position) \(.lag)"' \
+		"$work/lag_raw.txt" >"$work/lag_load.txt" 2>/dev/null || true
+	# The lag in events is the worst projection's at each poll; in seconds,
+	# estimated as loadgen does: a poll at t with a projection at p lagging
+	# n had the head near p+n, and the first later poll at or past p+n says
+	# when that head was projected (resolution: the poll interval).
+	awk '{ k = $2; i = ++n[k]; T[k, i] = $1; P[k, i] = $3; L[k, i] = $4; if (!($1 in W) || $4 > W[$1]) W[$1] = $4 }
+		END {
+			for (t in W) print "e", W[t]
+			for (k in n) for (i = 1; i <= n[k]; i++) {
+				if (L[k, i] == 0) { print "s", 0; continue }
+				for (j = i + 1; j <= n[k]; j++) if (P[k, j] >= P[k, i] + L[k, i]) { print "s", T[k, j] - T[k, i]; break }
+			}
+		}' "$work/lag_load.txt" >"$work/lag_vals.txt"
+	pct() { # $1: e or s; $2: percentile (100: max)
+		awk -v w="$1" '$1 == w {print $2}' "$work/lag_vals.txt" | sort -g |
+			awk -v q="$2" '{v[NR] = $1} END {if (NR == 0) {print "n/a"; exit}; i = int((NR * q + 99) / 100); if (i < 1) i = 1; print v[i]}'
+	}
+	st_lag="p99 $(pct e 99) events (max $(pct e 100)), p99 ~$(pct s 99) s (max ~$(pct s 100) s); $(awk '{print $1}' "$work/lag_load.txt" | sort -u | wc -l) polls"
+	echo "live projectors' lag during the import: $st_lag"
+	t0=$(date +%s.%N)
+	for _ in $(seq 1 600); do # caught up: every projection at lag 0
+		curl -fsS -H "Authorization: Bearer $lag_token" "http://127.0.0.1:${lag_port}/v1/projections" 2>/dev/null |
+			jq -e '[.projections[].lag] | all(. == 0)' >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	st_catchup="$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')"
+	echo "projectors caught up ${st_catchup}s after the import ended"
+	kill "$lag_pid" 2>/dev/null || true
+	wait "$lag_pid" 2>/dev/null || true
 	echo "-- the same file again (every line a duplicate)"
 	st_run again
 	echo "-- the database's ceiling for the same rows: bench/settle.pgbench, 1,000 lines per transaction, 2 clients, ${SECONDS_PGB}s"
@@ -596,10 +656,10 @@ if want settle; then
 	# the server spools and validates all of it and imports nothing (a
 	# valid 1 GiB file would import for an hour): that is the part of an
 	# upload whose memory could grow with the file.
-	echo "-- a 1 GiB upload: the server's peak RSS (spooled, validated whole, refused at its last line)"
-	# Over 120 bytes a line: 9M lines pass 1 GiB; cut there, at a line end.
-	"$work/settlegen" -lines 9000000 -run "up$tag" >"$work/upload_full.csv"
-	head -c $((1 << 30)) "$work/upload_full.csv" | sed '$d' >"$work/upload.csv"
+	echo "-- a $SETTLE_UPLOAD_MIB MiB upload: the server's peak RSS (spooled, validated whole, refused at its last line)"
+	# Over 120 bytes a line: 9,000 lines a MiB pass the size; cut there, at a line end.
+	"$work/settlegen" -lines $((SETTLE_UPLOAD_MIB * 9000)) -run "up$tag" >"$work/upload_full.csv"
+	head -c $((SETTLE_UPLOAD_MIB << 20)) "$work/upload_full.csv" | sed '$d' >"$work/upload.csv"
 	rm -f "$work/upload_full.csv"
 	echo "not,a,stripe,line" >>"$work/upload.csv"
 	up_port="$(free_port)" up_token="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -769,9 +829,10 @@ if want rebuild-live; then
 		"$(jq -r .verdict "$work/rl_load.json")" "$rl_load_avg"
 fi
 if want settle; then
-	printf 'settle import %d lines: %8d lines/s, peak RSS %d MiB (again, all duplicates: %d lines/s, %d MiB; load: %s)\n' \
-		"$SETTLE_LINES" "$(cat "$work/strate_first")" $(($(cat "$work/strss_first") / 1024)) \
+	printf 'settle import %d lines (one payout of %d): %8d lines/s, peak RSS %d MiB (again, all duplicates: %d lines/s, %d MiB; load: %s)\n' \
+		"$SETTLE_LINES" "$SETTLE_BIG" "$(cat "$work/strate_first")" $(($(cat "$work/strss_first") / 1024)) \
 		"$(cat "$work/strate_again")" $(($(cat "$work/strss_again") / 1024)) "$st_load"
+	echo "settle live projectors' lag during the first import: $st_lag; caught up ${st_catchup}s after it (goal <= 1 s)"
 	printf 'settle ceiling (pgbench of the same rows): %d lines/s; import ratio %s\n' "$(cat "$work/st_ceiling")" \
 		"$(awk -v a="$(cat "$work/strate_first")" -v b="$(cat "$work/st_ceiling")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
 fi
@@ -779,7 +840,7 @@ if want settle; then
 	printf 'settle one payout: %d lines/s for 1,000 lines, %d lines/s for 100,000; per-line cost ratio %s (goal <= 1.3)\n' \
 		"$(cat "$work/porate_1000")" "$(cat "$work/porate_100000")" \
 		"$(awk -v a="$(cat "$work/porate_1000")" -v b="$(cat "$work/porate_100000")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
-	printf 'settle upload of 1 GiB: peak RSS grew by %d MiB (goal <= 256)\n' "$(cat "$work/up_growth")"
+	printf 'settle upload of %d MiB: peak RSS grew by %d MiB (goal <= 256 for 1 GiB)\n' "$SETTLE_UPLOAD_MIB" "$(cat "$work/up_growth")"
 fi
 if want outbound; then cat "$work/outbound_summary.txt"; fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"

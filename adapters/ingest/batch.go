@@ -344,6 +344,12 @@ func (b *batcher) run(batch []*member) []outcome {
 	defer cancel()
 	answers := make([]outcome, len(batch))
 	sent := make([]bool, len(batch)) // answered before the commit
+	// The unit takes the kept folds of its streams (sharedSet.kept): they
+	// are kept again, with its decisions, once it committed. Without this
+	// a delivery on a long stream (a report's payout lines) through this
+	// path dropped the stream's fold, and the next set re-read and
+	// re-folded the whole stream (issue 24 item 7).
+	uctx, pending := withPending(ctx)
 	err := b.journal.DoBatch(ctx, func(tx BatchTx) (err error) {
 		// This goroutine serves no request, so nothing above it recovers:
 		// a panic (a decider's bug) rolls the unit back, and each delivery
@@ -353,8 +359,11 @@ func (b *batcher) run(batch []*member) []outcome {
 				err = fmt.Errorf("shared unit: panic: %v", v)
 			}
 		}()
-		return b.unit(ctx, tx, batch, answers, sent)
+		return b.unit(uctx, tx, batch, answers, sent)
 	})
+	if err == nil {
+		b.s.folds.keepAll(pending)
+	}
 	if err != nil {
 		// The unit rolled back as a whole: nothing of it was kept.
 		for i, m := range batch {

@@ -183,7 +183,10 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	// are recorded in file order by one worker and two batches never take
 	// the same streams in concurrent transactions.
 	jobs := make([]chan delivery.Event, workers)
-	count := func(res ingest.Result) {
+	count := func(ev delivery.Event, res ingest.Result) {
+		if ev.Facts[0].Kind == delivery.KindPayoutLines {
+			return // not a line of the file
+		}
 		mu.Lock()
 		switch {
 		case res.Outcome == ingest.Duplicate && res.Conflict:
@@ -210,47 +213,43 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	}
 	for i := range jobs {
 		jobs[i] = make(chan delivery.Event, batchSize)
-		wg.Go(func() {
-			batch := make([]delivery.Event, 0, batchSize)
-			for ev := range jobs[i] {
-				batch = append(batch, ev)
-				// Batch what is waiting, never wait for a batch to fill.
-			fill:
-				for len(batch) < batchSize {
-					select {
-					case ev, ok := <-jobs[i]:
-						if !ok {
-							break fill
-						}
-						batch = append(batch, ev)
-					default:
-						break fill
-					}
-				}
-				im.recordBatch(ctx, batch, count, fail)
-				batch = batch[:0]
-			}
-		})
+		wg.Go(func() { im.work(ctx, jobs[i], count, fail) })
 	}
-	counted := newPayoutCounter(provider)
-	perr := walk(func(rec report.Record) error {
-		if rec.Line.OccurredAt.After(latest) {
-			latest = rec.Line.OccurredAt
-		}
-		sum.Lines++
-		if full := counted.add(rec.Line); full != nil {
-			if err := im.ingestCounted(ctx, *full, latest); err != nil {
-				return err
-			}
-		}
-		ev := delivery.Settled(rec.Line, rec.Raw)
+	send := func(ev delivery.Event) error {
 		select {
 		case jobs[streamWorker(ev.StreamID(), workers)] <- ev:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	// Each payout is told which lines it holds, so that its stream can
+	// prove it (payout_mismatch otherwise). Those deliveries go to the
+	// worker of the payout's stream, in file order with its other lines
+	// (fee rows): a writer of its own would race the worker's sets for the
+	// stream, each lost race sending a set to be decided again line by line.
+	counted := newPayoutCounter(provider)
+	tell := func(bs []payoutBatch) error {
+		for _, b := range bs {
+			if err := send(delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, latest)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	perr := walk(func(rec report.Record) error {
+		if rec.Line.OccurredAt.After(latest) {
+			latest = rec.Line.OccurredAt
+		}
+		sum.Lines++
+		if err := tell(counted.add(rec.Line)); err != nil {
+			return err
+		}
+		return send(delivery.Settled(rec.Line, rec.Raw))
 	})
+	if perr == nil {
+		perr = tell(counted.rest())
+	}
 	for _, j := range jobs {
 		close(j)
 	}
@@ -261,13 +260,6 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 	if perr != nil {
 		return sum, perr
 	}
-	// The lines are recorded: tell each payout which lines it holds, so
-	// that its stream can prove it (payout_mismatch otherwise).
-	for _, b := range counted.rest() {
-		if err := im.ingestCounted(ctx, b, latest); err != nil {
-			return sum, err
-		}
-	}
 	if im.Candidates != nil && im.UnsettledAfter > 0 && !latest.IsZero() {
 		n, err := im.checkUnsettled(ctx, provider, latest)
 		sum.Unsettled = n
@@ -276,6 +268,29 @@ func (im *Importer) Record(ctx context.Context, provider string, walk func(repor
 		}
 	}
 	return sum, nil
+}
+
+// work records the deliveries of jobs in batches until it is closed.
+func (im *Importer) work(ctx context.Context, jobs <-chan delivery.Event, count func(delivery.Event, ingest.Result), fail func(delivery.Event, error)) {
+	batch := make([]delivery.Event, 0, batchSize)
+	for ev := range jobs {
+		batch = append(batch, ev)
+		// Batch what is waiting, never wait for a batch to fill.
+	fill:
+		for len(batch) < batchSize {
+			select {
+			case ev, ok := <-jobs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, ev)
+			default:
+				break fill
+			}
+		}
+		im.recordBatch(ctx, batch, count, fail)
+		batch = batch[:0]
+	}
 }
 
 // batchSize bounds the lines recorded in one unit of work (one set:
@@ -295,12 +310,12 @@ type BatchIngester interface {
 // (ingest.Service.IngestBatch: a constant number of statements per batch),
 // else line by line. A failing line is named; the lines recorded before it
 // are counted.
-func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, count func(ingest.Result), fail func(delivery.Event, error)) {
+func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, count func(delivery.Event, ingest.Result), fail func(delivery.Event, error)) {
 	if b, ok := im.Ingest.(BatchIngester); ok && len(batch) > 1 {
 		res, err := b.IngestBatch(ctx, batch)
-		for _, r := range res {
-			if r.Outcome != "" {
-				count(r)
+		for i, r := range res {
+			if r.Outcome != "" && i < len(batch) {
+				count(batch[i], r)
 			}
 		}
 		if err != nil {
@@ -319,7 +334,7 @@ func (im *Importer) recordBatch(ctx context.Context, batch []delivery.Event, cou
 			fail(ev, err)
 			return
 		}
-		count(res)
+		count(ev, res)
 	}
 }
 
@@ -363,22 +378,36 @@ type payoutBatch struct {
 	lines            []settlement.Counted
 }
 
+// maxHeldCounted bounds the payout lines held, across every payout open,
+// before they are delivered: a report of many small payouts (Adyen batches,
+// Square's daily payouts, Stripe's) would otherwise hold every line's key
+// until its end, memory growing with the file (issue 24 item 14: about a
+// hundred bytes a line, times the collector's headroom). 16,000 keys are
+// about 2 MiB.
+const maxHeldCounted = 16 * settlement.MaxCountedPerDelivery
+
 // payoutCounter gathers the lines of each payout a report lists (not the
-// payout lines themselves, which carry the payout's amount), in batches
-// of bounded size: memory stays bounded by the number of payouts open at
-// once, not by the file.
+// payout lines themselves, which carry the payout's amount), in batches of
+// bounded size, and hands them out when a payout's batch is full or when
+// maxHeldCounted lines are held: memory is bounded whatever the file and
+// its payouts. Where the batches are cut depends only on the file's lines
+// in order, so importing the same file again delivers the same batches
+// (duplicates); a payout that lines of another cut counted already counts
+// each line once (delivery.KindPayoutLines).
 type payoutCounter struct {
 	provider string
 	open     map[string]*payoutBatch
-	order    []string
+	order    []string // payouts in the order they first appeared since the last cut
+	held     int      // lines in open batches
 }
 
 func newPayoutCounter(provider string) *payoutCounter {
 	return &payoutCounter{provider: provider, open: map[string]*payoutBatch{}}
 }
 
-// add counts l; it returns a full batch to deliver now, or nil.
-func (c *payoutCounter) add(l settlement.Line) *payoutBatch {
+// add counts l; it returns the batches to deliver now (none, a full one,
+// or every open one when too many lines are held).
+func (c *payoutCounter) add(l settlement.Line) []payoutBatch {
 	if l.PayoutID == "" || l.Kind == settlement.KindPayout {
 		return nil
 	}
@@ -389,16 +418,21 @@ func (c *payoutCounter) add(l settlement.Line) *payoutBatch {
 		c.order = append(c.order, l.PayoutID)
 	}
 	b.lines = append(b.lines, settlement.Counted{Key: l.DedupKey(), Net: l.Net})
-	if len(b.lines) < settlement.MaxCountedPerDelivery {
-		return nil
+	c.held++
+	switch {
+	case len(b.lines) >= settlement.MaxCountedPerDelivery:
+		full := *b
+		b.lines = nil
+		c.held -= len(full.lines)
+		return []payoutBatch{full}
+	case c.held >= maxHeldCounted:
+		return c.rest()
 	}
-	full := *b
-	b.lines = nil
-	return &full
+	return nil
 }
 
 // rest returns the batches not delivered yet, in the order their payouts
-// first appeared.
+// first appeared, and forgets them.
 func (c *payoutCounter) rest() []payoutBatch {
 	var out []payoutBatch
 	for _, id := range c.order {
@@ -406,12 +440,7 @@ func (c *payoutCounter) rest() []payoutBatch {
 			out = append(out, *b)
 		}
 	}
+	clear(c.open)
+	c.order, c.held = c.order[:0], 0
 	return out
-}
-
-func (im *Importer) ingestCounted(ctx context.Context, b payoutBatch, at time.Time) error {
-	if _, err := im.Ingest.Ingest(ctx, delivery.PayoutLines(b.provider, b.payout, b.currency, b.lines, at)); err != nil {
-		return fmt.Errorf("payout %s lines: %w", b.payout, err)
-	}
-	return nil
 }
