@@ -178,6 +178,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# wait_ready ADDR PID LOG: until the server at ADDR answers /readyz; exits
+# the bench, printing LOG, when it exits first or is not ready in 20 s.
+wait_ready() {
+	for _ in $(seq 1 100); do
+		curl -fsS "http://$1/readyz" >/dev/null 2>&1 && return 0
+		kill -0 "$2" 2>/dev/null || { cat "$3" >&2; echo "bench: server exited" >&2; exit 1; }
+		sleep 0.2
+	done
+	curl -fsS "http://$1/readyz" >/dev/null || { cat "$3" >&2; exit 1; }
+}
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
 		|| echo $((20000 + RANDOM % 20000))
@@ -303,12 +313,7 @@ if want ingest; then
 	createdb "$serve_db"
 	"$work/onceledger" serve >"$work/serve.log" 2>&1 &
 	server_pid=$!
-	for _ in $(seq 1 100); do
-		curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null 2>&1 && break
-		kill -0 "$server_pid" 2>/dev/null || { cat "$work/serve.log" >&2; echo "bench: server exited" >&2; exit 1; }
-		sleep 0.2
-	done
-	curl -fsS "http://${ONCELEDGER_ADDR}/readyz" >/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+	wait_ready "$ONCELEDGER_ADDR" "$server_pid" "$work/serve.log"
 
 	mark="$(pg_mark)"
 	bytes_before="$(db_bytes)"
@@ -572,10 +577,7 @@ if want settle; then
 	ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_ADDR="127.0.0.1:${lag_port}" ONCELEDGER_API_TOKENS="$lag_token" \
 		ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" serve >"$work/lag_serve.log" 2>&1 &
 	lag_pid=$!
-	for _ in $(seq 1 100); do
-		curl -fsS "http://127.0.0.1:${lag_port}/readyz" >/dev/null 2>&1 && break
-		sleep 0.2
-	done
+	wait_ready "127.0.0.1:${lag_port}" "$lag_pid" "$work/lag_serve.log"
 	st_poll() { # the projections every 200 ms: "time answer" lines into $1 (no process but curl per poll)
 		local body
 		while :; do
@@ -668,10 +670,7 @@ if want settle; then
 	ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_ADDR="127.0.0.1:${up_port}" ONCELEDGER_ADMIN_TOKENS="$up_token" \
 		ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" serve >"$work/up_serve.log" 2>&1 &
 	up_pid=$!
-	for _ in $(seq 1 100); do
-		curl -fsS "http://127.0.0.1:${up_port}/readyz" >/dev/null 2>&1 && break
-		sleep 0.2
-	done
+	wait_ready "127.0.0.1:${up_port}" "$up_pid" "$work/up_serve.log"
 	up_before=$(awk '/VmRSS/ {print $2}' "/proc/$up_pid/status")
 	curl -sS -o "$work/up_answer.json" -w '%{http_code}' -H "Authorization: Bearer $up_token" \
 		--data-binary @"$work/upload.csv" "http://127.0.0.1:${up_port}/v1/settlements/stripe" >"$work/up_code" || status=1
@@ -720,12 +719,7 @@ SQL
 		ONCELEDGER_STANDARD_SECRETS="$rl_std" ONCELEDGER_STRIPE_SECRETS="$rl_stripe" ONCELEDGER_LOG_LEVEL=warn \
 		"$work/onceledger" serve >"$work/rl_serve.log" 2>&1 &
 	server_pid=$!
-	for _ in $(seq 1 100); do
-		curl -fsS "http://${rl_addr}/readyz" >/dev/null 2>&1 && break
-		kill -0 "$server_pid" 2>/dev/null || { cat "$work/rl_serve.log" >&2; echo "bench: server exited" >&2; exit 1; }
-		sleep 0.2
-	done
-	curl -fsS "http://${rl_addr}/readyz" >/dev/null || { cat "$work/rl_serve.log" >&2; exit 1; }
+	wait_ready "$rl_addr" "$server_pid" "$work/rl_serve.log"
 
 	# The load runs until told to stop (SIGTERM: it finishes the started
 	# payments, waits for the projections and compares the ledger); the
