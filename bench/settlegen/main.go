@@ -143,8 +143,9 @@ func (g *gen) adyen() {
 	}
 }
 
-// paypal writes one section of T0006 payments received, its footers
-// (the section count SC is the one PayPal's parser compares) and FF.
+// paypal writes one section of T0006 payments received and the footers
+// the importer checks against its rows: SF and RF (gross credits, gross
+// debits, fee credits, fee debits), SC, RC and FF (SB rows).
 func (g *gen) paypal() {
 	w := g.w
 	fmt.Fprint(w, "\"RH\",2026/12/01 02:44:19 -0800,\"A\",\"RD465XN5VS364\",009\n\"FH\",01\n")
