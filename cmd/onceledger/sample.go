@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,7 +22,8 @@ import (
 // so a newcomer can watch "accepted" then "duplicate" for the same id.
 type sampleCmd struct {
 	Provider        string   `name:"provider" default:"standard" enum:"standard,stripe" help:"Which provider's scheme to sign with."`
-	URL             string   `name:"url" default:"http://127.0.0.1:8080" help:"Base URL of a running onceledger serve."`
+	URL             string   `name:"url" help:"Base URL of a running onceledger serve (default: http:// and ONCELEDGER_ADDR, its host loopback when the address names none)."`
+	Addr            string   `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" hidden:"" help:"The server's listen address, which the default URL follows."`
 	ID              string   `name:"id" default:"msg_sample_1" help:"Event id (dedup key); send the same one twice to see the duplicate."`
 	Payment         string   `name:"payment" default:"pay_sample_1" help:"Payment id."`
 	Amount          int64    `name:"amount" default:"1000" help:"Amount in minor units."`
@@ -79,8 +81,12 @@ func (c *sampleCmd) Run(g *globals) error {
 		mac.Write(body)
 		header.Set("Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
 	}
+	base, err := c.baseURL()
+	if err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(g.ctx, http.MethodPost,
-		strings.TrimRight(c.URL, "/")+"/webhooks/"+c.Provider, bytes.NewReader(body))
+		strings.TrimRight(base, "/")+"/webhooks/"+c.Provider, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -96,4 +102,23 @@ func (c *sampleCmd) Run(g *globals) error {
 		return &exitError{code: 1, err: fmt.Errorf("server answered %s", resp.Status)}
 	}
 	return nil
+}
+
+// baseURL is --url when given, else the server's own listen address
+// (ONCELEDGER_ADDR, as `make run` and `serve` read it): README tells a
+// newcomer to change the address with that variable, and `sample` must follow
+// it rather than post to :8080. A listen address without a host, or with an
+// unspecified one (0.0.0.0, ::), is reached on loopback.
+func (c *sampleCmd) baseURL() (string, error) {
+	if c.URL != "" {
+		return c.URL, nil
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return "", fmt.Errorf("ONCELEDGER_ADDR %q: %w", c.Addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
 }
