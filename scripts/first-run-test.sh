@@ -142,6 +142,13 @@ fi
 say "make test-short"
 make test-short >"$work/test-short.log" 2>&1 || { cat "$work/test-short.log" >&2; fail "make test-short"; }
 
+say "a misspelt variable under make run ends with the server's message"
+# The server names the variable meant; make must not add its own
+# "*** Error 1" beneath it (it read as a failed build).
+misspelt=$(ONCELEDGER_STANDRAD_SECRETS=x ONCELEDGER_ADDR=127.0.0.1:0 make run 2>&1 | tail -n 1)
+say "  $misspelt"
+[[ $misspelt == *"did you mean ONCELEDGER_STANDARD_SECRETS?"* ]] || fail "make run with a misspelt variable ended with: $misspelt"
+
 say "make db-stop"
 kill -TERM -- "-$server_pid"
 wait "$server_pid" 2>/dev/null || true
