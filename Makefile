@@ -7,13 +7,24 @@ PKGS    ?= ./...
 # (git-ignored) on the first call and reuses afterwards.
 DEVDB   := scripts/devdb.sh
 
-.PHONY: test test-short run build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
+.PHONY: test test-fast test-short run build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
+
+# scripts/gotest.sh runs `go test` per package, TEST_JOBS at a time, and
+# prints each package's line the moment it finishes (one `go test ./...`
+# holds every line back behind its slowest package).
+GOTEST := scripts/gotest.sh
 
 ## test: every test against the real Postgres, with the race detector
 test:
 	@devdb_env=$$($(DEVDB) env test) || exit 1; eval "$$devdb_env"; \
-	echo "$(GO) test -race -count=1 -timeout 20m $(PKGS)"; \
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	echo "$(GOTEST) -race -count=1 -timeout 30m -- $(PKGS)"; \
+	GO=$(GO) $(GOTEST) -race -count=1 -timeout 30m -- $(PKGS)
+
+## test-fast: every test against the real Postgres, without the race detector (the edit-test loop)
+test-fast:
+	@devdb_env=$$($(DEVDB) env test) || exit 1; eval "$$devdb_env"; \
+	echo "$(GOTEST) -count=1 -timeout 20m -- $(PKGS)"; \
+	GO=$(GO) $(GOTEST) -count=1 -timeout 20m -- $(PKGS)
 
 ## test-short: unit tests only (skips the Postgres-backed ones)
 test-short:
