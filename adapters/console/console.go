@@ -157,9 +157,7 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/subscriptions/{id}", c.withSession(c.adminOnly(c.subscription)))
 	mux.HandleFunc("POST /console/subscriptions/enable", c.withSession(c.acting(c.enableSubscription)))
 	mux.HandleFunc("POST /console/subscriptions/replay", c.withSession(c.acting(c.replaySubscription)))
-	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
-		c.errorPage(w, r, nil, http.StatusNotFound, "No such page.")
-	})
+	mux.HandleFunc("/console/", c.notFound)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

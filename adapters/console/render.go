@@ -75,6 +75,7 @@ var funcs = template.FuncMap{
 	"indent":      indentJSON,
 	"itemDetails": itemDetails,
 	"itemHref":    itemHref,
+	"itemSubject": itemSubjectID,
 	"compare":     compareFields,
 	"slice_of":    func(v ...string) []string { return v },
 	"negative":    func(n int64) bool { return n < 0 },
@@ -188,12 +189,32 @@ func itemDetails(it views.ReconciliationItem) string {
 // itemHref is the page of what an item is about: its payout's page for an
 // item of a payout's stream (a payout's missing_webhook, payout_mismatch),
 // else its payment's.
+//
+// A payout's item names no payment (its payment_id is empty): the payout's
+// id is the rest of its stream id, and linking with the empty payment id
+// led to "/console/payouts/standard/", a 404 (issue 39). An item whose
+// subject cannot be told links nowhere ("").
 func itemHref(it views.ReconciliationItem) string {
-	page := "/payments/"
-	if strings.HasPrefix(it.StreamID, delivery.PayoutStreamPrefix) {
-		page = "/payouts/"
+	page, id := itemSubject(it)
+	if id == "" {
+		return ""
 	}
-	return Prefix + page + url.PathEscape(it.Provider) + "/" + url.PathEscape(it.PaymentID)
+	return Prefix + page + url.PathEscape(it.Provider) + "/" + url.PathEscape(id)
+}
+
+// itemSubject is the page kind ("/payments/" or "/payouts/") and the id of
+// what an item is about.
+func itemSubject(it views.ReconciliationItem) (page, id string) {
+	if rest, ok := strings.CutPrefix(it.StreamID, delivery.PayoutStreamPrefix+it.Provider+"-"); ok {
+		return "/payouts/", rest
+	}
+	return "/payments/", it.PaymentID
+}
+
+// itemSubjectID is the id itemHref links to, for the link's text.
+func itemSubjectID(it views.ReconciliationItem) string {
+	_, id := itemSubject(it)
+	return id
 }
 
 // indentJSON shows stored JSON indented (as it is when it is not JSON).

@@ -191,3 +191,13 @@ func (c *consoleServer) clearCookie(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *consoleServer) secure(r *http.Request) bool { return c.cfg.SecureCookies || r.TLS != nil }
+
+// notFound answers a path the console has no page for. A signed-in viewer
+// keeps the navigation and is not offered "Sign in" (it read as a logout,
+// issue 39); a visitor without a session is, as before.
+func (c *consoleServer) notFound(w http.ResponseWriter, r *http.Request) {
+	if v, ok, err := c.session(r); err == nil && ok {
+		r = r.WithContext(context.WithValue(r.Context(), viewerKey{}, v))
+	}
+	c.errorPage(w, r, nil, http.StatusNotFound, "No such page.")
+}
