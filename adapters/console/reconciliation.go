@@ -125,6 +125,13 @@ func (c *consoleServer) reconAction(w http.ResponseWriter, r *http.Request, reso
 		return
 	}
 	c.cfg.Logger.Info("console: reconciliation item "+done, "actor", actor, "stream", ref.StreamID, "kind", ref.Kind, "key", ref.Key)
+	want := "resolved"
+	if !resolve {
+		want = "open"
+	}
+	if !c.awaitItem(r.Context(), ref, want) {
+		done += "-pending"
+	}
 	http.Redirect(w, r, backTo(f.Get("return"), done, views.ReconciliationID(ref.StreamID, ref.Kind, ref.Key)), http.StatusSeeOther)
 }
 

@@ -289,6 +289,10 @@ func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status in
 var notices = map[string]string{
 	"resolved": "The item was resolved; the action is recorded as an event with your name and note.",
 	"reopened": "The item was reopened; the action is recorded as an event with your name and note.",
+	// The server is behind (awaitItem): the action is durable, the page
+	// does not show it yet.
+	"resolved-pending": "The item's resolution is recorded as an event with your name and note; the server is behind and is still applying it: reload in a moment.",
+	"reopened-pending": "The item's reopening is recorded as an event with your name and note; the server is behind and is still applying it: reload in a moment.",
 	// subscriptions.go
 	"enabled":   "The subscription was re-enabled: it resumes where it stopped. The action is recorded with your name and note.",
 	"replaying": "The replay is under way: those events are sent again with the same ids, beside the live ones. The action is recorded with your name and note.",

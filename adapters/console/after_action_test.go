@@ -1,0 +1,42 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var conflictRow = regexp.MustCompile(`(?s)<th scope="row">conflicting_redelivery</th>.*?</tr>`)
+var conflictItemKey = regexp.MustCompile(`name="item_key" value="(msg_capture_[^"]+)"`)
+
+// After "Resolve", the page that says "The item was resolved" must show the
+// state that includes the action: not the same item still open with its
+// Resolve button (it read the read model before the projection caught up;
+// issue 39). On an idle server it never says "being applied".
+func TestConsoleBannerNeverAboveAStaleRow(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	s := f.seedStory()
+	f.waitProjected()
+	admin := f.client()
+	admin.signIn(adminToken)
+	page := admin.get("/console/reconciliation")
+	m := conflictItemKey.FindStringSubmatch(page.body)
+	require.Len(t, m, 2, "the conflict's Resolve form")
+	form := url.Values{
+		"stream_id": {"payment-standard-" + s.paymentID}, "kind": {"conflicting_redelivery"},
+		"item_key": {m[1]}, "note": {"checked"}, "csrf": {admin.csrf("/console")},
+	}
+	r := admin.post("/console/reconciliation/resolve", form)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	u, err := url.Parse(r.url)
+	require.NoError(t, err)
+	assert.Equal(t, "resolved", u.Query().Get("done"), "an idle server shows the new state, never 'being applied'")
+	assert.Contains(t, r.body, "The item was resolved")
+	assert.NotContains(t, conflictRow.FindString(r.body), "status-open", "the banner stands above the item still open")
+	all := admin.get("/console/reconciliation?status=all")
+	assert.Contains(t, conflictRow.FindString(all.body), "status-resolved")
+}
