@@ -46,3 +46,23 @@ func TestConsoleNotFoundKeepsTheNavigation(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, r.status)
 	assert.Contains(t, r.body, "Sign in", "a visitor without a session is offered to sign in")
 }
+
+// A payout known only from its webhook has no report lines yet: its
+// difference is not a discrepancy but "awaiting report" (issue 39), on the
+// list and on its page.
+func TestConsolePayoutWithoutLinesAwaitsItsReport(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	_, err := f.pool.Exec(context.Background(), `INSERT INTO payouts (provider, payout_id, amount, currency,
+		arrival_date, paid, status, line_count, lines_net, difference, updated_at)
+		VALUES ('stripe', 'po_web', 738662, 'USD', $1, true, 'paid', 0, 0, -738662, $1)`, at)
+	require.NoError(t, err)
+	c := f.client()
+	c.signIn(readToken)
+	for _, path := range []string{"/console/payouts", "/console/payouts/stripe/po_web"} {
+		r := c.get(path)
+		require.Equal(t, http.StatusOK, r.status)
+		assert.Contains(t, r.body, "awaiting report", path)
+		assert.NotRegexp(t, `[-−]7\x{202f}386\.62`, r.body, path+": the negative difference reads as a discrepancy")
+	}
+}
