@@ -66,3 +66,24 @@ func TestConsolePayoutWithoutLinesAwaitsItsReport(t *testing.T) {
 		assert.NotRegexp(t, `[-−]7\x{202f}386\.62`, r.body, path+": the negative difference reads as a discrepancy")
 	}
 }
+
+// Accounts at zero are hidden from the overview by default (they filled it,
+// issue 39), with a link that shows them; the all-time trial balance says it
+// sums balances, not entries.
+func TestConsoleOverviewHidesZeroBalances(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	_, err := f.pool.Exec(context.Background(), `INSERT INTO account_balances (account, currency, balance, entry_count, updated_at)
+		VALUES ('provider:zeroed:balance', 'USD', 0, 2, now()), ('provider:held:balance', 'USD', 500, 1, now()),
+		       ('revenue:sales', 'USD', -500, 1, now())`)
+	require.NoError(t, err)
+	c := f.client()
+	c.signIn(readToken)
+	r := c.get("/console")
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Contains(t, r.body, "provider:held:balance")
+	assert.NotContains(t, r.body, "provider:zeroed:balance")
+	assert.Contains(t, r.body, `href="/console?zero=1"`)
+	assert.Contains(t, r.body, "Debit balances")
+	r = c.get("/console?zero=1")
+	assert.Contains(t, r.body, "provider:zeroed:balance")
+}

@@ -32,7 +32,12 @@ type settlementImport struct {
 }
 
 type overviewData struct {
-	Balances    []views.Balance
+	Balances []views.Balance
+	// AllBalances shows the accounts at zero too (?zero=1); by default
+	// they are hidden: a settled provider's accounts at 0.00 filled the
+	// overview and hid the ones that hold money (issue 39).
+	AllBalances bool
+	ZeroHidden  int
 	Trial       []views.CurrencyTrial
 	Projections []views.ProjectionStatus
 	OpenItems   []kindCount
@@ -88,6 +93,12 @@ func (c *consoleServer) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Trial = views.TrialByCurrency(d.Balances)
+	d.AllBalances = r.URL.Query().Get("zero") == "1"
+	for _, b := range d.Balances {
+		if b.Balance == 0 {
+			d.ZeroHidden++
+		}
+	}
 	d.Projections = status.Projections
 	for _, p := range d.Projections {
 		d.RebuildRunning = d.RebuildRunning || p.Status == "rebuilding"
