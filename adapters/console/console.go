@@ -63,6 +63,9 @@ type Config struct {
 	// Periods lists the accounting periods with their trial balances; nil
 	// shows the trial balance of the whole ledger instead.
 	Periods PeriodReader
+	// PeriodActions closes and reopens periods (admin); nil answers its
+	// forms with 503 "not configured".
+	PeriodActions PeriodActions
 	// Recon and Redrive act; nil answers their forms with 503 "not
 	// configured".
 	Recon   ReconActions
@@ -150,6 +153,8 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/payouts", c.withSession(c.payouts))
 	mux.HandleFunc("GET /console/payouts/{provider}/{id}", c.withSession(c.payout))
 	mux.HandleFunc("GET /console/periods", c.withSession(c.periods))
+	mux.HandleFunc("POST /console/periods/close", c.withSession(c.acting(c.closePeriod)))
+	mux.HandleFunc("POST /console/periods/reopen", c.withSession(c.acting(c.reopenPeriod)))
 	mux.HandleFunc("GET /console/periods/{period}/trial-balance.csv", c.withSession(c.periodTrialCSV))
 	mux.HandleFunc("GET /console/periods/{period}/journal.csv", c.withSession(c.periodJournalCSV))
 	mux.HandleFunc("GET /console/projections", c.withSession(c.projections))

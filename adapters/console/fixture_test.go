@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/console"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
@@ -27,6 +28,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections"
 )
 
@@ -84,6 +86,7 @@ func newFixture(t *testing.T, opts fixtureOptions) *fixture {
 		f.recon = &reconRecorder{es: es}
 		f.redrive = &redriveRecorder{}
 		cfg.Recon, cfg.Redrive = f.recon, f.redrive
+		cfg.PeriodActions = periodActions{operations.NewPeriods(es, time.UTC, time.Now)}
 	}
 	h, err := console.New(cfg)
 	require.NoError(t, err)
@@ -300,4 +303,18 @@ func newConsoleServer(t *testing.T, f *fixture, read, admin string) *httptest.Se
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// periodActions is the console's PeriodActions over the real operations
+// service, as serve wires it.
+type periodActions struct{ p *operations.Periods }
+
+func (a periodActions) ClosePeriod(ctx context.Context, p period.Period, actor, note string) error {
+	_, err := a.p.ClosePeriod(ctx, p, actor, note)
+	return err
+}
+
+func (a periodActions) ReopenPeriod(ctx context.Context, p period.Period, actor, reason string) error {
+	_, err := a.p.ReopenPeriod(ctx, p, actor, reason)
+	return err
 }

@@ -76,9 +76,12 @@ var funcs = template.FuncMap{
 	"itemDetails": itemDetails,
 	"itemHref":    itemHref,
 	"itemSubject": itemSubjectID,
-	"compare":     compareFields,
-	"slice_of":    func(v ...string) []string { return v },
-	"negative":    func(n int64) bool { return n < 0 },
+	"periodForm": func(pi views.PeriodInfo, csrf string) periodFormData {
+		return periodFormData{Info: pi, CSRF: csrf}
+	},
+	"compare":  compareFields,
+	"slice_of": func(v ...string) []string { return v },
+	"negative": func(n int64) bool { return n < 0 },
 	"abs": func(n int64) int64 {
 		if n < 0 {
 			return -n
@@ -293,6 +296,11 @@ var notices = map[string]string{
 	// does not show it yet.
 	"resolved-pending": "The item's resolution is recorded as an event with your name and note; the server is behind and is still applying it: reload in a moment.",
 	"reopened-pending": "The item's reopening is recorded as an event with your name and note; the server is behind and is still applying it: reload in a moment.",
+	// periodactions.go
+	"period-closed":           "The period was closed: its trial balance is frozen. The action is recorded as an event with your name and note.",
+	"period-reopened":         "The period was reopened: entries can be booked into it again. The action is recorded as an event with your name and reason.",
+	"period-closed-pending":   "The period's close is recorded as an event with your name and note; the server is behind and is still applying it: reload in a moment.",
+	"period-reopened-pending": "The period's reopening is recorded as an event with your name and reason; the server is behind and is still applying it: reload in a moment.",
 	// subscriptions.go
 	"enabled":   "The subscription was re-enabled: it resumes where it stopped. The action is recorded with your name and note.",
 	"replaying": "The replay is under way: those events are sent again with the same ids, beside the live ones. The action is recorded with your name and note.",
@@ -349,4 +357,10 @@ func (c *consoleServer) errorPage(w http.ResponseWriter, r *http.Request, err er
 		c.cfg.Logger.Error("console", "path", r.URL.Path, "status", status, "err", err)
 	}
 	c.render(w, r, status, "error", http.StatusText(status), errorData{Status: status, Heading: http.StatusText(status), Message: msg})
+}
+
+// periodFormData is the close or reopen form of one period.
+type periodFormData struct {
+	Info views.PeriodInfo
+	CSRF string
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/postgres/sessionstore"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -67,6 +68,7 @@ func (a *App) consoleRoutes() (func(*mux.Router), error) {
 		Events:        a.events.Store,
 		Periods:       a.reads.Query,
 		Recon:         consoleRecon{a.recon},
+		PeriodActions: consolePeriods{a.Periods()},
 		Redrive:       consoleRedrive{a.redriver},
 		Subscriptions: consoleSubs{a.Subscriptions()},
 		SecureCookies: a.cfg.ConsoleSecureCookies,
@@ -94,6 +96,20 @@ func (c consoleRecon) Reopen(ctx context.Context, it console.ItemRef, actor, not
 	return consoleErr(err)
 }
 
+// consolePeriods is the console's PeriodActions over the operations
+// service that POST /v1/periods/{p}/close|reopen use.
+type consolePeriods struct{ s *operations.Periods }
+
+func (c consolePeriods) ClosePeriod(ctx context.Context, p period.Period, actor, note string) error {
+	_, err := c.s.ClosePeriod(ctx, p, actor, note)
+	return consoleErr(err)
+}
+
+func (c consolePeriods) ReopenPeriod(ctx context.Context, p period.Period, actor, reason string) error {
+	_, err := c.s.ReopenPeriod(ctx, p, actor, reason)
+	return consoleErr(err)
+}
+
 // consoleErr marks the domain's refusals with the console's sentinels, so
 // that it answers them with the right status.
 func consoleErr(err error) error {
@@ -102,9 +118,12 @@ func consoleErr(err error) error {
 		return nil
 	case errors.Is(err, payment.ErrItemNotFound):
 		return fmt.Errorf("%w: %w", console.ErrNotFound, err)
-	case errors.Is(err, payment.ErrItemResolved), errors.Is(err, payment.ErrItemOpen):
+	case errors.Is(err, payment.ErrItemResolved), errors.Is(err, payment.ErrItemOpen),
+		errors.Is(err, period.ErrPeriodNotEnded), errors.Is(err, period.ErrEarlierPeriodOpen), errors.Is(err, period.ErrAlreadyClosed),
+		errors.Is(err, period.ErrNotClosed), errors.Is(err, period.ErrLaterPeriodClosed), errors.Is(err, period.ErrZoneMismatch):
 		return fmt.Errorf("%w: %w", console.ErrConflict, err)
-	case errors.Is(err, payment.ErrNoteRequired), errors.Is(err, payment.ErrActorRequired), errors.Is(err, ingest.ErrBadRedrive):
+	case errors.Is(err, payment.ErrNoteRequired), errors.Is(err, payment.ErrActorRequired), errors.Is(err, ingest.ErrBadRedrive),
+		errors.Is(err, period.ErrInvalidPeriod), errors.Is(err, period.ErrReasonRequired), errors.Is(err, period.ErrActorRequired):
 		return fmt.Errorf("%w: %w", console.ErrInvalid, err)
 	}
 	return err
