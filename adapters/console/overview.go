@@ -56,6 +56,13 @@ type overviewData struct {
 	VolumeCharts     []chartView
 	InboxChart       chartView
 	Days             int
+	// SubsShown: the viewer may see subscriptions (admin) and they are
+	// configured; SubsFailing and SubsDisabled count the subscriptions
+	// whose receiver fails or that were disabled (issue 39: they were not
+	// under "Needs attention").
+	SubsShown    bool
+	SubsFailing  int
+	SubsDisabled int
 }
 
 // allBalances reads every balance with GET /v1/balances's query.
@@ -88,6 +95,20 @@ func (c *consoleServer) overview(w http.ResponseWriter, r *http.Request) {
 	g.Go(func() (err error) { vol, err = c.cfg.Read.DailyVolume(ctx, from, to); return err })
 	g.Go(func() (err error) { mix, err = c.cfg.Read.InboxMix(ctx, from, to); return err })
 	g.Go(func() (err error) { d.Mismatched, d.MismatchedCapped, err = c.mismatchedPayouts(ctx); return err })
+	if d.SubsShown = viewerOf(r).CanAct() && c.cfg.Subscriptions != nil; d.SubsShown {
+		g.Go(func() error {
+			subs, err := c.cfg.Subscriptions.ListSubscriptions(ctx)
+			for _, s := range subs {
+				switch s.State {
+				case "failing":
+					d.SubsFailing++
+				case "disabled":
+					d.SubsDisabled++
+				}
+			}
+			return err
+		})
+	}
 	if err := g.Wait(); err != nil {
 		c.errorPage(w, r, err, 0, "")
 		return

@@ -54,6 +54,9 @@ func TestConsoleSubscriptions(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.Contains(t, body, "shop fulfilment")
 	assert.Contains(t, body, `class="state-failing"`)
+	_, overview := get(admin, "/console")
+	assert.Regexp(t, `id="att-subscriptions"><strong class="bad">1</strong> failing`, overview,
+		"a failing subscription is under Needs attention (issue 39)")
 	sub, err := svc.Get(ctx, created.Subscription.ID)
 	require.NoError(t, err)
 	assert.Contains(t, body, html.EscapeString(sub.LastError), "the last error, as /v1 lists it")
