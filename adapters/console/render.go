@@ -67,6 +67,15 @@ var funcs = template.FuncMap{
 		return humanAge(time.Since(t))
 	},
 	"pathesc": url.PathEscape,
+	// clip shortens a long text to n runes with an ellipsis (the whole of
+	// it goes in a title): a receiver's error body made each attempt's row
+	// a screen tall (issue 39).
+	"clip": func(s string, n int) string {
+		if r := []rune(s); len(r) > n {
+			return string(r[:n]) + "…"
+		}
+		return s
+	},
 	"actionForm": func(it views.ReconciliationItem, csrf, ret string) actionForm {
 		sum := sha256.Sum256([]byte(it.StreamID + "\x00" + it.Kind + "\x00" + it.Key))
 		return actionForm{Item: it, CSRF: csrf, Return: ret, ID: hex.EncodeToString(sum[:6])}
