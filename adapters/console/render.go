@@ -67,6 +67,18 @@ var funcs = template.FuncMap{
 		return humanAge(time.Since(t))
 	},
 	"pathesc": url.PathEscape,
+	"minus":   func(a, b int64) int64 { return a - b },
+	// otherFees are a payment's fees in currencies other than its own (a
+	// settlement's fee in the account's currency).
+	"otherFees": func(fees []views.CurrencyAmount, currency string) []views.CurrencyAmount {
+		var out []views.CurrencyAmount
+		for _, f := range fees {
+			if f.Currency != currency && f.Amount != 0 {
+				out = append(out, f)
+			}
+		}
+		return out
+	},
 	// clip shortens a long text to n runes with an ellipsis (the whole of
 	// it goes in a title): a receiver's error body made each attempt's row
 	// a screen tall (issue 39).
