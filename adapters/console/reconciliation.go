@@ -20,6 +20,8 @@ type reconData struct {
 	Status string
 	Ages   []ageOption
 	Return string
+	// Legend says what each kind on the page means and what to do.
+	Legend []kindHelp
 }
 
 type ageOption struct {
@@ -63,8 +65,13 @@ func (c *consoleServer) reconciliation(w http.ResponseWriter, r *http.Request) {
 	filter := filterQuery(p.Values, "status", "kind", "provider", "age")
 	l := newList(Prefix+"/reconciliation", filter, rows, c.cfg.PageSize,
 		func(x views.ReconciliationItem) any { return x.Position() }, after == nil)
+	var onPage []string
+	for _, it := range l.Rows {
+		onPage = append(onPage, it.Kind)
+	}
 	c.render(w, r, http.StatusOK, "reconciliation", "Reconciliation", reconData{
 		list: l, Kinds: payment.ReconKinds(), Status: status, Ages: ages, Return: r.URL.RequestURI(),
+		Legend: legendOf(onPage),
 	})
 }
 

@@ -68,6 +68,10 @@ var funcs = template.FuncMap{
 	},
 	"pathesc": url.PathEscape,
 	"minus":   func(a, b int64) int64 { return a - b },
+	"kindMeans": func(kind string) string {
+		h, _ := helpOf(kind)
+		return h.Means
+	},
 	// otherFees are a payment's fees in currencies other than its own (a
 	// settlement's fee in the account's currency).
 	"otherFees": func(fees []views.CurrencyAmount, currency string) []views.CurrencyAmount {
