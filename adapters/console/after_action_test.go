@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var conflictRow = regexp.MustCompile(`(?s)<th scope="row">conflicting_redelivery</th>.*?</tr>`)
+var conflictRow = regexp.MustCompile(`(?s)<th scope="row"[^>]*>conflicting_redelivery</th>.*?</tr>`)
 var conflictItemKey = regexp.MustCompile(`name="item_key" value="(msg_capture_[^"]+)"`)
 
 // After "Resolve", the page that says "The item was resolved" must show the
@@ -24,6 +24,7 @@ func TestConsoleBannerNeverAboveAStaleRow(t *testing.T) {
 	admin := f.client()
 	admin.signIn(adminToken)
 	page := admin.get("/console/reconciliation")
+	require.NotEmpty(t, conflictRow.FindString(page.body), "the conflict's row")
 	m := conflictItemKey.FindStringSubmatch(page.body)
 	require.Len(t, m, 2, "the conflict's Resolve form")
 	form := url.Values{
@@ -36,6 +37,7 @@ func TestConsoleBannerNeverAboveAStaleRow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "resolved", u.Query().Get("done"), "an idle server shows the new state, never 'being applied'")
 	assert.Contains(t, r.body, "The item was resolved")
+	require.Contains(t, page.body, "conflicting_redelivery</th>")
 	assert.NotContains(t, conflictRow.FindString(r.body), "status-open", "the banner stands above the item still open")
 	all := admin.get("/console/reconciliation?status=all")
 	assert.Contains(t, conflictRow.FindString(all.body), "status-resolved")
