@@ -7,7 +7,7 @@ PKGS    ?= ./...
 # (git-ignored) on the first call and reuses afterwards.
 DEVDB   := scripts/devdb.sh
 
-.PHONY: test test-fast test-short run build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
+.PHONY: test test-fast test-short run demo build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
 
 # scripts/gotest.sh runs `go test` per package, TEST_JOBS at a time, and
 # prints each package's line the moment it finishes (one `go test ./...`
@@ -42,6 +42,10 @@ run:
 	echo "$(GO) build -o bin/onceledger ./cmd/onceledger && bin/onceledger serve"; \
 	$(GO) build -o bin/onceledger ./cmd/onceledger || exit 1; \
 	bin/onceledger serve || true
+
+## demo: a realistic month across every provider on a database of its own, then the server and its console (scripts/demo.sh)
+demo:
+	@scripts/demo.sh
 
 ## db-start / db-status: the development cluster of .devdb/ (where it lives, the psql command)
 db-start:

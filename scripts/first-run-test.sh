@@ -142,6 +142,14 @@ fi
 say "make test-short"
 make test-short >"$work/test-short.log" 2>&1 || { cat "$work/test-short.log" >&2; fail "make test-short"; }
 
+say "make demo (small): every provider's webhooks, the sample reports, a closed period"
+demo_port=$(unused_port 19080)
+ONCELEDGER_ADDR=127.0.0.1:$demo_port DEMO_PAYMENTS=10 DEMO_EXIT=1 make demo >"$work/demo.log" 2>&1 ||
+  { cat "$work/demo.log" >&2; fail "make demo"; }
+grep -q "^demo: ready" "$work/demo.log" || { cat "$work/demo.log" >&2; fail "make demo: not ready"; }
+grep -q "refused\|could not be closed" "$work/demo.log" && { cat "$work/demo.log" >&2; fail "make demo: an upload or the close was refused"; }
+grep -qE "demo:   [1-9][0-9]* open reconciliation items" "$work/demo.log" || { cat "$work/demo.log" >&2; fail "make demo: no item"; }
+
 say "a misspelt variable under make run ends with the server's message"
 # The server names the variable meant; make must not add its own
 # "*** Error 1" beneath it (it read as a failed build).
