@@ -147,6 +147,7 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/reconciliation", c.withSession(c.reconciliation))
 	mux.HandleFunc("POST /console/reconciliation/resolve", c.withSession(c.acting(c.resolve)))
 	mux.HandleFunc("POST /console/reconciliation/reopen", c.withSession(c.acting(c.reopen)))
+	mux.HandleFunc("POST /console/reconciliation/bulk", c.withSession(c.acting(c.bulk)))
 	mux.HandleFunc("GET /console/inbox", c.withSession(c.inbox))
 	mux.HandleFunc("GET /console/inbox/delivery", c.withSession(c.delivery))
 	mux.HandleFunc("POST /console/inbox/redrive", c.withSession(c.acting(c.redrive)))

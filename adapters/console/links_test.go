@@ -27,7 +27,7 @@ func TestConsoleItemOfAPayoutLinksToThePayout(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	assert.Contains(t, r.body, `href="/console/payouts/standard/po_..%2F1"`)
 	assert.NotContains(t, r.body, `href="/console/payouts/standard/"`)
-	assert.Contains(t, r.body, `>po_../1</a>`, "the payout's id is shown")
+	assert.Contains(t, r.body, `po_../1</code></a>`, "the payout's id is shown")
 }
 
 // The 404 page of a signed-in viewer keeps the navigation and does not offer

@@ -22,6 +22,8 @@ type reconData struct {
 	Return string
 	// Legend says what each kind on the page means and what to do.
 	Legend []kindHelp
+	// BulkCap bounds a bulk action (bulk.go).
+	BulkCap int
 }
 
 type ageOption struct {
@@ -71,7 +73,7 @@ func (c *consoleServer) reconciliation(w http.ResponseWriter, r *http.Request) {
 	}
 	c.render(w, r, http.StatusOK, "reconciliation", "Reconciliation", reconData{
 		list: l, Kinds: payment.ReconKinds(), Status: status, Ages: ages, Return: r.URL.RequestURI(),
-		Legend: legendOf(onPage),
+		Legend: legendOf(onPage), BulkCap: bulkCap,
 	})
 }
 

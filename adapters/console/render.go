@@ -96,11 +96,12 @@ var funcs = template.FuncMap{
 		sum := sha256.Sum256([]byte(it.StreamID + "\x00" + it.Kind + "\x00" + it.Key))
 		return actionForm{Item: it, CSRF: csrf, Return: ret, ID: hex.EncodeToString(sum[:6])}
 	},
-	"payload":     func(b []byte) string { return payloadText(b) },
-	"indent":      indentJSON,
-	"itemDetails": itemDetails,
-	"itemHref":    itemHref,
-	"itemSubject": itemSubjectID,
+	"payload":      func(b []byte) string { return payloadText(b) },
+	"indent":       indentJSON,
+	"itemDetails":  itemDetails,
+	"itemHref":     itemHref,
+	"itemSubject":  itemSubjectID,
+	"deliveryHref": deliveryHref,
 	"periodForm": func(pi views.PeriodInfo, csrf string) periodFormData {
 		return periodFormData{Info: pi, CSRF: csrf}
 	},
@@ -321,6 +322,11 @@ var notices = map[string]string{
 	// does not show it yet.
 	"resolved-pending": "The item's resolution is recorded as an event with your name and note; the server is behind and is still applying it: reload in a moment.",
 	"reopened-pending": "The item's reopening is recorded as an event with your name and note; the server is behind and is still applying it: reload in a moment.",
+	// bulk.go
+	"bulk-resolved":         "The items were resolved with your note; each action is recorded as an event with your name.",
+	"bulk-reopened":         "The items were reopened with your note; each action is recorded as an event with your name.",
+	"bulk-resolved-pending": "The items' resolutions are recorded as events with your name and note; the server is behind and is still applying them: reload in a moment.",
+	"bulk-reopened-pending": "The items' reopenings are recorded as events with your name and note; the server is behind and is still applying them: reload in a moment.",
 	// periodactions.go
 	"period-closed":           "The period was closed: its trial balance is frozen. The action is recorded as an event with your name and note.",
 	"period-reopened":         "The period was reopened: entries can be booked into it again. The action is recorded as an event with your name and reason.",

@@ -221,6 +221,13 @@ type ReconciliationItem struct {
 	ResolvedAt time.Time // zero while open
 	ResolvedBy string    // the operator who resolved it; "" when the facts did, or while open
 	Note       string    // the note of the operator's last action
+	// AtStake is the amount the item is about, in AtStakeCurrency ("" when
+	// unknown): the excess of an over_refund or over_reversal, a payout's
+	// difference for payout_mismatch, else the payment's captured amount
+	// (the payout's amount for a payout's item). Read from the payment's
+	// and payout's rows, not stored with the item.
+	AtStake         int64
+	AtStakeCurrency string
 }
 
 // Position returns the item's position in the items order.
