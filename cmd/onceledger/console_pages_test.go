@@ -43,6 +43,36 @@ func bigPages(t *testing.T, tab context.Context, live *liveApp) {
 		assert.GreaterOrEqual(t, n, thousand, "%s shows 1,000 rows", u)
 		cr.checkLayout(u)
 	}
+	reconciliationHeight(t, tab, live, cr)
+}
+
+// reconciliationHeight: an accountant works through the reconciliation
+// page 50 items at a time; the 50 must fit within 1,600 px at 1280 px wide
+// (issue 39: each conflict showed two 64-character hashes and its own
+// form, about two items a screen). Fifty conflicting redeliveries, the
+// widest kind, as an admin (with the bulk form and the checkboxes).
+func reconciliationHeight(t *testing.T, tab context.Context, live *liveApp, cr *crawler) {
+	for i := range 50 {
+		id, key := fmt.Sprintf("pay_height_%02d", i), fmt.Sprintf("msg_height_%02d", i)
+		for _, amount := range []int{1000 + i, 2000 + i} {
+			live.deliver(key, "payment.captured", time.Now(),
+				map[string]any{"payment_id": id, "capture_id": "cap_" + id, "amount": amount, "currency": "USD"})
+		}
+	}
+	live.waitProjected()
+	u := live.base + "/console/reconciliation?kind=conflicting_redelivery"
+	resp, err := chromedp.Run(tab, chromedp.NavigateResponse(u))
+	require.NoError(t, err, u)
+	require.Equal(t, http.StatusOK, int(resp.Status), u)
+	n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("#items tbody tr").length`))
+	require.NoError(t, err)
+	require.Equal(t, 50, n, "a page of 50 items")
+	h, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.documentElement.scrollHeight`))
+	require.NoError(t, err)
+	row, err := chromedp.Run(tab, chromedp.Evaluate[float64](`document.querySelector("#items tbody tr").getBoundingClientRect().height`))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, h, 1600, "the reconciliation page with 50 items is %d px high (a row %.1f px)", h, row)
+	cr.checkLayout(u)
 }
 
 // longID is an id of 70+ characters, as providers make them.
