@@ -72,3 +72,16 @@ func TestConsoleReconciliationShowsAmountAndDelivery(t *testing.T) {
 	assert.Contains(t, row, "1\u202f250.00 USD", "the payment's captured amount")
 	assert.Contains(t, row, `href="/console/inbox/delivery?key=`+s.conflictKey+`&amp;provider=standard"`)
 }
+
+// A conflict's row says what its redelivery changed, field by field, not
+// the two payload hashes (issue 39).
+func TestConsoleReconciliationSaysWhatDiffers(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.seedStory()
+	c := f.client()
+	c.signIn(readToken)
+	row := conflictRow.FindString(c.get("/console/reconciliation").body)
+	require.NotEmpty(t, row)
+	assert.Contains(t, row, "data.amount 125000 → 126000")
+	assert.NotContains(t, row, "sha256")
+}

@@ -24,6 +24,10 @@ type reconData struct {
 	Legend []kindHelp
 	// BulkCap bounds a bulk action (bulk.go).
 	BulkCap int
+	// Differs is, per conflicting redelivery on the page (by item id),
+	// what changed, field by field ("data.amount 1000 → 1200"), in place of
+	// the two payload hashes its details name.
+	Differs map[string]string
 }
 
 type ageOption struct {
@@ -68,12 +72,16 @@ func (c *consoleServer) reconciliation(w http.ResponseWriter, r *http.Request) {
 	l := newList(Prefix+"/reconciliation", filter, rows, c.cfg.PageSize,
 		func(x views.ReconciliationItem) any { return x.Position() }, after == nil)
 	var onPage []string
+	differs := map[string]string{}
 	for _, it := range l.Rows {
 		onPage = append(onPage, it.Kind)
+		if d := c.whatDiffers(r, it); d != "" {
+			differs[it.ID()] = d
+		}
 	}
 	c.render(w, r, http.StatusOK, "reconciliation", "Reconciliation", reconData{
 		list: l, Kinds: payment.ReconKinds(), Status: status, Ages: ages, Return: r.URL.RequestURI(),
-		Legend: legendOf(onPage), BulkCap: bulkCap,
+		Legend: legendOf(onPage), BulkCap: bulkCap, Differs: differs,
 	})
 }
 
@@ -160,4 +168,35 @@ func backTo(back, done, item string) string {
 	q.Set("item", item)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// whatDiffers reads a conflicting redelivery's delivery (one read per such
+// item on the page, at most a page's worth) and says which fields its
+// redeliveries changed, old → new; "" for other kinds, or when the bodies
+// are no longer kept or are not JSON.
+func (c *consoleServer) whatDiffers(r *http.Request, it views.ReconciliationItem) string {
+	i := strings.LastIndex(it.Key, "@")
+	if it.Kind != payment.ReconConflictingRedelivery || i <= 0 {
+		return ""
+	}
+	d, found, err := c.cfg.Read.Delivery(r.Context(), it.Provider, it.Key[:i])
+	if err != nil || !found {
+		return ""
+	}
+	var parts []string
+	for _, cf := range d.Conflicts {
+		for _, f := range compareFields(d.Raw, cf.Raw) {
+			if f.Differs {
+				parts = append(parts, fmt.Sprintf("%s %s → %s", f.Path, orNone(f.First), orNone(f.Second)))
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
