@@ -85,3 +85,24 @@ func TestConsoleReconciliationSaysWhatDiffers(t *testing.T) {
 	assert.Contains(t, row, "data.amount 125000 → 126000")
 	assert.NotContains(t, row, "sha256")
 }
+
+// Items filter by the amount at stake, in a currency; a bad amount is a 400
+// naming the parameter.
+func TestConsoleReconciliationFiltersByAmount(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	s := f.seedStory()
+	c := f.client()
+	c.signIn(readToken)
+	r := c.get("/console/reconciliation?min_amount=1000&currency=USD")
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Contains(t, r.body, s.paymentID, "1,250.00 USD at stake")
+	assert.NotContains(t, r.body, s.orphanID, "an EUR item")
+	r = c.get("/console/reconciliation?min_amount=2000&currency=USD")
+	assert.NotContains(t, r.body, s.paymentID)
+	r = c.get("/console/reconciliation?min_amount=1O&currency=USD")
+	assert.Equal(t, http.StatusBadRequest, r.status)
+	assert.Contains(t, r.body, "min_amount")
+	r = c.get("/console/reconciliation?min_amount=10")
+	assert.Equal(t, http.StatusBadRequest, r.status)
+	assert.Contains(t, r.body, "currency")
+}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/adapters/csvexport"
+	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -51,6 +52,18 @@ func (c *consoleServer) reconciliation(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(days)
 		f.OpenedBefore = c.cfg.Now().Add(-time.Duration(n) * 24 * time.Hour)
 	}
+	if cur, min := p.Currency("currency"), p.Text("min_amount"); min != "" || cur != "" {
+		switch minor, err := money.ParseMajor(min, money.Currency(cur)); {
+		case cur == "":
+			p.Fail("min_amount: name the currency of the amount (currency)")
+		case min == "":
+			f.AtStakeCurrency = cur
+		case err != nil:
+			p.Fail("min_amount: %v", err)
+		default:
+			f.AtStakeCurrency, f.MinAtStake = cur, minor
+		}
+	}
 	after, asCSV, err := listParams[views.ReconciliationKey](p)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
@@ -68,7 +81,7 @@ func (c *consoleServer) reconciliation(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, err, 0, "")
 		return
 	}
-	filter := filterQuery(p.Values, "status", "kind", "provider", "age")
+	filter := filterQuery(p.Values, "status", "kind", "provider", "age", "currency", "min_amount")
 	l := newList(Prefix+"/reconciliation", filter, rows, c.cfg.PageSize,
 		func(x views.ReconciliationItem) any { return x.Position() }, after == nil)
 	var onPage []string

@@ -192,6 +192,10 @@ type ReconciliationFilter struct {
 	// OpenedBefore keeps items opened before it (an age filter); items of
 	// unknown age are kept too.
 	OpenedBefore time.Time
+	// AtStakeCurrency, when set, keeps the items whose amount at stake is
+	// in that currency and at least MinAtStake (minor units).
+	AtStakeCurrency string
+	MinAtStake      int64
 	// After is the keyset (nil: from the oldest); Limit caps the page
 	// (<= 0: every item).
 	After *ReconciliationKey

@@ -179,27 +179,32 @@ func (s *Store) Reconciliation(ctx context.Context, f views.ReconciliationFilter
 	var atStake *int64
 	dest := []any{&it.StreamID, &it.Kind, &it.Key, &it.Status, &it.Provider, &it.PaymentID, &it.Details, &opened, &resolved,
 		&it.ResolvedBy, &it.Note, &atStake, &it.AtStakeCurrency}
-	// The page of items first, then the amount at stake of each from its
-	// payment's row (by the stream's unique key) or its payout's (by its
-	// primary key: the payout id is the rest of the stream id).
+	if f.AtStakeCurrency != "" {
+		w.add("at_stake_currency = ?", f.AtStakeCurrency)
+		w.add("at_stake >= ?", f.MinAtStake)
+	}
+	// Each item with the amount at stake from its payment's row (by the
+	// stream's unique key) or its payout's (by its primary key: the payout
+	// id is the rest of the stream id); the filters, the order and the
+	// limit apply to the joined rows, so that the amount filters too.
 	return s.each(ctx, "reconciliation items", `
-		SELECT ri.stream_id, ri.kind, ri.item_key, ri.status, ri.provider, ri.payment_id, ri.details, ri.opened_at,
-		       ri.resolved_at, coalesce(ri.resolved_by, ''), coalesce(ri.note, ''),
+		SELECT stream_id, kind, item_key, status, provider, payment_id, details, opened_at,
+		       resolved_at, coalesce(resolved_by, ''), coalesce(note, ''), at_stake, at_stake_currency
+		FROM (SELECT ri.*,
 		       CASE
 		         WHEN ri.kind = 'over_refund' THEN p.refunded_amount - p.captured_amount
 		         WHEN ri.kind = 'over_reversal' THEN p.refunded_amount + p.dispute_open_amount + p.dispute_lost_amount - p.captured_amount
 		         WHEN ri.kind = 'payout_mismatch' THEN po.difference
 		         WHEN p.stream_id IS NOT NULL THEN p.captured_amount
 		         ELSE po.amount
-		       END,
-		       coalesce(p.currency, po.currency, '')
-		FROM (SELECT * FROM reconciliation_items`+w.sql()+`
-		      ORDER BY `+reconOpened+`, stream_id, kind, item_key`+w.limit(f.Limit)+`) ri
-		LEFT JOIN payments p ON p.stream_id = ri.stream_id
-		LEFT JOIN payouts po ON po.provider = ri.provider
-		     AND ri.stream_id LIKE 'payout-%'
-		     AND po.payout_id = substr(ri.stream_id, length('payout-' || ri.provider || '-') + 1)
-		ORDER BY coalesce(ri.opened_at, '-infinity'::timestamptz), ri.stream_id, ri.kind, ri.item_key`,
+		       END AS at_stake,
+		       coalesce(p.currency, po.currency, '') AS at_stake_currency
+		      FROM reconciliation_items ri
+		      LEFT JOIN payments p ON p.stream_id = ri.stream_id
+		      LEFT JOIN payouts po ON po.provider = ri.provider
+		           AND ri.stream_id LIKE 'payout-%'
+		           AND po.payout_id = substr(ri.stream_id, length('payout-' || ri.provider || '-') + 1)) x`+w.sql()+`
+		ORDER BY `+reconOpened+`, stream_id, kind, item_key`+w.limit(f.Limit),
 		w.args, dest, func() error {
 			it.OpenedAt, it.ResolvedAt = derefTime(opened), derefTime(resolved)
 			it.AtStake = 0
