@@ -299,10 +299,13 @@ func (c *Controller) dropReader(poll bool, token string) {
 }
 
 // shed answers a request the server does not take, without reading its
-// body. With a body announced, the connection is closed after the answer:
-// otherwise net/http would read (discard) the body before writing the
+// body. With a body announced, the connection closes after the answer:
+// net/http would otherwise read (discard) the body before writing the
 // answer, and a sender that announced a body it never sends would hold
-// the answer until the read deadline.
+// the answer until the read deadline. (Answering first and discarding
+// after, with EnableFullDuplex, keeps the connection but panics in
+// net/http when the unread body's end arrives during the discard, Go 1.26.)
+// Under overload, closing also sheds connections: a retry reconnects.
 func (c *Controller) shed(w http.ResponseWriter, r *http.Request, class Class, reason reason, status int, retryAfter string) {
 	c.metrics.shed[class][reason].Inc()
 	c.logShed(class, reason, r)

@@ -334,8 +334,14 @@ func TestShedWebhookIsAnsweredBeforeItsBody(t *testing.T) {
 	require.NoError(t, err, "answered without its body")
 	assert.Equal(t, "503 Service Unavailable", st)
 	assert.Equal(t, "1", h.Get("Retry-After"))
+	assert.Equal(t, "close", h.Get("Connection"), "the body is never read: the connection closes")
+
+	// A large body announced: the same.
+	st, h, err = roundTrip(f.raw(t, ""), "POST /webhooks/standard HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+	require.NoError(t, err)
+	assert.Equal(t, "503 Service Unavailable", st)
 	assert.Equal(t, "close", h.Get("Connection"))
-	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "webhook", "in_flight")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "webhook", "in_flight")))
 	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"), "health is not counted as work")
 }
 

@@ -14,10 +14,11 @@ import (
 // batch size and the database; a cap on work in flight follows it by
 // itself (Little's law: at the cap, throughput is whatever the server
 // achieves and latency is cap/throughput), and what is beyond is refused
-// before it costs a body read, a signature check or a parse. The default
-// (256, the per-provider cap measured in docs/benchmarks.md to leave room
-// for group commit: two units of ONCELEDGER_INGEST_BATCH in flight and the
-// arrivals gathering behind them) keeps the latency of a full server near
+// before it costs a body read, a signature check or a parse. serve sizes it
+// from the ingest batch (app.InFlightFor: 4 × ONCELEDGER_INGEST_BATCH, 256 by
+// default, the per-provider cap measured in docs/benchmarks.md to leave
+// room for group commit: two shared units committing and the arrivals
+// gathering behind them), which keeps the latency of a full server near
 // 100 ms at the throughput measured on 2 cores.
 //
 // A request that finds the budget spent waits up to QueueWait for a slot

@@ -207,6 +207,9 @@ func (a *App) web(ctx context.Context) error {
 	a.handler = httpapi.NewHandler(hc)
 	lim := cfg.Admission
 	lim.MaxConnections = cfg.MaxConnections
+	if lim.MaxInFlight == 0 {
+		lim.MaxInFlight = InFlightFor(cfg.IngestBatch)
+	}
 	a.admission = admission.New(lim, reg, a.log)
 	return nil
 }
@@ -240,6 +243,19 @@ func (a *App) Run(ctx context.Context) error {
 
 // DefaultMaxConnections is the default bound on connections served at once.
 const DefaultMaxConnections = admission.DefaultMaxConnections
+
+// InFlightFor is the default work in flight (ONCELEDGER_MAX_IN_FLIGHT 0)
+// for an ingest batch size (ONCELEDGER_INGEST_BATCH; 0 = its default, 64):
+// what group commit absorbs at once, two shared units being committed and
+// two gathering behind them, so that a full server keeps its batches full
+// and sheds the rest; at least 64, so that without group commit (a batch
+// of 1) deliveries still commit side by side.
+func InFlightFor(batch int) int {
+	if batch <= 0 {
+		batch = 64
+	}
+	return max(64, 4*batch)
+}
 
 // Defaults of the connection timeouts (ONCELEDGER_HEADER_TIMEOUT,
 // ONCELEDGER_IDLE_TIMEOUT).
