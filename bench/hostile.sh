@@ -75,6 +75,8 @@ hostile_pid=""
 hs_load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 hs_hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$server_pid/status" 2>/dev/null || echo 0)"
 hs_rss_max="$(sort -n "$work/hs_rss.txt" | tail -1)"
+# What admission did (adapters/admission's counters; docs/security.md).
+curl -fsS "http://$hs_addr/metrics" 2>/dev/null | grep -E '^onceledger_admission_[a-z_]+_total' | grep -v ' 0$' >"$work/hs_admission.txt" || true
 hs_stop
 
 {
@@ -87,4 +89,5 @@ hs_stop
 		"  server RSS: peak \($hwm/1024|floor) MiB (VmHWM), samples max \($rssmax/1024|floor) MiB (goal < 512 MiB: \(if $hwm < 512*1024 then "met" else "NOT met" end))"' \
 		"$work/hs_legit.json"
 	sed -n 's/^hostile /  hostile /p' "$work/hostile.txt"
+	sed 's/^/  server /' "$work/hs_admission.txt"
 } | tee "$work/hostile_summary.txt"

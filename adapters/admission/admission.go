@@ -229,7 +229,7 @@ func (c *Controller) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		class, poll := Classify(r)
 		cn, _ := r.Context().Value(connKey{}).(*conn)
-		c.enter(cn, class)
+		c.enter(cn)
 		defer c.leave(cn)
 		if class == Health {
 			next.ServeHTTP(w, r)

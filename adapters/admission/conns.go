@@ -170,7 +170,7 @@ func (c *Controller) admit(nc net.Conn) *conn {
 }
 
 // enter marks cn as inside a handler (not evictable).
-func (c *Controller) enter(cn *conn, _ Class) {
+func (c *Controller) enter(cn *conn) {
 	if cn == nil {
 		return
 	}

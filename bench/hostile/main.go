@@ -5,7 +5,7 @@
 //
 //   - idle connections (--idle): half never send a request, half send one
 //     without a token (401) and then idle; each one the server closes is
-//     opened again;
+//     opened again after --redial;
 //   - long polls (--polls) of GET /v1/events?wait=60s with a read token, for
 //     a type the legitimate traffic never produces, so that they wait; a
 //     429 is retried after its Retry-After;
@@ -64,6 +64,7 @@ type options struct {
 	Slow       int
 	SlowEvery  time.Duration
 	Source     string
+	Redial     time.Duration
 }
 
 func main() {
@@ -83,6 +84,7 @@ func main() {
 	fs.IntVar(&o.Slow, "slow", 16, "slow uploads held (half settlement uploads, half webhook bodies)")
 	fs.DurationVar(&o.SlowEvery, "slow-every", 2*time.Second, "a slow upload sends one byte this often")
 	fs.StringVar(&o.Source, "source", "127.0.0.2", "the loopback address hostile connections come from")
+	fs.DurationVar(&o.Redial, "redial", time.Second, "an idle connection the server closed is opened again after this long")
 	_ = fs.Parse(os.Args[1:])
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "hostile:", err)
@@ -219,7 +221,7 @@ func (h *hostile) idle(ctx context.Context, used bool) {
 		} else {
 			h.tally.add(kind, "still held at the end")
 		}
-		pause(ctx, 100*time.Millisecond)
+		pause(ctx, h.o.Redial)
 	}
 }
 
