@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/admission"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/standard"
@@ -146,4 +147,44 @@ func TestLongPollsCannotKeepOutProbesAndWebhooks(t *testing.T) {
 	assert.Positive(t, refused, "polls past the token's cap are refused")
 	assert.Equal(t, refused, withRetry, "each refusal says when to retry")
 	probeAndDeliver(t, addr)
+}
+
+// TestShedWebhookIsAnsweredBeforeItsBody: with the webhooks' in-flight
+// budget held by two uploads that stall, a third delivery that sends its
+// headers and never its body is answered 503 with Retry-After at once, not
+// after the body deadline (a minute here); a probe is still answered.
+// Before, every delivery's body was read and verified before any limit
+// applied (issue 40, item 3: a refused request paid for its body).
+func TestShedWebhookIsAnsweredBeforeItsBody(t *testing.T) {
+	sw, err := standard.New([]string{standardSecret}, 5*time.Minute)
+	require.NoError(t, err)
+	_, addr := servedApp(t, app.Config{
+		DatabaseURL:     pgtest.NewDatabase(t),
+		Providers:       map[string]providers.Adapter{standard.Name: sw},
+		Logger:          testLogger(),
+		ReadTimeout:     time.Minute,
+		ShutdownTimeout: time.Second,
+		Admission:       admission.Limits{MaxInFlight: 2, QueueWait: -1},
+	})
+	for range 2 {
+		_, reading := stallUpload(t, addr)
+		require.True(t, reading, "the stalled upload holds a slot, reading its body")
+	}
+	c, err := net.DialTimeout("tcp", addr, admissionDeadline)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = fmt.Fprintf(c, "POST /webhooks/standard HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", addr)
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(admissionDeadline)))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "answered without its body")
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+
+	client := &http.Client{Timeout: admissionDeadline}
+	hz, err := client.Get("http://" + addr + "/healthz")
+	require.NoError(t, err)
+	_ = hz.Body.Close()
+	assert.Equal(t, http.StatusOK, hz.StatusCode, "health checks are never shed")
 }
