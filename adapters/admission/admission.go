@@ -13,9 +13,10 @@
 // is shed first: reads are refused once the work in flight reaches half
 // of MaxInFlight, uploads at three quarters, webhooks only at MaxInFlight.
 //
-// A Controller is used three ways by one http.Server: Listener wraps its
+// A Controller is used four ways by one http.Server: Listener wraps its
 // listener (the connection budget), ConnContext ties each request to its
-// connection, and Middleware wraps its handler (the in-flight budget).
+// connection, ConnState sees a connection become idle, and Middleware wraps
+// its handler (the in-flight budget).
 // docs/security.md lists every limit and what an operator sees when one is
 // reached.
 package admission
@@ -229,8 +230,7 @@ func (c *Controller) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		class, poll := Classify(r)
 		cn, _ := r.Context().Value(connKey{}).(*conn)
-		c.enter(cn)
-		defer c.leave(cn)
+		c.enter(cn) // idle again at ConnState(StateIdle), once its answer is written
 		if class == Health {
 			next.ServeHTTP(w, r)
 			return

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,7 +28,7 @@ import (
 const deadline = 5 * time.Second
 
 // fixture is a real server on a loopback port behind a Controller: the
-// listener, ConnContext and Middleware wired as serve wires them.
+// listener, ConnContext, ConnState and Middleware wired as serve wires them.
 type fixture struct {
 	addr    string
 	ctl     *admission.Controller
@@ -101,6 +102,7 @@ func newFixture(t *testing.T, lim admission.Limits) *fixture {
 	srv := &http.Server{
 		Handler:           f.ctl.Middleware(mux),
 		ConnContext:       f.ctl.ConnContext,
+		ConnState:         f.ctl.ConnState,
 		ReadHeaderTimeout: time.Minute, // the tests hold connections; nothing may time out by itself
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       time.Minute,
@@ -204,11 +206,14 @@ func TestIdleConnectionsDoNotKeepOutProbesOrWebhooks(t *testing.T) {
 	for range 1030 {
 		f.raw(t, "")
 	}
+	// Every connection accepted (a dial returns once the kernel has it):
+	// those carrying nothing made room.
+	waitFor(t, func() bool {
+		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh"))+
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")) >= 1030+1030-1024
+	})
 	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
 	assert.Equal(t, 200, f.status(t, http.MethodPost, "/webhooks/standard"))
-	evicted := testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) +
-		testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle"))
-	assert.GreaterOrEqual(t, evicted, float64(1030+1030-1024), "connections carrying nothing made room")
 }
 
 // TestLongPollsCapped: past MaxLongPollsPerToken one token's poll gets 429
@@ -263,10 +268,16 @@ func TestManyLongPollsDoNotKeepOutProbesOrWebhooks(t *testing.T) {
 		}
 	})
 	waitFor(t, func() bool { return f.entered.Load() == admission.DefaultMaxLongPolls })
-	// A few of the 1,030 connections (past 1,024) took the place of others
-	// not yet carrying their poll.
-	assert.InDelta(t, float64(1030-admission.DefaultMaxLongPolls),
-		testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "read", "long_polls")), 6)
+	shed := func() float64 {
+		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "read", "long_polls"))
+	}
+	// Every poll is answered or waits, but for the few connections (past
+	// 1,024) that took the place of others not yet carrying their poll.
+	waitFor(t, func() bool {
+		return shed()+float64(f.entered.Load())+
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) >= 1030
+	})
+	assert.InDelta(t, float64(1030-admission.DefaultMaxLongPolls), shed(), 6)
 	assert.Positive(t, refused.Load(), "the refused see 429 with Retry-After")
 	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
 	assert.Equal(t, 200, f.status(t, http.MethodPost, "/webhooks/standard"))
@@ -478,4 +489,64 @@ func TestInFlightBoundUnderConcurrency(t *testing.T) {
 	assert.LessOrEqual(t, f.maxBusy.Load(), int64(budget))
 	assert.LessOrEqual(t, f.maxReads.Load(), int64(3))
 	assert.Positive(t, f.maxBusy.Load())
+}
+
+// TestEvictionOrder: at the budget, a new connection takes the place of
+// the oldest one that never sent a request, then of the one idle the
+// longest; a connection used recently is kept.
+func TestEvictionOrder(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1})
+	evicted := func() float64 {
+		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) +
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle"))
+	}
+	open := func() float64 {
+		mfs, err := f.reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "onceledger_admission_connections" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	read := func(c net.Conn) {
+		st, _, err := roundTrip(c, get("/v1/read", ""))
+		require.NoError(t, err)
+		require.Equal(t, "200 OK", st)
+	}
+	used := func() net.Conn {
+		c := f.raw(t, "")
+		read(c)
+		return c
+	}
+	older := used()
+	recent := used()
+	fresh1 := f.raw(t, "")
+	waitFor(t, func() bool { return open() == 3 }) // accepted in this order
+	fresh2 := f.raw(t, "")
+	waitFor(t, func() bool { return open() == 4 })
+	read(recent) // now the most recently used
+
+	used() // takes the place of fresh1: the oldest never used
+	assert.Equal(t, 1.0, evicted())
+	assertClosed(t, fresh1)
+	used() // of fresh2
+	assertClosed(t, fresh2)
+	used() // of older: the longest idle
+	assertClosed(t, older)
+	assert.Equal(t, 2.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")))
+	read(recent) // kept
+}
+
+// assertClosed says the server closed c (an end of file or a reset, not a
+// read timeout).
+func assertClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(deadline)))
+	_, err := c.Read(make([]byte, 1))
+	require.Error(t, err)
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "closed by the server, not timed out: %v", err)
 }

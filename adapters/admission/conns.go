@@ -3,6 +3,7 @@ package admission
 import (
 	"container/list"
 	"net"
+	"net/http"
 	"time"
 )
 
@@ -180,9 +181,13 @@ func (c *Controller) enter(cn *conn) {
 	c.mu.Unlock()
 }
 
-// leave puts cn back among the idle, most recently used last.
-func (c *Controller) leave(cn *conn) {
-	if cn == nil {
+// ConnState is http.Server.ConnState: a connection whose answer has been
+// written and that waits for its next request becomes idle, the most
+// recently used last. (Not when its handler returns: its answer may still
+// be in net/http's buffer, and a connection closed then would lose it.)
+func (c *Controller) ConnState(nc net.Conn, state http.ConnState) {
+	cn, ok := nc.(*conn)
+	if !ok || state != http.StateIdle {
 		return
 	}
 	c.mu.Lock()

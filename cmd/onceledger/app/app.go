@@ -288,6 +288,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:           a.admission.Middleware(a.handler),
 		ConnContext:       a.admission.ConnContext,
+		ConnState:         a.admission.ConnState,
 		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.IngestTimeout + 15*time.Second,
