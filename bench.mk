@@ -5,3 +5,8 @@
 ## bench: pgbench vs onceledger+loadgen on this machine (throwaway databases); see bench/run.sh for settings
 bench:
 	bench/run.sh
+
+.PHONY: bench-hostile
+## bench-hostile: the hostile soak alone (step 8: BENCH_HOSTILE_SECONDS, default 600, of legitimate traffic beside hostile clients on loopback)
+bench-hostile:
+	bench/run.sh hostile

@@ -48,6 +48,7 @@ type serveCmd struct {
 	OutboxConcurrency   int           `name:"outbox-concurrency" env:"ONCELEDGER_OUTBOX_CONCURRENCY" default:"64" group:"Outbound events" help:"POSTs one subscription endpoint has in flight at most (each on another stream)."`
 	OutboxRate          float64       `name:"outbox-rate" env:"ONCELEDGER_OUTBOX_RATE" default:"1000" group:"Outbound events" help:"POSTs per second one subscription endpoint gets at most."`
 	outboxFlags
+	admissionFlags
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
@@ -185,6 +186,9 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		ShutdownTimeout:      c.ShutdownTimeout,
 		ProviderConcurrency:  c.ProviderConcurrency,
 		MaxConnections:       c.MaxConnections,
+		Admission:            c.limits(),
+		HeaderTimeout:        c.HeaderTimeout,
+		IdleTimeout:          c.IdleTimeout,
 		RawRetention:         c.RawRetention,
 		SweepAge:             c.SweepAge,
 		IngestBatch:          c.IngestBatch,

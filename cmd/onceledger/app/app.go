@@ -23,9 +23,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/net/netutil"
 
 	"github.com/onceledger/onceledger/adapters/access"
+	"github.com/onceledger/onceledger/adapters/admission"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -72,6 +72,13 @@ type Config struct {
 	// MaxConnections bounds the connections served at once (default 1024;
 	// <0 = no bound). See Serve.
 	MaxConnections int
+	// Admission is the rest of the admission budget (adapters/admission):
+	// its MaxConnections is set from MaxConnections above. HeaderTimeout
+	// and IdleTimeout bound a connection that carries no request (defaults
+	// DefaultHeaderTimeout and DefaultIdleTimeout).
+	Admission     admission.Limits
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
 	// RawRetention (ONCELEDGER_RAW_RETENTION): stored raw webhook bodies
 	// older than this are erased by a background worker (hash, facts and
 	// events kept); 0 keeps them. RetentionInterval is the pause between
@@ -127,6 +134,8 @@ type App struct {
 	tokens  *access.Tokens
 	reads   *readSide
 	handler http.Handler
+	// admission is the connection and in-flight budget Serve applies.
+	admission *admission.Controller
 	// outbound is GET /v1/events's feed; Serve starts its one listener.
 	outbound *outbound.Feed
 	closed   sync.Once
@@ -196,6 +205,12 @@ func (a *App) web(ctx context.Context) error {
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	a.handler = httpapi.NewHandler(hc)
+	lim := cfg.Admission
+	lim.MaxConnections = cfg.MaxConnections
+	if lim.MaxInFlight == 0 {
+		lim.MaxInFlight = InFlightFor(cfg.IngestBatch)
+	}
+	a.admission = admission.New(lim, reg, a.log)
 	return nil
 }
 
@@ -227,33 +242,57 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 // DefaultMaxConnections is the default bound on connections served at once.
-const DefaultMaxConnections = 1024
+const DefaultMaxConnections = admission.DefaultMaxConnections
+
+// InFlightFor is the default work in flight (ONCELEDGER_MAX_IN_FLIGHT 0)
+// for an ingest batch size (ONCELEDGER_INGEST_BATCH; 0 = its default, 64):
+// what group commit absorbs at once, two shared units being committed and
+// two gathering behind them, so that a full server keeps its batches full
+// and sheds the rest; at least 64, so that without group commit (a batch
+// of 1) deliveries still commit side by side.
+func InFlightFor(batch int) int {
+	if batch <= 0 {
+		batch = 64
+	}
+	return max(64, 4*batch)
+}
+
+// Defaults of the connection timeouts (ONCELEDGER_HEADER_TIMEOUT,
+// ONCELEDGER_IDLE_TIMEOUT).
+const (
+	DefaultHeaderTimeout = 5 * time.Second
+	DefaultIdleTimeout   = 60 * time.Second
+)
 
 // Serve is Run on a listener the caller opened; it closes l.
 //
-// The listener is bounded (netutil.LimitListener, x/net: a maintained,
-// well-known implementation of exactly this): every open connection costs a
-// goroutine, buffers and a file descriptor, and without a bound a flood of
-// idle or trickling connections runs the process out of descriptors, at
-// which point accept fails for everyone, providers and probes alike. Past the
-// bound, new connections wait in the kernel's backlog until one closes
-// rather than being refused; ReadHeaderTimeout, the per-request body
-// deadline (httpapi.Config.BodyTimeout) and IdleTimeout make sure held
-// connections do close.
+// Admission (adapters/admission) comes before any handler: the listener is
+// bounded (every open connection costs a goroutine, buffers and a file
+// descriptor), and when the bound is reached a new connection takes the
+// place of one that carries no request instead of waiting behind it, so
+// idle or trickling connections cannot keep probes and providers out; a
+// request beyond its class's in-flight budget is answered 503/429 before
+// its body is read. HeaderTimeout, the per-request body deadline
+// (httpapi.Config.BodyTimeout) and IdleTimeout make sure held connections
+// do close.
 func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	c := a.cfg
-	switch {
-	case c.MaxConnections == 0:
-		l = netutil.LimitListener(l, DefaultMaxConnections)
-	case c.MaxConnections > 0:
-		l = netutil.LimitListener(l, c.MaxConnections)
+	headerTimeout, idleTimeout := c.HeaderTimeout, c.IdleTimeout
+	if headerTimeout <= 0 {
+		headerTimeout = DefaultHeaderTimeout
 	}
+	if idleTimeout <= 0 {
+		idleTimeout = DefaultIdleTimeout
+	}
+	l = a.admission.Listener(l)
 	srv := &http.Server{
-		Handler:           a.handler,
-		ReadHeaderTimeout: 5 * time.Second,
+		Handler:           a.admission.Middleware(a.handler),
+		ConnContext:       a.admission.ConnContext,
+		ConnState:         a.admission.ConnState,
+		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.IngestTimeout + 15*time.Second,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       idleTimeout,
 	}
 
 	// Background work stops only after the HTTP server has drained, so a

@@ -1,0 +1,552 @@
+package admission_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/admission"
+)
+
+// deadline bounds what must happen at once: a correctness bound (a
+// request stuck behind held connections would wait for a timeout of a
+// minute), not a measurement.
+const deadline = 5 * time.Second
+
+// fixture is a real server on a loopback port behind a Controller: the
+// listener, ConnContext, ConnState and Middleware wired as serve wires them.
+type fixture struct {
+	addr    string
+	ctl     *admission.Controller
+	reg     *prometheus.Registry
+	release chan struct{} // closed: blocked handlers return
+	entered atomic.Int64  // requests that reached a blocking handler
+	// busy counts /v1/work and ?work=1 webhooks in their handler; maxBusy
+	// and maxReads are the most seen at once (all, reads).
+	busy, reads, maxBusy, maxReads atomic.Int64
+}
+
+// work holds the handler a moment, recording how many are in one at once.
+func (f *fixture) work(read bool) {
+	n := f.busy.Add(1)
+	defer f.busy.Add(-1)
+	raise(&f.maxBusy, n)
+	if read {
+		raise(&f.maxReads, f.reads.Add(1))
+		defer f.reads.Add(-1)
+	}
+	time.Sleep(time.Millisecond)
+}
+
+func raise(m *atomic.Int64, n int64) {
+	for {
+		old := m.Load()
+		if n <= old || m.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func newFixture(t *testing.T, lim admission.Limits) *fixture {
+	t.Helper()
+	f := &fixture{release: make(chan struct{}), reg: prometheus.NewRegistry()}
+	f.ctl = admission.New(lim, f.reg, nil)
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
+	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("/v1/read", ok)
+	mux.HandleFunc("/v1/work", func(w http.ResponseWriter, _ *http.Request) {
+		f.work(true)
+		_, _ = io.WriteString(w, "ok")
+	})
+	block := func(w http.ResponseWriter, r *http.Request) {
+		f.entered.Add(1)
+		select {
+		case <-f.release:
+		case <-r.Context().Done():
+		}
+		_, _ = io.WriteString(w, "ok")
+	}
+	mux.HandleFunc("/v1/slow", block)
+	mux.HandleFunc("/v1/events", block) // a long poll that waits until released
+	mux.HandleFunc("/webhooks/", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if r.URL.Query().Get("work") != "" {
+			f.work(false)
+		}
+		if r.URL.Query().Get("block") != "" {
+			block(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{
+		Handler:           f.ctl.Middleware(mux),
+		ConnContext:       f.ctl.ConnContext,
+		ConnState:         f.ctl.ConnState,
+		ReadHeaderTimeout: time.Minute, // the tests hold connections; nothing may time out by itself
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       time.Minute,
+	}
+	go func() { _ = srv.Serve(f.ctl.Listener(l)) }()
+	t.Cleanup(func() {
+		select {
+		case <-f.release:
+		default:
+			close(f.release)
+		}
+		_ = srv.Close()
+	})
+	f.addr = l.Addr().String()
+	return f
+}
+
+// raw opens a connection from 127.0.0.1 (or from local, a loopback address).
+func (f *fixture) raw(t *testing.T, local string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: deadline}
+	if local != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	}
+	c, err := d.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// roundTrip sends a raw request on c and returns the status line and headers.
+func roundTrip(c net.Conn, req string) (string, http.Header, error) {
+	if _, err := io.WriteString(c, req); err != nil {
+		return "", nil, err
+	}
+	if err := c.SetReadDeadline(time.Now().Add(deadline)); err != nil {
+		return "", nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return "", nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	_ = c.SetReadDeadline(time.Time{})
+	if resp.Close { // net/http moves Connection: close there
+		resp.Header.Set("Connection", "close")
+	}
+	return resp.Status, resp.Header, nil
+}
+
+func get(path, token string) string {
+	auth := ""
+	if token != "" {
+		auth = "Authorization: Bearer " + token + "\r\n"
+	}
+	return "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"
+}
+
+func post(path, body string) string {
+	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+}
+
+// client is a fresh-connection client bounded by deadline.
+func client() *http.Client {
+	return &http.Client{Timeout: deadline, Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+func (f *fixture) status(t *testing.T, method, path string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+f.addr+path, strings.NewReader(`{"signed":true}`))
+	require.NoError(t, err)
+	resp, err := client().Do(req)
+	require.NoError(t, err, "%s %s is answered at once", method, path)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// holdConcurrently runs n goroutines of hold and waits for them all.
+func holdConcurrently(n int, hold func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { hold(i) })
+	}
+	wg.Wait()
+}
+
+// TestIdleConnectionsDoNotKeepOutProbesOrWebhooks: 1,030 keep-alive
+// connections that made one request and idle, and 1,030 that never sent
+// one, past the 1,024 connections of the budget: a health check and a
+// webhook on new connections are still answered at once (each takes the
+// place of one that carries nothing).
+func TestIdleConnectionsDoNotKeepOutProbesOrWebhooks(t *testing.T) {
+	f := newFixture(t, admission.Limits{})
+	conns := make([]net.Conn, 1030)
+	holdConcurrently(len(conns), func(i int) {
+		conns[i] = f.raw(t, "")
+		_, _, _ = roundTrip(conns[i], get("/v1/read", "")) // later ones may find theirs evicted: fine
+	})
+	for range 1030 {
+		f.raw(t, "")
+	}
+	// Every connection accepted (a dial returns once the kernel has it):
+	// those carrying nothing made room.
+	waitFor(t, func() bool {
+		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh"))+
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")) >= 1030+1030-1024
+	})
+	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
+	assert.Equal(t, 200, f.status(t, http.MethodPost, "/webhooks/standard"))
+}
+
+// TestLongPollsCapped: past MaxLongPollsPerToken one token's poll gets 429
+// with Retry-After; past MaxLongPolls anyone's does; health checks and
+// webhooks go on.
+func TestLongPollsCapped(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxLongPolls: 6, MaxLongPollsPerToken: 4})
+	poll := "/v1/events?after=x&wait=30s"
+	for range 4 {
+		_, err := io.WriteString(f.raw(t, ""), get(poll, "tokA"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 4 })
+	st, h, err := roundTrip(f.raw(t, ""), get(poll, "tokA"))
+	require.NoError(t, err)
+	assert.Equal(t, "429 Too Many Requests", st)
+	assert.Equal(t, "5", h.Get("Retry-After"))
+	for range 2 {
+		_, err := io.WriteString(f.raw(t, ""), get(poll, "tokB"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 6 })
+	st, h, err = roundTrip(f.raw(t, ""), get(poll, "tokC"))
+	require.NoError(t, err)
+	assert.Equal(t, "429 Too Many Requests", st, "the total cap")
+	assert.NotEmpty(t, h.Get("Retry-After"))
+	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
+	assert.Equal(t, 200, f.status(t, http.MethodPost, "/webhooks/standard"))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "read", "long_polls_per_token")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "read", "long_polls")))
+}
+
+// TestManyLongPollsDoNotKeepOutProbesOrWebhooks: 1,030 long polls, each
+// with its own token: MaxLongPolls wait, the others get 429 at once, and
+// a health check and a webhook are answered.
+func TestManyLongPollsDoNotKeepOutProbesOrWebhooks(t *testing.T) {
+	f := newFixture(t, admission.Limits{})
+	var refused atomic.Int64
+	holdConcurrently(1030, func(i int) {
+		c := f.raw(t, "")
+		_, err := io.WriteString(c, get("/v1/events?wait=60s", fmt.Sprint("tok", i)))
+		if err != nil {
+			return
+		}
+		// Only a refusal answers: read it if it comes quickly.
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+				refused.Add(1)
+			}
+			_ = resp.Body.Close()
+		}
+	})
+	waitFor(t, func() bool { return f.entered.Load() == admission.DefaultMaxLongPolls })
+	shed := func() float64 {
+		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "read", "long_polls"))
+	}
+	// Every poll is answered or waits, but for the few connections (past
+	// 1,024) that took the place of others not yet carrying their poll.
+	waitFor(t, func() bool {
+		return shed()+float64(f.entered.Load())+
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) >= 1030
+	})
+	assert.InDelta(t, float64(1030-admission.DefaultMaxLongPolls), shed(), 6)
+	assert.Positive(t, refused.Load(), "the refused see 429 with Retry-After")
+	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
+	assert.Equal(t, 200, f.status(t, http.MethodPost, "/webhooks/standard"))
+}
+
+// TestReadersNeverTakeTheReserve: with a budget of 8 connections and 4
+// reserved, 4 slow reads hold the readers' share: a fifth read is shed
+// with 503, a webhook and a health check are served.
+func TestReadersNeverTakeTheReserve(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxConnections: 8, ReservedConnections: 4, MaxInFlightReads: 100, MaxInFlight: 100})
+	for range 4 {
+		_, err := io.WriteString(f.raw(t, ""), get("/v1/slow", "t"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 4 })
+	st, h, err := roundTrip(f.raw(t, ""), get("/v1/read", "t"))
+	require.NoError(t, err)
+	assert.Equal(t, "503 Service Unavailable", st)
+	assert.Equal(t, "1", h.Get("Retry-After"))
+	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
+	assert.Equal(t, 200, f.status(t, http.MethodPost, "/webhooks/standard"))
+}
+
+// TestPerAddressCap: an address holding MaxConnectionsPerAddress
+// connections in handlers gets its next one closed at once; another
+// address is served.
+func TestPerAddressCap(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxConnectionsPerAddress: 3, CountLoopback: true})
+	for range 3 {
+		_, err := io.WriteString(f.raw(t, "127.0.0.2"), get("/v1/slow", "t"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 3 })
+	_, _, err := roundTrip(f.raw(t, "127.0.0.2"), get("/healthz", ""))
+	assert.Error(t, err, "the fourth connection of 127.0.0.2 is closed unanswered")
+	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"), "127.0.0.1 is served")
+	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_refused_total", "per_address")))
+}
+
+// TestLoopbackIsNotCappedPerAddress: by default loopback clients (a
+// local proxy, a benchmark) are not bounded per address.
+func TestLoopbackIsNotCappedPerAddress(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxConnectionsPerAddress: 2})
+	for range 3 {
+		_, err := io.WriteString(f.raw(t, ""), get("/v1/slow", "t"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 3 })
+	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
+}
+
+// TestShedWebhookIsAnsweredBeforeItsBody: with the webhooks' in-flight
+// budget spent, a webhook that sends its headers and never its body gets
+// 503 with Retry-After at once (the server's read timeout is a minute):
+// the body is never read.
+func TestShedWebhookIsAnsweredBeforeItsBody(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxInFlight: 2, QueueWait: -1})
+	for range 2 {
+		_, err := io.WriteString(f.raw(t, ""), post("/webhooks/standard?block=1", "{}"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 2 })
+	c := f.raw(t, "")
+	st, h, err := roundTrip(c, "POST /webhooks/standard HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+	require.NoError(t, err, "answered without its body")
+	assert.Equal(t, "503 Service Unavailable", st)
+	assert.Equal(t, "1", h.Get("Retry-After"))
+	assert.Equal(t, "close", h.Get("Connection"), "the body is never read: the connection closes")
+
+	// A large body announced: the same.
+	st, h, err = roundTrip(f.raw(t, ""), "POST /webhooks/standard HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+	require.NoError(t, err)
+	assert.Equal(t, "503 Service Unavailable", st)
+	assert.Equal(t, "close", h.Get("Connection"))
+	assert.Equal(t, 2.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "webhook", "in_flight")))
+	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"), "health is not counted as work")
+}
+
+// TestReadsAreShedFirstHealthNever: reads are refused from half of
+// MaxInFlight, webhooks go on to MaxInFlight, and health checks are never
+// refused, 50 at once.
+func TestReadsAreShedFirstHealthNever(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxInFlight: 4, QueueWait: -1})
+	for range 2 {
+		_, err := io.WriteString(f.raw(t, ""), get("/v1/slow", "t"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 2 })
+	st, _, err := roundTrip(f.raw(t, ""), get("/v1/read", "t"))
+	require.NoError(t, err)
+	assert.Equal(t, "503 Service Unavailable", st, "reads stop at half the budget")
+	for range 2 {
+		_, err := io.WriteString(f.raw(t, ""), post("/webhooks/standard?block=1", "{}"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 4 })
+	assert.Equal(t, http.StatusServiceUnavailable, f.status(t, http.MethodPost, "/webhooks/standard"), "webhooks stop at the budget")
+	var ok atomic.Int64
+	holdConcurrently(50, func(int) {
+		if f.status(t, http.MethodGet, "/healthz") == 200 {
+			ok.Add(1)
+		}
+	})
+	assert.Equal(t, int64(50), ok.Load())
+}
+
+// TestQueuedWebhookTakesTheFreedSlot: a webhook that finds the budget
+// spent waits (up to QueueWait) and is served when a slot frees.
+func TestQueuedWebhookTakesTheFreedSlot(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxInFlight: 1, QueueWait: time.Minute})
+	_, err := io.WriteString(f.raw(t, ""), post("/webhooks/standard?block=1", "{}"))
+	require.NoError(t, err)
+	waitFor(t, func() bool { return f.entered.Load() == 1 })
+	got := make(chan int, 1)
+	go func() { got <- f.status(t, http.MethodPost, "/webhooks/standard") }()
+	close(f.release)
+	assert.Equal(t, 200, <-got)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, deadline, time.Millisecond)
+}
+
+// metric is the child of a registered counter vector with labels.
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels ...string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := true
+			for i, lp := range m.GetLabel() {
+				if i >= len(labels) || lp.GetValue() != labels[i] {
+					match = false
+				}
+			}
+			if match {
+				return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"},
+					func() float64 { return m.GetCounter().GetValue() })
+			}
+		}
+	}
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return 0 })
+}
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		method, target, ctype string
+		class                 admission.Class
+		poll                  bool
+	}{
+		{"GET", "/healthz", "", admission.Health, false},
+		{"GET", "/readyz", "", admission.Health, false},
+		{"GET", "/metrics", "", admission.Health, false},
+		{"POST", "/webhooks/stripe", "", admission.Webhook, false},
+		{"HEAD", "/webhooks/circle", "", admission.Webhook, false},
+		{"POST", "/v1/settlements/stripe", "text/csv", admission.Upload, false},
+		{"POST", "/v1/bank-statements", "", admission.Upload, false},
+		{"POST", "/console/settlements", "multipart/form-data; boundary=x", admission.Upload, false},
+		{"POST", "/console/signin", "application/x-www-form-urlencoded", admission.Read, false},
+		{"GET", "/v1/events?wait=30s", "", admission.Read, true},
+		{"GET", "/v1/events?after=a&wait=1m&limit=3", "", admission.Read, true},
+		{"GET", "/v1/events?wait=0s", "", admission.Read, false},
+		{"GET", "/v1/events?after=a", "", admission.Read, false},
+		{"GET", "/v1/events?wait=nonsense", "", admission.Read, true},
+		{"GET", "/v1/payments", "", admission.Read, false},
+	} {
+		r, err := http.NewRequest(c.method, "http://x"+c.target, nil)
+		require.NoError(t, err)
+		r.Header.Set("Content-Type", c.ctype)
+		class, poll := admission.Classify(r)
+		assert.Equal(t, c.class, class, "%s %s", c.method, c.target)
+		assert.Equal(t, c.poll, poll, "%s %s", c.method, c.target)
+	}
+}
+
+// TestInFlightBoundUnderConcurrency: 200 goroutines send webhooks and
+// reads at once through real connections; the handlers never see more
+// work at once than the budget, every answer is 200 or a 503 with
+// Retry-After, and every webhook the server took was answered 200.
+func TestInFlightBoundUnderConcurrency(t *testing.T) {
+	const budget = 8
+	f := newFixture(t, admission.Limits{MaxInFlight: budget, MaxInFlightReads: 3, QueueWait: 5 * time.Millisecond})
+	var other atomic.Int64
+	holdConcurrently(200, func(i int) {
+		path, method := "/webhooks/standard?work=1", http.MethodPost
+		if i%3 == 0 {
+			path, method = "/v1/work", http.MethodGet
+		}
+		for range 10 {
+			req, _ := http.NewRequestWithContext(context.Background(), method, "http://"+f.addr+path, strings.NewReader("{}"))
+			resp, err := client().Do(req)
+			if err != nil {
+				other.Add(1)
+				continue
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != 200 && (resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "") {
+				other.Add(1)
+			}
+		}
+	})
+	assert.Zero(t, other.Load())
+	assert.LessOrEqual(t, f.maxBusy.Load(), int64(budget))
+	assert.LessOrEqual(t, f.maxReads.Load(), int64(3))
+	assert.Positive(t, f.maxBusy.Load())
+}
+
+// TestEvictionOrder: at the budget, a new connection takes the place of
+// the oldest one that never sent a request, then of the one idle the
+// longest; a connection used recently is kept.
+func TestEvictionOrder(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1})
+	evicted := func() float64 {
+		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) +
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle"))
+	}
+	open := func() float64 {
+		mfs, err := f.reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "onceledger_admission_connections" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	read := func(c net.Conn) {
+		st, _, err := roundTrip(c, get("/v1/read", ""))
+		require.NoError(t, err)
+		require.Equal(t, "200 OK", st)
+	}
+	used := func() net.Conn {
+		c := f.raw(t, "")
+		read(c)
+		return c
+	}
+	older := used()
+	recent := used()
+	fresh1 := f.raw(t, "")
+	waitFor(t, func() bool { return open() == 3 }) // accepted in this order
+	fresh2 := f.raw(t, "")
+	waitFor(t, func() bool { return open() == 4 })
+	read(recent) // now the most recently used
+
+	used() // takes the place of fresh1: the oldest never used
+	assert.Equal(t, 1.0, evicted())
+	assertClosed(t, fresh1)
+	used() // of fresh2
+	assertClosed(t, fresh2)
+	used() // of older: the longest idle
+	assertClosed(t, older)
+	assert.Equal(t, 2.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")))
+	read(recent) // kept
+}
+
+// assertClosed says the server closed c (an end of file or a reset, not a
+// read timeout).
+func assertClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(deadline)))
+	_, err := c.Read(make([]byte, 1))
+	require.Error(t, err)
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "closed by the server, not timed out: %v", err)
+}

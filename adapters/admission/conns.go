@@ -1,0 +1,217 @@
+package admission
+
+import (
+	"container/list"
+	"net"
+	"net/http"
+	"time"
+)
+
+// The connection budget.
+//
+// A connection's class is only known at its first request, and a client
+// can make any connection look like a health check's by sending one, so
+// the budget does not reserve connections by class at accept. Instead:
+//
+//   - a connection that is not inside a handler (fresh: accepted, no
+//     request yet; or idle: between keep-alive requests, headers of the
+//     next one possibly arriving) does no work and can be closed without
+//     losing an answer. When the budget is spent, a new connection takes
+//     the place of one of them: the oldest fresh one first (a client that
+//     opens connections and sends nothing is the one to lose), then the
+//     one idle the longest (a provider delivering steadily reuses its
+//     connections and is never the longest idle). That is the
+//     "unclassified pool": fresh connections are the first closed, and
+//     without pressure they live at most the header timeout;
+//   - connections inside a handler are bounded by class (Middleware):
+//     reads, uploads and long polls together never hold more than
+//     MaxConnections-ReservedConnections, work by the in-flight budget, so
+//     the reserve is always there for webhooks and health checks, and a
+//     webhook or probe always finds a connection to take the place of;
+//   - one address holds at most MaxConnectionsPerAddress connections; past
+//     it a new connection from it is closed at once.
+//
+// Only when every connection is inside a handler (the caps above make that
+// impossible with consistent settings) is a new one closed at once too.
+
+// conn is an accepted connection.
+type conn struct {
+	net.Conn
+	ctl  *Controller
+	addr string
+	// Guarded by ctl.mu:
+	elem *list.Element // in ctl.conns.fresh or .idle; nil while in a handler or gone
+	used bool          // has carried a request
+	gone bool          // counted out (closed or evicted)
+}
+
+func (c *conn) Close() error {
+	c.ctl.mu.Lock()
+	c.ctl.conns.remove(c)
+	c.ctl.mu.Unlock()
+	return c.Conn.Close()
+}
+
+type connTable struct {
+	open   int
+	byAddr map[string]int
+	fresh  *list.List // of *conn, oldest accept first
+	idle   *list.List // of *conn, longest idle first
+}
+
+func newConnTable() connTable {
+	return connTable{byAddr: map[string]int{}, fresh: list.New(), idle: list.New()}
+}
+
+// remove counts cn out, once.
+func (t *connTable) remove(cn *conn) {
+	if cn.gone {
+		return
+	}
+	cn.gone = true
+	t.unlist(cn)
+	t.open--
+	if t.byAddr[cn.addr]--; t.byAddr[cn.addr] <= 0 {
+		delete(t.byAddr, cn.addr)
+	}
+}
+
+func (t *connTable) unlist(cn *conn) {
+	if cn.elem == nil {
+		return
+	}
+	if cn.used {
+		t.idle.Remove(cn.elem)
+	} else {
+		t.fresh.Remove(cn.elem)
+	}
+	cn.elem = nil
+}
+
+// victim is the connection to close for a new one: the oldest fresh, else
+// the longest idle; nil when every connection is inside a handler.
+func (t *connTable) victim() (*conn, string) {
+	if e := t.fresh.Front(); e != nil {
+		return e.Value.(*conn), "fresh"
+	}
+	if e := t.idle.Front(); e != nil {
+		return e.Value.(*conn), "idle"
+	}
+	return nil, ""
+}
+
+// Listener wraps l with the connection budget.
+func (c *Controller) Listener(l net.Listener) net.Listener {
+	return &listener{Listener: l, ctl: c}
+}
+
+type listener struct {
+	net.Listener
+	ctl *Controller
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if cn := l.ctl.admit(nc); cn != nil {
+			return cn, nil
+		}
+	}
+}
+
+// admit counts nc in, making room if the budget is spent; nil: refused
+// (and closed).
+func (c *Controller) admit(nc net.Conn) *conn {
+	addr := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	perAddr := c.lim.MaxConnectionsPerAddress
+	if ip := net.ParseIP(addr); ip != nil && ip.IsLoopback() && !c.lim.CountLoopback {
+		perAddr = -1
+	}
+	c.mu.Lock()
+	if perAddr > 0 && c.conns.byAddr[addr] >= perAddr {
+		c.mu.Unlock()
+		c.metrics.refused[refusedPerAddress].Inc()
+		c.logRefused("per_address", addr)
+		_ = nc.Close()
+		return nil
+	}
+	var victim *conn
+	if c.lim.MaxConnections > 0 && c.conns.open >= c.lim.MaxConnections {
+		var kind string
+		if victim, kind = c.conns.victim(); victim == nil {
+			c.mu.Unlock()
+			c.metrics.refused[refusedFull].Inc()
+			c.logRefused("full", addr)
+			_ = nc.Close()
+			return nil
+		}
+		c.conns.remove(victim)
+		if kind == "fresh" {
+			c.metrics.evicted[evictedFresh].Inc()
+		} else {
+			c.metrics.evicted[evictedIdle].Inc()
+		}
+	}
+	cn := &conn{Conn: nc, ctl: c, addr: addr}
+	c.conns.open++
+	c.conns.byAddr[addr]++
+	cn.elem = c.conns.fresh.PushBack(cn)
+	c.mu.Unlock()
+	if victim != nil {
+		// Its server goroutine sees the read fail and ends; counted out above.
+		_ = victim.Conn.Close()
+	}
+	return cn
+}
+
+// enter marks cn as inside a handler (not evictable).
+func (c *Controller) enter(cn *conn) {
+	if cn == nil {
+		return
+	}
+	c.mu.Lock()
+	c.conns.unlist(cn)
+	cn.used = true
+	c.mu.Unlock()
+}
+
+// ConnState is http.Server.ConnState: a connection whose answer has been
+// written and that waits for its next request becomes idle, the most
+// recently used last. (Not when its handler returns: its answer may still
+// be in net/http's buffer, and a connection closed then would lose it.)
+func (c *Controller) ConnState(nc net.Conn, state http.ConnState) {
+	cn, ok := nc.(*conn)
+	if !ok || state != http.StateIdle {
+		return
+	}
+	c.mu.Lock()
+	if !cn.gone && cn.elem == nil {
+		cn.elem = c.conns.idle.PushBack(cn)
+	}
+	c.mu.Unlock()
+}
+
+// logRefused logs a refused connection at most once a second per reason,
+// like logShed.
+func (c *Controller) logRefused(why, addr string) {
+	c.refusedMu.Lock()
+	now := time.Now().UnixNano()
+	if c.refusedLast == nil {
+		c.refusedLast, c.refusedSince = map[string]int64{}, map[string]int{}
+	}
+	c.refusedSince[why]++
+	if now-c.refusedLast[why] < int64(1e9) {
+		c.refusedMu.Unlock()
+		return
+	}
+	n := c.refusedSince[why]
+	c.refusedLast[why], c.refusedSince[why] = now, 0
+	c.refusedMu.Unlock()
+	c.log.Warn("connection refused", "reason", why, "remote", addr, "refused_since_last_line", n)
+}
