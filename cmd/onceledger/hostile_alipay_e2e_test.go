@@ -39,13 +39,16 @@ func foldAlipayParam(t *testing.T, body []byte, into, folded string) []byte {
 
 // Issue 33, finding 2: a reshaped copy of a genuine notification, sent
 // first, is refused (401, nothing recorded); the genuine delivery after it
-// is booked normally.
+// is booked normally. Folding the next parameter into notify_type makes a
+// notification that is not trade_status_sync: before the fix, recorded as
+// ignored under the genuine notify_id, after which the genuine delivery
+// only conflicted with it and the money was never booked.
 func TestAlipayReshapedCopyRefusedGenuineBooked(t *testing.T) {
 	eachCNStore(t, func(t *testing.T, s *cnStack) {
 		trade := uniqCN("2026H")
 		stream := "payment-alipay-" + trade
 		paid := alipayBody(t, s.alipayKey, alipayNotification("n-h-pay", trade, "TRADE_SUCCESS", nil))
-		reshaped := foldAlipayParam(t, paid, "trade_no", "trade_status")
+		reshaped := foldAlipayParam(t, paid, "notify_type", "out_trade_no")
 		a := s.alipay(reshaped)
 		assert.Equal(t, http.StatusUnauthorized, a.Status, a.Body)
 		assert.NotEqual(t, "success", a.Body)
@@ -55,7 +58,7 @@ func TestAlipayReshapedCopyRefusedGenuineBooked(t *testing.T) {
 
 		refund := alipayBody(t, s.alipayKey, alipayNotification("n-h-r1", trade, "TRADE_SUCCESS",
 			map[string]string{"refund_fee": "10.00", "out_biz_no": "biz-1", "gmt_refund": "2026-11-30 09:00:00"}))
-		a = s.alipay(foldAlipayParam(t, refund, "receipt_amount", "refund_fee"))
+		a = s.alipay(foldAlipayParam(t, refund, "notify_type", "out_biz_no"))
 		assert.Equal(t, http.StatusUnauthorized, a.Status, a.Body)
 		assert.Equal(t, []string{payment.TypeCaptured}, s.streamTypes(stream), "nothing recorded for the reshaped refund")
 		wantSuccess(t, s.alipay(refund), "the genuine refund")
