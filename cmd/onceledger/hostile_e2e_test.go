@@ -1,13 +1,19 @@
 package main_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/payment"
 )
 
@@ -64,4 +70,45 @@ func TestAlipayReshapedCopyRefusedGenuineBooked(t *testing.T) {
 		wantSuccess(t, s.alipay(refund), "the genuine refund")
 		assert.Equal(t, []string{payment.TypeCaptured, payment.TypeRefundPosted}, s.streamTypes(stream))
 	})
+}
+
+// Issue 33, finding 1: an item a disabled subscription opened before the
+// redaction (its stored event names the whole URL and the receiver's
+// error) reaches read tokens with the subscription id and the URL's host
+// only: GET /v1/reconciliation (the projection) and GET /v1/events (the
+// outbound feed NATS and every subscriber read too).
+func TestOldSubscriptionItemRedactedOnEveryReadPath(t *testing.T) {
+	s := startCNStack(t, onPostgres)
+	sub := uuid.New().String()
+	const secret = "SECRETs3cr3t"
+	old := payment.Flagged{Meta: payment.Meta{PaymentKey: sub, OccurredAt: time.Now().UTC()},
+		Kind: payment.ReconSubscriptionDisabled, Key: sub,
+		Details: "push subscription to https://hooks.example.com/services/T0/B0/" + secret + "?api_key=" + secret +
+			" disabled after its retry schedule: event x attempt 9: HTTP 500 " + secret + "; re-enable it once the endpoint answers"}
+	typ, data, err := payment.Encode(old)
+	require.NoError(t, err)
+	_, err = s.app.Events().Store.Append(context.Background(), delivery.SubscriptionStream(sub), eventstore.NoStream,
+		[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: data}})
+	require.NoError(t, err)
+	read := http.Header{"Authorization": {"Bearer " + cnReadToken}}
+	var items string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := s.do(http.MethodGet, "/v1/reconciliation?kind=subscription_disabled&status=open", read, nil)
+		require.Equal(t, http.StatusOK, a.Status, a.Body)
+		if strings.Contains(a.Body, sub) {
+			items = a.Body
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the item never appeared: %s", a.Body)
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.NotContains(t, items, secret)
+	assert.NotContains(t, items, "/services/")
+	assert.Contains(t, items, "hooks.example.com")
+	feed := s.do(http.MethodGet, "/v1/events?type=reconciliation.opened&limit=1000", read, nil)
+	require.Equal(t, http.StatusOK, feed.Status, feed.Body)
+	require.Contains(t, feed.Body, sub)
+	assert.NotContains(t, feed.Body, secret)
+	assert.Contains(t, feed.Body, payment.SubscriptionDisabledDetails(sub, "hooks.example.com"))
 }
