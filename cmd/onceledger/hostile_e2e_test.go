@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/providers/report/bombtest"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/payment"
 )
@@ -111,4 +113,20 @@ func TestOldSubscriptionItemRedactedOnEveryReadPath(t *testing.T) {
 	require.Contains(t, feed.Body, sub)
 	assert.NotContains(t, feed.Body, secret)
 	assert.Contains(t, feed.Body, payment.SubscriptionDisabledDetails(sub, "hooks.example.com"))
+}
+
+// Issue 33, finding 5: a WeChat Pay gzip bill bomb (255 KB → 256 MiB on one
+// line) and an Alipay zip of 1M empty entries are refused with 400 naming
+// the limit crossed, and nothing is imported.
+func TestDecompressionBombUploadsRefused(t *testing.T) {
+	s := settleStack(t, onPostgres)
+	ans := s.v1(http.MethodPost, "/v1/settlements/wechatpay", bombtest.GzipOneLine())
+	assert.Equal(t, http.StatusBadRequest, ans.Status, ans.Body)
+	assert.Contains(t, ans.Body, "over the limit of")
+	zipBomb, err := io.ReadAll(bombtest.ZipEmptyEntries(1 << 20))
+	require.NoError(t, err)
+	ans = s.v1(http.MethodPost, "/v1/settlements/alipay", zipBomb)
+	assert.Equal(t, http.StatusBadRequest, ans.Status, ans.Body)
+	assert.Contains(t, ans.Body, "zip entries over the limit of 64")
+	assert.Zero(t, queryInt(t, s.pool, "SELECT count(*) FROM events"), "nothing imported")
 }

@@ -141,11 +141,24 @@ func warnNoProvider(log *slog.Logger, provs map[string]providers.Adapter) {
 // small (tens of MiB); collecting at 4x the live heap instead of 2x halves
 // the collector's share of the server's CPU (about a tenth of it under
 // load, measured with pprof) for a few tens of MiB more RSS.
+//
+// The soft memory limit (GOMEMLIMIT, unless the environment sets it) makes
+// the collector work harder, instead of the heap growing, when a burst of
+// hostile requests (issue 33: decompression bombs, thousands of
+// connections) pushes it up; the figure leaves room under a 512 MiB
+// container (docs/security.md).
 func serveMemory() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(300)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultServeMemoryLimit)
+	}
 }
+
+// DefaultServeMemoryLimit is serve's soft memory limit when GOMEMLIMIT is
+// not set.
+const DefaultServeMemoryLimit = 448 << 20
 
 func (c *serveCmd) Run(g *globals) error {
 	serveMemory()
