@@ -1,8 +1,10 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,7 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/adapters/jetstream"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/providers/report/bombtest"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/payment"
 )
@@ -129,4 +134,23 @@ func TestDecompressionBombUploadsRefused(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, ans.Status, ans.Body)
 	assert.Contains(t, ans.Body, "zip entries over the limit of 64")
 	assert.Zero(t, queryInt(t, s.pool, "SELECT count(*) FROM events"), "nothing imported")
+}
+
+// Issue 33, finding 7: serve refusing to start because NATS cannot be
+// reached names the URL without its password (or token), in the error and
+// in the log.
+func TestNATSUnreachableStartErrorHidesCredentials(t *testing.T) {
+	for _, u := range []string{"nats://alice:s3cretPASSWORD@127.0.0.1:1", "nats://s3cretTOKEN@127.0.0.1:1",
+		"nats://127.0.0.1:1,nats://bob:s3cretPASSWORD@127.0.0.1:2"} {
+		var logs bytes.Buffer
+		a := newApp(t, app.Config{DatabaseURL: pgtest.NewDatabase(t), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			ShutdownTimeout: time.Second, NATS: jetstream.Config{URL: u}, Addr: "127.0.0.1:0"})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := a.Run(ctx)
+		cancel()
+		require.Error(t, err, u)
+		assert.Contains(t, err.Error(), "127.0.0.1:1", "the error names the server")
+		assert.NotContains(t, err.Error(), "s3cret", u)
+		assert.NotContains(t, logs.String(), "s3cret", u)
+	}
 }
