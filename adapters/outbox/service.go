@@ -149,8 +149,8 @@ func (s *Service) Create(ctx context.Context, n NewSubscription, actor, note str
 		return Created{}, err
 	}
 	if n.From != "" {
-		if sub.Position, err = outbound.ParseCursor(n.From); err != nil {
-			return Created{}, fmt.Errorf("%w: from: %w", ErrInvalid, err)
+		if sub.Position, err = s.parseFrom(ctx, n.From); err != nil {
+			return Created{}, err
 		}
 	} else if sub.Position, err = s.head.Head(ctx); err != nil {
 		return Created{}, err
@@ -339,6 +339,25 @@ func (s *Service) RotateSecret(ctx context.Context, id uuid.UUID, actor, note st
 	return Rotated{ID: id, Secret: secret, OldExpires: until}, nil
 }
 
+// parseFrom reads a from cursor, refusing one beyond the feed's head
+// (issue 33): well-formed, it would be accepted and the subscription would
+// silently skip every event up to it once the feed got there.
+func (s *Service) parseFrom(ctx context.Context, from string) (eventstore.Position, error) {
+	p, err := outbound.ParseCursor(from)
+	if err != nil {
+		return eventstore.Position{}, fmt.Errorf("%w: from: %w", ErrInvalid, err)
+	}
+	head, err := s.head.Head(ctx)
+	if err != nil {
+		return eventstore.Position{}, err
+	}
+	if head.Less(p) {
+		return eventstore.Position{}, fmt.Errorf("%w: from: the cursor %s is beyond the feed's head (%s): no event is there yet",
+			ErrInvalid, from, outbound.Cursor(head))
+	}
+	return p, nil
+}
+
 // ReplayFrom is where a replay starts: after a cursor (exclusive), or at
 // the first event recorded at or after a time.
 type ReplayFrom struct {
@@ -362,8 +381,8 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, r ReplayFrom, actor,
 	case r.After != "" && !r.FromTime.IsZero():
 		return Subscription{}, fmt.Errorf("%w: give from or from_time, not both", ErrInvalid)
 	case r.After != "":
-		if rep.From, err = outbound.ParseCursor(r.After); err != nil {
-			return Subscription{}, fmt.Errorf("%w: from: %w", ErrInvalid, err)
+		if rep.From, err = s.parseFrom(ctx, r.After); err != nil {
+			return Subscription{}, err
 		}
 	case r.FromTime.IsZero():
 		return Subscription{}, fmt.Errorf("%w: from (a cursor) or from_time (RFC 3339) is required", ErrInvalid)
