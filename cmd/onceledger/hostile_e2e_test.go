@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +155,41 @@ func TestNATSUnreachableStartErrorHidesCredentials(t *testing.T) {
 		assert.NotContains(t, err.Error(), "s3cret", u)
 		assert.NotContains(t, logs.String(), "s3cret", u)
 	}
+}
+
+// Issue 33, finding 8: a payout id holding "../" (an Alipay withdrawal id)
+// opens by its escaped path on /v1 and in the console, through serve's
+// whole router (no redirect to a cleaned path).
+func TestPayoutIDWithDotDotReachable(t *testing.T) {
+	s := settleStack(t, onPostgres)
+	const id = "20261201/../W1"
+	_, err := s.pool.Exec(context.Background(), `INSERT INTO payouts (provider, payout_id, amount, currency,
+		arrival_date, paid, status, line_count, lines_net, difference, updated_at)
+		VALUES ('alipay', $1, 10000, 'CNY', now(), true, 'reconciled', 0, 0, 0, now())`, id)
+	require.NoError(t, err)
+	escaped := "/payouts/alipay/20261201%2F..%2FW1"
+	ans := s.v1(http.MethodGet, "/v1"+escaped, nil)
+	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+	assert.Contains(t, ans.Body, `"payout_id":"20261201/../W1"`)
+
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.PostForm(s.srv.URL+"/console/signin", url.Values{"token": {settleReadToken}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	get := func(path string) (int, string, string) {
+		resp, err := hc.Get(s.srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Request.URL.EscapedPath()
+	}
+	status, body, _ := get("/console/payouts")
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, `href="/console`+escaped+`"`, "the list links to the escaped id")
+	status, body, at := get("/console" + escaped)
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, "/console"+escaped, at, "no redirect")
+	assert.Contains(t, body, "20261201/../W1")
 }
