@@ -108,6 +108,9 @@ type Config struct {
 	SettlementQuery SettlementQuery
 	// MaxReportBytes bounds an uploaded report (DefaultMaxReportBytes).
 	MaxReportBytes int64
+	// UploadIdleTimeout is how long an upload's body may send nothing
+	// before 408 (ONCELEDGER_UPLOAD_IDLE_TIMEOUT; DefaultUploadIdleTimeout).
+	UploadIdleTimeout time.Duration
 	// Outbound pages the outbound business events for GET /v1/events
 	// (outbound.Feed); nil = that endpoint answers 503.
 	Outbound EventFeed

@@ -48,6 +48,7 @@ type serveCmd struct {
 	OutboxConcurrency   int           `name:"outbox-concurrency" env:"ONCELEDGER_OUTBOX_CONCURRENCY" default:"64" group:"Outbound events" help:"POSTs one subscription endpoint has in flight at most (each on another stream)."`
 	OutboxRate          float64       `name:"outbox-rate" env:"ONCELEDGER_OUTBOX_RATE" default:"1000" group:"Outbound events" help:"POSTs per second one subscription endpoint gets at most."`
 	outboxFlags
+	hostileFlags // serve_limits.go
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
@@ -82,6 +83,9 @@ func (c *serveCmd) Validate() error {
 	}
 	if c.RawRetention < 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_RAW_RETENTION must be 0 (keep) or positive, got %v", c.RawRetention))
+	}
+	if err := c.hostileFlags.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.SecretsKey != "" {
 		if _, err := outbox.ParseKey(c.SecretsKey); err != nil {
@@ -211,6 +215,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		Outbox:               app.OutboxConfig{Options: outbox.SenderOptions{Concurrency: c.OutboxConcurrency, Rate: c.OutboxRate}},
 		Logger:               g.log,
 		UnknownKeys:          c.unknownKeys,
+		UploadIdleTimeout:    c.UploadIdleTimeout,
 	}
 }
 
