@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/jetstream"
+	"github.com/onceledger/onceledger/adapters/outbox"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/providers/report/bombtest"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
@@ -192,4 +193,23 @@ func TestPayoutIDWithDotDotReachable(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, body)
 	assert.Equal(t, "/console"+escaped, at, "no redirect")
 	assert.Contains(t, body, "20261201/../W1")
+}
+
+// Issue 33, finding 8: serve with a well-formed ONCELEDGER_SECRETS_KEY that
+// cannot open the stored secrets stops at start, naming the variable.
+func TestServeRefusesAWrongSecretsKey(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	first := newApp(t, app.Config{DatabaseURL: db, SecretsKey: subsTestKey, Logger: testLogger(), OutboxAllowPrivate: true})
+	_, err := first.Subscriptions().Create(context.Background(), outbox.NewSubscription{URL: "https://shop.example/h"}, "ops", "")
+	require.NoError(t, err)
+
+	wrong := strings.Repeat("ab", 32)
+	a := newApp(t, app.Config{DatabaseURL: db, SecretsKey: wrong, Logger: testLogger(), Addr: "127.0.0.1:0",
+		ShutdownTimeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = a.Run(ctx)
+	require.ErrorIs(t, err, outbox.ErrBadSecretsKey)
+	assert.ErrorContains(t, err, "ONCELEDGER_SECRETS_KEY")
+	require.NoError(t, ctx.Err(), "refused at start, not at the deadline")
 }

@@ -71,6 +71,9 @@ func withSubscriptions(g *globals, f outboxFlags, fn func(context.Context, *outb
 		return err
 	}
 	defer core.Close()
+	if err := core.VerifySecretsKey(g.ctx); err != nil {
+		return err
+	}
 	return fn(g.ctx, core.Subscriptions())
 }
 
