@@ -213,3 +213,17 @@ func TestServeRefusesAWrongSecretsKey(t *testing.T) {
 	assert.ErrorContains(t, err, "ONCELEDGER_SECRETS_KEY")
 	require.NoError(t, ctx.Err(), "refused at start, not at the deadline")
 }
+
+// Issue 33, finding 7: a database URL that cannot be used is named
+// without its password (pgx masks it; this keeps it so).
+func TestDatabaseStartErrorHidesThePassword(t *testing.T) {
+	for _, u := range []string{"postgres://alice:s3cretPASSWORD@127.0.0.1:1/x?sslmode=disable&connect_timeout=2",
+		"postgres://alice:s3cretPASSWORD@127.0.0.1:notaport/x"} {
+		var logs bytes.Buffer
+		_, err := app.New(context.Background(), app.Config{DatabaseURL: u, Migrate: true,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		require.Error(t, err, u)
+		assert.NotContains(t, err.Error(), "s3cret", u)
+		assert.NotContains(t, logs.String(), "s3cret", u)
+	}
+}
