@@ -146,10 +146,11 @@ func TestDecompressionBombUploadsRefused(t *testing.T) {
 // reached names the URL without its password (or token), in the error and
 // in the log.
 func TestNATSUnreachableStartErrorHidesCredentials(t *testing.T) {
+	db := pgtest.NewDatabase(t)
 	for _, u := range []string{"nats://alice:s3cretPASSWORD@127.0.0.1:1", "nats://s3cretTOKEN@127.0.0.1:1",
 		"nats://127.0.0.1:1,nats://bob:s3cretPASSWORD@127.0.0.1:2"} {
 		var logs bytes.Buffer
-		a := newApp(t, app.Config{DatabaseURL: pgtest.NewDatabase(t), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		a := newApp(t, app.Config{DatabaseURL: db, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			ShutdownTimeout: time.Second, NATS: jetstream.Config{URL: u}, Addr: "127.0.0.1:0"})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := a.Run(ctx)
