@@ -231,3 +231,37 @@ func TestDatabaseStartErrorHidesThePassword(t *testing.T) {
 		assert.NotContains(t, logs.String(), "s3cret", u)
 	}
 }
+
+// A payment whose id holds "../" opens by its escaped path on /v1 too.
+func TestPaymentIDWithDotDotReachable(t *testing.T) {
+	c, send := subsApp(t, subsTestKey)
+	id := "pay/../" + uuid.NewString()
+	send(uuid.NewString(), standardBody("payment.captured", map[string]any{"payment_id": id, "capture_id": "cap-1",
+		"amount": 1000, "currency": "USD"}))
+	var got map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got = nil
+		status := c.do(http.MethodGet, "/v1/payments/standard/"+url.PathEscape(id), "rtok", nil, &got)
+		if status == http.StatusOK || time.Now().After(deadline) {
+			require.Equal(t, http.StatusOK, status, "%v", got)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Equal(t, id, got["payment_id"])
+
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.PostForm(c.base+"/console/signin", url.Values{"token": {"rtok"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	resp, err = hc.Get(c.base + "/console/payments/standard/" + url.PathEscape(id))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.Equal(t, "/console/payments/standard/"+url.PathEscape(id), resp.Request.URL.EscapedPath(), "no redirect")
+	assert.Contains(t, string(body), "cap-1")
+}
