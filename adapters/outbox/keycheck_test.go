@@ -47,3 +47,27 @@ func TestVerifyKeyRefusesAnotherKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, check)
 }
+
+// Creating or rotating with another key than the stored secrets' is
+// refused before anything is sealed; the first creation writes the check
+// value.
+func TestCreateWithAnotherKeyRefused(t *testing.T) {
+	ctx := testCtx(t)
+	e := newPostgresEnv(t)
+	c, err := e.svc.Create(ctx, outbox.NewSubscription{URL: "https://shop.example/h"}, "ops", "")
+	require.NoError(t, err)
+	check, err := e.subs.LoadKeyCheck(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, check, "the first secret stored writes the check value")
+
+	other, err := outbox.ParseKey(otherKey)
+	require.NoError(t, err)
+	svc := outbox.NewService(e.subs, e.store, outbox.ServiceOptions{Sealer: other, AllowPrivate: true})
+	_, err = svc.Create(ctx, outbox.NewSubscription{URL: "https://shop.example/h2"}, "ops", "")
+	require.ErrorIs(t, err, outbox.ErrBadSecretsKey)
+	_, err = svc.RotateSecret(ctx, c.Subscription.ID, "ops", "")
+	require.ErrorIs(t, err, outbox.ErrBadSecretsKey)
+	subs, err := e.svc.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, subs, 1, "nothing created")
+}

@@ -155,6 +155,9 @@ func (s *Service) Create(ctx context.Context, n NewSubscription, actor, note str
 	} else if sub.Position, err = s.head.Head(ctx); err != nil {
 		return Created{}, err
 	}
+	if err := s.verifyKey(ctx); err != nil {
+		return Created{}, err
+	}
 	secret, err := NewSecret()
 	if err != nil {
 		return Created{}, err
@@ -321,6 +324,9 @@ func (s *Service) RotateSecret(ctx context.Context, id uuid.UUID, actor, note st
 	if strings.TrimSpace(actor) == "" {
 		return Rotated{}, ErrActorRequired
 	}
+	if err := s.verifyKey(ctx); err != nil {
+		return Rotated{}, err
+	}
 	secret, err := NewSecret()
 	if err != nil {
 		return Rotated{}, err
@@ -416,4 +422,15 @@ func (s *Service) Deliveries(ctx context.Context, id uuid.UUID, f AttemptFilter)
 		}
 	}
 	return s.store.ListAttempts(ctx, id, f)
+}
+
+// verifyKey checks the key against the stored check value before a secret
+// is sealed with it (VerifyKey), when the store keeps one: a secret sealed
+// with another instance's key would never open where it is sent from.
+// The first secret stored writes the check value.
+func (s *Service) verifyKey(ctx context.Context) error {
+	if kc, ok := s.store.(KeyCheckStore); ok {
+		return VerifyKey(ctx, s.sealer, kc)
+	}
+	return nil
 }
