@@ -133,9 +133,9 @@ func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Env
 		var c ReconciliationChange
 		switch e := env.Event.(type) {
 		case payment.Flagged:
-			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Details: e.Details, Open: true}
+			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Details: payment.PublicDetails(e.Kind, e.Key, e.Details), Open: true}
 		case payment.Cleared:
-			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Details: e.Details}
+			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Details: payment.PublicDetails(e.Kind, e.Key, e.Details)}
 		case payment.Resolved:
 			c = ReconciliationChange{Kind: e.Kind, Key: e.Key, Actor: e.Actor, Note: e.Note}
 		case payment.Reopened:

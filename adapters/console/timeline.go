@@ -101,9 +101,9 @@ func summarize(ev payment.Event) string {
 	case payment.PayoutPaid:
 		return fmt.Sprintf("Payout %s of %s", e.PayoutID, amt(e.Amount, e.Currency))
 	case payment.Flagged:
-		return fmt.Sprintf("Reconciliation item %s (%s) opened: %s", e.Kind, e.Key, e.Details)
+		return fmt.Sprintf("Reconciliation item %s (%s) opened: %s", e.Kind, e.Key, payment.PublicDetails(e.Kind, e.Key, e.Details))
 	case payment.Cleared:
-		return fmt.Sprintf("Reconciliation item %s (%s) resolved: %s", e.Kind, e.Key, e.Details)
+		return fmt.Sprintf("Reconciliation item %s (%s) resolved: %s", e.Kind, e.Key, payment.PublicDetails(e.Kind, e.Key, e.Details))
 	case payment.Resolved:
 		return fmt.Sprintf("Reconciliation item %s (%s) resolved by an operator", e.Kind, e.Key)
 	case payment.Reopened:

@@ -84,6 +84,8 @@ func statusFor(err error) int {
 	switch {
 	case errors.As(err, &tooLarge):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errUploadStalled):
+		return http.StatusRequestTimeout
 	case errors.Is(err, providers.ErrUnauthorized), errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized
 	case errors.Is(err, errForbidden):

@@ -57,7 +57,8 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1 := r.PathPrefix("/v1").Subrouter()
 	v1.Use(auth.middleware, noStore)
 	v1.HandleFunc("/balances", s.queryBalances).Methods(http.MethodGet)
-	v1.HandleFunc("/payments/{provider}/{payment_id}", s.queryPayment).Methods(http.MethodGet)
+	// The id is the rest of the path: it may hold '/' (sent escaped).
+	v1.HandleFunc("/payments/{provider}/{payment_id:.+}", s.queryPayment).Methods(http.MethodGet)
 	v1.HandleFunc("/ledger/entries", s.queryEntries).Methods(http.MethodGet)
 	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)

@@ -108,6 +108,9 @@ type Config struct {
 	SettlementQuery SettlementQuery
 	// MaxReportBytes bounds an uploaded report (DefaultMaxReportBytes).
 	MaxReportBytes int64
+	// UploadIdleTimeout is how long an upload's body may send nothing
+	// before 408 (ONCELEDGER_UPLOAD_IDLE_TIMEOUT; DefaultUploadIdleTimeout).
+	UploadIdleTimeout time.Duration
 	// Outbound pages the outbound business events for GET /v1/events
 	// (outbound.Feed); nil = that endpoint answers 503.
 	Outbound EventFeed
@@ -172,6 +175,11 @@ func NewHandler(cfg Config) http.Handler {
 		limiter: newLimiter(cfg.ProviderConcurrency),
 	}
 	r := mux.NewRouter()
+	// Ids may hold '/' and ".." (an Alipay withdrawal id in a payout):
+	// cleaning the decoded path redirected /payouts/alipay/a%2F..%2Fb to
+	// /payouts/alipay/b, so such an id could never be opened (issue 33).
+	// Routes match exact paths, so an uncleaned one only finds nothing.
+	r.SkipClean(true)
 	r.Use(s.withRequestID, s.recoverPanics)
 	r.HandleFunc("/webhooks/{provider}", s.webhook).Methods(http.MethodPost)
 	// Circle checks a subscription endpoint with HEAD before it delivers.

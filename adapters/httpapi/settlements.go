@@ -90,10 +90,15 @@ func (s *server) importSettlement(w http.ResponseWriter, r *http.Request) {
 		_ = f.Close()
 		_ = os.Remove(f.Name())
 	}()
-	if _, err := io.Copy(f, http.MaxBytesReader(w, r.Body, limit)); err != nil {
+	body := newProgressBody(w, r.Body, s.cfg.UploadIdleTimeout)
+	if _, err := io.Copy(f, http.MaxBytesReader(w, body, limit)); err != nil {
+		if errors.Is(err, errUploadStalled) {
+			w.Header().Set("Connection", "close")
+		}
 		s.queryError(w, r, err)
 		return
 	}
+	body.done()
 	src := func() (io.ReadCloser, error) {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, err

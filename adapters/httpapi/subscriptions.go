@@ -156,7 +156,7 @@ func (s *server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	s.log.Info("subscription created", "id", c.Subscription.ID, "url", c.Subscription.URL, "actor", actor(r), "request_id", requestID(r.Context()))
+	s.log.Info("subscription created", "id", c.Subscription.ID, "host", outbox.Host(c.Subscription.URL), "actor", actor(r), "request_id", requestID(r.Context()))
 	writeJSON(w, http.StatusOK, CreatedJSON{ID: c.Subscription.ID.String(), Secret: c.Secret})
 }
 

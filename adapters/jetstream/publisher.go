@@ -65,7 +65,9 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher, error)
 	}
 	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: connect %s: %w", cfg.URL, err)
+		// Neither the URL's user info nor a quote of it in the client's
+		// error may reach the start error (issue 33).
+		return nil, &connectError{msg: fmt.Sprintf("jetstream: connect %s: %s", RedactURL(cfg.URL), scrub(err.Error(), cfg.URL)), err: err}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

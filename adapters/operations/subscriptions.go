@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/google/uuid"
 
@@ -21,12 +22,21 @@ func SubscriptionDisabledItem(sub uuid.UUID) string {
 // OpenSubscriptionDisabled opens the operators' item that says a push
 // subscription was disabled after its retry schedule (a
 // reconciliation.opened event of kind subscription_disabled in the
-// subscription's stream); nothing when it is open already.
-func (s *Reconciliation) OpenSubscriptionDisabled(ctx context.Context, sub uuid.UUID, url, lastError string) error {
+// subscription's stream); nothing when it is open already. The item names
+// the subscription and its URL's host only (payment.PublicDetails): every
+// reader of items and events sees it, while the URL, which may be a
+// credential, and lastError, the receiver's answer, stay on the admin
+// endpoints that already show them.
+func (s *Reconciliation) OpenSubscriptionDisabled(ctx context.Context, sub uuid.UUID, rawURL, lastError string) error {
+	_ = lastError
 	stream := delivery.SubscriptionStream(sub.String())
+	host := ""
+	if u, err := url.Parse(rawURL); err == nil {
+		host = u.Hostname()
+	}
 	f := payment.Flagged{Meta: payment.Meta{PaymentKey: sub.String(), OccurredAt: s.now().UTC()},
 		Kind: payment.ReconSubscriptionDisabled, Key: sub.String(),
-		Details: fmt.Sprintf("push subscription to %s disabled after its retry schedule: %s; re-enable it once the endpoint answers", url, lastError)}
+		Details: payment.SubscriptionDisabledDetails(sub.String(), host)}
 	_, err := act(ctx, s.store, stream, payment.Decode, payment.Encode, func(history []payment.Event) ([]payment.Event, error) {
 		return payment.DecideFlag(history, f), nil
 	})

@@ -149,10 +149,13 @@ func (s *Service) Create(ctx context.Context, n NewSubscription, actor, note str
 		return Created{}, err
 	}
 	if n.From != "" {
-		if sub.Position, err = outbound.ParseCursor(n.From); err != nil {
-			return Created{}, fmt.Errorf("%w: from: %w", ErrInvalid, err)
+		if sub.Position, err = s.parseFrom(ctx, n.From); err != nil {
+			return Created{}, err
 		}
 	} else if sub.Position, err = s.head.Head(ctx); err != nil {
+		return Created{}, err
+	}
+	if err := s.verifyKey(ctx); err != nil {
 		return Created{}, err
 	}
 	secret, err := NewSecret()
@@ -321,6 +324,9 @@ func (s *Service) RotateSecret(ctx context.Context, id uuid.UUID, actor, note st
 	if strings.TrimSpace(actor) == "" {
 		return Rotated{}, ErrActorRequired
 	}
+	if err := s.verifyKey(ctx); err != nil {
+		return Rotated{}, err
+	}
 	secret, err := NewSecret()
 	if err != nil {
 		return Rotated{}, err
@@ -337,6 +343,25 @@ func (s *Service) RotateSecret(ctx context.Context, id uuid.UUID, actor, note st
 	}
 	s.changed()
 	return Rotated{ID: id, Secret: secret, OldExpires: until}, nil
+}
+
+// parseFrom reads a from cursor, refusing one beyond the feed's head
+// (issue 33): well-formed, it would be accepted and the subscription would
+// silently skip every event up to it once the feed got there.
+func (s *Service) parseFrom(ctx context.Context, from string) (eventstore.Position, error) {
+	p, err := outbound.ParseCursor(from)
+	if err != nil {
+		return eventstore.Position{}, fmt.Errorf("%w: from: %w", ErrInvalid, err)
+	}
+	head, err := s.head.Head(ctx)
+	if err != nil {
+		return eventstore.Position{}, err
+	}
+	if head.Less(p) {
+		return eventstore.Position{}, fmt.Errorf("%w: from: the cursor %s is beyond the feed's head (%s): no event is there yet",
+			ErrInvalid, from, outbound.Cursor(head))
+	}
+	return p, nil
 }
 
 // ReplayFrom is where a replay starts: after a cursor (exclusive), or at
@@ -362,8 +387,8 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, r ReplayFrom, actor,
 	case r.After != "" && !r.FromTime.IsZero():
 		return Subscription{}, fmt.Errorf("%w: give from or from_time, not both", ErrInvalid)
 	case r.After != "":
-		if rep.From, err = outbound.ParseCursor(r.After); err != nil {
-			return Subscription{}, fmt.Errorf("%w: from: %w", ErrInvalid, err)
+		if rep.From, err = s.parseFrom(ctx, r.After); err != nil {
+			return Subscription{}, err
 		}
 	case r.FromTime.IsZero():
 		return Subscription{}, fmt.Errorf("%w: from (a cursor) or from_time (RFC 3339) is required", ErrInvalid)
@@ -397,4 +422,15 @@ func (s *Service) Deliveries(ctx context.Context, id uuid.UUID, f AttemptFilter)
 		}
 	}
 	return s.store.ListAttempts(ctx, id, f)
+}
+
+// verifyKey checks the key against the stored check value before a secret
+// is sealed with it (VerifyKey), when the store keeps one: a secret sealed
+// with another instance's key would never open where it is sent from.
+// The first secret stored writes the check value.
+func (s *Service) verifyKey(ctx context.Context) error {
+	if kc, ok := s.store.(KeyCheckStore); ok {
+		return VerifyKey(ctx, s.sealer, kc)
+	}
+	return nil
 }

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"syscall"
 	"time"
 )
 
-// ErrRefusedAddress: the endpoint's address is loopback, private or
-// link-local and ONCELEDGER_OUTBOX_ALLOW_PRIVATE is not set.
-var ErrRefusedAddress = errors.New("subscription endpoint address refused (loopback, private or link-local; set ONCELEDGER_OUTBOX_ALLOW_PRIVATE to allow)")
+// ErrRefusedAddress: the endpoint's address is not globally reachable
+// (special.go: loopback, private, link-local, shared, reserved, …) and
+// ONCELEDGER_OUTBOX_ALLOW_PRIVATE is not set.
+var ErrRefusedAddress = errors.New("subscription endpoint address refused (not globally reachable: loopback, private, link-local or another IANA special-purpose block; set ONCELEDGER_OUTBOX_ALLOW_PRIVATE to allow)")
 
 // ErrInvalid: a subscription request that cannot be right (a bad URL, an
 // unknown type, a bad cursor).
@@ -22,13 +24,18 @@ var ErrInvalid = errors.New("invalid subscription")
 // Timeout is how long one POST may take before it counts as failed.
 const Timeout = 10 * time.Second
 
-// refused reports whether ip is one an endpoint may not have without
-// ONCELEDGER_OUTBOX_ALLOW_PRIVATE: loopback, private (RFC 1918, RFC 4193
-// unique local), link-local (unicast and multicast) and unspecified
-// addresses. net.IP's checks see through IPv4-mapped IPv6 addresses.
-func refused(ip net.IP) bool {
-	return ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsUnspecified()
+// refused returns why ip is one an endpoint may not have without
+// ONCELEDGER_OUTBOX_ALLOW_PRIVATE (classify, from the IANA special-purpose
+// registries), "" when it may.
+func refused(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil { // net.IP holds IPv4 in 16 bytes, mapped
+		ip = v4
+	}
+	a, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return "not an IP address"
+	}
+	return classify(a)
 }
 
 // control runs after the name was resolved and before connecting, with the
@@ -39,8 +46,8 @@ func control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
 	}
-	if refused(net.ParseIP(host)) {
-		return fmt.Errorf("%w: %s", ErrRefusedAddress, host)
+	if why := refused(net.ParseIP(host)); why != "" {
+		return fmt.Errorf("%w: %s is in %s", ErrRefusedAddress, host, why)
 	}
 	return nil
 }
@@ -104,8 +111,10 @@ func CheckURL(raw string, allowPrivate bool) error {
 	case len(raw) > 2048:
 		return fmt.Errorf("%w: url longer than 2048 characters", ErrInvalid)
 	}
-	if ip := net.ParseIP(u.Hostname()); ip != nil && !allowPrivate && refused(ip) {
-		return fmt.Errorf("%w: %w: %s", ErrInvalid, ErrRefusedAddress, ip)
+	if ip := net.ParseIP(u.Hostname()); ip != nil && !allowPrivate {
+		if why := refused(ip); why != "" {
+			return fmt.Errorf("%w: %w: %s is in %s", ErrInvalid, ErrRefusedAddress, ip, why)
+		}
 	}
 	if !allowPrivate && u.Hostname() == "localhost" {
 		return fmt.Errorf("%w: %w: localhost", ErrInvalid, ErrRefusedAddress)

@@ -236,7 +236,7 @@ func (w *worker) record(ctx context.Context, batch []Result) {
 		return
 	}
 	cfg := w.config()
-	w.s.Log.Warn("outbox: subscription disabled: the retry schedule ran out", "subscription", cfg.ID, "url", cfg.URL, "error", last)
+	w.s.Log.Warn("outbox: subscription disabled: the retry schedule ran out", "subscription", cfg.ID, "host", Host(cfg.URL), "error", last)
 	if w.s.Disabled != nil {
 		w.s.Disabled(context.WithoutCancel(ctx), cfg.ID, cfg.URL, last)
 	}
@@ -271,7 +271,7 @@ func (w *worker) send(ctx context.Context, cfg Leased, d Delivery) Result {
 	r.At, r.Status, r.Latency = w.s.Now(), status, latency
 	switch {
 	case err != nil:
-		r.Error = err.Error()
+		r.Error = attemptError(err, Host(cfg.URL))
 	case status < 200 || status > 299:
 		r.Error = "HTTP " + strconv.Itoa(status)
 	default:

@@ -49,6 +49,7 @@ type serveCmd struct {
 	OutboxRate          float64       `name:"outbox-rate" env:"ONCELEDGER_OUTBOX_RATE" default:"1000" group:"Outbound events" help:"POSTs per second one subscription endpoint gets at most."`
 	outboxFlags
 	admissionFlags
+	hostileFlags // serve_limits.go
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
@@ -83,6 +84,9 @@ func (c *serveCmd) Validate() error {
 	}
 	if c.RawRetention < 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_RAW_RETENTION must be 0 (keep) or positive, got %v", c.RawRetention))
+	}
+	if err := c.hostileFlags.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.SecretsKey != "" {
 		if _, err := outbox.ParseKey(c.SecretsKey); err != nil {
@@ -142,11 +146,24 @@ func warnNoProvider(log *slog.Logger, provs map[string]providers.Adapter) {
 // small (tens of MiB); collecting at 4x the live heap instead of 2x halves
 // the collector's share of the server's CPU (about a tenth of it under
 // load, measured with pprof) for a few tens of MiB more RSS.
+//
+// The soft memory limit (GOMEMLIMIT, unless the environment sets it) makes
+// the collector work harder, instead of the heap growing, when a burst of
+// hostile requests (issue 33: decompression bombs, thousands of
+// connections) pushes it up; the figure leaves room under a 512 MiB
+// container (docs/security.md).
 func serveMemory() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(300)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(DefaultServeMemoryLimit)
+	}
 }
+
+// DefaultServeMemoryLimit is serve's soft memory limit when GOMEMLIMIT is
+// not set.
+const DefaultServeMemoryLimit = 448 << 20
 
 func (c *serveCmd) Run(g *globals) error {
 	serveMemory()
@@ -202,6 +219,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		Outbox:               app.OutboxConfig{Options: outbox.SenderOptions{Concurrency: c.OutboxConcurrency, Rate: c.OutboxRate}},
 		Logger:               g.log,
 		UnknownKeys:          c.unknownKeys,
+		UploadIdleTimeout:    c.UploadIdleTimeout,
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // `onceledger subscriptions`.
 type outboxFlags struct {
 	SecretsKey   string `name:"secrets-key" env:"ONCELEDGER_SECRETS_KEY" group:"Outbound events" help:"32-byte key (hex or base64) that encrypts subscription signing secrets at rest; required once a subscription exists."`
-	AllowPrivate bool   `name:"outbox-allow-private" env:"ONCELEDGER_OUTBOX_ALLOW_PRIVATE" group:"Outbound events" help:"Allow subscription URLs on loopback, private (RFC 1918, ULA) or link-local addresses."`
+	AllowPrivate bool   `name:"outbox-allow-private" env:"ONCELEDGER_OUTBOX_ALLOW_PRIVATE" group:"Outbound events" help:"Allow subscription URLs on addresses that are not globally reachable (loopback, private, link-local, shared, reserved: the IANA special-purpose registries)."`
 }
 
 // subscriptionsCmd is `onceledger subscriptions`: the push subscriptions
@@ -71,6 +71,9 @@ func withSubscriptions(g *globals, f outboxFlags, fn func(context.Context, *outb
 		return err
 	}
 	defer core.Close()
+	if err := core.VerifySecretsKey(g.ctx); err != nil {
+		return err
+	}
 	return fn(g.ctx, core.Subscriptions())
 }
 

@@ -52,10 +52,10 @@ func paymentData(e payment.Event) map[string]any {
 		return amounts(map[string]any{"payout_id": e.PayoutID}, e.Amount, e.Currency)
 	case payment.PayoutFailed:
 		return amounts(map[string]any{"payout_id": e.PayoutID, "reason": e.Reason, "was_paid": e.WasPaid}, e.Amount, e.Currency)
-	case payment.Flagged:
-		return map[string]any{"kind": e.Kind, "key": e.Key, "details": e.Details}
+	case payment.Flagged: // details as every reader may see them (a subscription's URL is not)
+		return map[string]any{"kind": e.Kind, "key": e.Key, "details": payment.PublicDetails(e.Kind, e.Key, e.Details)}
 	case payment.Cleared:
-		return map[string]any{"kind": e.Kind, "key": e.Key, "details": e.Details}
+		return map[string]any{"kind": e.Kind, "key": e.Key, "details": payment.PublicDetails(e.Kind, e.Key, e.Details)}
 	case payment.Resolved:
 		return map[string]any{"kind": e.Kind, "key": e.Key, "actor": e.Actor, "note": e.Note}
 	case payment.Reopened:

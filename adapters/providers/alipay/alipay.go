@@ -91,7 +91,8 @@ func (a *Adapter) Parse(r providers.Request) ([]delivery.Event, error) {
 }
 
 // Verify parses and verifies a notification body and returns it typed.
-// Errors wrap providers.ErrUnauthorized (no sign, sign_type not RSA2, a
+// Errors wrap providers.ErrUnauthorized (no sign, a key or value shaped as
+// a folded parameter (form.checkUnambiguous), sign_type not RSA2, a
 // signature no configured key verifies, an app_id not configured) or a
 // delivery error (400: not a form, too many or repeated parameters, a value
 // not valid in its charset, a missing notify_id, a bad amount).
@@ -103,6 +104,9 @@ func (a *Adapter) Verify(body []byte) (Notification, error) {
 	sign := f.get("sign")
 	if sign == "" {
 		return Notification{}, providers.Unauthorized("no sign parameter")
+	}
+	if err := f.checkUnambiguous(); err != nil {
+		return Notification{}, providers.Unauthorized(err.Error())
 	}
 	if st := f.get("sign_type"); st != SignType {
 		return Notification{}, providers.Unauthorized(fmt.Sprintf("sign_type %q is not %s", truncate(st), SignType))

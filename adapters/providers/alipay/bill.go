@@ -53,6 +53,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -68,10 +69,6 @@ import (
 )
 
 var _ report.Parser = ParseSettlement
-
-// maxBillBytes bounds what a zip entry may inflate to (a zip bomb is
-// refused, not spooled to memory or disk).
-const maxBillBytes = 2 << 30
 
 // ParseSettlement streams an Alipay bill: the trade bill (.csv.zip or its
 // detail CSV) or the account bill, told apart by their header.
@@ -96,9 +93,9 @@ func parseZip(r io.Reader, opt report.Options, fn report.Func) error {
 	if err != nil {
 		return err
 	}
-	z, err := zip.NewReader(tmp, n)
+	z, err := report.OpenZip(tmp, n, report.DefaultLimits)
 	if err != nil {
-		return report.Errorf(1, "", "not a readable zip: %v", err)
+		return err
 	}
 	var detail *zip.File
 	for _, f := range z.File {
@@ -116,12 +113,16 @@ func parseZip(r io.Reader, opt report.Options, fn report.Func) error {
 	if detail == nil {
 		return report.Errorf(1, "", "the zip holds no detail file (…_业务明细.csv)")
 	}
-	rc, err := detail.Open()
+	rc, err := report.OpenEntry(detail, report.DefaultLimits)
+	var limit *report.ParseError
+	if errors.As(err, &limit) {
+		return limit
+	}
 	if err != nil {
 		return report.Errorf(1, "", "zip entry %q: %v", entryName(detail), err)
 	}
 	defer rc.Close()
-	return parseBill(bufio.NewReader(io.LimitReader(rc, maxBillBytes)), opt, fn)
+	return parseBill(bufio.NewReader(rc), opt, fn)
 }
 
 // entryName is a zip entry's name in UTF-8: Alipay's archives name their
@@ -176,6 +177,10 @@ func parseBill(br *bufio.Reader, _ report.Options, fn report.Func) error {
 		if err := b.line(strings.TrimRight(sc.Text(), "\r")); err != nil {
 			return err
 		}
+	}
+	var limit *report.ParseError
+	if err := sc.Err(); errors.As(err, &limit) {
+		return limit // a zip entry over a limit (report.OpenEntry)
 	}
 	if err := sc.Err(); err != nil {
 		return report.Errorf(b.last+1, "", "unreadable: %v", err)

@@ -88,6 +88,58 @@ func parseForm(body []byte) (form, error) {
 	return f, nil
 }
 
+// checkUnambiguous refuses the two shapes in which a form can carry the
+// signed content of another form. Alipay signs the decoded "k=v" pairs
+// joined by '&', so the content cannot tell a '&' or '=' that separates
+// parameters from one inside a key or value: "a=1&b=2" is signed by a
+// genuine notification with a=1 and b=2, and equally by a copy that sends
+// a=1%26b%3D2 alone, or the key a%3D1%26b with the value 2. Such a copy
+// verifies and can be recorded before the genuine delivery (a capture whose
+// trade_status was folded into trade_no is ignored, and the genuine one then
+// only conflicts with it). Genuine keys are names (letters, digits, '_');
+// a genuine value may hold a '&' (a subject "A&B") or a '=', but never '&'
+// followed by a name and '=', which is exactly a folded parameter. Refusing
+// those shapes before verifying leaves one reading per signed content.
+func (f form) checkUnambiguous() error {
+	for _, p := range f.params {
+		if strings.ContainsAny(p.key, "&=") {
+			return fmt.Errorf("form parameter name %q holds '&' or '=': the signed content would be ambiguous", truncate(p.key))
+		}
+		if p.key == "sign" {
+			continue // base64, never part of the signed content
+		}
+		if name, ok := foldedParam(p.value); ok {
+			return fmt.Errorf("form parameter %s holds %q: a parameter folded into a value makes the signed content ambiguous", truncate(p.key), truncate("&"+name+"="))
+		}
+	}
+	return nil
+}
+
+// foldedParam reports whether v contains '&' followed by a parameter name
+// and '=', and returns the first such name.
+func foldedParam(v string) (string, bool) {
+	for i := 0; i < len(v); i++ {
+		if v[i] != '&' {
+			continue
+		}
+		j := i + 1
+		for j < len(v) && isNameByte(v[j]) {
+			j++
+		}
+		if j > i+1 && j < len(v) && v[j] == '=' {
+			return v[i+1 : j], true
+		}
+	}
+	return "", false
+}
+
+// isNameByte is a byte of a parameter name. Alipay's names are lower-case
+// words joined by '_'; letters of both cases, digits, '_', '-' and '.'
+// are taken as name bytes so that no name-like fold slips through.
+func isNameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-' || b == '.'
+}
+
 // get returns the raw (undecoded-charset) value of key, "" when absent.
 func (f form) get(key string) string {
 	for _, p := range f.params {

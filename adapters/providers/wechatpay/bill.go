@@ -48,7 +48,6 @@ package wechatpay
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -73,15 +72,19 @@ var billZone = time.FixedZone("CST", 8*3600)
 // apart by their header.
 func ParseSettlement(r io.Reader, _ report.Options, fn report.Func) error {
 	br := bufio.NewReader(r)
+	// Bounded (report.DefaultLimits): the CSV reader holds a line whole, so
+	// a gzip of one endless line would otherwise be held in memory.
+	var src io.Reader
 	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(br)
+		gz, err := report.Gunzip(br, report.DefaultLimits)
 		if err != nil {
-			return report.Errorf(1, "", "not a readable gzip file: %v", err)
+			return err
 		}
-		defer gz.Close()
-		br = bufio.NewReader(gz)
+		src = gz
+	} else {
+		src = report.Bound(br, report.DefaultLimits, nil)
 	}
-	cr := csv.NewReader(br)
+	cr := csv.NewReader(src)
 	cr.FieldsPerRecord, cr.LazyQuotes, cr.ReuseRecord = -1, true, true
 	b := &wxBill{fn: fn}
 	for {
@@ -92,6 +95,10 @@ func ParseSettlement(r io.Reader, _ report.Options, fn report.Func) error {
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			return report.Errorf(max(pe.StartLine, 1), "", "%v", pe.Err)
+		}
+		var limit *report.ParseError
+		if errors.As(err, &limit) {
+			return limit
 		}
 		if err != nil {
 			return report.Errorf(b.last+1, "", "unreadable: %v", err)

@@ -119,6 +119,9 @@ type Config struct {
 	OutboxAllowPrivate bool
 	// Outbox tunes the push subscriptions' sender serve runs.
 	Outbox OutboxConfig
+	// UploadIdleTimeout is ONCELEDGER_UPLOAD_IDLE_TIMEOUT: an upload's body
+	// may send nothing this long before 408 (0: the default, 30 s).
+	UploadIdleTimeout time.Duration
 
 	PprofAddr string // serve net/http/pprof there; "" = off
 	Logger    *slog.Logger
@@ -204,6 +207,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.Outbound = a.outbound
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
+	hc.UploadIdleTimeout = cfg.UploadIdleTimeout
 	a.handler = httpapi.NewHandler(hc)
 	lim := cfg.Admission
 	lim.MaxConnections = cfg.MaxConnections

@@ -54,10 +54,11 @@ func (c *Core) wakeSender() {
 }
 
 // checkSecretsKey refuses to serve subscriptions it could not sign for:
-// once one exists, ONCELEDGER_SECRETS_KEY is required.
+// once one exists, ONCELEDGER_SECRETS_KEY is required, and a key that
+// does not open the stored secrets stops serve at start (VerifySecretsKey).
 func (c *Core) checkSecretsKey(ctx context.Context) error {
 	if c.sealer != nil {
-		return nil
+		return c.VerifySecretsKey(ctx)
 	}
 	subs, err := c.subscriptionsStore().ListSubscriptions(ctx)
 	if err != nil {
@@ -88,7 +89,7 @@ func (a *App) Sender() *outbox.Sender {
 // /v1/reconciliation and the console), which enabling resolves.
 func (a *App) subscriptionDisabled(ctx context.Context, id uuid.UUID, url, lastError string) {
 	a.log.Error("push subscription disabled after its retry schedule; re-enable it (POST /v1/subscriptions/{id}/enable) once the endpoint answers",
-		"subscription", id, "url", url, "last_error", lastError)
+		"subscription", id, "host", outbox.Host(url), "last_error", lastError)
 	if err := a.recon.OpenSubscriptionDisabled(ctx, id, url, lastError); err != nil {
 		a.log.Error("push subscription disabled: could not open its item", "subscription", id, "error", err)
 	}
@@ -114,4 +115,14 @@ type OutboxConfig struct {
 	Client *http.Client
 	// Off: serve runs no sender.
 	Off bool
+}
+
+// VerifySecretsKey checks ONCELEDGER_SECRETS_KEY against the stored check
+// value (writing it when there is none yet): nothing to check without a
+// key (issue 33; outbox.VerifyKey).
+func (c *Core) VerifySecretsKey(ctx context.Context) error {
+	if c.sealer == nil {
+		return nil
+	}
+	return outbox.VerifyKey(ctx, c.sealer, c.subscriptionsStore())
 }

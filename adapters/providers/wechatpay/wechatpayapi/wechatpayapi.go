@@ -30,7 +30,6 @@ package wechatpayapi
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -53,6 +52,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
 )
 
@@ -275,11 +275,12 @@ func (c *Client) Download(ctx context.Context, t Ticket, w io.Writer) error {
 	var r io.Reader
 	br := bufio.NewReader(resp.Body)
 	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(br)
+		// Bounded like an uploaded bill (report.DefaultLimits): the
+		// download is the provider's, the bytes still may be a bomb.
+		gz, err := report.Gunzip(br, report.DefaultLimits)
 		if err != nil {
 			return fmt.Errorf("wechatpay api: the download is not a readable gzip file: %w", err)
 		}
-		defer gz.Close()
 		r = gz
 	} else {
 		r = br
