@@ -1,0 +1,264 @@
+package bookexport
+
+import (
+	"bufio"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/onceledger/onceledger/adapters/csvexport"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/projections/views"
+)
+
+// Xero's manual journal import and QuickBooks Online's journal entry
+// import: one journal per day and currency (neither file has a currency
+// column: Xero's manual journals post in the organisation's base
+// currency), its narration naming the currency; each journal balances,
+// because every event's postings balance per currency and a journal holds
+// whole events.
+
+// XeroColumns are the columns of Xero's manual journal import template
+// (https://help.xero.com/nz/ManualJournalsImport): rows with the same
+// Narration and Date are the lines of one journal; Amount is a debit when
+// positive, a credit when negative.
+var XeroColumns = []string{"Narration", "Date", "Description", "AccountCode", "TaxRate", "Amount"}
+
+// QuickBooksColumns are the columns of QuickBooks Online's journal entry
+// import (https://quickbooks.intuit.com/learn-support/en-au/help-article/import-export-files/import-journal-entries-quickbooks-online/L4tQBwbs7_AU_en_AU):
+// rows with the same Journal No. are one journal entry; a sub-account is
+// named Parent:Sub.
+var QuickBooksColumns = []string{"Journal No.", "Journal Date", "Account Name", "Description", "Debits", "Credits"}
+
+// XeroMaxLines bounds a Xero journal: the import takes up to 300 lines in
+// one template file (the page above), so a day with more is split into
+// journals of whole events, each balanced, numbered in the narration.
+const XeroMaxLines = 300
+
+// XeroTaxRate is the TaxRate of every line: the ledger's postings carry no
+// tax, and Xero requires the column. "Tax Exempt" is the no-tax rate of
+// Xero's default tax rates; an organisation whose no-tax rate has another
+// name (No VAT, BAS Excluded) renames it on the import's mapping screen.
+const XeroTaxRate = "Tax Exempt"
+
+// journalLine is one line of a day's journal.
+type journalLine struct {
+	account     string // the tool's name
+	description string
+	amount      int64
+}
+
+// journalSink gathers the postings of one day and currency, event by
+// event, and hands whole journals (at most max lines, 0: no bound) to
+// write.
+type journalSink struct {
+	name  func(string) (string, error)
+	max   int
+	write func(date string, c money.Currency, part int, lines []journalLine) error
+
+	date  string
+	cur   money.Currency
+	part  int
+	lines []journalLine // the journal being filled
+	event []journalLine // the current event's lines in this currency
+	evID  uuid.UUID
+	zone  *time.Location
+}
+
+func (s *journalSink) opening(date string, open []views.ExportOpening) error {
+	// One journal per currency: each account's balance, against
+	// equity:opening_balances per journal (its own balance is the
+	// counterpart of the others': every currency sums to zero).
+	eq, err := s.name(OpeningBalances)
+	if err != nil {
+		return err
+	}
+	open = slices.Clone(open)
+	slices.SortStableFunc(open, func(a, b views.ExportOpening) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
+	var lines []journalLine
+	var sum int64
+	part := 0
+	emit := func(c money.Currency) error {
+		if len(lines) == 0 {
+			return nil
+		}
+		part++
+		if sum != 0 {
+			lines = append(lines, journalLine{account: eq, description: "opening balances", amount: -sum})
+		}
+		err := s.write(date, c, part, lines)
+		lines, sum = lines[:0], 0
+		return err
+	}
+	for i, o := range open {
+		if i > 0 && o.Currency != open[i-1].Currency {
+			if err := emit(open[i-1].Currency); err != nil {
+				return err
+			}
+			part = 0
+		}
+		if o.Account == OpeningBalances {
+			continue
+		}
+		n, err := s.name(o.Account)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, journalLine{account: n, description: "opening balance " + o.Account, amount: o.Balance})
+		sum += o.Balance
+		if s.max > 0 && len(lines) == s.max-1 {
+			if err := emit(o.Currency); err != nil {
+				return err
+			}
+		}
+	}
+	if len(open) > 0 {
+		return emit(open[len(open)-1].Currency)
+	}
+	return nil
+}
+
+func (s *journalSink) entry(e views.ExportEntry) error {
+	if e.Date != s.date || e.Currency != s.cur {
+		if err := s.endJournal(); err != nil {
+			return err
+		}
+		s.date, s.cur, s.part = e.Date, e.Currency, 0
+	} else if e.EventID != s.evID {
+		if err := s.endEvent(); err != nil {
+			return err
+		}
+	}
+	s.evID = e.EventID
+	n, err := s.name(e.Account)
+	if err != nil {
+		return err
+	}
+	s.event = append(s.event, journalLine{account: n, description: describe(e, s.zone), amount: e.Amount})
+	return nil
+}
+
+// endEvent moves the current event's lines into the journal, starting a
+// new journal of the day first when they would not fit.
+func (s *journalSink) endEvent() error {
+	if s.max > 0 && len(s.lines) > 0 && len(s.lines)+len(s.event) > s.max {
+		if err := s.emit(); err != nil {
+			return err
+		}
+	}
+	s.lines = append(s.lines, s.event...)
+	s.event = s.event[:0]
+	return nil
+}
+
+func (s *journalSink) emit() error {
+	if len(s.lines) == 0 {
+		return nil
+	}
+	s.part++
+	err := s.write(s.date, s.cur, s.part, s.lines)
+	s.lines = s.lines[:0]
+	return err
+}
+
+func (s *journalSink) endJournal() error {
+	if err := s.endEvent(); err != nil {
+		return err
+	}
+	return s.emit()
+}
+
+// describe is a journal line's description: what happened, to which
+// payment or payout, and for a late adjustment its effective date.
+func describe(e views.ExportEntry, zone *time.Location) string {
+	parts := []string{e.EventType, e.Provider}
+	if id := paymentID(e); id != "" {
+		parts = append(parts, id)
+	} else if id := payoutID(e); id != "" {
+		parts = append(parts, "payout "+id)
+	}
+	d := strings.Join(parts, " ")
+	if e.LateAdjustment {
+		d += fmt.Sprintf(" (late: effective %s, adjusts %s)", e.EffectiveAt.In(zone).Format(time.DateOnly), e.Adjusts)
+	}
+	return d
+}
+
+// csvSink wraps a journalSink around a CSV writer.
+type csvSink struct {
+	*journalSink
+	cw *csvexport.Writer
+}
+
+func (s *csvSink) finish() error {
+	if err := s.endJournal(); err != nil {
+		return err
+	}
+	return s.cw.Flush()
+}
+
+func newXeroSink(w *bufio.Writer, name func(string) (string, error), zone *time.Location) sink {
+	cw := csvexport.NewWriter(w, csvColumns(XeroColumns, "Amount")...)
+	js := &journalSink{name: name, max: XeroMaxLines, zone: zone}
+	js.write = func(date string, c money.Currency, part int, lines []journalLine) error {
+		d, err := time.Parse(time.DateOnly, date)
+		if err != nil {
+			return err
+		}
+		narration := fmt.Sprintf("onceledger %s %s journal %d", date, c, part)
+		day := d.Format("02/01/2006")
+		for _, l := range lines {
+			if err := cw.Write(narration, day, l.description, l.account, XeroTaxRate, money.FormatMinor(l.amount, c)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return &csvSink{journalSink: js, cw: cw}
+}
+
+func newQuickBooksSink(w *bufio.Writer, name func(string) (string, error), zone *time.Location) sink {
+	cw := csvexport.NewWriter(w, csvColumns(QuickBooksColumns, "Debits", "Credits")...)
+	js := &journalSink{name: name, zone: zone}
+	js.write = func(date string, c money.Currency, part int, lines []journalLine) error {
+		d, err := time.Parse(time.DateOnly, date)
+		if err != nil {
+			return err
+		}
+		no := "OL" + d.Format("20060102") + string(c)
+		if part > 1 {
+			no += "-" + strconv.Itoa(part)
+		}
+		day := d.Format("01/02/2006")
+		for _, l := range lines {
+			debit, credit := "", ""
+			if l.amount >= 0 {
+				debit = money.FormatMinor(l.amount, c)
+			} else {
+				credit = money.FormatMinor(-l.amount, c)
+			}
+			if err := cw.Write(no, day, l.account, string(c)+": "+l.description, debit, credit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return &csvSink{journalSink: js, cw: cw}
+}
+
+func csvColumns(names []string, numeric ...string) []csvexport.Column {
+	out := make([]csvexport.Column, len(names))
+	for i, n := range names {
+		out[i] = csvexport.Column{Name: n}
+		for _, m := range numeric {
+			if m == n {
+				out[i].Numeric = true
+			}
+		}
+	}
+	return out
+}
