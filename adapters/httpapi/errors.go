@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
@@ -52,6 +53,8 @@ var badInput = []error{
 	report.ErrMalformed, // a settlement report: the error names line and column
 	outbox.ErrInvalid,
 	outbox.ErrActorRequired,
+	bookexport.ErrBadRange,
+	bookexport.ErrUnknownFormat,
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving
@@ -93,6 +96,10 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case slices.ContainsFunc(conflicts, func(target error) bool { return errors.Is(err, target) }):
 		return http.StatusConflict
+	case errors.Is(err, bookexport.ErrUnmappedAccount):
+		// The books hold an account the export's table cannot name: the
+		// ONCELEDGER_EXPORT_ACCOUNTS file needs a line (the error names it).
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	case isBadInput(err):

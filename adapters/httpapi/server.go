@@ -114,6 +114,9 @@ type Config struct {
 	// Subscriptions manages the push subscriptions (outbox.Service; admin
 	// tokens); nil = those endpoints answer 503.
 	Subscriptions SubscriptionAdmin
+	// Export writes GET /v1/export/{format} (bookexport.Exporter); nil =
+	// that endpoint answers 503.
+	Export Exporter
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

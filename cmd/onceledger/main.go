@@ -48,6 +48,10 @@ type cli struct {
 	Backfill      backfillCmd      `cmd:"" help:"Pull a provider's past events from its API and ingest them through the webhook gate."`
 	Events        eventsCmd        `cmd:"" help:"The outbound business events: tail the feed."`
 	Subscriptions subscriptionsCmd `cmd:"" help:"Push subscriptions: add, list, remove, replay."`
+	// Exports to accountants' tools (issue 38): the account table serve
+	// and export read.
+	ExportAccounts string    `name:"export-accounts" env:"ONCELEDGER_EXPORT_ACCOUNTS" type:"existingfile" group:"Exports" help:"File mapping onceledger accounts to the merchant's chart for exports (one onceledger-account=their-account a line)."`
+	Export         exportCmd `cmd:"" help:"Write the journal of a date range as beancount, hledger, Xero or QuickBooks import files."`
 }
 
 // Validate refuses an unknown reporting time zone before any command runs.

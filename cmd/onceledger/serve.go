@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/outbox"
 	"github.com/onceledger/onceledger/adapters/postgres"
@@ -157,6 +158,9 @@ func (c *serveCmd) Run(g *globals) error {
 	warnNoProvider(g.log, provs)
 	cfg := c.config(g, provs)
 	if cfg.ReportingZone, err = g.cli.zone(); err != nil {
+		return err
+	}
+	if cfg.ExportAccounts, err = bookexport.LoadTable(g.cli.ExportAccounts); err != nil {
 		return err
 	}
 	a, err := app.New(g.ctx, cfg)

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/onceledger/onceledger/adapters/access"
+	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -48,6 +49,10 @@ type Config struct {
 	// periods: the ledger projection books in it and period close decides
 	// in it (nil: UTC).
 	ReportingZone *time.Location
+	// ExportAccounts is the account table of GET /v1/export/{format}
+	// (ONCELEDGER_EXPORT_ACCOUNTS, bookexport.LoadTable); nil: the
+	// default table.
+	ExportAccounts *bookexport.Table
 	// Now is the clock of the operators' actions (period close); nil:
 	// time.Now.
 	Now func() time.Time
@@ -195,6 +200,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.Outbound = a.outbound
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
+	hc.Export = &bookexport.Exporter{Source: a.reads.Query, Accounts: cfg.ExportAccounts, Zone: cfg.ReportingZone}
 	a.handler = httpapi.NewHandler(hc)
 	return nil
 }
