@@ -53,8 +53,9 @@ type journalLine struct {
 }
 
 // journalSink gathers the postings of one day and currency, event by
-// event, and hands whole journals (at most max lines, 0: no bound) to
-// write.
+// event, and hands whole journals of at most max lines to write (one call
+// per journal); with max 0 there is no bound, and each event's lines go to
+// write as they come (several calls, the same part number).
 type journalSink struct {
 	name  func(string) (string, error)
 	max   int
@@ -145,7 +146,20 @@ func (s *journalSink) entry(e views.ExportEntry) error {
 // endEvent moves the current event's lines into the journal, starting a
 // new journal of the day first when they would not fit.
 func (s *journalSink) endEvent() error {
-	if s.max > 0 && len(s.lines) > 0 && len(s.lines)+len(s.event) > s.max {
+	if s.max == 0 {
+		// Unbounded journals (QuickBooks) are written as they come: a
+		// day of a million postings is never held.
+		if len(s.event) == 0 {
+			return nil
+		}
+		if s.part == 0 {
+			s.part = 1
+		}
+		err := s.write(s.date, s.cur, s.part, s.event)
+		s.event = s.event[:0]
+		return err
+	}
+	if len(s.lines) > 0 && len(s.lines)+len(s.event) > s.max {
 		if err := s.emit(); err != nil {
 			return err
 		}
