@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -99,9 +100,22 @@ type Assertions interface {
 	ExportAssertions(ctx context.Context, from, to time.Time) ([]Assertion, error)
 }
 
+// Deposits sums a payout's settlement lines by kind, in one currency, as
+// they stood when the period the payout is booked into was closed (all of
+// them while it is open) (readmodel.Store): the Xero and QuickBooks
+// deposit journals itemise each paid payout with them.
+type Deposits interface {
+	ExportPayoutLines(ctx context.Context, provider, payoutID string, c money.Currency,
+		booked period.Period) ([]views.PayoutLineSum, error)
+}
+
 // Exporter writes exports.
 type Exporter struct {
 	Source Source
+	// Deposits, when set, writes each paid payout as a deposit journal of
+	// its own (Xero, QuickBooks); nil: a payout is a line of its day's
+	// journal like any other event.
+	Deposits Deposits
 	// Assertions, when set, adds the balance assertions of the range
 	// (beancount `balance` directives or comments); nil: none.
 	Assertions Assertions
@@ -197,9 +211,9 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 	case Hledger:
 		s = newLedgerSink(bw, name, head, false, nil, zone)
 	case Xero:
-		s = newXeroSink(bw, name, zone)
+		s = newXeroSink(bw, name, zone, x.depositLines(ctx))
 	case QuickBooks:
-		s = newQuickBooksSink(bw, name, zone)
+		s = newQuickBooksSink(bw, name, zone, x.depositLines(ctx))
 	}
 	f := views.ExportFilter{From: from, To: to, Zone: zone, ByCurrency: req.Format == Xero || req.Format == QuickBooks}
 	openDate := from.AddDate(0, 0, -1).Format(time.DateOnly)
@@ -213,6 +227,17 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 		err = bw.Flush()
 	}
 	return err
+}
+
+// depositLines reads the payout lines of the deposit journals (nil
+// without Deposits).
+func (x *Exporter) depositLines(ctx context.Context) depositLines {
+	if x.Deposits == nil {
+		return nil
+	}
+	return func(provider, payoutID string, c money.Currency, booked period.Period) ([]views.PayoutLineSum, error) {
+		return x.Deposits.ExportPayoutLines(ctx, provider, payoutID, c, booked)
+	}
 }
 
 // midnight is the start of t's day in zone.

@@ -11,7 +11,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/adapters/csvexport"
+	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -59,15 +62,30 @@ type journalLine struct {
 type journalSink struct {
 	name  func(string) (string, error)
 	max   int
-	write func(date string, c money.Currency, part int, lines []journalLine) error
+	write func(date string, c money.Currency, j journalID, lines []journalLine) error
+	// deposits, when set, itemises a paid payout's lines for its deposit
+	// journal.
+	deposits     depositLines
+	depositCount int // deposit journals of the day and currency so far
+	date         string
+	cur          money.Currency
+	part         int
+	lines        []journalLine       // the journal being filled
+	event        []views.ExportEntry // the current event's postings in this currency
+	evID         uuid.UUID
+	zone         *time.Location
+}
 
-	date  string
-	cur   money.Currency
-	part  int
-	lines []journalLine // the journal being filled
-	event []journalLine // the current event's lines in this currency
-	evID  uuid.UUID
-	zone  *time.Location
+// depositLines sums a payout's settlement lines by kind, in one currency.
+type depositLines func(provider, payoutID string, c money.Currency, booked period.Period) ([]views.PayoutLineSum, error)
+
+// journalID names a journal of a day and currency: its part (a day split
+// into several journals), or, for a payout's deposit journal, the payout.
+type journalID struct {
+	part     int
+	deposit  int // the day's deposit journal number, 0 for the others
+	provider string
+	payout   string
 }
 
 func (s *journalSink) opening(date string, open []views.ExportOpening) error {
@@ -91,7 +109,7 @@ func (s *journalSink) opening(date string, open []views.ExportOpening) error {
 		if sum != 0 {
 			lines = append(lines, journalLine{account: eq, description: "opening balances", amount: -sum})
 		}
-		err := s.write(date, c, part, lines)
+		err := s.write(date, c, journalID{part: part}, lines)
 		lines, sum = lines[:0], 0
 		return err
 	}
@@ -128,43 +146,113 @@ func (s *journalSink) entry(e views.ExportEntry) error {
 		if err := s.endJournal(); err != nil {
 			return err
 		}
-		s.date, s.cur, s.part = e.Date, e.Currency, 0
+		s.date, s.cur, s.part, s.depositCount = e.Date, e.Currency, 0, 0
 	} else if e.EventID != s.evID {
 		if err := s.endEvent(); err != nil {
 			return err
 		}
 	}
 	s.evID = e.EventID
-	n, err := s.name(e.Account)
-	if err != nil {
-		return err
-	}
-	s.event = append(s.event, journalLine{account: n, description: describe(e, s.zone), amount: e.Amount})
+	s.event = append(s.event, e)
 	return nil
+}
+
+// eventLines are the current event's journal lines.
+func (s *journalSink) eventLines() ([]journalLine, error) {
+	out := make([]journalLine, 0, len(s.event))
+	for _, e := range s.event {
+		n, err := s.name(e.Account)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, journalLine{account: n, description: describe(e, s.zone), amount: e.Amount})
+	}
+	return out, nil
+}
+
+// depositJournal writes a paid payout as a journal of its own, so that
+// the accountant matches the bank deposit with it: the amount on the bank
+// clearing account (bank:payouts), and against it, instead of the one
+// posting on the provider's balance, the payout's settlement lines summed
+// by kind (gross, and fees apart), and what its lines do not explain. The
+// provider's balance moves by the same amount either way.
+func (s *journalSink) depositJournal() (bool, error) {
+	if s.deposits == nil || len(s.event) == 0 || s.event[0].EventType != payment.TypePayoutPaid {
+		return false, nil
+	}
+	first := s.event[0]
+	payout := payoutID(first)
+	balance := ledger.ProviderBalance(first.Provider)
+	if payout == "" {
+		return false, nil
+	}
+	sums, err := s.deposits(first.Provider, payout, s.cur, first.Period)
+	if err != nil {
+		return false, err
+	}
+	bal, err := s.name(balance)
+	if err != nil {
+		return false, err
+	}
+	var lines []journalLine
+	for _, e := range s.event {
+		if e.Account != balance {
+			n, err := s.name(e.Account)
+			if err != nil {
+				return false, err
+			}
+			lines = append(lines, journalLine{account: n, amount: e.Amount,
+				description: fmt.Sprintf("deposit of %s payout %s", first.Provider, payout)})
+			continue
+		}
+		rest := e.Amount
+		for _, k := range sums {
+			lines = append(lines, journalLine{account: bal, amount: -k.Gross,
+				description: fmt.Sprintf("payout %s: %d %s lines, gross", payout, k.Lines, k.Kind)})
+			if k.Fee != 0 {
+				lines = append(lines, journalLine{account: bal, amount: k.Fee,
+					description: fmt.Sprintf("payout %s: fees of %d %s lines", payout, k.Lines, k.Kind)})
+			}
+			rest += k.Net
+		}
+		if rest != 0 {
+			lines = append(lines, journalLine{account: bal, amount: rest,
+				description: fmt.Sprintf("payout %s: not itemised by its settlement lines", payout)})
+		}
+	}
+	s.depositCount++
+	return true, s.write(s.date, s.cur, journalID{deposit: s.depositCount, provider: first.Provider, payout: payout}, lines)
 }
 
 // endEvent moves the current event's lines into the journal, starting a
 // new journal of the day first when they would not fit.
 func (s *journalSink) endEvent() error {
+	if done, err := s.depositJournal(); done || err != nil {
+		s.event = s.event[:0]
+		return err
+	}
+	lines, err := s.eventLines()
+	if err != nil {
+		return err
+	}
 	if s.max == 0 {
 		// Unbounded journals (QuickBooks) are written as they come: a
 		// day of a million postings is never held.
-		if len(s.event) == 0 {
+		s.event = s.event[:0]
+		if len(lines) == 0 {
 			return nil
 		}
 		if s.part == 0 {
 			s.part = 1
 		}
-		err := s.write(s.date, s.cur, s.part, s.event)
-		s.event = s.event[:0]
-		return err
+		return s.write(s.date, s.cur, journalID{part: s.part}, lines)
 	}
-	if len(s.lines) > 0 && len(s.lines)+len(s.event) > s.max {
+	if len(s.lines) > 0 && len(s.lines)+len(lines) > s.max {
 		if err := s.emit(); err != nil {
 			return err
 		}
 	}
-	s.lines = append(s.lines, s.event...)
+	s.lines = append(s.lines, lines...)
 	s.event = s.event[:0]
 	return nil
 }
@@ -174,7 +262,7 @@ func (s *journalSink) emit() error {
 		return nil
 	}
 	s.part++
-	err := s.write(s.date, s.cur, s.part, s.lines)
+	err := s.write(s.date, s.cur, journalID{part: s.part}, s.lines)
 	s.lines = s.lines[:0]
 	return err
 }
@@ -215,15 +303,18 @@ func (s *csvSink) finish() error {
 	return s.cw.Flush()
 }
 
-func newXeroSink(w *bufio.Writer, name func(string) (string, error), zone *time.Location) sink {
+func newXeroSink(w *bufio.Writer, name func(string) (string, error), zone *time.Location, deposits depositLines) sink {
 	cw := csvexport.NewWriter(w, csvColumns(XeroColumns, "Amount")...)
-	js := &journalSink{name: name, max: XeroMaxLines, zone: zone}
-	js.write = func(date string, c money.Currency, part int, lines []journalLine) error {
+	js := &journalSink{name: name, max: XeroMaxLines, zone: zone, deposits: deposits}
+	js.write = func(date string, c money.Currency, j journalID, lines []journalLine) error {
 		d, err := time.Parse(time.DateOnly, date)
 		if err != nil {
 			return err
 		}
-		narration := fmt.Sprintf("onceledger %s %s journal %d", date, c, part)
+		narration := fmt.Sprintf("onceledger %s %s journal %d", date, c, j.part)
+		if j.deposit > 0 {
+			narration = fmt.Sprintf("onceledger %s %s deposit %d: %s payout %s", date, c, j.deposit, j.provider, j.payout)
+		}
 		day := d.Format("02/01/2006")
 		for _, l := range lines {
 			if err := cw.Write(narration, day, l.description, l.account, XeroTaxRate, money.FormatMinor(l.amount, c)); err != nil {
@@ -235,17 +326,22 @@ func newXeroSink(w *bufio.Writer, name func(string) (string, error), zone *time.
 	return &csvSink{journalSink: js, cw: cw}
 }
 
-func newQuickBooksSink(w *bufio.Writer, name func(string) (string, error), zone *time.Location) sink {
+func newQuickBooksSink(w *bufio.Writer, name func(string) (string, error), zone *time.Location, deposits depositLines) sink {
 	cw := csvexport.NewWriter(w, csvColumns(QuickBooksColumns, "Debits", "Credits")...)
-	js := &journalSink{name: name, zone: zone}
-	js.write = func(date string, c money.Currency, part int, lines []journalLine) error {
+	js := &journalSink{name: name, zone: zone, deposits: deposits}
+	js.write = func(date string, c money.Currency, j journalID, lines []journalLine) error {
 		d, err := time.Parse(time.DateOnly, date)
 		if err != nil {
 			return err
 		}
+		// QuickBooks' journal numbers are short (DocNumber: 21
+		// characters): the payout is named in the descriptions.
 		no := "OL" + d.Format("20060102") + string(c)
-		if part > 1 {
-			no += "-" + strconv.Itoa(part)
+		switch {
+		case j.deposit > 0:
+			no += "D" + strconv.Itoa(j.deposit)
+		case j.part > 1:
+			no += "-" + strconv.Itoa(j.part)
 		}
 		day := d.Format("01/02/2006")
 		for _, l := range lines {

@@ -46,7 +46,8 @@ func (c *exportCmd) Run(g *globals) error {
 		return err
 	}
 	defer pool.Close()
-	x := &bookexport.Exporter{Source: readmodel.New(pool), Accounts: table, Zone: zone}
+	rm := readmodel.New(pool)
+	x := &bookexport.Exporter{Source: rm, Deposits: rm, Accounts: table, Zone: zone}
 	req := bookexport.Request{Format: f, From: from, To: to}
 	if c.Out == "" {
 		return x.Export(g.ctx, req, os.Stdout)

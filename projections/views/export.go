@@ -39,3 +39,11 @@ type ExportOpening struct {
 	Currency money.Currency
 	Balance  int64
 }
+
+// PayoutLineSum is the sum of one kind of a payout's settlement lines in
+// one currency: what an export's deposit journal itemises.
+type PayoutLineSum struct {
+	Kind            string
+	Lines           int64
+	Gross, Fee, Net int64
+}

@@ -133,3 +133,31 @@ func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
 		return rows.Err()
 	})
 }
+
+// ExportPayoutLines sums, per kind, the settlement lines of one payout in
+// one currency (the payout line itself left out). When the period the
+// payout is booked into is closed, only the lines recorded (their
+// delivery's first arrival in the inbox) by its close count: a deposit
+// journal itemises a closed period's payout as the books stood when they
+// were closed, so that a report imported later never changes that
+// period's export (what it adds is booked, if anything, into an open
+// period).
+func (s *Store) ExportPayoutLines(ctx context.Context, provider, payoutID string, currency money.Currency,
+	booked period.Period) ([]views.PayoutLineSum, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT l.kind, count(*), sum(l.gross)::bigint, sum(l.fee)::bigint, sum(l.net)::bigint
+		FROM settlement_lines l
+		JOIN webhook_inbox i ON i.provider = l.provider AND i.dedup_key = l.line_key
+		WHERE l.provider = $1 AND l.payout_id = $2 AND l.currency = $3 AND l.kind <> 'payout'
+		  AND NOT EXISTS (SELECT FROM periods p
+		                  WHERE p.period = $4 AND p.status = 'closed' AND i.first_seen_at > p.closed_at)
+		GROUP BY l.kind ORDER BY l.kind COLLATE "C"`, provider, payoutID, string(currency), booked.String())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (views.PayoutLineSum, error) {
+		var p views.PayoutLineSum
+		err := r.Scan(&p.Kind, &p.Lines, &p.Gross, &p.Fee, &p.Net)
+		return p, err
+	})
+}
