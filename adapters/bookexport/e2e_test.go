@@ -23,6 +23,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
+	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
@@ -30,6 +31,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/standard"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/projections"
 )
@@ -282,9 +284,35 @@ func TestExportsAgreeWithTheBooks(t *testing.T) {
 func exportStory(t *testing.T, esdb bool) {
 	zone, err := time.LoadLocation("Europe/Berlin")
 	require.NoError(t, err)
-	b := startBooks(t, esdb, zone)
-	at := func(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, zone) }
+	s := &story{t: t, b: startBooks(t, esdb, zone), zone: zone}
+	s.november()
+	s.closeNovember()
+	before := s.checkNovember()
+	s.lateFactsAndRebuild()
+	s.sameNovember(before)
+	s.checkDecember()
+	s.badRequests()
+}
 
+// story is the export story's books and what its steps share.
+type story struct {
+	t       *testing.T
+	b       *books
+	zone    *time.Location
+	created time.Time // the Stripe charges'
+	report  string    // the Stripe payout report
+	nets    int64     // the Stripe payout
+	state   func(asOf time.Time, amount int64)
+}
+
+func (s *story) at(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, s.zone) }
+
+func major(v int64) string { return fmt.Sprintf("%d.%02d", v/100, v%100) }
+
+// november records the month through signed webhooks, a settlement
+// report and stated balances.
+func (s *story) november() {
+	t, b, at := s.t, s.b, s.at
 	// Standard: captures in USD (with fee), EUR and JPY, a refund, a
 	// dispute lost, a payout.
 	b.standard("payment.captured", at(2, 10), `{"payment_id":"pay_1","capture_id":"cap_1","amount":10000,"currency":"USD","fee":320}`)
@@ -297,33 +325,50 @@ func exportStory(t *testing.T, esdb bool) {
 
 	// Stripe: three charges by webhook, a fourth only in the report; the
 	// payout of all four, its fees told by the report.
-	created := at(16, 11)
+	s.created = at(16, 11)
+	created := s.created
 	charges := []int64{2000, 3500, 1250, 990}
-	var nets int64
-	report := "automatic_payout_id,balance_transaction_id,created_utc,available_on_utc,currency,gross,fee,net,reporting_category,source_id,customer_facing_amount,customer_facing_currency,charge_id,payment_intent_id\n"
-	major := func(v int64) string { return fmt.Sprintf("%d.%02d", v/100, v%100) }
+	s.report = "automatic_payout_id,balance_transaction_id,created_utc,available_on_utc,currency,gross,fee,net,reporting_category,source_id,customer_facing_amount,customer_facing_currency,charge_id,payment_intent_id\n"
 	for i, a := range charges {
 		fee := 30 + a*29/1000
-		nets += a - fee
+		s.nets += a - fee
 		if i < 3 {
 			b.stripe(fmt.Sprintf(`{"id":"evt_ch_%d","object":"event","type":"charge.succeeded","created":%d,"data":{"object":{"id":"ch_%d","object":"charge","payment_intent":"pi_%d","amount":%d,"amount_captured":%d,"captured":true,"currency":"usd"}}}`,
 				i, created.Unix(), i, i, a, a))
 		}
 		ts := created.UTC().Format(time.DateTime)
-		report += fmt.Sprintf("po_str_1,txn_%d,%s,%s,usd,%s,%s,%s,charge,ch_%d,%s,usd,ch_%d,pi_%d\n",
+		s.report += fmt.Sprintf("po_str_1,txn_%d,%s,%s,usd,%s,%s,%s,charge,ch_%d,%s,usd,ch_%d,pi_%d\n",
 			i, ts, ts, major(a), major(fee), major(a-fee), i, major(a), i, i)
 	}
 	paid := at(19, 9)
 	b.stripe(fmt.Sprintf(`{"id":"evt_po_1","object":"event","type":"payout.paid","created":%d,"data":{"object":{"id":"po_str_1","object":"payout","amount":%d,"arrival_date":%d,"automatic":true,"currency":"usd","status":"paid"}}}`,
-		paid.Unix(), nets, paid.Unix()))
-	status, got := b.do(http.MethodPost, "/v1/settlements/stripe", adminToken, http.Header{"Content-Type": {"text/csv"}}, []byte(report))
+		paid.Unix(), s.nets, paid.Unix()))
+	status, got := b.do(http.MethodPost, "/v1/settlements/stripe", adminToken, http.Header{"Content-Type": {"text/csv"}}, []byte(s.report))
 	require.Equal(t, http.StatusOK, status, "%s", got)
+	// Stated balances of the Standard account (a dashboard): at the end
+	// of 2 November (agrees: 96.80), within a day, and one that differs.
+	balances := operations.NewBalances(b.app.Events().Store, b.app.Periods(), nil, nil)
+	s.state = func(asOf time.Time, amount int64) {
+		t.Helper()
+		_, err := balances.State(context.Background(), assertion.Statement{Provider: "standard", Account: "provider:standard:balance",
+			Currency: "USD", Source: "dashboard", Actor: "alice", Note: "checked",
+			Points: []assertion.Point{{Key: asOf.UTC().Format(time.RFC3339), AsOf: asOf, Amount: amount}}})
+		require.NoError(t, err)
+	}
+	s.state(at(3, 0), 9680)
+	s.state(at(3, 12), 9680)
+	s.state(at(11, 0), 1)
 	b.caughtUp()
 
+}
+
+// closeNovember closes November, now.
+func (s *story) closeNovember() {
+	t, b := s.t, s.b
 	// Close November, now (the close's time is compared with when the
 	// report's lines arrived: a deposit journal of a closed period
 	// itemises the lines known at its close).
-	status, got = b.do(http.MethodPost, "/v1/periods/2026-11/close", adminToken, http.Header{"Content-Type": {"application/json"}}, []byte(`{"note":"November"}`))
+	status, got := b.do(http.MethodPost, "/v1/periods/2026-11/close", adminToken, http.Header{"Content-Type": {"application/json"}}, []byte(`{"note":"November"}`))
 	require.Equal(t, http.StatusOK, status, "%s", got)
 	require.Eventually(t, func() bool {
 		var p struct {
@@ -338,6 +383,12 @@ func exportStory(t *testing.T, esdb bool) {
 		return false
 	}, 30*time.Second, 50*time.Millisecond)
 
+}
+
+// checkNovember checks the closed month's four exports with the tools
+// and returns them.
+func (s *story) checkNovember() map[string][]byte {
+	t, b, zone := s.t, s.b, s.zone
 	nov := b.trialClosing("2026-11")
 	require.NotEmpty(t, nov)
 	endNov := time.Date(2026, 12, 1, 0, 0, 0, 0, zone)
@@ -350,20 +401,30 @@ func exportStory(t *testing.T, esdb bool) {
 	assert.Equal(t, named(t, bookexport.Hledger, nov), hledgerBalances(t, before["hledger"]), "hledger bal = trial balance")
 	assert.Contains(t, string(before["beancount"]), `payment-id: "pi_3"`, "the report-only charge, with its payment id")
 	assert.Contains(t, string(before["beancount"]), `payout-id: "po_str_1"`)
+	assert.Contains(t, string(before["beancount"]), "\n2026-11-03 balance Assets:Provider:Standard:Balance  96.80 USD\n")
+	assert.Contains(t, string(before["beancount"]), "not at a day boundary")
+	assert.Contains(t, string(before["beancount"]), "the ledger disagrees with: Assets:Provider:Standard:Balance 0.01 USD, here 71.80 USD")
 	checkXero(t, before["xero"], named(t, bookexport.Xero, nov))
 	// The Stripe payout is a deposit journal of its own: its amount on the
 	// bank clearing account, against its four charges' gross and fees;
 	// the Standard payout, without settlement lines, is not itemised.
 	xero := string(before["xero"])
 	deposit := "onceledger 2026-11-19 USD deposit 1: stripe payout po_str_1"
-	assert.Contains(t, xero, fmt.Sprintf(`"%s","19/11/2026","deposit of stripe payout po_str_1","095","Tax Exempt",%s`, deposit, major(nets)))
+	assert.Contains(t, xero, fmt.Sprintf(`"%s","19/11/2026","deposit of stripe payout po_str_1","095","Tax Exempt",%s`, deposit, major(s.nets)))
 	assert.Contains(t, xero, fmt.Sprintf(`"%s","19/11/2026","payout po_str_1: 4 charge lines, gross","1101","Tax Exempt",-%s`, deposit, major(2000+3500+1250+990)))
-	assert.Contains(t, xero, fmt.Sprintf(`"%s","19/11/2026","payout po_str_1: fees of 4 charge lines","1101","Tax Exempt",%s`, deposit, major(2000+3500+1250+990-nets)))
+	assert.Contains(t, xero, fmt.Sprintf(`"%s","19/11/2026","payout po_str_1: fees of 4 charge lines","1101","Tax Exempt",%s`, deposit, major(2000+3500+1250+990-s.nets)))
 	assert.NotContains(t, xero, "payout po_str_1: not itemised")
 	assert.Contains(t, xero, `"onceledger 2026-11-25 USD deposit 1: standard payout po_std_1","25/11/2026","payout po_std_1: not itemised by its settlement lines","1102","Tax Exempt",-71.80`)
 	assert.Contains(t, string(before["quickbooks"]), `"OL20261119USDD1","11/19/2026","Payouts in Transit","USD: deposit of stripe payout po_str_1",`)
 	checkQuickBooks(t, before["quickbooks"], named(t, bookexport.QuickBooks, nov))
 
+	return before
+}
+
+// lateFactsAndRebuild records December's facts, late ones for November
+// among them, and rebuilds the projections.
+func (s *story) lateFactsAndRebuild() {
+	t, b, at, zone := s.t, s.b, s.at, s.zone
 	// December: a late capture for November (booked into December) and
 	// one of December; then a rebuild.
 	b.standard("payment.captured", at(28, 22), `{"payment_id":"pay_late","capture_id":"cap_late","amount":4200,"currency":"USD","fee":100}`)
@@ -371,11 +432,13 @@ func exportStory(t *testing.T, esdb bool) {
 	// And a report line of November's payout no one had seen: its charge
 	// is booked into December; November's deposit journal keeps the lines
 	// known at its close.
-	header, _, _ := strings.Cut(report, "\n")
-	ts := created.UTC().Format(time.DateTime)
+	header, _, _ := strings.Cut(s.report, "\n")
+	ts := s.created.UTC().Format(time.DateTime)
 	late := fmt.Sprintf("%s\npo_str_1,txn_9,%s,%s,usd,5.00,0.45,4.55,charge,ch_9,5.00,usd,ch_9,pi_9\n", header, ts, ts)
-	status, got = b.do(http.MethodPost, "/v1/settlements/stripe", adminToken, http.Header{"Content-Type": {"text/csv"}}, []byte(late))
+	status, got := b.do(http.MethodPost, "/v1/settlements/stripe", adminToken, http.Header{"Content-Type": {"text/csv"}}, []byte(late))
 	require.Equal(t, http.StatusOK, status, "%s", got)
+	// A balance of November stated after its close: not in its export.
+	s.state(at(20, 0), 7180)
 	b.caughtUp()
 	ctx := context.Background()
 	rm, err := postgres.NewReadModelPool(ctx, b.app.Pool())
@@ -387,11 +450,22 @@ func exportStory(t *testing.T, esdb bool) {
 	require.True(t, rep.Swapped)
 	b.caughtUp()
 
+}
+
+// sameNovember: November's exports are the bytes they were.
+func (s *story) sameNovember(before map[string][]byte) {
+	t, b := s.t, s.b
 	for _, f := range bookexport.Formats {
 		assert.Equal(t, string(before[string(f)]), string(b.export(string(f), "2026-11-01", "2026-12-01")),
 			"%s: a closed period's export is the same bytes after a late fact and a rebuild", f)
 	}
 
+}
+
+// checkDecember checks the export of December, opening balances and late
+// adjustments included, with the tools.
+func (s *story) checkDecember() {
+	t, b := s.t, s.b
 	// December from its first day: the balances carried in, the late
 	// capture dated 1 December with its effective date in the memo.
 	dec := b.trialClosing("2026-12")
@@ -406,6 +480,11 @@ func exportStory(t *testing.T, esdb bool) {
 	// From the beginning through December: the same figures.
 	assert.Equal(t, named(t, bookexport.Beancount, dec), beanBalances(t, b.export("beancount", "2026-11-01", "2027-01-01")))
 
+}
+
+// badRequests: a bad format or range is 400 naming the parameter.
+func (s *story) badRequests() {
+	t, b := s.t, s.b
 	// Bad requests name the parameter.
 	for q, want := range map[string]string{
 		"/v1/export/gnucash?from=2026-11-01&to=2026-12-01":   "format",
@@ -418,7 +497,7 @@ func exportStory(t *testing.T, esdb bool) {
 		assert.Equal(t, http.StatusBadRequest, status, "%s: %s", q, body)
 		assert.Contains(t, string(body), want, q)
 	}
-	status, _ = b.do(http.MethodGet, "/v1/export/beancount?from=2026-11-01&to=2026-12-01", "", nil, nil)
+	status, _ := b.do(http.MethodGet, "/v1/export/beancount?from=2026-11-01&to=2026-12-01", "", nil, nil)
 	assert.Equal(t, http.StatusUnauthorized, status)
 }
 

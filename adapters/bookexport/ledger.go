@@ -205,9 +205,9 @@ func (s *ledgerSink) assertBefore(date string) error {
 }
 
 // assert writes one assertion: a balance directive when it was made at a
-// day boundary, the ledger agreed, and the export's own running balance
-// agrees (a late adjustment dated elsewhere can move it); else a comment
-// saying why not.
+// day boundary and the export's own balance at that moment agrees (the
+// ledger's as of then, unless a late adjustment is dated elsewhere in the
+// export: the file must pass bean-check); else a comment saying why not.
 func (s *ledgerSink) assert(a Assertion, date string) error {
 	stated := money.FormatMinor(a.Stated, a.Currency)
 	boundary := a.AsOf.Equal(midnight(a.AsOf, s.zone))
@@ -216,22 +216,25 @@ func (s *ledgerSink) assert(a Assertion, date string) error {
 	if err != nil {
 		return err
 	}
+	who := beanComment(a.Provider)
+	if a.Source != "" {
+		who += ", " + beanComment(a.Source)
+	}
 	switch {
-	case boundary && a.Agreed && running == a.Stated:
+	case boundary && running == a.Stated:
 		if _, err := s.declare(date, a.Account, a.Currency); err != nil {
 			return err
 		}
 		fmt.Fprintf(s.w, "\n%s balance %s  %s %s\n", date, n, stated, a.Currency)
-		return nil
 	case !boundary:
 		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) not at a day boundary: %s %s %s as of %s\n",
-			date, beanComment(a.Provider), n, stated, a.Currency, a.AsOf.UTC().Format(time.RFC3339Nano))
-	case !a.Agreed:
-		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) the ledger disagrees with: %s %s %s\n",
-			date, beanComment(a.Provider), n, stated, a.Currency)
+			date, who, n, stated, a.Currency, a.AsOf.UTC().Format(time.RFC3339Nano))
+	case a.Agreed:
+		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) agreed by effective time, not by this export's dates (a late adjustment): %s %s %s, here %s %s\n",
+			date, who, n, stated, a.Currency, money.FormatMinor(running, a.Currency), a.Currency)
 	default:
-		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) agreed by effective time, not by this export's dates (a late adjustment): %s %s %s\n",
-			date, beanComment(a.Provider), n, stated, a.Currency)
+		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) the ledger disagrees with: %s %s %s, here %s %s\n",
+			date, who, n, stated, a.Currency, money.FormatMinor(running, a.Currency), a.Currency)
 	}
 	return nil
 }

@@ -200,7 +200,8 @@ func (a *App) web(ctx context.Context) error {
 	hc.Outbound = a.outbound
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
-	hc.Export = &bookexport.Exporter{Source: a.reads.Query, Deposits: a.reads.Query, Accounts: cfg.ExportAccounts, Zone: cfg.ReportingZone}
+	hc.Export = &bookexport.Exporter{Source: a.reads.Query, Deposits: a.reads.Query, Accounts: cfg.ExportAccounts, Zone: cfg.ReportingZone,
+		Assertions: bookexport.ReadModelAssertions{Reader: a.reads.Query, Zone: cfg.ReportingZone}}
 	a.handler = httpapi.NewHandler(hc)
 	return nil
 }
