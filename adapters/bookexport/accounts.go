@@ -139,6 +139,15 @@ func (t *Table) Name(f Format, account string) (string, error) {
 	return name, nil
 }
 
+// overridden: the file names account for format f.
+func (t *Table) overridden(f Format, account string) bool {
+	if _, ok := t.per[f][account]; ok {
+		return true
+	}
+	_, ok := t.all[account]
+	return ok
+}
+
 // OpeningBalances is the account an export's opening transactions post
 // against (the contract's equity:opening_balances).
 const OpeningBalances = "equity:opening_balances"
@@ -157,27 +166,33 @@ var providerCodes = map[string]string{
 }
 
 // namePart is what a variable part of an account (a provider or bank
-// account name) may hold: letters and digits in parts joined by '-', '_'
-// or '.'.
-var namePart = regexp.MustCompile(`^[A-Za-z0-9]+([-_.][A-Za-z0-9]+)*$`)
+// account name) may hold, as the chart spells them: letters and digits,
+// and '-', '_' or '.' between them.
+var namePart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// capitalised spells a variable part with a capital at the start of each
-// of its parts, joined by sep ("operating_eur" → "Operating-Eur").
-func capitalised(s, sep string) (string, error) {
+// capitalised spells a variable part as an account component: a capital
+// at its start and after each separator, and each '_' or '.' as '-'
+// (beancount has no '_' in account names): "operating_eur" →
+// "Operating-Eur". Two parts that differ only there ("a_b", "a-b") come
+// out the same: the export refuses that pair, naming both (Export).
+func capitalised(s string) (string, error) {
 	if p, ok := providerNames[s]; ok {
-		if sep != "-" {
-			p = strings.ReplaceAll(p, "-", sep)
-		}
 		return p, nil
 	}
 	if !namePart.MatchString(s) {
 		return "", fmt.Errorf("%q is not letters and digits joined by - _ or .", s)
 	}
-	parts := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' || r == '.' })
-	for i, p := range parts {
-		parts[i] = strings.ToUpper(p[:1]) + p[1:]
+	b := []byte(s)
+	up := true
+	for i, c := range b {
+		switch {
+		case c == '-' || c == '_' || c == '.':
+			b[i], up = '-', true
+		case up:
+			b[i], up = byte(strings.ToUpper(string(c))[0]), false
+		}
 	}
-	return strings.Join(parts, sep), nil
+	return string(b), nil
 }
 
 // chartAccount is an account of the chart taken apart: its kind and its
@@ -292,14 +307,14 @@ func defaultName(f Format, account string) (string, error) {
 	case Beancount, Hledger:
 		pattern = ledgerNames[a.kind]
 		if a.part != "" {
-			if part, err = capitalised(a.part, "-"); err != nil {
+			if part, err = capitalised(a.part); err != nil {
 				return "", err
 			}
 		}
 	case QuickBooks:
 		pattern = quickBooksNames[a.kind]
 		if a.part != "" {
-			if part, err = capitalised(a.part, " "); err != nil {
+			if part, err = capitalised(a.part); err != nil {
 				return "", err
 			}
 		}

@@ -25,7 +25,7 @@ func chart() []string {
 		out = append(out, "provider:"+p+":balance", "provider:"+p+":reserve", "expenses:fees:"+p,
 			"expenses:discounts:"+p, "receivable:disputes:"+p)
 	}
-	for _, b := range []string{"main", "operating_eur", "hsbc-gbp.2", "a-very-long-bank-account-name"} {
+	for _, b := range []string{"main", "operating_eur", "hsbc-gbp.2", "a-very-long-bank-account-name", "x--y", "trailing_"} {
 		out = append(out, "bank:"+b, "suspense:bank:"+b)
 	}
 	return out
@@ -71,12 +71,32 @@ func TestDefaultTableNamesEveryAccountInEveryTool(t *testing.T) {
 
 func TestAnAccountTheTableCannotNameIsAnErrorNamingIt(t *testing.T) {
 	table := bookexport.DefaultTable()
-	for _, a := range []string{"assets:cash", "provider:stripe", "bank:main eur", "expenses:fees:a b"} {
+	for _, a := range []string{"assets:cash", "provider:stripe", "bank:main eur", "expenses:fees:a b", "bank:_x", "bank:bänk"} {
 		_, err := table.Name(bookexport.Beancount, a)
 		require.Error(t, err, a)
 		assert.True(t, errors.Is(err, bookexport.ErrUnmappedAccount), a)
 		assert.Contains(t, err.Error(), `"`+a+`"`)
 	}
+	// Two accounts whose default names meet are refused, naming both,
+	// never merged; an override tells them apart.
+	zone := time.UTC
+	m := sampleBooks(zone)
+	m.event("bank", "bank-a", "bank.unidentified", time.Date(2026, 11, 5, 0, 0, 0, 0, zone), period.Period{},
+		"bank:a_b", "USD", 1, "suspense:bank:a_b", "USD", -1)
+	m.event("bank", "bank-b", "bank.unidentified", time.Date(2026, 11, 5, 0, 0, 0, 0, zone), period.Period{},
+		"bank:a-b", "USD", 1, "suspense:bank:a-b", "USD", -1)
+	x := &bookexport.Exporter{Source: m, Zone: zone}
+	var out bytes.Buffer
+	err := x.Export(context.Background(), bookexport.Request{Format: bookexport.Beancount,
+		From: day(t, "2026-11-01", zone), To: day(t, "2026-12-01", zone)}, &out)
+	require.ErrorIs(t, err, bookexport.ErrUnmappedAccount)
+	assert.Contains(t, err.Error(), "bank:a-b")
+	assert.Contains(t, err.Error(), "bank:a_b")
+	assert.Zero(t, out.Len())
+	x.Accounts, err = bookexport.ParseTable(strings.NewReader("bank:a_b=Assets:Bank:AB1\nsuspense:bank:a_b=Liabilities:Suspense:AB1\n"), "accounts.txt")
+	require.NoError(t, err)
+	tool(t, export(t, x, bookexport.Beancount, "2026-11-01", "2026-12-01"), "bean-check", "FILE")
+
 	// An override the tool would refuse is refused too, never mangled.
 	bad, err := bookexport.ParseTable(strings.NewReader("revenue:sales=Income:sales_eu\n[xero]\nrevenue:sales=SALES-EUROPE-1\n"), "accounts.txt")
 	require.NoError(t, err)
@@ -87,12 +107,11 @@ func TestAnAccountTheTableCannotNameIsAnErrorNamingIt(t *testing.T) {
 	}
 
 	// The export refuses before it writes a byte.
-	zone := time.UTC
-	m := sampleBooks(zone)
+	m = sampleBooks(zone)
 	m.event("stripe", "payment-stripe-x", "adjustment", time.Date(2026, 11, 5, 0, 0, 0, 0, zone), period.Period{},
 		"assets:petty_cash", "USD", 1, "revenue:sales", "USD", -1)
 	var buf bytes.Buffer
-	x := &bookexport.Exporter{Source: m, Zone: zone}
+	x = &bookexport.Exporter{Source: m, Zone: zone}
 	err = x.Export(context.Background(), bookexport.Request{Format: bookexport.Hledger,
 		From: day(t, "2026-11-01", zone), To: day(t, "2026-12-01", zone)}, &buf)
 	require.ErrorIs(t, err, bookexport.ErrUnmappedAccount)

@@ -176,12 +176,21 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 		return err
 	}
 	names := map[string]string{}
+	defaults := map[string]string{} // a default name → the account it names
 	for _, a := range append(accounts, OpeningBalances) {
 		n, err := table.Name(req.Format, a)
 		if err != nil {
 			return err
 		}
 		names[a] = n
+		if table.overridden(req.Format, a) {
+			continue // several accounts may be mapped to one on purpose
+		}
+		if other, dup := defaults[n]; dup && other != a {
+			return &UnmappedError{Format: req.Format, Account: a,
+				Reason: fmt.Sprintf("its default name %q is also %s's: name one of them in the file", n, other)}
+		}
+		defaults[n] = a
 	}
 	name := func(a string) (string, error) {
 		if n, ok := names[a]; ok {
