@@ -53,16 +53,23 @@ func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
 	date := fmt.Sprintf(exportDate, "$1::text")
 	fromDay := f.From.In(loc).Format(time.DateOnly)
 	toDay := f.To.In(loc).Format(time.DateOnly)
+	// Two index-friendly halves: entries in their own period by their
+	// effective time (occurred_at's index), late adjustments by the
+	// period they are booked into (period's index, a superset); the
+	// accounting date decides.
+	firstPeriod := period.Of(f.From, loc).String()
+	lastPeriod := period.Of(f.To.Add(-time.Nanosecond), loc).String()
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		// The bounds on occurred_at let the index narrow the scan; the
-		// date expression decides.
 		rows, err := tx.Query(ctx, `
-			SELECT e.account, e.currency, sum(e.amount)::bigint
-			FROM ledger_entries e
-			WHERE ((NOT e.late_adjustment AND e.occurred_at < $3) OR e.late_adjustment)
-			  AND `+date+` < $2::date
-			GROUP BY e.account, e.currency HAVING sum(e.amount) <> 0
-			ORDER BY e.account, e.currency`, zone, fromDay, f.From)
+			SELECT account, currency, sum(amount)::bigint FROM (
+				SELECT e.account, e.currency, e.amount FROM ledger_entries e
+				WHERE NOT e.late_adjustment AND e.occurred_at < $3
+				UNION ALL
+				SELECT e.account, e.currency, e.amount FROM ledger_entries e
+				WHERE e.late_adjustment AND e.period <= $4 AND `+date+` < $2::date
+			) x
+			GROUP BY account, currency HAVING sum(amount) <> 0
+			ORDER BY account, currency`, zone, fromDay, f.From, firstPeriod)
 		if err != nil {
 			return err
 		}
@@ -81,18 +88,22 @@ func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
 		}
 		order := `d, `
 		if f.ByCurrency {
-			order += `e.currency, `
+			order += `currency, `
 		}
+		const columns = `e.account, e.amount, e.currency, e.event_type, e.provider, e.stream_id,
+			e.event_id, e.effective_at, e.booked_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, ''),
+			e.position_commit, e.position_prepare, e.posting_index`
 		rows, err = tx.Query(ctx, `
-			SELECT `+date+` AS d, e.account, e.amount, e.currency, e.event_type, e.provider, e.stream_id,
-			       e.event_id, e.effective_at, e.booked_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, ''),
-			       e.position_commit, e.position_prepare, e.posting_index
-			FROM ledger_entries e
-			WHERE ((NOT e.late_adjustment AND e.occurred_at >= $4 AND e.occurred_at < $5) OR
-			       (e.late_adjustment AND to_date(e.period, 'YYYY-MM') >= $2::date))
-			  AND `+date+` >= $2::date AND `+date+` < $3::date
-			ORDER BY `+order+`e.position_commit, e.position_prepare, e.event_id, e.posting_index`,
-			zone, fromDay, toDay, f.From, f.To)
+			SELECT * FROM (
+				SELECT `+date+` AS d, `+columns+` FROM ledger_entries e
+				WHERE NOT e.late_adjustment AND e.occurred_at >= $4 AND e.occurred_at < $5
+				UNION ALL
+				SELECT `+date+` AS d, `+columns+` FROM ledger_entries e
+				WHERE e.late_adjustment AND e.period >= $6 AND e.period <= $7
+			) x
+			WHERE d >= $2::date AND d < $3::date
+			ORDER BY `+order+`position_commit, position_prepare, event_id, posting_index`,
+			zone, fromDay, toDay, f.From, f.To, firstPeriod, lastPeriod)
 		if err != nil {
 			return err
 		}
