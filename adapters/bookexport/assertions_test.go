@@ -2,11 +2,15 @@ package bookexport_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/bookexport"
 )
@@ -25,7 +29,7 @@ func (f fixedAssertions) ExportAssertions(_ context.Context, from, to time.Time)
 
 // Assertions made at a day boundary that agree become balance directives
 // dated the next day, which bean-check checks; the others are comments.
-func TestBeancountBalanceDirectives(t *testing.T) {
+func TestBalanceAssertionsInBeancountAndHledger(t *testing.T) {
 	zone, _ := time.LoadLocation("Europe/Berlin")
 	midnight := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, zone) }
 	asserts := fixedAssertions{
@@ -55,4 +59,21 @@ func TestBeancountBalanceDirectives(t *testing.T) {
 	broken := strings.Replace(bean, "96.80 USD", "96.81 USD", 1)
 	assert.NotEqual(t, bean, broken)
 	assert.Error(t, runTool([]byte(broken), "bean-check"))
+
+	// hledger: the same three as balance assertions on postings of the
+	// day before, which hledger check -s verifies.
+	hl := string(export(t, x, bookexport.Hledger, "2026-11-01", "2027-01-01"))
+	tool(t, []byte(hl), "hledger", "-f", "FILE", "check", "-s")
+	assert.Contains(t, hl, "2026-11-02 * stripe | balance stated at the end of the day\n    Assets:Provider:Stripe:Balance  0.00 USD = 96.80 USD\n")
+	assert.Equal(t, 3, strings.Count(hl, "balance stated at the end of the day"), hl)
+	broken = strings.Replace(hl, "= 96.80 USD", "= 96.81 USD", 1)
+	assert.NotEqual(t, hl, broken)
+	assert.Error(t, exec.Command("hledger", "-f", writeTemp(t, broken), "check", "-s").Run())
+}
+
+func writeTemp(t *testing.T, body string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "books")
+	require.NoError(t, os.WriteFile(f, []byte(body), 0o600))
+	return f
 }

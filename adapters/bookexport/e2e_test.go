@@ -404,6 +404,7 @@ func (s *story) checkNovember() map[string][]byte {
 	assert.Contains(t, string(before["beancount"]), "\n2026-11-03 balance Assets:Provider:Standard:Balance  96.80 USD\n")
 	assert.Contains(t, string(before["beancount"]), "not at a day boundary")
 	assert.Contains(t, string(before["beancount"]), "the ledger disagrees with: Assets:Provider:Standard:Balance 0.01 USD, here 71.80 USD")
+	assert.Contains(t, string(before["hledger"]), "2026-11-02 * standard, dashboard | balance stated at the end of the day\n    Assets:Provider:Standard:Balance  0.00 USD = 96.80 USD\n")
 	checkXero(t, before["xero"], named(t, bookexport.Xero, nov))
 	// The Stripe payout is a deposit journal of its own: its amount on the
 	// bank clearing account, against its four charges' gross and fees;

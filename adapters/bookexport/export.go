@@ -117,7 +117,8 @@ type Exporter struct {
 	// journal like any other event.
 	Deposits Deposits
 	// Assertions, when set, adds the balance assertions of the range
-	// (beancount `balance` directives or comments); nil: none.
+	// (beancount `balance` directives, hledger balance assertions, or
+	// comments); nil: none.
 	Assertions Assertions
 	// Accounts names the accounts (LoadTable); nil: the default table.
 	Accounts *Table
@@ -206,7 +207,7 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 	from := midnight(req.From, zone)
 	to := midnight(req.To, zone)
 	var asserts []Assertion
-	if x.Assertions != nil && req.Format == Beancount {
+	if x.Assertions != nil && (req.Format == Beancount || req.Format == Hledger) {
 		if asserts, err = x.Assertions.ExportAssertions(ctx, from, to); err != nil {
 			return err
 		}
@@ -218,7 +219,7 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 	case Beancount:
 		s = newLedgerSink(bw, name, head, true, asserts, zone)
 	case Hledger:
-		s = newLedgerSink(bw, name, head, false, nil, zone)
+		s = newLedgerSink(bw, name, head, false, asserts, zone)
 	case Xero:
 		s = newXeroSink(bw, name, zone, x.depositLines(ctx))
 	case QuickBooks:

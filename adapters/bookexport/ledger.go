@@ -204,10 +204,11 @@ func (s *ledgerSink) assertBefore(date string) error {
 	return nil
 }
 
-// assert writes one assertion: a balance directive when it was made at a
-// day boundary and the export's own balance at that moment agrees (the
-// ledger's as of then, unless a late adjustment is dated elsewhere in the
-// export: the file must pass bean-check); else a comment saying why not.
+// assert writes one assertion: a balance directive (hledger: a balance
+// assertion on a posting) when it was made at a day boundary and the
+// export's own balance at that moment agrees (the ledger's as of then,
+// unless a late adjustment is dated elsewhere in the export: the file must
+// pass bean-check and hledger check); else a comment saying why not.
 func (s *ledgerSink) assert(a Assertion, date string) error {
 	stated := money.FormatMinor(a.Stated, a.Currency)
 	boundary := a.AsOf.Equal(midnight(a.AsOf, s.zone))
@@ -221,11 +222,25 @@ func (s *ledgerSink) assert(a Assertion, date string) error {
 		who += ", " + beanComment(a.Source)
 	}
 	switch {
-	case boundary && running == a.Stated:
+	case boundary && running == a.Stated && s.beancount:
 		if _, err := s.declare(date, a.Account, a.Currency); err != nil {
 			return err
 		}
 		fmt.Fprintf(s.w, "\n%s balance %s  %s %s\n", date, n, stated, a.Currency)
+	case boundary && running == a.Stated:
+		// hledger asserts on a posting, after the postings before it of
+		// the same date: a transaction of the last day before the
+		// boundary, written after that day's entries.
+		day, err := time.Parse(time.DateOnly, date)
+		if err != nil {
+			return err
+		}
+		prev := day.AddDate(0, 0, -1).Format(time.DateOnly)
+		if _, err := s.declare(prev, a.Account, a.Currency); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.w, "\n%s * %s | balance stated at the end of the day\n    %s  %s %s = %s %s\n",
+			prev, ledgerText(who), n, money.FormatMinor(0, a.Currency), a.Currency, stated, a.Currency)
 	case !boundary:
 		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) not at a day boundary: %s %s %s as of %s\n",
 			date, who, n, stated, a.Currency, a.AsOf.UTC().Format(time.RFC3339Nano))
