@@ -46,6 +46,8 @@ var badInput = []error{
 	period.ErrInvalidPeriod,
 	period.ErrActorRequired,
 	period.ErrReasonRequired,
+	bookexport.ErrBadRange, // an export's range or format: the error names the parameter
+	bookexport.ErrUnknownFormat,
 	ingest.ErrBadErasure,
 	payment.ErrNoteRequired,
 	payment.ErrActorRequired,
@@ -53,8 +55,6 @@ var badInput = []error{
 	report.ErrMalformed, // a settlement report: the error names line and column
 	outbox.ErrInvalid,
 	outbox.ErrActorRequired,
-	bookexport.ErrBadRange,
-	bookexport.ErrUnknownFormat,
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving

@@ -97,6 +97,9 @@ type Config struct {
 	// (ONCELEDGER_REPORTING_TZ): journal dates and YYYY-MM-DD bounds are
 	// in it. nil = UTC.
 	ReportingZone *time.Location
+	// Export writes GET /v1/export/{format} (bookexport.Exporter); nil =
+	// that endpoint answers 503.
+	Export Exporter
 	// Recon and Redrive act (admin tokens): POST /v1/reconciliation/
 	// resolve|reopen and POST /v1/inbox/redrive; nil = they answer 503.
 	Recon   ReconActions
@@ -114,9 +117,6 @@ type Config struct {
 	// Subscriptions manages the push subscriptions (outbox.Service; admin
 	// tokens); nil = those endpoints answer 503.
 	Subscriptions SubscriptionAdmin
-	// Export writes GET /v1/export/{format} (bookexport.Exporter); nil =
-	// that endpoint answers 503.
-	Export Exporter
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

@@ -190,6 +190,8 @@ func (a *App) web(ctx context.Context) error {
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
 	hc.Periods, hc.PeriodActions = a.reads.Query, a.Periods()
 	hc.ReportingZone = cfg.ReportingZone
+	hc.Export = &bookexport.Exporter{Source: a.reads.Query, Deposits: a.reads.Query, Accounts: cfg.ExportAccounts, Zone: cfg.ReportingZone,
+		Assertions: bookexport.ReadModelAssertions{Reader: a.reads.Query, Zone: cfg.ReportingZone}}
 	hc.Eraser = a.Eraser()
 	hc.Recon, hc.Redrive = a.recon, a.redriver
 	if hc.Routes, err = a.consoleRoutes(); err != nil {
@@ -200,8 +202,6 @@ func (a *App) web(ctx context.Context) error {
 	hc.Outbound = a.outbound
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
-	hc.Export = &bookexport.Exporter{Source: a.reads.Query, Deposits: a.reads.Query, Accounts: cfg.ExportAccounts, Zone: cfg.ReportingZone,
-		Assertions: bookexport.ReadModelAssertions{Reader: a.reads.Query, Zone: cfg.ReportingZone}}
 	a.handler = httpapi.NewHandler(hc)
 	return nil
 }
