@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
@@ -46,8 +45,8 @@ var badInput = []error{
 	period.ErrInvalidPeriod,
 	period.ErrActorRequired,
 	period.ErrReasonRequired,
-	bookexport.ErrBadRange, // an export's range or format: the error names the parameter
-	bookexport.ErrUnknownFormat,
+	errExportRange, // an export's range or format: the error names the parameter (export.go)
+	errExportFormat,
 	ingest.ErrBadErasure,
 	payment.ErrNoteRequired,
 	payment.ErrActorRequired,
@@ -96,7 +95,7 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case slices.ContainsFunc(conflicts, func(target error) bool { return errors.Is(err, target) }):
 		return http.StatusConflict
-	case errors.Is(err, bookexport.ErrUnmappedAccount):
+	case errors.Is(err, errExportUnmapped):
 		// The books hold an account the export's table cannot name: the
 		// ONCELEDGER_EXPORT_ACCOUNTS file needs a line (the error names it).
 		return http.StatusUnprocessableEntity

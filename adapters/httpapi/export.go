@@ -20,6 +20,13 @@ type Exporter interface {
 
 var _ Exporter = (*bookexport.Exporter)(nil)
 
+// The exports' errors, as statusFor (errors.go) maps them.
+var (
+	errExportRange    = bookexport.ErrBadRange
+	errExportFormat   = bookexport.ErrUnknownFormat
+	errExportUnmapped = bookexport.ErrUnmappedAccount
+)
+
 func (s *server) registerExport(v1 *mux.Router) {
 	v1.HandleFunc("/export/{format}", s.queryExport).Methods(http.MethodGet)
 }

@@ -37,7 +37,7 @@ func (c *exportCmd) Run(g *globals) error {
 	if err != nil {
 		return fmt.Errorf("%w: --to: want a date like 2026-12-01, got %q", bookexport.ErrBadRange, c.To)
 	}
-	table, err := bookexport.LoadTable(g.cli.ExportAccounts)
+	table, err := exportTable(g)
 	if err != nil {
 		return err
 	}
@@ -54,6 +54,12 @@ func (c *exportCmd) Run(g *globals) error {
 		return x.Export(g.ctx, req, os.Stdout)
 	}
 	return writeWhole(c.Out, func(w io.Writer) error { return x.Export(g.ctx, req, w) })
+}
+
+// exportTable reads the account table ONCELEDGER_EXPORT_ACCOUNTS names
+// (serve and export).
+func exportTable(g *globals) (*bookexport.Table, error) {
+	return bookexport.LoadTable(g.cli.ExportAccounts)
 }
 
 // writeWhole writes path through a temporary file in its directory,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/outbox"
 	"github.com/onceledger/onceledger/adapters/postgres"
@@ -160,7 +159,7 @@ func (c *serveCmd) Run(g *globals) error {
 	if cfg.ReportingZone, err = g.cli.zone(); err != nil {
 		return err
 	}
-	if cfg.ExportAccounts, err = bookexport.LoadTable(g.cli.ExportAccounts); err != nil {
+	if cfg.ExportAccounts, err = exportTable(g); err != nil { // export.go
 		return err
 	}
 	a, err := app.New(g.ctx, cfg)

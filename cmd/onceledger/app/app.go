@@ -26,7 +26,6 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/onceledger/onceledger/adapters/access"
-	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -52,7 +51,7 @@ type Config struct {
 	// ExportAccounts is the account table of GET /v1/export/{format}
 	// (ONCELEDGER_EXPORT_ACCOUNTS, bookexport.LoadTable); nil: the
 	// default table.
-	ExportAccounts *bookexport.Table
+	ExportAccounts ExportTable
 	// Now is the clock of the operators' actions (period close); nil:
 	// time.Now.
 	Now func() time.Time
@@ -190,8 +189,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
 	hc.Periods, hc.PeriodActions = a.reads.Query, a.Periods()
 	hc.ReportingZone = cfg.ReportingZone
-	hc.Export = &bookexport.Exporter{Source: a.reads.Query, Deposits: a.reads.Query, Accounts: cfg.ExportAccounts, Zone: cfg.ReportingZone,
-		Assertions: bookexport.ReadModelAssertions{Reader: a.reads.Query, Zone: cfg.ReportingZone}}
+	hc.Export = a.exporter() // export.go
 	hc.Eraser = a.Eraser()
 	hc.Recon, hc.Redrive = a.recon, a.redriver
 	if hc.Routes, err = a.consoleRoutes(); err != nil {
