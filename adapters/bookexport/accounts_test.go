@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +185,24 @@ func TestXeroSplitsABusyDayIntoBalancedJournals(t *testing.T) {
 	}
 	checkXero(t, export(t, x, bookexport.Xero, "2026-11-01", "2026-12-01"), map[[2]string]int64{
 		{"1101", "USD"}: int64(400*970 + 399*400/2), {"6101", "USD"}: 400 * 30, {"200", "USD"}: -int64(400*1000 + 399*400/2)})
+}
+
+// Opening balances of more accounts than a Xero journal holds are split
+// too, each journal balanced against equity:opening_balances.
+func TestXeroSplitsLargeOpeningBalances(t *testing.T) {
+	zone := time.UTC
+	m := &memorySource{zone: zone}
+	for i := range 400 {
+		m.event("bank", "bank-x", "bank.unidentified", time.Date(2026, 11, 2, 10, 0, 0, 0, zone), period.Period{},
+			fmt.Sprintf("bank:b%d", i), "USD", 100+i, fmt.Sprintf("suspense:bank:b%d", i), "USD", -100-i)
+	}
+	x := &bookexport.Exporter{Source: m, Zone: zone}
+	file := export(t, x, bookexport.Xero, "2026-12-01", "2027-01-01")
+	want := map[[2]string]int64{}
+	for i := range 400 {
+		want[[2]string{fmt.Sprintf("BB%d", i), "USD"}] = int64(100 + i)
+		want[[2]string{fmt.Sprintf("SB%d", i), "USD"}] = -int64(100 + i)
+	}
+	checkXero(t, file, want)
+	assert.Equal(t, 3, strings.Count(string(file), `,"opening balances",`), "800 lines: three journals of at most 299 and their counterpart")
 }
