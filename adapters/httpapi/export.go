@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -31,16 +32,29 @@ func (s *server) registerExport(v1 *mux.Router) {
 	v1.HandleFunc("/export/{format}", s.queryExport).Methods(http.MethodGet)
 }
 
+// exportWriteGrace is how long an export's answer may take to accept its
+// next bytes. A year of entries takes minutes to stream, beyond the
+// server's write timeout (sized for webhooks): the deadline moves on as
+// the answer makes progress, and a client that stops reading is still cut
+// off.
+const exportWriteGrace = 2 * time.Minute
+
 // lazyAnswer starts the answer (headers, 200) at its first byte, so that
 // an export refused before it writes anything (an account the table
 // cannot name) is still an error answer with its status.
 type lazyAnswer struct {
-	w       http.ResponseWriter
-	format  bookexport.Format
-	started bool
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	format   bookexport.Format
+	started  bool
+	extended time.Time
 }
 
 func (a *lazyAnswer) Write(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(a.extended) > time.Second {
+		a.extended = now
+		_ = a.rc.SetWriteDeadline(now.Add(exportWriteGrace))
+	}
 	if !a.started {
 		a.started = true
 		a.w.Header().Set("Content-Type", a.format.ContentType())
@@ -73,7 +87,9 @@ func (s *server) queryExport(w http.ResponseWriter, r *http.Request) {
 		s.queryError(w, r, errQueryNotConfigured)
 		return
 	}
-	out := &lazyAnswer{w: w, format: f}
+	out := &lazyAnswer{w: w, rc: http.NewResponseController(w), format: f, extended: time.Now()}
+	// The first rows come after the database has sorted the range.
+	_ = out.rc.SetWriteDeadline(out.extended.Add(exportWriteGrace))
 	err = s.cfg.Export.Export(r.Context(), req, out)
 	if err == nil {
 		return
