@@ -37,7 +37,8 @@
 #      read model truncated, checkpoints at the start) and on the repair
 #      path (one differing entry), each with its ratio to the raw read; the
 #      stages of the one into empty tables (bench/rebuildprof, with the index
-#      build's share); then (BENCH_REBUILD_LARGE, 10M by default) the time to rebuild that
+#      build's share); the seeded year exported with `onceledger export`
+#      (beancount and xero): time and peak RSS (goal < 256 MiB); then (BENCH_REBUILD_LARGE, 10M by default) the time to rebuild that
 #      many events into empty tables against BENCH_REBUILD_EVENTS' time.
 #   5. Live lag during a rebuild: a database seeded like step 4 (and
 #      rebuilt once, unmeasured, so the live tables are healthy), serve on
@@ -460,6 +461,37 @@ SQL
 	# what matters here is that it swapped.
 	rb_run first || true
 	grep -q '^swap: rebuilt tables are live' "$work/rebuild_first.txt" || { echo "bench: first rebuild did not swap" >&2; status=1; }
+	# Exports stream (issue 38): the seeded year (2026) of this ledger as
+	# beancount and as Xero's CSV (the two orders the read model serves),
+	# each timed with its peak RSS (goal < 256 MiB), then the file dropped.
+	ex_run() { # $1: format
+		local out="$work/export_$1.txt" file="$work/export_$1.out" rc=0 t0 t1
+		t0=$(date +%s.%N)
+		if [[ -x /usr/bin/time ]]; then
+			ONCELEDGER_DATABASE_URL="$rb_url" ONCELEDGER_LOG_LEVEL=warn /usr/bin/time -v -o "$out" \
+				"$work/onceledger" export "$1" --from 2026-01-01 --to 2027-01-01 >"$file" || rc=$?
+			awk '/Maximum resident set size/ {print $NF}' "$out" >"$work/exrss_$1"
+		else
+			ONCELEDGER_DATABASE_URL="$rb_url" ONCELEDGER_LOG_LEVEL=warn \
+				"$work/onceledger" export "$1" --from 2026-01-01 --to 2027-01-01 >"$file" &
+			local pid=$! hwm=0
+			while kill -0 "$pid" 2>/dev/null; do
+				hwm=$(awk -v h="$hwm" '/VmHWM/ {print ($2 > h ? $2 : h)}' "/proc/$pid/status" 2>/dev/null || echo "$hwm")
+				sleep 0.1
+			done
+			wait "$pid" || rc=$?
+			echo "$hwm" >"$work/exrss_$1"
+		fi
+		t1=$(date +%s.%N)
+		awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}' >"$work/extime_$1"
+		echo "$(($(stat -c %s "$file") / 1048576))" >"$work/exsize_$1"
+		rm -f "$file"
+		echo "export $1: exit $rc; $(cat "$work/extime_$1") s, $(cat "$work/exsize_$1") MiB written, peak RSS $(($(cat "$work/exrss_$1") / 1024)) MiB"
+		return "$rc"
+	}
+	echo "-- export a year of the seeded ledger (onceledger export, peak RSS goal < 256 MiB)"
+	ex_run beancount || status=1
+	ex_run xero || status=1
 	raw_read() { # the events table read raw, timed: the ceiling the rebuild is compared with
 		local t0 t1
 		t0=$(date +%s.%N)
@@ -806,6 +838,10 @@ if want rebuild; then
 	printf 'rebuild %d events:    %8d events/s, peak RSS %d MiB (first, into empty live tables: %d events/s, %d MiB)\n' \
 		"$REBUILD_EVENTS" "$(cat "$work/rate_measured")" $(($(cat "$work/rss_measured") / 1024)) \
 		"$(cat "$work/rate_first")" $(($(cat "$work/rss_first") / 1024))
+	for f in beancount xero; do
+		printf 'export %s of the seeded year (%d events): %s s, %d MiB, peak RSS %d MiB (goal < 256)\n' \
+			"$f" "$REBUILD_EVENTS" "$(cat "$work/extime_$f")" "$(cat "$work/exsize_$f")" $(($(cat "$work/exrss_$f") / 1024))
+	done
 	printf 'raw events read:       %8d events/s; rebuild ratio %.2f (load before the step: %s; after the rebuild: %s)\n' \
 		"$raw_rate" "$(awk -v a="$(cat "$work/rate_measured")" -v b="$raw_rate" 'BEGIN {print a / b}')" "$rb_load_before" "$rb_load"
 	printf 'rebuild with one differing entry: %d events/s, peak RSS %d MiB (reported and repaired); ratio %.2f of the raw read (goal >= 0.25)\n' \

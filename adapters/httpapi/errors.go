@@ -45,6 +45,8 @@ var badInput = []error{
 	period.ErrInvalidPeriod,
 	period.ErrActorRequired,
 	period.ErrReasonRequired,
+	errExportRange, // an export's range or format: the error names the parameter (export.go)
+	errExportFormat,
 	ingest.ErrBadErasure,
 	payment.ErrNoteRequired,
 	payment.ErrActorRequired,
@@ -95,6 +97,10 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case slices.ContainsFunc(conflicts, func(target error) bool { return errors.Is(err, target) }):
 		return http.StatusConflict
+	case errors.Is(err, errExportUnmapped):
+		// The books hold an account the export's table cannot name: the
+		// ONCELEDGER_EXPORT_ACCOUNTS file needs a line (the error names it).
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	case isBadInput(err):

@@ -63,6 +63,7 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.HandleFunc("/reconciliation", s.queryReconciliation).Methods(http.MethodGet)
 	v1.HandleFunc("/projections", s.queryProjections).Methods(http.MethodGet)
 	s.registerPeriods(v1)
+	s.registerExport(v1) // issue 38
 	v1.Handle("/inbox/erase", acting(s.eraseRaw)).Methods(http.MethodPost)
 	v1.Handle("/reconciliation/resolve", acting(s.itemAction(true))).Methods(http.MethodPost)
 	v1.Handle("/reconciliation/reopen", acting(s.itemAction(false))).Methods(http.MethodPost)

@@ -97,6 +97,9 @@ type Config struct {
 	// (ONCELEDGER_REPORTING_TZ): journal dates and YYYY-MM-DD bounds are
 	// in it. nil = UTC.
 	ReportingZone *time.Location
+	// Export writes GET /v1/export/{format} (bookexport.Exporter); nil =
+	// that endpoint answers 503.
+	Export Exporter
 	// Recon and Redrive act (admin tokens): POST /v1/reconciliation/
 	// resolve|reopen and POST /v1/inbox/redrive; nil = they answer 503.
 	Recon   ReconActions

@@ -33,6 +33,10 @@ type cli struct {
 	// command's time goes, without a server to expose net/http/pprof.
 	CPUProfile string `name:"cpu-profile" env:"ONCELEDGER_CPU_PROFILE" hidden:"" help:"Write a CPU profile of the command to this file."`
 
+	// The account table of the exports to accountants' tools (issue 38),
+	// which serve and export read.
+	ExportAccounts string `name:"export-accounts" env:"ONCELEDGER_EXPORT_ACCOUNTS" type:"existingfile" group:"Exports" help:"File mapping onceledger accounts to the merchant's chart for exports (one onceledger-account=their-account a line)."`
+
 	Serve         serveCmd         `cmd:"" help:"Run the HTTP server (webhooks, query API, health, metrics) and the projectors."`
 	Migrate       migrateCmd       `cmd:"" help:"Apply pending migrations and exit."`
 	Rebuild       rebuildCmd       `cmd:"" help:"Rebuild projections from history into shadow tables, compare with live, swap."`
@@ -41,6 +45,7 @@ type cli struct {
 	Verify        verifyCmd        `cmd:"" help:"Check ledger invariants; non-zero exit on any violation."`
 	Inspect       inspectCmd       `cmd:"" help:"Print the events of one stream, in order."`
 	Sample        sampleCmd        `cmd:"" help:"Sign a sample webhook with the configured secret and send it to a running server."`
+	Export        exportCmd        `cmd:"" help:"Write the journal of a date range as beancount, hledger, Xero or QuickBooks import files."`
 	Period        periodCmd        `cmd:"" help:"Close or reopen an accounting period (recorded as events with the actor)."`
 	Erase         eraseCmd         `cmd:"" help:"Erase stored raw webhook bodies (personal data) of one delivery or one payment; hashes, facts and events stay."`
 	Redrive       redriveCmd       `cmd:"" help:"Re-normalize stored raw deliveries with the current code and record what they now carry; prints counts."`

@@ -177,6 +177,9 @@ func (c *serveCmd) Run(g *globals) error {
 	if cfg.ReportingZone, err = g.cli.zone(); err != nil {
 		return err
 	}
+	if cfg.ExportAccounts, err = exportTable(g); err != nil { // export.go
+		return err
+	}
 	a, err := app.New(g.ctx, cfg)
 	if err != nil {
 		return err

@@ -354,6 +354,30 @@ func (e GetBalancesParamsTime) Valid() bool {
 	}
 }
 
+// Defines values for GetExportParamsFormat.
+const (
+	Beancount  GetExportParamsFormat = "beancount"
+	Hledger    GetExportParamsFormat = "hledger"
+	Quickbooks GetExportParamsFormat = "quickbooks"
+	Xero       GetExportParamsFormat = "xero"
+)
+
+// Valid indicates whether the value is a known member of the GetExportParamsFormat enum.
+func (e GetExportParamsFormat) Valid() bool {
+	switch e {
+	case Beancount:
+		return true
+	case Hledger:
+		return true
+	case Quickbooks:
+		return true
+	case Xero:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetJournalParamsTime.
 const (
 	GetJournalParamsTimeBooked    GetJournalParamsTime = "booked"
@@ -1330,6 +1354,18 @@ type GetEventsParams struct {
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
+// GetExportParams defines parameters for GetExport.
+type GetExportParams struct {
+	// From First day, YYYY-MM-DD in the reporting zone.
+	From openapi_types.Date `form:"from" json:"from"`
+
+	// To The day after the last (exclusive), YYYY-MM-DD.
+	To openapi_types.Date `form:"to" json:"to"`
+}
+
+// GetExportParamsFormat defines parameters for GetExport.
+type GetExportParamsFormat string
+
 // PostInboxEraseJSONBody defines parameters for PostInboxErase.
 type PostInboxEraseJSONBody struct {
 	// DedupKey Dedup key of the delivery.
@@ -1686,6 +1722,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
 	GetEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetExport The journal in an accounting tool's import format
+	//
+	// The journal of a range of accounting dates as `beancount` (a file `bean-check` accepts: `open` directives at first use, commodities declared, one transaction per ledger event with payment, payout and provider ids as metadata, `balance` directives from agreeing balance assertions made at a day boundary), `hledger` (a journal `hledger check -s` accepts, agreeing balance assertions as assertions on postings), `xero` (Xero's manual journal import: `Narration`, `Date`, `Description`, `AccountCode`, `TaxRate`, `Amount` signed debit positive) or `quickbooks` (QuickBooks Online's journal entry import: `Journal No.`, `Journal Date`, `Account Name` as Parent:Sub, `Description`, `Debits`, `Credits`). Entries are dated where they are booked: an entry at its effective date in the reporting zone, a late adjustment at the first day of the period it is booked into, its memo naming its effective date; so a closed period's export is the same file whenever it is made. A range that starts after the first entry opens with one transaction per account and currency carrying its balance against `equity:opening_balances`. Xero and QuickBooks: one journal per day and currency, named in the narration; at most 300 lines per Xero journal (a busy day is split into balanced journals). Each paid payout is a deposit journal of its own: its amount on the bank clearing account against its settlement lines by kind (gross, fees). Account names come from the account table (docs/accountants.md), overridable with `ONCELEDGER_EXPORT_ACCOUNTS`. The answer streams.
+	//
+	// Corresponds with GET /v1/export/{format} (the `GetExport` operationId).
+	GetExport(ctx context.Context, format GetExportParamsFormat, params *GetExportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostInboxEraseWithBody Erase stored raw webhook bodies (admin)
 	//
@@ -2127,6 +2170,23 @@ func (c *Client) GetEvents(ctx context.Context, params *GetEventsParams, reqEdit
 // Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
 func (c *Client) GetEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventTypesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetExport The journal in an accounting tool's import format
+//
+// The journal of a range of accounting dates as `beancount` (a file `bean-check` accepts: `open` directives at first use, commodities declared, one transaction per ledger event with payment, payout and provider ids as metadata, `balance` directives from agreeing balance assertions made at a day boundary), `hledger` (a journal `hledger check -s` accepts, agreeing balance assertions as assertions on postings), `xero` (Xero's manual journal import: `Narration`, `Date`, `Description`, `AccountCode`, `TaxRate`, `Amount` signed debit positive) or `quickbooks` (QuickBooks Online's journal entry import: `Journal No.`, `Journal Date`, `Account Name` as Parent:Sub, `Description`, `Debits`, `Credits`). Entries are dated where they are booked: an entry at its effective date in the reporting zone, a late adjustment at the first day of the period it is booked into, its memo naming its effective date; so a closed period's export is the same file whenever it is made. A range that starts after the first entry opens with one transaction per account and currency carrying its balance against `equity:opening_balances`. Xero and QuickBooks: one journal per day and currency, named in the narration; at most 300 lines per Xero journal (a busy day is split into balanced journals). Each paid payout is a deposit journal of its own: its amount on the bank clearing account against its settlement lines by kind (gross, fees). Account names come from the account table (docs/accountants.md), overridable with `ONCELEDGER_EXPORT_ACCOUNTS`. The answer streams.
+//
+// Corresponds with GET /v1/export/{format} (the `GetExport` operationId).
+func (c *Client) GetExport(ctx context.Context, format GetExportParamsFormat, params *GetExportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetExportRequest(c.Server, format, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3214,6 +3274,71 @@ func NewGetEventTypesRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetExportRequest constructs an http.Request for the GetExport method
+func NewGetExportRequest(server string, format GetExportParamsFormat, params *GetExportParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "format", format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/export/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4884,6 +5009,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
 	GetEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetEventTypesResponse, error)
 
+	// GetExportWithResponse The journal in an accounting tool's import format
+	//
+	// The journal of a range of accounting dates as `beancount` (a file `bean-check` accepts: `open` directives at first use, commodities declared, one transaction per ledger event with payment, payout and provider ids as metadata, `balance` directives from agreeing balance assertions made at a day boundary), `hledger` (a journal `hledger check -s` accepts, agreeing balance assertions as assertions on postings), `xero` (Xero's manual journal import: `Narration`, `Date`, `Description`, `AccountCode`, `TaxRate`, `Amount` signed debit positive) or `quickbooks` (QuickBooks Online's journal entry import: `Journal No.`, `Journal Date`, `Account Name` as Parent:Sub, `Description`, `Debits`, `Credits`). Entries are dated where they are booked: an entry at its effective date in the reporting zone, a late adjustment at the first day of the period it is booked into, its memo naming its effective date; so a closed period's export is the same file whenever it is made. A range that starts after the first entry opens with one transaction per account and currency carrying its balance against `equity:opening_balances`. Xero and QuickBooks: one journal per day and currency, named in the narration; at most 300 lines per Xero journal (a busy day is split into balanced journals). Each paid payout is a deposit journal of its own: its amount on the bank clearing account against its settlement lines by kind (gross, fees). Account names come from the account table (docs/accountants.md), overridable with `ONCELEDGER_EXPORT_ACCOUNTS`. The answer streams.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/export/{format} (the `GetExport` operationId).
+	GetExportWithResponse(ctx context.Context, format GetExportParamsFormat, params *GetExportParams, reqEditors ...RequestEditorFn) (*GetExportResponse, error)
+
 	// PostInboxEraseWithBodyWithResponse Erase stored raw webhook bodies (admin)
 	//
 	// As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
@@ -5680,6 +5814,75 @@ func (r GetEventTypesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetEventTypesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetExportResponse401Headers the declared response headers of an HTTP 401 response for GetExport
+type GetExportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetExportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetExportResponse401Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetExportResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetExportResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetExportResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetExportResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetExportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetExportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetExportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetExportResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7988,6 +8191,21 @@ func (c *ClientWithResponses) GetEventTypesWithResponse(ctx context.Context, req
 	return ParseGetEventTypesResponse(rsp)
 }
 
+// GetExportWithResponse The journal in an accounting tool's import format
+//
+// The journal of a range of accounting dates as `beancount` (a file `bean-check` accepts: `open` directives at first use, commodities declared, one transaction per ledger event with payment, payout and provider ids as metadata, `balance` directives from agreeing balance assertions made at a day boundary), `hledger` (a journal `hledger check -s` accepts, agreeing balance assertions as assertions on postings), `xero` (Xero's manual journal import: `Narration`, `Date`, `Description`, `AccountCode`, `TaxRate`, `Amount` signed debit positive) or `quickbooks` (QuickBooks Online's journal entry import: `Journal No.`, `Journal Date`, `Account Name` as Parent:Sub, `Description`, `Debits`, `Credits`). Entries are dated where they are booked: an entry at its effective date in the reporting zone, a late adjustment at the first day of the period it is booked into, its memo naming its effective date; so a closed period's export is the same file whenever it is made. A range that starts after the first entry opens with one transaction per account and currency carrying its balance against `equity:opening_balances`. Xero and QuickBooks: one journal per day and currency, named in the narration; at most 300 lines per Xero journal (a busy day is split into balanced journals). Each paid payout is a deposit journal of its own: its amount on the bank clearing account against its settlement lines by kind (gross, fees). Account names come from the account table (docs/accountants.md), overridable with `ONCELEDGER_EXPORT_ACCOUNTS`. The answer streams.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/export/{format} (the `GetExport` operationId).
+func (c *ClientWithResponses) GetExportWithResponse(ctx context.Context, format GetExportParamsFormat, params *GetExportParams, reqEditors ...RequestEditorFn) (*GetExportResponse, error) {
+	rsp, err := c.GetExport(ctx, format, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetExportResponse(rsp)
+}
+
 // PostInboxEraseWithBodyWithResponse Erase stored raw webhook bodies (admin)
 //
 // As `onceledger erase`: removes the stored raw bodies (personal data) of one delivery (`provider` and `dedup_key`; for PayPal IPN its unverified candidates too) or of every delivery of one payment (`payment`: `provider/payment_id`), with their conflicting payloads. Payload hashes, normalized facts and events stay. The erasure is recorded in `raw_erasures` with the admin token's name as the actor. Needs an admin token (`ONCELEDGER_ADMIN_TOKENS`).
@@ -8928,6 +9146,66 @@ func ParseGetEventTypesResponse(rsp *http.Response) (*GetEventTypesResponse, err
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetEventTypesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetExportResponse parses an HTTP response from a GetExportWithResponse call
+func ParseGetExportResponse(rsp *http.Response) (*GetExportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetExportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetExportResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

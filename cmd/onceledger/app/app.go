@@ -48,6 +48,10 @@ type Config struct {
 	// periods: the ledger projection books in it and period close decides
 	// in it (nil: UTC).
 	ReportingZone *time.Location
+	// ExportAccounts is the account table of GET /v1/export/{format}
+	// (ONCELEDGER_EXPORT_ACCOUNTS, bookexport.LoadTable); nil: the
+	// default table.
+	ExportAccounts ExportTable
 	// Now is the clock of the operators' actions (period close); nil:
 	// time.Now.
 	Now func() time.Time
@@ -197,6 +201,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.Projections, hc.Monitor = a.reads.Projections, a.reads.Monitor
 	hc.Periods, hc.PeriodActions = a.reads.Query, a.Periods()
 	hc.ReportingZone = cfg.ReportingZone
+	hc.Export = a.exporter() // export.go
 	hc.Eraser = a.Eraser()
 	hc.Recon, hc.Redrive = a.recon, a.redriver
 	if hc.Routes, err = a.consoleRoutes(); err != nil {

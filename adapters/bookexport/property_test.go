@@ -1,0 +1,134 @@
+package bookexport_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/bookexport"
+	"github.com/onceledger/onceledger/domain/period"
+)
+
+// randomBooks is a ledger of n random balanced events over two months of
+// the chart's accounts in currencies of 0, 2 and 3 decimals, amounts up to
+// the gate's 10^15 minor units, some of the second month's events late
+// adjustments for the first.
+func randomBooks(rng *rand.Rand, zone *time.Location, n int) *memorySource {
+	m := &memorySource{zone: zone}
+	accounts := chart()
+	currencies := []string{"USD", "JPY", "BHD", "EUR", "CNY"}
+	for i := range n {
+		effective := time.Date(2026, 11, 1, 0, 0, 0, 0, zone).Add(time.Duration(rng.Int64N(int64(60 * 24 * time.Hour))))
+		var booked period.Period
+		if effective.Month() == 11 && rng.IntN(8) == 0 {
+			booked = period.MustParse("2026-12")
+		}
+		var postings []any
+		for range 1 + rng.IntN(2) { // one or two currencies
+			c := currencies[rng.IntN(len(currencies))]
+			legs := 2 + rng.IntN(3)
+			var sum int
+			for l := range legs {
+				a := accounts[rng.IntN(len(accounts))]
+				amount := int(rng.Int64N(1_000_000_000_000_000)) - 500_000_000_000_000
+				if rng.IntN(2) == 0 {
+					amount /= 1_000_000_000 // mostly ordinary sizes
+				}
+				if l == legs-1 {
+					amount = -sum
+				}
+				sum += amount
+				postings = append(postings, a, c, amount)
+			}
+		}
+		m.event("stripe", fmt.Sprintf("payment-stripe-pi_%d", i), "payment.captured", effective, booked, postings...)
+	}
+	return m
+}
+
+// sums is the balance of every account and currency over the entries
+// dated before to, named as format f names them.
+func sums(t *testing.T, m *memorySource, f bookexport.Format, to string) map[[2]string]int64 {
+	t.Helper()
+	table := bookexport.DefaultTable()
+	out := map[[2]string]int64{}
+	for _, e := range m.entries {
+		if e.Date >= to {
+			continue
+		}
+		n, err := table.Name(f, e.Account)
+		require.NoError(t, err)
+		out[[2]string{n, string(e.Currency)}] += e.Amount
+	}
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// Random ledgers, exported from their first day and from a later one:
+// every file passes its tool, and its balances are the ledger's.
+// ONCELEDGER_TEST_PROPERTY_RUNS=N runs N cases (default 2);
+// ONCELEDGER_TEST_PROPERTY_SEED replays one.
+func TestRandomBooksPassTheTools(t *testing.T) {
+	runs := 2
+	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("ONCELEDGER_TEST_PROPERTY_SEED"), 10, 64); err == nil {
+		seed, runs = v, 1
+	}
+	zone, err := time.LoadLocation("America/Los_Angeles")
+	require.NoError(t, err)
+	for r := range runs {
+		s := seed + uint64(r)
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			m := randomBooks(rand.New(rand.NewPCG(s, s)), zone, 60)
+			x := &bookexport.Exporter{Source: m, Zone: zone}
+			for _, from := range []string{"2026-11-01", "2026-11-17", "2026-12-01"} {
+				to := "2027-01-01"
+				bean := export(t, x, bookexport.Beancount, from, to)
+				assert.Equal(t, sums(t, m, bookexport.Beancount, to), beanBalances(t, bean), "seed %d from %s: beancount", s, from)
+				hl := export(t, x, bookexport.Hledger, from, to)
+				assert.Equal(t, sums(t, m, bookexport.Hledger, to), hledgerBalances(t, hl), "seed %d from %s: hledger", s, from)
+				checkXero(t, export(t, x, bookexport.Xero, from, to), sums(t, m, bookexport.Xero, to))
+				checkQuickBooks(t, export(t, x, bookexport.QuickBooks, from, to), sums(t, m, bookexport.QuickBooks, to))
+			}
+		})
+	}
+}
+
+// The Xero and QuickBooks files of a random ledger keep their columns
+// whatever the ids hold (quotes, commas, a leading '=').
+func TestJournalCSVNeutralizesIDs(t *testing.T) {
+	zone := time.UTC
+	m := &memorySource{zone: zone}
+	m.event("stripe", `payment-stripe-=HYPERLINK("x"),1`, "payment.captured", time.Date(2026, 11, 2, 0, 0, 0, 0, zone), period.Period{},
+		"provider:stripe:balance", "USD", 100, "revenue:sales", "USD", -100)
+	x := &bookexport.Exporter{Source: m, Zone: zone}
+	for _, f := range []bookexport.Format{bookexport.Xero, bookexport.QuickBooks} {
+		recs, err := csv.NewReader(bytes.NewReader(export(t, x, f, "2026-11-01", "2026-12-01"))).ReadAll()
+		require.NoError(t, err)
+		require.Len(t, recs, 3)
+		for _, r := range recs[1:] {
+			assert.Len(t, r, 6)
+			assert.False(t, strings.HasPrefix(r[2], "="), r)
+			assert.False(t, strings.HasPrefix(r[3], "="), r)
+		}
+	}
+	bean := export(t, x, bookexport.Beancount, "2026-11-01", "2026-12-01")
+	tool(t, bean, "bean-check", "FILE")
+	tool(t, export(t, x, bookexport.Hledger, "2026-11-01", "2026-12-01"), "hledger", "-f", "FILE", "check", "-s")
+}

@@ -1,0 +1,174 @@
+package readmodel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/period"
+	"github.com/onceledger/onceledger/projections/views"
+)
+
+// The exports to accountants' tools read the journal by accounting date
+// (GET /v1/export/{format}, `onceledger export`): the balances the range
+// opens with, then every posting of the range in order, streamed row by
+// row from one snapshot, so a year of entries never sits in memory and
+// the opening balances agree with the entries that follow them.
+
+// exportDate is an entry's accounting date: its effective date in the
+// reporting zone ($zone), or, for a late adjustment, the first day of the
+// period it is booked into (its effective date lies in a closed period).
+const exportDate = `CASE WHEN e.late_adjustment THEN to_date(e.period, 'YYYY-MM')
+	ELSE (e.occurred_at AT TIME ZONE %s)::date END`
+
+// ExportAccounts lists every account the ledger has a balance in, so that
+// an export can refuse an account it cannot name before it writes a byte.
+func (s *Store) ExportAccounts(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM account_balances ORDER BY account`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// ExportJournal reads, from one snapshot, the balances of the entries
+// dated before f.From (opening, called once, nonzero balances sorted by
+// account and currency), then each entry dated in [f.From, f.To) (entry,
+// in date order, then by currency when f.ByCurrency, then in feed order).
+// It stops at the first error a callback returns and returns it.
+func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
+	opening func([]views.ExportOpening) error, entry func(views.ExportEntry) error) error {
+	loc := f.Zone
+	if loc == nil {
+		loc = time.UTC
+	}
+	zone := loc.String()
+	if loc == time.Local {
+		return fmt.Errorf("export: the reporting zone must be named, not Local")
+	}
+	date := fmt.Sprintf(exportDate, "$1::text")
+	fromDay := f.From.In(loc).Format(time.DateOnly)
+	toDay := f.To.In(loc).Format(time.DateOnly)
+	// Two index-friendly halves: entries in their own period by their
+	// effective time (occurred_at's index), late adjustments by the
+	// period they are booked into (period's index, a superset); the
+	// accounting date decides.
+	firstPeriod := period.Of(f.From, loc).String()
+	lastPeriod := period.Of(f.To.Add(-time.Nanosecond), loc).String()
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT account, currency, sum(amount)::bigint FROM (
+				SELECT e.account, e.currency, e.amount FROM ledger_entries e
+				WHERE NOT e.late_adjustment AND e.occurred_at < $3
+				UNION ALL
+				SELECT e.account, e.currency, e.amount FROM ledger_entries e
+				WHERE e.late_adjustment AND e.period <= $4 AND `+date+` < $2::date
+			) x
+			GROUP BY account, currency HAVING sum(amount) <> 0
+			ORDER BY account, currency`, zone, fromDay, f.From, firstPeriod)
+		if err != nil {
+			return err
+		}
+		open, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (views.ExportOpening, error) {
+			var o views.ExportOpening
+			var cur string
+			err := r.Scan(&o.Account, &cur, &o.Balance)
+			o.Currency = money.Currency(cur)
+			return o, err
+		})
+		if err != nil {
+			return err
+		}
+		if err := opening(open); err != nil {
+			return err
+		}
+		order := `d, `
+		if f.ByCurrency {
+			order += `currency, `
+		}
+		const columns = `e.account, e.amount, e.currency, e.event_type, e.provider, e.stream_id,
+			e.event_id, e.effective_at, e.booked_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, ''),
+			e.position_commit, e.position_prepare, e.posting_index`
+		rows, err = tx.Query(ctx, `
+			SELECT * FROM (
+				SELECT `+date+` AS d, `+columns+` FROM ledger_entries e
+				WHERE NOT e.late_adjustment AND e.occurred_at >= $4 AND e.occurred_at < $5
+				UNION ALL
+				SELECT `+date+` AS d, `+columns+` FROM ledger_entries e
+				WHERE e.late_adjustment AND e.period >= $6 AND e.period <= $7
+			) x
+			WHERE d >= $2::date AND d < $3::date
+			ORDER BY `+order+`position_commit, position_prepare, event_id, posting_index`,
+			zone, fromDay, toDay, f.From, f.To, firstPeriod, lastPeriod)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var x views.ExportEntry
+			var d time.Time
+			var cur, booked, adjusts string
+			var commit, prepare int64
+			if err := rows.Scan(&d, &x.Account, &x.Amount, &cur, &x.EventType, &x.Provider, &x.StreamID,
+				&x.EventID, &x.EffectiveAt, &x.BookedAt, &booked, &x.LateAdjustment, &adjusts,
+				&commit, &prepare, &x.Key.PostingIndex); err != nil {
+				return err
+			}
+			x.Key.Position = eventstore.Position{Commit: uint64(commit), Prepare: uint64(prepare)}
+			x.Key.EventID = x.EventID
+			x.Currency = money.Currency(cur)
+			x.Date = d.Format(time.DateOnly)
+			x.Memo = x.EventType
+			var err error
+			if x.Period, err = period.Parse(booked); err != nil {
+				return err
+			}
+			if x.LateAdjustment {
+				if x.Adjusts, err = period.Parse(adjusts); err != nil {
+					return err
+				}
+			}
+			if x.Amount >= 0 {
+				x.Debit, x.DebitDecimal = x.Amount, money.FormatMinor(x.Amount, x.Currency)
+			} else {
+				x.Credit, x.CreditDecimal = -x.Amount, money.FormatMinor(-x.Amount, x.Currency)
+			}
+			if err := entry(x); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// ExportPayoutLines sums, per kind, the settlement lines of one payout in
+// one currency (the payout line itself left out). When the period the
+// payout is booked into is closed, only the lines recorded (their
+// delivery's first arrival in the inbox) by its close count: a deposit
+// journal itemises a closed period's payout as the books stood when they
+// were closed, so that a report imported later never changes that
+// period's export (what it adds is booked, if anything, into an open
+// period).
+func (s *Store) ExportPayoutLines(ctx context.Context, provider, payoutID string, currency money.Currency,
+	booked period.Period) ([]views.PayoutLineSum, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT l.kind, count(*), sum(l.gross)::bigint, sum(l.fee)::bigint, sum(l.net)::bigint
+		FROM settlement_lines l
+		JOIN webhook_inbox i ON i.provider = l.provider AND i.dedup_key = l.line_key
+		WHERE l.provider = $1 AND l.payout_id = $2 AND l.currency = $3 AND l.kind <> 'payout'
+		  AND NOT EXISTS (SELECT FROM periods p
+		                  WHERE p.period = $4 AND p.status = 'closed' AND i.first_seen_at > p.closed_at)
+		GROUP BY l.kind ORDER BY l.kind COLLATE "C"`, provider, payoutID, string(currency), booked.String())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (views.PayoutLineSum, error) {
+		var p views.PayoutLineSum
+		err := r.Scan(&p.Kind, &p.Lines, &p.Gross, &p.Fee, &p.Net)
+		return p, err
+	})
+}

@@ -1,0 +1,49 @@
+package views
+
+import (
+	"time"
+
+	"github.com/onceledger/onceledger/domain/money"
+)
+
+// The shapes of the exports to accountants' tools (GET /v1/export/{format},
+// `onceledger export`): the journal of a range of accounting dates, read
+// as a stream, with the balances it opens with.
+
+// ExportFilter selects the entries of an export: those whose accounting
+// date lies in [From, To) (dates in Zone). The accounting date is where an
+// entry is booked: its effective date in the reporting zone, or, for a
+// late adjustment, the first day of the period it is booked into. So the
+// entries of a closed period's range never change.
+type ExportFilter struct {
+	From, To time.Time // midnights in Zone
+	Zone     *time.Location
+	// ByCurrency orders the entries of a day by currency before feed
+	// order (one journal per day and currency: Xero, QuickBooks); else a
+	// day's entries are in feed order, the postings of an event together.
+	ByCurrency bool
+}
+
+// ExportEntry is one posting of an export, with where it is booked.
+type ExportEntry struct {
+	JournalRow
+	StreamID  string
+	EventType string
+	Amount    int64 // signed: debit positive
+}
+
+// ExportOpening is the balance of one account and currency over the
+// entries whose accounting date is before an export's From.
+type ExportOpening struct {
+	Account  string
+	Currency money.Currency
+	Balance  int64
+}
+
+// PayoutLineSum is the sum of one kind of a payout's settlement lines in
+// one currency: what an export's deposit journal itemises.
+type PayoutLineSum struct {
+	Kind            string
+	Lines           int64
+	Gross, Fee, Net int64
+}
