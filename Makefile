@@ -7,7 +7,7 @@ PKGS    ?= ./...
 # (git-ignored) on the first call and reuses afterwards.
 DEVDB   := scripts/devdb.sh
 
-.PHONY: test test-fast test-short run demo build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
+.PHONY: test test-fast test-short run demo screenshots build vet fmt fuzz-seeds db-start db-status db-stop db-reset lint-openapi generate
 
 # scripts/gotest.sh runs `go test` per package, TEST_JOBS at a time, and
 # prints each package's line the moment it finishes (one `go test ./...`
@@ -46,6 +46,10 @@ run:
 ## demo: a realistic month across every provider on a database of its own, then the server and its console (scripts/demo.sh)
 demo:
 	@scripts/demo.sh
+
+## screenshots: the README's console pictures, taken by the console's crawler from make demo's data (needs chromium)
+screenshots:
+	@scripts/screenshots.sh
 
 ## db-start / db-status: the development cluster of .devdb/ (where it lives, the psql command)
 db-start:

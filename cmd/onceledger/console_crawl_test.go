@@ -40,7 +40,15 @@ const crawlWidth, crawlHeight = 1280, 800
 // With ONCELEDGER_SCREENSHOTS=1 it writes a
 // 1280×800 screenshot of each kind of page into docs/console/ (the
 // README's pictures).
+//
+// With ONCELEDGER_CRAWL_URL (and ONCELEDGER_CRAWL_TOKEN, an admin token) it
+// crawls that server instead, as an admin: `make screenshots` points it at
+// `make demo`'s server, so the README's pictures show the demo's data.
 func TestConsoleCrawl(t *testing.T) {
+	if base := os.Getenv("ONCELEDGER_CRAWL_URL"); base != "" {
+		crawlServer(t, base, os.Getenv("ONCELEDGER_CRAWL_TOKEN"))
+		return
+	}
 	tab := browser(t)
 	live := startLiveApp(t)
 	s := live.seed()
@@ -258,7 +266,7 @@ var pageKinds = []struct {
 }{
 	{regexp.MustCompile(`^/console/?$`), "overview"},
 	{regexp.MustCompile(`^/console/payments$`), "payments"},
-	{regexp.MustCompile(`^/console/payments/[^/]+/pay_console_`), "payment"},
+	{regexp.MustCompile(`^/console/payments/[^/]+/[^/]+$`), "payment"},
 	{regexp.MustCompile(`^/console/reconciliation$`), "reconciliation"},
 	{regexp.MustCompile(`^/console/inbox$`), "inbox"},
 	{regexp.MustCompile(`^/console/inbox/delivery$`), "delivery"},
@@ -284,12 +292,33 @@ func (c *crawler) screenshot(u string) {
 		if !k.re.MatchString(p.Path) || c.shot[k.name] {
 			continue
 		}
-		if k.name == "delivery" && !strings.Contains(p.RawQuery, "msg_capture_") {
-			continue // the conflicting redelivery shows the most
+		if k.name == "delivery" {
+			conflict, err := chromedp.Run(c.tab, chromedp.Evaluate[bool](`document.querySelector("table.compare") !== null`))
+			if err != nil || !conflict {
+				continue // a conflicting redelivery shows the most
+			}
+		}
+		if k.name == "payment" {
+			items, err := chromedp.Run(c.tab, chromedp.Evaluate[bool](`document.querySelector("#items") !== null`))
+			if err != nil || !items {
+				continue // a payment with an item shows the most
+			}
 		}
 		c.shot[k.name] = true
 		png, err := chromedp.Run(c.tab, chromedp.CaptureScreenshot())
 		require.NoError(c.t, err)
 		require.NoError(c.t, os.WriteFile(filepath.Join(c.shots.dir, k.name+".png"), png, 0o644), fmt.Sprint(k.name))
 	}
+}
+
+// crawlServer crawls a running server (make demo's) as an admin, with the
+// same checks, and takes the README's pictures when ONCELEDGER_SCREENSHOTS=1.
+func crawlServer(t *testing.T, base, token string) {
+	require.NotEmpty(t, token, "ONCELEDGER_CRAWL_TOKEN: an admin token of %s", base)
+	tab := browser(t)
+	do(t, tab, chromedp.EmulateViewport(crawlWidth, crawlHeight))
+	signInAs(t, tab, base, token)
+	cr := &crawler{t: t, tab: tab, base: base, http: httpSession(t, base, token), seen: map[string]bool{}, shots: newShooter(t)}
+	cr.crawl()
+	assert.Greater(t, cr.pages, 20, "the crawl reached the console's pages")
 }
