@@ -17,7 +17,9 @@ import (
 // facts make a conflicting redelivery.
 //
 // Left out on purpose: the bytes and their hash, the occurrence time (a
-// re-rendered timestamp is not a new fact), a fact's free-text reason (of a
+// re-rendered timestamp is not a new fact), a paid payout's arrival date (a
+// day, not money; payouts stored before it existed redeliver as
+// duplicates), a fact's free-text reason (of a
 // failure, cancellation, dispute or payout failure: the provider's wording,
 // which moves no money), the merchant's References (ids for the search),
 // and the provider and dedup key (equal by

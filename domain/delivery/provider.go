@@ -104,6 +104,11 @@ type Fact struct {
 	// FactsHash hashes LegacyID in BusinessID's place, so a redelivery of a
 	// delivery stored before the change is a plain duplicate. Empty: none.
 	LegacyID string
+	// ArrivalDate: KindPayoutPaid only: the day the provider says the
+	// payout arrives at the bank (Stripe payout.arrival_date), zero when it
+	// does not say. Not a money fact: FactsHash leaves it out, so a payout
+	// stored before it existed and redelivered is a plain duplicate.
+	ArrivalDate time.Time
 }
 
 // Event is one verified, normalized delivery.

@@ -132,6 +132,13 @@ type wirePayout struct {
 	Currency string `json:"currency"`
 }
 
+// wirePayoutPaid is a paid payout with the provider's arrival date, absent
+// from events stored before it existed (they decode with none).
+type wirePayoutPaid struct {
+	wirePayout
+	ArrivalDate time.Time `json:"arrival_date,omitzero"`
+}
+
 // wireAction is the shape of an operator's action on an item: the console's
 // timeline shows its "actor" and "note".
 type wireAction struct {
@@ -209,7 +216,7 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case DisputeLost:
 		w = wireDisputeLost{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.ReversesWin}
 	case PayoutPaid:
-		w = wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}
+		w = wirePayoutPaid{wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}, e.ArrivalDate}
 	case Flagged:
 		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details, e.Reported}
 	case Cleared:
@@ -306,8 +313,8 @@ func Decode(typ string, data []byte) (Event, error) {
 			return DisputeLost{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency), ReversesWin: w.ReversesWin}
 		})
 	case TypePayoutPaid:
-		return decode(typ, data, func(w wirePayout, m Meta) Event {
-			return PayoutPaid{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		return decode(typ, data, func(w wirePayoutPaid, m Meta) Event {
+			return PayoutPaid{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency), ArrivalDate: w.ArrivalDate}
 		})
 	case TypeFlagged:
 		return decode(typ, data, func(w wireRecon, m Meta) Event {

@@ -280,6 +280,11 @@ type PayoutPaid struct {
 	PayoutID string
 	Amount   int64
 	Currency money.Currency
+	// ArrivalDate is the day the provider says the payout arrives at the
+	// bank (Stripe payout arrival_date, Square Payout arrival_date, a payout
+	// line's AvailableOn); zero when the provider did not say, and in
+	// events stored before it existed. Posts nothing.
+	ArrivalDate time.Time
 }
 
 // PayoutFailed: a payout failed or was canceled (Stripe payout.failed,

@@ -141,7 +141,11 @@ func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) er
 		paid = true
 	}
 	if !paid {
-		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency}); err != nil || l.NoWebhook {
+		// A payout line's AvailableOn is the day its money reaches the bank
+		// as the provider states it (Square's Payout arrival_date, Stripe's
+		// expanded payout arrival_date): the payout's arrival date.
+		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency,
+			ArrivalDate: l.AvailableOn}); err != nil || l.NoWebhook {
 			return err
 		}
 		return flagOnce(ReconMissingWebhook, id, fmt.Sprintf("payout %s reported by settlement line %s but by no webhook; recorded from the line",

@@ -105,6 +105,15 @@ func (w *writer) refreshPayouts(ctx context.Context) error {
 	return classify(err)
 }
 
+// arrivalOf is a paid payout's arrival_date: the provider's word when it
+// gave one, else the time of the report that said it was paid.
+func arrivalOf(c projections.PayoutChange) time.Time {
+	if !c.Arrival.IsZero() {
+		return c.Arrival
+	}
+	return c.At
+}
+
 func (w *writer) ApplyPayouts(ctx context.Context, changes []projections.PayoutChange) error {
 	t := w.table("payouts")
 	b := &pgx.Batch{}
@@ -114,14 +123,14 @@ func (w *writer) ApplyPayouts(ctx context.Context, changes []projections.PayoutC
 			// different one); a replay sets the same values again.
 			b.Queue(`
 				INSERT INTO `+t+` AS p (provider, payout_id, amount, currency, arrival_date, paid, status, updated_at)
-				VALUES ($1, $2, $3, $4, $5, true, 'paid', $5)
+				VALUES ($1, $2, $3, $4, $6, true, 'paid', $5)
 				ON CONFLICT (provider, payout_id) DO UPDATE
 				SET amount = CASE WHEN p.paid THEN p.amount ELSE excluded.amount END,
 				    currency = coalesce(p.currency, excluded.currency),
 				    arrival_date = coalesce(p.arrival_date, excluded.arrival_date),
 				    paid = true,
 				    updated_at = greatest(p.updated_at, excluded.updated_at)`,
-				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At)
+				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At, arrivalOf(c))
 		}
 		if c.Failed {
 			b.Queue(`

@@ -235,9 +235,16 @@ func classify(l *settlement.Line, category, source, charge, pi, payout string, o
 		if source != "" {
 			l.PayoutID = source
 		}
+	case "risk_reserved_funds":
+		// "Funds held by Stripe to mitigate risk" and their release
+		// (docs.stripe.com/reports/reporting-categories; BT types
+		// reserve_transaction, and reserve_hold / reserve_release since
+		// 2026-01-28.clover): moved between the balance and the reserve,
+		// as Adyen's and Square's reserve lines.
+		l.Kind, l.Counterpart = settlement.KindAdjustment, settlement.CounterpartReserve
 	default:
 		// partial_capture_reversal, charge_failure, refund_failure,
-		// transfers, reserves, topups...: recorded, counted in the payout.
+		// transfers, topups...: recorded, counted in the payout.
 		l.Kind = settlement.KindAdjustment
 		if strings.HasPrefix(source, "re_") || strings.HasPrefix(source, "pyr_") {
 			l.RefundID = source
@@ -334,6 +341,7 @@ type expandedSource struct {
 	Currency       string          `json:"currency"`
 	Charge         json.RawMessage `json:"charge"`
 	PaymentIntent  json.RawMessage `json:"payment_intent"`
+	ArrivalDate    json.Number     `json:"arrival_date"` // a payout's
 }
 
 // ParseBalanceTransaction maps one BalanceTransaction object to a line,
@@ -450,6 +458,15 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		}
 	}
 	classify(&l, category, sourceID, charge, pi, "", opt)
+	if l.Kind == settlement.KindPayout && src.Object == "payout" && src.ArrivalDate != "" {
+		// The payout's own arrival_date ("Date that you can expect the
+		// payout to arrive in the bank", docs.stripe.com/api/payouts/object)
+		// is when its money is available at the bank: the payout line's
+		// AvailableOn, which the payout's arrival date is read from.
+		if l.AvailableOn, err = unixTime(src.ArrivalDate); err != nil {
+			return fail("source.arrival_date", err)
+		}
+	}
 	if err := check(l); err != nil {
 		col := ""
 		if errors.Is(err, settlement.ErrInvalidAmount) {
@@ -476,6 +493,8 @@ func categoryOfType(t string) string {
 		return "payout"
 	case "payout_cancel", "payout_failure":
 		return "payout_reversal"
+	case "reserve_transaction", "reserve_hold", "reserve_release":
+		return "risk_reserved_funds"
 	}
 	return t
 }
