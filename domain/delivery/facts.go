@@ -97,6 +97,22 @@ func (e Event) FactsHashBeforeFailureAmounts() string {
 	return e.FactsHash()
 }
 
+// FactsHashBeforeCoupons is FactsHash as it was before refunds carried the
+// coupon money they return and WeChat Pay captures their no-cash coupons
+// (issue 34): every fact's discount left at zero. A delivery recorded
+// before, redelivered with the coupon now read, is a plain duplicate
+// (ingest.Redelivery compares it too), not a conflict; the first record
+// stands.
+func (e Event) FactsHashBeforeCoupons() string {
+	facts := make([]Fact, len(e.Facts))
+	for i, f := range e.Facts {
+		f.Discount = 0
+		facts[i] = f
+	}
+	e.Facts = facts
+	return e.FactsHash()
+}
+
 // field appends s length-prefixed, so that no two sequences of fields
 // encode alike.
 func field(b []byte, s string) []byte {

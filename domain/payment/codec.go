@@ -78,6 +78,9 @@ type wireRefund struct {
 	// before they existed.
 	FromLine bool `json:"from_line,omitempty"`
 	Increase bool `json:"increase,omitempty"`
+	// Discount: the coupon money returned (discount.go); absent from
+	// refunds written before it existed, and from those without.
+	Discount int64 `json:"discount,omitempty"`
 }
 
 type wireRefundNoted struct {
@@ -192,11 +195,11 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Canceled:
 		w = wireReason{toWireMeta(e.Meta), e.Reason}
 	case RefundPending:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total, e.FromLine, e.Increase}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total, e.FromLine, e.Increase, e.Discount}
 	case RefundPosted:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total, e.FromLine, e.Increase}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total, e.FromLine, e.Increase, e.Discount}
 	case RefundReversed:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0, false, false}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0, false, false, e.Discount}
 	case RefundNoted:
 		w = wireRefundNoted{toWireMeta(e.Meta), e.RefundID, e.Status, e.Amount, string(e.Currency)}
 	case DisputeOpened:
@@ -265,12 +268,12 @@ func Decode(typ string, data []byte) (Event, error) {
 	case TypeRefundPending:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
 			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), Total: w.Total,
-				FromLine: w.FromLine, Increase: w.Increase}
+				FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount}
 		})
 	case TypeRefundPosted:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
 			return RefundPosted{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending,
-				Total: w.Total, FromLine: w.FromLine, Increase: w.Increase}
+				Total: w.Total, FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount}
 		})
 	case TypeRefundNoted:
 		return decode(typ, data, func(w wireRefundNoted, m Meta) Event {
@@ -278,7 +281,8 @@ func Decode(typ string, data []byte) (Event, error) {
 		})
 	case TypeRefundReversed:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
-			return RefundReversed{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending}
+			return RefundReversed{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending,
+				Discount: w.Discount}
 		})
 	case TypeDisputeOpened:
 		return decode(typ, data, func(w wireDispute, m Meta) Event {

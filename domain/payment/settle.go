@@ -120,6 +120,7 @@ func (p *Payment) applySettlement(e Event) {
 				currency: l.Currency, originalCurrency: l.OriginalCurrency, cumulative: cumulativeRefund(l)}
 			if cumulativeRefund(l) {
 				p.settle.cumulativeLines = p.add(p.settle.cumulativeLines, abs(l.OriginalAmount))
+				p.couponLine(l.Discount) // discount.go
 			}
 		}
 	}
@@ -339,7 +340,7 @@ func (d *decision) settleCapture(l settlement.Line) {
 	}
 	f := delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: amount, Currency: cur}
 	if sameCurrency(l) {
-		f.Fee = l.Fee
+		f.Fee, f.Discount = l.Fee, l.Discount // the order amount, the coupon the provider never paid
 		if u := p.settle.uncaptured[id]; u > 0 && u < amount {
 			// Its partial capture reversal came first: the line is the
 			// authorization, the capture what was not reversed.
@@ -380,7 +381,7 @@ func (d *decision) settleRefund(l settlement.Line) {
 			return
 		}
 	} else {
-		d.refunded(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: cur})
+		d.refunded(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: cur, Discount: l.Discount})
 		if _, ok := p.refunds[id]; !ok {
 			return // refused (currency_mismatch)
 		}
