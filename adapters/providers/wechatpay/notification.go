@@ -118,8 +118,8 @@ type Amount struct {
 	// money it returns (the refund query and apply answers carry it; the
 	// notification does not).
 	SettlementRefund int64
-	Currency    money.Currency // DefaultCurrency when the notification names none
-	present     map[string]bool
+	Currency         money.Currency // DefaultCurrency when the notification names none
+	present          map[string]bool
 }
 
 type envelope struct {
