@@ -189,3 +189,61 @@ func TestWechatNoCashCouponAndItsRefund(t *testing.T) {
 		})
 	}
 }
+
+// wechatTradeBill is a trade bill (交易账单) of rows, each [交易时间, 微信订单号,
+// 交易状态, 应结订单金额, 微信退款单号, 退款金额, 退款状态, 手续费, 订单金额,
+// 申请退款金额], with its summary row computed from them.
+func wechatTradeBill(t *testing.T, rows ...[10]string) []byte {
+	bt := func(cells ...string) string { return "`" + strings.Join(cells, ",`") + "\r\n" }
+	var b strings.Builder
+	b.WriteString("\uFEFF交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\r\n")
+	var settled, refunded, fee5, ordered, applied int64
+	for _, r := range rows {
+		b.WriteString(bt(r[0], "wx2421b1c4370ec43b", cnMchID, "0", "", r[1], "o-"+r[1], "oUpF8uMu", "JSAPI", r[2], "OTHERS", "CNY",
+			r[3], "0.00", r[4], "o"+r[4], r[5], "0.00", "ORIGINAL", r[6], "商品", "", r[7], "0.60%", r[8], r[9], ""))
+		settled += parseYuan(t, r[3])
+		refunded += parseYuan(t, r[5])
+		ordered += parseYuan(t, r[8])
+		applied += parseYuan(t, r[9])
+		f, err := parseMinorText(r[7], 5)
+		require.NoError(t, err)
+		fee5 += f
+	}
+	b.WriteString("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\r\n")
+	b.WriteString(bt(fmt.Sprint(len(rows)), yuan(settled), yuan(refunded), "0.00", fee5Text(fee5), yuan(ordered), yuan(applied)))
+	return []byte(b.String())
+}
+
+// Case 6: WeChat bills a refund when it is initiated and never updates the
+// row; REFUND.CLOSED means it failed. A trade-bill REFUND row (退款状态
+// PROCESSING) of a refund the provider closed posts nothing, whether the
+// CLOSED notification came before the bill or after it, and no
+// missing_webhook stays open for it.
+func TestWechatClosedRefundBilledPostsNothing(t *testing.T) {
+	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
+		for _, closedFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/closed-first=%v", kind, closedFirst), func(t *testing.T) {
+				s, keys := cnSettleStackOn(t, kind)
+				tx := uniqCN("42000020261129C")
+				refund := "5030" + tx
+				s.wechatNotify(t, keys, "n-"+tx, "TRANSACTION.SUCCESS", wxTransaction(tx, 10000))
+				closed := func() {
+					s.wechatNotify(t, keys, "n-c-"+tx, "REFUND.CLOSED", wxRefund(tx, refund, "CLOSED", 5000))
+				}
+				if closedFirst {
+					closed()
+				}
+				s.upload(t, "wechatpay", wechatTradeBill(t,
+					[10]string{"2026-11-29 18:00:01", tx, "SUCCESS", "100.00", "0", "0.00", "", "0.60000", "100.00", "0.00"},
+					[10]string{"2026-11-30 18:00:01", tx, "REFUND", "0.00", refund, "50.00", "PROCESSING", "-0.30000", "0.00", "50.00"}))
+				if !closedFirst {
+					closed()
+				}
+				s.projectedToHead()
+				assert.Equal(t, map[string]int64{"revenue:sales|CNY": -10000, "provider:wechatpay:balance|CNY": 9940,
+					"expenses:fees:wechatpay|CNY": 60}, s.readBalances(), "the closed refund posts nothing, nor its fee")
+				assert.Empty(t, s.openItems("missing_webhook"), "the CLOSED notification did arrive")
+			})
+		}
+	}
+}

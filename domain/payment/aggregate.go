@@ -413,8 +413,10 @@ func (d *decision) fact(f delivery.Fact) {
 		d.refundFailed(f)
 	case delivery.KindRefundCumulative:
 		d.refundCumulative(f) // cumulative.go
-	case delivery.KindRefundAbnormal, delivery.KindRefundClosed:
+	case delivery.KindRefundAbnormal:
 		d.refundNoted(f) // cumulative.go
+	case delivery.KindRefundClosed:
+		d.refundClosed(f) // refund_closed.go
 	case delivery.KindDisputeOpened, delivery.KindDisputeInquiry, delivery.KindDisputeFundsReinstated,
 		delivery.KindDisputeWon, delivery.KindDisputeLost:
 		d.disputed(f)

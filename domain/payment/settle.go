@@ -179,6 +179,9 @@ func (d *decision) settleLine(l settlement.Line) {
 	if partialCaptureReversal(l) {
 		d.settleUncaptured(l)
 	}
+	if l.Kind == settlement.KindAdjustment && l.Reversal != "" {
+		d.settleReversal(l) // settle_reversal.go
+	}
 	// payout, adjustment: recorded, counted in their payout; an adjustment
 	// with a counterpart posts by being recorded (settle_events.go).
 }
@@ -366,7 +369,7 @@ func (d *decision) feeMismatch(id string, known int64, cur money.Currency, l set
 func (d *decision) settleRefund(l settlement.Line) {
 	p := d.p
 	id := l.RefundID
-	if !d.firstLine(l) {
+	if !d.firstLine(l) || d.closedBeforeLine(id) { // refund_closed.go
 		return
 	}
 	amount, cur := abs(l.OriginalAmount), l.OriginalCurrency

@@ -219,7 +219,25 @@ type Line struct {
 	// |OriginalAmount| = |Gross| + Discount, in one currency. Absent from
 	// lines stored before it existed.
 	Discount int64 `json:"Discount,omitempty"`
+
+	// Reversal, on an adjustment line, names the fact the provider undid
+	// and the line reports the money of (ReversalRefund, ReversalCapture);
+	// "" for none. Absent from lines stored before it existed, which keep
+	// their meaning (posting nothing).
+	Reversal string `json:"Reversal,omitempty"`
 }
+
+// Reversals (Line.Reversal). Stored names: never change one.
+const (
+	// ReversalRefund: a refund that failed after it was paid out and came
+	// back into the balance (Stripe refund_failure, Adyen
+	// RefundedReversed): RefundID names it, positive gross.
+	ReversalRefund = "refund"
+	// ReversalCapture: a captured charge that failed after it was booked
+	// and left the balance (Stripe charge_failure): CaptureID names it,
+	// negative gross.
+	ReversalCapture = "capture"
+)
 
 // BusinessID is the id of the business fact the line reports, as the
 // webhooks name it: the capture for a charge, the refund, the dispute; the
@@ -285,6 +303,11 @@ func (l Line) FactsHash() string {
 	if l.Discount != 0 {
 		// Likewise: only when set.
 		b.WriteString("discount=" + strconv.FormatInt(l.Discount, 10))
+		b.WriteByte(0)
+	}
+	if l.Reversal != "" {
+		// Likewise: only when set.
+		b.WriteString("reversal=" + l.Reversal)
 		b.WriteByte(0)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
@@ -401,6 +424,14 @@ func (l Line) Validate() error {
 		return bad("unknown counterpart %q", l.Counterpart)
 	case l.Kind == KindPayout && l.PayoutID == "":
 		return bad("payout line has no payout id")
+	case l.Reversal != "" && l.Kind != KindAdjustment:
+		return bad("only an adjustment line reverses a fact")
+	case l.Reversal == ReversalRefund && (l.RefundID == "" || l.PaymentKey == ""):
+		return bad("a refund reversal line names no refund and payment")
+	case l.Reversal == ReversalCapture && (l.CaptureID == "" || l.PaymentKey == ""):
+		return bad("a capture reversal line names no capture and payment")
+	case l.Reversal != "" && l.Reversal != ReversalRefund && l.Reversal != ReversalCapture:
+		return bad("unknown reversal %q", l.Reversal)
 	}
 	if l.OccurredAt.IsZero() {
 		return bad("line has no date")

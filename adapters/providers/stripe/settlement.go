@@ -250,6 +250,23 @@ func classify(l *settlement.Line, category, source, charge, pi, payout string, o
 			l.RefundID = source
 		}
 	}
+	// "refund_failure: Refund failures ... credited back to your balance"
+	// and "charge_failure: ... a charge that failed after it was captured
+	// (e.g. an ACH debit returned)" (docs.stripe.com/reports/
+	// reporting-categories): reversals of a fact that posted
+	// (settlement.Line.Reversal); the domain posts them once, whichever of
+	// the line and the webhook comes first.
+	switch {
+	case category == "refund_failure" && l.RefundID != "" && l.PaymentKey != "":
+		l.Reversal = settlement.ReversalRefund
+	case category == "charge_failure" && l.PaymentKey != "":
+		if strings.HasPrefix(source, "ch_") || strings.HasPrefix(source, "py_") {
+			l.CaptureID = source
+		}
+		if l.CaptureID != "" {
+			l.Reversal = settlement.ReversalCapture
+		}
+	}
 	if l.PaymentKey == "" && l.Kind != settlement.KindCharge && l.Kind != settlement.KindRefund &&
 		l.Kind != settlement.KindDispute && l.Kind != settlement.KindDisputeReversal {
 		l.CaptureID = ""
