@@ -87,3 +87,38 @@ func TestStripeReservedFundsPostToTheReserve(t *testing.T) {
 		})
 	}
 }
+
+// Case 7: a payout is proven only by lines in its own currency: a payout of
+// 10.00 EUR whose only line is 10.00 USD is a mismatch, on /v1/payouts and
+// as a payout_mismatch item; a line in its currency then proves it.
+func TestPayoutProvenOnlyByLinesInItsCurrency(t *testing.T) {
+	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := propStack(t, kind)
+			run := uniq("cur")
+			po := "po_" + run
+			hook := fmt.Appendf(nil, `{"id":"evt_%s","object":"event","type":"payout.paid","created":%d,"data":{"object":{"id":%q,"object":"payout","amount":1000,"arrival_date":%d,"automatic":true,"currency":"eur","status":"paid"}}}`,
+				run, time.Now().Unix(), po, time.Now().Unix())
+			require.Equal(t, "accepted", s.sendStripe(hook).outcome(t))
+			report := func(id, cur string) []byte {
+				return fmt.Appendf(nil, "automatic_payout_id,balance_transaction_id,created_utc,available_on_utc,currency,gross,fee,net,reporting_category,source_id\n"+
+					"%s,txn_%s_%s,2026-11-29 10:00:00,2026-11-30 00:00:00,%s,10.00,0.00,10.00,topup,\n", po, run, id, cur)
+			}
+			ans := s.v1(http.MethodPost, "/v1/settlements/stripe", report("usd", "usd"))
+			require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+			s.projectedToHead()
+			assert.Equal(t, "mismatch", s.readPayouts("stripe")[po].Status, "a USD line never proves a EUR payout")
+			require.Eventually(t, func() bool { return equalStrings(s.openItems("payout_mismatch"), []string{po}) },
+				30*time.Second, 50*time.Millisecond, "payout_mismatch %v", s.openItems("payout_mismatch"))
+
+			ans = s.v1(http.MethodPost, "/v1/settlements/stripe", report("eur", "eur"))
+			require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+			s.projectedToHead()
+			row := s.readPayouts("stripe")[po]
+			assert.Equal(t, "reconciled", row.Status, "its EUR line proves it: %+v", row)
+			assert.Equal(t, int64(1000), row.LinesNet, "lines_net is in the payout's currency")
+			require.Eventually(t, func() bool { return len(s.openItems("payout_mismatch")) == 0 },
+				30*time.Second, 50*time.Millisecond, "payout_mismatch %v", s.openItems("payout_mismatch"))
+		})
+	}
+}
