@@ -122,3 +122,33 @@ func TestPaypalSTLSampleChargebackNetsToZero(t *testing.T) {
 		})
 	}
 }
+
+// A Balance Transactions line that names its payment only by a bare charge
+// id (a partial_capture_reversal whose source is the charge, not expanded)
+// is linked through the charge→PaymentIntent ids the ledger knows, or the
+// file is refused with 400 naming what is missing; never kept attached to
+// no payment.
+func TestStripeBareChargeSourceIsLinkedOrRefused(t *testing.T) {
+	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := propStack(t, kind)
+			c := newPartialCapture()
+			require.Equal(t, http.StatusOK, s.sendStripe(c.captured()).Status)
+			bare := func(run, ch string) []byte {
+				return stripeBTList(fmt.Sprintf(`{"id":"txn_r_%s","object":"balance_transaction","amount":-4000,"available_on":1764547200,"created":1764410399,"currency":"usd","fee":0,"net":-4000,"reporting_category":"partial_capture_reversal","type":"payment_refund","source":%q}`,
+					run, ch))
+			}
+			unknown := uniq("nolink")
+			ans := s.v1(http.MethodPost, "/v1/settlements/stripe", bare(unknown, "ch_"+unknown))
+			require.Equal(t, http.StatusBadRequest, ans.Status, ans.Body)
+			assert.Contains(t, ans.Body, "source")
+			assert.Contains(t, ans.Body, "ch_"+unknown)
+
+			ans = s.v1(http.MethodPost, "/v1/settlements/stripe", bare(c.run, c.ch))
+			require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+			s.projectedToHead()
+			assert.Equal(t, c.pi, s.scalarText(`SELECT payment_id FROM settlement_lines WHERE line_id = $1`, "txn_r_"+c.run),
+				"the line joins the payment the charge belongs to")
+		})
+	}
+}

@@ -475,6 +475,14 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		}
 	}
 	classify(&l, category, sourceID, charge, pi, "", opt)
+	if !expandedObj && l.PaymentKey == "" && paymentCategory(category) {
+		// A line of a payment whose source is a bare id (not expanded):
+		// linked through the charge the ledger knows, or refused naming
+		// what is missing; never recorded attached to no payment.
+		if err := linkBare(&l, category, sourceID, opt); err != nil {
+			return fail("source", err)
+		}
+	}
 	if l.Kind == settlement.KindPayout && src.Object == "payout" && src.ArrivalDate != "" {
 		// The payout's own arrival_date ("Date that you can expect the
 		// payout to arrive in the bank", docs.stripe.com/api/payouts/object)
@@ -492,6 +500,42 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		return fail(col, err)
 	}
 	return l, nil
+}
+
+// paymentCategory: a reporting category whose balance transaction belongs
+// to a payment (besides charge, refund, dispute and dispute_reversal, which
+// need the source expanded).
+func paymentCategory(category string) bool {
+	switch category {
+	case "partial_capture_reversal", "refund_failure", "charge_failure":
+		return true
+	}
+	return false
+}
+
+// linkBare gives l, a payment's line whose source is the bare id source,
+// the payment the ledger knows its charge by (report.Options.Link: the
+// webhooks named the charge and its PaymentIntent), or says what is
+// missing. A refund id names no charge: the source must be expanded.
+func linkBare(l *settlement.Line, category, source string, opt report.Options) error {
+	if !strings.HasPrefix(source, "ch_") && !strings.HasPrefix(source, "py_") {
+		return fmt.Errorf("a %s balance transaction whose source %q is not expanded names no payment: list it with expand[]=data.source", category, source)
+	}
+	if opt.Link != nil {
+		key, ok, err := opt.Link(l.DedupKey(), source)
+		if err != nil {
+			return err
+		}
+		if ok {
+			l.PaymentKey, l.CaptureID = key, source
+			if category == "charge_failure" {
+				l.Reversal = settlement.ReversalCapture
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("a %s balance transaction names charge %s, which no webhook linked to its payment: line %s cannot be linked (list it with expand[]=data.source)",
+		category, source, l.LineID)
 }
 
 // categoryOfType maps a BT type to its reporting category, for objects
