@@ -166,8 +166,8 @@ type stripeStory struct {
 	settled      int64
 	refund       int64
 	refundFails  bool
-	failHook     bool // the refund's failure is told by refund.failed too, not only by the report
-	chargeFails  bool // the charge failed after it was captured (charge_failure): told by the report only
+	failHook     bool   // the refund's failure is told by refund.failed too, not only by the report
+	chargeFails  bool   // the charge failed after it was captured (charge_failure): told by the report only
 	dispute      string // "", "open", "won", "lost"
 	disputeFee   int64
 	noWebhook    bool // the charge's webhook never arrives
