@@ -101,26 +101,41 @@ func decodeNotification(v map[string]string) (Notification, error) {
 			return Notification{}, err
 		}
 	}
-	if n.ReceiptAmount.Set && n.TotalAmount.Set {
+	if err := n.coupons(v); err != nil {
+		return Notification{}, err
+	}
+	return n, nil
+}
+
+// coupons reads the trade's merchant-funded discount and the coupon money
+// in its refunded total (Notification.Discount, RefundDiscount) from the
+// fields a trade_status_sync notification and an alipay.trade.query answer
+// share (receipt_amount, voucher_detail_list, fund_bill_list, refund_fee),
+// so that a trade known from either is booked alike. The amounts must be
+// decoded already.
+func (n *Notification) coupons(v map[string]string) error {
+	var err error
+	switch {
+	case n.ReceiptAmount.Set && n.TotalAmount.Set:
 		if n.ReceiptAmount.Fen > n.TotalAmount.Fen {
-			return Notification{}, fmt.Errorf("%w: receipt_amount %s is above total_amount %s", delivery.ErrInvalidAmount,
+			return fmt.Errorf("%w: receipt_amount %s is above total_amount %s", delivery.ErrInvalidAmount,
 				v["receipt_amount"], v["total_amount"])
 		}
 		n.Discount = n.TotalAmount.Fen - n.ReceiptAmount.Fen
-	} else if n.TotalAmount.Set {
+	case n.TotalAmount.Set:
 		if n.Discount, err = merchantContribution(v["voucher_detail_list"], n.TotalAmount.Fen); err != nil {
-			return Notification{}, err
+			return err
 		}
 		if n.Discount == 0 {
 			if n.Discount, err = merchantDiscountChannel(v["fund_bill_list"], n.TotalAmount.Fen); err != nil {
-				return Notification{}, err
+				return err
 			}
 		}
 	}
 	if n.RefundFee.Set && n.TotalAmount.Set {
 		n.RefundDiscount = max(0, n.RefundFee.Fen-(n.TotalAmount.Fen-n.Discount))
 	}
-	return n, nil
+	return nil
 }
 
 // merchantContribution sums the merchant_contribute of voucher_detail_list
