@@ -36,6 +36,8 @@ type wireLine struct {
 	BankDebit        bool   `json:"bank_debit,omitempty"`        // absent from events stored before it
 	CumulativeRefund bool   `json:"cumulative_refund,omitempty"` // absent from events stored before it
 	Counterpart      string `json:"counterpart,omitempty"`       // absent from events stored before it
+	Discount         int64  `json:"discount,omitempty"`          // absent from events stored before it
+	Reversal         string `json:"reversal,omitempty"`          // absent from events stored before it
 }
 
 type wireFeeSettled struct {
@@ -61,6 +63,7 @@ type wireCaptureReduced struct {
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
 	LineID    string `json:"line_id"`
+	Failed    bool   `json:"failed,omitempty"` // absent from events stored before it
 }
 
 type wireCounted struct {
@@ -86,7 +89,8 @@ func toWireLine(m Meta, l settlement.Line) wireLine {
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: string(l.Currency),
 		OriginalAmount: l.OriginalAmount, OriginalCurrency: string(l.OriginalCurrency), ExchangeRate: l.ExchangeRate,
 		PayoutID: l.PayoutID, LineOccurredAt: fmtTime(l.OccurredAt), AvailableOn: fmtTime(l.AvailableOn), NoWebhook: l.NoWebhook,
-		BankDebit: l.BankDebit, CumulativeRefund: l.CumulativeRefund, Counterpart: l.Counterpart}
+		BankDebit: l.BankDebit, CumulativeRefund: l.CumulativeRefund, Counterpart: l.Counterpart, Discount: l.Discount,
+		Reversal: l.Reversal}
 }
 
 // line is the inverse of toWireLine.
@@ -97,7 +101,8 @@ func (w wireLine) line() (settlement.Line, error) {
 		Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
 		OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
 		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook, BankDebit: w.BankDebit,
-		CumulativeRefund: w.CumulativeRefund, Counterpart: w.Counterpart}
+		CumulativeRefund: w.CumulativeRefund, Counterpart: w.Counterpart, Discount: w.Discount,
+		Reversal: w.Reversal}
 	var err error
 	if l.OccurredAt, err = settleTime(w.LineOccurredAt); err != nil {
 		return settlement.Line{}, err
@@ -121,7 +126,7 @@ func encodeSettle(e Event) (w any, ok bool) {
 	case LineSettled:
 		return toWireLine(e.Meta, e.Line), true
 	case CaptureReduced:
-		return wireCaptureReduced{toWireMeta(e.Meta), e.CaptureID, e.Amount, string(e.Currency), e.LineID}, true
+		return wireCaptureReduced{toWireMeta(e.Meta), e.CaptureID, e.Amount, string(e.Currency), e.LineID, e.Failed}, true
 	case FeeSettled:
 		return wireFeeSettled{toWireMeta(e.Meta), e.LineID, e.Fee, string(e.Currency)}, true
 	case PayoutLinesCounted:
@@ -157,7 +162,8 @@ func decodeSettle(typ string, data []byte) (Event, bool, error) {
 		}
 	case TypeCaptureReduced:
 		e, err = decode(typ, data, func(w wireCaptureReduced, m Meta) Event {
-			return CaptureReduced{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Currency: money.Currency(w.Currency), LineID: w.LineID}
+			return CaptureReduced{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Currency: money.Currency(w.Currency), LineID: w.LineID,
+				Failed: w.Failed}
 		})
 	case TypeFeeSettled:
 		e, err = decode(typ, data, func(w wireFeeSettled, m Meta) Event {

@@ -1,6 +1,7 @@
 package alipay
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -49,9 +50,18 @@ type Notification struct {
 	GmtCreate, GmtPayment, GmtRefund, GmtClose time.Time // zero when absent
 
 	// Discount is total_amount − receipt_amount: what the merchant funded of
-	// the order (its coupons), which Alipay never credits. Zero when
-	// receipt_amount is absent or equal.
+	// the order (its coupons), which Alipay never credits. Without
+	// receipt_amount, the vouchers' merchant_contribute
+	// (voucher_detail_list); zero when neither says.
 	Discount int64
+	// RefundDiscount is the coupon money within refund_fee (the trade's
+	// refunded total): the part of it above what the merchant received.
+	// Alipay refunds "the buyer's own funds first" and the coupon last
+	// (alipay.trade.refund, refund_amount: of a 100.00 trade paid 80.00 and
+	// a 20.00 coupon, a first refund of 60.00 is all the merchant's money,
+	// a second of 40.00 is 20.00 of it and the 20.00 coupon), so the coupon
+	// returned with a refunded total T is max(0, T − (total − Discount)).
+	RefundDiscount int64
 }
 
 // decodeNotification reads the typed notification from the decoded values.
@@ -91,14 +101,103 @@ func decodeNotification(v map[string]string) (Notification, error) {
 			return Notification{}, err
 		}
 	}
-	if n.ReceiptAmount.Set && n.TotalAmount.Set {
+	if err := n.coupons(v); err != nil {
+		return Notification{}, err
+	}
+	return n, nil
+}
+
+// coupons reads the trade's merchant-funded discount and the coupon money
+// in its refunded total (Notification.Discount, RefundDiscount) from the
+// fields a trade_status_sync notification and an alipay.trade.query answer
+// share (receipt_amount, voucher_detail_list, fund_bill_list, refund_fee),
+// so that a trade known from either is booked alike. The amounts must be
+// decoded already.
+func (n *Notification) coupons(v map[string]string) error {
+	var err error
+	switch {
+	case n.ReceiptAmount.Set && n.TotalAmount.Set:
 		if n.ReceiptAmount.Fen > n.TotalAmount.Fen {
-			return Notification{}, fmt.Errorf("%w: receipt_amount %s is above total_amount %s", delivery.ErrInvalidAmount,
+			return fmt.Errorf("%w: receipt_amount %s is above total_amount %s", delivery.ErrInvalidAmount,
 				v["receipt_amount"], v["total_amount"])
 		}
 		n.Discount = n.TotalAmount.Fen - n.ReceiptAmount.Fen
+	case n.TotalAmount.Set:
+		if n.Discount, err = merchantContribution(v["voucher_detail_list"], n.TotalAmount.Fen); err != nil {
+			return err
+		}
+		if n.Discount == 0 {
+			if n.Discount, err = merchantDiscountChannel(v["fund_bill_list"], n.TotalAmount.Fen); err != nil {
+				return err
+			}
+		}
 	}
-	return n, nil
+	if n.RefundFee.Set && n.TotalAmount.Set {
+		n.RefundDiscount = max(0, n.RefundFee.Fen-(n.TotalAmount.Fen-n.Discount))
+	}
+	return nil
+}
+
+// merchantContribution sums the merchant_contribute of voucher_detail_list
+// (a JSON array, as the notification and alipay.trade.query carry it): the
+// part of the vouchers the merchant funded, which Alipay never pays out;
+// other_contribute (a third party's) and Alipay's own vouchers are paid to
+// the merchant and are no discount of theirs. Used only without
+// receipt_amount, which says the same in one figure. Empty: zero.
+func merchantContribution(list string, total int64) (int64, error) {
+	if list == "" {
+		return 0, nil
+	}
+	var vouchers []struct {
+		MerchantContribute string `json:"merchant_contribute"`
+	}
+	if err := json.Unmarshal([]byte(list), &vouchers); err != nil {
+		return 0, fmt.Errorf("%w: voucher_detail_list is not a JSON array of vouchers: %v", delivery.ErrMalformed, err)
+	}
+	var sum int64
+	for i, v := range vouchers {
+		a, err := parseAmount(fmt.Sprintf("voucher_detail_list[%d].merchant_contribute", i), v.MerchantContribute)
+		if err != nil {
+			return 0, err
+		}
+		if sum += a.Fen; sum > total {
+			return 0, fmt.Errorf("%w: voucher_detail_list: the merchant's contributions exceed total_amount", delivery.ErrInvalidAmount)
+		}
+	}
+	return sum, nil
+}
+
+// merchantDiscountChannel sums the MDISCOUNT entries of fund_bill_list
+// (the channels that paid the trade; MDISCOUNT: "商户优惠", a discount the
+// merchant funded), the last word on the merchant's discount when neither
+// receipt_amount nor voucher_detail_list says it. The notification spells
+// the channel fundChannel, alipay.trade.query fund_channel: both read.
+func merchantDiscountChannel(list string, total int64) (int64, error) {
+	if list == "" {
+		return 0, nil
+	}
+	var bills []struct {
+		Amount      string `json:"amount"`
+		FundChannel string `json:"fundChannel"`
+		Channel     string `json:"fund_channel"`
+	}
+	if err := json.Unmarshal([]byte(list), &bills); err != nil {
+		return 0, fmt.Errorf("%w: fund_bill_list is not a JSON array of channels: %v", delivery.ErrMalformed, err)
+	}
+	var sum int64
+	for i, b := range bills {
+		if b.FundChannel != "MDISCOUNT" && b.Channel != "MDISCOUNT" {
+			continue
+		}
+		a, err := parseAmount(fmt.Sprintf("fund_bill_list[%d].amount", i), b.Amount)
+		if err != nil {
+			return 0, err
+		}
+		if sum += a.Fen; sum > total {
+			return 0, fmt.Errorf("%w: fund_bill_list: MDISCOUNT exceeds total_amount", delivery.ErrInvalidAmount)
+		}
+	}
+	return sum, nil
 }
 
 // parseTime reads an Alipay time ("2019-08-15 15:56:24", gmt_refund with
