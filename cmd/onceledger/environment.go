@@ -31,6 +31,8 @@ var toolVariables = []string{
 	"ONCELEDGER_TEST_PROPERTY_RUNS", // the settlement property tests: more (and bigger) generated cases
 	"ONCELEDGER_TEST_PROPERTY_SEED", // the settlement property tests: replay a printed seed
 	"ONCELEDGER_SCREENSHOTS",        // the console's browser test writes docs/console/*.png
+	"ONCELEDGER_CRAWL_URL",          // the console's crawler crawls this server instead (make screenshots)
+	"ONCELEDGER_CRAWL_TOKEN",        // its admin token
 	"ONCELEDGER_CHROMIUM",           // the browser the console's browser test drives
 	"ONCELEDGER_DEVDB_DIR",          // scripts/devdb.sh: where the development cluster lives
 	"ONCELEDGER_DEVDB_DEFAULT_ADDR", // scripts/devdb.sh: the address probed for a server
