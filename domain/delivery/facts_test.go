@@ -68,5 +68,6 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 		"Kind", "BusinessID", "Amount", "Fee", "Discount", "Currency", "Settlement", "Counted", // hashed
 		"Reason",   // free text: not a fact
 		"LegacyID", // hashed in BusinessID's place when set
+		"Bank",     // hashed: a bank line's identity and money, a statement's balances, a payout's (bank.go)
 	}, fields(delivery.Fact{}))
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/onceledger/onceledger/domain/bankline"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -104,6 +105,9 @@ type Fact struct {
 	// FactsHash hashes LegacyID in BusinessID's place, so a redelivery of a
 	// delivery stored before the change is a plain duplicate. Empty: none.
 	LegacyID string
+	// Bank: KindBank only: what is delivered to a bank account's stream
+	// (bank.go).
+	Bank *bankline.Input
 }
 
 // Event is one verified, normalized delivery.
@@ -155,6 +159,9 @@ func (k Kind) IsPayout() bool {
 // StreamID names the event stream the delivery's facts belong to:
 // PaymentStream or PayoutStream.
 func (e Event) StreamID() string {
+	if e.isBank() {
+		return bankline.Stream(e.PaymentKey) // bank.go
+	}
 	if k, ok := e.settledPayoutKey(); ok {
 		return PayoutStream(e.Provider, k)
 	}
@@ -227,6 +234,9 @@ func (e Event) Validate() error {
 	}
 	if e.Ignored() {
 		return nil
+	}
+	if e.isBank() {
+		return e.validateBank() // bank.go
 	}
 	if e.SettledLine() != nil || (len(e.Facts) > 0 && e.Facts[0].Kind == KindSettled) {
 		return e.validateSettled()
