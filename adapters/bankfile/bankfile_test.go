@@ -350,3 +350,13 @@ func TestDetectRefusesOtherFiles(t *testing.T) {
 	_, err = parseString(t, `<?xml version="1.0"?><Document xmlns="urn:iso:std:iso:20022:tech:xsd:pain.001.001.03"/>`)
 	require.True(t, errors.Is(err, bankfile.ErrMalformed))
 }
+
+// TestCamtEmptyStatementKeepsItsNumber: a day without entries is still a
+// statement in the sequence (found by the store-level property test: an
+// empty statement read without its ElctrncSeqNb left a statement_gap open).
+func TestCamtEmptyStatementKeepsItsNumber(t *testing.T) {
+	c, err := parseString(t, camt("camt.053", 2, 9, "10.00", "10.00", ""))
+	require.NoError(t, err)
+	require.Len(t, c.statements, 1)
+	assert.Equal(t, int64(9), c.statements[0].Seq)
+}

@@ -309,14 +309,16 @@ type camtStmt struct {
 		sum int64
 	}
 	gross int64 // sum of every entry's amount, unsigned
-	net   int64 // every entry, signed
-	occ   occurrences
+	// elSeq, lglSeq: the statement's numbers as written.
+	elSeq, lglSeq string
+	net           int64 // every entry, signed
+	occ           occurrences
 }
 
 func (c *camtReader) statement(path string) error {
 	s := &camtStmt{path: path, occ: occurrences{}}
 	s.st.Format, s.st.Pos = c.format, path
-	var elSeq, lglSeq string
+	elSeq, lglSeq := &s.elSeq, &s.lglSeq
 	bals, ntries := 0, 0
 	for {
 		tok, err := c.token(path)
@@ -348,11 +350,11 @@ func (c *camtReader) statement(path string) error {
 				return err
 			}
 		case "ElctrncSeqNb":
-			if err := decode(&elSeq); err != nil {
+			if err := decode(elSeq); err != nil {
 				return err
 			}
 		case "LglSeqNb":
-			if err := decode(&lglSeq); err != nil {
+			if err := decode(lglSeq); err != nil {
 				return err
 			}
 		case "Acct":
@@ -392,7 +394,7 @@ func (c *camtReader) statement(path string) error {
 			if err := decode(&n); err != nil {
 				return err
 			}
-			if err := c.ensureBegun(s, elSeq, lglSeq); err != nil {
+			if err := c.ensureBegun(s); err != nil {
 				return err
 			}
 			if err := c.entry(s, n, fmt.Sprintf("%s/Ntry[%d]", path, ntries)); err != nil {
@@ -406,12 +408,12 @@ func (c *camtReader) statement(path string) error {
 	}
 }
 
-func (c *camtReader) ensureBegun(s *camtStmt, elSeq, lglSeq string) error {
+func (c *camtReader) ensureBegun(s *camtStmt) error {
 	if s.begun {
 		return nil
 	}
 	s.begun = true
-	for _, q := range []struct{ name, v string }{{"ElctrncSeqNb", elSeq}, {"LglSeqNb", lglSeq}} {
+	for _, q := range []struct{ name, v string }{{"ElctrncSeqNb", s.elSeq}, {"LglSeqNb", s.lglSeq}} {
 		v := strings.TrimSpace(q.v)
 		if v == "" {
 			continue
@@ -604,7 +606,7 @@ func camtText(n camtNtry) string {
 }
 
 func (c *camtReader) endStatement(s *camtStmt) error {
-	if err := c.ensureBegun(s, "", ""); err != nil {
+	if err := c.ensureBegun(s); err != nil {
 		return err
 	}
 	if c.format == Camt053 {

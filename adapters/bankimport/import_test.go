@@ -258,7 +258,7 @@ func camtDoc(msg string, stmts []camtStmt) string {
 	return b.String()
 }
 
-func propertyChecks() int { // used by the property test
+func propertyChecks() int {
 	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_BANK_PROPERTY_CHECKS")); err == nil && v > 0 {
 		return v
 	}
