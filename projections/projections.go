@@ -90,6 +90,8 @@ type Writer interface {
 	PeriodWriter
 	// The settlement read models (payouts, settlement_lines).
 	SettlementWriter
+	// The bank read models (bank.go).
+	BankWriter
 }
 
 // LedgerEntry is one posting of one event, as a ledger_entries row.

@@ -135,156 +135,174 @@ func mtTag(t string) (string, string, bool) {
 	return tag, t[end+2:], true
 }
 
+// mtMsg is the message being read.
+type mtMsg struct {
+	st       Statement
+	begun    bool
+	closed   bool
+	pending  *Entry // a :61: waiting for its :86:
+	any      bool
+	openLine int
+}
+
+// flush hands the pending :61: (with its :86:) to the sink.
+func (m *mt940Reader) flush(msg *mtMsg) error {
+	if msg.pending == nil {
+		return nil
+	}
+	e := *msg.pending
+	msg.pending = nil
+	e.Key = m.entryKey(&msg.st, e)
+	msg.st.Entries++
+	return m.sink.entry(&msg.st, e)
+}
+
 // message reads one message; false at the end of the file.
 func (m *mt940Reader) message() (bool, error) {
-	var (
-		st       Statement
-		begun    bool
-		closed   bool
-		pending  *Entry // a :61: waiting for its :86:
-		any      bool
-		openLine int
-	)
-	st.Format = MT940
-	flush := func() error {
-		if pending == nil {
-			return nil
-		}
-		e := *pending
-		pending = nil
-		e.Key = m.entryKey(&st, e)
-		st.Entries++
-		return m.sink.entry(&st, e)
-	}
+	msg := &mtMsg{st: Statement{Format: MT940}}
 	for {
 		f, err := m.next()
 		if err != nil {
 			return false, err
 		}
 		if f == nil || f.tag == "-" {
-			if !any {
+			if !msg.any {
 				if f == nil {
 					return false, nil
 				}
 				continue
 			}
-			if !closed {
+			if !msg.closed {
 				return false, perr(lineAt(m.line), ":62F:", "the message ends without a closing balance (:62F: or :62M:)")
 			}
 			return true, nil
 		}
 		if f.tag == "header" {
-			if any {
+			if msg.any {
 				return false, perr(lineAt(f.line), "", "text %q inside a message", trimTo(f.value, 30))
 			}
 			continue // {1:…}{2:…}{4: block headers, a bank's own header lines
 		}
-		any = true
-		if closed && f.tag != "64" && f.tag != "65" && f.tag != "86" {
+		msg.any = true
+		if msg.closed && f.tag != "64" && f.tag != "65" && f.tag != "86" {
 			return false, perr(lineAt(f.line), ":"+f.tag+":", "a field after the closing balance")
 		}
-		pos := lineAt(f.line)
-		switch f.tag {
-		case "20":
-			if st.ID != "" || begun {
-				return false, perr(pos, ":20:", "a second :20: in one message (a missing \"-\" line?)")
-			}
-			st.ID = strings.TrimSpace(f.value)
-			if st.ID == "" {
-				return false, perr(pos, ":20:", "empty")
-			}
-		case "21", "13D", "13", "34F":
-		case "25":
-			st.Account = strings.TrimSpace(f.value)
-			if st.Account == "" {
-				return false, perr(pos, ":25:", "empty account")
-			}
-		case "28C", "28":
-			seq, page, err := mtStatementNumber(f.value)
-			if err != nil {
-				return false, perr(pos, ":"+f.tag+":", "%v", err)
-			}
-			st.Seq, st.Page = seq, page
-		case "60F", "60M":
-			if st.ID == "" {
-				return false, perr(pos, ":20:", "missing before the opening balance")
-			}
-			if st.Opening != nil {
-				return false, perr(pos, ":"+f.tag+":", "a second opening balance")
-			}
-			b, cur, err := mtBalance(f.value, f.tag)
-			if err != nil {
-				return false, perr(pos, ":"+f.tag+":", "%v", err)
-			}
-			if err := m.continuity(f, b, cur); err != nil {
-				return false, err
-			}
-			st.Opening, st.Currency, openLine = b, cur, f.line
-			begun = true
-			if err := m.sink.begin(&st); err != nil {
-				return false, err
-			}
-		case "61":
-			if !begun {
-				return false, perr(pos, ":60F:", "a statement line before the opening balance")
-			}
-			if err := flush(); err != nil {
-				return false, err
-			}
-			e, err := mtLine(f.value, st.Currency, st.Opening.Date)
-			if err != nil {
-				return false, perr(pos, ":61: "+err.field, "%v", err.err)
-			}
-			e.Pos = pos
-			b, aerr := add(st.Booked, e.Amount)
-			if aerr != nil {
-				return false, perr(pos, ":61: amount", "%v", aerr)
-			}
-			st.Booked = b
-			pending = &e
-		case "86":
-			// The line's information to the account owner; several :86:
-			// (older Rabobank files) are one text. After the closing
-			// balance it is about the statement: nothing to post.
-			if pending != nil {
-				pending.Text = strings.TrimSpace(pending.Text + " " + strings.TrimSpace(strings.ReplaceAll(f.value, "\n", " ")))
-			}
-		case "62F", "62M":
-			if err := flush(); err != nil {
-				return false, err
-			}
-			if !begun {
-				return false, perr(pos, ":60F:", "a closing balance without an opening balance")
-			}
-			if err := flush(); err != nil {
-				return false, err
-			}
-			b, cur, err := mtBalance(f.value, f.tag)
-			if err != nil {
-				return false, perr(pos, ":"+f.tag+":", "%v", err)
-			}
-			if cur != st.Currency {
-				return false, perr(pos, ":"+f.tag+": currency", "closing in %s, the statement opened in %s (line %d)", cur, st.Currency, openLine)
-			}
-			st.Closing = b
-			if got, err := add(st.Opening.Amount, st.Booked); err != nil || got != b.Amount {
-				return false, perr(pos, ":"+f.tag+":", "opening %s (:%s:) plus the :61: lines %s is %s, the closing balance says %s",
-					money.FormatMinor(st.Opening.Amount, cur), st.Opening.Code, money.FormatMinor(st.Booked, cur),
-					money.FormatMinor(got, cur), money.FormatMinor(b.Amount, cur))
-			}
-			closed = true
-			m.lastClose, m.lastSeq, m.lastWasM = b, st.Seq, f.tag == "62M"
-			if err := m.sink.end(&st); err != nil {
-				return false, err
-			}
-		case "64", "65":
-			if _, _, err := mtBalance(f.value, f.tag); err != nil {
-				return false, perr(pos, ":"+f.tag+":", "%v", err)
-			}
-		default:
-			return false, perr(pos, ":"+f.tag+":", "not an MT940 field")
+		if err := m.field(msg, f); err != nil {
+			return false, err
 		}
 	}
+}
+
+// field reads one field of a message.
+func (m *mt940Reader) field(msg *mtMsg, f *mtField) error {
+	st := &msg.st
+	pos := lineAt(f.line)
+	switch f.tag {
+	case "20":
+		if st.ID != "" || msg.begun {
+			return perr(pos, ":20:", "a second :20: in one message (a missing \"-\" line?)")
+		}
+		st.ID = strings.TrimSpace(f.value)
+		if st.ID == "" {
+			return perr(pos, ":20:", "empty")
+		}
+	case "21", "13D", "13", "34F":
+	case "25":
+		st.Account = strings.TrimSpace(f.value)
+		if st.Account == "" {
+			return perr(pos, ":25:", "empty account")
+		}
+	case "28C", "28":
+		seq, page, err := mtStatementNumber(f.value)
+		if err != nil {
+			return perr(pos, ":"+f.tag+":", "%v", err)
+		}
+		st.Seq, st.Page = seq, page
+	case "60F", "60M":
+		return m.opening(msg, f)
+	case "61":
+		if !msg.begun {
+			return perr(pos, ":60F:", "a statement line before the opening balance")
+		}
+		if err := m.flush(msg); err != nil {
+			return err
+		}
+		e, ferr := mtLine(f.value, st.Currency, st.Opening.Date)
+		if ferr != nil {
+			return perr(pos, ":61: "+ferr.field, "%v", ferr.err)
+		}
+		e.Pos = pos
+		b, err := add(st.Booked, e.Amount)
+		if err != nil {
+			return perr(pos, ":61: amount", "%v", err)
+		}
+		st.Booked = b
+		msg.pending = &e
+	case "86":
+		// The line's information to the account owner; several :86:
+		// (older Rabobank files) are one text. After the closing
+		// balance it is about the statement: nothing to post.
+		if msg.pending != nil {
+			msg.pending.Text = strings.TrimSpace(msg.pending.Text + " " + strings.TrimSpace(strings.ReplaceAll(f.value, "\n", " ")))
+		}
+	case "62F", "62M":
+		return m.closing(msg, f)
+	case "64", "65":
+		if _, _, err := mtBalance(f.value, f.tag); err != nil {
+			return perr(pos, ":"+f.tag+":", "%v", err)
+		}
+	default:
+		return perr(pos, ":"+f.tag+":", "not an MT940 field")
+	}
+	return nil
+}
+
+func (m *mt940Reader) opening(msg *mtMsg, f *mtField) error {
+	st, pos := &msg.st, lineAt(f.line)
+	if st.ID == "" {
+		return perr(pos, ":20:", "missing before the opening balance")
+	}
+	if st.Opening != nil {
+		return perr(pos, ":"+f.tag+":", "a second opening balance")
+	}
+	b, cur, err := mtBalance(f.value, f.tag)
+	if err != nil {
+		return perr(pos, ":"+f.tag+":", "%v", err)
+	}
+	if err := m.continuity(f, b, cur); err != nil {
+		return err
+	}
+	st.Opening, st.Currency, msg.openLine = b, cur, f.line
+	msg.begun = true
+	return m.sink.begin(st)
+}
+
+// closing checks the message's sum: :60F:/:60M: plus its :61: lines is
+// its :62F:/:62M:.
+func (m *mt940Reader) closing(msg *mtMsg, f *mtField) error {
+	st, pos := &msg.st, lineAt(f.line)
+	if err := m.flush(msg); err != nil {
+		return err
+	}
+	if !msg.begun {
+		return perr(pos, ":60F:", "a closing balance without an opening balance")
+	}
+	b, cur, err := mtBalance(f.value, f.tag)
+	if err != nil {
+		return perr(pos, ":"+f.tag+":", "%v", err)
+	}
+	if cur != st.Currency {
+		return perr(pos, ":"+f.tag+": currency", "closing in %s, the statement opened in %s (line %d)", cur, st.Currency, msg.openLine)
+	}
+	st.Closing = b
+	if got, err := add(st.Opening.Amount, st.Booked); err != nil || got != b.Amount {
+		return perr(pos, ":"+f.tag+":", "opening %s (:%s:) plus the :61: lines %s is %s, the closing balance says %s",
+			money.FormatMinor(st.Opening.Amount, cur), st.Opening.Code, money.FormatMinor(st.Booked, cur),
+			money.FormatMinor(got, cur), money.FormatMinor(b.Amount, cur))
+	}
+	msg.closed = true
+	m.lastClose, m.lastSeq, m.lastWasM = b, st.Seq, f.tag == "62M"
+	return m.sink.end(st)
 }
 
 // continuity: an intermediate page (:60M:) opens where the previous one

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/onceledger/onceledger/adapters/bankfile"
+	"github.com/onceledger/onceledger/adapters/bankimport"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
@@ -52,6 +54,8 @@ var badInput = []error{
 	report.ErrMalformed, // a settlement report: the error names line and column
 	outbox.ErrInvalid,
 	outbox.ErrActorRequired,
+	bankfile.ErrMalformed, // a bank statement: the error names line (or XML path) and field
+	bankimport.ErrAccount, // a bank account name the ledger cannot use
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving

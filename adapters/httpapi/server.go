@@ -114,6 +114,9 @@ type Config struct {
 	// Subscriptions manages the push subscriptions (outbox.Service; admin
 	// tokens); nil = those endpoints answer 503.
 	Subscriptions SubscriptionAdmin
+	// BankStatements imports bank statement files (POST
+	// /v1/bank-statements; bankimport); nil = it answers 503.
+	BankStatements BankImporter
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

@@ -98,6 +98,11 @@ type Config struct {
 	// when 0): the unsettled check after a settlement import.
 	UnsettledAfter time.Duration
 
+	// BankArrivalDays is ONCELEDGER_BANK_ARRIVAL_DAYS (5 when 0): business
+	// days after a payout's arrival date within which its bank credit
+	// must appear (bank.go).
+	BankArrivalDays int
+
 	// NATS is the ONCELEDGER_OUTBOX_NATS_URL, _SUBJECT, _STREAM and _CREDS variables: with a URL, serve also publishes
 	// every outbound event to JetStream (docs/events.md).
 	NATS jetstream.Config
@@ -193,8 +198,9 @@ func (a *App) web(ctx context.Context) error {
 	hc.SettlementQuery = a.reads.Query
 	a.outbound = outbound.NewFeed(a.events.Store)
 	hc.Outbound = a.outbound
-	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
-	hc.Settlements = reportImporter{a.Importer()} // settlements.go
+	hc.Subscriptions = a.Subscriptions()                 // subscriptions.go
+	hc.Settlements = reportImporter{a.Importer()}        // settlements.go
+	hc.BankStatements = bankStatements{a.BankImporter()} // bank.go
 	a.handler = httpapi.NewHandler(hc)
 	return nil
 }

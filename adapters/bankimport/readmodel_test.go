@@ -1,0 +1,100 @@
+package bankimport_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/bankimport"
+	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/postgres"
+	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/projections"
+)
+
+// catchUp steps every projector until none has an event left.
+func catchUp(t *testing.T, svc *projections.Service) {
+	t.Helper()
+	for {
+		moved := 0
+		for _, p := range svc.Projectors() {
+			n, err := p.Step(context.Background())
+			require.NoError(t, err, p.Name())
+			moved += n
+		}
+		if moved == 0 {
+			return
+		}
+	}
+}
+
+func paid(provider, id string, amount int64, at time.Time) delivery.Event {
+	return delivery.Event{Provider: provider, DedupKey: "evt_" + id, Type: "payout.paid", OccurredAt: at,
+		PayloadHash: "h" + id, Raw: []byte(`{}`),
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: "EUR"}}}
+}
+
+// TestReadModelsAndRebuild: the ledger, the items and the bank read models
+// after an import, the payouts' banked status from the payouts read model
+// (the importer's port), and a rebuild that finds the live tables equal to
+// history.
+func TestReadModelsAndRebuild(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	events := postgres.NewEventStore(pool)
+	svc := ingest.New(postgres.NewJournal(pool, events), bankimport.Decider{Payments: ingest.PaymentDecider{}}, ingest.Options{})
+	db := readmodel.New(pool)
+	proj := projections.NewService(events, db, nil)
+
+	for _, ev := range []delivery.Event{paid("stripe", "po_1", 10000, day("2026-03-02")), paid("adyen", "TX1XT", 2500, day("2026-03-02"))} {
+		_, err := svc.Ingest(ctx, ev)
+		require.NoError(t, err)
+	}
+	catchUp(t, proj)
+	im := &bankimport.Importer{Ingest: svc, Payouts: db}
+	doc := camt("camt.053", 1, day("2026-03-03"), 0,
+		entry{amount: 10000, ref: "B1", text: "STRIPE po_1"}, entry{amount: 777, ref: "B2", text: "who?"})
+	sum, err := im.Import(ctx, "main", src(doc))
+	require.NoError(t, err)
+	assert.Equal(t, bankimport.Summary{Format: "camt.053", Lines: 2, New: 2, Statements: 1, Payouts: 2}, sum)
+	catchUp(t, proj)
+
+	var bankMain, payoutsBal, suspense int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT
+		coalesce((SELECT balance FROM account_balances WHERE account = 'bank:main' AND currency = 'EUR'), 0),
+		coalesce((SELECT balance FROM account_balances WHERE account = 'bank:payouts' AND currency = 'EUR'), 0),
+		coalesce((SELECT balance FROM account_balances WHERE account = 'suspense:bank:main' AND currency = 'EUR'), 0)`).
+		Scan(&bankMain, &payoutsBal, &suspense))
+	assert.Equal(t, []int64{10777, 2500, -777}, []int64{bankMain, payoutsBal, suspense}, "bank:payouts holds adyen's payout, not banked")
+
+	var kind, key string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT kind, item_key FROM reconciliation_items WHERE stream_id = 'bank-main' AND status = 'open'`).Scan(&kind, &key))
+	assert.Equal(t, []string{"unidentified_deposit", "ref:B2"}, []string{kind, key})
+
+	var status, payouts string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT status, payouts::text FROM bank_statement_lines WHERE account = 'main' AND line_key = 'ref:B1'`).Scan(&status, &payouts))
+	assert.Equal(t, "matched", status)
+	assert.JSONEq(t, `[{"provider":"stripe","id":"po_1","amount":10000}]`, payouts)
+
+	left, err := db.UnbankedPayouts(ctx)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	assert.Equal(t, "TX1XT", left[0].ID)
+
+	rep, err := proj.Rebuild(ctx, []string{projections.NamePayouts, projections.NameLedger, projections.NameReconciliation},
+		projections.RebuildOptions{VerifyOnly: true})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences, "the live tables are what history says")
+	rows := map[string]int64{}
+	for _, tc := range rep.Tables {
+		rows[tc.Table] = tc.RebuiltRows
+	}
+	assert.Equal(t, int64(2), rows["bank_statement_lines"])
+	assert.Equal(t, int64(1), rows["bank_statements"])
+	assert.Equal(t, int64(1), rows["bank_payouts"])
+}
