@@ -51,8 +51,10 @@ CREATE TABLE bank_payouts (
     account   text    NOT NULL,
     line_key  text    NOT NULL,
     booked_on date    NOT NULL,
-    amount    bigint  NOT NULL, -- the line's amount (it may bank several payouts)
-    currency  text    NOT NULL,
+    -- the line's amount and currency (a line may bank several payouts);
+    -- named apart from payouts' own, which GET /v1/payouts joins
+    line_amount   bigint NOT NULL,
+    line_currency text   NOT NULL,
     returned  boolean NOT NULL DEFAULT false,
     CONSTRAINT bank_payouts_pkey PRIMARY KEY (provider, payout_id)
 );

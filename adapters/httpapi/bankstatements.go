@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/onceledger/onceledger/projections/views"
 )
 
 // BankImportSummary is the answer of POST /v1/bank-statements, as for
@@ -89,4 +91,38 @@ func (s *server) importBankStatement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sum)
+}
+
+// payoutBankFields are a payout's bank fields in GET /v1/payouts:
+// banked, banked_at (the booking date of the line that banked it) and
+// bank_line {"account","reference","booked_on","amount"}; a payout the
+// bank returned is not banked.
+func payoutBankFields(p views.Payout) []field {
+	l := p.BankLine
+	if l == nil {
+		return []field{{name: "banked", json: false, cell: "false"}, {name: "banked_at"}, {name: "bank_line"}}
+	}
+	day := l.BookedOn.Format(time.DateOnly)
+	type bankLine struct {
+		Account   string `json:"account"`
+		Reference string `json:"reference"`
+		BookedOn  string `json:"booked_on"`
+		Amount    int64  `json:"amount"`
+	}
+	return []field{{name: "banked", json: true, cell: "true"}, {name: "banked_at", json: day, cell: day},
+		{name: "bank_line", json: bankLine{l.Account, l.Reference, day, l.Amount}, cell: l.Account + " " + l.Reference}}
+}
+
+// bankedParam is ?banked=true|false.
+func bankedParam(q *query) *bool {
+	switch v := q.Get("banked"); v {
+	case "":
+		return nil
+	case "true", "false":
+		b := v == "true"
+		return &b
+	default:
+		q.Fail("banked: %q is not true or false", v)
+		return nil
+	}
 }

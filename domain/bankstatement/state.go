@@ -16,7 +16,9 @@ type State struct {
 	ArrivalDays int
 	n           int // events folded
 
-	lines   map[string]*lineState
+	// lines are the keys of the lines on record; only a line in
+	// suspense is kept whole (suspended), so memory per line is its key.
+	lines   map[string]struct{}
 	payouts map[string]*payoutState
 	// unbanked: payouts waiting for their line, by currency and arrival
 	// day.
@@ -57,7 +59,7 @@ func NewState(account string, arrivalDays int) *State {
 		arrivalDays = DefaultArrivalDays
 	}
 	return &State{Account: account, ArrivalDays: arrivalDays,
-		lines: map[string]*lineState{}, payouts: map[string]*payoutState{},
+		lines: map[string]struct{}{}, payouts: map[string]*payoutState{},
 		unbanked:  map[money.Currency]map[time.Time][]*payoutState{},
 		banked:    map[money.Currency]map[int64][]*payoutState{},
 		suspended: map[money.Currency]map[string]*lineState{},
@@ -91,12 +93,12 @@ func (s *State) Apply(e payment.Event) error {
 		s.addPayout(e.Payout)
 	case LineBooked:
 		l := &lineState{Line: e.Line, matched: e.Matched()}
-		s.lines[e.Line.Key] = l
+		s.lines[e.Line.Key] = struct{}{}
 		s.settle(l, e.Payouts, e.Returned)
 	case LineMatched:
-		l := s.lines[e.LineKey]
+		l := s.suspended[e.Currency][e.LineKey]
 		if l == nil {
-			return fmt.Errorf("bank %s: %s matches line %q the stream does not hold", s.Account, e.Type(), e.LineKey)
+			return fmt.Errorf("bank %s: %s matches line %q the stream does not hold in suspense", s.Account, e.Type(), e.LineKey)
 		}
 		l.matched = true
 		s.settle(l, e.Payouts, e.Returned)

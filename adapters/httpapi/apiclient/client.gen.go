@@ -18,6 +18,33 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BankImportSummaryFormat.
+const (
+	BankImportSummaryFormatBai2    BankImportSummaryFormat = "bai2"
+	BankImportSummaryFormatCamt053 BankImportSummaryFormat = "camt.053"
+	BankImportSummaryFormatCamt054 BankImportSummaryFormat = "camt.054"
+	BankImportSummaryFormatCsv     BankImportSummaryFormat = "csv"
+	BankImportSummaryFormatMt940   BankImportSummaryFormat = "mt940"
+)
+
+// Valid indicates whether the value is a known member of the BankImportSummaryFormat enum.
+func (e BankImportSummaryFormat) Valid() bool {
+	switch e {
+	case BankImportSummaryFormatBai2:
+		return true
+	case BankImportSummaryFormatCamt053:
+		return true
+	case BankImportSummaryFormatCamt054:
+		return true
+	case BankImportSummaryFormatCsv:
+		return true
+	case BankImportSummaryFormatMt940:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ItemActionResultStatus.
 const (
 	ItemActionResultStatusOpen     ItemActionResultStatus = "open"
@@ -468,6 +495,24 @@ func (e GetPayoutsParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for GetPayoutsParamsBanked.
+const (
+	False GetPayoutsParamsBanked = "false"
+	True  GetPayoutsParamsBanked = "true"
+)
+
+// Valid indicates whether the value is a known member of the GetPayoutsParamsBanked enum.
+func (e GetPayoutsParamsBanked) Valid() bool {
+	switch e {
+	case False:
+		return true
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetPayoutsParamsFormat.
 const (
 	GetPayoutsParamsFormatCsv  GetPayoutsParamsFormat = "csv"
@@ -674,6 +719,26 @@ type Balance struct {
 	// Currency Example: USD
 	Currency string `json:"currency"`
 }
+
+// BankImportSummary What a statement import did, as for settlement files: lines = new + duplicates + conflicts (booked entries).
+type BankImportSummary struct {
+	// Conflicts Entries seen before with other facts (amount, currency, booking date): kept for reconciliation, the first stand.
+	Conflicts  *int                     `json:"conflicts,omitempty"`
+	Duplicates *int                     `json:"duplicates,omitempty"`
+	Format     *BankImportSummaryFormat `json:"format,omitempty"`
+	Lines      *int                     `json:"lines,omitempty"`
+	New        *int                     `json:"new,omitempty"`
+
+	// Payouts Payouts newly told to the account (paid, not banked yet).
+	Payouts *int `json:"payouts,omitempty"`
+
+	// Pending Pending entries (camt.054 PDNG): recorded nothing.
+	Pending    *int `json:"pending,omitempty"`
+	Statements *int `json:"statements,omitempty"`
+}
+
+// BankImportSummaryFormat defines model for BankImportSummary.Format.
+type BankImportSummaryFormat string
 
 // Entry defines model for Entry.
 type Entry struct {
@@ -885,7 +950,24 @@ type Payout struct {
 	Amount        *int64     `json:"amount,omitempty"`
 	AmountDecimal *string    `json:"amount_decimal,omitempty"`
 	ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-	Currency      *string    `json:"currency,omitempty"`
+
+	// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+	BankLine *struct {
+		// Account The bank account (ledger account bank:NAME).
+		Account  *string             `json:"account,omitempty"`
+		Amount   *int64              `json:"amount,omitempty"`
+		BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+		// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+		Reference *string `json:"reference,omitempty"`
+	} `json:"bank_line,omitempty"`
+
+	// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+	Banked *bool `json:"banked,omitempty"`
+
+	// BankedAt The booking date of the bank line that banked it.
+	BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+	Currency *string             `json:"currency,omitempty"`
 
 	// Difference lines_net − amount: 0 when reconciled.
 	Difference        *int64  `json:"difference,omitempty"`
@@ -1315,6 +1397,12 @@ type GetBalancesParamsFormat string
 // GetBalancesParamsTime defines parameters for GetBalances.
 type GetBalancesParamsTime string
 
+// PostBankStatementsParams defines parameters for PostBankStatements.
+type PostBankStatementsParams struct {
+	// Account The bank account's name (letters, digits, '_', '.', '-'): its ledger account is bank:NAME.
+	Account string `form:"account" json:"account"`
+}
+
 // GetEventsParams defines parameters for GetEvents.
 type GetEventsParams struct {
 	// After Opaque cursor (exclusive): a previous answer's next. Absent: the start of the feed.
@@ -1427,12 +1515,18 @@ type GetPayoutsParams struct {
 	// To Arrival date before (RFC 3339).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 
+	// Banked true: payouts a bank statement line banked; false: those none did (or the bank returned).
+	Banked *GetPayoutsParamsBanked `form:"banked,omitempty" json:"banked,omitempty"`
+
 	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
 	Format *GetPayoutsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
 
 // GetPayoutsParamsStatus defines parameters for GetPayouts.
 type GetPayoutsParamsStatus string
+
+// GetPayoutsParamsBanked defines parameters for GetPayouts.
+type GetPayoutsParamsBanked string
 
 // GetPayoutsParamsFormat defines parameters for GetPayouts.
 type GetPayoutsParamsFormat string
@@ -1676,6 +1770,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostBankStatementsWithBody Import a bank statement file into a bank account (admin)
+	//
+	// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+	PostBankStatementsWithBody(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetEvents The outbound business events after a cursor, in feed order (long poll with wait)
 	//
@@ -2097,6 +2200,25 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // Corresponds with GET /v1/balances (the `GetBalances` operationId).
 func (c *Client) GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBalancesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostBankStatementsWithBody Import a bank statement file into a bank account (admin)
+//
+// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+func (c *Client) PostBankStatementsWithBody(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostBankStatementsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3107,6 +3229,58 @@ func NewGetBalancesRequest(server string, params *GetBalancesParams) (*http.Requ
 	return req, nil
 }
 
+// NewPostBankStatementsRequestWithBody constructs an http.Request for the PostBankStatements method, with any body, and a specified content type
+func NewPostBankStatementsRequestWithBody(server string, params *PostBankStatementsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/bank-statements")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetEventsRequest constructs an http.Request for the GetEvents method
 func NewGetEventsRequest(server string, params *GetEventsParams) (*http.Request, error) {
 	var err error
@@ -3703,6 +3877,18 @@ func NewGetPayoutsRequest(server string, params *GetPayoutsParams) (*http.Reques
 		if params.To != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Banked != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "banked", *params.Banked, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4870,6 +5056,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalancesWithResponse(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*GetBalancesResponse, error)
 
+	// PostBankStatementsWithBodyWithResponse Import a bank statement file into a bank account (admin)
+	//
+	// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+	PostBankStatementsWithBodyWithResponse(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBankStatementsResponse, error)
+
 	// GetEventsWithResponse The outbound business events after a cursor, in feed order (long poll with wait)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -5500,6 +5695,54 @@ func (r GetBalancesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBalancesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostBankStatementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BankImportSummary
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostBankStatementsResponse) GetJSON200() *BankImportSummary {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostBankStatementsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetBody returns the raw response body bytes
+func (r PostBankStatementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostBankStatementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostBankStatementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostBankStatementsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6166,7 +6409,24 @@ type GetPayoutResponse struct {
 		Amount        *int64     `json:"amount,omitempty"`
 		AmountDecimal *string    `json:"amount_decimal,omitempty"`
 		ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-		Currency      *string    `json:"currency,omitempty"`
+
+		// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+		BankLine *struct {
+			// Account The bank account (ledger account bank:NAME).
+			Account  *string             `json:"account,omitempty"`
+			Amount   *int64              `json:"amount,omitempty"`
+			BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+			// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+			Reference *string `json:"reference,omitempty"`
+		} `json:"bank_line,omitempty"`
+
+		// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+		Banked *bool `json:"banked,omitempty"`
+
+		// BankedAt The booking date of the bank line that banked it.
+		BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+		Currency *string             `json:"currency,omitempty"`
 
 		// Difference lines_net − amount: 0 when reconciled.
 		Difference        *int64  `json:"difference,omitempty"`
@@ -6203,7 +6463,24 @@ func (r GetPayoutResponse) GetJSON200() *struct {
 	Amount        *int64     `json:"amount,omitempty"`
 	AmountDecimal *string    `json:"amount_decimal,omitempty"`
 	ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-	Currency      *string    `json:"currency,omitempty"`
+
+	// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+	BankLine *struct {
+		// Account The bank account (ledger account bank:NAME).
+		Account  *string             `json:"account,omitempty"`
+		Amount   *int64              `json:"amount,omitempty"`
+		BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+		// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+		Reference *string `json:"reference,omitempty"`
+	} `json:"bank_line,omitempty"`
+
+	// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+	Banked *bool `json:"banked,omitempty"`
+
+	// BankedAt The booking date of the bank line that banked it.
+	BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+	Currency *string             `json:"currency,omitempty"`
 
 	// Difference lines_net − amount: 0 when reconciled.
 	Difference        *int64  `json:"difference,omitempty"`
@@ -7941,6 +8218,21 @@ func (c *ClientWithResponses) GetBalancesWithResponse(ctx context.Context, param
 	return ParseGetBalancesResponse(rsp)
 }
 
+// PostBankStatementsWithBodyWithResponse Import a bank statement file into a bank account (admin)
+//
+// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+func (c *ClientWithResponses) PostBankStatementsWithBodyWithResponse(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBankStatementsResponse, error) {
+	rsp, err := c.PostBankStatementsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostBankStatementsResponse(rsp)
+}
+
 // GetEventsWithResponse The outbound business events after a cursor, in feed order (long poll with wait)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8769,6 +9061,51 @@ func ParseGetBalancesResponse(rsp *http.Response) (*GetBalancesResponse, error) 
 	return response, nil
 }
 
+// ParsePostBankStatementsResponse parses an HTTP response from a PostBankStatementsWithResponse call
+func ParsePostBankStatementsResponse(rsp *http.Response) (*PostBankStatementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostBankStatementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BankImportSummary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
+		break // No content-type
+
+	case rsp.StatusCode == 413:
+		break // No content-type
+
+	case rsp.StatusCode == 503:
+		break // No content-type
+
+	}
+
+	return response, nil
+}
+
 // ParseGetEventsResponse parses an HTTP response from a GetEventsWithResponse call
 func ParseGetEventsResponse(rsp *http.Response) (*GetEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9355,7 +9692,24 @@ func ParseGetPayoutResponse(rsp *http.Response) (*GetPayoutResponse, error) {
 			Amount        *int64     `json:"amount,omitempty"`
 			AmountDecimal *string    `json:"amount_decimal,omitempty"`
 			ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-			Currency      *string    `json:"currency,omitempty"`
+
+			// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+			BankLine *struct {
+				// Account The bank account (ledger account bank:NAME).
+				Account  *string             `json:"account,omitempty"`
+				Amount   *int64              `json:"amount,omitempty"`
+				BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+				// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+				Reference *string `json:"reference,omitempty"`
+			} `json:"bank_line,omitempty"`
+
+			// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+			Banked *bool `json:"banked,omitempty"`
+
+			// BankedAt The booking date of the bank line that banked it.
+			BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+			Currency *string             `json:"currency,omitempty"`
 
 			// Difference lines_net − amount: 0 when reconciled.
 			Difference        *int64  `json:"difference,omitempty"`

@@ -41,7 +41,7 @@ func (w *writer) ApplyBank(ctx context.Context, c projections.BankChanges) error
 		// A payout banked once stays banked by that line; a replay is the
 		// same row.
 		if _, err := w.tx.Exec(ctx, `INSERT INTO `+w.table("bank_payouts")+`
-			(provider, payout_id, account, line_key, booked_on, amount, currency) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			(provider, payout_id, account, line_key, booked_on, line_amount, line_currency) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (provider, payout_id) DO NOTHING`,
 			b.Provider, b.PayoutID, b.Account, b.LineKey, b.BookedOn, b.Amount, b.Currency); err != nil {
 			return fmt.Errorf("bank payout: %w", err)

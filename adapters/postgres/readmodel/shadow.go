@@ -136,8 +136,8 @@ var tableSpecs = map[string]tableSpec{
 	},
 	"bank_payouts": {
 		key:       []string{"provider", "payout_id"},
-		compare:   []string{"account", "line_key", "booked_on", "amount", "currency", "returned"},
-		group:     []string{"provider", "currency"},
+		compare:   []string{"account", "line_key", "booked_on", "line_amount", "line_currency", "returned"},
+		group:     []string{"provider", "line_currency"},
 		eagerKeys: true,
 	},
 }
