@@ -198,3 +198,9 @@ func TestInvalid(t *testing.T) {
 	_, err = s.Decide(bankstatement.Delivery{DedupKey: "x", Input: line("k", 0, "2026-03-03", "")})
 	require.ErrorIs(t, err, bankstatement.ErrInvalid)
 }
+
+func TestReconKindsListed(t *testing.T) {
+	for _, k := range bankstatement.ReconKinds() {
+		assert.Contains(t, payment.ReconKinds(), k, "a filter by kind knows the bank's")
+	}
+}

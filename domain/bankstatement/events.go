@@ -207,5 +207,5 @@ func Decode(typ string, data []byte) (payment.Event, error) {
 }
 
 func init() {
-	payment.RegisterExtension(payment.Extension{Prefix: "bank.", Decode: Decode, Encode: Encode})
+	payment.RegisterExtension(payment.Extension{Prefix: "bank.", Decode: Decode, Encode: Encode, ReconKinds: ReconKinds()})
 }

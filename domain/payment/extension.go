@@ -21,6 +21,9 @@ type Extension struct {
 	Decode func(typ string, data []byte) (Event, error)
 	// Encode returns ok false for an event that is not its own.
 	Encode func(e Event) (typ string, data []byte, ok bool, err error)
+	// ReconKinds are the reconciliation item kinds it opens (ReconKinds
+	// lists them with the payments').
+	ReconKinds []string
 }
 
 var (
@@ -61,6 +64,16 @@ func encodeExtension(e Event) (string, []byte, bool, error) {
 		}
 	}
 	return "", nil, false, nil
+}
+
+func extensionReconKinds() []string {
+	extMu.RLock()
+	defer extMu.RUnlock()
+	var out []string
+	for _, x := range extensions {
+		out = append(out, x.ReconKinds...)
+	}
+	return out
 }
 
 // Poster is an event of another aggregate that posts: Postings returns its

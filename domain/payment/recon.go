@@ -21,7 +21,7 @@ func ReconKinds() []string {
 		ReconDisputeBeforePayment,
 		ReconOverReversal,
 		ReconSubscriptionDisabled,
-	}, SettlementReconKinds()...) // settle_events.go
+	}, append(SettlementReconKinds(), extensionReconKinds()...)...) // settle_events.go, extension.go
 }
 
 // Errors of the operators' actions on reconciliation items.
