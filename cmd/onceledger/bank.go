@@ -13,6 +13,27 @@ import (
 // bankCmd: `onceledger bank import` (docs/reference.md).
 type bankCmd struct {
 	Import bankImportCmd `cmd:"" help:"Import bank statements (camt.053, camt.054, MT940, BAI2, CSV) into a bank account; a file with an error imports nothing (exit 1, naming line or XML path and field)."`
+	Match  bankMatchCmd  `cmd:"" help:"Tell a bank account the payouts the ledger knows unbanked, so that lines waiting in suspense match them (an import does it first)."`
+}
+
+type bankMatchCmd struct {
+	Account string `name:"account" required:"" help:"The bank account (its ledger account is bank:NAME)."`
+}
+
+func (c *bankMatchCmd) Validate() error { return bankimport.CheckAccount(c.Account) }
+
+func (c *bankMatchCmd) Run(g *globals) error {
+	a, err := openCore(g, 0)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	n, err := a.BankImporter().Match(g.ctx, c.Account)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: %d payouts told to the account\n", c.Account, n)
+	return nil
 }
 
 type bankImportCmd struct {
