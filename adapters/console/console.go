@@ -149,6 +149,8 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("POST /console/inbox/redrive", c.withSession(c.acting(c.redrive)))
 	mux.HandleFunc("GET /console/payouts", c.withSession(c.payouts))
 	mux.HandleFunc("GET /console/payouts/{provider}/{id}", c.withSession(c.payout))
+	mux.HandleFunc("GET /console/bank", c.withSession(c.bank))                  // bank.go
+	mux.HandleFunc("GET /console/bank/{account}", c.withSession(c.bankAccount)) // bank.go
 	mux.HandleFunc("GET /console/periods", c.withSession(c.periods))
 	mux.HandleFunc("GET /console/periods/{period}/trial-balance.csv", c.withSession(c.periodTrialCSV))
 	mux.HandleFunc("GET /console/periods/{period}/journal.csv", c.withSession(c.periodJournalCSV))

@@ -59,7 +59,7 @@ type PayoutFilter struct {
 	// Banked, when set, keeps the payouts a bank line banked (true) or
 	// those none did, or whose bank returned them (false).
 	Banked *bool
-	Newest   bool      // most recent first (unknown last)
+	Newest bool // most recent first (unknown last)
 	// After is the keyset (nil: from the first in the order); Limit caps
 	// the page (<= 0: every payout).
 	After *PayoutKey

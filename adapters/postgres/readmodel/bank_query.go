@@ -1,6 +1,9 @@
 package readmodel
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/onceledger/onceledger/projections/views"
@@ -53,4 +56,46 @@ func bankedFilter(w *where, banked *bool) {
 	default:
 		w.add("(b.line_key IS NULL OR b.returned)")
 	}
+}
+
+// BankStatements streams the statements imported, by account, then the
+// last booking date each covers (newest first): the console's bank page.
+func (s *Store) BankStatements(ctx context.Context, fn func(views.BankStatement) error) error {
+	var st views.BankStatement
+	var openOn, closeOn *time.Time
+	return s.each(ctx, "bank statements", `
+		SELECT account, statement_key, format, statement_id, seq, page, covers, currency, opening, opening_on,
+			closing, closing_on, entries
+		FROM bank_statements ORDER BY account COLLATE "C", covers DESC, seq DESC, page DESC, statement_key COLLATE "C"`,
+		nil, []any{&st.Account, &st.Key, &st.Format, &st.StatementID, &st.Seq, &st.Page, &st.Covers, &st.Currency,
+			&st.Opening, &openOn, &st.Closing, &closeOn, &st.Entries}, func() error {
+			st.OpeningOn, st.ClosingOn = derefTime(openOn), derefTime(closeOn)
+			return fn(st)
+		})
+}
+
+// BankLines streams an account's lines, newest booking date first.
+func (s *Store) BankLines(ctx context.Context, f views.BankLineFilter, fn func(views.BankLine) error) error {
+	var w where
+	w.add("account = ?", f.Account)
+	w.opt("status = ?", f.Status)
+	if k := f.After; k != nil {
+		w.add(`(booked_on, line_key COLLATE "C") < (?, ?)`, k.BookedOn, k.LineKey)
+	}
+	var l views.BankLine
+	var value *time.Time
+	var payouts []byte
+	return s.each(ctx, "bank lines", `
+		SELECT account, line_key, reference, format, statement, booked_on, value_on, amount, currency, reversal, code,
+			description, status, payouts
+		FROM bank_statement_lines`+w.sql()+` ORDER BY booked_on DESC, line_key COLLATE "C" DESC`+w.limit(f.Limit),
+		w.args, []any{&l.Account, &l.LineKey, &l.Reference, &l.Format, &l.Statement, &l.BookedOn, &value, &l.Amount,
+			&l.Currency, &l.Reversal, &l.Code, &l.Description, &l.Status, &payouts}, func() error {
+			l.ValueOn = derefTime(value)
+			l.Payouts = nil
+			if err := json.Unmarshal(payouts, &l.Payouts); err != nil {
+				return fmt.Errorf("bank line %s payouts: %w", l.LineKey, err)
+			}
+			return fn(l)
+		})
 }
