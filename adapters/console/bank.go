@@ -3,7 +3,10 @@ package console
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/onceledger/onceledger/adapters/csvexport"
 
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -70,9 +73,13 @@ func (c *consoleServer) bankAccount(w http.ResponseWriter, r *http.Request) {
 	p := paramsOf(r)
 	account := r.PathValue("account")
 	f := views.BankLineFilter{Account: account, Status: p.OneOf("status", views.BankLineStatuses()...)}
-	after, _, err := listParams[views.BankLineKey](p)
+	after, asCSV, err := listParams[views.BankLineKey](p)
 	if err != nil {
 		c.errorPage(w, r, err, 0, "")
+		return
+	}
+	if asCSV {
+		c.exportBankLines(w, r, f)
 		return
 	}
 	f.After, f.Limit = after, c.cfg.PageSize+1
@@ -89,4 +96,24 @@ func (c *consoleServer) bankAccount(w http.ResponseWriter, r *http.Request) {
 	l := newList(Prefix+"/bank/"+account, filter, rows, c.cfg.PageSize, func(x bankLineRow) any { return x.Key() }, after == nil)
 	c.render(w, r, http.StatusOK, "bankaccount", "Bank account "+account,
 		bankAccountData{list: l, Account: account, Statuses: views.BankLineStatuses()})
+}
+
+// exportBankLines streams every matching line of the account.
+func (c *consoleServer) exportBankLines(w http.ResponseWriter, r *http.Request, f views.BankLineFilter) {
+	out := startCSV(w, "bank-"+f.Account, csvexport.Text("booked_on"), csvexport.Text("reference"), csvexport.Text("line_key"),
+		csvexport.Amount("amount"), csvexport.Text("currency"), csvexport.Text("status"), csvexport.Text("payouts"),
+		csvexport.Text("description"))
+	err := c.cfg.Read.BankLines(r.Context(), f, func(l views.BankLine) error {
+		var ps []string
+		for _, p := range l.Payouts {
+			ps = append(ps, p.Provider+"/"+p.ID)
+		}
+		return out.Write(bankDay(l.BookedOn), l.Reference, l.LineKey, itoa(l.Amount), l.Currency, l.Status,
+			strings.Join(ps, " "), l.Description)
+	})
+	if err != nil {
+		c.cfg.Logger.Error("console: export bank lines", "err", err)
+		return // the download ends short; the status is already sent
+	}
+	_ = out.Flush()
 }

@@ -52,6 +52,9 @@ func TestConsoleBankPages(t *testing.T) {
 	assert.NotContains(t, c.get("/console/bank/main?status=suspense").body, `data-line="ref:B1"`)
 	assert.Equal(t, http.StatusBadRequest, c.get("/console/bank/main?status=lost").status)
 
+	r = c.get("/console/bank/main?format=csv&status=matched")
+	assert.Contains(t, r.body, `"2026-03-03","B1","ref:B1",10000,"EUR","matched","stripe/po_banked","STRIPE po_banked"`)
+
 	r = c.get("/console/payouts/stripe/po_banked")
 	assert.Contains(t, r.body, `2026-03-03 by line <code>B1</code> of <a href="/console/bank/main">main</a>`)
 	r = c.get("/console/payouts")
