@@ -234,6 +234,10 @@ type PayoutChange struct {
 	Currency string
 	At       time.Time
 	Failed   bool
+	// Arrival is the day the provider says a paid payout reaches the bank
+	// (payment.PayoutPaid.ArrivalDate); zero when it did not say, and At
+	// stands for it.
+	Arrival time.Time
 }
 
 // SettlementWriter is what the payouts projection writes through, beside

@@ -223,7 +223,8 @@ func (s *Service) redelivered(ctx context.Context, tx Tx, ev delivery.Event, fir
 // be appended to, "" when there is nothing to append.
 func Redelivery(first Stored, ev delivery.Event) (Result, string) {
 	res := Result{Outcome: Duplicate, StreamID: first.StreamID}
-	if first.FactsHash == ev.FactsHash() || first.FactsHash == ev.FactsHashBeforeFailureAmounts() {
+	if first.FactsHash == ev.FactsHash() || first.FactsHash == ev.FactsHashBeforeFailureAmounts() ||
+		first.FactsHash == ev.FactsHashBeforeCoupons() {
 		return res, ""
 	}
 	res.Conflict = true

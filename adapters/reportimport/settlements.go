@@ -397,7 +397,7 @@ const maxHeldCounted = 16 * settlement.MaxCountedPerDelivery
 type payoutCounter struct {
 	provider string
 	open     map[string]*payoutBatch
-	order    []string // payouts in the order they first appeared since the last cut
+	order    []string // payouts (and currencies) in the order they first appeared since the last cut
 	held     int      // lines in open batches
 }
 
@@ -411,11 +411,15 @@ func (c *payoutCounter) add(l settlement.Line) []payoutBatch {
 	if l.PayoutID == "" || l.Kind == settlement.KindPayout {
 		return nil
 	}
-	b, ok := c.open[l.PayoutID]
+	// One batch per payout and currency: a payout is proven only by its
+	// lines in its own currency (CONTRACT: "a line in another currency
+	// never reconciles it"), so each batch says the currency of its lines.
+	k := l.PayoutID + "\x00" + string(l.Currency)
+	b, ok := c.open[k]
 	if !ok {
 		b = &payoutBatch{provider: c.provider, payout: l.PayoutID, currency: l.Currency}
-		c.open[l.PayoutID] = b
-		c.order = append(c.order, l.PayoutID)
+		c.open[k] = b
+		c.order = append(c.order, k)
 	}
 	b.lines = append(b.lines, settlement.Counted{Key: l.DedupKey(), Net: l.Net})
 	c.held++

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/text/encoding/simplifiedchinese"
 
+	"github.com/onceledger/onceledger/adapters/esdb/esdbfake"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -390,6 +391,12 @@ func cnNotifier(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, provider string
 // startCNStack configures them (webhooks_cn_e2e_test.go).
 func cnSettleStack(t *testing.T) (*stack, [3]*rsa.PrivateKey) {
 	t.Helper()
+	return cnSettleStackOn(t, onPostgres)
+}
+
+// cnSettleStackOn is cnSettleStack on the event store kind.
+func cnSettleStackOn(t *testing.T, kind eventStoreKind) (*stack, [3]*rsa.PrivateKey) {
+	t.Helper()
 	keys, err := cnKeys()
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -408,6 +415,9 @@ func cnSettleStack(t *testing.T) (*stack, [3]*rsa.PrivateKey) {
 		APITokens: []string{settleReadToken}, AdminTokens: []string{"accountant=" + settleToken}, MaxBodyBytes: maxBody, Logger: testLogger(),
 		IngestTimeout: 10 * time.Second, ProviderConcurrency: -1,
 	}
+	if kind == onESDB {
+		cfg.EventStore = esdbfake.Start(t).URL()
+	}
 	a := newApp(t, cfg)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
@@ -418,7 +428,7 @@ func cnSettleStack(t *testing.T) (*stack, [3]*rsa.PrivateKey) {
 		_ = projections.NewService(a.Events().Store, readmodel.New(a.Pool()), testLogger()).Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return &stack{t: t, kind: onPostgres, dbURL: cfg.DatabaseURL, app: a, pool: a.Pool(), srv: srv, store: a.Events().Store}, keys
+	return &stack{t: t, kind: kind, dbURL: cfg.DatabaseURL, app: a, pool: a.Pool(), srv: srv, store: a.Events().Store}, keys
 }
 
 func checkChineseModel(t *testing.T, s *stack, provider string, m *cnModel, days [][]cnFact, missing []string) {

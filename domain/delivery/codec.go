@@ -50,6 +50,8 @@ type wireFact struct {
 	LegacyID string `json:"legacy_id,omitempty"`
 	// Bank: a bank delivery's input, in bankline's stored names.
 	Bank *bankline.Input `json:"bank,omitempty"`
+	// ArrivalDate: a paid payout's arrival date (Fact.ArrivalDate).
+	ArrivalDate time.Time `json:"arrival_date,omitzero"`
 }
 
 // EncodeNormalized returns the stored form of e's normalized delivery: its
@@ -60,7 +62,8 @@ func EncodeNormalized(e Event) ([]byte, error) {
 		SubMerchant: e.SubMerchant, References: e.References}
 	for i, f := range e.Facts {
 		w.Facts[i] = wireFact{Kind: string(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
-			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted, LegacyID: f.LegacyID, Bank: f.Bank}
+			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted, LegacyID: f.LegacyID,
+			ArrivalDate: f.ArrivalDate, Bank: f.Bank}
 	}
 	return json.Marshal(w)
 }
@@ -79,7 +82,7 @@ func DecodeNormalized(b []byte) (Event, error) {
 	for _, f := range w.Facts {
 		e.Facts = append(e.Facts, Fact{Kind: Kind(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted,
-			LegacyID: f.LegacyID, Bank: f.Bank})
+			LegacyID: f.LegacyID, ArrivalDate: f.ArrivalDate, Bank: f.Bank})
 	}
 	return e, nil
 }

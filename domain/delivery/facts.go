@@ -17,7 +17,9 @@ import (
 // facts make a conflicting redelivery.
 //
 // Left out on purpose: the bytes and their hash, the occurrence time (a
-// re-rendered timestamp is not a new fact), a fact's free-text reason (of a
+// re-rendered timestamp is not a new fact), a paid payout's arrival date (a
+// day, not money; payouts stored before it existed redeliver as
+// duplicates), a fact's free-text reason (of a
 // failure, cancellation, dispute or payout failure: the provider's wording,
 // which moves no money), the merchant's References (ids for the search),
 // and the provider and dedup key (equal by
@@ -92,6 +94,22 @@ func (e Event) FactsHashBeforeFailureAmounts() string {
 		if f.Kind == KindFailed {
 			f.Amount, f.Currency = 0, ""
 		}
+		facts[i] = f
+	}
+	e.Facts = facts
+	return e.FactsHash()
+}
+
+// FactsHashBeforeCoupons is FactsHash as it was before refunds carried the
+// coupon money they return and WeChat Pay captures their no-cash coupons
+// (issue 34): every fact's discount left at zero. A delivery recorded
+// before, redelivered with the coupon now read, is a plain duplicate
+// (ingest.Redelivery compares it too), not a conflict; the first record
+// stands.
+func (e Event) FactsHashBeforeCoupons() string {
+	facts := make([]Fact, len(e.Facts))
+	for i, f := range e.Facts {
+		f.Discount = 0
 		facts[i] = f
 	}
 	e.Facts = facts

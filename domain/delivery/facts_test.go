@@ -66,8 +66,9 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 	}, fields(delivery.Event{}))
 	assert.ElementsMatch(t, []string{
 		"Kind", "BusinessID", "Amount", "Fee", "Discount", "Currency", "Settlement", "Counted", // hashed
-		"Reason",   // free text: not a fact
-		"LegacyID", // hashed in BusinessID's place when set
-		"Bank",     // hashed: a bank line's identity and money, a statement's balances, a payout's (bank.go)
+		"Reason",      // free text: not a fact
+		"LegacyID",    // hashed in BusinessID's place when set
+		"ArrivalDate", // a payout's arrival day: moves no money, not hashed
+		"Bank",        // hashed: a bank line's identity and money, a statement's balances, a payout's (bank.go)
 	}, fields(delivery.Fact{}))
 }

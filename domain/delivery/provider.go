@@ -87,9 +87,12 @@ type Fact struct {
 	BusinessID string // capture, refund, dispute or payout id; required for money facts
 	Amount     int64  // minor units, >= 0
 	Fee        int64  // minor units, >= 0, captures only
-	// Discount: captures only, minor units, >= 0, Fee + Discount <= Amount:
-	// the part of Amount the merchant funded as a discount, which the
-	// provider never paid (Alipay total_amount − receipt_amount).
+	// Discount: captures and refunds, minor units, >= 0, Fee + Discount <=
+	// Amount. On a capture: the part of Amount the merchant funded as a
+	// discount, which the provider never paid (Alipay total_amount −
+	// receipt_amount; WeChat Pay NOCASH promotions). On a refund: the part
+	// of Amount that is that coupon money returned, not taken from the
+	// provider balance (KindRefundCumulative: of the refunded total).
 	Discount   int64
 	Currency   money.Currency
 	Reason     string           // free text for failures, cancellations, disputes, payout failures; optional
@@ -105,6 +108,11 @@ type Fact struct {
 	// FactsHash hashes LegacyID in BusinessID's place, so a redelivery of a
 	// delivery stored before the change is a plain duplicate. Empty: none.
 	LegacyID string
+	// ArrivalDate: KindPayoutPaid only: the day the provider says the
+	// payout arrives at the bank (Stripe payout.arrival_date), zero when it
+	// does not say. Not a money fact: FactsHash leaves it out, so a payout
+	// stored before it existed and redelivered is a plain duplicate.
+	ArrivalDate time.Time
 	// Bank: KindBank only: what is delivered to a bank account's stream
 	// (bank.go).
 	Bank *bankline.Input
@@ -311,13 +319,17 @@ func (e Event) Validate() error {
 	return nil
 }
 
-// validateDiscount: a discount is part of a capture's amount, beside its fee.
+// validateDiscount: a discount is part of a capture's amount, beside its
+// fee; on a refund (KindRefunded: of this refund; KindRefundCumulative: of
+// the trade's refunded total) it is the coupon money returned, part of the
+// refund's amount (docs/reference.md: "refund R of such a capture, of
+// which C is coupon money returned").
 func validateDiscount(f Fact) error {
 	switch {
 	case f.Discount == 0:
 		return nil
-	case f.Kind != KindCaptured:
-		return fmt.Errorf("%w: a %s carries a discount; only captures do", ErrMalformed, f.Kind)
+	case f.Kind != KindCaptured && f.Kind != KindRefunded && f.Kind != KindRefundCumulative:
+		return fmt.Errorf("%w: a %s carries a discount; only captures and refunds do", ErrMalformed, f.Kind)
 	case f.Discount < 0:
 		return fmt.Errorf("%w: discount %d is negative", ErrInvalidAmount, f.Discount)
 	case f.Discount > f.Amount-f.Fee:

@@ -108,5 +108,10 @@ func TestValidateDiscount(t *testing.T) {
 	assert.ErrorIs(t, capture(1000, 0, -1).Validate(), ErrInvalidAmount)
 	refund := capture(1000, 0, 100)
 	refund.Facts[0].Kind = KindRefunded
-	assert.ErrorIs(t, refund.Validate(), ErrMalformed, "only captures carry a discount")
+	assert.NoError(t, refund.Validate(), "a refund returns coupon money (issue 34)")
+	refund.Facts[0].Discount = 1001
+	assert.ErrorIs(t, refund.Validate(), ErrInvalidAmount, "never more than the refund")
+	dispute := capture(1000, 0, 100)
+	dispute.Facts[0].Kind = KindDisputeOpened
+	assert.ErrorIs(t, dispute.Validate(), ErrMalformed, "only captures and refunds carry a discount")
 }

@@ -153,6 +153,8 @@ type Payment struct {
 	overReversalBeside bool
 
 	settle settleState // settlement lines recorded (settle.go)
+
+	coupons couponState // coupons captured and returned (discount.go)
 }
 
 func newPayment() *Payment {
@@ -173,6 +175,7 @@ func newPayment() *Payment {
 // what happened.
 func (p *Payment) apply(e Event) {
 	p.applied[e.Metadata().DedupKey] = true
+	p.applyCoupons(e) // discount.go
 	switch e := e.(type) {
 	case Authorized:
 		p.authorized = true
@@ -410,8 +413,10 @@ func (d *decision) fact(f delivery.Fact) {
 		d.refundFailed(f)
 	case delivery.KindRefundCumulative:
 		d.refundCumulative(f) // cumulative.go
-	case delivery.KindRefundAbnormal, delivery.KindRefundClosed:
+	case delivery.KindRefundAbnormal:
 		d.refundNoted(f) // cumulative.go
+	case delivery.KindRefundClosed:
+		d.refundClosed(f) // refund_closed.go
 	case delivery.KindDisputeOpened, delivery.KindDisputeInquiry, delivery.KindDisputeFundsReinstated,
 		delivery.KindDisputeWon, delivery.KindDisputeLost:
 		d.disputed(f)
@@ -497,7 +502,8 @@ func (d *decision) captured(f delivery.Fact) {
 		if r.state != refundPending {
 			continue
 		}
-		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true, Total: p.reported[id]})
+		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true, Total: p.reported[id],
+			Discount: p.couponOf(p.coupons.byRefund[id], r.amount)})
 		d.emit(Cleared{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: id,
 			Details: "capture " + f.BusinessID + " arrived; refund posted"})
 	}
@@ -551,12 +557,14 @@ func (d *decision) refunded(f delivery.Fact) {
 		return
 	}
 	if len(p.captures) == 0 {
-		d.emit(RefundPending{Meta: d.meta, RefundID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
+		d.emit(RefundPending{Meta: d.meta, RefundID: f.BusinessID, Amount: f.Amount, Currency: f.Currency,
+			Discount: min(f.Discount, f.Amount)})
 		d.emit(Flagged{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: f.BusinessID,
 			Details: "refund " + f.BusinessID + " arrived before any capture; posted when a capture arrives"})
 		return
 	}
-	d.emit(RefundPosted{Meta: d.meta, RefundID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
+	d.emit(RefundPosted{Meta: d.meta, RefundID: f.BusinessID, Amount: f.Amount, Currency: f.Currency,
+		Discount: p.couponOf(f.Discount, f.Amount)})
 }
 
 func (d *decision) refundFailed(f delivery.Fact) {
@@ -572,7 +580,8 @@ func (d *decision) refundFailed(f delivery.Fact) {
 	}
 	switch r.state {
 	case refundPosted:
-		d.emit(RefundReversed{Meta: d.meta, RefundID: f.BusinessID, Amount: r.amount, Currency: r.currency})
+		d.emit(RefundReversed{Meta: d.meta, RefundID: f.BusinessID, Amount: r.amount, Currency: r.currency,
+			Discount: p.coupons.byRefund[f.BusinessID]})
 	case refundPending:
 		d.emit(RefundReversed{Meta: d.meta, RefundID: f.BusinessID, Amount: r.amount, Currency: r.currency, WasPending: true})
 		d.emit(Cleared{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: f.BusinessID,

@@ -78,6 +78,9 @@ type wireRefund struct {
 	// before they existed.
 	FromLine bool `json:"from_line,omitempty"`
 	Increase bool `json:"increase,omitempty"`
+	// Discount: the coupon money returned (discount.go); absent from
+	// refunds written before it existed, and from those without.
+	Discount int64 `json:"discount,omitempty"`
 }
 
 type wireRefundNoted struct {
@@ -130,6 +133,13 @@ type wirePayout struct {
 	PayoutID string `json:"payout_id"`
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
+}
+
+// wirePayoutPaid is a paid payout with the provider's arrival date, absent
+// from events stored before it existed (they decode with none).
+type wirePayoutPaid struct {
+	wirePayout
+	ArrivalDate time.Time `json:"arrival_date,omitzero"`
 }
 
 // wireAction is the shape of an operator's action on an item: the console's
@@ -185,11 +195,11 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Canceled:
 		w = wireReason{toWireMeta(e.Meta), e.Reason}
 	case RefundPending:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total, e.FromLine, e.Increase}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total, e.FromLine, e.Increase, e.Discount}
 	case RefundPosted:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total, e.FromLine, e.Increase}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total, e.FromLine, e.Increase, e.Discount}
 	case RefundReversed:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0, false, false}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0, false, false, e.Discount}
 	case RefundNoted:
 		w = wireRefundNoted{toWireMeta(e.Meta), e.RefundID, e.Status, e.Amount, string(e.Currency)}
 	case DisputeOpened:
@@ -209,7 +219,7 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case DisputeLost:
 		w = wireDisputeLost{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.ReversesWin}
 	case PayoutPaid:
-		w = wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}
+		w = wirePayoutPaid{wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}, e.ArrivalDate}
 	case Flagged:
 		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details, e.Reported}
 	case Cleared:
@@ -261,12 +271,12 @@ func Decode(typ string, data []byte) (Event, error) {
 	case TypeRefundPending:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
 			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), Total: w.Total,
-				FromLine: w.FromLine, Increase: w.Increase}
+				FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount}
 		})
 	case TypeRefundPosted:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
 			return RefundPosted{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending,
-				Total: w.Total, FromLine: w.FromLine, Increase: w.Increase}
+				Total: w.Total, FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount}
 		})
 	case TypeRefundNoted:
 		return decode(typ, data, func(w wireRefundNoted, m Meta) Event {
@@ -274,7 +284,8 @@ func Decode(typ string, data []byte) (Event, error) {
 		})
 	case TypeRefundReversed:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
-			return RefundReversed{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending}
+			return RefundReversed{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending,
+				Discount: w.Discount}
 		})
 	case TypeDisputeOpened:
 		return decode(typ, data, func(w wireDispute, m Meta) Event {
@@ -309,8 +320,8 @@ func Decode(typ string, data []byte) (Event, error) {
 			return DisputeLost{Meta: m, DisputeID: w.DisputeID, Amount: w.Amount, Currency: money.Currency(w.Currency), ReversesWin: w.ReversesWin}
 		})
 	case TypePayoutPaid:
-		return decode(typ, data, func(w wirePayout, m Meta) Event {
-			return PayoutPaid{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency)}
+		return decode(typ, data, func(w wirePayoutPaid, m Meta) Event {
+			return PayoutPaid{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency), ArrivalDate: w.ArrivalDate}
 		})
 	case TypeFlagged:
 		return decode(typ, data, func(w wireRecon, m Meta) Event {

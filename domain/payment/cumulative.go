@@ -59,7 +59,7 @@ func (d *decision) refundCumulative(f delivery.Fact) {
 			Amount: f.Amount, Currency: f.Currency})
 		return
 	}
-	d.postCumulative(f.BusinessID, inc, f.Currency, f.Amount, false)
+	d.postCumulative(f.BusinessID, inc, f.Currency, f.Amount, false, RefundIncrease(p.coupons.cumulative, f.Discount))
 }
 
 // cumulativeAfterLine is refundCumulative for a refund its bill line
@@ -96,7 +96,7 @@ func (d *decision) settleCumulativeRefund(l settlement.Line) {
 		d.mismatch(l, total, cur)
 	}
 	if inc := RefundIncrease(p.cumulative, p.settle.cumulativeLines); inc > 0 {
-		d.postCumulative(id, inc, cur, 0, true)
+		d.postCumulative(id, inc, cur, 0, true, RefundIncrease(p.coupons.cumulative, p.coupons.lines))
 	}
 	d.feeSettled(l, l.Fee)
 	d.convert(l)
@@ -104,19 +104,24 @@ func (d *decision) settleCumulativeRefund(l settlement.Line) {
 
 // postCumulative posts inc under refund id (pending before any capture):
 // a notification's increase (total: the total it reported) or a line's
-// (fromLine). A refund already recorded is raised (Increase).
-func (d *decision) postCumulative(id string, inc int64, cur money.Currency, total int64, fromLine bool) {
+// (fromLine). A refund already recorded is raised (Increase). coupon is
+// the increase of the trade's coupon money returned that the same report
+// brings (discount.go): it goes with the refunded total's increase, within
+// it, and is never posted alone (a coupon returned is part of a refund).
+func (d *decision) postCumulative(id string, inc int64, cur money.Currency, total int64, fromLine bool, coupon int64) {
 	p := d.p
 	_, again := p.refunds[id]
 	if len(p.captures) == 0 {
-		d.emit(RefundPending{Meta: d.meta, RefundID: id, Amount: inc, Currency: cur, Total: total, FromLine: fromLine, Increase: again})
+		d.emit(RefundPending{Meta: d.meta, RefundID: id, Amount: inc, Currency: cur, Total: total, FromLine: fromLine, Increase: again,
+			Discount: min(coupon, inc)})
 		if k := (reconKey{ReconRefundBeforePayment, id}); !p.open[k] {
 			d.emit(Flagged{Meta: d.meta, Kind: k.kind, Key: k.key,
 				Details: "refund " + id + " arrived before any capture; posted when a capture arrives"})
 		}
 		return
 	}
-	d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: inc, Currency: cur, Total: total, FromLine: fromLine, Increase: again})
+	d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: inc, Currency: cur, Total: total, FromLine: fromLine, Increase: again,
+		Discount: p.couponOf(coupon, inc)})
 }
 
 // cumulate folds a cumulative refund's event: its reported total, and the

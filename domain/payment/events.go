@@ -148,6 +148,9 @@ type RefundPending struct {
 	Amount   int64
 	Currency money.Currency
 	Total    int64
+	// Discount: the coupon money the refund returns (discount.go), part
+	// of Amount; absent from refunds stored before it existed.
+	Discount int64
 	// FromLine: the amount is the increase of the trade's refunded total
 	// that a cumulative refund's bill line (settlement.Line.CumulativeRefund)
 	// brought, no notification having reported it (Total is 0). Increase:
@@ -167,6 +170,10 @@ type RefundPosted struct {
 	Total      int64 // a cumulative refund's reported total (RefundPending)
 	// FromLine, Increase: as RefundPending's.
 	FromLine, Increase bool
+	// Discount: the part of Amount that is coupon money returned, which
+	// leaves expenses:discounts:p rather than the provider balance
+	// (discount.go); absent from refunds stored before it existed.
+	Discount int64
 }
 
 // RefundNoted: the provider reported a refund's status without moving money
@@ -193,6 +200,7 @@ type RefundReversed struct {
 	Amount     int64
 	Currency   money.Currency
 	WasPending bool
+	Discount   int64 // the coupon part the refund posted, undone with it (discount.go)
 }
 
 // DisputeOpened: a dispute recorded with its funds withdrawn from the
@@ -280,6 +288,11 @@ type PayoutPaid struct {
 	PayoutID string
 	Amount   int64
 	Currency money.Currency
+	// ArrivalDate is the day the provider says the payout arrives at the
+	// bank (Stripe payout arrival_date, Square Payout arrival_date, a payout
+	// line's AvailableOn); zero when the provider did not say, and in
+	// events stored before it existed. Posts nothing.
+	ArrivalDate time.Time
 }
 
 // PayoutFailed: a payout failed or was canceled (Stripe payout.failed,

@@ -121,7 +121,8 @@ func (po *payout) decideFacts(in delivery.Event) ([]Event, error) {
 		}
 		switch {
 		case f.Kind == delivery.KindPayoutPaid && !known:
-			es = append(es, PayoutPaid{Meta: meta, PayoutID: f.BusinessID, Amount: f.Amount, Currency: f.Currency})
+			es = append(es, PayoutPaid{Meta: meta, PayoutID: f.BusinessID, Amount: f.Amount, Currency: f.Currency,
+				ArrivalDate: f.ArrivalDate})
 		case f.Kind == delivery.KindPayoutFailed && !failed:
 			// The reversal moves what was paid, whatever this report says.
 			amount, cur := f.Amount, f.Currency

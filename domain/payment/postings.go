@@ -24,15 +24,20 @@ func Postings(e Event) []ledger.Posting {
 			ledger.ProviderFees(p), e.Fee,
 			ledger.ProviderBalance(p), -e.Fee)
 	case RefundPosted:
+		// The coupon part returns to the buyer as the coupon, not from
+		// the provider balance (docs/reference.md: "refund R of such a
+		// capture, of which C is coupon money returned").
 		return lines(e.Currency,
 			ledger.RevenueRefunds, e.Amount,
-			ledger.ProviderBalance(p), -e.Amount)
+			ledger.ProviderBalance(p), -(e.Amount - e.Discount),
+			ledger.ProviderDiscounts(p), -e.Discount)
 	case RefundReversed:
 		if e.WasPending {
 			return nil // it never posted; nothing to undo
 		}
 		return lines(e.Currency,
-			ledger.ProviderBalance(p), e.Amount,
+			ledger.ProviderBalance(p), e.Amount-e.Discount,
+			ledger.ProviderDiscounts(p), e.Discount,
 			ledger.RevenueRefunds, -e.Amount)
 	case DisputeOpened:
 		return lines(e.Currency,

@@ -120,6 +120,7 @@ func (p *Payment) applySettlement(e Event) {
 				currency: l.Currency, originalCurrency: l.OriginalCurrency, cumulative: cumulativeRefund(l)}
 			if cumulativeRefund(l) {
 				p.settle.cumulativeLines = p.add(p.settle.cumulativeLines, abs(l.OriginalAmount))
+				p.couponLine(l.Discount) // discount.go
 			}
 		}
 	}
@@ -177,6 +178,9 @@ func (d *decision) settleLine(l settlement.Line) {
 	}
 	if partialCaptureReversal(l) {
 		d.settleUncaptured(l)
+	}
+	if l.Kind == settlement.KindAdjustment && l.Reversal != "" {
+		d.settleReversal(l) // settle_reversal.go
 	}
 	// payout, adjustment: recorded, counted in their payout; an adjustment
 	// with a counterpart posts by being recorded (settle_events.go).
@@ -339,7 +343,7 @@ func (d *decision) settleCapture(l settlement.Line) {
 	}
 	f := delivery.Fact{Kind: delivery.KindCaptured, BusinessID: id, Amount: amount, Currency: cur}
 	if sameCurrency(l) {
-		f.Fee = l.Fee
+		f.Fee, f.Discount = l.Fee, l.Discount // the order amount, the coupon the provider never paid
 		if u := p.settle.uncaptured[id]; u > 0 && u < amount {
 			// Its partial capture reversal came first: the line is the
 			// authorization, the capture what was not reversed.
@@ -365,7 +369,7 @@ func (d *decision) feeMismatch(id string, known int64, cur money.Currency, l set
 func (d *decision) settleRefund(l settlement.Line) {
 	p := d.p
 	id := l.RefundID
-	if !d.firstLine(l) {
+	if !d.firstLine(l) || d.closedBeforeLine(id) { // refund_closed.go
 		return
 	}
 	amount, cur := abs(l.OriginalAmount), l.OriginalCurrency
@@ -380,7 +384,7 @@ func (d *decision) settleRefund(l settlement.Line) {
 			return
 		}
 	} else {
-		d.refunded(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: cur})
+		d.refunded(delivery.Fact{Kind: delivery.KindRefunded, BusinessID: id, Amount: amount, Currency: cur, Discount: l.Discount})
 		if _, ok := p.refunds[id]; !ok {
 			return // refused (currency_mismatch)
 		}

@@ -36,6 +36,8 @@ type wireLine struct {
 	BankDebit        bool   `json:"bank_debit,omitempty"`        // absent from events stored before it
 	CumulativeRefund bool   `json:"cumulative_refund,omitempty"` // absent from events stored before it
 	Counterpart      string `json:"counterpart,omitempty"`       // absent from events stored before it
+	Discount         int64  `json:"discount,omitempty"`          // absent from events stored before it
+	Reversal         string `json:"reversal,omitempty"`          // absent from events stored before it
 }
 
 type wireFeeSettled struct {
@@ -86,7 +88,8 @@ func toWireLine(m Meta, l settlement.Line) wireLine {
 		Gross: l.Gross, Fee: l.Fee, Net: l.Net, Currency: string(l.Currency),
 		OriginalAmount: l.OriginalAmount, OriginalCurrency: string(l.OriginalCurrency), ExchangeRate: l.ExchangeRate,
 		PayoutID: l.PayoutID, LineOccurredAt: fmtTime(l.OccurredAt), AvailableOn: fmtTime(l.AvailableOn), NoWebhook: l.NoWebhook,
-		BankDebit: l.BankDebit, CumulativeRefund: l.CumulativeRefund, Counterpart: l.Counterpart}
+		BankDebit: l.BankDebit, CumulativeRefund: l.CumulativeRefund, Counterpart: l.Counterpart, Discount: l.Discount,
+		Reversal: l.Reversal}
 }
 
 // line is the inverse of toWireLine.
@@ -97,7 +100,8 @@ func (w wireLine) line() (settlement.Line, error) {
 		Gross: w.Gross, Fee: w.Fee, Net: w.Net, Currency: money.Currency(w.Currency),
 		OriginalAmount: w.OriginalAmount, OriginalCurrency: money.Currency(w.OriginalCurrency),
 		ExchangeRate: w.ExchangeRate, PayoutID: w.PayoutID, NoWebhook: w.NoWebhook, BankDebit: w.BankDebit,
-		CumulativeRefund: w.CumulativeRefund, Counterpart: w.Counterpart}
+		CumulativeRefund: w.CumulativeRefund, Counterpart: w.Counterpart, Discount: w.Discount,
+		Reversal: w.Reversal}
 	var err error
 	if l.OccurredAt, err = settleTime(w.LineOccurredAt); err != nil {
 		return settlement.Line{}, err

@@ -23,8 +23,13 @@ import (
 type payoutSettle struct {
 	open    map[reconKey]bool // open items
 	counted map[string]int64  // lines counted (PayoutLinesCounted): key → net
-	sum     int64             // their nets
-	over    bool              // the sum left int64 (never with real reports)
+	// sums and counts: the counted lines' nets and number, by the currency
+	// of their lines (PayoutLinesCounted.Currency): a payout is proven only
+	// by its lines in its own currency; a line in another never reconciles
+	// it (CONTRACT, payout_mismatch).
+	sums   map[money.Currency]int64
+	counts map[money.Currency]int
+	over   bool // a sum left int64 (never with real reports)
 }
 
 func (po *payout) applySettled(e Event) {
@@ -32,6 +37,8 @@ func (po *payout) applySettled(e Event) {
 	if s.open == nil {
 		s.open = map[reconKey]bool{}
 		s.counted = map[string]int64{}
+		s.sums = map[money.Currency]int64{}
+		s.counts = map[money.Currency]int{}
 	}
 	switch e := e.(type) {
 	case PayoutLinesCounted:
@@ -40,8 +47,9 @@ func (po *payout) applySettled(e Event) {
 				continue
 			}
 			s.counted[l.Key] = l.Net
-			if v, err := money.Add(s.sum, l.Net); err == nil {
-				s.sum = v
+			s.counts[e.Currency]++
+			if v, err := money.Add(s.sums[e.Currency], l.Net); err == nil {
+				s.sums[e.Currency] = v
 			} else {
 				s.over = true
 			}
@@ -141,7 +149,11 @@ func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) er
 		paid = true
 	}
 	if !paid {
-		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency}); err != nil || l.NoWebhook {
+		// A payout line's AvailableOn is the day its money reaches the bank
+		// as the provider states it (Square's Payout arrival_date, Stripe's
+		// expanded payout arrival_date): the payout's arrival date.
+		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency,
+			ArrivalDate: l.AvailableOn}); err != nil || l.NoWebhook {
 			return err
 		}
 		return flagOnce(ReconMissingWebhook, id, fmt.Sprintf("payout %s reported by settlement line %s but by no webhook; recorded from the line",
@@ -225,15 +237,20 @@ func (po *payout) checkLines(in delivery.Event, out []Event) ([]Event, error) {
 		return out, nil
 	}
 	var e Event
-	switch diff := s.sum - paid.Amount; {
+	sum, n := s.sums[paid.Currency], s.counts[paid.Currency]
+	other := ""
+	if n != len(s.counted) {
+		other = fmt.Sprintf("; %d lines in other currencies do not count", len(s.counted)-n)
+	}
+	switch diff := sum - paid.Amount; {
 	case (diff != 0 || s.over) && !s.open[k]:
 		e = Flagged{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
-			"payout %s of %s %s: its %d settlement lines sum to %s %s (difference %s)", id,
-			money.FormatMinor(paid.Amount, paid.Currency), paid.Currency, len(s.counted),
-			money.FormatMinor(s.sum, paid.Currency), paid.Currency, money.FormatMinor(diff, paid.Currency))}
+			"payout %s of %s %s: its %d settlement lines in %s sum to %s %s (difference %s)%s", id,
+			money.FormatMinor(paid.Amount, paid.Currency), paid.Currency, n, paid.Currency,
+			money.FormatMinor(sum, paid.Currency), paid.Currency, money.FormatMinor(diff, paid.Currency), other)}
 	case diff == 0 && !s.over && s.open[k]:
 		e = Cleared{Meta: meta, Kind: k.kind, Key: k.key, Details: fmt.Sprintf(
-			"payout %s: its %d settlement lines sum to its amount", id, len(s.counted))}
+			"payout %s: its %d settlement lines in %s sum to its amount%s", id, n, paid.Currency, other)}
 	default:
 		return out, nil
 	}

@@ -207,7 +207,37 @@ type Line struct {
 	// Balancetransfer moves the balance between batches). Absent from lines
 	// stored before it existed, which keep their meaning (posting nothing).
 	Counterpart string `json:"Counterpart,omitempty"`
+
+	// Discount, on a charge or refund line, is the merchant-funded coupon
+	// the provider never paid into the balance: on a charge, the part of
+	// the order amount the merchant funded (Alipay 订单金额 − 商家实收,
+	// WeChat Pay 订单金额 − 应结订单金额: "应结订单金额 = 订单总金额 −
+	// 免充值券金额"); on a refund, the coupon money returned with it, which
+	// leaves no balance either (Alipay 商家优惠 on a 退款 row, WeChat Pay
+	// 申请退款金额 − 退款金额). OriginalAmount is then the order's (the
+	// refund's) full amount and Gross what moved the balance:
+	// |OriginalAmount| = |Gross| + Discount, in one currency. Absent from
+	// lines stored before it existed.
+	Discount int64 `json:"Discount,omitempty"`
+
+	// Reversal, on an adjustment line, names the fact the provider undid
+	// and the line reports the money of (ReversalRefund, ReversalCapture);
+	// "" for none. Absent from lines stored before it existed, which keep
+	// their meaning (posting nothing).
+	Reversal string `json:"Reversal,omitempty"`
 }
+
+// Reversals (Line.Reversal). Stored names: never change one.
+const (
+	// ReversalRefund: a refund that failed after it was paid out and came
+	// back into the balance (Stripe refund_failure, Adyen
+	// RefundedReversed): RefundID names it, positive gross.
+	ReversalRefund = "refund"
+	// ReversalCapture: a captured charge that failed after it was booked
+	// and left the balance (Stripe charge_failure): CaptureID names it,
+	// negative gross.
+	ReversalCapture = "capture"
+)
 
 // BusinessID is the id of the business fact the line reports, as the
 // webhooks name it: the capture for a charge, the refund, the dispute; the
@@ -268,6 +298,16 @@ func (l Line) FactsHash() string {
 	if l.Counterpart != "" {
 		// Likewise: only when set.
 		b.WriteString("counterpart=" + l.Counterpart)
+		b.WriteByte(0)
+	}
+	if l.Discount != 0 {
+		// Likewise: only when set.
+		b.WriteString("discount=" + strconv.FormatInt(l.Discount, 10))
+		b.WriteByte(0)
+	}
+	if l.Reversal != "" {
+		// Likewise: only when set.
+		b.WriteString("reversal=" + l.Reversal)
 		b.WriteByte(0)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
@@ -355,7 +395,10 @@ func (l Line) Validate() error {
 	if (l.OriginalAmount > 0 && l.Gross < 0) || (l.OriginalAmount < 0 && l.Gross > 0) {
 		return fmt.Errorf("%w: original amount %d and gross %d have opposite signs", ErrInvalidAmount, l.OriginalAmount, l.Gross)
 	}
-	if l.OriginalCurrency == l.Currency && l.OriginalAmount != l.Gross {
+	if err := l.validateDiscount(); err != nil {
+		return err
+	}
+	if l.OriginalCurrency == l.Currency && l.Discount == 0 && l.OriginalAmount != l.Gross {
 		return fmt.Errorf("%w: original amount %d differs from gross %d in the same currency %s",
 			ErrInvalidAmount, l.OriginalAmount, l.Gross, l.Currency)
 	}
@@ -381,11 +424,44 @@ func (l Line) Validate() error {
 		return bad("unknown counterpart %q", l.Counterpart)
 	case l.Kind == KindPayout && l.PayoutID == "":
 		return bad("payout line has no payout id")
+	case l.Reversal != "" && l.Kind != KindAdjustment:
+		return bad("only an adjustment line reverses a fact")
+	case l.Reversal == ReversalRefund && (l.RefundID == "" || l.PaymentKey == ""):
+		return bad("a refund reversal line names no refund and payment")
+	case l.Reversal == ReversalCapture && (l.CaptureID == "" || l.PaymentKey == ""):
+		return bad("a capture reversal line names no capture and payment")
+	case l.Reversal != "" && l.Reversal != ReversalRefund && l.Reversal != ReversalCapture:
+		return bad("unknown reversal %q", l.Reversal)
 	}
 	if l.OccurredAt.IsZero() {
 		return bad("line has no date")
 	}
 	return nil
+}
+
+// validateDiscount: a coupon is part of a charge's or refund's amount, in
+// the currency it was charged in: |OriginalAmount| = |Gross| + Discount.
+func (l Line) validateDiscount() error {
+	switch {
+	case l.Discount == 0:
+		return nil
+	case l.Discount < 0 || l.Discount > MaxAmount:
+		return fmt.Errorf("%w: discount %d is not within 0 and 10^15 minor units", ErrInvalidAmount, l.Discount)
+	case l.Kind != KindCharge && l.Kind != KindRefund:
+		return fmt.Errorf("%w: a %s line carries a discount; only charge and refund lines do", ErrInvalidLine, l.Kind)
+	case l.OriginalCurrency != l.Currency:
+		return fmt.Errorf("%w: a discount on a line converted from %s to %s", ErrInvalidLine, l.OriginalCurrency, l.Currency)
+	case abs(l.OriginalAmount) != abs(l.Gross)+l.Discount:
+		return fmt.Errorf("%w: original amount %d is not gross %d and discount %d", ErrInvalidAmount, l.OriginalAmount, l.Gross, l.Discount)
+	}
+	return nil
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 func checkCurrency(field string, c money.Currency) error {

@@ -12,10 +12,11 @@ import (
 
 // payoutStatus recomputes a payouts row's status and difference from its
 // totals (alias p): failed is final; a paid payout with no line counted yet
-// is paid; otherwise its lines prove it or they do not.
+// (in any currency) is paid; otherwise its lines in its currency prove it
+// or they do not (lines only in other currencies: mismatch).
 const payoutStatus = `
 	status = CASE WHEN p.failed THEN 'failed'
-	              WHEN p.paid AND p.line_count = 0 THEN 'paid'
+	              WHEN p.paid AND p.line_count = 0 AND p.lines_by_currency = '{}' THEN 'paid'
 	              WHEN p.lines_net = p.amount THEN 'reconciled'
 	              ELSE 'mismatch' END,
 	difference = p.lines_net - p.amount`
@@ -72,17 +73,24 @@ func (w *writer) InsertSettlementLines(ctx context.Context, lines []projections.
 				currency, original_currency, exchange_rate, payout_id, gross, fee, net, original_amount,
 				occurred_at, available_on, stream_id)
 			ON CONFLICT (provider, line_key) DO NOTHING
-			RETURNING provider, payout_id, kind, net, occurred_at
-		), counted AS (
-			SELECT provider, payout_id, count(*) AS n, sum(net)::bigint AS net, max(occurred_at) AS at
+			RETURNING provider, payout_id, kind, net, occurred_at, currency
+		), by_currency AS (
+			SELECT provider, payout_id, currency, count(*) AS n, sum(net)::bigint AS net, max(occurred_at) AS at
 			FROM inserted WHERE payout_id <> '' AND kind <> 'payout'
-			GROUP BY provider, payout_id
+			GROUP BY provider, payout_id, currency
+		), counted AS (
+			SELECT provider, payout_id, sum(n)::bigint AS n, sum(net)::bigint AS net, max(at) AS at,
+			       jsonb_object_agg(currency, jsonb_build_array(n, net)) AS lbc
+			FROM by_currency GROUP BY provider, payout_id
 		)
-		INSERT INTO `+w.table("payouts")+` AS p (provider, payout_id, line_count, lines_net, status, difference, updated_at)
-		SELECT provider, payout_id, n, net, 'mismatch', net, at FROM counted
+		INSERT INTO `+w.table("payouts")+` AS p (provider, payout_id, line_count, lines_net, lines_by_currency, status, difference, updated_at)
+		SELECT provider, payout_id, n, net, lbc, 'mismatch', net, at FROM counted
 		ON CONFLICT (provider, payout_id) DO UPDATE
-		SET line_count = p.line_count + excluded.line_count,
-		    lines_net = p.lines_net + excluded.lines_net,
+		SET line_count = p.line_count + CASE WHEN p.currency IS NULL THEN excluded.line_count
+		                                     ELSE coalesce((excluded.lines_by_currency -> p.currency ->> 0)::bigint, 0) END,
+		    lines_net = p.lines_net + CASE WHEN p.currency IS NULL THEN excluded.lines_net
+		                                   ELSE coalesce((excluded.lines_by_currency -> p.currency ->> 1)::bigint, 0) END,
+		    lines_by_currency = `+mergeLinesByCurrency+`,
 		    updated_at = greatest(p.updated_at, excluded.updated_at)`,
 		cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], cols[10], cols[11], cols[12],
 		gross, fee, net, orig, occurred, avail, streams)
@@ -92,6 +100,22 @@ func (w *writer) InsertSettlementLines(ctx context.Context, lines []projections.
 	return w.refreshPayouts(ctx)
 }
 
+// mergeLinesByCurrency adds excluded's lines_by_currency to p's, currency
+// by currency ({"EUR": [count, net]}): a payout is proven only by its lines
+// in its own currency (migration 00110).
+const mergeLinesByCurrency = `(
+	SELECT coalesce(jsonb_object_agg(k, jsonb_build_array(
+		coalesce((p.lines_by_currency -> k ->> 0)::bigint, 0) + coalesce((excluded.lines_by_currency -> k ->> 0)::bigint, 0),
+		coalesce((p.lines_by_currency -> k ->> 1)::bigint, 0) + coalesce((excluded.lines_by_currency -> k ->> 1)::bigint, 0))), '{}')
+	FROM (SELECT jsonb_object_keys(p.lines_by_currency) UNION SELECT jsonb_object_keys(excluded.lines_by_currency)) AS ks(k))`
+
+// ownCurrencyLines sets line_count and lines_net to the lines in the
+// currency a payout report just gave a row that had none (they counted
+// every line until then).
+const ownCurrencyLines = `
+	line_count = CASE WHEN p.currency IS NULL THEN coalesce((p.lines_by_currency -> excluded.currency ->> 0)::bigint, 0) ELSE p.line_count END,
+	lines_net = CASE WHEN p.currency IS NULL THEN coalesce((p.lines_by_currency -> excluded.currency ->> 1)::bigint, 0) ELSE p.lines_net END,`
+
 // refreshPayouts recomputes the status of the rows whose totals changed in
 // this transaction (their stored status or difference no longer matches).
 func (w *writer) refreshPayouts(ctx context.Context) error {
@@ -99,10 +123,19 @@ func (w *writer) refreshPayouts(ctx context.Context) error {
 		UPDATE `+w.table("payouts")+` AS p SET `+payoutStatus+`
 		WHERE p.difference <> p.lines_net - p.amount
 		   OR p.status <> CASE WHEN p.failed THEN 'failed'
-		                       WHEN p.paid AND p.line_count = 0 THEN 'paid'
+		                       WHEN p.paid AND p.line_count = 0 AND p.lines_by_currency = '{}' THEN 'paid'
 		                       WHEN p.lines_net = p.amount THEN 'reconciled'
 		                       ELSE 'mismatch' END`)
 	return classify(err)
+}
+
+// arrivalOf is a paid payout's arrival_date: the provider's word when it
+// gave one, else the time of the report that said it was paid.
+func arrivalOf(c projections.PayoutChange) time.Time {
+	if !c.Arrival.IsZero() {
+		return c.Arrival
+	}
+	return c.At
 }
 
 func (w *writer) ApplyPayouts(ctx context.Context, changes []projections.PayoutChange) error {
@@ -114,21 +147,22 @@ func (w *writer) ApplyPayouts(ctx context.Context, changes []projections.PayoutC
 			// different one); a replay sets the same values again.
 			b.Queue(`
 				INSERT INTO `+t+` AS p (provider, payout_id, amount, currency, arrival_date, paid, status, updated_at)
-				VALUES ($1, $2, $3, $4, $5, true, 'paid', $5)
+				VALUES ($1, $2, $3, $4, $6, true, 'paid', $5)
 				ON CONFLICT (provider, payout_id) DO UPDATE
-				SET amount = CASE WHEN p.paid THEN p.amount ELSE excluded.amount END,
+				SET amount = CASE WHEN p.paid THEN p.amount ELSE excluded.amount END,`+ownCurrencyLines+`
 				    currency = coalesce(p.currency, excluded.currency),
 				    arrival_date = coalesce(p.arrival_date, excluded.arrival_date),
 				    paid = true,
 				    updated_at = greatest(p.updated_at, excluded.updated_at)`,
-				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At)
+				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At, arrivalOf(c))
 		}
 		if c.Failed {
 			b.Queue(`
 				INSERT INTO `+t+` AS p (provider, payout_id, amount, currency, failed, status, updated_at)
 				VALUES ($1, $2, $3, $4, true, 'failed', $5)
 				ON CONFLICT (provider, payout_id) DO UPDATE
-				SET failed = true, currency = coalesce(p.currency, excluded.currency),
+				SET failed = true,`+ownCurrencyLines+`
+				    currency = coalesce(p.currency, excluded.currency),
 				    updated_at = greatest(p.updated_at, excluded.updated_at)`,
 				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At)
 		}

@@ -113,7 +113,7 @@ var tableSpecs = map[string]tableSpec{
 	"payouts": {
 		key: []string{"provider", "payout_id"},
 		compare: []string{"amount", "currency", "arrival_date", "paid", "failed", "status", "line_count",
-			"lines_net", "difference"},
+			"lines_net", "difference", "lines_by_currency"},
 		group:     []string{"provider", "coalesce(currency, '')"},
 		eagerKeys: true,
 	},

@@ -357,6 +357,14 @@ func classify(c *report.CSV, l *settlement.Line, psp, mod string) error {
 	case "ChargebackReversed":
 		err = paymentLine(settlement.KindDisputeReversal)
 		l.DisputeID = mod
+	case "RefundedReversed":
+		// "Refund reversed: the refund was returned and credited back to the
+		// merchant" [AD3]: the refund (Modification Reference, the refund's
+		// PSP reference, as REFUNDED_REVERSED carries it) failed after it
+		// was paid; the line reports the money that came back
+		// (settlement.ReversalRefund), posted once with the webhook.
+		err = paymentLine(settlement.KindAdjustment)
+		l.RefundID, l.Reversal = mod, settlement.ReversalRefund
 	case "Fee", "MiscCosts", "PaymentCost", "AuthorisationSchemeFee", "InvoiceDeduction":
 		// Costs: "Adyen transaction fees", "costs that could not be matched
 		// with any specific transactions", "separate fees being charged for
@@ -397,9 +405,8 @@ func classify(c *report.CSV, l *settlement.Line, psp, mod string) error {
 		// [AD3]: the balance moves between batches, its total unchanged;
 		// the line posts nothing and counts in its batch (the batch that
 		// carries a negative balance forward adds up to no payout, the
-		// batch that takes it over to its payout). SecondChargeback,
-		// RefundedReversed: the webhooks (SECOND_CHARGEBACK,
-		// REFUNDED_REVERSED) post what they mean. ManualCorrected ("manual
+		// batch that takes it over to its payout). SecondChargeback: the
+		// webhook (SECOND_CHARGEBACK) posts what it means. ManualCorrected ("manual
 		// booking/adjustment by Adyen"), InternalCompanyPayout and the
 		// rest name no account the money went to: recorded and counted in
 		// the batch, posting nothing.

@@ -2,6 +2,7 @@ package alipay
 
 import (
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
 
@@ -28,9 +29,26 @@ func (b *bill) tradeRow(rec []string) error {
 		Fee: -fee} // printed negative when charged, positive when returned
 	switch typ {
 	case "交易":
-		if l.Gross, err = b.amount(rec, "订单金额(元)"); err != nil {
+		order, err := b.amount(rec, "订单金额(元)")
+		if err != nil {
 			return err
 		}
+		// 商家实收 is what reached the merchant: the order less what the
+		// merchant funded of it (商家优惠, merchant coupons), which Alipay
+		// never pays out, as a notification's receipt_amount below its
+		// total_amount. The capture is of the order; the difference is its
+		// discount (docs/providers.md).
+		l.Gross, l.OriginalAmount = order, order
+		if b.get(rec, "商家实收(元)") != "" {
+			if l.Gross, err = b.amount(rec, "商家实收(元)"); err != nil {
+				return err
+			}
+		}
+		if l.Gross < 0 || l.Gross > order {
+			return report.Errorf(b.last, "商家实收(元)", "%s is not within 0 and the order's %s",
+				money.FormatMinor(l.Gross, cny), money.FormatMinor(order, cny))
+		}
+		l.Discount = order - l.Gross
 		l.Kind, l.Key = settlement.KindCharge, "trade:"+tradeNo
 	case "退款":
 		refund := b.get(rec, "退款批次号/请求号")
@@ -41,7 +59,16 @@ func (b *bill) tradeRow(rec []string) error {
 		if err != nil {
 			return err
 		}
-		l.Gross = -abs(v)
+		// 商家实收 is the merchant's money the refund took; 商家优惠 the
+		// merchant coupon it returned to the buyer (Alipay refunds the
+		// buyer's own money first, the coupon last: alipay.trade.refund
+		// refund_amount), which leaves no balance. The refund is both.
+		coupon, err := b.amount(rec, "商家优惠(元)")
+		if err != nil {
+			return err
+		}
+		l.Gross, l.Discount = -abs(v), abs(coupon)
+		l.OriginalAmount = l.Gross - l.Discount
 		l.Kind, l.RefundID, l.Key = settlement.KindRefund, refund, "refund:"+tradeNo+":"+refund
 		// The row is the refund's own amount; its notification's refund_fee
 		// is the trade's refunded total (docs/reference.md, Alipay).
@@ -49,7 +76,6 @@ func (b *bill) tradeRow(rec []string) error {
 	default:
 		return report.Errorf(b.last, "业务类型", "unknown 业务类型 %q (交易 or 退款)", typ)
 	}
-	l.OriginalAmount = l.Gross
 	if l.Net, err = settlement.SubChecked(l.Gross, l.Fee); err != nil {
 		return report.Errorf(b.last, "服务费(元)", "%v", err)
 	}

@@ -37,6 +37,9 @@ const closedReason = "TRADE_CLOSED: unpaid trade closed"
 //   - A receipt_amount below total_amount is a discount the merchant funded
 //     (Notification.Discount): carried on the capture, which books it to
 //     expenses:discounts:alipay (docs/reference.md, "Money and accounts").
+//     A refunded total above receipt_amount returns coupon money
+//     (Notification.RefundDiscount), carried on the cumulative refund: the
+//     domain credits it back to expenses:discounts:alipay, not the balance.
 func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 	ev := delivery.Event{
 		Provider:    Name,
@@ -81,7 +84,7 @@ func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 	switch {
 	case n.RefundFee.Set:
 		ev.Facts = append(ev.Facts, delivery.Fact{Kind: delivery.KindRefundCumulative, BusinessID: n.OutBizNo,
-			Amount: n.RefundFee.Fen, Currency: Currency})
+			Amount: n.RefundFee.Fen, Discount: n.RefundDiscount, Currency: Currency})
 	case n.TradeStatus == StatusTradeClosed:
 		ev.OccurredAt = orElse(n.GmtClose, n.NotifyTime)
 		ev.Facts = []delivery.Fact{{Kind: delivery.KindCanceled, Reason: closedReason}}

@@ -1,6 +1,7 @@
 package alipay
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -49,9 +50,18 @@ type Notification struct {
 	GmtCreate, GmtPayment, GmtRefund, GmtClose time.Time // zero when absent
 
 	// Discount is total_amount − receipt_amount: what the merchant funded of
-	// the order (its coupons), which Alipay never credits. Zero when
-	// receipt_amount is absent or equal.
+	// the order (its coupons), which Alipay never credits. Without
+	// receipt_amount, the vouchers' merchant_contribute
+	// (voucher_detail_list); zero when neither says.
 	Discount int64
+	// RefundDiscount is the coupon money within refund_fee (the trade's
+	// refunded total): the part of it above what the merchant received.
+	// Alipay refunds "the buyer's own funds first" and the coupon last
+	// (alipay.trade.refund, refund_amount: of a 100.00 trade paid 80.00 and
+	// a 20.00 coupon, a first refund of 60.00 is all the merchant's money,
+	// a second of 40.00 is 20.00 of it and the 20.00 coupon), so the coupon
+	// returned with a refunded total T is max(0, T − (total − Discount)).
+	RefundDiscount int64
 }
 
 // decodeNotification reads the typed notification from the decoded values.
@@ -97,8 +107,44 @@ func decodeNotification(v map[string]string) (Notification, error) {
 				v["receipt_amount"], v["total_amount"])
 		}
 		n.Discount = n.TotalAmount.Fen - n.ReceiptAmount.Fen
+	} else if n.TotalAmount.Set {
+		if n.Discount, err = merchantContribution(v["voucher_detail_list"], n.TotalAmount.Fen); err != nil {
+			return Notification{}, err
+		}
+	}
+	if n.RefundFee.Set && n.TotalAmount.Set {
+		n.RefundDiscount = max(0, n.RefundFee.Fen-(n.TotalAmount.Fen-n.Discount))
 	}
 	return n, nil
+}
+
+// merchantContribution sums the merchant_contribute of voucher_detail_list
+// (a JSON array, as the notification and alipay.trade.query carry it): the
+// part of the vouchers the merchant funded, which Alipay never pays out;
+// other_contribute (a third party's) and Alipay's own vouchers are paid to
+// the merchant and are no discount of theirs. Used only without
+// receipt_amount, which says the same in one figure. Empty: zero.
+func merchantContribution(list string, total int64) (int64, error) {
+	if list == "" {
+		return 0, nil
+	}
+	var vouchers []struct {
+		MerchantContribute string `json:"merchant_contribute"`
+	}
+	if err := json.Unmarshal([]byte(list), &vouchers); err != nil {
+		return 0, fmt.Errorf("%w: voucher_detail_list is not a JSON array of vouchers: %v", delivery.ErrMalformed, err)
+	}
+	var sum int64
+	for i, v := range vouchers {
+		a, err := parseAmount(fmt.Sprintf("voucher_detail_list[%d].merchant_contribute", i), v.MerchantContribute)
+		if err != nil {
+			return 0, err
+		}
+		if sum += a.Fen; sum > total {
+			return 0, fmt.Errorf("%w: voucher_detail_list: the merchant's contributions exceed total_amount", delivery.ErrInvalidAmount)
+		}
+	}
+	return sum, nil
 }
 
 // parseTime reads an Alipay time ("2019-08-15 15:56:24", gmt_refund with

@@ -27,10 +27,10 @@ package paypal
 //     resource.id); PaymentKey = CaptureID = PayPal Reference ID (the
 //     refunded capture, type TXN), as the refund's "up" link names it.
 //   - T1106 (reversal), T1201 (chargeback), T1202 (chargeback reversal):
-//     PaymentKey = PayPal Reference ID. The report does not carry the
-//     PP-D-… dispute id of CUSTOMER.DISPUTE.* webhooks, so these lines
-//     cannot be matched to a dispute: they are recorded and their fees
-//     posted, and the webhooks post the dispute.
+//     PaymentKey = PayPal Reference ID; DisputeID = DisputeID(it), the id
+//     the webhooks of both channels give the dispute of that capture
+//     ("reversal-" + capture id): the line posts the chargeback (funds
+//     withdrawn) or its reversal once, with or without its webhook.
 //   - T01nn fees, T02nn conversion legs: PaymentKey = PayPal Reference ID
 //     when it names a transaction (TXN), else none.
 //   - T04nn withdrawals (the bank payouts): PayoutID = Transaction ID;
@@ -244,9 +244,15 @@ func stlLine(c *report.CSV, opt report.Options) (settlement.Line, error) {
 		err = needRef(settlement.KindRefund)
 		l.RefundID = id
 	case code == "T1106", code == "T1201":
+		// A chargeback (or payment reversal) takes the disputed money from
+		// the balance: the dispute's funds withdrawn, under the id both
+		// webhook channels give it (DisputeID: derived from the disputed
+		// capture), so the line and a webhook post it once.
 		err = needRef(settlement.KindDispute)
+		l.DisputeID = DisputeID(txnRef)
 	case code == "T1202":
 		err = needRef(settlement.KindDisputeReversal)
+		l.DisputeID = DisputeID(txnRef)
 	case group == "T01", code == "T1108", code == "T1109":
 		l.Kind, l.PaymentKey = settlement.KindFee, txnRef
 	case group == "T02":

@@ -57,7 +57,7 @@ func TestParseSTL(t *testing.T) {
 
 	cb := recs[5].Line
 	assert.Equal(t, settlement.KindDispute, cb.Kind)
-	assert.Empty(t, cb.DisputeID, "the report has no PP-D dispute id")
+	assert.Equal(t, DisputeID("42311647XV020574X"), cb.DisputeID, "the id both webhook channels give the dispute of the capture")
 	assert.Equal(t, []int64{-750, 2000, -2750}, []int64{cb.Gross, cb.Fee, cb.Net})
 
 	po := recs[6].Line

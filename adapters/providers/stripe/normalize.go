@@ -492,6 +492,14 @@ func payout(typ string, po payload.Object) (string, []delivery.Fact, error) {
 		return "", nil, err
 	}
 	f := delivery.Fact{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: cur}
+	// arrival_date: "Date that you can expect the payout to arrive in the
+	// bank" (docs.stripe.com/api/payouts/object), a unix time; the
+	// payout's arrival date in the read models, not the event's time.
+	if at, ok, err := po.OptInt("arrival_date"); err != nil {
+		return "", nil, err
+	} else if ok && at > 0 && typ == "payout.paid" {
+		f.ArrivalDate = time.Unix(at, 0).UTC()
+	}
 	if typ != "payout.paid" {
 		f.Kind = delivery.KindPayoutFailed
 		f.Reason = reason(po, "failure_message", "failure_code")

@@ -235,12 +235,36 @@ func classify(l *settlement.Line, category, source, charge, pi, payout string, o
 		if source != "" {
 			l.PayoutID = source
 		}
+	case "risk_reserved_funds":
+		// "Funds held by Stripe to mitigate risk" and their release
+		// (docs.stripe.com/reports/reporting-categories; BT types
+		// reserve_transaction, and reserve_hold / reserve_release since
+		// 2026-01-28.clover): moved between the balance and the reserve,
+		// as Adyen's and Square's reserve lines.
+		l.Kind, l.Counterpart = settlement.KindAdjustment, settlement.CounterpartReserve
 	default:
 		// partial_capture_reversal, charge_failure, refund_failure,
-		// transfers, reserves, topups...: recorded, counted in the payout.
+		// transfers, topups...: recorded, counted in the payout.
 		l.Kind = settlement.KindAdjustment
 		if strings.HasPrefix(source, "re_") || strings.HasPrefix(source, "pyr_") {
 			l.RefundID = source
+		}
+	}
+	// "refund_failure: Refund failures ... credited back to your balance"
+	// and "charge_failure: ... a charge that failed after it was captured
+	// (e.g. an ACH debit returned)" (docs.stripe.com/reports/
+	// reporting-categories): reversals of a fact that posted
+	// (settlement.Line.Reversal); the domain posts them once, whichever of
+	// the line and the webhook comes first.
+	switch {
+	case category == "refund_failure" && l.RefundID != "" && l.PaymentKey != "":
+		l.Reversal = settlement.ReversalRefund
+	case category == "charge_failure" && l.PaymentKey != "":
+		if strings.HasPrefix(source, "ch_") || strings.HasPrefix(source, "py_") {
+			l.CaptureID = source
+		}
+		if l.CaptureID != "" {
+			l.Reversal = settlement.ReversalCapture
 		}
 	}
 	if l.PaymentKey == "" && l.Kind != settlement.KindCharge && l.Kind != settlement.KindRefund &&
@@ -334,6 +358,7 @@ type expandedSource struct {
 	Currency       string          `json:"currency"`
 	Charge         json.RawMessage `json:"charge"`
 	PaymentIntent  json.RawMessage `json:"payment_intent"`
+	ArrivalDate    json.Number     `json:"arrival_date"` // a payout's
 }
 
 // ParseBalanceTransaction maps one BalanceTransaction object to a line,
@@ -450,6 +475,23 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		}
 	}
 	classify(&l, category, sourceID, charge, pi, "", opt)
+	if !expandedObj && l.PaymentKey == "" && paymentCategory(category) {
+		// A line of a payment whose source is a bare id (not expanded):
+		// linked through the charge the ledger knows, or refused naming
+		// what is missing; never recorded attached to no payment.
+		if err := linkBare(&l, category, sourceID, opt); err != nil {
+			return fail("source", err)
+		}
+	}
+	if l.Kind == settlement.KindPayout && src.Object == "payout" && src.ArrivalDate != "" {
+		// The payout's own arrival_date ("Date that you can expect the
+		// payout to arrive in the bank", docs.stripe.com/api/payouts/object)
+		// is when its money is available at the bank: the payout line's
+		// AvailableOn, which the payout's arrival date is read from.
+		if l.AvailableOn, err = unixTime(src.ArrivalDate); err != nil {
+			return fail("source.arrival_date", err)
+		}
+	}
 	if err := check(l); err != nil {
 		col := ""
 		if errors.Is(err, settlement.ErrInvalidAmount) {
@@ -458,6 +500,42 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		return fail(col, err)
 	}
 	return l, nil
+}
+
+// paymentCategory: a reporting category whose balance transaction belongs
+// to a payment (besides charge, refund, dispute and dispute_reversal, which
+// need the source expanded).
+func paymentCategory(category string) bool {
+	switch category {
+	case "partial_capture_reversal", "refund_failure", "charge_failure":
+		return true
+	}
+	return false
+}
+
+// linkBare gives l, a payment's line whose source is the bare id source,
+// the payment the ledger knows its charge by (report.Options.Link: the
+// webhooks named the charge and its PaymentIntent), or says what is
+// missing. A refund id names no charge: the source must be expanded.
+func linkBare(l *settlement.Line, category, source string, opt report.Options) error {
+	if !strings.HasPrefix(source, "ch_") && !strings.HasPrefix(source, "py_") {
+		return fmt.Errorf("a %s balance transaction whose source %q is not expanded names no payment: list it with expand[]=data.source", category, source)
+	}
+	if opt.Link != nil {
+		key, ok, err := opt.Link(l.DedupKey(), source)
+		if err != nil {
+			return err
+		}
+		if ok {
+			l.PaymentKey, l.CaptureID = key, source
+			if category == "charge_failure" {
+				l.Reversal = settlement.ReversalCapture
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("a %s balance transaction names charge %s, which no webhook linked to its payment: line %s cannot be linked (list it with expand[]=data.source)",
+		category, source, l.LineID)
 }
 
 // categoryOfType maps a BT type to its reporting category, for objects
@@ -476,6 +554,8 @@ func categoryOfType(t string) string {
 		return "payout"
 	case "payout_cancel", "payout_failure":
 		return "payout_reversal"
+	case "reserve_transaction", "reserve_hold", "reserve_release":
+		return "risk_reserved_funds"
 	}
 	return t
 }

@@ -241,7 +241,8 @@ func TestNormalize(t *testing.T) {
 		{"charge.dispute.closed.inquiry_warning_closed.json", pi, 1765900100, []delivery.Fact{{Kind: delivery.KindDisputeWon, BusinessID: "du_1QyInQ2eZvKYlo2CiNqUiRy1", Amount: 2000, Currency: usd, Reason: "general"}}},
 		{"payout.failed.json", "", 1765300000, []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd, Reason: "The bank account has been closed."}}},
 		{"payout.canceled.json", "", 1764920000, []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1QzPcA2eZvKYlo2CcAnCeL01", Amount: 1912, Currency: usd, Reason: "canceled"}}},
-		{"payout.paid.json", "", 1765000000, []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd}}},
+		{"payout.paid.json", "", 1765000000, []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd,
+			ArrivalDate: time.Unix(1765000000, 0).UTC()}}}, // arrival_date: the provider's day, not the event's
 		{"customer.created.json", "", 1764410300, nil},
 		// API version 2020-08-27: no latest_charge; the captured charge is
 		// the succeeded entry of charges.data, not the declined attempt.

@@ -37,12 +37,21 @@ func (b *wxBill) tradeRow(rec []string) error {
 		if err != nil {
 			return err
 		}
-		l.Gross = settle
-		if b.has("订单金额") {
-			if l.Gross, err = b.amount(rec, "订单金额"); err != nil {
+		// 应结订单金额 is what WeChat settles: "应结订单金额 = 订单金额 −
+		// 免充值券金额" (pay.weixin.qq.com, 交易账单). The capture is of the
+		// order (订单金额, when the bill has it); the no-cash coupon is its
+		// discount, as promotion_detail NOCASH is a notification's.
+		l.Gross, l.OriginalAmount = settle, settle
+		if b.has("订单金额") && b.get(rec, "订单金额") != "" {
+			if l.OriginalAmount, err = b.amount(rec, "订单金额"); err != nil {
 				return err
 			}
 		}
+		if settle < 0 || settle > l.OriginalAmount {
+			return report.Errorf(b.last, "应结订单金额", "%s is not within 0 and the order's 订单金额 %s",
+				money.FormatMinor(settle, cny), money.FormatMinor(l.OriginalAmount, cny))
+		}
+		l.Discount = l.OriginalAmount - settle
 		if err := b.add("应结订单金额", settle); err != nil {
 			return err
 		}
@@ -59,7 +68,25 @@ func (b *wxBill) tradeRow(rec []string) error {
 		if err := b.add("退款金额", v); err != nil {
 			return err
 		}
+		// 退款金额 is the settled money the refund takes back (应结退款金额:
+		// the refund less the no-cash coupon it returns); 申请退款金额 the
+		// refund itself, as its notification's amount.refund. The
+		// difference is coupon money returned: no balance moves for it.
 		l.Gross = -abs(v)
+		l.OriginalAmount = l.Gross
+		if b.has("申请退款金额") && b.get(rec, "申请退款金额") != "" {
+			applied, err := b.amount(rec, "申请退款金额")
+			if err != nil {
+				return err
+			}
+			if abs(applied) < abs(v) {
+				return report.Errorf(b.last, "申请退款金额", "%s is below the 退款金额 %s",
+					money.FormatMinor(abs(applied), cny), money.FormatMinor(abs(v), cny))
+			}
+			if applied != 0 {
+				l.OriginalAmount, l.Discount = -abs(applied), abs(applied)-abs(v)
+			}
+		}
 		l.Kind, l.RefundID, l.Key = settlement.KindRefund, refund, "refund:"+refund
 	case "REVOKED":
 		return nil // a cancelled order: no money moved (counted in 总交易单数)
@@ -72,7 +99,6 @@ func (b *wxBill) tradeRow(rec []string) error {
 	if err := b.add("手续费", l.Fee); err != nil {
 		return err
 	}
-	l.OriginalAmount = l.Gross
 	if l.Net, err = settlement.SubChecked(l.Gross, l.Fee); err != nil {
 		return report.Errorf(b.last, "手续费", "%v", err)
 	}

@@ -73,6 +73,23 @@ type Transaction struct {
 	TradeState    string  `json:"trade_state"`
 	SuccessTime   string  `json:"success_time"`
 	Amount        *Amount `json:"-"` // decoded by decodeAmount
+	// PromotionDetail: the coupons and instant discounts of the payment
+	// (promotion_detail, in the notification and the query answer alike).
+	PromotionDetail []Promotion `json:"promotion_detail"`
+}
+
+// Promotion is one promotion_detail entry. Type CASH is a pre-funded
+// coupon (充值券): its funder paid WeChat, and the merchant is settled the
+// whole order; NOCASH (免充值券) is not pre-funded: WeChat settles the
+// merchant the order less it ("应结订单金额 = 订单金额 − 免充值券金额",
+// pay.weixin.qq.com 交易账单). Amounts in fen.
+type Promotion struct {
+	CouponID            string `json:"coupon_id"`
+	Type                string `json:"type"`
+	Amount              int64  `json:"amount"`
+	WechatpayContribute int64  `json:"wechatpay_contribute"`
+	MerchantContribute  int64  `json:"merchant_contribute"`
+	OtherContribute     int64  `json:"other_contribute"`
 }
 
 // Refund is a refund notification's content (wechatpay-java
@@ -97,8 +114,12 @@ type Amount struct {
 	PayerTotal  int64
 	Refund      int64
 	PayerRefund int64
-	Currency    money.Currency // DefaultCurrency when the notification names none
-	present     map[string]bool
+	// SettlementRefund: 应结退款金额, the refund less the no-cash coupon
+	// money it returns (the refund query and apply answers carry it; the
+	// notification does not).
+	SettlementRefund int64
+	Currency         money.Currency // DefaultCurrency when the notification names none
+	present          map[string]bool
 }
 
 type envelope struct {
@@ -178,6 +199,7 @@ func decodeAmount(raw json.RawMessage) (*Amount, error) {
 		PayerTotal  json.RawMessage `json:"payer_total"`
 		Refund      json.RawMessage `json:"refund"`
 		PayerRefund json.RawMessage `json:"payer_refund"`
+		Settlement  json.RawMessage `json:"settlement_refund"`
 		Currency    *string         `json:"currency"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -188,7 +210,8 @@ func decodeAmount(raw json.RawMessage) (*Amount, error) {
 		name string
 		raw  json.RawMessage
 		dst  *int64
-	}{{"total", m.Total, &a.Total}, {"payer_total", m.PayerTotal, &a.PayerTotal}, {"refund", m.Refund, &a.Refund}, {"payer_refund", m.PayerRefund, &a.PayerRefund}} {
+	}{{"total", m.Total, &a.Total}, {"payer_total", m.PayerTotal, &a.PayerTotal}, {"refund", m.Refund, &a.Refund}, {"payer_refund", m.PayerRefund, &a.PayerRefund},
+		{"settlement_refund", m.Settlement, &a.SettlementRefund}} {
 		if len(f.raw) == 0 || bytes.Equal(f.raw, []byte("null")) {
 			continue
 		}
@@ -297,8 +320,51 @@ func transactionFacts(ev *delivery.Event, t Transaction) error {
 		return err
 	}
 	ev.PaymentKey = t.TransactionID
-	ev.Facts = []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: t.TransactionID, Amount: total, Currency: t.Amount.Currency}}
+	discount, err := noCash(t.PromotionDetail, total)
+	if err != nil {
+		return err
+	}
+	ev.Facts = []delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: t.TransactionID, Amount: total, Discount: discount,
+		Currency: t.Amount.Currency}}
 	return nil
+}
+
+// noCash is the payment's discount: its NOCASH promotions, which WeChat
+// never settles to the merchant, whoever funded them
+// (merchant_contribute, or other_contribute outside WeChat); CASH
+// promotions are settled in full and are none. Above the order: refused.
+func noCash(ps []Promotion, total int64) (int64, error) {
+	var sum int64
+	for i, p := range ps {
+		if p.Amount < 0 {
+			return 0, fmt.Errorf("%w: resource promotion_detail[%d].amount %d is negative", delivery.ErrInvalidAmount, i, p.Amount)
+		}
+		if p.Type != "NOCASH" {
+			continue
+		}
+		if sum += p.Amount; sum > total {
+			return 0, fmt.Errorf("%w: resource promotion_detail: NOCASH coupons of %d fen exceed amount.total %d", delivery.ErrInvalidAmount, sum, total)
+		}
+	}
+	return sum, nil
+}
+
+// refundCoupon is the no-cash coupon money a refund returns, from the
+// refund's own fields: refund − settlement_refund (应结退款金额: "去掉免充值
+// 代金券退款金额后的退款金额") when it says, as the refund query and
+// apply answers do; else refund − payer_refund (the notification's: what
+// reached the payer, "不包含所有代金券金额"), which counts CASH coupons
+// too: the domain bounds it by the payment's no-cash coupons not yet
+// returned (domain/payment discount.go), the reading that keeps the
+// balance equal to what WeChat settles. Neither: none.
+func refundCoupon(a *Amount, refund int64) int64 {
+	switch {
+	case a.present["settlement_refund"]:
+		return max(0, refund-a.SettlementRefund)
+	case a.present["payer_refund"]:
+		return max(0, refund-a.PayerRefund)
+	}
+	return 0
 }
 
 // refundStatus is the refund_status each refund event type reports.
@@ -344,6 +410,8 @@ func refundFacts(ev *delivery.Event, r Refund) error {
 	ev.Facts = []delivery.Fact{{Kind: kind, BusinessID: r.RefundID, Amount: refund, Currency: r.Amount.Currency}}
 	if kind != delivery.KindRefunded {
 		ev.Facts[0].Reason = ev.Type
+	} else {
+		ev.Facts[0].Discount = refundCoupon(r.Amount, refund)
 	}
 	return nil
 }

@@ -42,7 +42,8 @@ func TestFacts(t *testing.T) {
 			[]delivery.Fact{{Kind: delivery.KindCaptured, BusinessID: txID, Amount: 100, Currency: "HKD"}}},
 		{"capture without success_time: the notification's time", byCert(t, notification(t, apiKey, notifyID, EventTransactionSuccess, with(transaction(cents), "success_time", nil))), txID, notifiedAt, capture},
 		{"refund", byCert(t, notification(t, apiKey, notifyID, EventRefundSuccess, refund("SUCCESS", refundAmount))), txID, refundedAt,
-			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: refundID, Amount: 40, Currency: "CNY"}}},
+			[]delivery.Fact{{Kind: delivery.KindRefunded, BusinessID: refundID, Amount: 40, Currency: "CNY",
+				Discount: 4}}}, // refund 40 − payer_refund 36: coupon money, bounded by the payment's (discount.go)
 		{"refund closed: recorded", byCert(t, notification(t, apiKey, notifyID, EventRefundClosed, refund("CLOSED", refundAmount))), txID, notifiedAt,
 			[]delivery.Fact{{Kind: delivery.KindRefundClosed, BusinessID: refundID, Amount: 40, Currency: "CNY", Reason: "REFUND.CLOSED"}}},
 		{"refund abnormal: recorded, not final", byCert(t, notification(t, apiKey, notifyID, EventRefundAbnormal, refund("ABNORMAL", refundAmount))), txID, notifiedAt,
