@@ -33,10 +33,10 @@ func catchUp(t *testing.T, svc *projections.Service) {
 	}
 }
 
-func paid(provider, id string, amount int64, at time.Time) delivery.Event {
+func paid(provider, id string, amount int64, at, arrival time.Time) delivery.Event {
 	return delivery.Event{Provider: provider, DedupKey: "evt_" + id, Type: "payout.paid", OccurredAt: at,
 		PayloadHash: "h" + id, Raw: []byte(`{}`),
-		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: "EUR"}}}
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: id, Amount: amount, Currency: "EUR", ArrivalDate: arrival}}}
 }
 
 // TestReadModelsAndRebuild: the ledger, the items and the bank read models
@@ -51,7 +51,11 @@ func TestReadModelsAndRebuild(t *testing.T) {
 	db := readmodel.New(pool)
 	proj := projections.NewService(events, db, nil)
 
-	for _, ev := range []delivery.Event{paid("stripe", "po_1", 10000, day("2026-03-02")), paid("adyen", "TX1XT", 2500, day("2026-03-02"))} {
+	// po_1 was reported paid on 20 February to arrive on 2 March (Stripe's
+	// arrival_date): the window starts at the provider's arrival date, not
+	// at the event (20 February + 5 business days would miss 3 March).
+	for _, ev := range []delivery.Event{paid("stripe", "po_1", 10000, day("2026-02-20"), day("2026-03-02")),
+		paid("adyen", "TX1XT", 2500, day("2026-03-02"), time.Time{})} {
 		_, err := svc.Ingest(ctx, ev)
 		require.NoError(t, err)
 	}
