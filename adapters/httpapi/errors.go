@@ -13,6 +13,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/params"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
@@ -52,6 +53,9 @@ var badInput = []error{
 	report.ErrMalformed, // a settlement report: the error names line and column
 	outbox.ErrInvalid,
 	outbox.ErrActorRequired,
+	assertion.ErrInvalid, // each names its field
+	operations.ErrItemUnknown,
+	operations.ErrClosedPeriod,
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving
@@ -66,6 +70,7 @@ var conflicts = []error{
 	period.ErrZoneMismatch,
 	payment.ErrItemResolved,
 	payment.ErrItemOpen,
+	assertion.ErrConflict,
 }
 
 func isBadInput(err error) bool {
