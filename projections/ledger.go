@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/domain/ledger"
-	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
 )
 
@@ -92,10 +91,7 @@ func (l ledgerProjection) Apply(ctx context.Context, w Writer, batch []Envelope)
 			}
 			continue
 		}
-		if env.Event == nil {
-			continue
-		}
-		ps := payment.Postings(env.Event)
+		ps, provider, occurred := postingsOf(env) // assertions.go: opening balances and adjustments post too
 		if len(ps) == 0 {
 			continue
 		}
@@ -107,8 +103,6 @@ func (l ledgerProjection) Apply(ctx context.Context, w Writer, batch []Envelope)
 		if err := b.load(ctx); err != nil {
 			return err
 		}
-		m := env.Event.Metadata()
-		occurred := m.OccurredAt
 		if occurred.IsZero() {
 			occurred = env.Recorded.RecordedAt
 		}
@@ -124,7 +118,7 @@ func (l ledgerProjection) Apply(ctx context.Context, w Writer, batch []Envelope)
 				PostingIndex: i,
 				StreamID:     env.Recorded.StreamID,
 				EventType:    env.Recorded.Type,
-				Provider:     m.Provider,
+				Provider:     provider,
 				Account:      p.Account,
 				Currency:     p.Currency,
 				Amount:       p.Amount,

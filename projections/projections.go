@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
@@ -52,6 +53,9 @@ type Envelope struct {
 	Recorded eventstore.RecordedEvent
 	Event    payment.Event
 	Period   period.Event
+	// Assertion is set instead for the events of the assertion and
+	// adjustment streams (domain/assertion).
+	Assertion assertion.Event
 }
 
 // Projection maps a batch of events to read-model rows through w. Apply must
@@ -90,6 +94,8 @@ type Writer interface {
 	PeriodWriter
 	// The settlement read models (payouts, settlement_lines).
 	SettlementWriter
+	// The provider balances (balance_assertions, balance_movements).
+	AssertionWriter
 	// The bank read models (bank.go).
 	BankWriter
 }
@@ -211,6 +217,10 @@ func decodeOne(r eventstore.RecordedEvent) (Envelope, error) {
 	if r.StreamID == period.StreamID {
 		e, err := period.Decode(r.Type, r.Data)
 		return Envelope{Recorded: r, Period: e}, err
+	}
+	if assertion.IsStream(r.StreamID) {
+		e, err := assertion.Decode(r.Type, r.Data)
+		return Envelope{Recorded: r, Assertion: e}, err
 	}
 	e, err := payment.Decode(r.Type, r.Data)
 	return Envelope{Recorded: r, Event: e}, err

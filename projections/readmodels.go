@@ -124,12 +124,30 @@ func (reconciliationProjection) Name() string { return NameReconciliation }
 
 // partitions: each item belongs to one stream (streamLocal); its events
 // are few, one lane is enough.
-func (reconciliationProjection) partitions() int  { return 1 }
-func (reconciliationProjection) Tables() []string { return []string{"reconciliation_items"} }
+func (reconciliationProjection) partitions() int { return 1 }
+func (reconciliationProjection) Tables() []string {
+	return []string{"reconciliation_items", "balance_assertions", "balance_movements"}
+}
 
 func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
 	var changes []ReconciliationChange
+	// Provider balances (assertions.go): the pass writes its own item
+	// changes, after the ones collected so far.
+	bal := &balancePass{w: w, flush: func(ctx context.Context) error {
+		if len(changes) == 0 {
+			return nil
+		}
+		err := w.ApplyReconciliation(ctx, changes)
+		changes = changes[:0]
+		return err
+	}}
+	if err := bal.prepare(ctx, batch); err != nil {
+		return err
+	}
 	for _, env := range batch {
+		if err := bal.apply(ctx, env); err != nil {
+			return err
+		}
 		var c ReconciliationChange
 		switch e := env.Event.(type) {
 		case payment.Flagged:
@@ -150,6 +168,9 @@ func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Env
 		c.At = env.Recorded.RecordedAt
 		c.EventID = env.Recorded.ID
 		changes = append(changes, c)
+	}
+	if err := bal.store(ctx); err != nil {
+		return err
 	}
 	if len(changes) == 0 {
 		return nil

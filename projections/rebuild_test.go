@@ -93,7 +93,8 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	assert.GreaterOrEqual(t, queries.Load(), int64(10), "queries during the rebuild")
 	for _, tc := range rep.Tables {
 		assert.Equal(t, tc.LiveRows, tc.RebuiltRows, "table %s", tc.Table)
-		if tc.Table != "period_balances" && tc.Table != "payouts" && tc.Table != "settlement_lines" { // no closed period, no settlement here
+		if tc.Table != "period_balances" && tc.Table != "payouts" && tc.Table != "settlement_lines" && // no closed period, no settlement here
+			tc.Table != "balance_assertions" { // nor a stated balance
 			assert.NotZero(t, tc.LiveRows, "table %s", tc.Table)
 		}
 		assert.Zero(t, tc.DifferingRows, "table %s", tc.Table)

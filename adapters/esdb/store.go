@@ -43,6 +43,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/period"
 )
@@ -54,7 +55,9 @@ var _ eventstore.Store = (*Store)(nil)
 // (domain/period.StreamID), and push subscriptions' operator items
 // (delivery.SubscriptionStream).
 var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix, period.StreamID,
-	delivery.SubscriptionStreamPrefix}
+	delivery.SubscriptionStreamPrefix,
+	// Provider balances: assertions, opening balances, adjustments.
+	assertion.StreamPrefix, assertion.AdjustmentStreamPrefix}
 
 // Option configures a Store.
 type Option func(*Store)

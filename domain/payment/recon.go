@@ -21,6 +21,7 @@ func ReconKinds() []string {
 		ReconDisputeBeforePayment,
 		ReconOverReversal,
 		ReconSubscriptionDisabled,
+		"balance_mismatch", // opened by the provider balances (domain/assertion), not by this aggregate
 	}, append(SettlementReconKinds(), extensionReconKinds()...)...) // settle_events.go, extension.go
 }
 

@@ -90,6 +90,7 @@ func Examples() ([]TypeInfo, error) {
 		}
 		recs = append(recs, exampleRecord(period.StreamID, typ, data, 100+i))
 	}
+	recs = append(recs, assertionExamples()...) // assertions.go
 	byType := map[string]TypeInfo{}
 	for _, r := range recs {
 		e, err := FromRecorded(r)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
@@ -160,6 +161,9 @@ func FromRecorded(r eventstore.RecordedEvent) (Event, error) {
 		}
 		out.OccurredAt, out.Data = periodData(e)
 		return checked(out, r.Type)
+	}
+	if assertion.IsStream(r.StreamID) {
+		return fromAssertion(out, r) // assertions.go
 	}
 	e, err := payment.Decode(r.Type, r.Data)
 	if err != nil {

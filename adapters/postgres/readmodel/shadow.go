@@ -110,6 +110,21 @@ var tableSpecs = map[string]tableSpec{
 		group:     []string{"provider", "currency"},
 		eagerKeys: true,
 	},
+	// Provider balances (assertions.go): written with ON CONFLICT, and
+	// balance_assertions' ledger figures updated in place.
+	"balance_assertions": {
+		key: []string{"stream_id", "point_key"},
+		compare: []string{"provider", "account", "currency", "as_of", "stated", "ledger", "source", "actor", "note",
+			"recorded_at", "event_id"},
+		group:     []string{"account", "currency"},
+		eagerKeys: true,
+	},
+	"balance_movements": {
+		key:       []string{"event_id", "posting_index"},
+		compare:   []string{"account", "currency", "effective_at", "amount"},
+		group:     []string{"account", "currency", "to_char(effective_at AT TIME ZONE 'UTC', 'YYYY-MM')"},
+		eagerKeys: true,
+	},
 	"payouts": {
 		key: []string{"provider", "payout_id"},
 		compare: []string{"amount", "currency", "arrival_date", "paid", "failed", "status", "line_count",

@@ -198,8 +198,9 @@ func (a *App) web(ctx context.Context) error {
 	hc.SettlementQuery = a.reads.Query
 	a.outbound = outbound.NewFeed(a.events.Store)
 	hc.Outbound = a.outbound
-	hc.Subscriptions = a.Subscriptions()                 // subscriptions.go
-	hc.Settlements = reportImporter{a.Importer()}        // settlements.go
+	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
+	hc.Settlements = reportImporter{a.Importer()} // settlements.go
+	hc.Balances, hc.BalanceQuery = a.Balances(), a.reads.Query
 	hc.BankStatements = bankStatements{a.BankImporter()} // bank.go
 	a.handler = httpapi.NewHandler(hc)
 	return nil

@@ -1,0 +1,149 @@
+// Package assertion is the books proven against what the provider holds
+// (docs/reference.md, "Provider balances"): balance assertions (a balance a
+// provider, a bank or a person states for one account and currency at one
+// moment), opening balances, and the adjustments an accountant posts to
+// resolve an item. Each account and currency has its own stream
+// (StreamID); the aggregate remembers what it recorded, so that importing
+// the same file twice states nothing twice, and decides each command
+// purely: clocks, ids and actors come in with the command.
+//
+// Whether an assertion agrees is not decided here: it depends on every
+// fact the ledger holds for the account, late ones included, so the
+// reconciliation projection compares each assertion with the ledger's
+// balance as of its moment and keeps that comparison current
+// (projections/assertions.go).
+package assertion
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/domain/money"
+)
+
+// StreamPrefix starts every stream of this package: one per account and
+// currency (StreamID).
+const StreamPrefix = "assertion-"
+
+// AdjustmentStreamPrefix starts the stream of the adjustments made to
+// resolve an item that lives in a payment or payout stream (whose codec
+// holds only the payment's events): AdjustmentStream.
+const AdjustmentStreamPrefix = "adjustment-"
+
+// StreamID is the stream of an account and currency's assertions, its
+// opening balance and the adjustments resolving its balance_mismatch item.
+func StreamID(account string, c money.Currency) string {
+	return StreamPrefix + account + "-" + string(c)
+}
+
+// AdjustmentStream is the stream of the adjustments resolving items of the
+// stream itemStream, when that is not an assertion stream.
+func AdjustmentStream(itemStream string) string {
+	if strings.HasPrefix(itemStream, StreamPrefix) || strings.HasPrefix(itemStream, AdjustmentStreamPrefix) {
+		return itemStream
+	}
+	return AdjustmentStreamPrefix + itemStream
+}
+
+// IsStream reports whether a stream holds this package's events.
+func IsStream(stream string) bool {
+	return strings.HasPrefix(stream, StreamPrefix) || strings.HasPrefix(stream, AdjustmentStreamPrefix)
+}
+
+// ReconBalanceMismatch is the reconciliation item kind a differing
+// assertion opens: one per account and currency (its key is
+// ItemKey), in the account's stream.
+const ReconBalanceMismatch = "balance_mismatch"
+
+// ItemKey is the key of the balance_mismatch item of an account and
+// currency.
+func ItemKey(account string, c money.Currency) string { return account + "/" + string(c) }
+
+// BankProvider is the provider name of bank accounts' assertions
+// (bank:NAME, stated by bank statements).
+const BankProvider = "bank"
+
+// Errors of the decisions; the HTTP layer maps them to 400 (ErrInvalid)
+// and 409 (ErrConflict).
+var (
+	// ErrInvalid: the command itself is wrong (a field names the problem).
+	ErrInvalid = errors.New("invalid")
+	// ErrConflict: the command contradicts what the stream recorded.
+	ErrConflict = errors.New("conflict")
+)
+
+// FieldError names the field of a command that is wrong. It wraps
+// ErrInvalid.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+var (
+	providerAccount = regexp.MustCompile(`^provider:([a-z0-9][a-z0-9_-]*):(balance|reserve)$`)
+	bankAccount     = regexp.MustCompile(`^bank:([a-z0-9][a-z0-9_.-]*)$`)
+	// chartAccount is every account of the chart (docs/reference.md,
+	// "Money and accounts"): what an adjustment may post to.
+	chartAccount = regexp.MustCompile(`^(revenue:(sales|refunds)|expenses:(disputes|writeoffs)|` +
+		`expenses:(fees|discounts):[a-z0-9][a-z0-9_-]*|receivable:disputes:[a-z0-9][a-z0-9_-]*|` +
+		`provider:[a-z0-9][a-z0-9_-]*:(balance|reserve)|bank:[a-z0-9][a-z0-9_.-]*|suspense:bank:[a-z0-9][a-z0-9_.-]*|` +
+		`equity:opening_balances|fx:trading)$`)
+)
+
+// OpeningBalances is the account opening balances are posted against.
+const OpeningBalances = "equity:opening_balances"
+
+// Writeoffs is the chart's account for amounts written off by an
+// adjustment.
+const Writeoffs = "expenses:writeoffs"
+
+// ProviderOf is the provider whose statement can assert a balance of
+// account: p for provider:p:balance and provider:p:reserve, "bank" for a
+// bank account bank:NAME (bank:payouts is money between the two, which
+// nobody states). ok is false for any other account.
+func ProviderOf(account string) (provider string, ok bool) {
+	if m := providerAccount.FindStringSubmatch(account); m != nil {
+		return m[1], true
+	}
+	if bankAccount.MatchString(account) && account != "bank:payouts" {
+		return BankProvider, true
+	}
+	return "", false
+}
+
+// InChart reports whether account is an account of the chart.
+func InChart(account string) bool { return chartAccount.MatchString(account) }
+
+// MaxAmount bounds a stated amount, as every fact's (delivery.MaxAmount).
+const MaxAmount int64 = 1_000_000_000_000_000
+
+func checkAmount(field string, a int64) error {
+	if a > MaxAmount || a < -MaxAmount {
+		return invalid(field, "%d is beyond 10^15 minor units", a)
+	}
+	return nil
+}
+
+func checkCurrency(field string, c money.Currency) error {
+	if !c.Known() || string(c) != strings.ToUpper(string(c)) {
+		return invalid(field, "%q is not an ISO 4217 currency with minor units", string(c))
+	}
+	return nil
+}
+
+func checkTime(field string, t time.Time) error {
+	if t.IsZero() {
+		return invalid(field, "required (RFC 3339)")
+	}
+	return nil
+}
