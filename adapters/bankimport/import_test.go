@@ -225,7 +225,7 @@ func camtDoc(msg string, stmts []camtStmt) string {
 				code string
 				v    int64
 				d    time.Time
-			}{{"OPBD", s.opening, s.on.AddDate(0, 0, -1)}, {"CLBD", closing, s.on}} {
+			}{{"OPBD", s.opening, s.on}, {"CLBD", closing, s.on}} {
 				a, ind := amt(bal.v)
 				fmt.Fprintf(&b, `<Bal><Tp><CdOrPrtry><Cd>%s</Cd></CdOrPrtry></Tp><Amt Ccy="EUR">%s</Amt><CdtDbtInd>%s</CdtDbtInd><Dt><Dt>%s</Dt></Dt></Bal>`,
 					bal.code, a, ind, bal.d.Format(time.DateOnly))

@@ -12,7 +12,9 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/bankfile"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/bankline"
+	"github.com/onceledger/onceledger/domain/bankstatement"
 	"github.com/onceledger/onceledger/domain/delivery"
 )
 
@@ -20,12 +22,15 @@ import (
 // by (bank:NAME).
 var ErrAccount = errors.New("invalid bank account name")
 
-var accountName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// accountName is what bank:NAME may be (domain/assertion's chart of
+// accounts: lower case), "payouts" aside: bank:payouts is the money in
+// transit.
+var accountName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 // CheckAccount validates a bank account's name.
 func CheckAccount(name string) error {
-	if !accountName.MatchString(name) {
-		return fmt.Errorf("%w: %q (letters, digits, '_', '.', '-'; up to 64)", ErrAccount, name)
+	if !accountName.MatchString(name) || name == "payouts" {
+		return fmt.Errorf("%w: %q (lower-case letters, digits, '_', '.', '-'; up to 64; not \"payouts\": bank:payouts is the money in transit)", ErrAccount, name)
 	}
 	return nil
 }
@@ -43,9 +48,20 @@ type Payouts interface {
 	UnbankedPayouts(ctx context.Context) ([]bankline.Payout, error)
 }
 
+// Asserter records stated balances as balance assertions
+// (operations.Balances.State): a statement's opening and closing balances
+// are assertions on bank:NAME, provider "bank".
+type Asserter interface {
+	State(ctx context.Context, s assertion.Statement) (int, error)
+}
+
 // Importer imports statement files into bank accounts.
 type Importer struct {
 	Ingest Ingester
+	// Asserter, when set, records each statement's opening and closing
+	// balances as balance assertions (compared with the ledger's bank:NAME
+	// by booking date); nil: they are kept with the statement only.
+	Asserter Asserter
 	// Payouts, when set, are told to the account before its lines (and
 	// by Match), so that a line finds the payout it banks.
 	Payouts Payouts
@@ -197,7 +213,42 @@ func (r *recorder) end(st *bankfile.Statement) error {
 		return nil
 	}
 	r.sum.Statements++
-	return r.add(StatementDelivery(r.account, st, covers), false)
+	ev := StatementDelivery(r.account, st, covers)
+	if err := r.add(ev, false); err != nil {
+		return err
+	}
+	return r.assert(st, ev.DedupKey)
+}
+
+// assert states a statement's balances, compared by booking date: the
+// opening balance of day D with the lines booked before D (as of the day
+// before: its entries' effective_at is their booking date, midnight UTC,
+// and an assertion counts the entries at or before its as_of), the
+// closing balance of D with those booked on or before D. camt's OPBD is
+// the balance at the beginning of its date; PRCD, MT940's :60F:/:60M:
+// and the BAI2 opening (dated the day before) are the close of theirs.
+func (r *recorder) assert(st *bankfile.Statement, key string) error {
+	if r.im.Asserter == nil || st.Currency == "" || (st.Opening == nil && st.Closing == nil) {
+		return nil
+	}
+	var pts []assertion.Point
+	if b := st.Opening; b != nil {
+		asOf := b.Date
+		if b.Code == "OPBD" {
+			asOf = asOf.AddDate(0, 0, -1)
+		}
+		pts = append(pts, assertion.Point{Key: key + ":opening", AsOf: asOf, Amount: b.Amount})
+	}
+	if b := st.Closing; b != nil {
+		pts = append(pts, assertion.Point{Key: key + ":closing", AsOf: b.Date, Amount: b.Amount})
+	}
+	_, err := r.im.Asserter.State(r.ctx, assertion.Statement{Provider: assertion.BankProvider,
+		Account: bankstatement.Account(r.account), Currency: st.Currency,
+		Source: fmt.Sprintf("bank statement %s %s of %s", st.Format, st.ID, r.account), Points: pts})
+	if err != nil {
+		return fmt.Errorf("statement %s balances: %w", st.ID, err)
+	}
+	return nil
 }
 
 func (r *recorder) add(ev delivery.Event, line bool) error {

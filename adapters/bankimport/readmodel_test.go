@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/bankimport"
 	"github.com/onceledger/onceledger/adapters/ingest"
+	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
@@ -60,7 +61,8 @@ func TestReadModelsAndRebuild(t *testing.T) {
 		require.NoError(t, err)
 	}
 	catchUp(t, proj)
-	im := &bankimport.Importer{Ingest: svc, Payouts: db}
+	im := &bankimport.Importer{Ingest: svc, Payouts: db,
+		Asserter: operations.NewBalances(events, operations.NewPeriods(events, time.UTC, nil), db, nil)}
 	doc := camt("camt.053", 1, day("2026-03-03"), 0,
 		entry{amount: 10000, ref: "B1", text: "STRIPE po_1"}, entry{amount: 777, ref: "B2", text: "who?"})
 	sum, err := im.Import(ctx, "main", src(doc))
@@ -77,13 +79,30 @@ func TestReadModelsAndRebuild(t *testing.T) {
 	assert.Equal(t, []int64{10777, 2500, -777}, []int64{bankMain, payoutsBal, suspense}, "bank:payouts holds adyen's payout, not banked")
 
 	var kind, key string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT kind, item_key FROM reconciliation_items WHERE stream_id = 'bank-main' AND status = 'open'`).Scan(&kind, &key))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT kind, item_key FROM reconciliation_items WHERE status = 'open'`).Scan(&kind, &key),
+		"one open item in the whole ledger: no balance_mismatch")
 	assert.Equal(t, []string{"unidentified_deposit", "ref:B2"}, []string{kind, key})
 
 	var status, payouts string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT status, payouts::text FROM bank_statement_lines WHERE account = 'main' AND line_key = 'ref:B1'`).Scan(&status, &payouts))
 	assert.Equal(t, "matched", status)
 	assert.JSONEq(t, `[{"provider":"stripe","id":"po_1","amount":10000}]`, payouts)
+
+	// The statement's balances are assertions on bank:main, compared by
+	// booking date: opening 0.00 (OPBD of 3 March: before its lines),
+	// closing 107.77 (with them); both agree with the ledger.
+	arows, err := pool.Query(ctx, `SELECT as_of::date::text, stated, ledger FROM balance_assertions
+		WHERE account = 'bank:main' AND currency = 'EUR' ORDER BY as_of`)
+	require.NoError(t, err)
+	var got [][3]any
+	for arows.Next() {
+		var d string
+		var stated, ledgerBal int64
+		require.NoError(t, arows.Scan(&d, &stated, &ledgerBal))
+		got = append(got, [3]any{d, stated, ledgerBal})
+	}
+	require.NoError(t, arows.Err())
+	assert.Equal(t, [][3]any{{"2026-03-02", int64(0), int64(0)}, {"2026-03-03", int64(10777), int64(10777)}}, got)
 
 	left, err := db.UnbankedPayouts(ctx)
 	require.NoError(t, err)

@@ -15,9 +15,10 @@ func bankDecider(cfg Config) bankimport.Decider {
 }
 
 // BankImporter imports bank statements through the ingest service,
-// telling each account the payouts the read model knows unbanked.
+// telling each account the payouts the read model knows unbanked, and
+// states each statement's balances as balance assertions on bank:NAME.
 func (c *Core) BankImporter() *bankimport.Importer {
-	return &bankimport.Importer{Ingest: c.service, Payouts: c.query}
+	return &bankimport.Importer{Ingest: c.service, Payouts: c.query, Asserter: c.Balances()}
 }
 
 // bankStatements adapts the importer to the HTTP layer's port.
