@@ -1601,7 +1601,7 @@ type GetBalancesParamsTime string
 
 // PostBankStatementsParams defines parameters for PostBankStatements.
 type PostBankStatementsParams struct {
-	// Account The bank account's name (letters, digits, '_', '.', '-'): its ledger account is bank:NAME.
+	// Account The bank account's name (lower-case letters, digits, '_', '.', '-'; not payouts): its ledger account is bank:NAME.
 	Account string `form:"account" json:"account"`
 }
 
