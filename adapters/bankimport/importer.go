@@ -134,17 +134,33 @@ func (im *Importer) Match(ctx context.Context, account string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("payouts: %w", err)
 	}
-	n := 0
-	for _, p := range ps {
-		res, err := im.Ingest.Ingest(ctx, PayoutDelivery(account, p))
-		if err != nil {
-			return n, fmt.Errorf("payout %s: %w", p.Key(), err)
+	// In sets, as the lines: the payouts told before are duplicates at
+	// the gate, one multi-row insert a set.
+	n, size := 0, im.batch()
+	for i := 0; i < len(ps); i += size {
+		set := ps[i:min(i+size, len(ps))]
+		evs := make([]delivery.Event, len(set))
+		for j, p := range set {
+			evs[j] = PayoutDelivery(account, p)
 		}
-		if res.Outcome == ingest.Accepted {
-			n++
+		res, err := im.Ingest.IngestBatch(ctx, evs)
+		for _, r := range res {
+			if r.Outcome == ingest.Accepted {
+				n++
+			}
+		}
+		if err != nil {
+			return n, fmt.Errorf("payouts: %w", err)
 		}
 	}
 	return n, nil
+}
+
+func (im *Importer) batch() int {
+	if im.Batch <= 0 {
+		return 200
+	}
+	return im.Batch
 }
 
 // PayoutDelivery is the delivery telling account about payout p.
@@ -254,11 +270,7 @@ func (r *recorder) assert(st *bankfile.Statement, key string) error {
 func (r *recorder) add(ev delivery.Event, line bool) error {
 	r.batch = append(r.batch, ev)
 	r.lines = append(r.lines, line)
-	size := r.im.Batch
-	if size <= 0 {
-		size = 200
-	}
-	if len(r.batch) >= size {
+	if len(r.batch) >= r.im.batch() {
 		return r.flush()
 	}
 	return nil
