@@ -22,20 +22,25 @@ import (
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/postgres"
 	"github.com/onceledger/onceledger/adapters/postgres/pgtest"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 	"github.com/onceledger/onceledger/domain/bankline"
 	"github.com/onceledger/onceledger/domain/bankstatement"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/projections"
 )
 
-// store is one event store with the ingest service serve builds over it.
+// store is one event store with the ingest service serve builds over it,
+// the read models and the projections over its feed.
 type store struct {
 	name string
 	svc  *ingest.Service
 	read interface {
 		ReadStream(ctx context.Context, stream string) ([]eventstore.RecordedEvent, error)
 	}
+	reads *readmodel.Store
+	proj  *projections.Service
 }
 
 // stores are both stores: Postgres, and EventStoreDB (its protocol double,
@@ -45,12 +50,18 @@ func stores(t *testing.T) []store {
 	pool := pgtest.NewPool(t)
 	events := postgres.NewEventStore(pool)
 	dec := bankimport.Decider{Payments: ingest.PaymentDecider{}, ArrivalDays: 5}
-	pg := store{name: "postgres", svc: ingest.New(postgres.NewJournal(pool, events), dec, ingest.Options{}), read: events}
+	db := readmodel.New(pool)
+	pg := store{name: "postgres", svc: ingest.New(postgres.NewJournal(pool, events), dec, ingest.Options{}), read: events,
+		reads: db, proj: projections.NewService(events, db, nil)}
 	fake := esdbfake.Start(t)
 	es, err := esdb.Dial(fake.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = es.Close() })
-	ed := store{name: "esdb", svc: ingest.New(ingest.TwoPhase(postgres.NewInbox(pool), es), dec, ingest.Options{}), read: es}
+	// Its projections read the EventStoreDB feed into a database of
+	// their own (the Postgres store's read models are another feed's).
+	edb := readmodel.New(pgtest.NewPool(t))
+	ed := store{name: "esdb", svc: ingest.New(ingest.TwoPhase(postgres.NewInbox(pool), es), dec, ingest.Options{}), read: es,
+		reads: edb, proj: projections.NewService(es, edb, nil)}
 	return []store{pg, ed}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ type bankScenario struct {
 	fault    string
 }
 
-func genBank(t *rapid.T) bankScenario {
+func genBank(t *rapid.T, prefix string) bankScenario {
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) // a Monday
 	var sc bankScenario
 	used := map[int64]bool{}
@@ -41,7 +42,7 @@ func genBank(t *rapid.T) bankScenario {
 		}
 		used[a] = true
 		sc.payouts = append(sc.payouts, bankline.Payout{Provider: rapid.SampledFrom([]string{"stripe", "adyen", "paypal"}).Draw(t, "provider"),
-			ID: fmt.Sprintf("po_%02d", i), Amount: a, Currency: "EUR", ArrivalOn: bankline.AddBusinessDays(start, rapid.IntRange(0, 6).Draw(t, "arrival"))})
+			ID: fmt.Sprintf("%spo_%02d", prefix, i), Amount: a, Currency: "EUR", ArrivalOn: bankline.AddBusinessDays(start, rapid.IntRange(0, 6).Draw(t, "arrival"))})
 	}
 	byDay := map[time.Time][]entry{}
 	done := map[int]bool{}
@@ -136,7 +137,7 @@ func TestPropertyStatementsAnyOrderBothStores(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				n++
 				account := fmt.Sprintf("prop-%s-%d", st.name, n)
-				sc := genBank(rt)
+				sc := genBank(rt, "")
 				ps := &payouts{}
 				im := &bankimport.Importer{Ingest: st.svc, Payouts: ps}
 				idx := make([]int, len(sc.files))
@@ -191,6 +192,81 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("rapid.checks", strconv.Itoa(propertyChecks()))
 	}
 	os.Exit(m.Run())
+}
+
+// TestPropertyPayoutsFromTheLedgerBothStores: as above, the payouts now
+// paid by real deliveries (payout.paid, with the provider's arrival date)
+// interleaved with the statement files, and told to the account by the
+// payouts read model (the importer's port in serve), the projections
+// caught up between imports as they would be.
+func TestPropertyPayoutsFromTheLedgerBothStores(t *testing.T) {
+	n := 0
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				n++
+				account := fmt.Sprintf("ledger-%s-%d", st.name, n)
+				sc := genBank(rt, account+"-")
+				ps := prefixed{st.reads, account + "-"}
+				im := &bankimport.Importer{Ingest: st.svc, Payouts: ps}
+				ctx := context.Background()
+				pending := rapid.Permutation(sc.payouts).Draw(rt, "payout order")
+				pay := func(k int) {
+					for ; k > 0 && len(pending) > 0; k-- {
+						p := pending[0]
+						pending = pending[1:]
+						// reported paid a week before it arrives: the window
+						// is the arrival date's
+						_, err := st.svc.Ingest(ctx, paid(p.Provider, p.ID, p.Amount, p.ArrivalOn.AddDate(0, 0, -7), p.ArrivalOn))
+						require.NoError(rt, err)
+					}
+					catchUp(t, st.proj)
+				}
+				idx := make([]int, len(sc.files))
+				for i := range idx {
+					idx[i] = i
+				}
+				for _, f := range rapid.Permutation(idx).Draw(rt, "file order") {
+					pay(rapid.IntRange(0, 3).Draw(rt, "paid before the file"))
+					_, err := im.Import(ctx, account, src(sc.files[f]))
+					require.NoError(rt, err)
+				}
+				pay(len(pending))
+				_, err := im.Match(ctx, account)
+				require.NoError(rt, err)
+
+				bal, open := ledgerOf(t, st, account)
+				paidOut := int64(0)
+				for _, p := range sc.payouts {
+					paidOut += p.Amount
+				}
+				require.Equal(rt, sc.unbanked, paidOut+bal[ledger.BankPayouts], "fault %q", sc.fault)
+				want := map[string]bool{}
+				if sc.item != "" {
+					want[sc.item] = true
+				}
+				require.Equal(rt, want, open, "fault %q", sc.fault)
+			})
+		})
+	}
+}
+
+// prefixed is the payouts read model's port limited to one check's
+// payouts (the database is shared by the checks).
+type prefixed struct {
+	reads  bankimport.Payouts
+	prefix string
+}
+
+func (p prefixed) UnbankedPayouts(ctx context.Context) ([]bankline.Payout, error) {
+	all, err := p.reads.UnbankedPayouts(ctx)
+	var out []bankline.Payout
+	for _, x := range all {
+		if strings.HasPrefix(x.ID, p.prefix) {
+			out = append(out, x)
+		}
+	}
+	return out, err
 }
 
 func unknown(sc bankScenario) int64 {
