@@ -104,6 +104,13 @@ func TestReadModelsAndRebuild(t *testing.T) {
 	require.NoError(t, arows.Err())
 	assert.Equal(t, [][3]any{{"2026-03-02", int64(0), int64(0)}, {"2026-03-03", int64(10777), int64(10777)}}, got)
 
+	accounts, err := db.BankAccounts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"main"}, accounts)
+	changed, err := db.PayoutsChangedAt(ctx)
+	require.NoError(t, err)
+	assert.False(t, changed.IsZero())
+
 	left, err := db.UnbankedPayouts(ctx)
 	require.NoError(t, err)
 	require.Len(t, left, 1)

@@ -99,3 +99,22 @@ func (s *Store) BankLines(ctx context.Context, f views.BankLineFilter, fn func(v
 			return fn(l)
 		})
 }
+
+// BankAccounts lists the bank accounts statements were imported into.
+func (s *Store) BankAccounts(ctx context.Context) ([]string, error) {
+	var out []string
+	var a string
+	err := s.each(ctx, "bank accounts", `SELECT DISTINCT account FROM bank_statement_lines ORDER BY 1`, nil, []any{&a},
+		func() error { out = append(out, a); return nil })
+	return out, err
+}
+
+// PayoutsChangedAt is when the payouts read model last changed (zero:
+// empty): the bank matcher tells the accounts the payouts only then.
+func (s *Store) PayoutsChangedAt(ctx context.Context) (time.Time, error) {
+	var t *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT max(updated_at) FROM payouts`).Scan(&t); err != nil {
+		return time.Time{}, qwrap("payouts changed", err)
+	}
+	return derefTime(t), nil
+}

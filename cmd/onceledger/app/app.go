@@ -301,6 +301,10 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	if c.RawRetention > 0 {
 		wg.Go(func() { a.retain(bgCtx) })
 	}
+	if c.Projections { // the read model it watches is the projectors' (bank.go)
+		im := a.BankImporter()
+		wg.Go(func() { matchBanks(bgCtx, a.query, im.Match, bankMatchEvery, a.log) })
+	}
 	names := make([]string, 0, len(c.Providers))
 	for n := range c.Providers {
 		names = append(names, n)
