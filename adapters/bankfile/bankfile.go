@@ -33,9 +33,12 @@ package bankfile
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -274,17 +277,18 @@ func add(a, b int64) (int64, error) { return money.Add(a, b) }
 // day read from another (overlapping) file gets the same numbers.
 type occurrences map[string]int
 
+// The key is a digest of the columns (a remittance text can be long; a key
+// is an id, bounded), so it says nothing of them: the line's row does.
 func (o occurrences) key(cols ...string) string {
-	var b strings.Builder
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteByte('|')
-		}
-		b.WriteString(strings.ReplaceAll(c, "|", "||"))
+	h := sha256.New()
+	for _, c := range cols {
+		h.Write([]byte(strconv.Itoa(len(c))))
+		h.Write([]byte{':'})
+		h.Write([]byte(c))
 	}
-	k := b.String()
+	k := hex.EncodeToString(h.Sum(nil)[:16])
 	o[k]++
-	return fmt.Sprintf("cols:%s|#%d", k, o[k])
+	return fmt.Sprintf("cols:%s#%d", k, o[k])
 }
 
 func date(t time.Time) string {

@@ -426,9 +426,6 @@ func (c *camtReader) ensureBegun(s *camtStmt) error {
 			s.st.Seq = n
 		}
 	}
-	if s.st.Currency == "" && s.st.Opening != nil {
-		return perr(s.path+"/Acct", "Ccy", "the account's currency is not stated")
-	}
 	return c.sink.begin(&s.st)
 }
 

@@ -202,7 +202,7 @@ func (m *mt940Reader) field(msg *mtMsg, f *mtField) error {
 		if st.ID != "" || msg.begun {
 			return perr(pos, ":20:", "a second :20: in one message (a missing \"-\" line?)")
 		}
-		st.ID = strings.TrimSpace(f.value)
+		st.ID, st.Pos = strings.TrimSpace(f.value), pos
 		if st.ID == "" {
 			return perr(pos, ":20:", "empty")
 		}

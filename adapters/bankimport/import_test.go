@@ -275,3 +275,24 @@ func propertyChecks() int {
 	}
 	return 6
 }
+
+// TestEntryTheGateRefusesIsRefusedWhole: an entry the inbox would refuse
+// (a NUL in its text, a reference longer than an id may be) is bad input
+// found by the validation pass, naming its line: nothing is recorded.
+func TestEntryTheGateRefusesIsRefusedWhole(t *testing.T) {
+	st := stores(t)[0]
+	im := &bankimport.Importer{Ingest: st.svc}
+	for name, bad := range map[string]string{
+		"nul":  csvFile + "2026-03-05,1.00,EUR,B-9,a\x00b\n",
+		"long": csvFile + "2026-03-05,1.00,EUR," + strings.Repeat("R", 600) + ",\n",
+	} {
+		acct := "gate-" + name
+		_, err := im.Import(context.Background(), acct, src(bad))
+		var pe *bankfile.ParseError
+		require.ErrorAs(t, err, &pe, name)
+		assert.Equal(t, "line 5", pe.Pos, name)
+		recs, err := st.read.ReadStream(context.Background(), bankstatement.Stream(acct))
+		require.NoError(t, err)
+		assert.Empty(t, recs, name)
+	}
+}

@@ -99,7 +99,7 @@ func (im *Importer) Import(ctx context.Context, account string, src Source) (Sum
 	if err != nil {
 		return Summary{}, err
 	}
-	format, err := bankfile.Parse(r, bankfile.Sink{})
+	format, err := bankfile.Parse(r, validator(account))
 	_ = r.Close()
 	if err != nil {
 		return Summary{}, err
@@ -118,6 +118,30 @@ func (im *Importer) Import(ctx context.Context, account string, src Source) (Sum
 		return sum, err
 	}
 	return sum, rec.flush()
+}
+
+// validator checks each booked entry and statement as the delivery the
+// gate will be given (delivery.Event.Validate), so that what the inbox
+// would refuse (a NUL in a text, a reference longer than an id may be) is
+// bad input naming its line, found before anything is recorded.
+func validator(account string) bankfile.Sink {
+	return bankfile.Sink{
+		Entry: func(st *bankfile.Statement, e bankfile.Entry) error {
+			if !e.Booked {
+				return nil
+			}
+			if err := LineDelivery(account, st.Format, st, e).Validate(); err != nil {
+				return &bankfile.ParseError{Pos: e.Pos, Field: "entry", Err: err}
+			}
+			return nil
+		},
+		End: func(st *bankfile.Statement) error {
+			if err := StatementDelivery(account, st, time.Unix(0, 0).UTC()).Validate(); err != nil {
+				return &bankfile.ParseError{Pos: st.Pos, Field: "statement", Err: err}
+			}
+			return nil
+		},
+	}
 }
 
 // Match tells account the payouts the ledger knows unbanked (those it

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
@@ -318,9 +319,13 @@ func dayOrZero(t time.Time) time.Time {
 	return Day(t)
 }
 
+// trim cuts s to about n bytes, at a rune boundary.
 func trim(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
