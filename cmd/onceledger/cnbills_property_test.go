@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rsa"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -56,11 +57,22 @@ type cnFact struct {
 	at            time.Time
 	total         int64 // the trade's amount (captures and refunds)
 	refunded      int64 // a refund: the trade's refunds so far, this one included (Alipay's refund_fee)
+	// coupon: a capture's merchant-funded coupon (Alipay: total_amount −
+	// receipt_amount; WeChat: promotion_detail NOCASH), which the provider
+	// never settles; a refund's coupon money returned with it, as the
+	// provider splits it (Alipay: the buyer's own money first, the coupon
+	// last; WeChat, as this generator plays it: in proportion, rounded
+	// down). tradeCoupon: the trade's coupon, on its refunds too.
+	coupon, tradeCoupon int64
+	// closed: a WeChat refund the provider closed (REFUND.CLOSED): billed
+	// when initiated (退款状态 PROCESSING), no money moved.
+	closed bool
 }
 
 // cnModel is the reference: sums over the facts.
 type cnModel struct {
 	sales, refunds, fees, paid int64
+	discounts                  int64 // coupons the provider never settled, net of those refunds returned
 	opening                    int64
 	closing                    []int64 // the running balance after each day's withdrawal
 }
@@ -90,33 +102,54 @@ func cnDays(r *rand.Rand, provider string, days, trades int) ([][]cnFact, *cnMod
 		for i := range trades {
 			at = at.Add(time.Duration(1+r.IntN(600)) * time.Second)
 			amount := 1 + r.Int64N(50000)
-			fee5 := amount * 6 // 0.6%, in 10^-5 yuan
+			var coupon int64
+			if amount > 1 && r.IntN(3) == 0 {
+				coupon = 1 + r.Int64N(amount/2) // a merchant coupon: the provider settles the rest
+			}
+			settled := amount - coupon
+			fee5 := settled * 6 // 0.6% of what is settled, in 10^-5 yuan
 			if !wechat {
-				fee5 = (amount * 6 / 1000) * 1000 // Alipay prints whole fen
+				fee5 = (settled * 6 / 1000) * 1000 // Alipay prints whole fen
 			}
 			c := cnFact{kind: "capture", trade: fmt.Sprintf("%s%02d%04d", cnTradePrefix(provider), d, i), amount: amount, fee5: fee5, at: at,
-				total: amount}
+				total: amount, coupon: coupon, tradeCoupon: coupon}
 			out[d] = append(out[d], c)
 			m.sales += amount
+			m.discounts += coupon
 			m.fees += modelFee(c, wechat)
-			bal += amount - modelFee(c, wechat)
-			refunded := int64(0)
+			bal += settled - modelFee(c, wechat)
+			refunded, couponBack := int64(0), int64(0)
 			for n := range 2 { // up to two refunds of a trade: Alipay's refund_fee grows
 				if r.IntN(3) != 0 || refunded == amount {
 					break
 				}
 				at = at.Add(time.Minute)
 				part := 1 + r.Int64N(amount-refunded)
-				refunded += part
-				rf := cnFact{kind: "refund", trade: c.trade, refund: fmt.Sprintf("%sR%d", c.trade, n+1), amount: part,
-					fee5: -fee5 * part / amount, at: at, total: amount, refunded: refunded}
-				if !wechat {
-					rf.fee5 = -(fee5 / 1000 * part / amount) * 1000
+				var back int64 // the coupon money this refund returns, as the provider splits it
+				if wechat {
+					back = part * coupon / amount
+				} else {
+					back = max(0, refunded+part-settled) - max(0, refunded-settled)
 				}
+				merchant := part - back
+				rf := cnFact{kind: "refund", trade: c.trade, refund: fmt.Sprintf("%sR%d", c.trade, n+1), amount: part,
+					fee5: -fee5 * merchant / settled, at: at, total: amount, refunded: refunded + part, coupon: back, tradeCoupon: coupon}
+				if !wechat {
+					rf.fee5 = -(fee5 / 1000 * merchant / settled) * 1000
+				}
+				if wechat && r.IntN(6) == 0 {
+					// Closed by WeChat: billed as initiated, nothing moved.
+					rf.closed = true
+					out[d] = append(out[d], rf)
+					continue
+				}
+				refunded += part
+				couponBack += back
 				out[d] = append(out[d], rf)
 				m.refunds += part
+				m.discounts -= back
 				m.fees += modelFee(rf, wechat)
-				bal += -part - modelFee(rf, wechat)
+				bal += -merchant - modelFee(rf, wechat)
 			}
 		}
 		w := cnFact{kind: "withdrawal", trade: fmt.Sprintf("W%s%02d", cnTradePrefix(provider), d), amount: 1 + r.Int64N(bal), at: at.Add(time.Hour)}
@@ -173,27 +206,33 @@ func alipayBills(t *testing.T, day []cnFact, bal int64) (trade, account []byte, 
 		}
 		fmt.Fprintf(&ab, "%s%04d\t,%s\t,\t,\t,%s\t,\t,%s\t,%s\t,%s\t,支付宝\t,%s\t,\n", ref, flow, ref, beijingTime(at), inS, outS, yuan(bal), typ)
 	}
+	var ct, cr int64 // 商家优惠 totals
 	for _, f := range day {
 		ts := beijingTime(f.at)
 		switch f.kind {
 		case "capture":
 			nt++
-			st += f.amount
-			fmt.Fprintf(&tb, "%s\t,O%s\t,交易\t,商品\t,%s\t,%s\t,%s\t,%s\t,0.00\t,\t,%s\t,\n", f.trade, f.trade, ts, ts, yuan(f.amount), yuan(f.amount), yuan(-f.fee5/1000))
-			row(f.amount, 0, "在线支付", f.trade, f.at)
+			st += f.amount - f.coupon
+			ct += f.coupon
+			fmt.Fprintf(&tb, "%s\t,O%s\t,交易\t,商品\t,%s\t,%s\t,%s\t,%s\t,%s\t,\t,%s\t,\n", f.trade, f.trade, ts, ts, yuan(f.amount),
+				yuan(f.amount-f.coupon), yuan(f.coupon), yuan(-f.fee5/1000))
+			row(f.amount-f.coupon, 0, "在线支付", f.trade, f.at)
 			row(0, f.fee5/1000, "收费", f.trade, f.at)
 		case "refund":
 			nr++
-			sr -= f.amount
-			fmt.Fprintf(&tb, "%s\t,O%s\t,退款\t,商品\t,%s\t,%s\t,%s\t,%s\t,0.00\t,%s\t,%s\t,\n", f.trade, f.trade, ts, ts, yuan(f.amount), yuan(-f.amount), f.refund, yuan(-f.fee5/1000))
-			row(0, f.amount, "交易退款", f.trade, f.at)
+			merchant := f.amount - f.coupon
+			sr -= merchant
+			cr -= f.coupon
+			fmt.Fprintf(&tb, "%s\t,O%s\t,退款\t,商品\t,%s\t,%s\t,%s\t,%s\t,%s\t,%s\t,%s\t,\n", f.trade, f.trade, ts, ts, yuan(f.amount),
+				yuan(-merchant), yuan(-f.coupon), f.refund, yuan(-f.fee5/1000))
+			row(0, merchant, "交易退款", f.trade, f.at)
 			row(-f.fee5/1000, 0, "收费", f.trade, f.at)
 		case "withdrawal":
 			row(0, f.amount, "提现", f.trade, f.at)
 		}
 	}
 	tb.WriteString("#-----------------------------------------业务明细列表结束------------------------------------\n")
-	fmt.Fprintf(&tb, "#交易合计：%d笔，商家实收共%s元，商家优惠共0.00元\n#退款合计：%d笔，商家实收共%s元，商家优惠共0.00元\n", nt, yuan(st), nr, yuan(sr))
+	fmt.Fprintf(&tb, "#交易合计：%d笔，商家实收共%s元，商家优惠共%s元\n#退款合计：%d笔，商家实收共%s元，商家优惠共%s元\n", nt, yuan(st), yuan(ct), nr, yuan(sr), yuan(cr))
 	ab.WriteString("#-----------------------------------------账务明细列表结束------------------------------------\n")
 	enc := func(s string) []byte {
 		b, err := simplifiedchinese.GBK.NewEncoder().String(s)
@@ -238,32 +277,42 @@ func wechatBills(day []cnFact, bal int64) (trade, fund []byte, end int64) {
 		}
 		fb.WriteString(bt(beijingTime(at), ref, fmt.Sprintf("%s%03d", ref, flow), name, name, dir, yuan(v), yuan(bal), "system", "", ""))
 	}
+	var ordered, applied int64
 	for _, f := range day {
 		ts := beijingTime(f.at)
 		fee := int64(math.Floor(math.Abs(float64(f.fee5))/1000 + 0.5))
 		switch f.kind {
 		case "capture":
 			n++
-			settled += f.amount
+			settled += f.amount - f.coupon
+			ordered += f.amount
 			fee5 += f.fee5
 			tb.WriteString(bt(ts, "wx2421b1c4370ec43b", "1230000109", "0", "", f.trade, "O"+f.trade, "oUpF8uMu", "JSAPI", "SUCCESS", "OTHERS", "CNY",
-				yuan(f.amount), "0.00", "0", "0", "0.00", "0.00", "", "", "商品", "", fee5Text(f.fee5), "0.60%", yuan(f.amount), "0.00", ""))
-			row(f.amount, "交易", f.trade, f.at)
+				yuan(f.amount-f.coupon), yuan(f.coupon), "0", "0", "0.00", "0.00", "", "", "商品", "", fee5Text(f.fee5), "0.60%", yuan(f.amount), "0.00", ""))
+			row(f.amount-f.coupon, "交易", f.trade, f.at)
 			row(-fee, "扣除交易手续费", f.trade, f.at)
 		case "refund":
 			n++
-			refunded += f.amount
+			merchant := f.amount - f.coupon
+			refunded += merchant
+			applied += f.amount
 			fee5 += f.fee5
+			status := "SUCCESS"
+			if f.closed {
+				status = "PROCESSING" // as billed when initiated: WeChat never updates the row
+			}
 			tb.WriteString(bt(ts, "wx2421b1c4370ec43b", "1230000109", "0", "", f.trade, "O"+f.trade, "oUpF8uMu", "JSAPI", "REFUND", "OTHERS", "CNY",
-				"0.00", "0.00", f.refund, "O"+f.refund, yuan(f.amount), "0.00", "ORIGINAL", "SUCCESS", "商品", "", fee5Text(f.fee5), "0.60%", "0.00", yuan(f.amount), ""))
-			row(-f.amount, "退款", f.refund, f.at)
-			row(fee, "退还交易手续费", f.refund, f.at)
+				"0.00", "0.00", f.refund, "O"+f.refund, yuan(merchant), "0.00", "ORIGINAL", status, "商品", "", fee5Text(f.fee5), "0.60%", "0.00", yuan(f.amount), ""))
+			if !f.closed {
+				row(-merchant, "退款", f.refund, f.at)
+				row(fee, "退还交易手续费", f.refund, f.at)
+			}
 		case "withdrawal":
 			row(-f.amount, "提现", f.trade, f.at)
 		}
 	}
 	tb.WriteString("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\r\n")
-	tb.WriteString(bt(fmt.Sprint(n), yuan(settled), yuan(refunded), "0.00", fee5Text(fee5), yuan(settled), yuan(refunded)))
+	tb.WriteString(bt(fmt.Sprint(n), yuan(settled), yuan(refunded), "0.00", fee5Text(fee5), yuan(ordered), yuan(applied)))
 	fb.WriteString("资金流水总笔数,收入笔数,收入金额,支出笔数,支出金额\r\n")
 	fb.WriteString(bt(fmt.Sprint(nIn+nOut), fmt.Sprint(nIn), yuan(in), fmt.Sprint(nOut), yuan(out)))
 	return []byte(tb.String()), []byte(fb.String()), bal
@@ -272,21 +321,40 @@ func wechatBills(day []cnFact, bal int64) (trade, fund []byte, end int64) {
 // TestGeneratedChineseBillsCloseTheBooks: a few seeds per provider, each
 // a small month (3 days of 10 trades). Seed 0 sends no notification (the
 // bills alone: every fact recorded from its line, each with its
-// missing_webhook item).
+// missing_webhook item). Merchant coupons and refunds of couponed trades
+// (Alipay and WeChat), and refunds WeChat closed, come in every month.
+// ONCELEDGER_TEST_PROPERTY_RUNS=N runs N more seeds (from
+// ONCELEDGER_TEST_PROPERTY_SEED, or the clock) of 3+N days of 10+N trades.
 func TestGeneratedChineseBillsCloseTheBooks(t *testing.T) {
+	runs, _ := propRuns()
+	extra := 0
+	if os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS") != "" {
+		extra = runs
+	}
+	base := propSeed(t)
 	for _, provider := range []string{"alipay", "wechatpay"} {
 		for _, seed := range []uint64{0, 1, 2} {
 			t.Run(fmt.Sprintf("%s/seed-%d", provider, seed), func(t *testing.T) {
-				cnMonth(t, provider, seed)
+				cnMonth(t, provider, seed, 3, 10)
+			})
+		}
+		for i := range extra {
+			seed := base + uint64(i)
+			t.Run(fmt.Sprintf("%s/seed-%d", provider, seed), func(t *testing.T) {
+				cnMonth(t, provider, seed, 3+extra, 10+extra)
 			})
 		}
 	}
 }
 
-func cnMonth(t *testing.T, provider string, seed uint64) {
-	s, keys := cnSettleStack(t) // one ledger per run: bank:payouts is shared
+func cnMonth(t *testing.T, provider string, seed uint64, nDays, trades int) {
+	kind := onPostgres
+	if seed%2 == 1 {
+		kind = onESDB // both stores: odd seeds on the EventStoreDB double
+	}
+	s, keys := cnSettleStackOn(t, kind) // one ledger per run: bank:payouts is shared
 	r := rand.New(rand.NewPCG(seed, 25))
-	days, m := cnDays(r, provider, 3, 10)
+	days, m := cnDays(r, provider, nDays, trades)
 	bal := m.opening
 	var sends []func() // every bill import and notification delivery, shuffled below
 	var files [][]byte
@@ -312,7 +380,9 @@ func cnMonth(t *testing.T, provider string, seed uint64) {
 			if f.kind == "withdrawal" {
 				continue // no notification: the account bill's line is the payout
 			}
-			if seed == 0 || r.IntN(5) == 0 {
+			if !f.closed && (seed == 0 || r.IntN(5) == 0) {
+				// Dropped. A closed refund's REFUND.CLOSED always arrives:
+				// without it the bill's row is a refund WeChat made.
 				missing = append(missing, cnFactKey(f))
 				continue
 			}
@@ -355,7 +425,14 @@ func cnNotifier(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, provider string
 	if provider == "alipay" {
 		ts := beijingTime(f.at)
 		p := alipayNotification(id, f.trade, "TRADE_SUCCESS", map[string]string{"notify_time": ts, "out_trade_no": "O" + f.trade,
-			"total_amount": yuan(f.total), "receipt_amount": yuan(f.total), "gmt_payment": ts})
+			"total_amount": yuan(f.total), "receipt_amount": yuan(f.total - f.tradeCoupon), "buyer_pay_amount": yuan(f.total - f.tradeCoupon),
+			"gmt_payment": ts})
+		if f.tradeCoupon > 0 {
+			p["voucher_detail_list"] = fmt.Sprintf(`[{"id":"V%s","name":"商家券","type":"ALIPAY_BIZ_VOUCHER","amount":"%s","merchant_contribute":"%s","other_contribute":"0.00"}]`,
+				f.trade, yuan(f.tradeCoupon), yuan(f.tradeCoupon))
+			p["fund_bill_list"] = fmt.Sprintf(`[{"amount":"%s","fundChannel":"ALIPAYACCOUNT"},{"amount":"%s","fundChannel":"MDISCOUNT"}]`,
+				yuan(f.total-f.tradeCoupon), yuan(f.tradeCoupon))
+		}
 		if f.kind == "refund" {
 			p["refund_fee"], p["out_biz_no"], p["gmt_refund"] = yuan(f.refunded), f.refund, ts
 			if f.refunded == f.total {
@@ -371,20 +448,45 @@ func cnNotifier(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, provider string
 	}
 	success := f.at.In(time.FixedZone("CST", 8*3600)).Format(time.RFC3339)
 	var body []byte
-	if f.kind == "refund" {
+	switch {
+	case f.closed:
+		content := wxRefund(f.trade, f.refund, "CLOSED", f.amount)
+		delete(content, "success_time")
+		content["amount"] = map[string]any{"total": f.total, "refund": f.amount, "payer_total": f.total - f.tradeCoupon,
+			"payer_refund": f.amount - f.coupon}
+		body = wechatBodyAt(t, id, "REFUND.CLOSED", content, f.at)
+	case f.kind == "refund":
 		content := wxRefund(f.trade, f.refund, "SUCCESS", f.amount)
 		content["success_time"] = success
-		content["amount"] = map[string]any{"total": f.total, "refund": f.amount, "payer_total": f.total, "payer_refund": f.amount}
+		content["amount"] = map[string]any{"total": f.total, "refund": f.amount, "payer_total": f.total - f.tradeCoupon,
+			"payer_refund": f.amount - f.coupon}
 		body = wechatBody(t, id, "REFUND.SUCCESS", content)
-	} else {
+	default:
 		content := wxTransaction(f.trade, f.total)
 		content["success_time"] = success
+		if f.coupon > 0 {
+			content["amount"] = map[string]any{"total": f.total, "payer_total": f.total - f.coupon, "currency": "CNY"}
+			content["promotion_detail"] = []map[string]any{{"coupon_id": "C" + f.trade, "name": "免充值券", "scope": "SINGLE",
+				"type": "NOCASH", "amount": f.coupon, "stock_id": "931386", "wechatpay_contribute": 0, "merchant_contribute": f.coupon,
+				"other_contribute": 0, "currency": "CNY"}}
+		}
 		body = wechatBody(t, id, "TRANSACTION.SUCCESS", content)
 	}
 	return func() {
 		ans := s.post("/webhooks/wechatpay", wechatHeaders(t, keys[1], cnPubKeyID, time.Now(), body), body)
 		require.Equal(t, http.StatusNoContent, ans.Status, ans.Body)
 	}
+}
+
+// wechatBodyAt is wechatBody written at: a notification without a
+// success_time (REFUND.CLOSED) is dated by its create_time.
+func wechatBodyAt(t testing.TB, id, eventType string, content map[string]any, at time.Time) []byte {
+	t.Helper()
+	b := wechatBody(t, id, eventType, content)
+	var env map[string]any
+	require.NoError(t, json.Unmarshal(b, &env))
+	env["create_time"] = at.In(time.FixedZone("CST", 8*3600)).Format(time.RFC3339)
+	return mustJSON(env)
 }
 
 // cnSettleStack is settleStack with Alipay and WeChat Pay configured as
@@ -439,7 +541,8 @@ func checkChineseModel(t *testing.T, s *stack, provider string, m *cnModel, days
 	assert.Equal(t, m.refunds, b["revenue:refunds|CNY"], "the refunds made, each once")
 	assert.Equal(t, -m.sales, b["revenue:sales|CNY"], "the captures, each once")
 	assert.Equal(t, m.paid, b["bank:payouts|CNY"], "withdrawals paid out")
-	assert.Equal(t, m.sales-m.refunds-m.fees-m.paid, b["provider:"+provider+":balance|CNY"])
+	assert.Equal(t, m.discounts, b["expenses:discounts:"+provider+"|CNY"], "coupons the provider never settled, net of those refunds returned")
+	assert.Equal(t, m.sales-m.refunds-m.fees-m.paid-m.discounts, b["provider:"+provider+":balance|CNY"])
 	for d, day := range days {
 		w := day[len(day)-1] // the day's withdrawal
 		got := s.scalar(`SELECT coalesce(sum(amount), 0)::bigint FROM ledger_entries

@@ -182,6 +182,12 @@ type adyenPayment struct {
 	settled    int64
 	rate       string
 	refund     int64
+	// refundReversed: the refund came back (RefundedReversed), told by
+	// REFUNDED_REVERSED too only with reversedHook (issue 34).
+	refundReversed, reversedHook bool
+	// quietWin: a won dispute's reinstatement is told by the report's
+	// ChargebackReversed alone.
+	quietWin   bool
 	dispute    string
 	disputeFee int64
 	noWebhook  bool
@@ -212,6 +218,13 @@ func (g *adyenGen) payment(p adyenPayment) {
 		g.hook("REFUND", re, pay, p.cur, p.refund)
 		g.line("Refunded", pay, re, p.cur, -p.refund, "1", p.cur, -p.refund, 0)
 		g.m.post("revenue:refunds", "provider:adyen:balance", p.cur, p.refund)
+		if p.refundReversed {
+			if p.reversedHook {
+				g.hook("REFUNDED_REVERSED", re, pay, p.cur, p.refund)
+			}
+			g.line("RefundedReversed", pay, re, p.cur, p.refund, "1", p.cur, p.refund, 0)
+			g.m.post("provider:adyen:balance", "revenue:refunds", p.cur, p.refund)
+		}
 	}
 	if p.dispute != "" {
 		du := g.psp()
@@ -221,7 +234,9 @@ func (g *adyenGen) payment(p adyenPayment) {
 		g.m.post("expenses:fees:adyen", "provider:adyen:balance", p.cur, p.disputeFee)
 		switch p.dispute {
 		case "won":
-			g.hook("CHARGEBACK_REVERSED", du, pay, p.cur, p.amount)
+			if !p.quietWin {
+				g.hook("CHARGEBACK_REVERSED", du, pay, p.cur, p.amount)
+			}
 			g.line("ChargebackReversed", pay, du, p.cur, p.amount, "1", p.cur, p.amount, 0)
 			g.m.post("provider:adyen:balance", "receivable:disputes:adyen", p.cur, p.amount)
 		case "lost":
@@ -355,8 +370,10 @@ func (g *adyenGen) randomPayment(curs []string) {
 	switch r.IntN(5) {
 	case 0:
 		p.refund = 1 + r.Int64N(p.amount)
+		p.refundReversed, p.reversedHook = r.IntN(3) == 0, r.IntN(2) == 0
 	case 1:
 		p.dispute, p.disputeFee = []string{"open", "won", "lost"}[r.IntN(3)], 750
+		p.quietWin = r.IntN(2) == 0
 	case 2:
 		if p.cur == "EUR" { // presented in NZD, settled in EUR
 			p.settledCur, p.cur, p.rate = "EUR", "NZD", "0.5938"

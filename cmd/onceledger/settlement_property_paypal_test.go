@@ -27,10 +27,10 @@ import (
 // the CR/DR column giving the direction, the fee with its own CR/DR. A
 // daily report, not a payout batch: the bank payout is the T0400 row
 // (PayPal sends no webhook for it). Chargebacks: the T1201 row (and the
-// T1202 reversal of one won) names the disputed capture but no dispute, so
-// it posts only its fee (docs/settlement.md, "Partial captures and PayPal
-// chargebacks"); the REST CUSTOMER.DISPUTE.* webhooks post the dispute
-// (docs/reference.md, "Money and accounts"). A capture in EUR is converted
+// T1202 reversal of one won) names the disputed capture, and the REST
+// CUSTOMER.DISPUTE.* webhooks name it too: either posts the chargeback,
+// once (docs/settlement.md, "Partial captures and PayPal chargebacks";
+// issue 34: a chargeback told by the STL alone moves the money). A capture in EUR is converted
 // at once: a T0200 pair naming it, DR the EUR it had, CR the USD it bought,
 // each leg through fx:trading.
 
@@ -219,20 +219,31 @@ func (g *paypalGen) payment(amount, fee, refund, feeBack int64, noWebhook bool) 
 // webhook opens it and, unless still open, resolves it; the T1201 row
 // debits the amount and PayPal's chargeback fee, a T1202 row credits the
 // amount back when the seller wins. It returns what the balance moved.
-func (g *paypalGen) chargeback(capture string, amount, cbFee int64, outcome string) int64 {
+//
+// With stlOnly no webhook tells it (issue 34): the rows alone withdraw the
+// amount and, won, reinstate it; a loss is not in the STL, so it stays
+// withdrawn ("lost" is then "open").
+func (g *paypalGen) chargeback(capture string, amount, cbFee int64, outcome string, stlOnly bool) int64 {
 	dispute := uniq("PP-D-")
-	g.hook(paypalDispute("CUSTOMER.DISPUTE.CREATED", capture, dispute, amount, ""))
+	hook := g.hook
+	if stlOnly {
+		hook = func([]byte) {}
+		if outcome == "lost" {
+			outcome = "open"
+		}
+	}
+	hook(paypalDispute("CUSTOMER.DISPUTE.CREATED", capture, dispute, amount, ""))
 	g.row(stlRow{id: g.id(), ref: capture, refType: "TXN", code: "T1201", dir: "DR", gross: amount, cur: "USD", feeDir: "DR", fee: cbFee})
 	g.m.post("receivable:disputes:paypal", "provider:paypal:balance", "USD", amount)
 	g.m.post("expenses:fees:paypal", "provider:paypal:balance", "USD", cbFee)
 	switch outcome {
 	case "won":
-		g.hook(paypalDispute("CUSTOMER.DISPUTE.RESOLVED", capture, dispute, amount, "RESOLVED_SELLER_FAVOUR"))
+		hook(paypalDispute("CUSTOMER.DISPUTE.RESOLVED", capture, dispute, amount, "RESOLVED_SELLER_FAVOUR"))
 		g.row(stlRow{id: g.id(), ref: capture, refType: "TXN", code: "T1202", dir: "CR", gross: amount, cur: "USD"})
 		g.m.post("provider:paypal:balance", "receivable:disputes:paypal", "USD", amount)
 		return -cbFee
 	case "lost":
-		g.hook(paypalDispute("CUSTOMER.DISPUTE.RESOLVED", capture, dispute, amount, "RESOLVED_BUYER_FAVOUR"))
+		hook(paypalDispute("CUSTOMER.DISPUTE.RESOLVED", capture, dispute, amount, "RESOLVED_BUYER_FAVOUR"))
 		g.m.post("expenses:disputes", "receivable:disputes:paypal", "USD", amount)
 	}
 	return -amount - cbFee
@@ -290,7 +301,7 @@ func genPaypal(r *rand.Rand, run string, scale int) *propCase {
 		g.payment(amount, fee, refund, back, r.IntN(8) == 0)
 		bal += amount - fee - refund + back
 		if refund == 0 && r.IntN(4) == 0 {
-			bal += g.chargeback(g.rows[len(g.rows)-1].id, amount, 2000, []string{"open", "won", "lost"}[r.IntN(3)])
+			bal += g.chargeback(g.rows[len(g.rows)-1].id, amount, 2000, []string{"open", "won", "lost"}[r.IntN(3)], r.IntN(2) == 0)
 		}
 	}
 	if bal > 0 {
@@ -316,13 +327,32 @@ func genPaypal(r *rand.Rand, run string, scale int) *propCase {
 // paypalSeeds are fixed cases: every kind of row at once, the report split
 // over two files (issue 24: a truncated STL, footers and counts).
 var paypalSeeds = map[string]func(*rand.Rand, string) *propCase{
+	// Issue 34 case 5: chargebacks the STL alone tells (T1201, a T1202
+	// for the one won): they move the money, the day nets to zero.
+	"stl-only-chargebacks": func(r *rand.Rand, run string) *propCase {
+		g := &paypalGen{r: r, run: run, at: time.Date(2026, 11, 20, 9, 0, 0, 0, time.FixedZone("PST", -8*3600)), m: newPropModel()}
+		var bal int64
+		for i, outcome := range []string{"open", "won"} {
+			amount, fee := int64(3000+1000*i), int64(154+35*i)
+			g.payment(amount, fee, 0, 0, false)
+			bal += amount - fee + g.chargeback(g.rows[len(g.rows)-1].id, amount, 2000, outcome, true)
+		}
+		g.payment(20000, 747, 0, 0, false)
+		bal += 20000 - 747
+		g.withdrawal(bal)
+		ds := g.hooks
+		for i, f := range writeSTLFiles(g.rows, 1) {
+			ds = append(ds, propDelivery{name: fmt.Sprintf("STL file %d of 1", i+1), body: f})
+		}
+		return split(r, "paypal", ds, g.m, "")
+	},
 	"chargebacks-fx-split-late": func(r *rand.Rand, run string) *propCase {
 		g := &paypalGen{r: r, run: run, at: time.Date(2026, 11, 20, 9, 0, 0, 0, time.FixedZone("PST", -8*3600)), m: newPropModel()}
 		var bal int64
 		for i, outcome := range []string{"open", "won", "lost"} {
 			amount, fee := int64(4000+1000*i), int64(189+35*i)
 			g.payment(amount, fee, 0, 0, i == 2)
-			bal += amount - fee + g.chargeback(g.rows[len(g.rows)-1].id, amount, 2000, outcome)
+			bal += amount - fee + g.chargeback(g.rows[len(g.rows)-1].id, amount, 2000, outcome, false)
 		}
 		g.payment(5000, 224, 1500, 67, false)
 		bal += 5000 - 224 - 1500 + 67

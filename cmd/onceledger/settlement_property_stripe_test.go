@@ -166,6 +166,8 @@ type stripeStory struct {
 	settled      int64
 	refund       int64
 	refundFails  bool
+	failHook     bool   // the refund's failure is told by refund.failed too, not only by the report
+	chargeFails  bool   // the charge failed after it was captured (charge_failure): told by the report only
 	dispute      string // "", "open", "won", "lost"
 	disputeFee   int64
 	noWebhook    bool // the charge's webhook never arrives
@@ -209,6 +211,12 @@ func (g *stripeGen) charge(c stripeStory) {
 		g.row(stripeRow{currency: c.cur, category: "partial_capture_reversal", source: ch, charge: ch, pi: pi, gross: -(c.authorized - c.amount)})
 	}
 	g.m.post("expenses:fees:stripe", "provider:stripe:balance", up, c.fee)
+	if c.chargeFails {
+		// Stripe charge_failure: the captured charge failed (an ACH debit
+		// returned) and its amount left the balance; no webhook posts it.
+		g.row(stripeRow{currency: c.cur, category: "charge_failure", source: ch, charge: ch, pi: pi, gross: -settled})
+		g.m.post("revenue:sales", "provider:stripe:balance", up, settled)
+	}
 	if c.refund > 0 {
 		g.refund(c, pi, ch)
 	}
@@ -230,7 +238,9 @@ func (g *stripeGen) refund(c stripeStory, pi, ch string) {
 	if c.refundFails {
 		// The bank refused the refund: Stripe returns the funds to the
 		// balance (reporting category refund_failure).
-		g.hook("refund.failed", obj("failed"))
+		if c.failHook {
+			g.hook("refund.failed", obj("failed"))
+		}
 		g.row(stripeRow{currency: c.cur, category: "refund_failure", source: re, charge: ch, pi: pi, gross: c.refund})
 		g.m.post("provider:stripe:balance", "revenue:refunds", up, c.refund)
 	}
@@ -262,6 +272,26 @@ func (g *stripeGen) dispute(c stripeStory, pi, ch string) {
 // from the report.
 func (g *stripeGen) feeOnly(cur string, amount int64) {
 	g.row(stripeRow{currency: cur, category: "fee", source: g.id("fee"), gross: -amount})
+	g.m.post("expenses:fees:stripe", "provider:stripe:balance", strings.ToUpper(cur), amount)
+}
+
+// reserve is a risk_reserved_funds row (funds held, negative; released,
+// positive): between the balance and provider:stripe:reserve.
+func (g *stripeGen) reserve(cur string, net int64) {
+	g.row(stripeRow{currency: cur, category: "risk_reserved_funds", source: g.id("rsv"), gross: net})
+	g.m.post("provider:stripe:balance", "provider:stripe:reserve", strings.ToUpper(cur), net)
+}
+
+// foreignFee is a fee row in cur listed in the payout of another currency:
+// it posts as any fee but never proves that payout.
+func (g *stripeGen) foreignFee(cur, payoutCur string, amount int64) {
+	if g.payout[payoutCur] == "" {
+		g.payout[payoutCur] = g.id("po")
+	}
+	po := g.payout[payoutCur]
+	g.rows = append(g.rows, stripeRow{payout: po, txn: g.id("txn"), created: g.at.Format(time.DateTime), currency: cur,
+		category: "fee", source: g.id("fee"), gross: -amount, net: -amount})
+	g.m.foreignLine(po)
 	g.m.post("expenses:fees:stripe", "provider:stripe:balance", strings.ToUpper(cur), amount)
 }
 
@@ -311,6 +341,7 @@ func genStripe(r *rand.Rand, run string, scale int) *propCase {
 		case 0:
 			c.refund = 1 + r.Int64N(c.amount)
 			c.refundFails = r.IntN(3) == 0
+			c.failHook = r.IntN(2) == 0 // else the report alone tells it
 		case 1:
 			c.dispute = []string{"open", "won", "lost"}[r.IntN(3)]
 			c.disputeFee = 1500
@@ -324,12 +355,21 @@ func genStripe(r *rand.Rand, run string, scale int) *propCase {
 		case 3:
 			// Item 5: the authorization above the captured amount.
 			c.partialCapts, c.authorized = true, c.amount+1+r.Int64N(5000)
+		case 4:
+			c.chargeFails = r.IntN(2) == 0 // issue 34: told by the report only
 		}
 		c.noWebhook = r.IntN(8) == 0
 		g.charge(c)
 	}
 	if r.IntN(2) == 0 {
 		g.feeOnly(curs[0], 1+r.Int64N(200))
+	}
+	for range r.IntN(3) { // issue 34: reserves held and released
+		net := 1 + r.Int64N(500)
+		if r.IntN(3) != 0 {
+			net = -net
+		}
+		g.reserve(curs[r.IntN(len(curs))], net)
 	}
 	g.payouts(func() int64 {
 		if r.IntN(4) == 0 {
@@ -360,7 +400,7 @@ func stripeSeeds() map[string]func(*rand.Rand, string) *propCase {
 		// period closed.
 		"refund-failure-disputes-fx-late": func(r *rand.Rand, run string) *propCase {
 			g := newStripeGen(r, run)
-			g.charge(stripeStory{cur: "usd", amount: 10000, fee: 320, refund: 2500, refundFails: true})
+			g.charge(stripeStory{cur: "usd", amount: 10000, fee: 320, refund: 2500, refundFails: true, failHook: true})
 			g.charge(stripeStory{cur: "usd", amount: 4000, fee: 146, dispute: "won", disputeFee: 1500})
 			g.charge(stripeStory{cur: "usd", amount: 3000, fee: 117, dispute: "lost", disputeFee: 1500})
 			g.charge(stripeStory{cur: "usd", amount: 1000, fee: 61, fx: "eur", settled: 1085})
@@ -373,6 +413,28 @@ func stripeSeeds() map[string]func(*rand.Rand, string) *propCase {
 	// Item 5: a charge row for the authorization and a
 	// partial_capture_reversal row for the part not captured.
 	seeds["partial-capture"] = stripePartialCapture
+	// Issue 34: reversals told by the report only (refund_failure without
+	// refund.failed, charge_failure), reserves held and released.
+	seeds["report-only-reversals-reserves"] = func(r *rand.Rand, run string) *propCase {
+		g := newStripeGen(r, run)
+		g.charge(stripeStory{cur: "usd", amount: 10000, fee: 320, refund: 10000, refundFails: true})
+		g.charge(stripeStory{cur: "usd", amount: 5000, fee: 175, chargeFails: true})
+		g.charge(stripeStory{cur: "usd", amount: 20000, fee: 610})
+		g.reserve("usd", -3000)
+		g.reserve("usd", 1200)
+		g.payouts(func() int64 { return 0 })
+		return g.finish("2026-11")
+	}
+	// Issue 34 case 7: a EUR fee listed in the USD payout, which is paid
+	// for all its lines: the USD lines alone do not make it, a mismatch.
+	seeds["line-in-another-currency"] = func(r *rand.Rand, run string) *propCase {
+		g := newStripeGen(r, run)
+		g.charge(stripeStory{cur: "usd", amount: 10000, fee: 320})
+		g.charge(stripeStory{cur: "eur", amount: 8000, fee: 262})
+		g.foreignFee("eur", "usd", 100)
+		g.payouts(func() int64 { return 100 }) // the USD lines less the EUR fee, as if it counted
+		return g.finish("")
+	}
 	return seeds
 }
 

@@ -70,6 +70,10 @@ type propPayout struct {
 	currency string
 	lines    int
 	linesNet int64
+	// foreign: lines listed in the payout in another currency than its
+	// own: they never prove it (CONTRACT, payout_mismatch), nor count in
+	// its line_count.
+	foreign int
 }
 
 func newPropModel() *propModel {
@@ -102,6 +106,12 @@ func (m *propModel) line(payout string, net int64) {
 	p.linesNet += net
 }
 
+// foreignLine counts a line listed in payout in another currency than the
+// payout's: it proves nothing about it.
+func (m *propModel) foreignLine(payout string) {
+	m.payout(payout).foreign++
+}
+
 // paid records a payout of amount and books it: the bank receives it
 // (a negative payout is the bank debited).
 func (m *propModel) paid(provider, id, cur string, amount int64) {
@@ -114,7 +124,7 @@ func (m *propModel) paid(provider, id, cur string, amount int64) {
 // counted, reconciled when the lines' nets equal the amount, else mismatch.
 func (p *propPayout) status() string {
 	switch {
-	case p.lines == 0:
+	case p.lines == 0 && p.foreign == 0:
 		return "paid"
 	case p.linesNet == p.amount:
 		return "reconciled"

@@ -96,7 +96,7 @@ func (p *Payment) applySettlement(e Event) {
 	}
 	switch e := e.(type) {
 	case CaptureReduced:
-		if _, ok := p.captures[e.CaptureID]; ok {
+		if _, ok := p.captures[e.CaptureID]; ok && !e.Failed { // a failed capture stays recorded (settle_reversal.go)
 			p.captures[e.CaptureID] = p.add(p.captures[e.CaptureID], -e.Amount)
 			p.captured = p.add(p.captured, -e.Amount)
 		}

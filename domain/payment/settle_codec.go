@@ -63,6 +63,7 @@ type wireCaptureReduced struct {
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
 	LineID    string `json:"line_id"`
+	Failed    bool   `json:"failed,omitempty"` // absent from events stored before it
 }
 
 type wireCounted struct {
@@ -125,7 +126,7 @@ func encodeSettle(e Event) (w any, ok bool) {
 	case LineSettled:
 		return toWireLine(e.Meta, e.Line), true
 	case CaptureReduced:
-		return wireCaptureReduced{toWireMeta(e.Meta), e.CaptureID, e.Amount, string(e.Currency), e.LineID}, true
+		return wireCaptureReduced{toWireMeta(e.Meta), e.CaptureID, e.Amount, string(e.Currency), e.LineID, e.Failed}, true
 	case FeeSettled:
 		return wireFeeSettled{toWireMeta(e.Meta), e.LineID, e.Fee, string(e.Currency)}, true
 	case PayoutLinesCounted:
@@ -161,7 +162,8 @@ func decodeSettle(typ string, data []byte) (Event, bool, error) {
 		}
 	case TypeCaptureReduced:
 		e, err = decode(typ, data, func(w wireCaptureReduced, m Meta) Event {
-			return CaptureReduced{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Currency: money.Currency(w.Currency), LineID: w.LineID}
+			return CaptureReduced{Meta: m, CaptureID: w.CaptureID, Amount: w.Amount, Currency: money.Currency(w.Currency), LineID: w.LineID,
+				Failed: w.Failed}
 		})
 	case TypeFeeSettled:
 		e, err = decode(typ, data, func(w wireFeeSettled, m Meta) Event {

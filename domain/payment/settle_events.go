@@ -110,6 +110,11 @@ type CaptureReduced struct {
 	Amount    int64
 	Currency  money.Currency
 	LineID    string // the reversal line's DedupKey
+	// Failed: the capture failed after it posted (Stripe charge_failure,
+	// settle_reversal.go): its money is taken back, but the capture stays
+	// recorded at its amount, so its own reports (the webhook, the charge
+	// line and its fee) still match it. Absent from events stored before.
+	Failed bool
 }
 
 func (CaptureReduced) Type() string { return TypeCaptureReduced }

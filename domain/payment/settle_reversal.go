@@ -37,7 +37,7 @@ func (d *decision) settleReversal(l settlement.Line) {
 		}
 		if amount > 0 {
 			d.emit(CaptureReduced{Meta: d.meta, CaptureID: l.CaptureID, Amount: amount, Currency: l.OriginalCurrency,
-				LineID: l.DedupKey()})
+				LineID: l.DedupKey(), Failed: true})
 		}
 	}
 	d.feeSettled(l, l.Fee)

@@ -23,8 +23,9 @@ type Payout struct {
 	PayoutID string
 	Amount   int64  // what was paid out; 0 while no report of it has arrived
 	Currency string // "" while unknown
-	// ArrivalDate is when the payout was reported paid (its payout.paid
-	// or its payout line); zero while unknown.
+	// ArrivalDate is the day the provider says the payout reaches the
+	// bank (payment.PayoutPaid.ArrivalDate), else when it was reported
+	// paid (its payout.paid or its payout line); zero while unknown.
 	ArrivalDate time.Time
 	Status      string
 	LineCount   int64 // settlement lines counted in the payout (not the payout line itself)

@@ -475,22 +475,8 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		}
 	}
 	classify(&l, category, sourceID, charge, pi, "", opt)
-	if !expandedObj && l.PaymentKey == "" && paymentCategory(category) {
-		// A line of a payment whose source is a bare id (not expanded):
-		// linked through the charge the ledger knows, or refused naming
-		// what is missing; never recorded attached to no payment.
-		if err := linkBare(&l, category, sourceID, opt); err != nil {
-			return fail("source", err)
-		}
-	}
-	if l.Kind == settlement.KindPayout && src.Object == "payout" && src.ArrivalDate != "" {
-		// The payout's own arrival_date ("Date that you can expect the
-		// payout to arrive in the bank", docs.stripe.com/api/payouts/object)
-		// is when its money is available at the bank: the payout line's
-		// AvailableOn, which the payout's arrival date is read from.
-		if l.AvailableOn, err = unixTime(src.ArrivalDate); err != nil {
-			return fail("source.arrival_date", err)
-		}
+	if col, err := btFinish(&l, category, sourceID, expandedObj, src, opt); err != nil {
+		return fail(col, err)
 	}
 	if err := check(l); err != nil {
 		col := ""
@@ -500,6 +486,29 @@ func ParseBalanceTransaction(raw []byte, opt report.Options) (settlement.Line, e
 		return fail(col, err)
 	}
 	return l, nil
+}
+
+// btFinish completes a balance transaction's line after classify: a
+// payment's line whose source is a bare id (not expanded) is linked
+// through the charge the ledger knows, or refused naming what is missing
+// (never recorded attached to no payment); a payout's line takes the
+// payout's own arrival_date ("Date that you can expect the payout to
+// arrive in the bank", docs.stripe.com/api/payouts/object) as its
+// AvailableOn, which the payout's arrival date is read from. It returns
+// the column an error is about.
+func btFinish(l *settlement.Line, category, sourceID string, expanded bool, src expandedSource, opt report.Options) (string, error) {
+	if !expanded && l.PaymentKey == "" && paymentCategory(category) {
+		if err := linkBare(l, category, sourceID, opt); err != nil {
+			return "source", err
+		}
+	}
+	if l.Kind == settlement.KindPayout && src.Object == "payout" && src.ArrivalDate != "" {
+		var err error
+		if l.AvailableOn, err = unixTime(src.ArrivalDate); err != nil {
+			return "source.arrival_date", err
+		}
+	}
+	return "", nil
 }
 
 // paymentCategory: a reporting category whose balance transaction belongs
