@@ -16,7 +16,9 @@ type matchReads struct {
 	changed time.Time
 }
 
-func (m *matchReads) BankAccounts(context.Context) ([]string, error) { return []string{"main", "usd"}, nil }
+func (m *matchReads) BankAccounts(context.Context) ([]string, error) {
+	return []string{"main", "usd"}, nil
+}
 
 func (m *matchReads) PayoutsChangedAt(context.Context) (time.Time, error) {
 	m.mu.Lock()
