@@ -127,10 +127,7 @@ func (dc *decision) after(l Line, banked []PayoutRef, returned *PayoutRef) error
 // suspendedReturns matches reversal debits waiting in suspense to payouts
 // banked since (a return read before the credit it returns).
 func (dc *decision) suspendedReturns(c money.Currency) error {
-	for _, l := range dc.s.sortedSuspended(c) {
-		if !l.Reversal || l.Amount >= 0 {
-			continue
-		}
+	for _, l := range dc.s.suspense.returnsWaiting(c) {
 		p := dc.s.findReturn(l.Line)
 		if p == nil {
 			continue
@@ -228,13 +225,11 @@ func (dc *decision) payout(p Payout) error {
 	if err := dc.emit(PayoutKnown{Meta: dc.meta(p.ArrivalOn), Account: s.Account, Payout: p}); err != nil {
 		return err
 	}
-	// Lines that waited for it: match them again, oldest first.
-	for _, l := range s.sortedSuspended(p.Currency) {
+	// Lines that waited for it, in its window: match them again, oldest
+	// first.
+	for _, l := range s.suspense.between(p.Currency, p.ArrivalOn, AddBusinessDays(p.ArrivalOn, s.ArrivalDays)) {
 		if l.Reversal && l.Amount < 0 {
 			continue // returns wait for a banked payout (after)
-		}
-		if l.BookedOn.Before(p.ArrivalOn) || l.BookedOn.After(AddBusinessDays(p.ArrivalOn, s.ArrivalDays)) {
-			continue
 		}
 		refs := s.match(l.Line)
 		if len(refs) == 0 {
@@ -295,21 +290,6 @@ func (dc *decision) advance(before time.Time) error {
 		}
 	}
 	return nil
-}
-
-func (s *State) sortedSuspended(c money.Currency) []*lineState {
-	m := s.suspended[c]
-	out := make([]*lineState, 0, len(m))
-	for _, l := range m {
-		out = append(out, l)
-	}
-	slices.SortFunc(out, func(a, b *lineState) int {
-		if c := a.BookedOn.Compare(b.BookedOn); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
-	return out
 }
 
 func dayOrZero(t time.Time) time.Time {

@@ -2,6 +2,8 @@ package bankstatement
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/onceledger/onceledger/domain/money"
@@ -26,9 +28,10 @@ type State struct {
 	// banked: payouts banked and not returned, by currency and amount
 	// (what a return looks for).
 	banked map[money.Currency]map[int64][]*payoutState
-	// suspended: lines in suspense by currency (what a late payout looks
-	// for).
-	suspended map[money.Currency]map[string]*lineState
+	// suspense: the lines in suspense by currency and booking day (what
+	// a late payout looks for, in its window's days only), and the
+	// reversal debits among them (what a payout banked later looks for).
+	suspense suspenseIndex
 
 	seqs    map[int64]bool
 	minSeq  int64
@@ -60,10 +63,10 @@ func NewState(account string, arrivalDays int) *State {
 	}
 	return &State{Account: account, ArrivalDays: arrivalDays,
 		lines: map[string]struct{}{}, payouts: map[string]*payoutState{},
-		unbanked:  map[money.Currency]map[time.Time][]*payoutState{},
-		banked:    map[money.Currency]map[int64][]*payoutState{},
-		suspended: map[money.Currency]map[string]*lineState{},
-		seqs:      map[int64]bool{}, open: map[itemKey]bool{}}
+		unbanked: map[money.Currency]map[time.Time][]*payoutState{},
+		banked:   map[money.Currency]map[int64][]*payoutState{},
+		suspense: suspenseIndex{byDay: map[money.Currency]map[time.Time]map[string]*lineState{}, reversals: map[money.Currency]map[string]*lineState{}},
+		seqs:     map[int64]bool{}, open: map[itemKey]bool{}}
 }
 
 // Len is how many events the state folded.
@@ -96,7 +99,7 @@ func (s *State) Apply(e payment.Event) error {
 		s.lines[e.Line.Key] = struct{}{}
 		s.settle(l, e.Payouts, e.Returned)
 	case LineMatched:
-		l := s.suspended[e.Currency][e.LineKey]
+		l := s.suspense.byDay[e.Currency][Day(e.BookedOn)][e.LineKey]
 		if l == nil {
 			return fmt.Errorf("bank %s: %s matches line %q the stream does not hold in suspense", s.Account, e.Type(), e.LineKey)
 		}
@@ -130,7 +133,6 @@ func (s *State) addPayout(p Payout) {
 // settle folds what a line did: the payouts it banked, the payout it
 // returned, or its wait in suspense.
 func (s *State) settle(l *lineState, banked []PayoutRef, returned *PayoutRef) {
-	susp := s.suspended[l.Currency]
 	switch {
 	case len(banked) > 0:
 		for _, r := range banked {
@@ -138,19 +140,15 @@ func (s *State) settle(l *lineState, banked []PayoutRef, returned *PayoutRef) {
 				s.bank(p, l)
 			}
 		}
-		delete(susp, l.Key)
+		s.suspense.remove(l)
 	case returned != nil:
 		if p := s.payouts[returned.Key()]; p != nil {
 			p.returned = true
 			s.unbankedRemove(s.banked[p.Currency][p.Amount], p, func(v []*payoutState) { s.banked[p.Currency][p.Amount] = v })
 		}
-		delete(susp, l.Key)
+		s.suspense.remove(l)
 	default:
-		if susp == nil {
-			susp = map[string]*lineState{}
-			s.suspended[l.Currency] = susp
-		}
-		susp[l.Key] = l
+		s.suspense.add(l)
 	}
 	if l.BookedOn.After(s.covered) {
 		s.covered = l.BookedOn
@@ -198,4 +196,72 @@ func (s *State) addStatement(st Statement) {
 	if c := Day(st.Covers); !st.Covers.IsZero() && c.After(s.covered) {
 		s.covered = c
 	}
+}
+
+// suspenseIndex holds the lines in suspense.
+type suspenseIndex struct {
+	byDay     map[money.Currency]map[time.Time]map[string]*lineState
+	reversals map[money.Currency]map[string]*lineState
+}
+
+func (x suspenseIndex) add(l *lineState) {
+	days := x.byDay[l.Currency]
+	if days == nil {
+		days = map[time.Time]map[string]*lineState{}
+		x.byDay[l.Currency] = days
+	}
+	d := Day(l.BookedOn)
+	if days[d] == nil {
+		days[d] = map[string]*lineState{}
+	}
+	days[d][l.Key] = l
+	if l.Reversal && l.Amount < 0 {
+		if x.reversals[l.Currency] == nil {
+			x.reversals[l.Currency] = map[string]*lineState{}
+		}
+		x.reversals[l.Currency][l.Key] = l
+	}
+}
+
+func (x suspenseIndex) remove(l *lineState) {
+	d := Day(l.BookedOn)
+	if days := x.byDay[l.Currency]; days != nil {
+		delete(days[d], l.Key)
+		if len(days[d]) == 0 {
+			delete(days, d)
+		}
+	}
+	delete(x.reversals[l.Currency], l.Key)
+}
+
+// between returns the lines in suspense of c booked from one day through
+// another, oldest first (then by key).
+func (x suspenseIndex) between(c money.Currency, from, through time.Time) []*lineState {
+	var out []*lineState
+	for d := Day(from); !d.After(through); d = d.AddDate(0, 0, 1) {
+		for _, l := range x.byDay[c][d] {
+			out = append(out, l)
+		}
+	}
+	sortLines(out)
+	return out
+}
+
+// returnsWaiting returns the reversal debits of c in suspense, oldest first.
+func (x suspenseIndex) returnsWaiting(c money.Currency) []*lineState {
+	out := make([]*lineState, 0, len(x.reversals[c]))
+	for _, l := range x.reversals[c] {
+		out = append(out, l)
+	}
+	sortLines(out)
+	return out
+}
+
+func sortLines(ls []*lineState) {
+	slices.SortFunc(ls, func(a, b *lineState) int {
+		if c := a.BookedOn.Compare(b.BookedOn); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
 }
