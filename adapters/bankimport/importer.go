@@ -43,7 +43,8 @@ type Ingester interface {
 
 // Payouts is the port to the payouts the ledger knows paid (the payouts
 // read model): those not banked yet, with the provider's arrival date where
-// it gives one, else the date of the payout's event.
+// it gives one, else the date of the payout's event; Failed for those the
+// provider since said failed.
 type Payouts interface {
 	UnbankedPayouts(ctx context.Context) ([]bankline.Payout, error)
 }
@@ -190,7 +191,11 @@ func (im *Importer) batch() int {
 // PayoutDelivery is the delivery telling account about payout p.
 func PayoutDelivery(account string, p bankline.Payout) delivery.Event {
 	raw, _ := json.Marshal(p) // the inbox keeps what was delivered
-	return delivery.Bank(account, "payout:"+account+":"+p.Key(), "bank.payout", p.ArrivalOn, bankline.Input{Payout: &p}, raw)
+	key, typ := "payout:"+account+":"+p.Key(), "bank.payout"
+	if p.Failed {
+		key, typ = key+":failed", "bank.payout_failed"
+	}
+	return delivery.Bank(account, key, typ, p.ArrivalOn, bankline.Input{Payout: &p}, raw)
 }
 
 // LineDelivery is the delivery of a booked entry of account. Its key is

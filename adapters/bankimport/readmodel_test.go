@@ -111,10 +111,23 @@ func TestReadModelsAndRebuild(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, changed.IsZero())
 
+	// A payout that failed is listed as failed: the account stops
+	// expecting it.
+	_, err = svc.Ingest(ctx, paid("stripe", "po_f", 300, day("2026-03-02"), time.Time{}))
+	require.NoError(t, err)
+	_, err = svc.Ingest(ctx, delivery.Event{Provider: "stripe", DedupKey: "evt_po_f_failed", Type: "payout.failed",
+		OccurredAt: day("2026-03-04"), PayloadHash: "hf", Raw: []byte(`{}`),
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_f", Amount: 300, Currency: "EUR"}}})
+	require.NoError(t, err)
+	catchUp(t, proj)
 	left, err := db.UnbankedPayouts(ctx)
 	require.NoError(t, err)
-	require.Len(t, left, 1)
-	assert.Equal(t, "TX1XT", left[0].ID)
+	require.Len(t, left, 2)
+	assert.Equal(t, []string{"TX1XT", "po_f"}, []string{left[0].ID, left[1].ID})
+	assert.Equal(t, []bool{false, true}, []bool{left[0].Failed, left[1].Failed})
+	told, err := im.Match(ctx, "main")
+	require.NoError(t, err)
+	assert.Equal(t, 1, told, "po_f: told failed (TX1XT is known)")
 
 	rep, err := proj.Rebuild(ctx, []string{projections.NamePayouts, projections.NameLedger, projections.NameReconciliation},
 		projections.RebuildOptions{VerifyOnly: true})

@@ -77,6 +77,9 @@ type Payout struct {
 	// text besides the payout id (Stripe's statement descriptor or trace
 	// id, Adyen's TX…XT batch reference); "" when none.
 	Reference string `json:"reference,omitempty"`
+	// Failed: the provider says the payout failed (or was canceled)
+	// before any line banked it: the account stops expecting it.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // Key names a payout within the account.

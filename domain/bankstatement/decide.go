@@ -218,6 +218,9 @@ func gapName(a, b int64) string {
 
 func (dc *decision) payout(p Payout) error {
 	s := dc.s
+	if p.Failed {
+		return dc.payoutFailed(p)
+	}
 	if _, ok := s.payouts[p.Key()]; ok {
 		return nil
 	}
@@ -252,9 +255,23 @@ func (dc *decision) payout(p Payout) error {
 	return nil
 }
 
+// payoutFailed: the provider says the payout failed; unless a line banked
+// it, the account stops expecting it and its payout_not_received clears.
+func (dc *decision) payoutFailed(p Payout) error {
+	s := dc.s
+	if ps, ok := s.payouts[p.Key()]; ok && (ps.banked || ps.failed) {
+		return nil
+	}
+	p.ArrivalOn = Day(p.ArrivalOn)
+	if err := dc.emit(PayoutKnown{Meta: dc.meta(p.ArrivalOn), Account: s.Account, Payout: p}); err != nil {
+		return err
+	}
+	return dc.clear(ReconPayoutNotReceived, p.Key(), "the provider says the payout failed", s.covered)
+}
+
 // late reports whether a payout's window closed before covered.
 func (s *State) late(p *payoutState, covered time.Time) bool {
-	return !p.banked && !p.returned && !covered.IsZero() && covered.After(AddBusinessDays(p.ArrivalOn, s.ArrivalDays))
+	return !p.banked && !p.returned && !p.failed && !covered.IsZero() && covered.After(AddBusinessDays(p.ArrivalOn, s.ArrivalDays))
 }
 
 func (dc *decision) notReceived(p *payoutState) error {

@@ -204,3 +204,28 @@ func TestReconKindsListed(t *testing.T) {
 		assert.Contains(t, payment.ReconKinds(), k, "a filter by kind knows the bank's")
 	}
 }
+
+// TestFailedPayoutIsNotExpected: a payout the provider says failed before
+// any line banked it is not expected any more, whichever came first.
+func TestFailedPayoutIsNotExpected(t *testing.T) {
+	failed := func(in bankstatement.Input) bankstatement.Input {
+		p := *in.Payout
+		p.Failed = true
+		return bankstatement.Input{Payout: &p}
+	}
+	st := bankstatement.Input{Statement: &bankstatement.Statement{Format: "camt.053", Seq: 1, Covers: day("2026-03-20")}}
+	a := newAccount(t)
+	a.deliver(payout("stripe", "po_1", 500, "2026-03-02"))
+	a.deliver(st)
+	assert.Contains(t, a.open(), "payout_not_received stripe/po_1")
+	a.deliver(failed(payout("stripe", "po_1", 500, "2026-03-02")))
+	assert.Empty(t, a.open(), "the failure clears it")
+	a.deliver(line("ref:x", 500, "2026-03-03", ""))
+	assert.Contains(t, a.open(), "unidentified_deposit ref:x", "a failed payout is never matched")
+
+	b := newAccount(t)
+	b.deliver(failed(payout("stripe", "po_1", 500, "2026-03-02")))
+	b.deliver(payout("stripe", "po_1", 500, "2026-03-02"))
+	b.deliver(st)
+	assert.Empty(t, b.open(), "failed first, paid after: still not expected")
+}

@@ -26,7 +26,7 @@ func (s *State) candidates(l Line) []*payoutState {
 	for i := 0; i <= back; i++ {
 		day := l.BookedOn.AddDate(0, 0, -i)
 		for _, p := range byDay[day] {
-			if (p.Amount > 0) != (l.Amount > 0) || p.returned {
+			if (p.Amount > 0) != (l.Amount > 0) || p.returned || p.failed {
 				continue
 			}
 			if l.BookedOn.After(AddBusinessDays(p.ArrivalOn, s.ArrivalDays)) {

@@ -52,6 +52,7 @@ type payoutState struct {
 	banked   bool
 	bankedOn time.Time
 	returned bool
+	failed   bool // the provider's payout failed before any line banked it
 	line     string
 }
 
@@ -93,7 +94,11 @@ func (s *State) Apply(e payment.Event) error {
 	s.n++
 	switch e := e.(type) {
 	case PayoutKnown:
-		s.addPayout(e.Payout)
+		if e.Payout.Failed {
+			s.failPayout(e.Payout)
+		} else {
+			s.addPayout(e.Payout)
+		}
 	case LineBooked:
 		l := &lineState{Line: e.Line, matched: e.Matched()}
 		s.lines[e.Line.Key] = struct{}{}
@@ -113,6 +118,30 @@ func (s *State) Apply(e payment.Event) error {
 		delete(s.open, itemKey{e.Kind, e.Key})
 	}
 	return nil
+}
+
+// failPayout: the provider's payout failed before a line banked it; the
+// account stops expecting it (a banked payout stays banked: the bank's
+// line says the money arrived).
+func (s *State) failPayout(p Payout) {
+	ps := s.payouts[p.Key()]
+	if ps == nil {
+		p.ArrivalOn = Day(p.ArrivalOn)
+		ps = &payoutState{Payout: p}
+		s.payouts[p.Key()] = ps
+	}
+	if ps.banked || ps.failed {
+		return
+	}
+	ps.failed = true
+	day := s.unbanked[ps.Currency]
+	s.unbankedRemove(day[ps.ArrivalOn], ps, func(v []*payoutState) {
+		if len(v) == 0 {
+			delete(day, ps.ArrivalOn)
+		} else {
+			day[ps.ArrivalOn] = v
+		}
+	})
 }
 
 func (s *State) addPayout(p Payout) {

@@ -105,6 +105,9 @@ func bankFacts(b []byte, in *bankline.Input) []byte {
 		b = field(b, strconv.FormatInt(p.Amount, 10))
 		b = field(b, string(p.Currency))
 		b = field(b, day(p.ArrivalOn))
+		if p.Failed {
+			b = field(b, "failed")
+		}
 	}
 	return b
 }
