@@ -296,3 +296,18 @@ func TestEntryTheGateRefusesIsRefusedWhole(t *testing.T) {
 		assert.Empty(t, recs, name)
 	}
 }
+
+// TestOneBankAccountAFile: a file holding statements of several of the
+// bank's accounts (BAI2 and MT940 files often do) is refused, naming the
+// statement of the second account: one import is one bank account (its
+// own sequence numbers, its own ledger account).
+func TestOneBankAccountAFile(t *testing.T) {
+	im := &bankimport.Importer{Ingest: stores(t)[0].svc}
+	_, err := im.Import(context.Background(), "several", func() (io.ReadCloser, error) {
+		return os.Open("../../docs/samples/bank/wolph-betterplace-sepa_mt9401.sta")
+	})
+	var pe *bankfile.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, ":25:", pe.Field)
+	assert.Contains(t, err.Error(), "50880050/0194777100888")
+}

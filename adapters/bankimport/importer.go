@@ -121,12 +121,33 @@ func (im *Importer) Import(ctx context.Context, account string, src Source) (Sum
 	return sum, rec.flush()
 }
 
+// accountField names where each format states the bank's account.
+var accountField = map[bankfile.Format]string{bankfile.Camt053: "Acct", bankfile.Camt054: "Acct", bankfile.MT940: ":25:",
+	bankfile.BAI2: "03 account"}
+
 // validator checks each booked entry and statement as the delivery the
 // gate will be given (delivery.Event.Validate), so that what the inbox
 // would refuse (a NUL in a text, a reference longer than an id may be) is
-// bad input naming its line, found before anything is recorded.
+// bad input naming its line, found before anything is recorded; and that
+// the file's statements are of one bank account (BAI2 and MT940 files
+// often hold several: each is its own account here, with its own
+// sequence numbers).
 func validator(account string) bankfile.Sink {
+	var first *bankfile.Statement
 	return bankfile.Sink{
+		Begin: func(st *bankfile.Statement) error {
+			if first == nil {
+				c := *st
+				first = &c
+				return nil
+			}
+			if st.Account != first.Account {
+				return &bankfile.ParseError{Pos: st.Pos, Field: accountField[st.Format], Err: fmt.Errorf(
+					"a statement of the bank's account %q after one of %q (%s): a file is imported into one bank account; split it by account",
+					st.Account, first.Account, first.Pos)}
+			}
+			return nil
+		},
 		Entry: func(st *bankfile.Statement, e bankfile.Entry) error {
 			if !e.Booked {
 				return nil
