@@ -63,6 +63,13 @@
 #      ratio (constant cost per line: goal <= 1.3); then the peak RSS of
 #      the server while it takes a 1 GiB upload (POST /v1/settlements).
 #
+#   6b. Bank statement import: a camt.053 of 1,000 booked entries, then one
+#      of BENCH_BANK_ENTRIES (bench/bankgen), each imported with `onceledger
+#      bank import` into one account of a fresh database: lines/s of each
+#      (validation pass included), the per-line cost ratio (goal <= 1.3) and
+#      the peak RSS of the large one (goal < 256 MiB), beside the settlement
+#      import's lines/s of step 6 when it ran.
+#
 #   7. Outbound (bench/outbound.sh): latency from a webhook's commit to a
 #      subscriber's receipt at 1,000 webhooks/s offered (p50, p99); the
 #      ingest maximum with 3 subscriptions against none, and the sender's
@@ -80,6 +87,7 @@
 #   bench/run.sh rebuild       4 only
 #   bench/run.sh rebuild-live  5 only
 #   bench/run.sh settle        6 only
+#   bench/run.sh bank          6b only
 #   bench/run.sh outbound      7 only
 #   bench/run.sh hostile       8 only
 #
@@ -108,6 +116,7 @@
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
 #   BENCH_SETTLE_BIG_PAYOUT=100000  lines of its one large payout
 #   BENCH_SETTLE_UPLOAD_MIB=1024    size of the upload whose RSS growth is measured
+#   BENCH_BANK_ENTRIES=100000     step 6b: entries of the large camt.053
 #   BENCH_OUTBOUND_RATE=1000      step 7: webhooks/s offered for the latency run
 #   BENCH_OUTBOUND_SECONDS=20     its duration
 #   BENCH_OUTBOUND_PAYMENTS=3000  payments of the maximum runs (none, 3 subscriptions, JetStream)
@@ -132,8 +141,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live | settle | outbound | hostile) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|outbound|hostile]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -148,6 +157,7 @@ REBUILD_LARGE=${BENCH_REBUILD_LARGE:-10000000}
 RL_EVENTS=${BENCH_REBUILD_LIVE_EVENTS:-1000000}
 RL_RATE=${BENCH_REBUILD_LIVE_RATE:-500}
 SETTLE_LINES=${BENCH_SETTLE_LINES:-1000000}
+BANK_ENTRIES=${BENCH_BANK_ENTRIES:-100000}
 SETTLE_BIG=${BENCH_SETTLE_BIG_PAYOUT:-100000}
 SETTLE_UPLOAD_MIB=${BENCH_SETTLE_UPLOAD_MIB:-1024}
 PG_MODE=${BENCH_PG:-private}
@@ -168,6 +178,7 @@ pgb_db="onceledger_bench_pgbench_${tag}"
 rb_db="onceledger_bench_rebuild_${tag}"
 rl_db="onceledger_bench_rebuildlive_${tag}"
 st_db="onceledger_bench_settle_${tag}"
+bk_db="onceledger_bench_bank_${tag}"
 work="$(mktemp -d)"
 server_pid=""
 loadgen_pid=""
@@ -182,8 +193,9 @@ cleanup() {
 		dropdb --if-exists "$rb_db" 2>/dev/null || true
 		dropdb --if-exists "$rl_db" 2>/dev/null || true
 		dropdb --if-exists "$st_db" 2>/dev/null || true
+		dropdb --if-exists "$bk_db" 2>/dev/null || true
 	else
-		echo "bench: kept databases $serve_db $pgb_db $rb_db $rl_db $st_db" >&2
+		echo "bench: kept databases $serve_db $pgb_db $rb_db $rl_db $st_db $bk_db" >&2
 	fi
 	rm -rf "$work"
 	if [[ -n "$pg_dir" ]]; then
@@ -284,6 +296,7 @@ go build -o "$work/onceledger" ./cmd/onceledger
 go build -o "$work/loadgen" ./cmd/loadgen
 go build -o "$work/seed" ./bench/seed
 go build -o "$work/settlegen" ./bench/settlegen
+go build -o "$work/bankgen" ./bench/bankgen
 
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit="${commit}-dirty"; fi
@@ -804,6 +817,36 @@ SQL
 	dropdb --if-exists "$rl_db"
 fi
 # ============================================================================
+# == 6b. bank statement import ================================================
+if want bank; then
+	echo "== 6b. bank statement import: a camt.053 of 1,000 entries, then one of $BANK_ENTRIES, onceledger bank import"
+	createdb "$bk_db"
+	bk_url="$(pgurl "$bk_db")"
+	ONCELEDGER_DATABASE_URL="$bk_url" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" migrate
+	bk_seq=0
+	for n in 1000 "$BANK_ENTRIES"; do
+		bk_seq=$((bk_seq + 1))
+		"$work/bankgen" -entries "$n" -seq "$bk_seq" -run "bk${n}_$tag" >"$work/bank_$n.xml"
+		bk_out="$work/bank_$n.txt" bk_rc=0
+		t0=$(date +%s.%N)
+		if [[ -x /usr/bin/time ]]; then
+			ONCELEDGER_DATABASE_URL="$bk_url" ONCELEDGER_LOG_LEVEL=warn /usr/bin/time -v \
+				"$work/onceledger" bank import --account bench "$work/bank_$n.xml" >"$bk_out" 2>&1 || bk_rc=$?
+			awk '/Maximum resident set size/ {print $NF}' "$bk_out" >"$work/bkrss_$n"
+		else
+			ONCELEDGER_DATABASE_URL="$bk_url" ONCELEDGER_LOG_LEVEL=warn \
+				"$work/onceledger" bank import --account bench "$work/bank_$n.xml" >"$bk_out" 2>&1 || bk_rc=$?
+			echo 0 >"$work/bkrss_$n" # no /usr/bin/time: not measured
+		fi
+		t1=$(date +%s.%N)
+		awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}' >"$work/bkrate_$n"
+		grep -m1 'lines read' "$bk_out" || true
+		echo "camt.053 of $n entries: exit $bk_rc; $(cat "$work/bkrate_$n") lines/s; peak RSS $(($(cat "$work/bkrss_$n") / 1024)) MiB"
+		((bk_rc == 0)) || { cat "$bk_out" >&2; status=1; }
+	done
+	bk_load="$(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+
 if want outbound; then
 	# shellcheck source=bench/outbound.sh
 	source bench/outbound.sh
@@ -900,6 +943,13 @@ if want settle; then
 		"$(cat "$work/porate_1000")" "$(cat "$work/porate_100000")" \
 		"$(awk -v a="$(cat "$work/porate_1000")" -v b="$(cat "$work/porate_100000")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')"
 	printf 'settle upload of %d MiB: peak RSS grew by %d MiB (goal <= 256 for 1 GiB)\n' "$SETTLE_UPLOAD_MIB" "$(cat "$work/up_growth")"
+fi
+if want bank; then
+	printf 'bank import camt.053: %d lines/s for 1,000 entries, %d lines/s for %d; per-line cost ratio %s (goal <= 1.3); peak RSS %d MiB (goal < 256; load: %s)%s\n' \
+		"$(cat "$work/bkrate_1000")" "$(cat "$work/bkrate_$BANK_ENTRIES")" "$BANK_ENTRIES" \
+		"$(awk -v a="$(cat "$work/bkrate_1000")" -v b="$(cat "$work/bkrate_$BANK_ENTRIES")" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}')" \
+		$(($(cat "$work/bkrss_$BANK_ENTRIES") / 1024)) "$bk_load" \
+		"$(if want settle; then echo "; settlement import beside it: $(cat "$work/strate_first") lines/s"; fi)"
 fi
 if want outbound; then cat "$work/outbound_summary.txt"; fi
 if want hostile; then cat "$work/hostile_summary.txt"; fi

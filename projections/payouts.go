@@ -17,8 +17,10 @@ func Payouts() Projection { return payoutsProjection{} }
 
 type payoutsProjection struct{}
 
-func (payoutsProjection) Name() string     { return NamePayouts }
-func (payoutsProjection) Tables() []string { return []string{"settlement_lines", "payouts"} }
+func (payoutsProjection) Name() string { return NamePayouts }
+func (payoutsProjection) Tables() []string {
+	return append([]string{"settlement_lines", "payouts"}, bankTables...) // bank.go
+}
 
 func (payoutsProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
 	var (
@@ -51,6 +53,9 @@ func (payoutsProjection) Apply(ctx context.Context, w Writer, batch []Envelope) 
 		if err := w.InsertSettlementLines(ctx, lines); err != nil {
 			return err
 		}
+	}
+	if err := applyBank(ctx, w, batch); err != nil { // bank.go
+		return err
 	}
 	if len(changes) > 0 {
 		return w.ApplyPayouts(ctx, changes)

@@ -96,6 +96,8 @@ type Writer interface {
 	SettlementWriter
 	// The provider balances (balance_assertions, balance_movements).
 	AssertionWriter
+	// The bank read models (bank.go).
+	BankWriter
 }
 
 // LedgerEntry is one posting of one event, as a ledger_entries row.

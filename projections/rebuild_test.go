@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,7 +95,8 @@ func TestRebuildWhileAccountantsQuery(t *testing.T) {
 	for _, tc := range rep.Tables {
 		assert.Equal(t, tc.LiveRows, tc.RebuiltRows, "table %s", tc.Table)
 		if tc.Table != "period_balances" && tc.Table != "payouts" && tc.Table != "settlement_lines" && // no closed period, no settlement here
-			tc.Table != "balance_assertions" { // nor a stated balance
+			tc.Table != "balance_assertions" && // nor a stated balance
+			!strings.HasPrefix(tc.Table, "bank_") { // nor a bank statement
 			assert.NotZero(t, tc.LiveRows, "table %s", tc.Table)
 		}
 		assert.Zero(t, tc.DifferingRows, "table %s", tc.Table)

@@ -153,6 +153,8 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("POST /console/inbox/redrive", c.withSession(c.acting(c.redrive)))
 	mux.HandleFunc("GET /console/payouts", c.withSession(c.payouts))
 	mux.HandleFunc("GET /console/payouts/{provider}/{id}", c.withSession(c.payout))
+	mux.HandleFunc("GET /console/bank", c.withSession(c.bank))                  // bank.go
+	mux.HandleFunc("GET /console/bank/{account}", c.withSession(c.bankAccount)) // bank.go
 	mux.HandleFunc("GET /console/periods", c.withSession(c.periods))
 	mux.HandleFunc("POST /console/periods/close", c.withSession(c.acting(c.closePeriod)))
 	mux.HandleFunc("POST /console/periods/reopen", c.withSession(c.acting(c.reopenPeriod)))

@@ -33,6 +33,7 @@ type ReadModel interface {
 	InboxReader
 	PayoutReader
 	PaymentSearcher // search.go
+	BankReader      // bank.go
 }
 
 // LedgerReader gives the balances and the activity series.

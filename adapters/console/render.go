@@ -116,6 +116,9 @@ var funcs = template.FuncMap{
 	},
 	// The subscriptions pages (subscriptions.go).
 	"subscriptionForms": newSubscriptionForms,
+	// The bank pages (bank.go): a balance the format may not state.
+	"deref":   func(p *int64) int64 { return *p },
+	"bankDay": bankDay,
 }
 
 // digitGroup separates groups of three digits everywhere the console shows
@@ -284,6 +287,7 @@ var navTitles = map[string]string{
 	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "payout": "payouts", "periods": "periods",
 	"projections":   "projections",
 	"subscriptions": "subscriptions", "subscription": "subscriptions",
+	"bank": "bank", "bankaccount": "bank", // bank.go
 }
 
 func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {

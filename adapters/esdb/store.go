@@ -44,6 +44,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/assertion"
+	"github.com/onceledger/onceledger/domain/bankline"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/period"
 )
@@ -57,7 +58,9 @@ var _ eventstore.Store = (*Store)(nil)
 var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix, period.StreamID,
 	delivery.SubscriptionStreamPrefix,
 	// Provider balances: assertions, opening balances, adjustments.
-	assertion.StreamPrefix, assertion.AdjustmentStreamPrefix}
+	assertion.StreamPrefix, assertion.AdjustmentStreamPrefix,
+	// Bank accounts: their statement lines, statements and items.
+	bankline.StreamPrefix}
 
 // Option configures a Store.
 type Option func(*Store)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/onceledger/onceledger/adapters/bankfile"
+	"github.com/onceledger/onceledger/adapters/bankimport"
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/adapters/ingest"
 	"github.com/onceledger/onceledger/adapters/operations"
@@ -13,6 +15,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/params"
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
@@ -54,6 +57,11 @@ var badInput = []error{
 	report.ErrMalformed, // a settlement report: the error names line and column
 	outbox.ErrInvalid,
 	outbox.ErrActorRequired,
+	bankfile.ErrMalformed, // a bank statement: the error names line (or XML path) and field
+	bankimport.ErrAccount, // a bank account name the ledger cannot use
+	assertion.ErrInvalid,  // each names its field
+	operations.ErrItemUnknown,
+	operations.ErrClosedPeriod,
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving
@@ -68,6 +76,7 @@ var conflicts = []error{
 	period.ErrZoneMismatch,
 	payment.ErrItemResolved,
 	payment.ErrItemOpen,
+	assertion.ErrConflict,
 }
 
 func isBadInput(err error) bool {

@@ -68,9 +68,11 @@ func (s *server) registerQuery(r *mux.Router) {
 	v1.Handle("/reconciliation/resolve", acting(s.itemAction(true))).Methods(http.MethodPost)
 	v1.Handle("/reconciliation/reopen", acting(s.itemAction(false))).Methods(http.MethodPost)
 	v1.Handle("/inbox/redrive", acting(s.inboxRedrive)).Methods(http.MethodPost)
-	s.registerSettlements(v1)   // settlements.go
-	s.registerEvents(v1)        // events.go
-	s.registerSubscriptions(v1) // subscriptions.go
+	s.registerSettlements(v1)    // settlements.go
+	s.registerEvents(v1)         // events.go
+	s.registerSubscriptions(v1)  // subscriptions.go
+	s.registerBalances(v1)       // balances.go
+	s.registerBankStatements(v1) // bankstatements.go
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 with Allow for a known path and another method, else a 404. Every

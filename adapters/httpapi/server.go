@@ -120,6 +120,14 @@ type Config struct {
 	// Subscriptions manages the push subscriptions (outbox.Service; admin
 	// tokens); nil = those endpoints answer 503.
 	Subscriptions SubscriptionAdmin
+	// Balances records balance assertions, opening balances and
+	// adjustments (operations.Balances; admin tokens); BalanceQuery reads
+	// the assertions (readmodel.Store). nil = those answer 503.
+	Balances     BalanceActions
+	BalanceQuery BalanceQuery
+	// BankStatements imports bank statement files (POST
+	// /v1/bank-statements; bankimport); nil = it answers 503.
+	BankStatements BankImporter
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

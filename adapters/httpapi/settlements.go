@@ -141,11 +141,12 @@ func payoutRecord(p views.Payout) record {
 		}
 		return money.FormatMinor(v, c)
 	}
-	return record{textField("provider", p.Provider), textField("payout_id", p.PayoutID), textField("status", p.Status),
+	rec := record{textField("provider", p.Provider), textField("payout_id", p.PayoutID), textField("status", p.Status),
 		intField("amount", p.Amount), decimalField("amount_decimal", dec(p.Amount)), optText("currency", p.Currency),
 		optTime("arrival_date", p.ArrivalDate), intField("line_count", p.LineCount), intField("lines_net", p.LinesNet),
 		intField("difference", p.Difference), decimalField("difference_decimal", dec(p.Difference)),
 		timeField("updated_at", p.UpdatedAt)}
+	return append(rec, payoutBankFields(p)...) // bankstatements.go
 }
 
 // lineRecord is the one description of a settlement line in GET
@@ -165,7 +166,7 @@ func (s *server) queryPayouts(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	format := q.format()
 	f := views.PayoutFilter{Provider: q.Get("provider"), Status: q.OneOf("status", views.PayoutStatuses()...),
-		From: q.Time("from"), To: q.Time("to")}
+		From: q.Time("from"), To: q.Time("to"), Banked: bankedParam(q)}
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
 		q.Fail("to: must not be before from")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -76,6 +77,9 @@ func (s *Reconciliation) act(ctx context.Context, a ItemAction,
 		return nil, fmt.Errorf("%w: %w", payment.ErrItemNotFound, err)
 	}
 	cmd := payment.ItemCommand{Kind: kind, Key: key, Actor: a.Actor, Note: a.Note}
+	if assertion.IsStream(stream) {
+		return s.balanceItem(ctx, stream, cmd, decide) // reconciliation_balances.go
+	}
 	evs, err := act(ctx, s.store, stream, payment.Decode, payment.Encode, func(history []payment.Event) ([]payment.Event, error) {
 		cmd.Now = s.now()
 		ev, err := decide(history, cmd)

@@ -25,22 +25,23 @@ const envPrefix = "ONCELEDGER_"
 // ONCELEDGER_* name the repository's code uses is a flag's, a provider's
 // or one of these.
 var toolVariables = []string{
-	"ONCELEDGER_TEST_DATABASE_URL",  // the server the tests create their databases on (pgtest, make test)
-	"ONCELEDGER_TEST_ESDB_URL",      // a real EventStoreDB for the contract suite
-	"ONCELEDGER_TEST_NATS_URL",      // the nats-server -js the JetStream tests use (default 127.0.0.1:4222)
-	"ONCELEDGER_TEST_PROPERTY_RUNS", // the settlement property tests: more (and bigger) generated cases
-	"ONCELEDGER_TEST_PROPERTY_SEED", // the settlement property tests: replay a printed seed
-	"ONCELEDGER_SCREENSHOTS",        // the console's browser test writes docs/console/*.png
-	"ONCELEDGER_CRAWL_URL",          // the console's crawler crawls this server instead (make screenshots)
-	"ONCELEDGER_CRAWL_TOKEN",        // its admin token
-	"ONCELEDGER_CHROMIUM",           // the browser the console's browser test drives
-	"ONCELEDGER_DEVDB_DIR",          // scripts/devdb.sh: where the development cluster lives
-	"ONCELEDGER_DEVDB_DEFAULT_ADDR", // scripts/devdb.sh: the address probed for a server
-	"ONCELEDGER_DEVDB_PG_BIN",       // scripts/devdb.sh: initdb and pg_ctl
-	"ONCELEDGER_CHAOS_PG_BIN",       // the fault suite (cmd/loadgen/chaos): initdb and pg_ctl
-	"ONCELEDGER_CHAOS_SCALE",        // the fault suite's load multiplier
-	"ONCELEDGER_CHAOS_SERVER_BIN",   // the fault suite's prebuilt server
-	"ONCELEDGER_CHAOS_READ_TIMEOUT", // the fault suite's slow-client bound
+	"ONCELEDGER_TEST_DATABASE_URL",    // the server the tests create their databases on (pgtest, make test)
+	"ONCELEDGER_TEST_ESDB_URL",        // a real EventStoreDB for the contract suite
+	"ONCELEDGER_TEST_NATS_URL",        // the nats-server -js the JetStream tests use (default 127.0.0.1:4222)
+	"ONCELEDGER_TEST_PROPERTY_RUNS",   // the settlement property tests: more (and bigger) generated cases
+	"ONCELEDGER_TEST_PROPERTY_SEED",   // the settlement property tests: replay a printed seed
+	"ONCELEDGER_SCREENSHOTS",          // the console's browser test writes docs/console/*.png
+	"ONCELEDGER_CRAWL_URL",            // the console's crawler crawls this server instead (make screenshots)
+	"ONCELEDGER_CRAWL_TOKEN",          // its admin token
+	"ONCELEDGER_CHROMIUM",             // the browser the console's browser test drives
+	"ONCELEDGER_DEVDB_DIR",            // scripts/devdb.sh: where the development cluster lives
+	"ONCELEDGER_DEVDB_DEFAULT_ADDR",   // scripts/devdb.sh: the address probed for a server
+	"ONCELEDGER_DEVDB_PG_BIN",         // scripts/devdb.sh: initdb and pg_ctl
+	"ONCELEDGER_CHAOS_PG_BIN",         // the fault suite (cmd/loadgen/chaos): initdb and pg_ctl
+	"ONCELEDGER_CHAOS_SCALE",          // the fault suite's load multiplier
+	"ONCELEDGER_CHAOS_SERVER_BIN",     // the fault suite's prebuilt server
+	"ONCELEDGER_CHAOS_READ_TIMEOUT",   // the fault suite's slow-client bound
+	"ONCELEDGER_BANK_PROPERTY_CHECKS", // the bank statements' property test: more generated fortnights
 }
 
 // knownVariables are every ONCELEDGER_* variable something reads: the

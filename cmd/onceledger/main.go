@@ -27,8 +27,11 @@ type cli struct {
 	DatabaseURL string `name:"database-url" env:"ONCELEDGER_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/onceledger?sslmode=disable" group:"Storage" help:"Postgres: read models, inbox and the default event store."`
 	EventStore  string `name:"event-store" env:"ONCELEDGER_EVENT_STORE" default:"postgres" group:"Storage" help:"'postgres', or an esdb://host:2113?tls=false connection string for EventStoreDB / KurrentDB."`
 	ReportingTZ string `name:"reporting-tz" env:"ONCELEDGER_REPORTING_TZ" default:"UTC" group:"Storage" help:"IANA time zone of accounting periods (a month is YYYY-MM in it), e.g. Europe/Berlin."`
-	LogLevel    string `name:"log-level" env:"ONCELEDGER_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" group:"Logging" help:"Log level."`
-	LogFormat   string `name:"log-format" env:"ONCELEDGER_LOG_FORMAT" default:"text" enum:"text,json" group:"Logging" help:"Log format."`
+	// BankArrivalDays decides bank statement matching wherever deliveries
+	// are recorded (serve, imports, redrive): one setting for all.
+	BankArrivalDays int    `name:"bank-arrival-days" env:"ONCELEDGER_BANK_ARRIVAL_DAYS" default:"5" group:"Storage" help:"Business days (Monday to Friday) after a payout's arrival date within which its bank credit must appear, else payout_not_received."`
+	LogLevel        string `name:"log-level" env:"ONCELEDGER_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" group:"Logging" help:"Log level."`
+	LogFormat       string `name:"log-format" env:"ONCELEDGER_LOG_FORMAT" default:"text" enum:"text,json" group:"Logging" help:"Log format."`
 	// CPUProfile is for the benches (bench/run.sh settle): where a
 	// command's time goes, without a server to expose net/http/pprof.
 	CPUProfile string `name:"cpu-profile" env:"ONCELEDGER_CPU_PROFILE" hidden:"" help:"Write a CPU profile of the command to this file."`
@@ -53,10 +56,14 @@ type cli struct {
 	Backfill      backfillCmd      `cmd:"" help:"Pull a provider's past events from its API and ingest them through the webhook gate."`
 	Events        eventsCmd        `cmd:"" help:"The outbound business events: tail the feed."`
 	Subscriptions subscriptionsCmd `cmd:"" help:"Push subscriptions: add, list, remove, replay."`
+	Bank          bankCmd          `cmd:"" help:"Bank statements: import files into a bank account (payouts proven into the bank)."`
 }
 
 // Validate refuses an unknown reporting time zone before any command runs.
 func (c *cli) Validate() error {
+	if c.BankArrivalDays < 1 || c.BankArrivalDays > 60 {
+		return fmt.Errorf("ONCELEDGER_BANK_ARRIVAL_DAYS: %d is not a number of business days from 1 to 60", c.BankArrivalDays)
+	}
 	_, err := c.zone()
 	return err
 }

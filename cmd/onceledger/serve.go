@@ -216,6 +216,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		PostbackURL:          c.ipnVerifyURL(),
 		PprofAddr:            c.PprofAddr,
 		UnsettledAfter:       c.UnsettledAfter,
+		BankArrivalDays:      g.cli.BankArrivalDays,
 		NATS:                 jetstream.Config{URL: c.NATSURL, Subject: c.NATSSubject, Stream: c.NATSStream, Creds: c.NATSCreds},
 		SecretsKey:           c.SecretsKey,
 		OutboxAllowPrivate:   c.AllowPrivate,

@@ -88,7 +88,7 @@ type settleSyncStripeCmd struct {
 // openCore builds the app's core (ingest service, read models, importer):
 // no web, no monitor.
 func openCore(g *globals, unsettledAfter time.Duration) (*app.Core, error) {
-	return app.NewCore(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore,
+	return app.NewCore(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore, BankArrivalDays: g.cli.BankArrivalDays,
 		UnsettledAfter: unsettledAfter, Logger: g.log})
 }
 

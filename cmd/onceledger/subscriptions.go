@@ -65,7 +65,7 @@ type subscriptionsReplayCmd struct {
 // withSubscriptions builds the core (no projections, no migrations) and
 // runs fn with its subscriptions service.
 func withSubscriptions(g *globals, f outboxFlags, fn func(context.Context, *outbox.Service) error) error {
-	core, err := app.NewCore(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore,
+	core, err := app.NewCore(g.ctx, app.Config{DatabaseURL: g.cli.DatabaseURL, EventStore: g.cli.EventStore, BankArrivalDays: g.cli.BankArrivalDays,
 		SecretsKey: f.SecretsKey, OutboxAllowPrivate: f.AllowPrivate, Logger: g.log})
 	if err != nil {
 		return err

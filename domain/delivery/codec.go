@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onceledger/onceledger/domain/bankline"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -47,6 +48,8 @@ type wireFact struct {
 	Counted []settlement.Counted `json:"counted,omitempty"`
 	// LegacyID: absent from rows written before it existed.
 	LegacyID string `json:"legacy_id,omitempty"`
+	// Bank: a bank delivery's input, in bankline's stored names.
+	Bank *bankline.Input `json:"bank,omitempty"`
 	// ArrivalDate: a paid payout's arrival date (Fact.ArrivalDate).
 	ArrivalDate time.Time `json:"arrival_date,omitzero"`
 }
@@ -60,7 +63,7 @@ func EncodeNormalized(e Event) ([]byte, error) {
 	for i, f := range e.Facts {
 		w.Facts[i] = wireFact{Kind: string(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted, LegacyID: f.LegacyID,
-			ArrivalDate: f.ArrivalDate}
+			ArrivalDate: f.ArrivalDate, Bank: f.Bank}
 	}
 	return json.Marshal(w)
 }
@@ -79,7 +82,7 @@ func DecodeNormalized(b []byte) (Event, error) {
 	for _, f := range w.Facts {
 		e.Facts = append(e.Facts, Fact{Kind: Kind(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted,
-			LegacyID: f.LegacyID, ArrivalDate: f.ArrivalDate})
+			LegacyID: f.LegacyID, ArrivalDate: f.ArrivalDate, Bank: f.Bank})
 	}
 	return e, nil
 }

@@ -54,6 +54,9 @@ func (e Event) FactsHash() string {
 			// A report line's facts are its amounts (settlement.Line.FactsHash).
 			b = field(b, f.Settlement.FactsHash())
 		}
+		if f.Bank != nil {
+			b = bankFacts(b, f.Bank) // bank.go
+		}
 		for _, c := range f.Counted {
 			b = field(b, c.Key)
 			b = field(b, strconv.FormatInt(c.Net, 10))

@@ -69,5 +69,6 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 		"Reason",      // free text: not a fact
 		"LegacyID",    // hashed in BusinessID's place when set
 		"ArrivalDate", // a payout's arrival day: moves no money, not hashed
+		"Bank",        // hashed: a bank line's identity and money, a statement's balances, a payout's (bank.go)
 	}, fields(delivery.Fact{}))
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/onceledger/onceledger/domain/bankline"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -112,6 +113,9 @@ type Fact struct {
 	// does not say. Not a money fact: FactsHash leaves it out, so a payout
 	// stored before it existed and redelivered is a plain duplicate.
 	ArrivalDate time.Time
+	// Bank: KindBank only: what is delivered to a bank account's stream
+	// (bank.go).
+	Bank *bankline.Input
 }
 
 // Event is one verified, normalized delivery.
@@ -163,6 +167,9 @@ func (k Kind) IsPayout() bool {
 // StreamID names the event stream the delivery's facts belong to:
 // PaymentStream or PayoutStream.
 func (e Event) StreamID() string {
+	if e.isBank() {
+		return bankline.Stream(e.PaymentKey) // bank.go
+	}
 	if k, ok := e.settledPayoutKey(); ok {
 		return PayoutStream(e.Provider, k)
 	}
@@ -235,6 +242,9 @@ func (e Event) Validate() error {
 	}
 	if e.Ignored() {
 		return nil
+	}
+	if e.isBank() {
+		return e.validateBank() // bank.go
 	}
 	if e.SettledLine() != nil || (len(e.Facts) > 0 && e.Facts[0].Kind == KindSettled) {
 		return e.validateSettled()

@@ -231,6 +231,9 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	default:
 		var ok bool
 		if w, ok = encodeSettle(e); !ok { // settle_codec.go
+			if typ, data, ok, err := encodeExtension(e); ok || err != nil { // extension.go
+				return typ, data, err
+			}
 			return "", nil, fmt.Errorf("%w: %T", ErrUnknownEventType, e)
 		}
 	}
@@ -338,6 +341,9 @@ func Decode(typ string, data []byte) (Event, error) {
 		})
 	}
 	if e, ok, err := decodeSettle(typ, data); ok { // settle_codec.go
+		return e, err
+	}
+	if e, ok, err := decodeExtension(typ, data); ok { // extension.go
 		return e, err
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownEventType, typ)

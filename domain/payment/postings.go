@@ -81,6 +81,8 @@ func Postings(e Event) []ledger.Posting {
 		return lines(e.Currency,
 			ledger.ProviderBalance(p), e.Amount,
 			ledger.BankPayouts, -e.Amount)
+	case Poster: // another aggregate's event (extension.go)
+		return e.Postings()
 	}
 	return settlePostings(e) // settle_events.go
 }

@@ -21,7 +21,8 @@ func ReconKinds() []string {
 		ReconDisputeBeforePayment,
 		ReconOverReversal,
 		ReconSubscriptionDisabled,
-	}, SettlementReconKinds()...) // settle_events.go
+		"balance_mismatch", // opened by the provider balances (domain/assertion), not by this aggregate
+	}, append(SettlementReconKinds(), extensionReconKinds()...)...) // settle_events.go, extension.go
 }
 
 // Errors of the operators' actions on reconciliation items.

@@ -34,6 +34,19 @@ type Payout struct {
 	// been paid beyond what was (0 when reconciled).
 	Difference int64
 	UpdatedAt  time.Time
+	// BankLine is the bank statement line that banked the payout (nil:
+	// not banked, or returned by the bank since).
+	BankLine *PayoutBankLine
+}
+
+// PayoutBankLine is the statement line that proved a payout banked
+// (bank_payouts): the account, the line's reference, booking date and
+// amount (a line may bank several payouts).
+type PayoutBankLine struct {
+	Account   string
+	Reference string
+	BookedOn  time.Time
+	Amount    int64
 }
 
 // PayoutFilter selects payouts, by arrival date (unknown first), then
@@ -44,7 +57,10 @@ type PayoutFilter struct {
 	Status   string
 	Currency string
 	From, To time.Time // arrival_date >= From, < To, when not zero
-	Newest   bool      // most recent first (unknown last)
+	// Banked, when set, keeps the payouts a bank line banked (true) or
+	// those none did, or whose bank returned them (false).
+	Banked *bool
+	Newest bool // most recent first (unknown last)
 	// After is the keyset (nil: from the first in the order); Limit caps
 	// the page (<= 0: every payout).
 	After *PayoutKey

@@ -18,6 +18,51 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BalanceAssertionStatus.
+const (
+	BalanceAssertionStatusAgreed  BalanceAssertionStatus = "agreed"
+	BalanceAssertionStatusDiffers BalanceAssertionStatus = "differs"
+)
+
+// Valid indicates whether the value is a known member of the BalanceAssertionStatus enum.
+func (e BalanceAssertionStatus) Valid() bool {
+	switch e {
+	case BalanceAssertionStatusAgreed:
+		return true
+	case BalanceAssertionStatusDiffers:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BankImportSummaryFormat.
+const (
+	BankImportSummaryFormatBai2    BankImportSummaryFormat = "bai2"
+	BankImportSummaryFormatCamt053 BankImportSummaryFormat = "camt.053"
+	BankImportSummaryFormatCamt054 BankImportSummaryFormat = "camt.054"
+	BankImportSummaryFormatCsv     BankImportSummaryFormat = "csv"
+	BankImportSummaryFormatMt940   BankImportSummaryFormat = "mt940"
+)
+
+// Valid indicates whether the value is a known member of the BankImportSummaryFormat enum.
+func (e BankImportSummaryFormat) Valid() bool {
+	switch e {
+	case BankImportSummaryFormatBai2:
+		return true
+	case BankImportSummaryFormatCamt053:
+		return true
+	case BankImportSummaryFormatCamt054:
+		return true
+	case BankImportSummaryFormatCsv:
+		return true
+	case BankImportSummaryFormatMt940:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ItemActionResultStatus.
 const (
 	ItemActionResultStatusOpen     ItemActionResultStatus = "open"
@@ -318,6 +363,42 @@ func (e WebhookStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for GetBalanceAssertionsParamsStatus.
+const (
+	GetBalanceAssertionsParamsStatusAgreed  GetBalanceAssertionsParamsStatus = "agreed"
+	GetBalanceAssertionsParamsStatusDiffers GetBalanceAssertionsParamsStatus = "differs"
+)
+
+// Valid indicates whether the value is a known member of the GetBalanceAssertionsParamsStatus enum.
+func (e GetBalanceAssertionsParamsStatus) Valid() bool {
+	switch e {
+	case GetBalanceAssertionsParamsStatusAgreed:
+		return true
+	case GetBalanceAssertionsParamsStatusDiffers:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetBalanceAssertionsParamsFormat.
+const (
+	GetBalanceAssertionsParamsFormatCsv  GetBalanceAssertionsParamsFormat = "csv"
+	GetBalanceAssertionsParamsFormatJson GetBalanceAssertionsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetBalanceAssertionsParamsFormat enum.
+func (e GetBalanceAssertionsParamsFormat) Valid() bool {
+	switch e {
+	case GetBalanceAssertionsParamsFormatCsv:
+		return true
+	case GetBalanceAssertionsParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetBalancesParamsFormat.
 const (
 	GetBalancesParamsFormatCsv  GetBalancesParamsFormat = "csv"
@@ -486,6 +567,24 @@ func (e GetPayoutsParamsStatus) Valid() bool {
 	case GetPayoutsParamsStatusPaid:
 		return true
 	case GetPayoutsParamsStatusReconciled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPayoutsParamsBanked.
+const (
+	False GetPayoutsParamsBanked = "false"
+	True  GetPayoutsParamsBanked = "true"
+)
+
+// Valid indicates whether the value is a known member of the GetPayoutsParamsBanked enum.
+func (e GetPayoutsParamsBanked) Valid() bool {
+	switch e {
+	case False:
+		return true
+	case True:
 		return true
 	default:
 		return false
@@ -682,6 +781,22 @@ type Adjustment struct {
 	StreamId      string             `json:"stream_id"`
 }
 
+// AdjustmentInput defines model for AdjustmentInput.
+type AdjustmentInput struct {
+	// EffectiveAt Default: the as_of of the assertion the item is about, else now.
+	EffectiveAt *time.Time `json:"effective_at,omitempty"`
+
+	// ItemId The item's id as GET /v1/reconciliation lists it.
+	ItemId string `json:"item_id"`
+	Note   string `json:"note"`
+
+	// Postings Balanced per currency, on accounts of the chart. Optional with `reverses`: the reversed adjustment's, negated.
+	Postings *[]Posting `json:"postings,omitempty"`
+
+	// Reverses The id of an adjustment of the same item this one undoes.
+	Reverses *openapi_types.UUID `json:"reverses,omitempty"`
+}
+
 // Balance defines model for Balance.
 type Balance struct {
 	// Account Example: revenue:sales
@@ -698,6 +813,90 @@ type Balance struct {
 	// Currency Example: USD
 	Currency string `json:"currency"`
 }
+
+// BalanceAssertion defines model for BalanceAssertion.
+type BalanceAssertion struct {
+	// Account Example: provider:stripe:balance
+	Account string    `json:"account"`
+	Actor   *string   `json:"actor,omitempty"`
+	AsOf    time.Time `json:"as_of"`
+
+	// Currency Example: USD
+	Currency string `json:"currency"`
+
+	// Difference ledger − stated
+	Difference int64  `json:"difference"`
+	Id         string `json:"id"`
+
+	// Ledger The ledger's balance of the account as of `as_of` (entries with effective_at <= as_of), kept current as late facts arrive.
+	Ledger int64   `json:"ledger"`
+	Note   *string `json:"note,omitempty"`
+
+	// Provider The account's provider; `bank` for bank:NAME.
+	Provider   string    `json:"provider"`
+	RecordedAt time.Time `json:"recorded_at"`
+	Source     string    `json:"source"`
+
+	// Stated What the provider, bank or person states, minor units.
+	Stated int64                  `json:"stated"`
+	Status BalanceAssertionStatus `json:"status"`
+}
+
+// BalanceAssertionStatus defines model for BalanceAssertion.Status.
+type BalanceAssertionStatus string
+
+// BalanceAssertionInput defines model for BalanceAssertionInput.
+type BalanceAssertionInput struct {
+	// Account provider:NAME:balance, provider:NAME:reserve or bank:NAME.
+	//
+	// Example: provider:stripe:balance
+	Account string `json:"account"`
+
+	// Amount Integer minor units (1234 = 12.34 USD), or a decimal string in major units ("12.34"); more decimals than the currency has are refused, never rounded.
+	Amount BalanceAssertionInput_Amount `json:"amount"`
+	AsOf   time.Time                    `json:"as_of"`
+
+	// Currency Example: USD
+	Currency string  `json:"currency"`
+	Note     *string `json:"note,omitempty"`
+
+	// Provider Optional; must be the account's provider when given.
+	Provider *string `json:"provider,omitempty"`
+
+	// Source What states it: a dashboard, a statement.
+	Source string `json:"source"`
+}
+
+// BalanceAssertionInputAmount0 defines model for BalanceAssertionInput.Amount.0.
+type BalanceAssertionInputAmount0 = int64
+
+// BalanceAssertionInputAmount1 defines model for BalanceAssertionInput.Amount.1.
+type BalanceAssertionInputAmount1 = string
+
+// BalanceAssertionInput_Amount Integer minor units (1234 = 12.34 USD), or a decimal string in major units ("12.34"); more decimals than the currency has are refused, never rounded.
+type BalanceAssertionInput_Amount struct {
+	union json.RawMessage
+}
+
+// BankImportSummary What a statement import did, as for settlement files: lines = new + duplicates + conflicts (booked entries).
+type BankImportSummary struct {
+	// Conflicts Entries seen before with other facts (amount, currency, booking date): kept for reconciliation, the first stand.
+	Conflicts  *int                     `json:"conflicts,omitempty"`
+	Duplicates *int                     `json:"duplicates,omitempty"`
+	Format     *BankImportSummaryFormat `json:"format,omitempty"`
+	Lines      *int                     `json:"lines,omitempty"`
+	New        *int                     `json:"new,omitempty"`
+
+	// Payouts Payouts newly told to the account (paid, not banked yet).
+	Payouts *int `json:"payouts,omitempty"`
+
+	// Pending Pending entries (camt.054 PDNG): recorded nothing.
+	Pending    *int `json:"pending,omitempty"`
+	Statements *int `json:"statements,omitempty"`
+}
+
+// BankImportSummaryFormat defines model for BankImportSummary.Format.
+type BankImportSummaryFormat string
 
 // Entry defines model for Entry.
 type Entry struct {
@@ -809,6 +1008,28 @@ type JournalRow struct {
 	Provider string `json:"provider"`
 }
 
+// OpeningBalanceInput defines model for OpeningBalanceInput.
+type OpeningBalanceInput struct {
+	Account string `json:"account"`
+
+	// Amount Integer minor units (1234 = 12.34 USD), or a decimal string in major units ("12.34"); more decimals than the currency has are refused, never rounded.
+	Amount   OpeningBalanceInput_Amount `json:"amount"`
+	AsOf     time.Time                  `json:"as_of"`
+	Currency string                     `json:"currency"`
+	Note     string                     `json:"note"`
+}
+
+// OpeningBalanceInputAmount0 defines model for OpeningBalanceInput.Amount.0.
+type OpeningBalanceInputAmount0 = int64
+
+// OpeningBalanceInputAmount1 defines model for OpeningBalanceInput.Amount.1.
+type OpeningBalanceInputAmount1 = string
+
+// OpeningBalanceInput_Amount Integer minor units (1234 = 12.34 USD), or a decimal string in major units ("12.34"); more decimals than the currency has are refused, never rounded.
+type OpeningBalanceInput_Amount struct {
+	union json.RawMessage
+}
+
 // OutboundEvent One outbound business event (docs/events.md): the same fact always has the same id.
 type OutboundEvent struct {
 	// Data The fact's fields; amounts in minor units with amount_decimal and currency beside them.
@@ -909,7 +1130,24 @@ type Payout struct {
 	Amount        *int64     `json:"amount,omitempty"`
 	AmountDecimal *string    `json:"amount_decimal,omitempty"`
 	ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-	Currency      *string    `json:"currency,omitempty"`
+
+	// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+	BankLine *struct {
+		// Account The bank account (ledger account bank:NAME).
+		Account  *string             `json:"account,omitempty"`
+		Amount   *int64              `json:"amount,omitempty"`
+		BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+		// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+		Reference *string `json:"reference,omitempty"`
+	} `json:"bank_line,omitempty"`
+
+	// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+	Banked *bool `json:"banked,omitempty"`
+
+	// BankedAt The booking date of the bank line that banked it.
+	BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+	Currency *string             `json:"currency,omitempty"`
 
 	// Difference lines_net − amount: 0 when reconciled.
 	Difference        *int64  `json:"difference,omitempty"`
@@ -991,6 +1229,16 @@ type PeriodActionStatus string
 type Position struct {
 	Commit  *int64 `json:"commit,omitempty"`
 	Prepare *int64 `json:"prepare,omitempty"`
+}
+
+// Posting defines model for Posting.
+type Posting struct {
+	// Account Example: expenses:writeoffs
+	Account string `json:"account"`
+
+	// Amount Signed minor units: debit positive, credit negative.
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
 }
 
 // Projection defines model for Projection.
@@ -1315,6 +1563,42 @@ type WebhookStatus struct {
 // WebhookStatusStatus defines model for WebhookStatus.Status.
 type WebhookStatusStatus string
 
+// GetBalanceAssertionsParams defines parameters for GetBalanceAssertions.
+type GetBalanceAssertionsParams struct {
+	// Provider Only this provider's (`bank` for bank accounts).
+	Provider *string `form:"provider,omitempty" json:"provider,omitempty"`
+
+	// Status Only these.
+	Status *GetBalanceAssertionsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Account Only this account (exact).
+	Account *string `form:"account,omitempty" json:"account,omitempty"`
+
+	// Currency Only this currency.
+	Currency *string `form:"currency,omitempty" json:"currency,omitempty"`
+
+	// From as_of at or after (RFC 3339 or YYYY-MM-DD in the reporting zone).
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To as_of before (RFC 3339 or YYYY-MM-DD).
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// Limit Page size (1 to 1000, default 100).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The `next` cursor of the previous page.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// Format Answer format.
+	Format *GetBalanceAssertionsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetBalanceAssertionsParamsStatus defines parameters for GetBalanceAssertions.
+type GetBalanceAssertionsParamsStatus string
+
+// GetBalanceAssertionsParamsFormat defines parameters for GetBalanceAssertions.
+type GetBalanceAssertionsParamsFormat string
+
 // GetBalancesParams defines parameters for GetBalances.
 type GetBalancesParams struct {
 	// Currency Upper-case ISO 4217 code (any case accepted); exact match.
@@ -1338,6 +1622,12 @@ type GetBalancesParamsFormat string
 
 // GetBalancesParamsTime defines parameters for GetBalances.
 type GetBalancesParamsTime string
+
+// PostBankStatementsParams defines parameters for PostBankStatements.
+type PostBankStatementsParams struct {
+	// Account The bank account's name (lower-case letters, digits, '_', '.', '-'; not payouts): its ledger account is bank:NAME.
+	Account string `form:"account" json:"account"`
+}
 
 // GetEventsParams defines parameters for GetEvents.
 type GetEventsParams struct {
@@ -1463,12 +1753,18 @@ type GetPayoutsParams struct {
 	// To Arrival date before (RFC 3339).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 
+	// Banked true: payouts a bank statement line banked; false: those none did (or the bank returned).
+	Banked *GetPayoutsParamsBanked `form:"banked,omitempty" json:"banked,omitempty"`
+
 	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row; amounts as integer minor units plus a `_decimal` column in major units with the currency's exponent.
 	Format *GetPayoutsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
 
 // GetPayoutsParamsStatus defines parameters for GetPayouts.
 type GetPayoutsParamsStatus string
+
+// GetPayoutsParamsBanked defines parameters for GetPayouts.
+type GetPayoutsParamsBanked string
 
 // GetPayoutsParamsFormat defines parameters for GetPayouts.
 type GetPayoutsParamsFormat string
@@ -1565,11 +1861,20 @@ type PostWebhookJSONBody = map[string]interface{}
 type PostWebhookFormdataBody = struct {
 }
 
+// PostAdjustmentJSONRequestBody defines body for PostAdjustment for application/json ContentType.
+type PostAdjustmentJSONRequestBody = AdjustmentInput
+
+// PostBalanceAssertionJSONRequestBody defines body for PostBalanceAssertion for application/json ContentType.
+type PostBalanceAssertionJSONRequestBody = BalanceAssertionInput
+
 // PostInboxEraseJSONRequestBody defines body for PostInboxErase for application/json ContentType.
 type PostInboxEraseJSONRequestBody PostInboxEraseJSONBody
 
 // PostInboxRedriveJSONRequestBody defines body for PostInboxRedrive for application/json ContentType.
 type PostInboxRedriveJSONRequestBody = RedriveRequest
+
+// PostOpeningBalanceJSONRequestBody defines body for PostOpeningBalance for application/json ContentType.
+type PostOpeningBalanceJSONRequestBody = OpeningBalanceInput
 
 // PostPeriodCloseJSONRequestBody defines body for PostPeriodClose for application/json ContentType.
 type PostPeriodCloseJSONRequestBody PostPeriodCloseJSONBody
@@ -1609,6 +1914,130 @@ type PostWebhookJSONRequestBody = PostWebhookJSONBody
 
 // PostWebhookFormdataRequestBody defines body for PostWebhook for application/x-www-form-urlencoded ContentType.
 type PostWebhookFormdataRequestBody = PostWebhookFormdataBody
+
+// AsBalanceAssertionInputAmount0 returns the union data inside the BalanceAssertionInput_Amount as a BalanceAssertionInputAmount0
+func (t BalanceAssertionInput_Amount) AsBalanceAssertionInputAmount0() (BalanceAssertionInputAmount0, error) {
+	var body BalanceAssertionInputAmount0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBalanceAssertionInputAmount0 overwrites any union data inside the BalanceAssertionInput_Amount as the provided BalanceAssertionInputAmount0
+func (t *BalanceAssertionInput_Amount) FromBalanceAssertionInputAmount0(v BalanceAssertionInputAmount0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBalanceAssertionInputAmount0 performs a merge with any union data inside the BalanceAssertionInput_Amount, using the provided BalanceAssertionInputAmount0
+func (t *BalanceAssertionInput_Amount) MergeBalanceAssertionInputAmount0(v BalanceAssertionInputAmount0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBalanceAssertionInputAmount1 returns the union data inside the BalanceAssertionInput_Amount as a BalanceAssertionInputAmount1
+func (t BalanceAssertionInput_Amount) AsBalanceAssertionInputAmount1() (BalanceAssertionInputAmount1, error) {
+	var body BalanceAssertionInputAmount1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBalanceAssertionInputAmount1 overwrites any union data inside the BalanceAssertionInput_Amount as the provided BalanceAssertionInputAmount1
+func (t *BalanceAssertionInput_Amount) FromBalanceAssertionInputAmount1(v BalanceAssertionInputAmount1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBalanceAssertionInputAmount1 performs a merge with any union data inside the BalanceAssertionInput_Amount, using the provided BalanceAssertionInputAmount1
+func (t *BalanceAssertionInput_Amount) MergeBalanceAssertionInputAmount1(v BalanceAssertionInputAmount1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t BalanceAssertionInput_Amount) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *BalanceAssertionInput_Amount) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsOpeningBalanceInputAmount0 returns the union data inside the OpeningBalanceInput_Amount as a OpeningBalanceInputAmount0
+func (t OpeningBalanceInput_Amount) AsOpeningBalanceInputAmount0() (OpeningBalanceInputAmount0, error) {
+	var body OpeningBalanceInputAmount0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpeningBalanceInputAmount0 overwrites any union data inside the OpeningBalanceInput_Amount as the provided OpeningBalanceInputAmount0
+func (t *OpeningBalanceInput_Amount) FromOpeningBalanceInputAmount0(v OpeningBalanceInputAmount0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpeningBalanceInputAmount0 performs a merge with any union data inside the OpeningBalanceInput_Amount, using the provided OpeningBalanceInputAmount0
+func (t *OpeningBalanceInput_Amount) MergeOpeningBalanceInputAmount0(v OpeningBalanceInputAmount0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOpeningBalanceInputAmount1 returns the union data inside the OpeningBalanceInput_Amount as a OpeningBalanceInputAmount1
+func (t OpeningBalanceInput_Amount) AsOpeningBalanceInputAmount1() (OpeningBalanceInputAmount1, error) {
+	var body OpeningBalanceInputAmount1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOpeningBalanceInputAmount1 overwrites any union data inside the OpeningBalanceInput_Amount as the provided OpeningBalanceInputAmount1
+func (t *OpeningBalanceInput_Amount) FromOpeningBalanceInputAmount1(v OpeningBalanceInputAmount1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOpeningBalanceInputAmount1 performs a merge with any union data inside the OpeningBalanceInput_Amount, using the provided OpeningBalanceInputAmount1
+func (t *OpeningBalanceInput_Amount) MergeOpeningBalanceInputAmount1(v OpeningBalanceInputAmount1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OpeningBalanceInput_Amount) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OpeningBalanceInput_Amount) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1706,12 +2135,62 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostAdjustmentWithBody Resolve an item with an adjustment (admin)
+	//
+	// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+	PostAdjustmentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostAdjustment Resolve an item with an adjustment (admin)
+	//
+	// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+	PostAdjustment(ctx context.Context, body PostAdjustmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBalanceAssertions Balance assertions, compared with the ledger
+	//
+	// Corresponds with GET /v1/balance-assertions (the `GetBalanceAssertions` operationId).
+	GetBalanceAssertions(ctx context.Context, params *GetBalanceAssertionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostBalanceAssertionWithBody State a balance (admin)
+	//
+	// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+	PostBalanceAssertionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostBalanceAssertion State a balance (admin)
+	//
+	// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+	PostBalanceAssertion(ctx context.Context, body PostBalanceAssertionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetBalances Account balances
 	//
 	// Sorted by account, then currency (byte order). Without `as_of`, the maintained balances; with it, the sum of the entries that occurred at or before it.
 	//
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostBankStatementsWithBody Import a bank statement file into a bank account (admin)
+	//
+	// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+	PostBankStatementsWithBody(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetEvents The outbound business events after a cursor, in feed order (long poll with wait)
 	//
@@ -1779,6 +2258,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/ledger/entries (the `GetLedgerEntries` operationId).
 	GetLedgerEntries(ctx context.Context, params *GetLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostOpeningBalanceWithBody Record an opening balance (admin)
+	//
+	// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+	PostOpeningBalanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostOpeningBalance Record an opening balance (admin)
+	//
+	// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+	PostOpeningBalance(ctx context.Context, body PostOpeningBalanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPayment One payment: status, amounts and its events
 	//
@@ -2133,6 +2630,97 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 	return c.Client.Do(req)
 }
 
+// PostAdjustmentWithBody Resolve an item with an adjustment (admin)
+//
+// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+func (c *Client) PostAdjustmentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdjustmentRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostAdjustment Resolve an item with an adjustment (admin)
+//
+// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+func (c *Client) PostAdjustment(ctx context.Context, body PostAdjustmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostAdjustmentRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBalanceAssertions Balance assertions, compared with the ledger
+//
+// Corresponds with GET /v1/balance-assertions (the `GetBalanceAssertions` operationId).
+func (c *Client) GetBalanceAssertions(ctx context.Context, params *GetBalanceAssertionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBalanceAssertionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostBalanceAssertionWithBody State a balance (admin)
+//
+// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+func (c *Client) PostBalanceAssertionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostBalanceAssertionRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostBalanceAssertion State a balance (admin)
+//
+// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+func (c *Client) PostBalanceAssertion(ctx context.Context, body PostBalanceAssertionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostBalanceAssertionRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetBalances Account balances
 //
 // Sorted by account, then currency (byte order). Without `as_of`, the maintained balances; with it, the sum of the entries that occurred at or before it.
@@ -2140,6 +2728,25 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // Corresponds with GET /v1/balances (the `GetBalances` operationId).
 func (c *Client) GetBalances(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBalancesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostBankStatementsWithBody Import a bank statement file into a bank account (admin)
+//
+// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+func (c *Client) PostBankStatementsWithBody(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostBankStatementsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2297,6 +2904,44 @@ func (c *Client) GetJournal(ctx context.Context, params *GetJournalParams, reqEd
 // Corresponds with GET /v1/ledger/entries (the `GetLedgerEntries` operationId).
 func (c *Client) GetLedgerEntries(ctx context.Context, params *GetLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetLedgerEntriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostOpeningBalanceWithBody Record an opening balance (admin)
+//
+// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+func (c *Client) PostOpeningBalanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostOpeningBalanceRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostOpeningBalance Record an opening balance (admin)
+//
+// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+func (c *Client) PostOpeningBalance(ctx context.Context, body PostOpeningBalanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostOpeningBalanceRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3065,6 +3710,236 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPostAdjustmentRequest calls the generic PostAdjustment builder with application/json body
+func NewPostAdjustmentRequest(server string, body PostAdjustmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostAdjustmentRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostAdjustmentRequestWithBody constructs an http.Request for the PostAdjustment method, with any body, and a specified content type
+func NewPostAdjustmentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/adjustments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetBalanceAssertionsRequest constructs an http.Request for the GetBalanceAssertions method
+func NewGetBalanceAssertionsRequest(server string, params *GetBalanceAssertionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/balance-assertions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Provider != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Account != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", *params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Currency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "currency", *params.Currency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostBalanceAssertionRequest calls the generic PostBalanceAssertion builder with application/json body
+func NewPostBalanceAssertionRequest(server string, body PostBalanceAssertionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostBalanceAssertionRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostBalanceAssertionRequestWithBody constructs an http.Request for the PostBalanceAssertion method, with any body, and a specified content type
+func NewPostBalanceAssertionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/balance-assertions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetBalancesRequest constructs an http.Request for the GetBalances method
 func NewGetBalancesRequest(server string, params *GetBalancesParams) (*http.Request, error) {
 	var err error
@@ -3163,6 +4038,58 @@ func NewGetBalancesRequest(server string, params *GetBalancesParams) (*http.Requ
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewPostBankStatementsRequestWithBody constructs an http.Request for the PostBankStatements method, with any body, and a specified content type
+func NewPostBankStatementsRequestWithBody(server string, params *PostBankStatementsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/bank-statements")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "account", params.Account, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3693,6 +4620,46 @@ func NewGetLedgerEntriesRequest(server string, params *GetLedgerEntriesParams) (
 	return req, nil
 }
 
+// NewPostOpeningBalanceRequest calls the generic PostOpeningBalance builder with application/json body
+func NewPostOpeningBalanceRequest(server string, body PostOpeningBalanceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostOpeningBalanceRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostOpeningBalanceRequestWithBody constructs an http.Request for the PostOpeningBalance method, with any body, and a specified content type
+func NewPostOpeningBalanceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/opening-balances")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetPaymentRequest constructs an http.Request for the GetPayment method
 func NewGetPaymentRequest(server string, provider string, paymentId string, params *GetPaymentParams) (*http.Request, error) {
 	var err error
@@ -3828,6 +4795,18 @@ func NewGetPayoutsRequest(server string, params *GetPayoutsParams) (*http.Reques
 		if params.To != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Banked != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "banked", *params.Banked, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4986,6 +5965,49 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
+	// PostAdjustmentWithBodyWithResponse Resolve an item with an adjustment (admin)
+	//
+	// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+	PostAdjustmentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdjustmentResponse, error)
+
+	// PostAdjustmentWithResponse Resolve an item with an adjustment (admin)
+	//
+	// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+	PostAdjustmentWithResponse(ctx context.Context, body PostAdjustmentJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdjustmentResponse, error)
+
+	// GetBalanceAssertionsWithResponse Balance assertions, compared with the ledger
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/balance-assertions (the `GetBalanceAssertions` operationId).
+	GetBalanceAssertionsWithResponse(ctx context.Context, params *GetBalanceAssertionsParams, reqEditors ...RequestEditorFn) (*GetBalanceAssertionsResponse, error)
+
+	// PostBalanceAssertionWithBodyWithResponse State a balance (admin)
+	//
+	// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+	PostBalanceAssertionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBalanceAssertionResponse, error)
+
+	// PostBalanceAssertionWithResponse State a balance (admin)
+	//
+	// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+	PostBalanceAssertionWithResponse(ctx context.Context, body PostBalanceAssertionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostBalanceAssertionResponse, error)
+
 	// GetBalancesWithResponse Account balances
 	//
 	// Sorted by account, then currency (byte order). Without `as_of`, the maintained balances; with it, the sum of the entries that occurred at or before it.
@@ -4994,6 +6016,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/balances (the `GetBalances` operationId).
 	GetBalancesWithResponse(ctx context.Context, params *GetBalancesParams, reqEditors ...RequestEditorFn) (*GetBalancesResponse, error)
+
+	// PostBankStatementsWithBodyWithResponse Import a bank statement file into a bank account (admin)
+	//
+	// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+	PostBankStatementsWithBodyWithResponse(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBankStatementsResponse, error)
 
 	// GetEventsWithResponse The outbound business events after a cursor, in feed order (long poll with wait)
 	//
@@ -5071,6 +6102,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/ledger/entries (the `GetLedgerEntries` operationId).
 	GetLedgerEntriesWithResponse(ctx context.Context, params *GetLedgerEntriesParams, reqEditors ...RequestEditorFn) (*GetLedgerEntriesResponse, error)
+
+	// PostOpeningBalanceWithBodyWithResponse Record an opening balance (admin)
+	//
+	// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+	PostOpeningBalanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostOpeningBalanceResponse, error)
+
+	// PostOpeningBalanceWithResponse Record an opening balance (admin)
+	//
+	// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+	PostOpeningBalanceWithResponse(ctx context.Context, body PostOpeningBalanceJSONRequestBody, reqEditors ...RequestEditorFn) (*PostOpeningBalanceResponse, error)
 
 	// GetPaymentWithResponse One payment: status, amounts and its events
 	//
@@ -5567,6 +6616,240 @@ func (r GetReadinessResponse) ContentType() string {
 	return ""
 }
 
+// PostAdjustmentResponse401Headers the declared response headers of an HTTP 401 response for PostAdjustment
+type PostAdjustmentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostAdjustmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Adjustment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostAdjustmentResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostAdjustmentResponse) GetJSON200() *Adjustment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostAdjustmentResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostAdjustmentResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostAdjustmentResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostAdjustmentResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostAdjustmentResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostAdjustmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostAdjustmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostAdjustmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostAdjustmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBalanceAssertionsResponse401Headers the declared response headers of an HTTP 401 response for GetBalanceAssertions
+type GetBalanceAssertionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetBalanceAssertionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Assertions []BalanceAssertion `json:"assertions"`
+		Next       *string            `json:"next,omitempty"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBalanceAssertionsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBalanceAssertionsResponse) GetJSON200() *struct {
+	Assertions []BalanceAssertion `json:"assertions"`
+	Next       *string            `json:"next,omitempty"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBalanceAssertionsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBalanceAssertionsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBalanceAssertionsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBalanceAssertionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBalanceAssertionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBalanceAssertionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBalanceAssertionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostBalanceAssertionResponse401Headers the declared response headers of an HTTP 401 response for PostBalanceAssertion
+type PostBalanceAssertionResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostBalanceAssertionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostBalanceAssertionResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostBalanceAssertionResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostBalanceAssertionResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostBalanceAssertionResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostBalanceAssertionResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostBalanceAssertionResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostBalanceAssertionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostBalanceAssertionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostBalanceAssertionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostBalanceAssertionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetBalancesResponse401Headers the declared response headers of an HTTP 401 response for GetBalances
 type GetBalancesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5634,6 +6917,54 @@ func (r GetBalancesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBalancesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostBankStatementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BankImportSummary
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostBankStatementsResponse) GetJSON200() *BankImportSummary {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostBankStatementsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetBody returns the raw response body bytes
+func (r PostBankStatementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostBankStatementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostBankStatementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostBankStatementsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6220,6 +7551,89 @@ func (r GetLedgerEntriesResponse) ContentType() string {
 	return ""
 }
 
+// PostOpeningBalanceResponse401Headers the declared response headers of an HTTP 401 response for PostOpeningBalance
+type PostOpeningBalanceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostOpeningBalanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostOpeningBalanceResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostOpeningBalanceResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostOpeningBalanceResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostOpeningBalanceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostOpeningBalanceResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostOpeningBalanceResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostOpeningBalanceResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostOpeningBalanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostOpeningBalanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostOpeningBalanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostOpeningBalanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetPaymentResponse401Headers the declared response headers of an HTTP 401 response for GetPayment
 type GetPaymentResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6383,7 +7797,24 @@ type GetPayoutResponse struct {
 		Amount        *int64     `json:"amount,omitempty"`
 		AmountDecimal *string    `json:"amount_decimal,omitempty"`
 		ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-		Currency      *string    `json:"currency,omitempty"`
+
+		// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+		BankLine *struct {
+			// Account The bank account (ledger account bank:NAME).
+			Account  *string             `json:"account,omitempty"`
+			Amount   *int64              `json:"amount,omitempty"`
+			BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+			// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+			Reference *string `json:"reference,omitempty"`
+		} `json:"bank_line,omitempty"`
+
+		// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+		Banked *bool `json:"banked,omitempty"`
+
+		// BankedAt The booking date of the bank line that banked it.
+		BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+		Currency *string             `json:"currency,omitempty"`
 
 		// Difference lines_net − amount: 0 when reconciled.
 		Difference        *int64  `json:"difference,omitempty"`
@@ -6420,7 +7851,24 @@ func (r GetPayoutResponse) GetJSON200() *struct {
 	Amount        *int64     `json:"amount,omitempty"`
 	AmountDecimal *string    `json:"amount_decimal,omitempty"`
 	ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-	Currency      *string    `json:"currency,omitempty"`
+
+	// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+	BankLine *struct {
+		// Account The bank account (ledger account bank:NAME).
+		Account  *string             `json:"account,omitempty"`
+		Amount   *int64              `json:"amount,omitempty"`
+		BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+		// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+		Reference *string `json:"reference,omitempty"`
+	} `json:"bank_line,omitempty"`
+
+	// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+	Banked *bool `json:"banked,omitempty"`
+
+	// BankedAt The booking date of the bank line that banked it.
+	BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+	Currency *string             `json:"currency,omitempty"`
 
 	// Difference lines_net − amount: 0 when reconciled.
 	Difference        *int64  `json:"difference,omitempty"`
@@ -8150,6 +9598,79 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 	return ParseGetReadinessResponse(rsp)
 }
 
+// PostAdjustmentWithBodyWithResponse Resolve an item with an adjustment (admin)
+//
+// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+func (c *ClientWithResponses) PostAdjustmentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostAdjustmentResponse, error) {
+	rsp, err := c.PostAdjustmentWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdjustmentResponse(rsp)
+}
+
+// PostAdjustmentWithResponse Resolve an item with an adjustment (admin)
+//
+// An event with actor and note in the item's stream (an assertion stream's, else `adjustment-` + the item's stream), effective at `effective_at` and booked into the first open period; it resolves the item. A wrong adjustment is undone by another naming it in `reverses`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/adjustments (the `PostAdjustment` operationId).
+func (c *ClientWithResponses) PostAdjustmentWithResponse(ctx context.Context, body PostAdjustmentJSONRequestBody, reqEditors ...RequestEditorFn) (*PostAdjustmentResponse, error) {
+	rsp, err := c.PostAdjustment(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostAdjustmentResponse(rsp)
+}
+
+// GetBalanceAssertionsWithResponse Balance assertions, compared with the ledger
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/balance-assertions (the `GetBalanceAssertions` operationId).
+func (c *ClientWithResponses) GetBalanceAssertionsWithResponse(ctx context.Context, params *GetBalanceAssertionsParams, reqEditors ...RequestEditorFn) (*GetBalanceAssertionsResponse, error) {
+	rsp, err := c.GetBalanceAssertions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBalanceAssertionsResponse(rsp)
+}
+
+// PostBalanceAssertionWithBodyWithResponse State a balance (admin)
+//
+// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+func (c *ClientWithResponses) PostBalanceAssertionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBalanceAssertionResponse, error) {
+	rsp, err := c.PostBalanceAssertionWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostBalanceAssertionResponse(rsp)
+}
+
+// PostBalanceAssertionWithResponse State a balance (admin)
+//
+// A balance stated by a person (a dashboard, a statement), recorded as a `balance.asserted` event with the actor; the ledger compares it as of `as_of`, and a difference opens `balance_mismatch`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/balance-assertions (the `PostBalanceAssertion` operationId).
+func (c *ClientWithResponses) PostBalanceAssertionWithResponse(ctx context.Context, body PostBalanceAssertionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostBalanceAssertionResponse, error) {
+	rsp, err := c.PostBalanceAssertion(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostBalanceAssertionResponse(rsp)
+}
+
 // GetBalancesWithResponse Account balances
 //
 // Sorted by account, then currency (byte order). Without `as_of`, the maintained balances; with it, the sum of the entries that occurred at or before it.
@@ -8163,6 +9684,21 @@ func (c *ClientWithResponses) GetBalancesWithResponse(ctx context.Context, param
 		return nil, err
 	}
 	return ParseGetBalancesResponse(rsp)
+}
+
+// PostBankStatementsWithBodyWithResponse Import a bank statement file into a bank account (admin)
+//
+// One file as banks publish it: ISO 20022 camt.053 (.001.02 to .001.13) or camt.054, SWIFT MT940, BAI2, or CSV with the header date,amount,currency,reference[,description]. The file is spooled and validated whole (its own sums: camt opening plus booked entries is the closing balance and TxsSummry agrees; BAI2 49/98/99 totals and counts; MT940 :60: plus :61: is :62:), then each booked entry is recorded once through the inbox gate, keyed by the bank's reference. Importing twice or overlapping files changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/bank-statements (the `PostBankStatements` operationId).
+func (c *ClientWithResponses) PostBankStatementsWithBodyWithResponse(ctx context.Context, params *PostBankStatementsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostBankStatementsResponse, error) {
+	rsp, err := c.PostBankStatementsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostBankStatementsResponse(rsp)
 }
 
 // GetEventsWithResponse The outbound business events after a cursor, in feed order (long poll with wait)
@@ -8294,6 +9830,36 @@ func (c *ClientWithResponses) GetLedgerEntriesWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetLedgerEntriesResponse(rsp)
+}
+
+// PostOpeningBalanceWithBodyWithResponse Record an opening balance (admin)
+//
+// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+func (c *ClientWithResponses) PostOpeningBalanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostOpeningBalanceResponse, error) {
+	rsp, err := c.PostOpeningBalanceWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostOpeningBalanceResponse(rsp)
+}
+
+// PostOpeningBalanceWithResponse Record an opening balance (admin)
+//
+// An event with actor and note, posted against `equity:opening_balances`. One per account and currency (409 for a second: correct it with an adjustment).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/opening-balances (the `PostOpeningBalance` operationId).
+func (c *ClientWithResponses) PostOpeningBalanceWithResponse(ctx context.Context, body PostOpeningBalanceJSONRequestBody, reqEditors ...RequestEditorFn) (*PostOpeningBalanceResponse, error) {
+	rsp, err := c.PostOpeningBalance(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostOpeningBalanceResponse(rsp)
 }
 
 // GetPaymentWithResponse One payment: status, amounts and its events
@@ -8943,6 +10509,213 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 	return response, nil
 }
 
+// ParsePostAdjustmentResponse parses an HTTP response from a PostAdjustmentWithResponse call
+func ParsePostAdjustmentResponse(rsp *http.Response) (*PostAdjustmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostAdjustmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Adjustment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostAdjustmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBalanceAssertionsResponse parses an HTTP response from a GetBalanceAssertionsWithResponse call
+func ParseGetBalanceAssertionsResponse(rsp *http.Response) (*GetBalanceAssertionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBalanceAssertionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Assertions []BalanceAssertion `json:"assertions"`
+			Next       *string            `json:"next,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBalanceAssertionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostBalanceAssertionResponse parses an HTTP response from a PostBalanceAssertionWithResponse call
+func ParsePostBalanceAssertionResponse(rsp *http.Response) (*PostBalanceAssertionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostBalanceAssertionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostBalanceAssertionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetBalancesResponse parses an HTTP response from a GetBalancesWithResponse call
 func ParseGetBalancesResponse(rsp *http.Response) (*GetBalancesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9003,6 +10776,51 @@ func ParseGetBalancesResponse(rsp *http.Response) (*GetBalancesResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostBankStatementsResponse parses an HTTP response from a PostBankStatementsWithResponse call
+func ParsePostBankStatementsResponse(rsp *http.Response) (*PostBankStatementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostBankStatementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BankImportSummary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	case rsp.StatusCode == 403:
+		break // No content-type
+
+	case rsp.StatusCode == 413:
+		break // No content-type
+
+	case rsp.StatusCode == 503:
+		break // No content-type
+
 	}
 
 	return response, nil
@@ -9516,6 +11334,80 @@ func ParseGetLedgerEntriesResponse(rsp *http.Response) (*GetLedgerEntriesRespons
 	return response, nil
 }
 
+// ParsePostOpeningBalanceResponse parses an HTTP response from a PostOpeningBalanceWithResponse call
+func ParsePostOpeningBalanceResponse(rsp *http.Response) (*PostOpeningBalanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostOpeningBalanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostOpeningBalanceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetPaymentResponse parses an HTTP response from a GetPaymentWithResponse call
 func ParseGetPaymentResponse(rsp *http.Response) (*GetPaymentResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9671,7 +11563,24 @@ func ParseGetPayoutResponse(rsp *http.Response) (*GetPayoutResponse, error) {
 			Amount        *int64     `json:"amount,omitempty"`
 			AmountDecimal *string    `json:"amount_decimal,omitempty"`
 			ArrivalDate   *time.Time `json:"arrival_date,omitempty"`
-			Currency      *string    `json:"currency,omitempty"`
+
+			// BankLine The statement line that banked it (it may bank several payouts: amount is the line's).
+			BankLine *struct {
+				// Account The bank account (ledger account bank:NAME).
+				Account  *string             `json:"account,omitempty"`
+				Amount   *int64              `json:"amount,omitempty"`
+				BookedOn *openapi_types.Date `json:"booked_on,omitempty"`
+
+				// Reference The bank's reference of the entry (camt AcctSvcrRef, BAI2 bank reference), else the line's key.
+				Reference *string `json:"reference,omitempty"`
+			} `json:"bank_line,omitempty"`
+
+			// Banked A bank statement line proved the payout in the merchant's bank account (and the bank did not return it).
+			Banked *bool `json:"banked,omitempty"`
+
+			// BankedAt The booking date of the bank line that banked it.
+			BankedAt *openapi_types.Date `json:"banked_at,omitempty"`
+			Currency *string             `json:"currency,omitempty"`
 
 			// Difference lines_net − amount: 0 when reconciled.
 			Difference        *int64  `json:"difference,omitempty"`

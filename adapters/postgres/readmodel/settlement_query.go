@@ -14,12 +14,12 @@ import (
 
 const payoutSelect = `
 	SELECT provider, payout_id, amount, coalesce(currency, ''), arrival_date, status, line_count, lines_net,
-		difference, updated_at
-	FROM payouts`
+		difference, updated_at` + payoutBankColumns + `
+	FROM payouts` + payoutBankJoin
 
-func payoutDest(p *views.Payout, arrival **time.Time) []any {
-	return []any{&p.Provider, &p.PayoutID, &p.Amount, &p.Currency, arrival, &p.Status, &p.LineCount, &p.LinesNet,
-		&p.Difference, &p.UpdatedAt}
+func payoutDest(p *views.Payout, arrival **time.Time, b *payoutBank) []any {
+	return append([]any{&p.Provider, &p.PayoutID, &p.Amount, &p.Currency, arrival, &p.Status, &p.LineCount, &p.LinesNet,
+		&p.Difference, &p.UpdatedAt}, b.dest()...) // bank_query.go
 }
 
 // payoutArrival is the payouts' sort key: an unknown arrival date sorts
@@ -36,6 +36,7 @@ func (s *Store) Payouts(ctx context.Context, f views.PayoutFilter, fn func(views
 	w.opt("currency = ?", f.Currency)
 	w.optTime("arrival_date >= ?", f.From)
 	w.optTime("arrival_date < ?", f.To)
+	bankedFilter(&w, f.Banked) // bank_query.go
 	dir, after := "", ">"
 	if f.Newest {
 		dir, after = " DESC", "<"
@@ -46,10 +47,12 @@ func (s *Store) Payouts(ctx context.Context, f views.PayoutFilter, fn func(views
 	}
 	var p views.Payout
 	var arrival *time.Time
+	var b payoutBank
 	return s.each(ctx, "payouts", payoutSelect+w.sql()+
 		` ORDER BY `+payoutArrival+dir+`, provider COLLATE "C"`+dir+`, payout_id COLLATE "C"`+dir+w.limit(f.Limit),
-		w.args, payoutDest(&p, &arrival), func() error {
+		w.args, payoutDest(&p, &arrival, &b), func() error {
 			p.ArrivalDate = derefTime(arrival)
+			p.BankLine = b.line()
 			return fn(p)
 		})
 }
@@ -57,9 +60,11 @@ func (s *Store) Payouts(ctx context.Context, f views.PayoutFilter, fn func(views
 // Payout returns one payout; found is false when the read model has none.
 func (s *Store) Payout(ctx context.Context, provider, payoutID string) (p views.Payout, found bool, err error) {
 	var arrival *time.Time
+	var b payoutBank
 	err = s.each(ctx, "payout", payoutSelect+` WHERE provider = $1 AND payout_id = $2`,
-		[]any{provider, payoutID}, payoutDest(&p, &arrival), func() error {
+		[]any{provider, payoutID}, payoutDest(&p, &arrival, &b), func() error {
 			p.ArrivalDate = derefTime(arrival)
+			p.BankLine = b.line()
 			found = true
 			return nil
 		})

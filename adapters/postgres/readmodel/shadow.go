@@ -132,6 +132,29 @@ var tableSpecs = map[string]tableSpec{
 		group:     []string{"provider", "coalesce(currency, '')"},
 		eagerKeys: true,
 	},
+	// The bank read models (bank_writer.go): lines and statements are
+	// inserted once; a line's status and payouts change when it matches.
+	"bank_statement_lines": {
+		key: []string{"account", "line_key"},
+		compare: []string{"reference", "format", "statement", "booked_on", "value_on", "amount", "currency", "reversal",
+			"code", "description", "status", "payouts", "event_id"},
+		extra:     []string{"recorded_at"},
+		group:     []string{"account", "currency"},
+		eagerKeys: true,
+	},
+	"bank_statements": {
+		key: []string{"account", "statement_key"},
+		compare: []string{"format", "statement_id", "seq", "page", "covers", "currency", "opening", "opening_on",
+			"closing", "closing_on", "entries", "event_id"},
+		group:     []string{"account"},
+		eagerKeys: true,
+	},
+	"bank_payouts": {
+		key:       []string{"provider", "payout_id"},
+		compare:   []string{"account", "line_key", "booked_on", "line_amount", "line_currency", "returned"},
+		group:     []string{"provider", "line_currency"},
+		eagerKeys: true,
+	},
 }
 
 // shadowIndexSuffix marks index and constraint names on shadow tables

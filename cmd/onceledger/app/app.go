@@ -109,6 +109,11 @@ type Config struct {
 	// when 0): the unsettled check after a settlement import.
 	UnsettledAfter time.Duration
 
+	// BankArrivalDays is ONCELEDGER_BANK_ARRIVAL_DAYS (5 when 0): business
+	// days after a payout's arrival date within which its bank credit
+	// must appear (bank.go).
+	BankArrivalDays int
+
 	// NATS is the ONCELEDGER_OUTBOX_NATS_URL, _SUBJECT, _STREAM and _CREDS variables: with a URL, serve also publishes
 	// every outbound event to JetStream (docs/events.md).
 	NATS jetstream.Config
@@ -213,6 +218,8 @@ func (a *App) web(ctx context.Context) error {
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	hc.UploadIdleTimeout = cfg.UploadIdleTimeout
+	hc.Balances, hc.BalanceQuery = a.Balances(), a.reads.Query
+	hc.BankStatements = bankStatements{a.BankImporter()} // bank.go
 	a.handler = httpapi.NewHandler(hc)
 	lim := cfg.Admission
 	lim.MaxConnections = cfg.MaxConnections
@@ -341,6 +348,10 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	}
 	if c.RawRetention > 0 {
 		wg.Go(func() { a.retain(bgCtx) })
+	}
+	if c.Projections { // the read model it watches is the projectors' (bank.go)
+		im := a.BankImporter()
+		wg.Go(func() { matchBanks(bgCtx, a.query, im.Match, bankMatchEvery, a.log) })
 	}
 	names := make([]string, 0, len(c.Providers))
 	for n := range c.Providers {

@@ -92,7 +92,9 @@ func NewCore(ctx context.Context, cfg Config) (*Core, error) {
 	}, []string{"provider"})
 
 	inbox, postback := postgres.NewInbox(pool), c.postback()
-	c.service = ingest.New(c.events.Journal, ingest.PaymentDecider{}, ingest.Options{
+	// Bank accounts' deliveries are decided by their own aggregate
+	// (bank.go); every other by the payments'.
+	c.service = ingest.New(c.events.Journal, bankDecider(cfg), ingest.Options{
 		OnRetry: func(p string) { c.retries.WithLabelValues(p).Inc() },
 		// Unverified deliveries (IPN) are bounded: past the bounds they are
 		// verified inline (ingest.Hold).

@@ -1,0 +1,93 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type listedAssertion struct {
+	Account    string `json:"account"`
+	Stated     int64  `json:"stated"`
+	Ledger     int64  `json:"ledger"`
+	Difference int64  `json:"difference"`
+	Status     string `json:"status"`
+	Actor      string `json:"actor"`
+}
+
+// assertions polls GET /v1/balance-assertions?query until ok holds.
+func (s *actStack) assertions(query string, ok func([]listedAssertion) bool) []listedAssertion {
+	s.t.Helper()
+	var got []listedAssertion
+	require.Eventually(s.t, func() bool {
+		a := s.do(http.MethodGet, "/v1/balance-assertions?"+query, actRead, nil, nil)
+		var v struct{ Assertions []listedAssertion }
+		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &v) != nil {
+			return false
+		}
+		got = v.Assertions
+		return ok(got)
+	}, 30*time.Second, 20*time.Millisecond, "assertions %s: last %+v", query, got)
+	return got
+}
+
+// A person states a provider's balance; the ledger compares it as of its
+// moment; a difference opens one balance_mismatch item, which an
+// adjustment (postings balanced per currency, actor and note) resolves,
+// making the assertion agree. Bad input is 400 naming the field, nothing
+// recorded; a read token is 403. Both stores.
+func TestBalanceAssertionsAndAdjustments(t *testing.T) {
+	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := startActStack(t, kind)
+			pay := uniq("pay")
+			s.deliver(uniq("msg"), "payment.captured", map[string]any{"payment_id": pay, "capture_id": "cap_" + pay,
+				"amount": 1000, "currency": "USD", "fee": 30})
+			at := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+			later := time.Now().Add(2 * time.Minute).UTC().Format(time.RFC3339)
+			body := func(amount any) map[string]any {
+				return map[string]any{"provider": "standard", "account": "provider:standard:balance", "currency": "USD",
+					"as_of": at, "amount": amount, "source": "dashboard"}
+			}
+			assert.Equal(t, http.StatusForbidden, s.post("/v1/balance-assertions", actRead, body(970)).Status)
+			for field, b := range map[string]map[string]any{
+				"account":  {"account": "revenue:nowhere", "currency": "USD", "as_of": at, "amount": 1, "source": "x"},
+				"currency": {"account": "provider:standard:balance", "currency": "XAU", "as_of": at, "amount": 1, "source": "x"},
+				"amount":   {"account": "provider:standard:balance", "currency": "USD", "as_of": at, "amount": "9.701", "source": "x"},
+				"as_of":    {"account": "provider:standard:balance", "currency": "USD", "as_of": "yesterday", "amount": 1, "source": "x"},
+			} {
+				a := s.post("/v1/balance-assertions", actAdmin, b)
+				assert.Equal(t, http.StatusBadRequest, a.Status, "%s: %s", field, a.Body)
+				assert.Contains(t, a.Body, field+": ", a.Body)
+			}
+			require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, body("9.70")).Status)
+			s.assertions("provider=standard", func(l []listedAssertion) bool {
+				return len(l) == 1 && l[0].Status == "agreed" && l[0].Ledger == 970 && l[0].Actor == "ops"
+			})
+			b := body(1970)
+			b["as_of"] = later
+			require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, b).Status)
+			d := s.assertions("provider=standard&status=differs", func(l []listedAssertion) bool { return len(l) == 1 })
+			assert.Equal(t, int64(-1000), d[0].Difference)
+			item := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "open" })
+
+			adj := map[string]any{"item_id": item.ID, "note": "capture the webhook never told",
+				"postings": []map[string]any{{"account": "provider:standard:balance", "currency": "USD", "amount": 1000},
+					{"account": "revenue:sales", "currency": "USD", "amount": -999}}}
+			a := s.post("/v1/adjustments", actAdmin, adj)
+			assert.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+			assert.Contains(t, a.Body, "postings: ")
+			adj["postings"].([]map[string]any)[1]["amount"] = -1000
+			assert.Equal(t, http.StatusForbidden, s.post("/v1/adjustments", actRead, adj).Status)
+			a = s.post("/v1/adjustments", actAdmin, adj)
+			require.Equal(t, http.StatusOK, a.Status, a.Body)
+			s.assertions("provider=standard&status=differs", func(l []listedAssertion) bool { return len(l) == 0 })
+			res := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "resolved" })
+			assert.Equal(t, "ops", res.ResolvedBy)
+		})
+	}
+}
