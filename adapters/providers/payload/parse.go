@@ -30,7 +30,7 @@ var errSyntax = errors.New("syntax error")
 // escapes or non-ASCII bytes are unquoted by encoding/json itself, so every
 // string reads exactly as it did.
 type parser struct {
-	raw  []byte
+	raw []byte
 	// text is raw as a string, copied once: a plain string literal is a
 	// slice of it, so that the keys and values of a payload cost no
 	// allocation each (they were most of the allocations of a webhook).
