@@ -68,9 +68,12 @@ type feedCall struct {
 // feedTailMax bounds the events of a run; past it the oldest half goes.
 // feedRuns bounds the runs: one per projection, as the projectors are
 // four and the outbound feed's readers follow the head.
+// feedChunk is the least a query after a run's end asks for: the batch
+// of a projector behind (projections: liveBatchSize·behindFactor).
 const (
 	feedTailMax = 4096
 	feedRuns    = 4
+	feedChunk   = 2000
 )
 
 // cached returns the run's events strictly after p, at most limit, and
@@ -170,16 +173,18 @@ func (t *feedTail) read(ctx context.Context, after eventstore.Position, limit in
 		t.mu.Unlock()
 		return out, nil
 	}
-	// Inside a run the database is asked for a whole limit after the
-	// run's end, whatever the reader lacks: readers at several places of
-	// one run then ask the same question, and share it (and what one of
-	// them does not take waits in the run for the next).
-	from := after
+	// Inside a run the database is asked for feedChunk events after the
+	// run's end (or the reader's limit, if larger), whatever the reader
+	// lacks: readers at several places of one run, with batches of several
+	// sizes (a projector behind takes bigger ones), then ask the same
+	// question and share it; what one of them does not take waits in the
+	// run for the next.
+	from, ask := after, limit
 	if in != nil {
-		from = in.end()
+		from, ask = in.end(), max(limit, feedChunk)
 	}
 	head = slices.Clone(head) // the run may move once unlocked
-	k := feedKey{after: from, limit: limit}
+	k := feedKey{after: from, limit: ask}
 	c, joined := t.inflight[k]
 	if !joined {
 		c = &feedCall{done: make(chan struct{})}
@@ -207,7 +212,7 @@ func (t *feedTail) read(ctx context.Context, after eventstore.Position, limit in
 		}
 		return append(head, c.evs[:min(want, len(c.evs))]...), nil
 	}
-	c.evs, c.err = query(ctx, from, limit)
+	c.evs, c.err = query(ctx, from, ask)
 	t.mu.Lock()
 	delete(t.inflight, k)
 	if c.err == nil {

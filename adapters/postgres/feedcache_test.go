@@ -73,18 +73,18 @@ func TestFeedTailAnswersLikeTheFeed(t *testing.T) {
 	assert.Len(t, f.reads, 1)
 
 	// Inside the tail, more wanted: the database is asked only after its
-	// end (for a whole limit, so that readers inside it ask alike).
+	// end (for feedChunk events, so that readers inside it ask alike).
 	evs, err = tail.read(ctx, at(2), 10, f.query)
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{3, 4, 5}, versions(evs))
-	assert.Equal(t, feedKey{after: at(3), limit: 10}, f.reads[1])
+	assert.Equal(t, feedKey{after: at(3), limit: feedChunk}, f.reads[1])
 
 	// The tail grew by that answer: a reader at its end asks after it.
 	f.grow(7)
 	evs, err = tail.read(ctx, at(5), 10, f.query)
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{6, 7}, versions(evs))
-	assert.Equal(t, feedKey{after: at(5), limit: 10}, f.reads[2])
+	assert.Equal(t, feedKey{after: at(5), limit: feedChunk}, f.reads[2])
 
 	// A reader behind the tail reads the database, and its older run is
 	// kept beside the tail's, not in its place.
@@ -249,7 +249,7 @@ func TestFeedTailReadersInsideOneRunShareTheirQuery(t *testing.T) {
 	}
 	for {
 		tail.mu.Lock()
-		c := tail.inflight[feedKey{after: at(40), limit: 40}]
+		c := tail.inflight[feedKey{after: at(40), limit: feedChunk}]
 		tail.mu.Unlock()
 		if c != nil {
 			break
