@@ -110,39 +110,14 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		return cmp.Or(cmp.Compare(x.Provider, y.Provider), cmp.Compare(x.DedupKey, y.DedupKey))
 	})
 	n := len(items)
-	provs, keys, types, hashes, facts, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	streams := make([]*string, n)
-	raws, norms := make([][]byte, n), make([][]byte, n)
-	counts := make([]int32, n) // the arrivals each row counts: the delivery and its twins
-	var reads []string
-	from := make(map[string]int64) // the first version to read of each stream (a kept fold's length)
-	itemFacts := make([]string, n)
-	for o, i := range order {
-		ev := items[i].Event
-		normalized, err := delivery.EncodeNormalized(ev)
-		if err != nil {
-			return nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
-		}
-		f := items[i].Facts
-		if f == "" {
-			f = ev.FactsHash()
-		}
-		provs[o], keys[o], types[o], hashes[o], facts[o], statuses[o] = ev.Provider, ev.DedupKey, ev.Type, ev.PayloadHash, f, items[i].Status
-		counts[o] = int32(1 + items[i].Twins)
-		itemFacts[i] = f
-		raws[o], norms[o] = ev.Raw, normalized
-		if !ev.Ignored() {
-			s := ev.StreamID()
-			streams[o] = &s
-		}
-		if items[i].Read != "" {
-			reads = append(reads, items[i].Read) // an import set names a stream once per line of it
-			from[items[i].Read] = int64(items[i].From)
-		}
+	c, err := gateColumnsOf(items, order)
+	if err != nil {
+		return nil, err
 	}
+	provs, keys, facts, counts, reads, from, itemFacts := c.provs, c.keys, c.facts, c.counts, c.reads, c.from, c.itemFacts
 	b := &pgx.Batch{}
 	b.Queue(genericPlansSQL)
-	b.Queue(gateAllSQL, provs, keys, types, streams, hashes, facts, raws, norms, statuses, counts)
+	b.Queue(gateAllSQL, provs, keys, c.types, c.streams, c.hashes, facts, c.raws, c.norms, c.statuses, counts)
 	b.Queue(countAllSQL, provs, keys, facts, counts)
 	if len(reads) > 0 {
 		// One index lookup per stream, whatever the statistics say: with
@@ -172,7 +147,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	rows, _ := br.Query()
 	gated := make(map[ingest.InboxKey]ingest.Gated, n)
 	var k ingest.InboxKey
-	_, err := pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey}, func() error {
 		gated[k] = ingest.Gated{Inserted: true}
 		return nil
 	})
@@ -223,6 +198,49 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		}
 	}
 	return out, nil
+}
+
+// gateColumns are the gate's arrays, in key order (order), and what the
+// answer needs by item.
+type gateColumns struct {
+	provs, keys, types, hashes, facts, statuses []string
+	streams                                     []*string
+	raws, norms                                 [][]byte
+	counts                                      []int32 // the arrivals each row counts: the delivery and its twins
+	reads                                       []string
+	from                                        map[string]int64 // the first version to read of each stream (a kept fold's length)
+	itemFacts                                   []string         // by item
+}
+
+func gateColumnsOf(items []ingest.GateItem, order []int) (gateColumns, error) {
+	n := len(items)
+	c := gateColumns{provs: make([]string, n), keys: make([]string, n), types: make([]string, n), hashes: make([]string, n),
+		facts: make([]string, n), statuses: make([]string, n), streams: make([]*string, n), raws: make([][]byte, n),
+		norms: make([][]byte, n), counts: make([]int32, n), from: make(map[string]int64), itemFacts: make([]string, n)}
+	for o, i := range order {
+		ev := items[i].Event
+		normalized, err := delivery.EncodeNormalized(ev)
+		if err != nil {
+			return c, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
+		}
+		f := items[i].Facts
+		if f == "" {
+			f = ev.FactsHash()
+		}
+		c.provs[o], c.keys[o], c.types[o], c.hashes[o], c.facts[o], c.statuses[o] = ev.Provider, ev.DedupKey, ev.Type, ev.PayloadHash, f, items[i].Status
+		c.counts[o] = int32(1 + items[i].Twins)
+		c.itemFacts[i] = f
+		c.raws[o], c.norms[o] = ev.Raw, normalized
+		if !ev.Ignored() {
+			s := ev.StreamID()
+			c.streams[o] = &s
+		}
+		if items[i].Read != "" {
+			c.reads = append(c.reads, items[i].Read) // an import set names a stream once per line of it
+			c.from[items[i].Read] = int64(items[i].From)
+		}
+	}
+	return c, nil
 }
 
 // AppendAll implements ingest.BatchTx: every append in one multi-row insert
