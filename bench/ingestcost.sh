@@ -5,7 +5,9 @@
 #   server   the serve process (every thread)
 #   pg       the Postgres backends connected to that database (those that
 #            exited during the run are missed: serve's are pooled)
-#   loadgen  the generator (/usr/bin/time)
+#   loadgen  the generator while it sent (its send_cpu_seconds: without
+#            generating and signing every delivery before the clock,
+#            --presign; /usr/bin/time's total when it has none)
 # plus this database's transactions and rows (pg_stat_database) and the
 # server's WAL (pg_stat_wal: cluster-wide, other databases show there too).
 # Used for the A/B pairs of docs/benchmarks/history/ (the 2026-12-01 ingestcost run):
@@ -65,7 +67,7 @@ pg=0
 for p in $(backends); do pg=$((pg + $(cpu "$p") - ${before[$p]:-0})); done
 n=$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$OUT/loadgen_$label.json")
 awk -v l="$label" -v n="$n" -v tk="$(getconf CLK_TCK)" -v s=$((s1 - s0)) -v pg="$pg" \
-	-v lg="$(awk '{print $1 + $2}' "$OUT/loadgen_$label.time")" \
+	-v lg="$(jq -r '.send_cpu_seconds // empty' "$OUT/loadgen_$label.json" 2>/dev/null | grep . || awk '{print $1 + $2}' "$OUT/loadgen_$label.time")" \
 	-v rate="$(jq '.deliveries_per_second | floor' "$OUT/loadgen_$label.json")" \
 	-v p99="$(jq '.latency_ms.p99' "$OUT/loadgen_$label.json")" -v verdict="$(jq -r .verdict "$OUT/loadgen_$label.json")" \
 	-v d0="$d0" -v d1="$d1" -v w0="$w0" -v w1="$w1" -v ld="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {

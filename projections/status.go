@@ -103,9 +103,23 @@ type feedLag struct {
 	oldest time.Time
 }
 
+// FeedCounter is a feed that counts its events between two positions
+// without reading them (the Postgres event store, on the feed's index):
+// n events in (after, upTo], at most limit (0: all; capped when there were
+// more), the first of them recorded at oldest. Status counts lags with it
+// when the feed has it: reading them made every poll of a projection's lag
+// cost as much as the projection's catching up.
+type FeedCounter interface {
+	CountFeed(ctx context.Context, after, upTo eventstore.Position, limit int64) (n int64, oldest time.Time, capped bool, err error)
+}
+
 // countLag counts the feed's events in (from, head], at most limit of them
 // when limit > 0.
 func countLag(ctx context.Context, feed Feed, from, head eventstore.Position, limit int64) (feedLag, error) {
+	if c, ok := feed.(FeedCounter); ok {
+		n, oldest, capped, err := c.CountFeed(ctx, from, head, limit)
+		return feedLag{n: n, capped: capped, oldest: oldest}, err
+	}
 	var l feedLag
 	for limit <= 0 || l.n < limit {
 		size := int64(lagPage)

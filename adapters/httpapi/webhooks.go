@@ -139,7 +139,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return nil, fmt.Errorf("%w: setting the body deadline: %v", delivery.ErrMalformed, err)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if !errors.As(err, &tooLarge) {
@@ -148,6 +148,32 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, err
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll into a buffer of the announced length (one byte
+// more, for the read that meets the end), when the request announces one
+// within limit: io.ReadAll starts at 512 bytes and doubles, five
+// allocations and copies for a 2 kB delivery. What is announced is only a
+// size hint: the reader, limited, decides what is read.
+func readAll(r io.Reader, announced, limit int64) ([]byte, error) {
+	size := int64(512)
+	if announced >= 0 && announced < limit {
+		size = announced + 1
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as append does
+		}
+	}
 }
 
 // webhookLog logs for one webhook request, with its provider and request

@@ -41,11 +41,16 @@ import (
 // key is queued in a batch or in flight: a provider retrying a slow answer)
 // runs no unit of its own. It waits for its first arrival's unit and takes
 // its result: once that unit committed the first arrival's row, the twin is
-// a plain duplicate. Its arrival is counted on the row (CountTwins) after
-// that commit, and only then is it answered; if the unit rolled back, or
-// left the first arrival alone, the twin is recorded alone too, after it,
-// and judged by the gate like any redelivery. So no twin is answered before
-// a commit holds its key's facts.
+// a plain duplicate. A twin that was there when the batch was taken (it
+// queued with its first arrival: a provider's concurrent retries) is
+// counted by the unit's own gate, with its first arrival (GateItem.Twins),
+// so it costs no statement and no commit of its own; a later one is
+// counted on the row (CountTwins) after that commit. Either is answered
+// only after its count committed; if the unit rolled back, or left the
+// first arrival alone, the twin is recorded alone too, after it, and
+// judged by the gate like any redelivery (nothing of it was counted: the
+// gate's count rolled back or did not match). So no twin is answered
+// before a commit holds its key's facts.
 //
 // Batching adapts to the load: nothing waits for company. The first arrival
 // starts a batch at once; deliveries arriving while a batch is in flight
@@ -73,7 +78,8 @@ type BatchTx interface {
 	// statement), and reads the streams named by the items' Read, after the
 	// insert. The answer is in item order. A redelivery that is a plain
 	// duplicate (its key's row is not "received" and holds the same facts
-	// hash) is counted on that row (delivery_count) in the unit, and First
+	// hash) is counted on that row (delivery_count, with its Twins) in the
+	// unit, and First
 	// is that row; for any other redelivery First.Status is "" (record it
 	// alone: nothing of it was written). The items' keys are distinct;
 	// several may name one stream to read (an import set), each first
@@ -93,7 +99,15 @@ type BatchTx interface {
 type GateItem struct {
 	Event  delivery.Event
 	Status string
-	Read   string // the stream to read after the gate; "" none
+	// Facts is Event.FactsHash(), when the caller has it already ("": the
+	// journal computes it).
+	Facts string
+	// Twins are further arrivals of the key, with the same facts, answered
+	// from this one's result (group commit): the gate counts them on the
+	// row with it (delivery_count), inserted or a plain redelivery, so that
+	// no transaction of their own counts them after the commit.
+	Twins int
+	Read  string // the stream to read after the gate; "" none
 	// From is the first version of Read to read: the events before it are
 	// folded already (a kept fold, folds.go). Items naming one stream name
 	// the same From.
@@ -166,6 +180,9 @@ type member struct {
 	done chan outcome // buffered: the batch never blocks on a member
 	// twins answered from this member's unit (guarded by batcher.mu)
 	twins []*member
+	// gated: how many of twins were there when the batch was taken, and so
+	// are counted by the unit's gate (GateItem.Twins) with the member.
+	gated int
 	// stream is ev's stream ("" for an ignored delivery), and facts its
 	// facts hash once asked (guarded by batcher.mu): take looks at every
 	// queued member on every batch, so under a backlog these were
@@ -204,7 +221,9 @@ func newBatcher(s *Service, j Journal, o BatchOptions) *batcher {
 // record records ev in a shared unit. alone: the caller records it by the
 // single path (nothing of it was kept).
 func (b *batcher) record(ctx context.Context, ev delivery.Event) (Result, bool, error) {
-	m := &member{ctx: ctx, ev: ev, done: make(chan outcome, 1)}
+	// The facts hash and the stream are computed here, outside the lock:
+	// take and twin need them under it, and the gate needs the hash anyway.
+	m := &member{ctx: ctx, ev: ev, done: make(chan outcome, 1), facts: ev.FactsHash()}
 	if !ev.Ignored() {
 		m.stream = ev.StreamID()
 	}
@@ -275,22 +294,25 @@ func (b *batcher) answerTwins(batch []*member, answers []outcome, twins [][]*mem
 	var keys []InboxKey
 	var counts []int
 	for i, m := range batch {
-		if len(twins[i]) > 0 && !answers[i].alone && answers[i].err == nil {
-			keys, counts = append(keys, InboxKey{m.ev.Provider, m.ev.DedupKey}), append(counts, len(twins[i]))
+		// The first m.gated twins were counted by the unit's gate, in its
+		// commit; only those that came later need a count of their own.
+		if late := len(twins[i]) - m.gated; late > 0 && !answers[i].alone && answers[i].err == nil {
+			keys, counts = append(keys, InboxKey{m.ev.Provider, m.ev.DedupKey}), append(counts, late)
 		}
 	}
-	counted := false
+	counted := true
 	if len(keys) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), b.opts.Timeout)
 		counted = b.journal.CountTwins(ctx, keys, counts) == nil
 		cancel()
 	}
-	for i := range batch {
-		o := outcome{alone: true}
-		if counted && !answers[i].alone && answers[i].err == nil {
-			o = outcome{res: Result{Outcome: Duplicate, StreamID: answers[i].res.StreamID}}
-		}
-		for _, t := range twins[i] {
+	for i, m := range batch {
+		recorded := !answers[i].alone && answers[i].err == nil
+		for n, t := range twins[i] {
+			o := outcome{alone: true}
+			if recorded && (n < m.gated || counted) {
+				o = outcome{res: Result{Outcome: Duplicate, StreamID: answers[i].res.StreamID}}
+			}
 			t.done <- o
 		}
 	}
@@ -326,6 +348,9 @@ func (b *batcher) take() []*member {
 			streams[stream] = true
 		}
 		batch = append(batch, m)
+	}
+	for _, m := range batch {
+		m.gated = len(m.twins)
 	}
 	clear(b.queue[len(rest):])
 	b.queue = rest
@@ -400,10 +425,11 @@ func (b *batcher) run(batch []*member) []outcome {
 // are answered by run after the commit.
 func (b *batcher) unit(ctx context.Context, tx BatchTx, batch []*member, answers []outcome, sent []bool) error {
 	evs := make([]delivery.Event, len(batch))
+	facts, twins := make([]string, len(batch)), make([]int, len(batch))
 	for i, m := range batch {
-		evs[i] = m.ev
+		evs[i], facts[i], twins[i] = m.ev, m.facts, m.gated
 	}
-	res, alone, err := b.s.sharedUnit(ctx, tx, evs, "shared", func(i int) {
+	res, alone, err := b.s.sharedUnit(ctx, tx, unitMembers{evs: evs, facts: facts, twins: twins}, "shared", func(i int) {
 		batch[i].done <- outcome{alone: true}
 		sent[i] = true
 	})

@@ -54,7 +54,7 @@ func (s *Service) IngestBatch(ctx context.Context, evs []delivery.Event) ([]Resu
 		var uctx context.Context
 		uctx, pending = withPending(ctx)
 		unitErr = bj.DoBatch(ctx, func(tx BatchTx) error {
-			res, a, err := s.sharedUnit(uctx, tx, evs, "import", nil)
+			res, a, err := s.sharedUnit(uctx, tx, unitMembers{evs: evs}, "import", nil)
 			if err != nil {
 				return err
 			}

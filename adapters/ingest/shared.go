@@ -33,7 +33,8 @@ import (
 // soon as the gate answered: nothing of it was written in the unit, so the
 // single path may take it without waiting for the commit. what names the
 // unit in its errors.
-func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Event, what string, released func(i int)) ([]Result, []int, error) {
+func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, m unitMembers, what string, released func(i int)) ([]Result, []int, error) {
+	evs := m.evs
 	out := make([]Result, len(evs))
 	var alone, joined []int
 	seen := make(map[InboxKey]bool, len(evs))
@@ -52,6 +53,12 @@ func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 			it = GateItem{Event: ev, Status: StatusIgnored}
 		} else {
 			it.From = set.kept(s.folds, it.Read)
+		}
+		if m.facts != nil {
+			it.Facts = m.facts[i]
+		}
+		if m.twins != nil {
+			it.Twins = m.twins[i]
 		}
 		items = append(items, it)
 	}
@@ -109,6 +116,16 @@ func (s *Service) sharedUnit(ctx context.Context, tx BatchTx, evs []delivery.Eve
 	}
 	slices.Sort(alone)
 	return out, alone, nil
+}
+
+// unitMembers are the deliveries of a shared unit, with what the caller
+// knows of them already: facts[i] is evs[i]'s facts hash ("" or a nil
+// slice: the journal computes it) and twins[i] the arrivals of its key to
+// count with it (GateItem.Twins; nil: none).
+type unitMembers struct {
+	evs   []delivery.Event
+	facts []string
+	twins []int
 }
 
 // sharedAnswer is the answer a shared unit gives a redelivery of a key on

@@ -50,13 +50,15 @@ type batchTx struct {
 // gateAllSQL is the dedup gate of many deliveries in one statement: the
 // primary key judges each row as in insertInboxAndRead (a key another
 // transaction is inserting makes this one wait for it), and RETURNING names
-// the rows this statement inserted, the first arrivals.
+// the rows this statement inserted, the first arrivals. A row counts its
+// delivery and the twins that queued with it (ingest.GateItem.Twins): they
+// need no count of their own after the commit.
 const gateAllSQL = `
-	INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, applied_at)
+	INSERT INTO webhook_inbox (provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, applied_at, delivery_count)
 	SELECT i.provider, i.dedup_key, i.event_type, i.stream_id, i.payload_hash, i.facts_hash, i.raw_body, i.normalized, i.status,
-	       CASE WHEN i.status = '` + ingest.StatusApplied + `' THEN now() END
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::jsonb[], $9::text[])
-		WITH ORDINALITY AS i(provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, ord)
+	       CASE WHEN i.status = '` + ingest.StatusApplied + `' THEN now() END, i.n
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::jsonb[], $9::text[], $10::int[])
+		WITH ORDINALITY AS i(provider, dedup_key, event_type, stream_id, payload_hash, facts_hash, raw_body, normalized, status, n, ord)
 	ORDER BY i.ord
 	ON CONFLICT (provider, dedup_key) DO NOTHING
 	RETURNING provider, dedup_key`
@@ -72,8 +74,8 @@ const gateAllSQL = `
 // waited for the whole unit to commit before it could count itself.
 const countAllSQL = `
 	UPDATE webhook_inbox w
-	SET delivery_count = w.delivery_count + 1, last_seen_at = now()
-	FROM unnest($1::text[], $2::text[], $3::text[]) AS k(provider, dedup_key, facts_hash)
+	SET delivery_count = w.delivery_count + k.n, last_seen_at = now()
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS k(provider, dedup_key, facts_hash, n)
 	WHERE w.provider = k.provider AND w.dedup_key = k.dedup_key
 	  AND w.status <> '` + ingest.StatusReceived + `' AND w.facts_hash = k.facts_hash
 	  AND w.xmin <> pg_current_xact_id()::xid
@@ -108,34 +110,15 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		return cmp.Or(cmp.Compare(x.Provider, y.Provider), cmp.Compare(x.DedupKey, y.DedupKey))
 	})
 	n := len(items)
-	provs, keys, types, hashes, facts, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	streams := make([]*string, n)
-	raws, norms := make([][]byte, n), make([][]byte, n)
-	var reads []string
-	from := make(map[string]int64) // the first version to read of each stream (a kept fold's length)
-	itemFacts := make([]string, n)
-	for o, i := range order {
-		ev := items[i].Event
-		normalized, err := delivery.EncodeNormalized(ev)
-		if err != nil {
-			return nil, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
-		}
-		provs[o], keys[o], types[o], hashes[o], facts[o], statuses[o] = ev.Provider, ev.DedupKey, ev.Type, ev.PayloadHash, ev.FactsHash(), items[i].Status
-		itemFacts[i] = facts[o]
-		raws[o], norms[o] = ev.Raw, normalized
-		if !ev.Ignored() {
-			s := ev.StreamID()
-			streams[o] = &s
-		}
-		if items[i].Read != "" {
-			reads = append(reads, items[i].Read) // an import set names a stream once per line of it
-			from[items[i].Read] = int64(items[i].From)
-		}
+	c, err := gateColumnsOf(items, order)
+	if err != nil {
+		return nil, err
 	}
+	provs, keys, facts, counts, reads, from, itemFacts := c.provs, c.keys, c.facts, c.counts, c.reads, c.from, c.itemFacts
 	b := &pgx.Batch{}
 	b.Queue(genericPlansSQL)
-	b.Queue(gateAllSQL, provs, keys, types, streams, hashes, facts, raws, norms, statuses)
-	b.Queue(countAllSQL, provs, keys, facts)
+	b.Queue(gateAllSQL, provs, keys, c.types, c.streams, c.hashes, facts, c.raws, c.norms, c.statuses, counts)
+	b.Queue(countAllSQL, provs, keys, facts, counts)
 	if len(reads) > 0 {
 		// One index lookup per stream, whatever the statistics say: with
 		// "stream_id = ANY($1)" and no statistics yet (a new database
@@ -164,7 +147,7 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 	rows, _ := br.Query()
 	gated := make(map[ingest.InboxKey]ingest.Gated, n)
 	var k ingest.InboxKey
-	_, err := pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&k.Provider, &k.DedupKey}, func() error {
 		gated[k] = ingest.Gated{Inserted: true}
 		return nil
 	})
@@ -215,6 +198,49 @@ func (t *batchTx) GateAll(ctx context.Context, items []ingest.GateItem) ([]inges
 		}
 	}
 	return out, nil
+}
+
+// gateColumns are the gate's arrays, in key order (order), and what the
+// answer needs by item.
+type gateColumns struct {
+	provs, keys, types, hashes, facts, statuses []string
+	streams                                     []*string
+	raws, norms                                 [][]byte
+	counts                                      []int32 // the arrivals each row counts: the delivery and its twins
+	reads                                       []string
+	from                                        map[string]int64 // the first version to read of each stream (a kept fold's length)
+	itemFacts                                   []string         // by item
+}
+
+func gateColumnsOf(items []ingest.GateItem, order []int) (gateColumns, error) {
+	n := len(items)
+	c := gateColumns{provs: make([]string, n), keys: make([]string, n), types: make([]string, n), hashes: make([]string, n),
+		facts: make([]string, n), statuses: make([]string, n), streams: make([]*string, n), raws: make([][]byte, n),
+		norms: make([][]byte, n), counts: make([]int32, n), from: make(map[string]int64), itemFacts: make([]string, n)}
+	for o, i := range order {
+		ev := items[i].Event
+		normalized, err := delivery.EncodeNormalized(ev)
+		if err != nil {
+			return c, fmt.Errorf("encode normalized %s: %w", ev.DedupKey, err)
+		}
+		f := items[i].Facts
+		if f == "" {
+			f = ev.FactsHash()
+		}
+		c.provs[o], c.keys[o], c.types[o], c.hashes[o], c.facts[o], c.statuses[o] = ev.Provider, ev.DedupKey, ev.Type, ev.PayloadHash, f, items[i].Status
+		c.counts[o] = int32(1 + items[i].Twins)
+		c.itemFacts[i] = f
+		c.raws[o], c.norms[o] = ev.Raw, normalized
+		if !ev.Ignored() {
+			s := ev.StreamID()
+			c.streams[o] = &s
+		}
+		if items[i].Read != "" {
+			c.reads = append(c.reads, items[i].Read) // an import set names a stream once per line of it
+			c.from[items[i].Read] = int64(items[i].From)
+		}
+	}
+	return c, nil
 }
 
 // AppendAll implements ingest.BatchTx: every append in one multi-row insert

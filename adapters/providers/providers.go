@@ -82,7 +82,9 @@ func Single(ev delivery.Event, err error) ([]delivery.Event, error) {
 // inbox compares it on redelivery to tell an exact duplicate from a conflict.
 func PayloadHash(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return string(text[:]) // one allocation: EncodeToString makes two
 }
 
 // FallbackKey derives a dedup key for providers whose events carry no id:

@@ -189,13 +189,13 @@ func (s *sender) work(ctx context.Context, q *queue) {
 // it shares with the server, every microsecond of work there is a chance
 // to leave late.
 func (s *sender) run(ctx context.Context, j job) []job {
-	body := j.d.Body
+	body, signed := j.d.Body, j.d.Signed
 	if j.kind == kindConflict {
-		body = j.d.Conflict
+		body, signed = j.d.Conflict, j.d.ConflictSigned
 	}
 	if j.kind != kindFirst || !j.d.Twin {
 		sched := s.pace.take(1)
-		req, err := s.request(ctx, j.d, body, signTime(sched))
+		req, err := s.requestSigned(ctx, j.d, body, signTime(sched), signed)
 		s.pace.sleepUntil(ctx, sched)
 		ok := s.deliverAt(ctx, j.d, body, j.kind, sched, req, err)
 		if j.kind != kindFirst || !ok {
@@ -206,8 +206,8 @@ func (s *sender) run(ctx context.Context, j job) []job {
 	// A twin: the same delivery from two senders at the same instant, the
 	// race the inbox's primary key must decide.
 	sched := s.pace.take(2)
-	req, err := s.request(ctx, j.d, body, signTime(sched))
-	twinReq, twinErr := s.request(ctx, j.d, body, signTime(sched))
+	req, err := s.requestSigned(ctx, j.d, body, signTime(sched), signed)
+	twinReq, twinErr := s.requestSigned(ctx, j.d, body, signTime(sched), signed)
 	s.pace.sleepUntil(ctx, sched)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -353,33 +353,74 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // request builds one signed attempt of d, its signature dated at.
 func (s *sender) request(ctx context.Context, d *scenario.Delivery, body []byte, at time.Time) (*http.Request, error) {
+	return s.requestSigned(ctx, d, body, at, nil)
+}
+
+// presignMaxAge is how old a signature made before the run may be when it
+// is sent: within the server's default replay window (5 minutes,
+// ONCELEDGER_WEBHOOK_TOLERANCE) with a margin. An older one is made again.
+const presignMaxAge = 4 * time.Minute
+
+// requestSigned is request with the headers signed before the run
+// (Delivery.Signed, ConflictSigned), when given and not too old.
+func (s *sender) requestSigned(ctx context.Context, d *scenario.Delivery, body []byte, at time.Time, signed http.Header) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target()+"/webhooks/"+d.Provider, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	switch d.Provider {
-	case scenario.Stripe:
-		req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-		req.Header.Set("Stripe-Signature", sign.Stripe(s.stripeSecret, at, body))
-	case scenario.Standard:
-		req.Header.Set("User-Agent", "onceledger-loadgen")
-		s.standard.Headers(req.Header, d.ID, at, body)
-	case scenario.Alipay: // signed in the body by the generator
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-		req.Header.Set("User-Agent", "Mozilla/4.0")
-	case scenario.Wechatpay:
-		req.Header.Set("User-Agent", "Mozilla/4.0")
-		if s.wechatpay == nil {
-			return nil, fmt.Errorf("no signer for provider %q", d.Provider)
+	if signed != nil && time.Since(d.SignedAt) < presignMaxAge {
+		for k, v := range signed {
+			req.Header[k] = v // shared, read-only: the transport only reads them
 		}
-		if err := s.wechatpay.Headers(req.Header, at, body); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("no signer for provider %q", d.Provider)
+		return req, nil
+	}
+	if err := s.sign(req.Header, d, body, at); err != nil {
+		return nil, err
 	}
 	return req, nil
+}
+
+// sign sets the headers of one attempt of d with body, signed at at.
+func (s *sender) sign(h http.Header, d *scenario.Delivery, body []byte, at time.Time) error {
+	h.Set("Content-Type", "application/json")
+	switch d.Provider {
+	case scenario.Stripe:
+		h.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+		h.Set("Stripe-Signature", sign.Stripe(s.stripeSecret, at, body))
+	case scenario.Standard:
+		h.Set("User-Agent", "onceledger-loadgen")
+		s.standard.Headers(h, d.ID, at, body)
+	case scenario.Alipay: // signed in the body by the generator
+		h.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		h.Set("User-Agent", "Mozilla/4.0")
+	case scenario.Wechatpay:
+		h.Set("User-Agent", "Mozilla/4.0")
+		if s.wechatpay == nil {
+			return fmt.Errorf("no signer for provider %q", d.Provider)
+		}
+		if err := s.wechatpay.Headers(h, at, body); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("no signer for provider %q", d.Provider)
+	}
+	return nil
+}
+
+// presign signs d's body and its conflict now (queue.Pregenerate).
+func (s *sender) presign(d *scenario.Delivery) error {
+	at := time.Now()
+	d.Signed, d.SignedAt = http.Header{}, at
+	if err := s.sign(d.Signed, d, d.Body, at); err != nil {
+		return fmt.Errorf("presign %s %s: %w", d.Provider, d.ID, err)
+	}
+	if d.Conflict != nil {
+		d.ConflictSigned = http.Header{}
+		if err := s.sign(d.ConflictSigned, d, d.Conflict, at); err != nil {
+			return fmt.Errorf("presign %s %s: %w", d.Provider, d.ID, err)
+		}
+	}
+	return nil
 }
 
 // attempt sends one signed request. outcome is the body's "status" (or

@@ -158,23 +158,15 @@ type Payment struct {
 }
 
 func newPayment() *Payment {
-	return &Payment{
-		applied:  map[string]bool{},
-		captures: map[string]int64{},
-		fees:     map[string]int64{},
-		refunds:  map[string]*refund{},
-		noted:    map[string]bool{},
-		reported: map[string]int64{},
-		disputes: map[string]*dispute{},
-		open:     map[reconKey]bool{},
-		flagged:  map[reconKey]bool{},
-	}
+	// The maps are made on their first write (put): most payments write
+	// few of them, and the ingest path folds a payment per delivery.
+	return &Payment{}
 }
 
 // apply folds one recorded event into the state. It never fails: history is
 // what happened.
 func (p *Payment) apply(e Event) {
-	p.applied[e.Metadata().DedupKey] = true
+	put(&p.applied, e.Metadata().DedupKey, true)
 	p.applyCoupons(e) // discount.go
 	switch e := e.(type) {
 	case Authorized:
@@ -182,13 +174,13 @@ func (p *Payment) apply(e Event) {
 		p.setCurrency(e.Currency)
 	case Captured:
 		if _, ok := p.captures[e.CaptureID]; !ok {
-			p.captures[e.CaptureID] = e.Amount
-			p.fees[e.CaptureID] = e.Fee
+			put(&p.captures, e.CaptureID, e.Amount)
+			put(&p.fees, e.CaptureID, e.Fee)
 			p.captured = p.add(p.captured, e.Amount)
 		}
 		p.setCurrency(e.Currency)
 	case FeeRecorded:
-		p.fees[e.CaptureID] = e.Fee
+		put(&p.fees, e.CaptureID, e.Fee)
 	case Failed:
 		p.failed = true
 	case Canceled:
@@ -217,9 +209,9 @@ func (p *Payment) apply(e Event) {
 		r.amount, r.currency, r.state = amount, e.Currency, refundPosted
 		p.setCurrency(e.Currency)
 	case RefundNoted:
-		p.noted[e.RefundID+"/"+e.Status] = true
+		put(&p.noted, e.RefundID+"/"+e.Status, true)
 		if e.Status == string(delivery.KindRefundCumulative) {
-			p.reported[e.RefundID] = e.Amount
+			put(&p.reported, e.RefundID, e.Amount)
 		}
 		p.setCurrency(e.Currency)
 	case RefundReversed:
@@ -262,8 +254,8 @@ func (p *Payment) apply(e Event) {
 		p.disputeStage(e.DisputeID, stageLost)
 	case Flagged:
 		k := reconKey{e.Kind, e.Key}
-		p.open[k] = true
-		p.flagged[k] = true
+		put(&p.open, k, true)
+		put(&p.flagged, k, true)
 		if e.Kind == ReconOverReversal {
 			p.overReversalBeside = p.refunded > p.captured
 		}
@@ -331,7 +323,7 @@ func (p *Payment) refund(id string) *refund {
 	r, ok := p.refunds[id]
 	if !ok {
 		r = &refund{}
-		p.refunds[id] = r
+		put(&p.refunds, id, r)
 		p.refundOrder = append(p.refundOrder, id)
 	}
 	return r
@@ -341,7 +333,7 @@ func (p *Payment) dispute(id string) *dispute {
 	d, ok := p.disputes[id]
 	if !ok {
 		d = &dispute{}
-		p.disputes[id] = d
+		put(&p.disputes, id, d)
 		p.disputeOrder = append(p.disputeOrder, id)
 	}
 	return d

@@ -128,7 +128,7 @@ func (d *decision) postCumulative(id string, inc int64, cur money.Currency, tota
 // increase it posted (a notification's, or a line's).
 func (p *Payment) cumulate(id string, amount, total int64, fromLine bool) {
 	if total != 0 {
-		p.reported[id] = total
+		put(&p.reported, id, total)
 	}
 	if total != 0 || fromLine {
 		p.cumulative = p.add(p.cumulative, amount)

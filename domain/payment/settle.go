@@ -75,35 +75,23 @@ type settledFact struct {
 	cumulative       bool // a cumulative refund line (settlement.Line.CumulativeRefund)
 }
 
-func (s *settleState) init() {
-	if s.lines == nil {
-		s.lines = map[string]bool{}
-		s.settled = map[reconKey]settledFact{}
-		s.hooked = map[string]disputeFacts{}
-		s.capturedAt = map[string]time.Time{}
-		s.uncaptured = map[string]int64{}
-		s.reported = map[string]int64{}
-	}
-}
-
 // applySettlement folds the settlement events into the payment state.
 func (p *Payment) applySettlement(e Event) {
-	p.settle.init()
 	if c, ok := e.(Captured); ok {
 		if _, seen := p.settle.capturedAt[c.CaptureID]; !seen {
-			p.settle.capturedAt[c.CaptureID] = c.OccurredAt
+			put(&p.settle.capturedAt, c.CaptureID, c.OccurredAt)
 		}
 	}
 	switch e := e.(type) {
 	case CaptureReduced:
 		if _, ok := p.captures[e.CaptureID]; ok && !e.Failed { // a failed capture stays recorded (settle_reversal.go)
-			p.captures[e.CaptureID] = p.add(p.captures[e.CaptureID], -e.Amount)
+			put(&p.captures, e.CaptureID, p.add(p.captures[e.CaptureID], -e.Amount))
 			p.captured = p.add(p.captured, -e.Amount)
 		}
 		return
 	case Flagged:
 		if e.Kind == ReconSettlementMismatch && e.Reported != 0 {
-			p.settle.reported[e.Key] = e.Reported
+			put(&p.settle.reported, e.Key, e.Reported)
 		}
 	}
 	ls, ok := e.(LineSettled)
@@ -112,12 +100,12 @@ func (p *Payment) applySettlement(e Event) {
 		return
 	}
 	l := ls.Line
-	p.settle.lines[l.DedupKey()] = true
+	put(&p.settle.lines, l.DedupKey(), true)
 	if id := l.BusinessID(); id != "" {
 		k := reconKey{string(l.Kind), id}
 		if _, seen := p.settle.settled[k]; !seen {
-			p.settle.settled[k] = settledFact{line: l.DedupKey(), amount: abs(l.OriginalAmount), fee: l.Fee,
-				currency: l.Currency, originalCurrency: l.OriginalCurrency, cumulative: cumulativeRefund(l)}
+			put(&p.settle.settled, k, settledFact{line: l.DedupKey(), amount: abs(l.OriginalAmount), fee: l.Fee,
+				currency: l.Currency, originalCurrency: l.OriginalCurrency, cumulative: cumulativeRefund(l)})
 			if cumulativeRefund(l) {
 				p.settle.cumulativeLines = p.add(p.settle.cumulativeLines, abs(l.OriginalAmount))
 				p.couponLine(l.Discount) // discount.go
@@ -125,7 +113,7 @@ func (p *Payment) applySettlement(e Event) {
 		}
 	}
 	if partialCaptureReversal(l) {
-		p.settle.uncaptured[l.CaptureID] = p.add(p.settle.uncaptured[l.CaptureID], abs(l.Gross))
+		put(&p.settle.uncaptured, l.CaptureID, p.add(p.settle.uncaptured[l.CaptureID], abs(l.Gross)))
 	}
 }
 
@@ -149,7 +137,6 @@ func (d *decision) settlement(f delivery.Fact) bool {
 
 func (d *decision) settleLine(l settlement.Line) {
 	p := d.p
-	p.settle.init()
 	if p.settle.lines[l.DedupKey()] {
 		return
 	}
@@ -426,7 +413,7 @@ func (p *Payment) applyHooked(e Event) {
 			return
 		}
 	}
-	p.settle.hooked[id] = p.settle.hooked[id].with(k)
+	put(&p.settle.hooked, id, p.settle.hooked[id].with(k))
 }
 
 // reinstatedKey is the missing_webhook key of a dispute's reversal line:

@@ -262,7 +262,9 @@ func (w *writer) ApplyReconciliation(ctx context.Context, changes []projections.
 	t := w.table("reconciliation_items")
 	open := `
 		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, details, opened_at, opened_event_id)
-		VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8)
+		SELECT x.s, x.k, x.i, 'open', x.p, x.pay, x.d, x.at, x.ev
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::uuid[])
+			AS x(s, k, i, p, pay, d, at, ev)
 		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
 		SET status = 'open', details = excluded.details, opened_at = excluded.opened_at,
 		    opened_event_id = excluded.opened_event_id, resolved_at = NULL, resolved_event_id = NULL,
@@ -272,7 +274,9 @@ func (w *writer) ApplyReconciliation(ctx context.Context, changes []projections.
 	// an item an operator resolved already keep the operator's name.
 	resolve := `
 		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, details, resolved_at, resolved_event_id)
-		VALUES ($1, $2, $3, 'resolved', $4, $5, $6, $7, $8)
+		SELECT x.s, x.k, x.i, 'resolved', x.p, x.pay, x.d, x.at, x.ev
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::uuid[])
+			AS x(s, k, i, p, pay, d, at, ev)
 		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
 		SET status = 'resolved', resolved_at = excluded.resolved_at, resolved_event_id = excluded.resolved_event_id,
 		    details = CASE WHEN excluded.details <> '' THEN excluded.details ELSE r.details END,
@@ -282,30 +286,85 @@ func (w *writer) ApplyReconciliation(ctx context.Context, changes []projections.
 	// so the item's age counts from when the facts opened it.
 	humanResolve := `
 		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, resolved_at, resolved_event_id, resolved_by, note)
-		VALUES ($1, $2, $3, 'resolved', $4, $5, $6, $7, $8, $9)
+		SELECT x.s, x.k, x.i, 'resolved', x.p, x.pay, x.at, x.ev, x.actor, x.note
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[], $8::text[], $9::text[])
+			AS x(s, k, i, p, pay, at, ev, actor, note)
 		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
 		SET status = 'resolved', resolved_at = excluded.resolved_at, resolved_event_id = excluded.resolved_event_id,
 		    resolved_by = excluded.resolved_by, note = excluded.note`
 	humanReopen := `
 		INSERT INTO ` + t + ` AS r (stream_id, kind, item_key, status, provider, payment_id, opened_at, opened_event_id, note)
-		VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8)
+		SELECT x.s, x.k, x.i, 'open', x.p, x.pay, x.at, x.ev, x.note
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[], $8::text[])
+			AS x(s, k, i, p, pay, at, ev, note)
 		ON CONFLICT (stream_id, kind, item_key) DO UPDATE
 		SET status = 'open', resolved_at = NULL, resolved_event_id = NULL, resolved_by = NULL, note = excluded.note`
+	// One statement per kind of change, not per change (a settlement
+	// import opens an item per line: 50,000 statements for 50,000 lines).
+	// A statement may touch a row once, so the changes go in runs of
+	// distinct items, in order; a later change of an item starts the next
+	// run, and sees what the earlier one wrote.
 	b := &pgx.Batch{}
+	var run [4]reconRun
+	seen := make(map[[3]string]bool, len(changes))
+	flush := func() {
+		for i, sql := range []string{humanReopen, humanResolve, open, resolve} {
+			if r := &run[i]; len(r.streams) > 0 {
+				b.Queue(sql, r.args(i)...)
+				*r = reconRun{}
+			}
+		}
+		clear(seen)
+	}
 	for _, c := range changes {
-		id := pgtype.UUID{Bytes: c.EventID, Valid: true}
+		k := [3]string{c.StreamID, c.Kind, c.Key}
+		if seen[k] {
+			flush()
+		}
+		seen[k] = true
 		switch {
 		case c.Actor != "" && c.Open:
-			b.Queue(humanReopen, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.At, id, c.Note)
+			run[0].add(c)
 		case c.Actor != "":
-			b.Queue(humanResolve, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.At, id, c.Actor, c.Note)
+			run[1].add(c)
 		case c.Open:
-			b.Queue(open, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.Details, c.At, id)
+			run[2].add(c)
 		default:
-			b.Queue(resolve, c.StreamID, c.Kind, c.Key, c.Provider, c.PaymentID, c.Details, c.At, id)
+			run[3].add(c)
 		}
 	}
+	flush()
+	if b.Len() == 0 {
+		return nil
+	}
 	return classify(w.tx.SendBatch(ctx, b).Close())
+}
+
+// reconRun is the columns of one reconciliation statement's changes.
+type reconRun struct {
+	streams, kinds, keys, provs, payments, details, actors, notes []string
+	ats                                                           []time.Time
+	ids                                                           []pgtype.UUID
+}
+
+func (r *reconRun) add(c projections.ReconciliationChange) {
+	r.streams, r.kinds, r.keys = append(r.streams, c.StreamID), append(r.kinds, c.Kind), append(r.keys, c.Key)
+	r.provs, r.payments, r.details = append(r.provs, c.Provider), append(r.payments, c.PaymentID), append(r.details, c.Details)
+	r.actors, r.notes = append(r.actors, c.Actor), append(r.notes, c.Note)
+	r.ats, r.ids = append(r.ats, c.At), append(r.ids, pgtype.UUID{Bytes: c.EventID, Valid: true})
+}
+
+// args are the statement's arguments: i is its kind, in ApplyReconciliation's
+// order (human reopen, human resolve, open, resolve).
+func (r *reconRun) args(i int) []any {
+	switch i {
+	case 0:
+		return []any{r.streams, r.kinds, r.keys, r.provs, r.payments, r.ats, r.ids, r.notes}
+	case 1:
+		return []any{r.streams, r.kinds, r.keys, r.provs, r.payments, r.ats, r.ids, r.actors, r.notes}
+	default:
+		return []any{r.streams, r.kinds, r.keys, r.provs, r.payments, r.details, r.ats, r.ids}
+	}
 }
 
 func (w *writer) IndexPaymentIDs(ctx context.Context, ids []views.PaymentID) error {

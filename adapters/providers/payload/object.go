@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
@@ -23,8 +24,24 @@ import (
 // ErrMissingField. A field that is there with the wrong type is an error for
 // both.
 type Object struct {
-	path string
-	m    map[string]any
+	// The path is kept in parts and joined only for an error: most
+	// objects read are never named (base.field[index-1], index 0 for
+	// none; base "" at the first level).
+	base, field string
+	index       int
+	m           map[string]any
+}
+
+// path is the object's path from the payload root ("" for the root).
+func (o Object) path() string {
+	p := o.field
+	if o.index > 0 {
+		p = p + "[" + strconv.Itoa(o.index-1) + "]"
+	}
+	if o.base != "" {
+		p = o.base + "." + p
+	}
+	return p
 }
 
 // DecodeObject decodes raw as exactly one JSON object, numbers kept exact.
@@ -44,10 +61,11 @@ func DecodeObject(raw []byte) (Object, error) {
 
 // Name is field's path from the payload root, for errors.
 func (o Object) Name(field string) string {
-	if o.path == "" {
+	p := o.path()
+	if p == "" {
 		return field
 	}
-	return o.path + "." + field
+	return p + "." + field
 }
 
 // Get returns the decoded value (numbers as json.Number), treating JSON null
@@ -73,7 +91,10 @@ func (o Object) OptString(field string) (string, bool, error) {
 	if !isStr {
 		return "", false, fmt.Errorf("%w: %s must be a string", delivery.ErrMalformed, o.Name(field))
 	}
-	return s, s != "", nil
+	// The decoded strings share one copy of the body (parser.str): what a
+	// reader takes out gets its own memory, so that a kept id does not
+	// keep the whole body alive.
+	return strings.Clone(s), s != "", nil
 }
 
 func (o Object) ReqString(field string) (string, error) {
@@ -93,7 +114,7 @@ func (o Object) OptObject(field string) (Object, bool, error) {
 	if !isObj {
 		return Object{}, false, fmt.Errorf("%w: %s must be an object", delivery.ErrMalformed, o.Name(field))
 	}
-	return Object{path: o.Name(field), m: m}, true, nil
+	return Object{base: o.path(), field: field, m: m}, true, nil
 }
 
 func (o Object) ReqObject(field string) (Object, error) {
@@ -121,7 +142,7 @@ func (o Object) EachObject(field string, fn func(Object) error) error {
 		if !isObj {
 			return fmt.Errorf("%w: %s[%d] must be an object", delivery.ErrMalformed, o.Name(field), i)
 		}
-		if err := fn(Object{path: fmt.Sprintf("%s[%d]", o.Name(field), i), m: m}); err != nil {
+		if err := fn(Object{base: o.path(), field: field, index: i + 1, m: m}); err != nil {
 			return err
 		}
 	}
@@ -177,6 +198,9 @@ func (o Object) ReqCurrency(field string) (money.Currency, error) {
 	s, err := o.ReqString(field)
 	if err != nil {
 		return "", err
+	}
+	if c, err := Currency(field, s); err == nil {
+		return c, nil // the path is joined only for an error
 	}
 	return Currency(o.Name(field), s)
 }

@@ -30,7 +30,12 @@ var errSyntax = errors.New("syntax error")
 // escapes or non-ASCII bytes are unquoted by encoding/json itself, so every
 // string reads exactly as it did.
 type parser struct {
-	raw  []byte
+	raw []byte
+	// text is raw as a string, copied once: a plain string literal is a
+	// slice of it, so that the keys and values of a payload cost no
+	// allocation each (they were most of the allocations of a webhook).
+	// Object's readers copy what they hand out (Object.OptString).
+	text string
 	i    int
 	path []pathElem // the containers open around the current value, for errors
 	dup  error      // the first repeated key; reported only if the text is valid
@@ -48,7 +53,7 @@ type pathElem struct {
 // over a repeated key, as it did when the whole text was decoded before
 // its keys were checked.
 func decodeValue(raw []byte) (any, error) {
-	p := parser{raw: raw}
+	p := parser{raw: raw, text: string(raw)}
 	p.skipSpace()
 	v, err := p.value()
 	if err == nil {
@@ -218,7 +223,7 @@ func (p *parser) str() (string, error) {
 		case c == '"':
 			p.i = j + 1
 			if plain {
-				return string(p.raw[start+1 : j]), nil
+				return p.text[start+1 : j], nil
 			}
 			var s string
 			if err := json.Unmarshal(p.raw[start:j+1], &s); err != nil {
@@ -269,7 +274,7 @@ func (p *parser) number() (any, error) {
 			return nil, p.fail("invalid number")
 		}
 	}
-	return json.Number(p.raw[start:p.i]), nil
+	return json.Number(p.text[start:p.i]), nil
 }
 
 func (p *parser) digits() int {

@@ -11,7 +11,6 @@
 package standard
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -100,27 +99,36 @@ func decodeSecret(s string) ([]byte, error) {
 }
 
 func mac(key []byte, id string, ts int64, body []byte) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(id))
-	h.Write([]byte("."))
-	h.Write([]byte(strconv.FormatInt(ts, 10)))
-	h.Write([]byte("."))
-	h.Write(body)
-	return h.Sum(nil)
+	var t [20]byte
+	return providers.MACSHA256(key, []byte(id), dot, strconv.AppendInt(t[:0], ts, 10), dot, body)
 }
+
+var dot = []byte(".")
 
 // headers returns id, timestamp and signature from the webhook-* set, or from
 // the svix-* set when no webhook-* header is present. The sets are not mixed:
 // a sender uses one naming throughout.
 func headers(h http.Header) (id, ts, sig string, prefix string) {
-	for _, p := range []string{"webhook-", "svix-"} {
-		id, ts, sig = h.Get(p+"id"), h.Get(p+"timestamp"), h.Get(p+"signature")
+	for _, set := range headerSets {
+		id, ts, sig = h.Get(set.id), h.Get(set.ts), h.Get(set.sig)
 		if id != "" || ts != "" || sig != "" {
-			return id, ts, sig, p
+			return id, ts, sig, set.prefix
 		}
 	}
 	return "", "", "", "webhook-"
 }
+
+// headerSets are the two namings, their names canonical already: a name
+// built per request ("webhook-" + "id") was canonicalized, and allocated,
+// on every lookup.
+var headerSets = func() []struct{ prefix, id, ts, sig string } {
+	var out []struct{ prefix, id, ts, sig string }
+	for _, p := range []string{"webhook-", "svix-"} {
+		out = append(out, struct{ prefix, id, ts, sig string }{p,
+			http.CanonicalHeaderKey(p + "id"), http.CanonicalHeaderKey(p + "timestamp"), http.CanonicalHeaderKey(p + "signature")})
+	}
+	return out
+}()
 
 // verify checks the signature before the timestamp, so that "timestamp
 // outside tolerance" is only ever said about an authentic delivery. It

@@ -533,6 +533,13 @@ func reqPaymentKey(o payload.Object, chargeField string) (string, error) {
 // expanded returns the object behind an expandable reference when Stripe
 // sent it expanded, and false when it sent just the id (or nothing).
 func expanded(o payload.Object, field string) (payload.Object, bool) {
+	// The id string is the usual case: looked at first, it costs no error
+	// (OptObject's, formatted and dropped, on every charge).
+	if v, _ := o.Get(field); v == nil {
+		return payload.Object{}, false
+	} else if _, isObj := v.(map[string]any); !isObj {
+		return payload.Object{}, false
+	}
 	obj, ok, err := o.OptObject(field)
 	return obj, ok && err == nil
 }
@@ -546,7 +553,9 @@ func optID(o payload.Object, field string) (string, bool, error) {
 	}
 	switch x := v.(type) {
 	case string:
-		return x, x != "", nil
+		// A copy: the decoded strings share the body's memory
+		// (payload.DecodeObject), and an id outlives the decode.
+		return strings.Clone(x), x != "", nil
 	case map[string]any:
 		ref, _ := expanded(o, field)
 		return ref.OptString("id")

@@ -33,7 +33,6 @@
 package stripe
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -93,12 +92,11 @@ func Sign(secret string, t time.Time, body []byte) string {
 }
 
 func mac(secret []byte, t int64, body []byte) []byte {
-	h := hmac.New(sha256.New, secret)
-	h.Write([]byte(strconv.FormatInt(t, 10)))
-	h.Write([]byte("."))
-	h.Write(body)
-	return h.Sum(nil)
+	var ts [20]byte
+	return providers.MACSHA256(secret, strconv.AppendInt(ts[:0], t, 10), dot, body)
 }
+
+var dot = []byte(".")
 
 // verify checks the signature before the timestamp, so that "timestamp
 // outside tolerance" is only ever said about an authentic delivery (useful to

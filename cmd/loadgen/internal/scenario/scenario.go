@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,12 @@ type Delivery struct {
 	Conflict []byte
 	Copies   int  // identical redeliveries to send after the first 2xx
 	Twin     bool // one more identical delivery sent concurrently with the first
+	// Signed and ConflictSigned, when set, are the signature headers of
+	// Body and Conflict made before the run (the generator's --presign),
+	// at SignedAt: a first attempt sends them instead of signing on the
+	// clock. Retries sign afresh.
+	Signed, ConflictSigned http.Header
+	SignedAt               time.Time
 }
 
 // Lifecycle is a payment (or a payout) with its deliveries in the order to
