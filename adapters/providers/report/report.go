@@ -86,6 +86,9 @@ type Options struct {
 	// dedup key is lineKey and whose capture (charge) is captureID, ok
 	// false when the ledger knows neither (reportimport.Importer sets it).
 	Link func(lineKey, captureID string) (paymentKey string, ok bool, err error)
+	// Stated, when set, receives each balance the file states (stated.go),
+	// in file order; nil: importers skip them.
+	Stated func(Stated) error
 }
 
 // Major parses an exact major-unit decimal ("10.50", "-3.2", ".91") in c
