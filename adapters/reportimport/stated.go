@@ -73,3 +73,19 @@ func (c *statedBalances) record(ctx context.Context, a Asserter, provider string
 	}
 	return n, nil
 }
+
+// StateBalances records balances a provider's API states (`settle sync
+// stripe`: GET /v1/balance) as balance assertions; it returns how many
+// were new. Without Balances it records nothing.
+func (im *Importer) StateBalances(ctx context.Context, provider string, bs []report.Stated) (int, error) {
+	if im.Balances == nil {
+		return 0, nil
+	}
+	c := newStatedBalances()
+	for _, b := range bs {
+		if err := c.add(b); err != nil {
+			return 0, err
+		}
+	}
+	return c.record(ctx, im.Balances, provider)
+}
