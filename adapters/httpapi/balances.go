@@ -346,3 +346,27 @@ func checkNote(note string, required bool) error {
 	}
 	return nil
 }
+
+// ZonedImporter imports a report whose dates are in a zone the file does
+// not state (Stripe's balance summary: the report run's timezone), given
+// as POST /v1/settlements/{provider}?timezone=Area/City.
+type ZonedImporter interface {
+	ImportReportIn(ctx context.Context, provider string, src ReportSource, zone *time.Location) (ImportSummary, error)
+}
+
+func (s *server) importIn(r *http.Request, src ReportSource) (ImportSummary, error) {
+	provider := mux.Vars(r)["provider"]
+	tz := r.URL.Query().Get("timezone")
+	if tz == "" {
+		return s.cfg.Settlements.ImportReport(r.Context(), provider, src)
+	}
+	zone, err := time.LoadLocation(tz)
+	if err != nil || tz == "Local" {
+		return ImportSummary{}, fmt.Errorf("%w: timezone: %q is not an IANA time zone", errBadParameter, tz)
+	}
+	zi, ok := s.cfg.Settlements.(ZonedImporter)
+	if !ok {
+		return ImportSummary{}, fmt.Errorf("%w: timezone: this server imports reports in UTC only", errBadParameter)
+	}
+	return zi.ImportReportIn(r.Context(), provider, src, zone)
+}

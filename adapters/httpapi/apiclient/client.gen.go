@@ -1715,6 +1715,12 @@ type GetReconciliationItemsParamsFormat string
 // PostSettlementReportJSONBody defines parameters for PostSettlementReport.
 type PostSettlementReportJSONBody = map[string]interface{}
 
+// PostSettlementReportParams defines parameters for PostSettlementReport.
+type PostSettlementReportParams struct {
+	// Timezone IANA zone of dates the file does not zone (Stripe's balance summary: the report run's timezone); default UTC.
+	Timezone *string `form:"timezone,omitempty" json:"timezone,omitempty"`
+}
+
 // GetSubscriptionDeliveriesParams defines parameters for GetSubscriptionDeliveries.
 type GetSubscriptionDeliveriesParams struct {
 	// Status succeeded, failed, or an HTTP status such as 503.
@@ -2251,7 +2257,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReportWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSettlementReportWithBody(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostSettlementReport Import one settlement report file (admin)
 	//
@@ -2260,7 +2266,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSettlementReport(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSubscriptions The push subscriptions (admin)
 	//
@@ -3040,8 +3046,8 @@ func (c *Client) PostReconciliationResolve(ctx context.Context, body PostReconci
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSettlementReportRequestWithBody(c.Server, provider, contentType, body)
+func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSettlementReportRequestWithBody(c.Server, provider, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3059,8 +3065,8 @@ func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider stri
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *Client) PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSettlementReportRequest(c.Server, provider, body)
+func (c *Client) PostSettlementReport(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSettlementReportRequest(c.Server, provider, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5033,18 +5039,18 @@ func NewPostReconciliationResolveRequestWithBody(server string, contentType stri
 }
 
 // NewPostSettlementReportRequest calls the generic PostSettlementReport builder with application/json body
-func NewPostSettlementReportRequest(server string, provider string, body PostSettlementReportJSONRequestBody) (*http.Request, error) {
+func NewPostSettlementReportRequest(server string, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostSettlementReportRequestWithBody(server, provider, "application/json", bodyReader)
+	return NewPostSettlementReportRequestWithBody(server, provider, params, "application/json", bodyReader)
 }
 
 // NewPostSettlementReportRequestWithBody constructs an http.Request for the PostSettlementReport method, with any body, and a specified content type
-func NewPostSettlementReportRequestWithBody(server string, provider string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPostSettlementReportRequestWithBody(server string, provider string, params *PostSettlementReportParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5067,6 +5073,33 @@ func NewPostSettlementReportRequestWithBody(server string, provider string, cont
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Timezone != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timezone", *params.Timezone, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -5926,7 +5959,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
+	PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
 
 	// PostSettlementReportWithResponse Import one settlement report file (admin)
 	//
@@ -5935,7 +5968,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReportWithResponse(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
+	PostSettlementReportWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
 
 	// GetSubscriptionsWithResponse The push subscriptions (admin)
 	//
@@ -9555,8 +9588,8 @@ func (c *ClientWithResponses) PostReconciliationResolveWithResponse(ctx context.
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *ClientWithResponses) PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
-	rsp, err := c.PostSettlementReportWithBody(ctx, provider, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
+	rsp, err := c.PostSettlementReportWithBody(ctx, provider, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9570,8 +9603,8 @@ func (c *ClientWithResponses) PostSettlementReportWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *ClientWithResponses) PostSettlementReportWithResponse(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
-	rsp, err := c.PostSettlementReport(ctx, provider, body, reqEditors...)
+func (c *ClientWithResponses) PostSettlementReportWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
+	rsp, err := c.PostSettlementReport(ctx, provider, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
@@ -89,6 +90,10 @@ type Options struct {
 	// Stated, when set, receives each balance the file states (stated.go),
 	// in file order; nil: importers skip them.
 	Stated func(Stated) error
+	// Zone is the time zone of a report's dates where the file does not
+	// say it (Stripe's balance summary: the report run's timezone); nil:
+	// UTC.
+	Zone *time.Location
 }
 
 // Major parses an exact major-unit decimal ("10.50", "-3.2", ".91") in c
