@@ -88,6 +88,34 @@ func TestBalanceAssertionsAndAdjustments(t *testing.T) {
 			s.assertions("provider=standard&status=differs", func(l []listedAssertion) bool { return len(l) == 0 })
 			res := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "resolved" })
 			assert.Equal(t, "ops", res.ResolvedBy)
+
+			// The journal shows who made the adjustment's entries.
+			require.Eventually(t, func() bool {
+				a := s.do(http.MethodGet, "/v1/journal", actRead, nil, nil)
+				var j struct {
+					Journal []struct {
+						Account string `json:"account"`
+						Actor   string `json:"actor"`
+					} `json:"journal"`
+				}
+				if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &j) != nil {
+					return false
+				}
+				n := 0
+				for _, e := range j.Journal {
+					if e.Actor == "ops" {
+						n++
+					}
+				}
+				return n == 2
+			}, 30*time.Second, 20*time.Millisecond, "the adjustment's two entries name their actor")
+
+			// An opening balance: an event with actor and note; a second is 409.
+			open := map[string]any{"account": "provider:standard:reserve", "currency": "USD", "as_of": at, "amount": 500, "note": "reserve before the ledger"}
+			assert.Equal(t, http.StatusBadRequest, s.post("/v1/opening-balances", actAdmin, map[string]any{"account": "provider:standard:reserve",
+				"currency": "USD", "as_of": at, "amount": 500}).Status, "a note is required")
+			require.Equal(t, http.StatusOK, s.post("/v1/opening-balances", actAdmin, open).Status)
+			assert.Equal(t, http.StatusConflict, s.post("/v1/opening-balances", actAdmin, open).Status)
 		})
 	}
 }

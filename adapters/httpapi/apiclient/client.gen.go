@@ -888,6 +888,9 @@ type ItemActionResultStatus string
 type JournalRow struct {
 	Account string `json:"account"`
 
+	// Actor Who made the entry, for the entries a person made (opening balances, adjustments); absent for the providers' facts.
+	Actor *string `json:"actor,omitempty"`
+
 	// AdjustsPeriod For a late adjustment, the closed period it adjusts; else empty.
 	AdjustsPeriod string    `json:"adjusts_period"`
 	BookedAt      time.Time `json:"booked_at"`
@@ -917,6 +920,17 @@ type JournalRow struct {
 	// Period YYYY-MM the entry is booked into.
 	Period   string `json:"period"`
 	Provider string `json:"provider"`
+}
+
+// LedgerAdjustment defines model for LedgerAdjustment.
+type LedgerAdjustment struct {
+	Actor       string              `json:"actor"`
+	EffectiveAt time.Time           `json:"effective_at"`
+	Id          openapi_types.UUID  `json:"id"`
+	ItemId      string              `json:"item_id"`
+	Note        string              `json:"note"`
+	Postings    []Posting           `json:"postings"`
+	Reverses    *openapi_types.UUID `json:"reverses,omitempty"`
 }
 
 // OpeningBalanceInput defines model for OpeningBalanceInput.
@@ -6329,7 +6343,7 @@ type PostAdjustmentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Adjustment
+	JSON200 *LedgerAdjustment
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -6345,7 +6359,7 @@ type PostAdjustmentResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostAdjustmentResponse) GetJSON200() *Adjustment {
+func (r PostAdjustmentResponse) GetJSON200() *LedgerAdjustment {
 	return r.JSON200
 }
 
@@ -10026,7 +10040,7 @@ func ParsePostAdjustmentResponse(rsp *http.Response) (*PostAdjustmentResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Adjustment
+		var dest LedgerAdjustment
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -181,6 +181,12 @@ func (w *writer) Mismatch(ctx context.Context, k projections.AccountKey) (projec
 	return m, nil
 }
 
+func (w *writer) RecordActor(ctx context.Context, a projections.EntryActor) error {
+	_, err := w.tx.Exec(ctx, `INSERT INTO `+w.table("ledger_actors")+` (event_id, actor, note, kind) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (event_id) DO NOTHING`, pgtype.UUID{Bytes: a.EventID, Valid: true}, a.Actor, a.Note, a.Kind)
+	return classify(err)
+}
+
 func scanAssertion(row pgx.Row) (views.BalanceAssertion, error) {
 	var a views.BalanceAssertion
 	var id pgtype.UUID

@@ -125,6 +125,12 @@ var tableSpecs = map[string]tableSpec{
 		group:     []string{"account", "currency", "to_char(effective_at AT TIME ZONE 'UTC', 'YYYY-MM')"},
 		eagerKeys: true,
 	},
+	"ledger_actors": {
+		key:       []string{"event_id"},
+		compare:   []string{"actor", "note", "kind"},
+		group:     []string{"kind"},
+		eagerKeys: true,
+	},
 	"payouts": {
 		key: []string{"provider", "payout_id"},
 		compare: []string{"amount", "currency", "arrival_date", "paid", "failed", "status", "line_count",
