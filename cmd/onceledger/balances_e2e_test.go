@@ -119,3 +119,47 @@ func TestBalanceAssertionsAndAdjustments(t *testing.T) {
 		})
 	}
 }
+
+// In a closed period: an opening balance dated there is 400, nothing
+// recorded; an adjustment effective there is booked into the first open
+// period, marked a late adjustment of the closed one.
+func TestAdjustmentIntoAClosedPeriod(t *testing.T) {
+	s := startActStack(t, onPostgres)
+	pay := uniq("pay")
+	s.deliver(uniq("msg"), "payment.captured", map[string]any{"payment_id": pay, "capture_id": "cap_" + pay,
+		"amount": 1000, "currency": "USD", "fee": 30})
+	require.Equal(t, http.StatusOK, s.post("/v1/periods/2026-10/close", actAdmin, map[string]any{"note": "month end"}).Status)
+	a := s.post("/v1/opening-balances", actAdmin, map[string]any{"account": "provider:standard:balance", "currency": "USD",
+		"as_of": "2026-10-15T00:00:00Z", "amount": 100, "note": "late"})
+	assert.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+	assert.Contains(t, a.Body, "as_of: ")
+
+	at := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, map[string]any{"account": "provider:standard:balance",
+		"currency": "USD", "as_of": at, "amount": 960, "source": "dashboard"}).Status)
+	item := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "open" })
+	a = s.post("/v1/adjustments", actAdmin, map[string]any{"item_id": item.ID, "note": "October fee", "effective_at": "2026-10-20T12:00:00Z",
+		"postings": []map[string]any{{"account": "expenses:fees:standard", "currency": "USD", "amount": 10},
+			{"account": "provider:standard:balance", "currency": "USD", "amount": -10}}})
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	require.Eventually(t, func() bool {
+		a := s.do(http.MethodGet, "/v1/journal?from=2026-10-01&to=2026-10-31", actRead, nil, nil)
+		var j struct {
+			Journal []struct {
+				Actor  string `json:"actor"`
+				Late   bool   `json:"late_adjustment"`
+				Period string `json:"period"`
+			} `json:"journal"`
+		}
+		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &j) != nil || len(j.Journal) != 2 {
+			return false
+		}
+		for _, e := range j.Journal {
+			if e.Actor != "ops" || !e.Late || e.Period == "2026-10" {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond, "the adjustment is a late one, booked into an open period, with its actor")
+	s.assertions("provider=standard&status=agreed", func(l []listedAssertion) bool { return len(l) == 1 })
+}
