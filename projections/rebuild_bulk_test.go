@@ -14,7 +14,7 @@ import (
 
 // readModelTables are the tables a rebuild writes.
 var readModelTables = []string{"ledger_entries", "account_balances", "periods", "period_balances", "payments", "payment_ids",
-	"reconciliation_items", "settlement_lines", "payouts", "balance_assertions", "balance_movements", "ledger_actors"}
+	"reconciliation_items", "settlement_lines", "payouts", "balance_assertions", "balance_movements", "ledger_actors", "provider_days", "item_days"}
 
 // tableContents is every read-model table's rows as JSON text, sorted,
 // without what legitimately differs between two projections of the same

@@ -45,6 +45,7 @@ func (s *server) registerBalances(v1 *mux.Router) {
 	v1.Handle("/balance-assertions", acting(s.postAssertion)).Methods(http.MethodPost)
 	v1.Handle("/opening-balances", acting(s.postOpening)).Methods(http.MethodPost)
 	v1.Handle("/adjustments", acting(s.postAdjustment)).Methods(http.MethodPost)
+	v1.HandleFunc("/provider-days", s.queryProviderDays).Methods(http.MethodGet) // providerdays.go
 }
 
 // assertionJSON is one assertion as GET /v1/balance-assertions lists it.

@@ -119,6 +119,8 @@ type Config struct {
 	// the assertions (readmodel.Store). nil = those answer 503.
 	Balances     BalanceActions
 	BalanceQuery BalanceQuery
+	// ProviderDays reads the day's close per provider (readmodel.Store).
+	ProviderDays ProviderDayQuery
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

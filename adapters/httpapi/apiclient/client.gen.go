@@ -189,6 +189,27 @@ func (e ProjectionStatus) Valid() bool {
 	}
 }
 
+// Defines values for ProviderDayStatus.
+const (
+	AwaitingReport ProviderDayStatus = "awaiting_report"
+	Balanced       ProviderDayStatus = "balanced"
+	Unbalanced     ProviderDayStatus = "unbalanced"
+)
+
+// Valid indicates whether the value is a known member of the ProviderDayStatus enum.
+func (e ProviderDayStatus) Valid() bool {
+	switch e {
+	case AwaitingReport:
+		return true
+	case Balanced:
+		return true
+	case Unbalanced:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReconciliationItemStatus.
 const (
 	ReconciliationItemStatusOpen     ReconciliationItemStatus = "open"
@@ -1180,6 +1201,31 @@ type Projection struct {
 // ProjectionStatus defines model for Projection.Status.
 type ProjectionStatus string
 
+// ProviderDay defines model for ProviderDay.
+type ProviderDay struct {
+	// ContentHash A balanced day's SHA-256 chain over its event ids in feed order (hex): hash = SHA-256(hash ‖ event id as 16 bytes), from 32 zero bytes, over the distinct event ids of the provider's /v1/journal rows whose effective_at falls on the day.
+	ContentHash         *string            `json:"content_hash,omitempty"`
+	Covered             bool               `json:"covered"`
+	Day                 openapi_types.Date `json:"day"`
+	DifferingBalances   *int64             `json:"differing_balances,omitempty"`
+	Events              int64              `json:"events"`
+	LinesWithoutWebhook *int64             `json:"lines_without_webhook,omitempty"`
+	OpenItems           map[string]int64   `json:"open_items"`
+	Provider            string             `json:"provider"`
+	ReportFacts         *int64             `json:"report_facts,omitempty"`
+	ReportLines         *int64             `json:"report_lines,omitempty"`
+	StatedBalances      *int64             `json:"stated_balances,omitempty"`
+	Status              ProviderDayStatus  `json:"status"`
+	WebhookFacts        *int64             `json:"webhook_facts,omitempty"`
+	Why                 *[]string          `json:"why,omitempty"`
+
+	// Zone Example: Asia/Shanghai
+	Zone string `json:"zone"`
+}
+
+// ProviderDayStatus defines model for ProviderDay.Status.
+type ProviderDayStatus string
+
 // ReconciliationItem defines model for ReconciliationItem.
 type ReconciliationItem struct {
 	Details *string `json:"details,omitempty"`
@@ -1708,6 +1754,18 @@ type GetProjectionsParams struct {
 // GetProjectionsParamsFormat defines parameters for GetProjections.
 type GetProjectionsParamsFormat string
 
+// GetProviderDaysParams defines parameters for GetProviderDays.
+type GetProviderDaysParams struct {
+	// Provider Only this provider (default: every provider with days in the range).
+	Provider *string `form:"provider,omitempty" json:"provider,omitempty"`
+
+	// From First day, YYYY-MM-DD (default: 30 days before `to`).
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Last day, YYYY-MM-DD (default: today in the reporting zone); at most 400 days from `from`.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // GetReconciliationItemsParams defines parameters for GetReconciliationItems.
 type GetReconciliationItemsParams struct {
 	// Status Only items in this state.
@@ -2222,6 +2280,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/projections (the `GetProjections` operationId).
 	GetProjections(ctx context.Context, params *GetProjectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProviderDays The day's close per provider
+	//
+	// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+	//
+	// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+	GetProviderDays(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReconciliationItems Reconciliation items
 	//
@@ -2952,6 +3017,23 @@ func (c *Client) GetTrialBalance(ctx context.Context, period string, params *Get
 // Corresponds with GET /v1/projections (the `GetProjections` operationId).
 func (c *Client) GetProjections(ctx context.Context, params *GetProjectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProjectionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProviderDays The day's close per provider
+//
+// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+//
+// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+func (c *Client) GetProviderDays(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProviderDaysRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4894,6 +4976,84 @@ func NewGetProjectionsRequest(server string, params *GetProjectionsParams) (*htt
 	return req, nil
 }
 
+// NewGetProviderDaysRequest constructs an http.Request for the GetProviderDays method
+func NewGetProviderDaysRequest(server string, params *GetProviderDaysParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/provider-days")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Provider != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetReconciliationItemsRequest constructs an http.Request for the GetReconciliationItems method
 func NewGetReconciliationItemsRequest(server string, params *GetReconciliationItemsParams) (*http.Request, error) {
 	var err error
@@ -5922,6 +6082,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/projections (the `GetProjections` operationId).
 	GetProjectionsWithResponse(ctx context.Context, params *GetProjectionsParams, reqEditors ...RequestEditorFn) (*GetProjectionsResponse, error)
+
+	// GetProviderDaysWithResponse The day's close per provider
+	//
+	// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+	GetProviderDaysWithResponse(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*GetProviderDaysResponse, error)
 
 	// GetReconciliationItemsWithResponse Reconciliation items
 	//
@@ -7904,6 +8073,79 @@ func (r GetProjectionsResponse) ContentType() string {
 	return ""
 }
 
+// GetProviderDaysResponse401Headers the declared response headers of an HTTP 401 response for GetProviderDays
+type GetProviderDaysResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetProviderDaysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Days []ProviderDay `json:"days"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetProviderDaysResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProviderDaysResponse) GetJSON200() *struct {
+	Days []ProviderDay `json:"days"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetProviderDaysResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetProviderDaysResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetProviderDaysResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProviderDaysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProviderDaysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProviderDaysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProviderDaysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetReconciliationItemsResponse401Headers the declared response headers of an HTTP 401 response for GetReconciliationItems
 type GetReconciliationItemsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9520,6 +9762,21 @@ func (c *ClientWithResponses) GetProjectionsWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseGetProjectionsResponse(rsp)
+}
+
+// GetProviderDaysWithResponse The day's close per provider
+//
+// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+func (c *ClientWithResponses) GetProviderDaysWithResponse(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*GetProviderDaysResponse, error) {
+	rsp, err := c.GetProviderDays(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProviderDaysResponse(rsp)
 }
 
 // GetReconciliationItemsWithResponse Reconciliation items
@@ -11390,6 +11647,68 @@ func ParseGetProjectionsResponse(rsp *http.Response) (*GetProjectionsResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetProjectionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProviderDaysResponse parses an HTTP response from a GetProviderDaysWithResponse call
+func ParseGetProviderDaysResponse(rsp *http.Response) (*GetProviderDaysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProviderDaysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Days []ProviderDay `json:"days"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetProviderDaysResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -195,7 +195,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.Outbound = a.outbound
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
-	hc.Balances, hc.BalanceQuery = a.Balances(), a.reads.Query
+	hc.Balances, hc.BalanceQuery, hc.ProviderDays = a.Balances(), a.reads.Query, a.reads.Query
 	a.handler = httpapi.NewHandler(hc)
 	return nil
 }
