@@ -69,6 +69,7 @@ func checkBalancesProven(s *stack, provider string, opening int64, before time.T
 		assert.Empty(t, differs, "every stated balance agrees with the ledger as of its moment")
 		require.Eventually(t, func() bool { return len(s.openItems("balance_mismatch")) == 0 },
 			30*time.Second, 50*time.Millisecond, "the balance_mismatch item resolved itself")
+		s.closeProviderDays(provider, dayEnds)
 		return
 	}
 	for _, d := range differs {
@@ -88,4 +89,63 @@ func dayEnds(days [][]cnFact) []time.Time {
 		out[i] = d[len(d)-1].at
 	}
 	return out
+}
+
+type listedDay struct {
+	Day         string           `json:"day"`
+	Status      string           `json:"status"`
+	Why         []string         `json:"why"`
+	ContentHash string           `json:"content_hash"`
+	OpenItems   map[string]int64 `json:"open_items"`
+}
+
+// providerDays reads GET /v1/provider-days for the days from first to
+// last (in the provider's bill zone).
+func (s *stack) providerDays(provider string, first, last time.Time) []listedDay {
+	s.t.Helper()
+	zone := time.FixedZone("CST", 8*3600)
+	ans := s.v1(http.MethodGet, "/v1/provider-days?provider="+provider+"&from="+first.In(zone).Format(time.DateOnly)+
+		"&to="+last.In(zone).Format(time.DateOnly), nil)
+	require.Equal(s.t, http.StatusOK, ans.Status, ans.Body)
+	var out struct {
+		Days []listedDay `json:"days"`
+	}
+	require.NoError(s.t, json.Unmarshal([]byte(ans.Body), &out))
+	return out.Days
+}
+
+// closeProviderDays is the accountant's close: every day the bills cover
+// is unbalanced only by the open missing_webhook items (the lines no
+// notification delivered); once the accountant resolves them, with a
+// note, every day is balanced and carries its content hash.
+func (s *stack) closeProviderDays(provider string, days []time.Time) {
+	t := s.t
+	t.Helper()
+	for _, d := range s.providerDays(provider, days[0], days[len(days)-1]) {
+		assert.NotEqual(t, "awaiting_report", d.Status, "day %s: the bills cover it", d.Day)
+		for kind := range d.OpenItems {
+			assert.Equal(t, "missing_webhook", kind, "day %s: %v", d.Day, d.Why)
+		}
+	}
+	ans := s.v1(http.MethodGet, "/v1/reconciliation?status=open&kind=missing_webhook", nil)
+	require.Equal(t, http.StatusOK, ans.Status)
+	var items struct {
+		Items []struct {
+			ID string `json:"id"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ans.Body), &items))
+	for _, it := range items.Items {
+		body, _ := json.Marshal(map[string]string{"id": it.ID, "note": "the bill line is the fact; no notification came"})
+		a := s.v1(http.MethodPost, "/v1/reconciliation/resolve", body)
+		require.Equal(t, http.StatusOK, a.Status, a.Body)
+	}
+	require.Eventually(t, func() bool {
+		for _, d := range s.providerDays(provider, days[0], days[len(days)-1]) {
+			if d.Status != "balanced" || len(d.ContentHash) != 64 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "every covered day balanced: %+v", s.providerDays(provider, days[0], days[len(days)-1]))
 }
