@@ -29,8 +29,7 @@ import (
 // clean month opens no item and every covered day balances; each fault
 // surfaces as exactly one open item, and a balance_mismatch's first
 // differing balance lies on the day of the fault, the days before it still
-// balanced. Small by default; ONCELEDGER_FAULT_DAYS and
-// ONCELEDGER_FAULT_TRADES make it larger.
+// balanced. Small by default; larger by ONCELEDGER_TEST_PROPERTY_RUNS.
 
 type fault string
 
@@ -43,15 +42,14 @@ const (
 	faultCouponAsCash   fault = "coupon_as_cash"  // a coupon the trade bill books as cash: WeChat pays out less
 )
 
-func faultSize() (days, trades int) {
+// faultSize is 3 days of 4 trades, or with ONCELEDGER_TEST_PROPERTY_RUNS=N
+// (the property tests' size variable) 3+N days of 4·N trades.
+func faultSize() (days, trades int, big bool) {
 	days, trades = 3, 4
-	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_FAULT_DAYS")); err == nil && v > 1 {
-		days = v
+	if n, err := strconv.Atoi(os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS")); err == nil && n > 1 {
+		return 3 + n, 4 * n, true
 	}
-	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_FAULT_TRADES")); err == nil && v > 0 {
-		trades = v
-	}
-	return days, trades
+	return days, trades, false
 }
 
 func TestFaultsSurfaceOnTheirDay(t *testing.T) {
@@ -61,7 +59,7 @@ func TestFaultsSurfaceOnTheirDay(t *testing.T) {
 			if name == "" {
 				name = "clean"
 			}
-			if kind == onESDB && f != faultNone && f != faultFeeChanged && os.Getenv("ONCELEDGER_FAULT_DAYS") == "" {
+			if _, _, big := faultSize(); kind == onESDB && f != faultNone && f != faultFeeChanged && !big {
 				continue // small by default: every fault on Postgres, a clean month and one fault on EventStoreDB
 			}
 			t.Run(string(kind)+"/"+name, func(t *testing.T) { faultMonth(t, kind, f) })
@@ -102,7 +100,7 @@ type faultFact struct {
 func faultMonth(t *testing.T, kind eventStoreKind, f fault) {
 	s, keys := cnFaultStack(t, kind)
 	r := rand.New(rand.NewPCG(7, 35))
-	ndays, trades := faultSize()
+	ndays, trades, _ := faultSize()
 	faultDay := 1 // the second day
 	var days [][]faultFact
 	for d := range ndays {
