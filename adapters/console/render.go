@@ -234,6 +234,7 @@ var navTitles = map[string]string{
 	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "payout": "payouts", "periods": "periods",
 	"projections":   "projections",
 	"subscriptions": "subscriptions", "subscription": "subscriptions",
+	"providerdays": "providerdays", "assertions": "assertions", "adjust": "reconciliation",
 }
 
 func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
@@ -271,6 +272,9 @@ var notices = map[string]string{
 	// subscriptions.go
 	"enabled":   "The subscription was re-enabled: it resumes where it stopped. The action is recorded with your name and note.",
 	"replaying": "The replay is under way: those events are sent again with the same ids, beside the live ones. The action is recorded with your name and note.",
+	// balances.go
+	"adjusted": "The adjustment was posted and resolves the item; it is recorded as an event with your name and note.",
+	"opened":   "The opening balance was recorded as an event with your name and note.",
 }
 
 var (

@@ -69,6 +69,8 @@ func (a *App) consoleRoutes() (func(*mux.Router), error) {
 		Recon:         consoleRecon{a.recon},
 		Redrive:       consoleRedrive{a.redriver},
 		Subscriptions: consoleSubs{a.Subscriptions()},
+		Balances:      a.reads.Query,
+		BalanceActs:   consoleBalances{a.Balances()}, // balances.go
 		SecureCookies: a.cfg.ConsoleSecureCookies,
 		Zone:          a.cfg.ReportingZone,
 		Logger:        a.log,
