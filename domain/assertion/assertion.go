@@ -39,6 +39,15 @@ func StreamID(account string, c money.Currency) string {
 	return StreamPrefix + account + "-" + string(c)
 }
 
+// StatementStream is the stream of the balances stated for an account and
+// currency as of one UTC day: statements are split by day so that
+// recording a file reads only the days it states (a bill of 100,000 lines
+// a day would otherwise make every import read the account's whole
+// history to tell new points from known ones).
+func StatementStream(account string, c money.Currency, day time.Time) string {
+	return StreamID(account, c) + "@" + day.UTC().Format(time.DateOnly)
+}
+
 // AdjustmentStream is the stream of the adjustments resolving items of the
 // stream itemStream, when that is not an assertion stream.
 func AdjustmentStream(itemStream string) string {
