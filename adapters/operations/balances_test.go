@@ -16,7 +16,9 @@ import (
 
 type noItems struct{}
 
-func (noItems) ItemAbout(context.Context, string) (time.Time, bool, error) { return time.Time{}, false, nil }
+func (noItems) ItemAbout(context.Context, string) (time.Time, bool, error) {
+	return time.Time{}, false, nil
+}
 
 // A statement's points are recorded once, on one stream per UTC day,
 // however often and however concurrently the same file is imported; a
