@@ -163,3 +163,39 @@ func TestAdjustmentIntoAClosedPeriod(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "the adjustment is a late one, booked into an open period, with its actor")
 	s.assertions("provider=standard&status=agreed", func(l []listedAssertion) bool { return len(l) == 1 })
 }
+
+// A balance_mismatch item resolved by hand stays resolved until the
+// figures change: a later balance that differs otherwise opens it again.
+// An adjustment is undone by another naming it, never edited: twice is 409.
+func TestBalanceMismatchResolvedByHandAndReversal(t *testing.T) {
+	s := startActStack(t, onPostgres)
+	pay := uniq("pay")
+	s.deliver(uniq("msg"), "payment.captured", map[string]any{"payment_id": pay, "capture_id": "cap_" + pay,
+		"amount": 1000, "currency": "USD", "fee": 30})
+	state := func(at time.Time, amount int64) {
+		require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, map[string]any{"account": "provider:standard:balance",
+			"currency": "USD", "as_of": at.UTC().Format(time.RFC3339), "amount": amount, "source": "dashboard"}).Status)
+	}
+	now := time.Now()
+	state(now.Add(time.Minute), 900)
+	item := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "open" })
+	a := s.post("/v1/reconciliation/resolve", actAdmin, map[string]string{"id": item.ID, "note": "Stripe-side hold, known"})
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	res := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "resolved" })
+	assert.Equal(t, "ops", res.ResolvedBy)
+	state(now.Add(2*time.Minute), 800)
+	s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "open" && it.ResolvedBy == "" })
+
+	adj := map[string]any{"item_id": item.ID, "note": "write off", "postings": []map[string]any{
+		{"account": "expenses:writeoffs", "currency": "USD", "amount": 170}, {"account": "provider:standard:balance", "currency": "USD", "amount": -170}}}
+	a = s.post("/v1/adjustments", actAdmin, adj)
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	var made struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(a.Body), &made))
+	rev := map[string]any{"item_id": item.ID, "note": "wrong account", "reverses": made.ID}
+	a = s.post("/v1/adjustments", actAdmin, rev)
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	assert.Contains(t, a.Body, `"amount":-170`)
+	assert.Equal(t, http.StatusConflict, s.post("/v1/adjustments", actAdmin, rev).Status, "reversed already")
+	s.assertions("provider=standard&status=differs", func(l []listedAssertion) bool { return len(l) == 2 })
+}
