@@ -22,9 +22,10 @@ import (
 // interval's dates are in the description ("… (2026-11-01)"; the schema
 // gives no column for them); its zone is the report run's timezone
 // parameter, UTC unless the upload says otherwise (report.Options.Zone).
-// A balance at the start of day D is stated as of the last instant before
-// D; at the end of day D, as of the last instant of D: the ledger's
-// balance "as of" counts entries at or before the moment.
+// A balance at the start of day D is stated as of the last microsecond
+// before D; at the end of day D, as of the last microsecond of D (the
+// ledger keeps times to the microsecond): the ledger's balance "as of"
+// counts entries at or before the moment.
 
 // isBalanceSummary reports whether a CSV header is the balance summary's.
 func isBalanceSummary(c *report.CSV) bool {
@@ -82,7 +83,7 @@ func parseBalanceSummary(c *report.CSV, opt report.Options) error {
 		if opt.Stated == nil {
 			continue
 		}
-		if err := opt.Stated(report.Stated{Account: ledger.ProviderBalance(Name), Currency: cur, AsOf: day.Add(-time.Nanosecond),
+		if err := opt.Stated(report.Stated{Account: ledger.ProviderBalance(Name), Currency: cur, AsOf: day.Add(-time.Microsecond),
 			Amount: amount, Source: "stripe balance summary (" + cat + ")"}); err != nil {
 			return err
 		}

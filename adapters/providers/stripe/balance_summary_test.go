@@ -35,9 +35,9 @@ func TestBalanceSummaryStatesTheBalances(t *testing.T) {
 	require.Len(t, got, 4)
 	assert.Equal(t, "provider:stripe:balance", got[0].Account)
 	assert.Equal(t, int64(100000), got[0].Amount)
-	assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(-time.Nanosecond), got[0].AsOf)
+	assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(-time.Microsecond), got[0].AsOf)
 	assert.Equal(t, int64(108500), got[1].Amount)
-	assert.Equal(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Add(-time.Nanosecond), got[1].AsOf)
+	assert.Equal(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Add(-time.Microsecond), got[1].AsOf)
 	assert.Equal(t, int64(9), got[3].Amount)
 
 	shanghai, err := time.LoadLocation("Asia/Shanghai")
@@ -45,7 +45,7 @@ func TestBalanceSummaryStatesTheBalances(t *testing.T) {
 	got = nil
 	opt.Zone = shanghai
 	require.NoError(t, stripe.ParseSettlement(strings.NewReader(file), opt, func(report.Record) error { return nil }))
-	assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, shanghai).Add(-time.Nanosecond), got[0].AsOf)
+	assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, shanghai).Add(-time.Microsecond), got[0].AsOf)
 
 	err = stripe.ParseSettlement(strings.NewReader("category,description,net_amount,currency\nending_balance,Ending balance,1.00,usd\n"),
 		opt, func(report.Record) error { return nil })
