@@ -27,7 +27,7 @@ func TestVerifyBooksOpeningBalancesAndAdjustments(t *testing.T) {
 			Amount: 7000, Actor: "alice", Note: "before the ledger", At: at("2026-11-20T00:00:00Z")},
 		assertion.Adjusted{ID: uuid.New(), ItemID: "x/balance_mismatch/y", Provider: "stripe", EffectiveAt: at("2026-11-04T00:00:00Z"),
 			Postings: []ledger.Posting{{Account: "expenses:writeoffs", Currency: "USD", Amount: 50}, {Account: acct, Currency: "USD", Amount: -50}},
-			Actor: "alice", Note: "fee", At: at("2026-11-20T00:00:00Z")})
+			Actor:    "alice", Note: "fee", At: at("2026-11-20T00:00:00Z")})
 	f.waitHead(ctx)
 	f.clock = at("2026-12-02T09:00:00Z")
 	_, err := f.ops.ClosePeriod(ctx, period.MustParse("2026-11"), "alice", "November books")
