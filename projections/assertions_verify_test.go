@@ -10,6 +10,7 @@ import (
 	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/period"
+	"github.com/onceledger/onceledger/projections"
 )
 
 // Opening balances and adjustments are entries like the providers' facts:
@@ -39,4 +40,9 @@ func TestVerifyBooksOpeningBalancesAndAdjustments(t *testing.T) {
 	vs, err := f.svc.Verify(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, vs)
+	// A rebuild books them the same: nothing differs, the frozen figures stay.
+	rep, err := f.svc.Rebuild(ctx, nil, projections.RebuildOptions{BatchSize: 2})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Differences)
+	assert.Equal(t, int64(6950), lineOf(f.trialBalance(ctx, "2026-11"), acct).Closing)
 }

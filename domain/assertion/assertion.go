@@ -100,12 +100,12 @@ func invalid(field, format string, args ...any) error {
 
 var (
 	providerAccount = regexp.MustCompile(`^provider:([a-z0-9][a-z0-9_-]*):(balance|reserve)$`)
-	bankAccount     = regexp.MustCompile(`^bank:([a-z0-9][a-z0-9_.-]*)$`)
+	bankAccount     = regexp.MustCompile(`^bank:([A-Za-z0-9][A-Za-z0-9_.-]*)$`)
 	// chartAccount is every account of the chart (docs/reference.md,
 	// "Money and accounts"): what an adjustment may post to.
 	chartAccount = regexp.MustCompile(`^(revenue:(sales|refunds)|expenses:(disputes|writeoffs)|` +
 		`expenses:(fees|discounts):[a-z0-9][a-z0-9_-]*|receivable:disputes:[a-z0-9][a-z0-9_-]*|` +
-		`provider:[a-z0-9][a-z0-9_-]*:(balance|reserve)|bank:[a-z0-9][a-z0-9_.-]*|suspense:bank:[a-z0-9][a-z0-9_.-]*|` +
+		`provider:[a-z0-9][a-z0-9_-]*:(balance|reserve)|bank:[A-Za-z0-9][A-Za-z0-9_.-]*|suspense:bank:[A-Za-z0-9][A-Za-z0-9_.-]*|` +
 		`equity:opening_balances|fx:trading)$`)
 )
 
