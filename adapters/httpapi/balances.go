@@ -142,7 +142,11 @@ func (s *server) postAssertion(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	c, asOf, amount, err := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	err := s.checkAccount("account", b.Account)
+	c, asOf, amount, perr := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	if err == nil {
+		err = perr
+	}
 	if err == nil {
 		err = checkNote(b.Note, false)
 	}
@@ -183,7 +187,11 @@ func (s *server) postOpening(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	c, asOf, amount, err := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	err := s.checkAccount("account", b.Account)
+	c, asOf, amount, perr := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	if err == nil {
+		err = perr
+	}
 	if err == nil {
 		err = checkNote(b.Note, true)
 	}
@@ -228,6 +236,9 @@ func (s *server) postAdjustment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd, err := parseAdjustment(b)
+	for i := 0; err == nil && i < len(cmd.Postings); i++ {
+		err = s.checkAccount(fmt.Sprintf("postings[%d].account", i), cmd.Postings[i].Account)
+	}
 	if err != nil {
 		fail(w, err)
 		return
@@ -370,4 +381,28 @@ func (s *server) importIn(r *http.Request, src ReportSource) (ImportSummary, err
 		return ImportSummary{}, fmt.Errorf("%w: timezone: this server imports reports in UTC only", errBadParameter)
 	}
 	return zi.ImportReportIn(r.Context(), provider, src, zone)
+}
+
+// checkAccount refuses an account that names a provider this build does
+// not have (provider:nobody:balance): an unknown account is 400, nothing
+// recorded. Without the registry's answer (Config.Unconfigured nil), every
+// provider name the chart's pattern allows passes.
+func (s *server) checkAccount(field, account string) error {
+	var p string
+	switch parts := strings.Split(account, ":"); {
+	case len(parts) == 3 && parts[0] == "provider":
+		p = parts[1]
+	case len(parts) == 3 && (parts[0] == "expenses" && (parts[1] == "fees" || parts[1] == "discounts") ||
+		parts[0] == "receivable" && parts[1] == "disputes"):
+		p = parts[2]
+	default:
+		return nil
+	}
+	if _, ok := s.cfg.Providers[p]; ok || s.cfg.Unconfigured == nil {
+		return nil
+	}
+	if _, known := s.cfg.Unconfigured(p); known {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: %q names no provider of this ledger (%q)", errBadParameter, field, account, p)
 }

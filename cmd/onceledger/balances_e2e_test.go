@@ -54,16 +54,22 @@ func TestBalanceAssertionsAndAdjustments(t *testing.T) {
 					"as_of": at, "amount": amount, "source": "dashboard"}
 			}
 			assert.Equal(t, http.StatusForbidden, s.post("/v1/balance-assertions", actRead, body(970)).Status)
-			for field, b := range map[string]map[string]any{
-				"account":  {"account": "revenue:nowhere", "currency": "USD", "as_of": at, "amount": 1, "source": "x"},
-				"currency": {"account": "provider:standard:balance", "currency": "XAU", "as_of": at, "amount": 1, "source": "x"},
-				"amount":   {"account": "provider:standard:balance", "currency": "USD", "as_of": at, "amount": "9.701", "source": "x"},
-				"as_of":    {"account": "provider:standard:balance", "currency": "USD", "as_of": "yesterday", "amount": 1, "source": "x"},
+			for _, c := range []struct {
+				field string
+				body  map[string]any
+			}{
+				{"account", map[string]any{"account": "revenue:nowhere", "currency": "USD", "as_of": at, "amount": 1, "source": "x"}},
+				{"account", map[string]any{"account": "provider:nobody:balance", "currency": "USD", "as_of": at, "amount": 1, "source": "x"}},
+				{"currency", map[string]any{"account": "provider:standard:balance", "currency": "XAU", "as_of": at, "amount": 1, "source": "x"}},
+				{"amount", map[string]any{"account": "provider:standard:balance", "currency": "USD", "as_of": at, "amount": "9.701", "source": "x"}},
+				{"amount", map[string]any{"account": "provider:standard:balance", "currency": "USD", "as_of": at, "amount": 9.7, "source": "x"}},
+				{"as_of", map[string]any{"account": "provider:standard:balance", "currency": "USD", "as_of": "yesterday", "amount": 1, "source": "x"}},
 			} {
-				a := s.post("/v1/balance-assertions", actAdmin, b)
-				assert.Equal(t, http.StatusBadRequest, a.Status, "%s: %s", field, a.Body)
-				assert.Contains(t, a.Body, field+": ", a.Body)
+				a := s.post("/v1/balance-assertions", actAdmin, c.body)
+				assert.Equal(t, http.StatusBadRequest, a.Status, "%s: %s", c.field, a.Body)
+				assert.Contains(t, a.Body, c.field+": ", a.Body)
 			}
+			s.assertions("provider=standard", func(l []listedAssertion) bool { return len(l) == 0 })
 			require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, body("9.70")).Status)
 			s.assertions("provider=standard", func(l []listedAssertion) bool {
 				return len(l) == 1 && l[0].Status == "agreed" && l[0].Ledger == 970 && l[0].Actor == "ops"
