@@ -90,6 +90,16 @@ type AssertionWriter interface {
 	InsertAssertions(ctx context.Context, rows []AssertionRow) error
 	// Mismatch reads what decides the key's balance_mismatch item.
 	Mismatch(ctx context.Context, k AccountKey) (Mismatch, error)
+	// RecordActor records who made the entries of an event (an opening
+	// balance, an adjustment): the journal's actor.
+	RecordActor(ctx context.Context, a EntryActor) error
+}
+
+// EntryActor is who made the entries of one event, and why.
+type EntryActor struct {
+	EventID     uuid.UUID
+	Actor, Note string
+	Kind        string // the event's type
 }
 
 // Stated reports whether account is one whose balance a provider or bank
@@ -176,6 +186,13 @@ func (b *balancePass) apply(ctx context.Context, env Envelope) error {
 			return err
 		}
 		return b.itemAction(ctx, env)
+	}
+	if len(postingsOnly(env)) > 0 { // a person's entries: the journal names them
+		if actor, note := actorNote(env.Assertion); actor != "" {
+			if err := b.w.RecordActor(ctx, EntryActor{EventID: env.Recorded.ID, Actor: actor, Note: note, Kind: env.Recorded.Type}); err != nil {
+				return err
+			}
+		}
 	}
 	adj, adjusted := env.Assertion.(assertion.Adjusted)
 	if len(touched) == 0 && !adjusted {
@@ -344,4 +361,24 @@ func postingsOf(env Envelope) (ps []ledger.Posting, provider string, at time.Tim
 		return payment.Postings(env.Event), m.Provider, m.OccurredAt
 	}
 	return nil, "", time.Time{}
+}
+
+// postingsOnly is what an assertion stream's event posts (opening
+// balances, adjustments).
+func postingsOnly(env Envelope) []ledger.Posting {
+	if env.Assertion == nil {
+		return nil
+	}
+	return assertion.Postings(env.Assertion)
+}
+
+// actorNote is who made an event of an assertion stream, and why.
+func actorNote(e assertion.Event) (actor, note string) {
+	switch e := e.(type) {
+	case assertion.Opened:
+		return e.Actor, e.Note
+	case assertion.Adjusted:
+		return e.Actor, e.Note
+	}
+	return assertion.Actor(e), ""
 }

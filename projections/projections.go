@@ -98,6 +98,8 @@ type Writer interface {
 	AssertionWriter
 	// The bank read models (bank.go).
 	BankWriter
+	// The provider days (provider_days, item_days).
+	ProviderDayWriter
 }
 
 // LedgerEntry is one posting of one event, as a ledger_entries row.
@@ -169,7 +171,7 @@ func poison(format string, args ...any) error {
 // Default returns the projections onceledger runs, in a fixed order. The
 // options set the ledger's reporting time zone (default UTC).
 func Default(opts ...Option) []Projection {
-	return []Projection{Ledger(opts...), Payments(), Reconciliation(), Payouts()}
+	return []Projection{Ledger(opts...), Payments(), Reconciliation(opts...), Payouts()}
 }
 
 // Option configures the projections, Verify and the Service.

@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
@@ -116,9 +117,13 @@ func FoldPayment(events []eventstore.RecordedEvent) (p views.Payment, found bool
 // Reconciliation is the reconciliation items projection: Flagged opens an
 // item, Cleared resolves it; an operator's Resolved resolves it and
 // Reopened opens it again, each with its actor and note.
-func Reconciliation() Projection { return reconciliationProjection{} }
+func Reconciliation(opts ...Option) Projection {
+	return reconciliationProjection{zone: configure(opts).zone}
+}
 
-type reconciliationProjection struct{}
+type reconciliationProjection struct {
+	zone *time.Location // the reporting zone: provider days (providerdays.go)
+}
 
 func (reconciliationProjection) Name() string { return NameReconciliation }
 
@@ -126,10 +131,10 @@ func (reconciliationProjection) Name() string { return NameReconciliation }
 // are few, one lane is enough.
 func (reconciliationProjection) partitions() int { return 1 }
 func (reconciliationProjection) Tables() []string {
-	return []string{"reconciliation_items", "balance_assertions", "balance_movements"}
+	return []string{"reconciliation_items", "balance_assertions", "balance_movements", "ledger_actors", "provider_days", "item_days"}
 }
 
-func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
+func (r reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {
 	var changes []ReconciliationChange
 	// Provider balances (assertions.go): the pass writes its own item
 	// changes, after the ones collected so far.
@@ -144,10 +149,12 @@ func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Env
 	if err := bal.prepare(ctx, batch); err != nil {
 		return err
 	}
+	days := &dayPass{zone: r.zone} // providerdays.go
 	for _, env := range batch {
 		if err := bal.apply(ctx, env); err != nil {
 			return err
 		}
+		days.add(env)
 		var c ReconciliationChange
 		switch e := env.Event.(type) {
 		case payment.Flagged:
@@ -170,6 +177,9 @@ func (reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Env
 		changes = append(changes, c)
 	}
 	if err := bal.store(ctx); err != nil {
+		return err
+	}
+	if err := days.flush(ctx, w); err != nil {
 		return err
 	}
 	if len(changes) == 0 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/ledger"
-	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
 )
 
@@ -128,10 +127,11 @@ func Verify(ctx context.Context, feed Feed, db AuditDB, opts ...Option) (Violati
 			if booksErr == nil && !ledgerAt.Less(r.Position) {
 				booksErr = book(books, env)
 			}
-			if env.Event == nil {
+			ps, _, _ := postingsOf(env) // assertions.go: opening balances and adjustments post too
+			if len(ps) == 0 {
 				continue
 			}
-			if err := ledger.Check(payment.Postings(env.Event)); err != nil {
+			if err := ledger.Check(ps); err != nil {
 				if unbalanced++; unbalanced <= maxViolations {
 					out = append(out, Violation{CheckPostingsBalance, fmt.Sprintf("event %s (%s %s@%d): %v", r.ID, r.Type, r.StreamID, r.Version, err)})
 				}
@@ -163,11 +163,10 @@ func book(b *period.Books, env Envelope) error {
 		}
 		return nil
 	}
-	ps := payment.Postings(env.Event)
+	ps, _, at := postingsOf(env) // assertions.go: opening balances and adjustments post too
 	if len(ps) == 0 {
 		return nil
 	}
-	at := env.Event.Metadata().OccurredAt
 	if at.IsZero() {
 		at = env.Recorded.RecordedAt
 	}

@@ -73,6 +73,11 @@ type Config struct {
 	// Subscriptions lists push subscriptions and acts on them (admin
 	// only); nil answers its pages with 503 "not configured".
 	Subscriptions Subscriptions
+	// Balances reads the balance assertions and provider days;
+	// BalanceActs posts adjustments and opening balances (balances.go).
+	// nil answers their pages with 503 "not configured".
+	Balances    BalanceReader
+	BalanceActs BalanceActions
 	// SessionTTL is how long a sign-in lasts (default 8h).
 	SessionTTL time.Duration
 	// SecureCookies marks the cookie Secure even for plain-HTTP requests
@@ -165,6 +170,7 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/subscriptions/{id}", c.withSession(c.adminOnly(c.subscription)))
 	mux.HandleFunc("POST /console/subscriptions/enable", c.withSession(c.acting(c.enableSubscription)))
 	mux.HandleFunc("POST /console/subscriptions/replay", c.withSession(c.acting(c.replaySubscription)))
+	c.balanceRoutes(mux) // balances.go
 	mux.HandleFunc("/console/", c.notFound)
 
 	cop := http.NewCrossOriginProtection()

@@ -288,6 +288,7 @@ var navTitles = map[string]string{
 	"projections":   "projections",
 	"subscriptions": "subscriptions", "subscription": "subscriptions",
 	"bank": "bank", "bankaccount": "bank", // bank.go
+	"providerdays": "providerdays", "assertions": "assertions", "adjust": "reconciliation",
 }
 
 func (c *consoleServer) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
@@ -339,6 +340,9 @@ var notices = map[string]string{
 	// subscriptions.go
 	"enabled":   "The subscription was re-enabled: it resumes where it stopped. The action is recorded with your name and note.",
 	"replaying": "The replay is under way: those events are sent again with the same ids, beside the live ones. The action is recorded with your name and note.",
+	// balances.go
+	"adjusted": "The adjustment was posted and resolves the item; it is recorded as an event with your name and note.",
+	"opened":   "The opening balance was recorded as an event with your name and note.",
 }
 
 var (

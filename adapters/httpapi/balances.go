@@ -45,6 +45,7 @@ func (s *server) registerBalances(v1 *mux.Router) {
 	v1.Handle("/balance-assertions", acting(s.postAssertion)).Methods(http.MethodPost)
 	v1.Handle("/opening-balances", acting(s.postOpening)).Methods(http.MethodPost)
 	v1.Handle("/adjustments", acting(s.postAdjustment)).Methods(http.MethodPost)
+	v1.HandleFunc("/provider-days", s.queryProviderDays).Methods(http.MethodGet) // providerdays.go
 }
 
 // assertionJSON is one assertion as GET /v1/balance-assertions lists it.
@@ -141,7 +142,11 @@ func (s *server) postAssertion(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	c, asOf, amount, err := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	err := s.checkAccount("account", b.Account)
+	c, asOf, amount, perr := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	if err == nil {
+		err = perr
+	}
 	if err == nil {
 		err = checkNote(b.Note, false)
 	}
@@ -182,7 +187,11 @@ func (s *server) postOpening(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	c, asOf, amount, err := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	err := s.checkAccount("account", b.Account)
+	c, asOf, amount, perr := parseMoneyFields(b.Currency, b.AsOf, b.Amount)
+	if err == nil {
+		err = perr
+	}
 	if err == nil {
 		err = checkNote(b.Note, true)
 	}
@@ -227,6 +236,9 @@ func (s *server) postAdjustment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd, err := parseAdjustment(b)
+	for i := 0; err == nil && i < len(cmd.Postings); i++ {
+		err = s.checkAccount(fmt.Sprintf("postings[%d].account", i), cmd.Postings[i].Account)
+	}
 	if err != nil {
 		fail(w, err)
 		return
@@ -345,4 +357,52 @@ func checkNote(note string, required bool) error {
 		return fmt.Errorf("%w: note: longer than %d characters", errBadParameter, MaxNote)
 	}
 	return nil
+}
+
+// ZonedImporter imports a report whose dates are in a zone the file does
+// not state (Stripe's balance summary: the report run's timezone), given
+// as POST /v1/settlements/{provider}?timezone=Area/City.
+type ZonedImporter interface {
+	ImportReportIn(ctx context.Context, provider string, src ReportSource, zone *time.Location) (ImportSummary, error)
+}
+
+func (s *server) importIn(r *http.Request, src ReportSource) (ImportSummary, error) {
+	provider := mux.Vars(r)["provider"]
+	tz := r.URL.Query().Get("timezone")
+	if tz == "" {
+		return s.cfg.Settlements.ImportReport(r.Context(), provider, src)
+	}
+	zone, err := time.LoadLocation(tz)
+	if err != nil || tz == "Local" {
+		return ImportSummary{}, fmt.Errorf("%w: timezone: %q is not an IANA time zone", errBadParameter, tz)
+	}
+	zi, ok := s.cfg.Settlements.(ZonedImporter)
+	if !ok {
+		return ImportSummary{}, fmt.Errorf("%w: timezone: this server imports reports in UTC only", errBadParameter)
+	}
+	return zi.ImportReportIn(r.Context(), provider, src, zone)
+}
+
+// checkAccount refuses an account that names a provider this build does
+// not have (provider:nobody:balance): an unknown account is 400, nothing
+// recorded. Without the registry's answer (Config.Unconfigured nil), every
+// provider name the chart's pattern allows passes.
+func (s *server) checkAccount(field, account string) error {
+	var p string
+	switch parts := strings.Split(account, ":"); {
+	case len(parts) == 3 && parts[0] == "provider":
+		p = parts[1]
+	case len(parts) == 3 && (parts[0] == "expenses" && (parts[1] == "fees" || parts[1] == "discounts") ||
+		parts[0] == "receivable" && parts[1] == "disputes"):
+		p = parts[2]
+	default:
+		return nil
+	}
+	if _, ok := s.cfg.Providers[p]; ok || s.cfg.Unconfigured == nil {
+		return nil
+	}
+	if _, known := s.cfg.Unconfigured(p); known {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: %q names no provider of this ledger (%q)", errBadParameter, field, account, p)
 }

@@ -453,6 +453,7 @@ type journalJSON struct {
 	Period         period.Period `json:"period"`
 	LateAdjustment bool          `json:"late_adjustment"`
 	Adjusts        period.Period `json:"adjusts_period"`
+	Actor          string        `json:"actor,omitempty"`
 }
 
 func newJournalJSON(j views.JournalRow) journalJSON {
@@ -460,7 +461,7 @@ func newJournalJSON(j views.JournalRow) journalJSON {
 		DebitMinor: j.Debit, CreditMinor: j.Credit, Currency: string(j.Currency), Memo: j.Memo,
 		Provider: j.Provider, PaymentID: j.PaymentID, EventID: j.EventID.String(),
 		EffectiveAt: j.EffectiveAt.UTC(), BookedAt: j.BookedAt.UTC(), Period: j.Period,
-		LateAdjustment: j.LateAdjustment, Adjusts: j.Adjusts}
+		LateAdjustment: j.LateAdjustment, Adjusts: j.Adjusts, Actor: j.Actor}
 }
 
 // dayOrTime is an RFC 3339 timestamp, or a date YYYY-MM-DD meaning its

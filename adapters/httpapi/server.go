@@ -128,6 +128,8 @@ type Config struct {
 	// BankStatements imports bank statement files (POST
 	// /v1/bank-statements; bankimport); nil = it answers 503.
 	BankStatements BankImporter
+	// ProviderDays reads the day's close per provider (readmodel.Store).
+	ProviderDays ProviderDayQuery
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being

@@ -105,7 +105,7 @@ func (s *server) importSettlement(w http.ResponseWriter, r *http.Request) {
 		}
 		return io.NopCloser(f), nil
 	}
-	sum, err := s.cfg.Settlements.ImportReport(r.Context(), mux.Vars(r)["provider"], src)
+	sum, err := s.importIn(r, src) // balances.go: ?timezone=
 	if err != nil {
 		if statusFor(err) >= 500 {
 			s.queryError(w, r, err)

@@ -71,7 +71,33 @@ func (b *Balances) State(ctx context.Context, s assertion.Statement) (int, error
 	if err := s.Validate(); err != nil {
 		return 0, err
 	}
-	stream := assertion.StreamID(s.Account, s.Currency)
+	// One stream per UTC day of the points (assertion.StatementStream):
+	// recording reads only the days the statement states.
+	var days []string
+	byDay := map[string][]assertion.Point{}
+	for _, p := range s.Points {
+		d := p.AsOf.UTC().Format(time.DateOnly)
+		if _, ok := byDay[d]; !ok {
+			days = append(days, d)
+		}
+		byDay[d] = append(byDay[d], p)
+	}
+	total := 0
+	for _, d := range days {
+		day := s
+		day.Points = byDay[d]
+		n, err := b.stateDay(ctx, assertion.StatementStream(s.Account, s.Currency, day.Points[0].AsOf), day)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("state %s %s: %w", s.Account, s.Currency, err)
+		}
+	}
+	return total, nil
+}
+
+// stateDay records one day's points on their stream, in events of at most
+// pointsPerEvent points.
+func (b *Balances) stateDay(ctx context.Context, stream string, s assertion.Statement) (int, error) {
 	var recorded int
 	_, err := b.act(ctx, stream, func(st assertion.State) ([]assertion.Event, error) {
 		recorded = 0
@@ -91,10 +117,7 @@ func (b *Balances) State(ctx context.Context, s assertion.Statement) (int, error
 		}
 		return out, nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("state %s %s: %w", s.Account, s.Currency, err)
-	}
-	return recorded, nil
+	return recorded, err
 }
 
 // Open records an opening balance (c.ID: a fresh one when nil). An

@@ -71,6 +71,9 @@ type Importer struct {
 	// Progress, when set, is called with the number of lines recorded so
 	// far (the CLI's progress bar).
 	Progress func(lines int)
+	// Balances, when set, records the balances a file states as balance
+	// assertions, after its lines (stated.go).
+	Balances Asserter
 }
 
 // Summary is what an import did (docs/reference.md: lines read, new,
@@ -85,6 +88,7 @@ type Summary struct {
 	// Appended counts the domain events the new lines added (facts).
 	Appended  int `json:"-"`
 	Unsettled int `json:"-"` // unsettled checks that opened items
+	Stated    int `json:"-"` // balances recorded as new assertions
 }
 
 // Source opens a report file; Import reads it twice (validate, then
@@ -147,7 +151,16 @@ func (im *Importer) Import(ctx context.Context, provider string, src Source, opt
 	}
 	defer r.Close()
 	parse, _ := im.parser(provider) // Validate found it
-	return im.Record(ctx, provider, func(fn report.Func) error { return parse(r, opt, fn) })
+	var stated *statedBalances
+	if im.Balances != nil {
+		stated = newStatedBalances()
+		opt.Stated = stated.add
+	}
+	sum, err := im.Record(ctx, provider, func(fn report.Func) error { return parse(r, opt, fn) })
+	if err == nil && stated != nil {
+		sum.Stated, err = stated.record(ctx, im.Balances, provider)
+	}
+	return sum, err
 }
 
 // linking returns opt with its Link set to the importer's Linker, unless

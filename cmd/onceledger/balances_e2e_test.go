@@ -54,16 +54,22 @@ func TestBalanceAssertionsAndAdjustments(t *testing.T) {
 					"as_of": at, "amount": amount, "source": "dashboard"}
 			}
 			assert.Equal(t, http.StatusForbidden, s.post("/v1/balance-assertions", actRead, body(970)).Status)
-			for field, b := range map[string]map[string]any{
-				"account":  {"account": "revenue:nowhere", "currency": "USD", "as_of": at, "amount": 1, "source": "x"},
-				"currency": {"account": "provider:standard:balance", "currency": "XAU", "as_of": at, "amount": 1, "source": "x"},
-				"amount":   {"account": "provider:standard:balance", "currency": "USD", "as_of": at, "amount": "9.701", "source": "x"},
-				"as_of":    {"account": "provider:standard:balance", "currency": "USD", "as_of": "yesterday", "amount": 1, "source": "x"},
+			for _, c := range []struct {
+				field string
+				body  map[string]any
+			}{
+				{"account", map[string]any{"account": "revenue:nowhere", "currency": "USD", "as_of": at, "amount": 1, "source": "x"}},
+				{"account", map[string]any{"account": "provider:nobody:balance", "currency": "USD", "as_of": at, "amount": 1, "source": "x"}},
+				{"currency", map[string]any{"account": "provider:standard:balance", "currency": "XAU", "as_of": at, "amount": 1, "source": "x"}},
+				{"amount", map[string]any{"account": "provider:standard:balance", "currency": "USD", "as_of": at, "amount": "9.701", "source": "x"}},
+				{"amount", map[string]any{"account": "provider:standard:balance", "currency": "USD", "as_of": at, "amount": 9.7, "source": "x"}},
+				{"as_of", map[string]any{"account": "provider:standard:balance", "currency": "USD", "as_of": "yesterday", "amount": 1, "source": "x"}},
 			} {
-				a := s.post("/v1/balance-assertions", actAdmin, b)
-				assert.Equal(t, http.StatusBadRequest, a.Status, "%s: %s", field, a.Body)
-				assert.Contains(t, a.Body, field+": ", a.Body)
+				a := s.post("/v1/balance-assertions", actAdmin, c.body)
+				assert.Equal(t, http.StatusBadRequest, a.Status, "%s: %s", c.field, a.Body)
+				assert.Contains(t, a.Body, c.field+": ", a.Body)
 			}
+			s.assertions("provider=standard", func(l []listedAssertion) bool { return len(l) == 0 })
 			require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, body("9.70")).Status)
 			s.assertions("provider=standard", func(l []listedAssertion) bool {
 				return len(l) == 1 && l[0].Status == "agreed" && l[0].Ledger == 970 && l[0].Actor == "ops"
@@ -88,6 +94,114 @@ func TestBalanceAssertionsAndAdjustments(t *testing.T) {
 			s.assertions("provider=standard&status=differs", func(l []listedAssertion) bool { return len(l) == 0 })
 			res := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "resolved" })
 			assert.Equal(t, "ops", res.ResolvedBy)
+
+			// The journal shows who made the adjustment's entries.
+			require.Eventually(t, func() bool {
+				a := s.do(http.MethodGet, "/v1/journal", actRead, nil, nil)
+				var j struct {
+					Journal []struct {
+						Account string `json:"account"`
+						Actor   string `json:"actor"`
+					} `json:"journal"`
+				}
+				if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &j) != nil {
+					return false
+				}
+				n := 0
+				for _, e := range j.Journal {
+					if e.Actor == "ops" {
+						n++
+					}
+				}
+				return n == 2
+			}, 30*time.Second, 20*time.Millisecond, "the adjustment's two entries name their actor")
+
+			// An opening balance: an event with actor and note; a second is 409.
+			open := map[string]any{"account": "provider:standard:reserve", "currency": "USD", "as_of": at, "amount": 500, "note": "reserve before the ledger"}
+			assert.Equal(t, http.StatusBadRequest, s.post("/v1/opening-balances", actAdmin, map[string]any{"account": "provider:standard:reserve",
+				"currency": "USD", "as_of": at, "amount": 500}).Status, "a note is required")
+			require.Equal(t, http.StatusOK, s.post("/v1/opening-balances", actAdmin, open).Status)
+			assert.Equal(t, http.StatusConflict, s.post("/v1/opening-balances", actAdmin, open).Status)
 		})
 	}
+}
+
+// In a closed period: an opening balance dated there is 400, nothing
+// recorded; an adjustment effective there is booked into the first open
+// period, marked a late adjustment of the closed one.
+func TestAdjustmentIntoAClosedPeriod(t *testing.T) {
+	s := startActStack(t, onPostgres)
+	pay := uniq("pay")
+	s.deliver(uniq("msg"), "payment.captured", map[string]any{"payment_id": pay, "capture_id": "cap_" + pay,
+		"amount": 1000, "currency": "USD", "fee": 30})
+	require.Equal(t, http.StatusOK, s.post("/v1/periods/2026-10/close", actAdmin, map[string]any{"note": "month end"}).Status)
+	a := s.post("/v1/opening-balances", actAdmin, map[string]any{"account": "provider:standard:balance", "currency": "USD",
+		"as_of": "2026-10-15T00:00:00Z", "amount": 100, "note": "late"})
+	assert.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+	assert.Contains(t, a.Body, "as_of: ")
+
+	at := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, map[string]any{"account": "provider:standard:balance",
+		"currency": "USD", "as_of": at, "amount": 960, "source": "dashboard"}).Status)
+	item := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "open" })
+	a = s.post("/v1/adjustments", actAdmin, map[string]any{"item_id": item.ID, "note": "October fee", "effective_at": "2026-10-20T12:00:00Z",
+		"postings": []map[string]any{{"account": "expenses:fees:standard", "currency": "USD", "amount": 10},
+			{"account": "provider:standard:balance", "currency": "USD", "amount": -10}}})
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	require.Eventually(t, func() bool {
+		a := s.do(http.MethodGet, "/v1/journal?from=2026-10-01&to=2026-10-31", actRead, nil, nil)
+		var j struct {
+			Journal []struct {
+				Actor  string `json:"actor"`
+				Late   bool   `json:"late_adjustment"`
+				Period string `json:"period"`
+			} `json:"journal"`
+		}
+		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &j) != nil || len(j.Journal) != 2 {
+			return false
+		}
+		for _, e := range j.Journal {
+			if e.Actor != "ops" || !e.Late || e.Period == "2026-10" {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond, "the adjustment is a late one, booked into an open period, with its actor")
+	s.assertions("provider=standard&status=agreed", func(l []listedAssertion) bool { return len(l) == 1 })
+}
+
+// A balance_mismatch item resolved by hand stays resolved until the
+// figures change: a later balance that differs otherwise opens it again.
+// An adjustment is undone by another naming it, never edited: twice is 409.
+func TestBalanceMismatchResolvedByHandAndReversal(t *testing.T) {
+	s := startActStack(t, onPostgres)
+	pay := uniq("pay")
+	s.deliver(uniq("msg"), "payment.captured", map[string]any{"payment_id": pay, "capture_id": "cap_" + pay,
+		"amount": 1000, "currency": "USD", "fee": 30})
+	state := func(at time.Time, amount int64) {
+		require.Equal(t, http.StatusOK, s.post("/v1/balance-assertions", actAdmin, map[string]any{"account": "provider:standard:balance",
+			"currency": "USD", "as_of": at.UTC().Format(time.RFC3339), "amount": amount, "source": "dashboard"}).Status)
+	}
+	now := time.Now()
+	state(now.Add(time.Minute), 900)
+	item := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "open" })
+	a := s.post("/v1/reconciliation/resolve", actAdmin, map[string]string{"id": item.ID, "note": "Stripe-side hold, known"})
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	res := s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "resolved" })
+	assert.Equal(t, "ops", res.ResolvedBy)
+	state(now.Add(2*time.Minute), 800)
+	s.item("", "balance_mismatch", func(it listedItem) bool { return it.Status == "open" && it.ResolvedBy == "" })
+
+	adj := map[string]any{"item_id": item.ID, "note": "write off", "postings": []map[string]any{
+		{"account": "expenses:writeoffs", "currency": "USD", "amount": 170}, {"account": "provider:standard:balance", "currency": "USD", "amount": -170}}}
+	a = s.post("/v1/adjustments", actAdmin, adj)
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	var made struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(a.Body), &made))
+	rev := map[string]any{"item_id": item.ID, "note": "wrong account", "reverses": made.ID}
+	a = s.post("/v1/adjustments", actAdmin, rev)
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	assert.Contains(t, a.Body, `"amount":-170`)
+	assert.Equal(t, http.StatusConflict, s.post("/v1/adjustments", actAdmin, rev).Status, "reversed already")
+	s.assertions("provider=standard&status=differs", func(l []listedAssertion) bool { return len(l) == 2 })
 }

@@ -403,6 +403,7 @@ func cnMonth(t *testing.T, provider string, seed uint64, nDays, trades int) {
 	}
 	sort.Strings(missing)
 	checkChineseModel(t, s, provider, m, days, missing)
+	checkBalancesProven(s, provider, m.opening, days[0][0].at.Add(-time.Hour), provider != "alipay", dayEnds(days)) // assertions_property_test.go
 }
 
 // cnFactKey is the business id a fact's missing_webhook item names: the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
@@ -135,6 +136,9 @@ func viewOf(r eventstore.RecordedEvent) eventView {
 		}
 		v.fields = describePeriod(pe)
 		return v
+	}
+	if assertion.IsStream(r.StreamID) {
+		return describeAssertion(v, r) // inspect_assertion.go
 	}
 	e, err := payment.Decode(r.Type, r.Data)
 	if err != nil {

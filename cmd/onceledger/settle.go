@@ -26,6 +26,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay/wechatpayapi"
 	"github.com/onceledger/onceledger/adapters/reportimport"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
+	"github.com/onceledger/onceledger/domain/money"
 )
 
 // settleCmd: `onceledger settle import|sync` (docs/reference.md).
@@ -177,6 +178,18 @@ func (c *settleSyncStripeCmd) Run(g *globals, parent *settleCmd) error {
 		return fmt.Errorf("sync stripe: %w", err)
 	}
 	printSummary(os.Stdout, "stripe", sum)
+	// Stripe's balance now, as a balance assertion (issue 35).
+	bs, err := client.Balance(g.ctx, time.Now())
+	if err == nil {
+		_, err = im.StateBalances(g.ctx, "stripe", bs)
+	}
+	if err != nil {
+		return fmt.Errorf("sync stripe: balance: %w", err)
+	}
+	for _, b := range bs {
+		fmt.Fprintf(os.Stdout, "stripe balance %s: %s stated as of %s\n", b.Currency, money.FormatMinor(b.Amount, b.Currency),
+			b.AsOf.Format(time.RFC3339))
+	}
 	return nil
 }
 

@@ -39,6 +39,15 @@ func StreamID(account string, c money.Currency) string {
 	return StreamPrefix + account + "-" + string(c)
 }
 
+// StatementStream is the stream of the balances stated for an account and
+// currency as of one UTC day: statements are split by day so that
+// recording a file reads only the days it states (a bill of 100,000 lines
+// a day would otherwise make every import read the account's whole
+// history to tell new points from known ones).
+func StatementStream(account string, c money.Currency, day time.Time) string {
+	return StreamID(account, c) + "@" + day.UTC().Format(time.DateOnly)
+}
+
 // AdjustmentStream is the stream of the adjustments resolving items of the
 // stream itemStream, when that is not an assertion stream.
 func AdjustmentStream(itemStream string) string {
@@ -91,12 +100,12 @@ func invalid(field, format string, args ...any) error {
 
 var (
 	providerAccount = regexp.MustCompile(`^provider:([a-z0-9][a-z0-9_-]*):(balance|reserve)$`)
-	bankAccount     = regexp.MustCompile(`^bank:([a-z0-9][a-z0-9_.-]*)$`)
+	bankAccount     = regexp.MustCompile(`^bank:([A-Za-z0-9][A-Za-z0-9_.-]*)$`)
 	// chartAccount is every account of the chart (docs/reference.md,
 	// "Money and accounts"): what an adjustment may post to.
 	chartAccount = regexp.MustCompile(`^(revenue:(sales|refunds)|expenses:(disputes|writeoffs)|` +
 		`expenses:(fees|discounts):[a-z0-9][a-z0-9_-]*|receivable:disputes:[a-z0-9][a-z0-9_-]*|` +
-		`provider:[a-z0-9][a-z0-9_-]*:(balance|reserve)|bank:[a-z0-9][a-z0-9_.-]*|suspense:bank:[a-z0-9][a-z0-9_.-]*|` +
+		`provider:[a-z0-9][a-z0-9_-]*:(balance|reserve)|bank:[A-Za-z0-9][A-Za-z0-9_.-]*|suspense:bank:[A-Za-z0-9][A-Za-z0-9_.-]*|` +
 		`equity:opening_balances|fx:trading)$`)
 )
 

@@ -95,3 +95,20 @@ func TestCodecRoundTrips(t *testing.T) {
 		assert.Equal(t, e, back)
 	}
 }
+
+func TestAccountsProvidersAndBanksState(t *testing.T) {
+	for account, want := range map[string]string{
+		"provider:stripe:balance": "stripe", "provider:adyen:reserve": "adyen", "bank:main": "bank", "bank:ING-EUR.1": "bank",
+	} {
+		p, ok := assertion.ProviderOf(account)
+		assert.True(t, ok, account)
+		assert.Equal(t, want, p, account)
+	}
+	for _, account := range []string{"bank:payouts", "revenue:sales", "provider:stripe:fees", "bank:", "bank:a/b"} {
+		_, ok := assertion.ProviderOf(account)
+		assert.False(t, ok, account)
+	}
+	assert.True(t, assertion.InChart("suspense:bank:ING-EUR.1"))
+	assert.True(t, assertion.InChart("equity:opening_balances"))
+	assert.False(t, assertion.InChart("expenses:whatever"))
+}

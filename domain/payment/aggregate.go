@@ -2,6 +2,7 @@ package payment
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
@@ -33,6 +34,7 @@ type refund struct {
 	amount   int64 // posted (or pending) under this id; a cumulative refund's: the increases
 	currency money.Currency
 	state    refundState
+	at       time.Time // a pending refund's own moment: it posts then, not at the capture's
 }
 
 // overReversalKey is the single over_reversal item of a payment.
@@ -191,7 +193,7 @@ func (p *Payment) apply(e Event) {
 		if e.Increase {
 			amount = p.add(r.amount, e.Amount)
 		}
-		r.amount, r.currency, r.state = amount, e.Currency, refundPending
+		r.amount, r.currency, r.state, r.at = amount, e.Currency, refundPending, e.OccurredAt
 		p.cumulate(e.RefundID, e.Amount, e.Total, e.FromLine)
 		p.setCurrency(e.Currency)
 	case RefundPosted:
@@ -494,7 +496,11 @@ func (d *decision) captured(f delivery.Fact) {
 		if r.state != refundPending {
 			continue
 		}
-		d.emit(RefundPosted{Meta: d.meta, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true, Total: p.reported[id],
+		m := d.meta
+		if !r.at.IsZero() {
+			m.OccurredAt = r.at // its own moment (the ledger's effective_at), not the capture's
+		}
+		d.emit(RefundPosted{Meta: m, RefundID: id, Amount: r.amount, Currency: r.currency, WasPending: true, Total: p.reported[id],
 			Discount: p.couponOf(p.coupons.byRefund[id], r.amount)})
 		d.emit(Cleared{Meta: d.meta, Kind: ReconRefundBeforePayment, Key: id,
 			Details: "capture " + f.BusinessID + " arrived; refund posted"})

@@ -137,13 +137,17 @@ type JournalRow struct {
 	Period         period.Period
 	LateAdjustment bool
 	Adjusts        period.Period
+	// Actor is who made the entry, for the entries a person made (opening
+	// balances, adjustments); "" for the providers' facts.
+	Actor string
 }
 
 // JournalColumns are the CSV header of the journal, in the order of Cells.
 // The first nine are the accounting columns; the rest say when and where
 // the entry was booked.
 var JournalColumns = []string{"date", "account", "debit", "credit", "currency", "memo", "provider", "payment_id",
-	"event_id", "debit_minor", "credit_minor", "effective_at", "booked_at", "period", "late_adjustment", "adjusts_period"}
+	"event_id", "debit_minor", "credit_minor", "effective_at", "booked_at", "period", "late_adjustment", "adjusts_period",
+	"actor"}
 
 // Cells renders the row as JournalColumns: amounts in decimal major units
 // ("12.50", empty on the other side), then in minor units; times in RFC 3339
@@ -158,7 +162,7 @@ func (r JournalRow) Cells() []string {
 	return []string{r.Date, r.Account, r.DebitDecimal, r.CreditDecimal, string(r.Currency), r.Memo, r.Provider,
 		r.PaymentID, r.EventID.String(), minor(r.Debit), minor(r.Credit),
 		r.EffectiveAt.UTC().Format(time.RFC3339Nano), r.BookedAt.UTC().Format(time.RFC3339Nano),
-		r.Period.String(), strconv.FormatBool(r.LateAdjustment), r.Adjusts.String()}
+		r.Period.String(), strconv.FormatBool(r.LateAdjustment), r.Adjusts.String(), r.Actor}
 }
 
 // PeriodAction is one close or reopen of a period, as the periods stream

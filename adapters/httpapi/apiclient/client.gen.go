@@ -216,6 +216,27 @@ func (e ProjectionStatus) Valid() bool {
 	}
 }
 
+// Defines values for ProviderDayStatus.
+const (
+	AwaitingReport ProviderDayStatus = "awaiting_report"
+	Balanced       ProviderDayStatus = "balanced"
+	Unbalanced     ProviderDayStatus = "unbalanced"
+)
+
+// Valid indicates whether the value is a known member of the ProviderDayStatus enum.
+func (e ProviderDayStatus) Valid() bool {
+	switch e {
+	case AwaitingReport:
+		return true
+	case Balanced:
+		return true
+	case Unbalanced:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReconciliationItemStatus.
 const (
 	ReconciliationItemStatusOpen     ReconciliationItemStatus = "open"
@@ -977,6 +998,9 @@ type ItemActionResultStatus string
 type JournalRow struct {
 	Account string `json:"account"`
 
+	// Actor Who made the entry, for the entries a person made (opening balances, adjustments); absent for the providers' facts.
+	Actor *string `json:"actor,omitempty"`
+
 	// AdjustsPeriod For a late adjustment, the closed period it adjusts; else empty.
 	AdjustsPeriod string    `json:"adjusts_period"`
 	BookedAt      time.Time `json:"booked_at"`
@@ -1006,6 +1030,17 @@ type JournalRow struct {
 	// Period YYYY-MM the entry is booked into.
 	Period   string `json:"period"`
 	Provider string `json:"provider"`
+}
+
+// LedgerAdjustment defines model for LedgerAdjustment.
+type LedgerAdjustment struct {
+	Actor       string              `json:"actor"`
+	EffectiveAt time.Time           `json:"effective_at"`
+	Id          openapi_types.UUID  `json:"id"`
+	ItemId      string              `json:"item_id"`
+	Note        string              `json:"note"`
+	Postings    []Posting           `json:"postings"`
+	Reverses    *openapi_types.UUID `json:"reverses,omitempty"`
 }
 
 // OpeningBalanceInput defines model for OpeningBalanceInput.
@@ -1271,6 +1306,31 @@ type Projection struct {
 
 // ProjectionStatus defines model for Projection.Status.
 type ProjectionStatus string
+
+// ProviderDay defines model for ProviderDay.
+type ProviderDay struct {
+	// ContentHash A balanced day's SHA-256 chain over its event ids in feed order (hex): hash = SHA-256(hash ‖ event id as 16 bytes), from 32 zero bytes, over the distinct event ids of the provider's /v1/journal rows whose effective_at falls on the day.
+	ContentHash         *string            `json:"content_hash,omitempty"`
+	Covered             bool               `json:"covered"`
+	Day                 openapi_types.Date `json:"day"`
+	DifferingBalances   *int64             `json:"differing_balances,omitempty"`
+	Events              int64              `json:"events"`
+	LinesWithoutWebhook *int64             `json:"lines_without_webhook,omitempty"`
+	OpenItems           map[string]int64   `json:"open_items"`
+	Provider            string             `json:"provider"`
+	ReportFacts         *int64             `json:"report_facts,omitempty"`
+	ReportLines         *int64             `json:"report_lines,omitempty"`
+	StatedBalances      *int64             `json:"stated_balances,omitempty"`
+	Status              ProviderDayStatus  `json:"status"`
+	WebhookFacts        *int64             `json:"webhook_facts,omitempty"`
+	Why                 *[]string          `json:"why,omitempty"`
+
+	// Zone Example: Asia/Shanghai
+	Zone string `json:"zone"`
+}
+
+// ProviderDayStatus defines model for ProviderDay.Status.
+type ProviderDayStatus string
 
 // ReconciliationItem defines model for ReconciliationItem.
 type ReconciliationItem struct {
@@ -1824,6 +1884,18 @@ type GetProjectionsParams struct {
 // GetProjectionsParamsFormat defines parameters for GetProjections.
 type GetProjectionsParamsFormat string
 
+// GetProviderDaysParams defines parameters for GetProviderDays.
+type GetProviderDaysParams struct {
+	// Provider Only this provider (default: every provider with days in the range).
+	Provider *string `form:"provider,omitempty" json:"provider,omitempty"`
+
+	// From First day, YYYY-MM-DD (default: 30 days before `to`).
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Last day, YYYY-MM-DD (default: today in the reporting zone); at most 400 days from `from`.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // GetReconciliationItemsParams defines parameters for GetReconciliationItems.
 type GetReconciliationItemsParams struct {
 	// Status Only items in this state.
@@ -1844,6 +1916,12 @@ type GetReconciliationItemsParamsFormat string
 
 // PostSettlementReportJSONBody defines parameters for PostSettlementReport.
 type PostSettlementReportJSONBody = map[string]interface{}
+
+// PostSettlementReportParams defines parameters for PostSettlementReport.
+type PostSettlementReportParams struct {
+	// Timezone IANA zone of dates the file does not zone (Stripe's balance summary: the report run's timezone); default UTC.
+	Timezone *string `form:"timezone,omitempty" json:"timezone,omitempty"`
+}
 
 // GetSubscriptionDeliveriesParams defines parameters for GetSubscriptionDeliveries.
 type GetSubscriptionDeliveriesParams struct {
@@ -2349,6 +2427,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/projections (the `GetProjections` operationId).
 	GetProjections(ctx context.Context, params *GetProjectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetProviderDays The day's close per provider
+	//
+	// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+	//
+	// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+	GetProviderDays(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetReconciliationItems Reconciliation items
 	//
 	// Corresponds with GET /v1/reconciliation (the `GetReconciliationItems` operationId).
@@ -2397,7 +2482,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReportWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSettlementReportWithBody(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostSettlementReport Import one settlement report file (admin)
 	//
@@ -2406,7 +2491,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostSettlementReport(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSubscriptions The push subscriptions (admin)
 	//
@@ -3124,6 +3209,23 @@ func (c *Client) GetProjections(ctx context.Context, params *GetProjectionsParam
 	return c.Client.Do(req)
 }
 
+// GetProviderDays The day's close per provider
+//
+// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+//
+// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+func (c *Client) GetProviderDays(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProviderDaysRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetReconciliationItems Reconciliation items
 //
 // Corresponds with GET /v1/reconciliation (the `GetReconciliationItems` operationId).
@@ -3222,8 +3324,8 @@ func (c *Client) PostReconciliationResolve(ctx context.Context, body PostReconci
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSettlementReportRequestWithBody(c.Server, provider, contentType, body)
+func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSettlementReportRequestWithBody(c.Server, provider, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3241,8 +3343,8 @@ func (c *Client) PostSettlementReportWithBody(ctx context.Context, provider stri
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *Client) PostSettlementReport(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostSettlementReportRequest(c.Server, provider, body)
+func (c *Client) PostSettlementReport(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSettlementReportRequest(c.Server, provider, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5185,6 +5287,84 @@ func NewGetProjectionsRequest(server string, params *GetProjectionsParams) (*htt
 	return req, nil
 }
 
+// NewGetProviderDaysRequest constructs an http.Request for the GetProviderDays method
+func NewGetProviderDaysRequest(server string, params *GetProviderDaysParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/provider-days")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Provider != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetReconciliationItemsRequest constructs an http.Request for the GetReconciliationItems method
 func NewGetReconciliationItemsRequest(server string, params *GetReconciliationItemsParams) (*http.Request, error) {
 	var err error
@@ -5344,18 +5524,18 @@ func NewPostReconciliationResolveRequestWithBody(server string, contentType stri
 }
 
 // NewPostSettlementReportRequest calls the generic PostSettlementReport builder with application/json body
-func NewPostSettlementReportRequest(server string, provider string, body PostSettlementReportJSONRequestBody) (*http.Request, error) {
+func NewPostSettlementReportRequest(server string, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostSettlementReportRequestWithBody(server, provider, "application/json", bodyReader)
+	return NewPostSettlementReportRequestWithBody(server, provider, params, "application/json", bodyReader)
 }
 
 // NewPostSettlementReportRequestWithBody constructs an http.Request for the PostSettlementReport method, with any body, and a specified content type
-func NewPostSettlementReportRequestWithBody(server string, provider string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPostSettlementReportRequestWithBody(server string, provider string, params *PostSettlementReportParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5378,6 +5558,33 @@ func NewPostSettlementReportRequestWithBody(server string, provider string, cont
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Timezone != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timezone", *params.Timezone, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -6205,6 +6412,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/projections (the `GetProjections` operationId).
 	GetProjectionsWithResponse(ctx context.Context, params *GetProjectionsParams, reqEditors ...RequestEditorFn) (*GetProjectionsResponse, error)
 
+	// GetProviderDaysWithResponse The day's close per provider
+	//
+	// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+	GetProviderDaysWithResponse(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*GetProviderDaysResponse, error)
+
 	// GetReconciliationItemsWithResponse Reconciliation items
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6255,7 +6471,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
+	PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
 
 	// PostSettlementReportWithResponse Import one settlement report file (admin)
 	//
@@ -6264,7 +6480,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-	PostSettlementReportWithResponse(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
+	PostSettlementReportWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error)
 
 	// GetSubscriptionsWithResponse The push subscriptions (admin)
 	//
@@ -6625,7 +6841,7 @@ type PostAdjustmentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Adjustment
+	JSON200 *LedgerAdjustment
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -6641,7 +6857,7 @@ type PostAdjustmentResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostAdjustmentResponse) GetJSON200() *Adjustment {
+func (r PostAdjustmentResponse) GetJSON200() *LedgerAdjustment {
 	return r.JSON200
 }
 
@@ -8351,6 +8567,79 @@ func (r GetProjectionsResponse) ContentType() string {
 	return ""
 }
 
+// GetProviderDaysResponse401Headers the declared response headers of an HTTP 401 response for GetProviderDays
+type GetProviderDaysResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetProviderDaysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Days []ProviderDay `json:"days"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetProviderDaysResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProviderDaysResponse) GetJSON200() *struct {
+	Days []ProviderDay `json:"days"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetProviderDaysResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetProviderDaysResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetProviderDaysResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProviderDaysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProviderDaysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProviderDaysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProviderDaysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetReconciliationItemsResponse401Headers the declared response headers of an HTTP 401 response for GetReconciliationItems
 type GetReconciliationItemsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10006,6 +10295,21 @@ func (c *ClientWithResponses) GetProjectionsWithResponse(ctx context.Context, pa
 	return ParseGetProjectionsResponse(rsp)
 }
 
+// GetProviderDaysWithResponse The day's close per provider
+//
+// For each provider and day in the provider's own bill zone (Alipay and WeChat Pay: Asia/Shanghai; the others: the reporting zone): the day's facts, report lines, lines no webhook delivered, stated balances and those that differ, open items about the day's facts, and a status: `awaiting_report` (no imported report or bill covers the day), `balanced` (covered, every stated balance agrees, no open item; with `content_hash`) or `unbalanced` (with `why`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/provider-days (the `GetProviderDays` operationId).
+func (c *ClientWithResponses) GetProviderDaysWithResponse(ctx context.Context, params *GetProviderDaysParams, reqEditors ...RequestEditorFn) (*GetProviderDaysResponse, error) {
+	rsp, err := c.GetProviderDays(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProviderDaysResponse(rsp)
+}
+
 // GetReconciliationItemsWithResponse Reconciliation items
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10086,8 +10390,8 @@ func (c *ClientWithResponses) PostReconciliationResolveWithResponse(ctx context.
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *ClientWithResponses) PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
-	rsp, err := c.PostSettlementReportWithBody(ctx, provider, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PostSettlementReportWithBodyWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
+	rsp, err := c.PostSettlementReportWithBody(ctx, provider, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10101,8 +10405,8 @@ func (c *ClientWithResponses) PostSettlementReportWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/settlements/{provider} (the `PostSettlementReport` operationId).
-func (c *ClientWithResponses) PostSettlementReportWithResponse(ctx context.Context, provider string, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
-	rsp, err := c.PostSettlementReport(ctx, provider, body, reqEditors...)
+func (c *ClientWithResponses) PostSettlementReportWithResponse(ctx context.Context, provider string, params *PostSettlementReportParams, body PostSettlementReportJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSettlementReportResponse, error) {
+	rsp, err := c.PostSettlementReport(ctx, provider, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10524,7 +10828,7 @@ func ParsePostAdjustmentResponse(rsp *http.Response) (*PostAdjustmentResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Adjustment
+		var dest LedgerAdjustment
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -12013,6 +12317,68 @@ func ParseGetProjectionsResponse(rsp *http.Response) (*GetProjectionsResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetProjectionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProviderDaysResponse parses an HTTP response from a GetProviderDaysWithResponse call
+func ParseGetProviderDaysResponse(rsp *http.Response) (*GetProviderDaysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProviderDaysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Days []ProviderDay `json:"days"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetProviderDaysResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

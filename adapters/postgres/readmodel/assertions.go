@@ -181,6 +181,12 @@ func (w *writer) Mismatch(ctx context.Context, k projections.AccountKey) (projec
 	return m, nil
 }
 
+func (w *writer) RecordActor(ctx context.Context, a projections.EntryActor) error {
+	_, err := w.tx.Exec(ctx, `INSERT INTO `+w.table("ledger_actors")+` (event_id, actor, note, kind) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (event_id) DO NOTHING`, pgtype.UUID{Bytes: a.EventID, Valid: true}, a.Actor, a.Note, a.Kind)
+	return classify(err)
+}
+
 func scanAssertion(row pgx.Row) (views.BalanceAssertion, error) {
 	var a views.BalanceAssertion
 	var id pgtype.UUID
@@ -229,8 +235,10 @@ func (s *Store) ItemAbout(ctx context.Context, itemID string) (time.Time, bool, 
 	var asOf *time.Time
 	err = s.pool.QueryRow(ctx, `
 		SELECT CASE WHEN r.kind = $4 THEN coalesce(
-			(SELECT as_of FROM balance_assertions a WHERE a.stream_id = r.stream_id AND a.ledger <> a.stated ORDER BY as_of LIMIT 1),
-			(SELECT max(as_of) FROM balance_assertions a WHERE a.stream_id = r.stream_id)) END
+			(SELECT as_of FROM balance_assertions a WHERE a.account = split_part(r.item_key, '/', 1)
+				AND a.currency = split_part(r.item_key, '/', 2) AND a.ledger <> a.stated ORDER BY as_of LIMIT 1),
+			(SELECT max(as_of) FROM balance_assertions a WHERE a.account = split_part(r.item_key, '/', 1)
+				AND a.currency = split_part(r.item_key, '/', 2))) END
 		FROM reconciliation_items r WHERE r.stream_id = $1 AND r.kind = $2 AND r.item_key = $3`,
 		stream, kind, key, assertion.ReconBalanceMismatch).Scan(&asOf)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -206,8 +206,9 @@ func (s *Store) Journal(ctx context.Context, f views.JournalFilter) ([]views.Jou
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.id, e.account, e.amount, e.currency, e.event_type, e.provider, coalesce(p.payment_id, ''),
 		       e.event_id, e.effective_at, e.booked_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, ''),
-		       e.position_commit, e.position_prepare, e.posting_index
+		       e.position_commit, e.position_prepare, e.posting_index, coalesce(a.actor, '')
 		FROM ledger_entries e LEFT JOIN payments p ON p.stream_id = e.stream_id
+		LEFT JOIN ledger_actors a ON a.event_id = e.event_id
 		WHERE `+after+`
 		  AND ($1::timestamptz IS NULL OR `+timeCol+` >= $1)
 		  AND ($2::timestamptz IS NULL OR `+timeCol+` < $2)
@@ -222,7 +223,7 @@ func (s *Store) Journal(ctx context.Context, f views.JournalFilter) ([]views.Jou
 		var cur, eventType, booked, adjusts string
 		var commit, prepare int64
 		if err := r.Scan(&j.ID, &j.Account, &amount, &cur, &eventType, &j.Provider, &j.PaymentID, &j.EventID,
-			&j.EffectiveAt, &j.BookedAt, &booked, &j.LateAdjustment, &adjusts, &commit, &prepare, &j.Key.PostingIndex); err != nil {
+			&j.EffectiveAt, &j.BookedAt, &booked, &j.LateAdjustment, &adjusts, &commit, &prepare, &j.Key.PostingIndex, &j.Actor); err != nil {
 			return j, err
 		}
 		j.Key.Position = eventstore.Position{Commit: uint64(commit), Prepare: uint64(prepare)}

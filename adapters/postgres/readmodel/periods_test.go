@@ -42,10 +42,10 @@ func TestJournalCells(t *testing.T) {
 		Date: "2026-12-01", Account: "revenue:sales", Credit: 1050, CreditDecimal: "10.50", Currency: "USD",
 		Memo: "payment.captured", Provider: "stripe", PaymentID: "pi_1", EventID: id,
 		EffectiveAt: time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC), BookedAt: time.Date(2026, 12, 2, 1, 0, 0, 5, time.UTC),
-		Period: period.MustParse("2026-12"), LateAdjustment: true, Adjusts: period.MustParse("2026-11"),
+		Period: period.MustParse("2026-12"), LateAdjustment: true, Adjusts: period.MustParse("2026-11"), Actor: "alice",
 	}
 	assert.Equal(t, []string{"2026-12-01", "revenue:sales", "", "10.50", "USD", "payment.captured", "stripe", "pi_1",
-		id.String(), "", "1050", "2026-11-30T23:00:00Z", "2026-12-02T01:00:00.000000005Z", "2026-12", "true", "2026-11"}, r.Cells())
+		id.String(), "", "1050", "2026-11-30T23:00:00Z", "2026-12-02T01:00:00.000000005Z", "2026-12", "true", "2026-11", "alice"}, r.Cells())
 	assert.Len(t, views.JournalColumns, len(r.Cells()))
 }
 

@@ -125,6 +125,26 @@ var tableSpecs = map[string]tableSpec{
 		group:     []string{"account", "currency", "to_char(effective_at AT TIME ZONE 'UTC', 'YYYY-MM')"},
 		eagerKeys: true,
 	},
+	"ledger_actors": {
+		key:       []string{"event_id"},
+		compare:   []string{"actor", "note", "kind"},
+		group:     []string{"kind"},
+		eagerKeys: true,
+	},
+	// Provider days (providerdays.go): rows rewritten whole, in feed order.
+	"provider_days": {
+		key: []string{"provider", "day"},
+		compare: []string{"zone", "events", "webhook_facts", "report_facts", "report_lines", "lines_without_webhook",
+			"stated_balances", "covered", "content_hash", "last_commit", "last_prepare"},
+		group:     []string{"provider", "to_char(day, 'YYYY-MM')"},
+		eagerKeys: true,
+	},
+	"item_days": {
+		key:       []string{"stream_id", "kind", "item_key"},
+		compare:   []string{"provider", "day"},
+		group:     []string{"provider", "kind"},
+		eagerKeys: true,
+	},
 	"payouts": {
 		key: []string{"provider", "payout_id"},
 		compare: []string{"amount", "currency", "arrival_date", "paid", "failed", "status", "line_count",

@@ -145,6 +145,7 @@ type bill struct {
 	last    int            // the last line read
 	sums    map[string]*trailerSum
 	balance report.Balance // the 账户余额 / 账户结余 followed, account bills
+	stated  func(report.Stated) error
 }
 
 const (
@@ -162,7 +163,7 @@ type trailerSum struct {
 
 // parseBill reads a detail file line by line. GBK unless it starts with a
 // UTF-8 byte order mark (a bill re-saved by a spreadsheet).
-func parseBill(br *bufio.Reader, _ report.Options, fn report.Func) error {
+func parseBill(br *bufio.Reader, opt report.Options, fn report.Func) error {
 	var src io.Reader = br
 	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\xEF\xBB\xBF")) {
 		_, _ = br.Discard(3)
@@ -171,7 +172,7 @@ func parseBill(br *bufio.Reader, _ report.Options, fn report.Func) error {
 	}
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	b := &bill{fn: fn, sums: map[string]*trailerSum{}}
+	b := &bill{fn: fn, sums: map[string]*trailerSum{}, stated: opt.Stated}
 	for sc.Scan() {
 		b.last++
 		if err := b.line(strings.TrimRight(sc.Text(), "\r")); err != nil {

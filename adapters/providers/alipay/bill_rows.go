@@ -2,6 +2,7 @@ package alipay
 
 import (
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -112,6 +113,12 @@ func (b *bill) accountRow(rec []string) error {
 		return err
 	}
 	move := abs(in) - abs(out)
+	if b.stated != nil { // the balance after this line (stated.go)
+		if err := b.stated(report.Stated{Account: ledger.ProviderBalance(Name), Currency: cny, AsOf: at, Amount: bal,
+			Source: "alipay account bill"}); err != nil {
+			return err
+		}
+	}
 	base := settlement.Line{Provider: Name, Currency: cny, OriginalCurrency: cny, OccurredAt: at, LineID: id, NoWebhook: true}
 	if gap, ok := b.balance.Gap(base, move, bal); ok {
 		if err := b.emit(gap, rec); err != nil {

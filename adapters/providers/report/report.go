@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
@@ -86,6 +87,13 @@ type Options struct {
 	// dedup key is lineKey and whose capture (charge) is captureID, ok
 	// false when the ledger knows neither (reportimport.Importer sets it).
 	Link func(lineKey, captureID string) (paymentKey string, ok bool, err error)
+	// Stated, when set, receives each balance the file states (stated.go),
+	// in file order; nil: importers skip them.
+	Stated func(Stated) error
+	// Zone is the time zone of a report's dates where the file does not
+	// say it (Stripe's balance summary: the report run's timezone); nil:
+	// UTC.
+	Zone *time.Location
 }
 
 // Major parses an exact major-unit decimal ("10.50", "-3.2", ".91") in c

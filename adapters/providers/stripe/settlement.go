@@ -81,6 +81,9 @@ func ParseReport(r io.Reader, opt report.Options, fn report.Func) error {
 	if err := c.ReadHeader(); err != nil {
 		return err
 	}
+	if isBalanceSummary(c) {
+		return parseBalanceSummary(c, opt) // balance_summary.go
+	}
 	if err := c.Require("balance_transaction_id", "currency", "gross", "fee", "net", "reporting_category"); err != nil {
 		return err
 	}

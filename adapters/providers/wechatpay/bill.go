@@ -70,7 +70,7 @@ var billZone = time.FixedZone("CST", 8*3600)
 
 // ParseSettlement streams a WeChat Pay trade bill or fund-flow bill, told
 // apart by their header.
-func ParseSettlement(r io.Reader, _ report.Options, fn report.Func) error {
+func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 	br := bufio.NewReader(r)
 	// Bounded (report.DefaultLimits): the CSV reader holds a line whole, so
 	// a gzip of one endless line would otherwise be held in memory.
@@ -86,7 +86,7 @@ func ParseSettlement(r io.Reader, _ report.Options, fn report.Func) error {
 	}
 	cr := csv.NewReader(src)
 	cr.FieldsPerRecord, cr.LazyQuotes, cr.ReuseRecord = -1, true, true
-	b := &wxBill{fn: fn}
+	b := &wxBill{fn: fn, stated: opt.Stated}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -123,6 +123,7 @@ type wxBill struct {
 	sums    map[string]int64 // detail sums the summary states
 	fee5    int64            // the printed fees, in 10^-5 yuan
 	balance report.Balance   // the 账户余额 / 账户结余 followed, account bills
+	stated  func(report.Stated) error
 }
 
 // cell strips the padding and the backtick WeChat puts before each cell.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -177,6 +178,12 @@ func (b *wxBill) fundRow(rec []string) error {
 	}
 	if err := b.add(dir+"金额", abs(move)); err != nil {
 		return err
+	}
+	if b.stated != nil { // the balance after this line (report/stated.go)
+		if err := b.stated(report.Stated{Account: ledger.ProviderBalance(Name), Currency: cny, AsOf: at, Amount: bal,
+			Source: "wechatpay fund-flow bill"}); err != nil {
+			return err
+		}
 	}
 	base := settlement.Line{Provider: Name, Currency: cny, OriginalCurrency: cny, OccurredAt: at, LineID: id, NoWebhook: true}
 	if gap, ok := b.balance.Gap(base, move, bal); ok {

@@ -218,7 +218,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
 	hc.UploadIdleTimeout = cfg.UploadIdleTimeout
-	hc.Balances, hc.BalanceQuery = a.Balances(), a.reads.Query
+	hc.Balances, hc.BalanceQuery, hc.ProviderDays = a.Balances(), a.reads.Query, a.reads.Query
 	hc.BankStatements = bankStatements{a.BankImporter()} // bank.go
 	a.handler = httpapi.NewHandler(hc)
 	lim := cfg.Admission

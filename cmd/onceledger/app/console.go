@@ -71,6 +71,8 @@ func (a *App) consoleRoutes() (func(*mux.Router), error) {
 		PeriodActions: consolePeriods{a.Periods()},
 		Redrive:       consoleRedrive{a.redriver},
 		Subscriptions: consoleSubs{a.Subscriptions()},
+		Balances:      a.reads.Query,
+		BalanceActs:   consoleBalances{a.Balances()}, // balances.go
 		SecureCookies: a.cfg.ConsoleSecureCookies,
 		Zone:          a.cfg.ReportingZone,
 		Logger:        a.log,

@@ -144,7 +144,9 @@ func (c *Core) Importer() *reportimport.Importer {
 	if after <= 0 {
 		after = DefaultUnsettledAfter
 	}
-	return NewImporter(c.service, c.query, after)
+	im := NewImporter(c.service, c.query, after)
+	im.Balances = c.Balances() // balances.go: the balances a file states
+	return im
 }
 
 // Service is the ingest service.

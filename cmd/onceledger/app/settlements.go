@@ -32,10 +32,17 @@ type reportImporter struct{ im *reportimport.Importer }
 var _ httpapi.SettlementImporter = reportImporter{}
 
 func (r reportImporter) ImportReport(ctx context.Context, provider string, src httpapi.ReportSource) (httpapi.ImportSummary, error) {
+	return r.ImportReportIn(ctx, provider, src, nil)
+}
+
+var _ httpapi.ZonedImporter = reportImporter{}
+
+// ImportReportIn imports with the report's zone (?timezone=; nil: UTC).
+func (r reportImporter) ImportReportIn(ctx context.Context, provider string, src httpapi.ReportSource, zone *time.Location) (httpapi.ImportSummary, error) {
 	if !r.im.Imports(provider) {
 		return httpapi.ImportSummary{}, fmt.Errorf("%w: %q", httpapi.ErrNoReportImporter, provider)
 	}
-	sum, err := r.im.Import(ctx, provider, reportimport.Source(src), report.Options{})
+	sum, err := r.im.Import(ctx, provider, reportimport.Source(src), report.Options{Zone: zone})
 	if err != nil && errors.Is(err, reportimport.ErrUnknownProvider) {
 		err = fmt.Errorf("%w: %w", httpapi.ErrNoReportImporter, err)
 	}

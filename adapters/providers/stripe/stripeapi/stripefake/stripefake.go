@@ -37,6 +37,7 @@ type Fake struct {
 	retryHdr  string // their Retry-After
 	requests  []string
 	maxPerReq int
+	balance   []byte // GET /v1/balance's answer (balance.go)
 }
 
 type object struct {
@@ -139,6 +140,10 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet {
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "only GET is served", "")
+		return
+	}
+	if r.URL.Path == "/v1/balance" {
+		f.serveBalance(w) // balance.go
 		return
 	}
 	var list []object
