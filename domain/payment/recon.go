@@ -21,6 +21,7 @@ func ReconKinds() []string {
 		ReconDisputeBeforePayment,
 		ReconOverReversal,
 		ReconSubscriptionDisabled,
+		ReconPaymentOverdue,
 	}, SettlementReconKinds()...) // settle_events.go
 }
 
