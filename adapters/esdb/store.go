@@ -44,6 +44,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/period"
 )
 
@@ -52,9 +53,10 @@ var _ eventstore.Store = (*Store)(nil)
 // DefaultStreamPrefixes are the streams of the global feed: payments and
 // payouts (see delivery.Event.StreamID), the accounting periods' calendar
 // (domain/period.StreamID), and push subscriptions' operator items
-// (delivery.SubscriptionStream).
+// (delivery.SubscriptionStream), and expected payments
+// (domain/expectation.StreamID).
 var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix, period.StreamID,
-	delivery.SubscriptionStreamPrefix}
+	delivery.SubscriptionStreamPrefix, expectation.StreamPrefix}
 
 // Option configures a Store.
 type Option func(*Store)

@@ -3,8 +3,10 @@ package operations
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -76,7 +78,11 @@ func (s *Reconciliation) act(ctx context.Context, a ItemAction,
 		return nil, fmt.Errorf("%w: %w", payment.ErrItemNotFound, err)
 	}
 	cmd := payment.ItemCommand{Kind: kind, Key: key, Actor: a.Actor, Note: a.Note}
-	evs, err := act(ctx, s.store, stream, payment.Decode, payment.Encode, func(history []payment.Event) ([]payment.Event, error) {
+	decode := payment.Decode
+	if strings.HasPrefix(stream, expectation.StreamPrefix) {
+		decode = expectation.Decode // an expected payment's items: its own events beside them
+	}
+	evs, err := act(ctx, s.store, stream, decode, payment.Encode, func(history []payment.Event) ([]payment.Event, error) {
 		cmd.Now = s.now()
 		ev, err := decide(history, cmd)
 		if err != nil {

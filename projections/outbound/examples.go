@@ -90,6 +90,11 @@ func Examples() ([]TypeInfo, error) {
 		}
 		recs = append(recs, exampleRecord(period.StreamID, typ, data, 100+i))
 	}
+	more, err := expectationExampleRecords() // expectations.go
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, more...)
 	byType := map[string]TypeInfo{}
 	for _, r := range recs {
 		e, err := FromRecorded(r)

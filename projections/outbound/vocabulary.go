@@ -18,6 +18,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
@@ -160,6 +161,9 @@ func FromRecorded(r eventstore.RecordedEvent) (Event, error) {
 		}
 		out.OccurredAt, out.Data = periodData(e)
 		return checked(out, r.Type)
+	}
+	if strings.HasPrefix(r.StreamID, expectation.StreamPrefix) {
+		return fromExpectation(out, r) // expectations.go
 	}
 	e, err := payment.Decode(r.Type, r.Data)
 	if err != nil {

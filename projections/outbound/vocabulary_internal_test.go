@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
 )
@@ -14,10 +15,13 @@ import (
 // an example whose data the mapping builds: a new domain event type without
 // its mapping fails here.
 func TestEveryDomainTypeIsMapped(t *testing.T) {
-	stored := append(payment.EventTypes(), period.EventTypes()...)
+	stored := append(append(payment.EventTypes(), period.EventTypes()...), expectation.EventTypes()...)
 	examples := map[string]bool{}
 	for _, ex := range exampleEvents() {
 		examples[ex.event.Type()] = true
+	}
+	for _, e := range expectationExamples() {
+		examples[e.Type()] = true
 	}
 	for _, typ := range period.EventTypes() {
 		examples[typ] = true // Examples builds them beside exampleEvents
