@@ -40,7 +40,7 @@ CREATE TABLE expected_payments (
 );
 
 -- The clock's and the asker's one indexed read per due expectation.
-CREATE INDEX expected_payments_due_idx ON expected_payments (expires_at) WHERE status = 'expected';
+CREATE INDEX expected_payments_due_idx ON expected_payments (expires_at) WHERE status IN ('expected', 'failed');
 CREATE INDEX expected_payments_query_idx ON expected_payments (next_query_at) WHERE next_query_at IS NOT NULL;
 CREATE INDEX expected_payments_status_idx ON expected_payments (status, registered_at DESC, id);
 
