@@ -14,6 +14,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
@@ -52,6 +53,8 @@ var badInput = []error{
 	report.ErrMalformed, // a settlement report: the error names line and column
 	outbox.ErrInvalid,
 	outbox.ErrActorRequired,
+	expectation.ErrInvalid, // a registration: the error names the field
+	expectation.ErrActorRequired,
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving
@@ -66,6 +69,8 @@ var conflicts = []error{
 	period.ErrZoneMismatch,
 	payment.ErrItemResolved,
 	payment.ErrItemOpen,
+	expectation.ErrConflict, // the reference is expected with another amount or currency
+	expectation.ErrPaid,
 }
 
 func isBadInput(err error) bool {

@@ -69,6 +69,7 @@ func (s *server) registerQuery(r *mux.Router) {
 	s.registerSettlements(v1)   // settlements.go
 	s.registerEvents(v1)        // events.go
 	s.registerSubscriptions(v1) // subscriptions.go
+	s.registerExpected(v1)      // expected.go
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 with Allow for a known path and another method, else a 404. Every
