@@ -58,6 +58,13 @@ type Config struct {
 	// AdminTokens may also act (settlement uploads, resolve, redrive, erase,
 	// period close); the entry's name is the actor recorded on actions.
 	AdminTokens []string
+	// WriterTokens (ONCELEDGER_WRITER_TOKENS) may read, and register and
+	// cancel expected payments, nothing else.
+	WriterTokens []string
+	// QueryAfter is ONCELEDGER_QUERY_AFTER: an expected payment still
+	// unpaid this long after its registration is asked about at the
+	// provider's API; 0 takes the default (15m), < 0 never asks.
+	QueryAfter time.Duration
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 	// ConsoleSecureCookies marks the console's session cookie Secure even
@@ -136,7 +143,7 @@ type App struct {
 // HTTP handler with /v1, the console, the monitor and the metrics). Close
 // or Run releases what it opened.
 func New(ctx context.Context, cfg Config) (*App, error) {
-	tokens, err := access.New(cfg.APITokens, cfg.AdminTokens)
+	tokens, err := access.NewWithWriters(cfg.APITokens, cfg.WriterTokens, cfg.AdminTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +202,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.Outbound = a.outbound
 	hc.Subscriptions = a.Subscriptions()          // subscriptions.go
 	hc.Settlements = reportImporter{a.Importer()} // settlements.go
+	a.expectedRoutes(&hc)                         // expectations.go
 	a.handler = httpapi.NewHandler(hc)
 	return nil
 }
@@ -291,6 +299,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	for _, w := range a.workers {
 		wg.Go(func() { _ = w.Run(bgCtx) })
 	}
+	a.startExpectations(bgCtx, &wg) // expectations.go
 	if c.RawRetention > 0 {
 		wg.Go(func() { a.retain(bgCtx) })
 	}

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/onceledger/onceledger/adapters/expectations"
+	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/operations"
+	"github.com/onceledger/onceledger/adapters/postgres/expectstore"
+)
+
+// DefaultQueryAfter is ONCELEDGER_QUERY_AFTER's default.
+const DefaultQueryAfter = 15 * time.Minute
+
+// Expectations are the expected-payment commands (register, cancel, and
+// the process manager's).
+func (c *Core) Expectations() *operations.Expectations {
+	return operations.NewExpectations(c.events.Store, c.cfg.Now)
+}
+
+// ExpectationManager is the expected-payment process manager over the
+// configured event store (adapters/expectations), owner naming this
+// instance's lease.
+func (c *Core) ExpectationManager(owner string) *expectations.Manager {
+	return expectations.New(c.events.Store, c.Expectations(), expectstore.New(c.pool), expectations.Config{
+		Owner: owner, QueryAfter: c.queryAfter(), Now: c.cfg.Now, Logger: c.log})
+}
+
+func (c *Core) queryAfter() time.Duration {
+	switch {
+	case c.cfg.QueryAfter < 0: // "0" in the environment: never ask
+		return 0
+	case c.cfg.QueryAfter == 0:
+		return DefaultQueryAfter
+	}
+	return c.cfg.QueryAfter
+}
+
+// expectedRoutes wires /v1/expected-payments.
+func (a *App) expectedRoutes(hc *httpapi.Config) {
+	hc.Expected, hc.ExpectedQuery = a.Expectations(), a.reads.Query
+}
+
+// startExpectations runs the process manager until ctx ends; one instance
+// at a time acts (its lease), the others wait their turn.
+func (a *App) startExpectations(ctx context.Context, wg *sync.WaitGroup) {
+	owner := "expectations-" + uuid.NewString()
+	m := a.ExpectationManager(owner)
+	wg.Go(func() {
+		_ = m.Run(ctx)
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = expectstore.New(a.pool).Release(release, owner)
+	})
+}
