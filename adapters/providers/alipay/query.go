@@ -159,4 +159,3 @@ func camel(k string) string {
 	}
 	return strings.Join(parts, "")
 }
-
