@@ -50,6 +50,7 @@ type serveCmd struct {
 	OutboxConcurrency   int           `name:"outbox-concurrency" env:"ONCELEDGER_OUTBOX_CONCURRENCY" default:"64" group:"Outbound events" help:"POSTs one subscription endpoint has in flight at most (each on another stream)."`
 	OutboxRate          float64       `name:"outbox-rate" env:"ONCELEDGER_OUTBOX_RATE" default:"1000" group:"Outbound events" help:"POSTs per second one subscription endpoint gets at most."`
 	outboxFlags
+	askFlags // ask.go
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
@@ -158,6 +159,9 @@ func (c *serveCmd) Run(g *globals) error {
 	}
 	warnNoProvider(g.log, provs)
 	cfg := c.config(g, provs)
+	if cfg.Askers, err = c.askers(); err != nil { // ask.go
+		return err
+	}
 	if cfg.ReportingZone, err = g.cli.zone(); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/onceledger/onceledger/adapters/access"
+	"github.com/onceledger/onceledger/adapters/expectations"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -65,6 +66,9 @@ type Config struct {
 	// unpaid this long after its registration is asked about at the
 	// provider's API; 0 takes the default (15m), < 0 never asks.
 	QueryAfter time.Duration
+	// Askers ask the providers whose API credentials are configured
+	// (Stripe, Alipay, WeChat Pay) about expected payments still unpaid.
+	Askers map[string]expectations.Asker
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 	// ConsoleSecureCookies marks the console's session cookie Secure even
@@ -136,7 +140,9 @@ type App struct {
 	handler http.Handler
 	// outbound is GET /v1/events's feed; Serve starts its one listener.
 	outbound *outbound.Feed
-	closed   sync.Once
+	// querier asks the providers (expectations.go).
+	querier *expectations.Querier
+	closed  sync.Once
 }
 
 // New builds the app from cfg: the core (NewCore), then the web (the

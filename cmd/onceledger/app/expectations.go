@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/adapters/expectations"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/operations"
 	"github.com/onceledger/onceledger/adapters/postgres/expectstore"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 )
 
 // DefaultQueryAfter is ONCELEDGER_QUERY_AFTER's default.
@@ -40,13 +42,24 @@ func (c *Core) queryAfter() time.Duration {
 	return c.cfg.QueryAfter
 }
 
-// expectedRoutes wires /v1/expected-payments.
+// expectedRoutes wires /v1/expected-payments, and the querier whose
+// metric /metrics exports.
 func (a *App) expectedRoutes(hc *httpapi.Config) {
 	hc.Expected, hc.ExpectedQuery = a.Expectations(), a.reads.Query
+	a.querier = a.Querier("querier-"+uuid.NewString(), hc.Registry)
 }
 
-// startExpectations runs the process manager until ctx ends; one instance
-// at a time acts (its lease), the others wait their turn.
+// Querier asks the providers of cfg.Askers about due expectations and
+// records what they answer through the webhook gate; reg (nil: none)
+// takes its metric.
+func (c *Core) Querier(owner string, reg prometheus.Registerer) *expectations.Querier {
+	return expectations.NewQuerier(c.cfg.Askers, c.service, expectstore.New(c.pool), expectations.QueryConfig{
+		Owner: owner, Now: c.cfg.Now, Logger: c.log, Registerer: reg})
+}
+
+// startExpectations runs the process manager until ctx ends (one instance
+// at a time acts: its lease), and, with askers and ONCELEDGER_QUERY_AFTER,
+// the querier (every instance: each claims its own due expectations).
 func (a *App) startExpectations(ctx context.Context, wg *sync.WaitGroup) {
 	owner := "expectations-" + uuid.NewString()
 	m := a.ExpectationManager(owner)
@@ -56,4 +69,11 @@ func (a *App) startExpectations(ctx context.Context, wg *sync.WaitGroup) {
 		defer cancel()
 		_ = expectstore.New(a.pool).Release(release, owner)
 	})
+	if len(a.cfg.Askers) > 0 && a.queryAfter() > 0 {
+		q := a.querier
+		wg.Go(func() { q.Run(ctx) })
+	}
 }
+
+// ReadModel is the read-model query store (the lists of /v1).
+func (c *Core) ReadModel() *readmodel.Store { return c.query }
