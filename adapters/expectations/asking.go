@@ -47,7 +47,9 @@ type RetryAfterError struct {
 	Err   error
 }
 
-func (e *RetryAfterError) Error() string { return fmt.Sprintf("rate limited for %s: %v", e.After, e.Err) }
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("rate limited for %s: %v", e.After, e.Err)
+}
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // Asker asks one provider's API about the payment of one reference.
@@ -304,7 +306,9 @@ func (q *Querier) providers() []string {
 	return out
 }
 
-func (q *Querier) count(provider string, o Outcome) { q.counter.WithLabelValues(provider, string(o)).Inc() }
+func (q *Querier) count(provider string, o Outcome) {
+	q.counter.WithLabelValues(provider, string(o)).Inc()
+}
 
 // limiter spaces one provider's questions at its rate, and holds them all
 // while the provider's Retry-After runs.
