@@ -6,6 +6,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/askers"
 	"github.com/onceledger/onceledger/adapters/expectations"
+	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/alipay"
 	"github.com/onceledger/onceledger/adapters/providers/alipay/alipayapi"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
@@ -42,6 +43,26 @@ func (c *serveCmd) askers() (map[string]expectations.Asker, error) {
 		}
 		out[alipay.Name] = askers.Alipay{Client: client, AppID: appID}
 	}
-	_ = wechatpay.Name
+	if strings.TrimSpace(c.WechatpayAsk.MerchantPrivateKey) != "" {
+		cfg, _ := c.set().Config(wechatpay.Name).(*wechatpay.Config)
+		if cfg == nil {
+			return nil, fmt.Errorf("asking WeChat Pay: %s needs the WeChat Pay webhook configuration (%s, %s, %s)",
+				wechatpayapi.EnvMerchantPrivateKey, wechatpay.EnvKeys, wechatpay.EnvAPIv3Keys, wechatpay.EnvMchIDs)
+		}
+		client, err := c.WechatpayAsk.Client(cfg.Keys, cfg.MchIDs)
+		if err != nil {
+			return nil, fmt.Errorf("asking WeChat Pay: %w", err)
+		}
+		// The adapter reads the answers as notifications (its APIv3 key).
+		a, err := cfg.New(providers.Settings{Tolerance: c.WebhookTolerance})
+		if err != nil {
+			return nil, fmt.Errorf("asking WeChat Pay: %w", err)
+		}
+		wa, ok := a.(*wechatpay.Adapter)
+		if !ok {
+			return nil, fmt.Errorf("asking WeChat Pay: the adapter is a %T", a)
+		}
+		out[wechatpay.Name] = askers.WechatPay{Client: client, Adapter: wa}
+	}
 	return out, nil
 }

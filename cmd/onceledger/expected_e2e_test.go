@@ -49,55 +49,13 @@ type shopEvent struct {
 func TestShipOnceLearnedByQuery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	keys, err := cnKeys()
-	require.NoError(t, err)
-	appKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	fake, err := alipayfake.New(cnAppID, &appKey.PublicKey)
-	require.NoError(t, err)
-	gateway := httptest.NewServer(fake)
-	defer gateway.Close()
-
-	dir := t.TempDir()
-	fakeKey := filepath.Join(dir, "alipay-api.pem")
-	require.NoError(t, os.WriteFile(fakeKey, fake.PublicKeyPEM(), 0o600))
-	set := registry.NewSet()
-	ali := set.Config(alipay.Name).(*alipay.Config)
-	// Alipay signs its notifications and its answers with one key; here
-	// the test's notifications and the double's answers have a key each.
-	ali.PublicKeys, ali.AppIDs = []string{pemFile(t, dir, "alipay.pem", keys[0]), fakeKey}, []string{cnAppID}
-	provs, err := set.Adapters(providers.Settings{Tolerance: 5 * time.Minute})
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(appKey)
-	require.NoError(t, err)
-	privPath := filepath.Join(dir, "app.pem")
-	require.NoError(t, os.WriteFile(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	client, err := alipayapi.Config{AppPrivateKey: privPath, Gateway: gateway.URL + "/gateway.do"}.Client(ali.PublicKeys, ali.AppIDs)
-	require.NoError(t, err)
-
-	const writer, reader = "shop-writer-token", "shop-read-token"
-	a, base := serveOnLoopback(t, app.Config{
-		DatabaseURL: pgtest.NewDatabase(t), Projections: true, Providers: provs, Logger: testLogger(),
-		APITokens: []string{"shop=" + reader}, WriterTokens: []string{"orders=" + writer},
-		MaxBodyBytes: maxBody, IngestTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, ShutdownTimeout: 5 * time.Second,
-		ProviderConcurrency: -1, QueryAfter: time.Millisecond,
-		Askers: map[string]expectations.Asker{alipay.Name: askers.Alipay{Client: client, AppID: cnAppID}},
-	})
+	st := startQueryStack(t)
+	fake, a, keys := st.fake, st.app, [1]*rsa.PrivateKey{st.notifKey}
+	const writer, reader = qsWriter, qsReader
+	base := st.base
 	do := func(method, path, token string, body []byte, out any) int {
-		req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		if out != nil {
-			require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
-		}
-		return resp.StatusCode
+		return st.do(t, ctx, method, path, token, body, out)
 	}
-
 	// The order service registers what it expects; a reader may not.
 	reg := []byte(`{"provider":"alipay","reference":"ORDER-7","amount":8800,"currency":"CNY","expires_at":"` +
 		time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`)
@@ -204,4 +162,73 @@ func untilNil(ctx context.Context, f func() error) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// queryStack is serve's app with Alipay configured and asked (the
+// double's gateway), a writer and a reader token.
+type queryStack struct {
+	app      *app.App
+	base     string
+	fake     *alipayfake.Fake
+	notifKey *rsa.PrivateKey
+}
+
+const (
+	qsWriter = "shop-writer-token"
+	qsReader = "shop-read-token"
+)
+
+func startQueryStack(t *testing.T) *queryStack {
+	t.Helper()
+	keys, err := cnKeys()
+	require.NoError(t, err)
+	appKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	fake, err := alipayfake.New(cnAppID, &appKey.PublicKey)
+	require.NoError(t, err)
+	gateway := httptest.NewServer(fake)
+	t.Cleanup(gateway.Close)
+
+	dir := t.TempDir()
+	fakeKey := filepath.Join(dir, "alipay-api.pem")
+	require.NoError(t, os.WriteFile(fakeKey, fake.PublicKeyPEM(), 0o600))
+	set := registry.NewSet()
+	ali := set.Config(alipay.Name).(*alipay.Config)
+	// Alipay signs its notifications and its answers with one key; here
+	// the test's notifications and the double's answers have a key each.
+	ali.PublicKeys, ali.AppIDs = []string{pemFile(t, dir, "alipay.pem", keys[0]), fakeKey}, []string{cnAppID}
+	provs, err := set.Adapters(providers.Settings{Tolerance: 5 * time.Minute})
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(appKey)
+	require.NoError(t, err)
+	privPath := filepath.Join(dir, "app.pem")
+	require.NoError(t, os.WriteFile(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	client, err := alipayapi.Config{AppPrivateKey: privPath, Gateway: gateway.URL + "/gateway.do"}.Client(ali.PublicKeys, ali.AppIDs)
+	require.NoError(t, err)
+
+	a, base := serveOnLoopback(t, app.Config{
+		DatabaseURL: pgtest.NewDatabase(t), Projections: true, Providers: provs, Logger: testLogger(),
+		APITokens: []string{"shop=" + qsReader}, WriterTokens: []string{"orders=" + qsWriter},
+		MaxBodyBytes: maxBody, IngestTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, ShutdownTimeout: 5 * time.Second,
+		ProviderConcurrency: -1, QueryAfter: time.Millisecond,
+		Askers: map[string]expectations.Asker{alipay.Name: askers.Alipay{Client: client, AppID: cnAppID}},
+	})
+	return &queryStack{app: a, base: base, fake: fake, notifKey: keys[0]}
+}
+
+// do sends a request with token and decodes the JSON answer into out.
+func (s *queryStack) do(t *testing.T, ctx context.Context, method, path, token string, body []byte, out any) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	if out != nil {
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+	}
+	return resp.StatusCode
 }
