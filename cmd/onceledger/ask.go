@@ -9,6 +9,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers"
 	"github.com/onceledger/onceledger/adapters/providers/alipay"
 	"github.com/onceledger/onceledger/adapters/providers/alipay/alipayapi"
+	"github.com/onceledger/onceledger/adapters/providers/stripe"
 	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi"
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay/wechatpayapi"
@@ -28,6 +29,13 @@ type askFlags struct {
 // the answers are verified with the webhook configuration's keys.
 func (c *serveCmd) askers() (map[string]expectations.Asker, error) {
 	out := map[string]expectations.Asker{}
+	if strings.TrimSpace(c.StripeAsk.APIKey) != "" {
+		client, err := c.StripeAsk.Client()
+		if err != nil {
+			return nil, fmt.Errorf("asking Stripe: %w", err)
+		}
+		out[stripe.Name] = askers.Stripe{Client: client}
+	}
 	if strings.TrimSpace(c.AlipayAsk.AppPrivateKey) != "" {
 		cfg, _ := c.set().Config(alipay.Name).(*alipay.Config)
 		if cfg == nil {

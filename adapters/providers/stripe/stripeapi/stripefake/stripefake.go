@@ -37,6 +37,7 @@ type Fake struct {
 	retryHdr  string // their Retry-After
 	requests  []string
 	maxPerReq int
+	pis       map[string]PaymentIntent // paymentintents.go
 }
 
 type object struct {
@@ -150,6 +151,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/events":
 		list = f.snapshot(f.events)
 	default:
+		if f.paymentIntent(w, r) { // paymentintents.go
+			return
+		}
 		writeError(w, http.StatusNotFound, "invalid_request_error", "Unrecognized request URL (GET: "+r.URL.Path+").", "")
 		return
 	}
