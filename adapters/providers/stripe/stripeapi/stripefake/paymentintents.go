@@ -89,7 +89,7 @@ func (f *Fake) paymentIntent(w http.ResponseWriter, r *http.Request) bool {
 		if expand {
 			obj["latest_charge"] = map[string]any{"id": p.ChargeID, "object": "charge", "amount": p.Amount,
 				"amount_captured": obj["amount_received"], "currency": p.Currency, "payment_intent": id,
-				"status": map[bool]string{true: "succeeded", false: "pending"}[p.Status == "succeeded"],
+				"status":   map[bool]string{true: "succeeded", false: "pending"}[p.Status == "succeeded"],
 				"captured": p.Status == "succeeded", "created": p.Created, "balance_transaction": "txn_" + p.ChargeID}
 		}
 	}
