@@ -268,6 +268,11 @@ func (q *Querier) Ask(ctx context.Context, provider, reference string) (Outcome,
 		return OutcomeError, fmt.Errorf("provider %s is not asked (only %v are, when their API credentials are configured)", provider, q.providers())
 	}
 	lim := q.limits[provider]
+	if paused := lim.paused(q.cfg.Poll); paused > 0 {
+		// The provider said to wait (Retry-After): ask it nothing before
+		// then; the question is deferred, not asked (not counted).
+		return OutcomeRateLimited, &RetryAfterError{After: paused, Err: errors.New("the provider's Retry-After is running")}
+	}
 	if err := lim.wait(ctx); err != nil {
 		return OutcomeError, err
 	}
@@ -340,6 +345,17 @@ func (l *limiter) wait(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// paused is how long the provider's Retry-After still runs when that is
+// more than horizon (a wait a sweep should not sit through); 0 otherwise.
+func (l *limiter) paused(horizon time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := l.next.Sub(l.now()); d > horizon {
+		return d
+	}
+	return 0
 }
 
 func (l *limiter) pause(d time.Duration) {
