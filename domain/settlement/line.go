@@ -207,6 +207,13 @@ type Line struct {
 	// Balancetransfer moves the balance between batches). Absent from lines
 	// stored before it existed, which keep their meaning (posting nothing).
 	Counterpart string `json:"Counterpart,omitempty"`
+
+	// MerchantRef is the merchant's own id of the payment the line names
+	// (Alipay's and WeChat Pay's 商户订单号, out_trade_no), when the report
+	// has it: a reference the delivery carries (delivery.Event.References)
+	// so that an expected payment registered under it finds a capture first
+	// told by the bill. Not a fact: outside FactsHash.
+	MerchantRef string `json:"MerchantRef,omitempty"`
 }
 
 // BusinessID is the id of the business fact the line reports, as the
