@@ -152,18 +152,27 @@ func TestQuerierScheduleLeaseAndOutcomes(t *testing.T) {
 	assert.Equal(t, 2, n)
 	assert.WithinDuration(t, w.clock().Add(2*time.Minute), *at, time.Second)
 
+	w.advance(3 * time.Minute)
+	retryAfterDefers(t, ctx, w, asker, gate, refs, &limited, next)
+
+}
+
+// retryAfterDefers: a 429 with Retry-After holds every question to the
+// provider until it has run.
+func retryAfterDefers(t *testing.T, ctx context.Context, w *world, asker *scriptedAsker, gate *recordingGate, refs []string,
+	limited *sync.Map, next func(string) (*time.Time, int)) {
+	t.Helper()
 	// A 429 with Retry-After holds every question to the provider until it
 	// has run: the others are deferred to then, asked nothing, no attempt
 	// counted.
-	w.advance(3 * time.Minute)
 	limited.Store("ORDER-04", true)
 	asker.mu.Lock()
 	logged := len(asker.log)
 	asker.mu.Unlock()
-	q := expectations.NewQuerier(map[string]expectations.Asker{"alipay": asker}, gate, store,
+	q := expectations.NewQuerier(map[string]expectations.Asker{"alipay": asker}, gate, expectstore.New(w.pool),
 		expectations.QueryConfig{Owner: "q-limited", Now: w.clock, Rate: 10000, Batch: 100})
 	// ORDER-04 is due first.
-	_, err = w.pool.Exec(ctx, `UPDATE expected_payments SET next_query_at = next_query_at - interval '1 minute' WHERE reference = 'ORDER-04'`)
+	_, err := w.pool.Exec(ctx, `UPDATE expected_payments SET next_query_at = next_query_at - interval '1 minute' WHERE reference = 'ORDER-04'`)
 	require.NoError(t, err)
 	for {
 		n, err := q.Sweep(ctx)
@@ -177,7 +186,7 @@ func TestQuerierScheduleLeaseAndOutcomes(t *testing.T) {
 	asker.mu.Unlock()
 	require.NotEmpty(t, log)
 	assert.Equal(t, "ORDER-04", log[len(log)-1], "after the 429 nothing more was asked: %v", log)
-	at, n = next("ORDER-04")
+	at, n := next("ORDER-04")
 	require.NotNil(t, at)
 	assert.WithinDuration(t, w.clock().Add(30*time.Minute), *at, time.Second, "after its Retry-After")
 	assert.Equal(t, 2, n, "429 is not an attempt")
