@@ -69,6 +69,7 @@ func (a *App) consoleRoutes() (func(*mux.Router), error) {
 		Recon:         consoleRecon{a.recon},
 		Redrive:       consoleRedrive{a.redriver},
 		Subscriptions: consoleSubs{a.Subscriptions()},
+		Expected:      a.reads.Query,
 		SecureCookies: a.cfg.ConsoleSecureCookies,
 		Zone:          a.cfg.ReportingZone,
 		Logger:        a.log,
