@@ -199,10 +199,10 @@ func (a answering) Ask(_ context.Context, ref string) (expectations.Answer, erro
 // (revenue:sales) and the outbound feed (payment.captured,
 // expected_payment.paid) equal a model that counts each payment's capture
 // once, and an expectation ends paid exactly when its payment was told by
-// some channel. Small by default; ONCELEDGER_PROPERTY_RUNS sets the runs.
+// some channel. Small by default; ONCELEDGER_TEST_PROPERTY_RUNS sets the runs.
 func TestOneFactWhicheverChannel(t *testing.T) {
 	runs := 3
-	if s := os.Getenv("ONCELEDGER_PROPERTY_RUNS"); s != "" {
+	if s := os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS"); s != "" {
 		n, err := strconv.Atoi(s)
 		require.NoError(t, err)
 		runs = n
