@@ -54,6 +54,7 @@ type serveCmd struct {
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
+	QueryLease           int `name:"test-query-lease-seconds" env:"ONCELEDGER_TEST_QUERY_LEASE_SECONDS" hidden:"" help:"Tests only: the lease (seconds) an asker holds on an expected payment while it asks (default 60)."`
 	ExitAfterBatchCommit int `name:"test-exit-after-batch-commit" env:"ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT" hidden:"" help:"Tests only: exit (status 75) right after the Nth shared commit, before answering."`
 
 	// Providers is every provider's configuration, from the provider
@@ -185,6 +186,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		AdminTokens:          c.AdminTokens,
 		WriterTokens:         c.WriterTokens,
 		QueryAfter:           queryAfter(c.QueryAfter),
+		QueryLease:           time.Duration(c.QueryLease) * time.Second,
 		MetricsToken:         c.MetricsToken,
 		ConsoleSecureCookies: c.ConsoleSecure,
 		MaxBodyBytes:         c.MaxBodyBytes,

@@ -66,6 +66,9 @@ type Config struct {
 	// unpaid this long after its registration is asked about at the
 	// provider's API; 0 takes the default (15m), < 0 never asks.
 	QueryAfter time.Duration
+	// QueryLease is how long an asker holds an expected payment while it
+	// asks (0: the default, a minute; a crash test shortens it).
+	QueryLease time.Duration
 	// Askers ask the providers whose API credentials are configured
 	// (Stripe, Alipay, WeChat Pay) about expected payments still unpaid.
 	Askers map[string]expectations.Asker
