@@ -84,5 +84,5 @@ func TestConsoleSessionOfAWriter(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, access.Writer, got.Role)
-	require.False(t, got.CanAct())
+	require.False(t, got.Role.CanAct())
 }
