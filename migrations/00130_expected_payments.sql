@@ -61,6 +61,9 @@ CREATE TABLE expectation_captures (
     occurred_at    timestamptz NOT NULL,
     CONSTRAINT expectation_captures_pkey PRIMARY KEY (provider, reference, failed, capture_id)
 );
+-- Kept for the capture window (adapters/expectations.CaptureWindow, 30 days),
+-- then pruned by occurred_at.
+CREATE INDEX expectation_captures_occurred_idx ON expectation_captures (occurred_at);
 
 -- The manager's position in the global feed (one row).
 CREATE TABLE expectation_checkpoint (

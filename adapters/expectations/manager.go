@@ -89,7 +89,15 @@ type Store interface {
 	// DueOverdue returns expectations still expected whose expires_at is
 	// at or before now (oldest first, at most limit).
 	DueOverdue(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
+	// PruneCaptures forgets the payment facts that occurred before
+	// before.
+	PruneCaptures(ctx context.Context, before time.Time) error
 }
+
+// CaptureWindow is how long the manager remembers a capture for an
+// expectation registered after it (the order service registers before or
+// shortly after the payment; a bill comes the next day).
+const CaptureWindow = 30 * 24 * time.Hour
 
 // ErrLeaseLost: another instance took the lease; this one stops acting.
 var ErrLeaseLost = errors.New("expectations: the lease was lost")
@@ -107,10 +115,11 @@ type Config struct {
 
 // Manager is the process manager.
 type Manager struct {
-	feed  Feed
-	cmds  Commands
-	store Store
-	cfg   Config
+	feed   Feed
+	cmds   Commands
+	store  Store
+	cfg    Config
+	pruned time.Time // when the captures were last pruned
 }
 
 // New returns a manager.
@@ -173,6 +182,12 @@ func (m *Manager) Step(ctx context.Context) (int, error) {
 	}
 	if err := m.clock(ctx); err != nil {
 		return len(recs), err
+	}
+	if now := m.cfg.Now(); now.Sub(m.pruned) > time.Hour {
+		if err := m.store.PruneCaptures(ctx, now.Add(-CaptureWindow)); err != nil {
+			return len(recs), err
+		}
+		m.pruned = now
 	}
 	return len(recs), nil
 }

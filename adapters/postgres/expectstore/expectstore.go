@@ -162,3 +162,18 @@ func (s *Store) DueOverdue(ctx context.Context, now time.Time, limit int) ([]uui
 	}
 	return out, nil
 }
+
+// PruneCaptures implements expectations.Store, in batches so that a large
+// backlog never holds one long transaction.
+func (s *Store) PruneCaptures(ctx context.Context, before time.Time) error {
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM expectation_captures WHERE ctid IN (
+			SELECT ctid FROM expectation_captures WHERE occurred_at < $1 LIMIT 10000)`, before)
+		if err != nil {
+			return fmt.Errorf("expectstore: prune captures: %w", err)
+		}
+		if tag.RowsAffected() < 10000 {
+			return nil
+		}
+	}
+}

@@ -185,3 +185,22 @@ func TestManagerFollowsTheFeedAndTheClock(t *testing.T) {
 		})
 	}
 }
+
+// Captures older than the window are forgotten; newer ones kept.
+func TestPruneCaptures(t *testing.T) {
+	ctx := context.Background()
+	st := expectstore.New(pgtest.NewPool(t))
+	old := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	recent := old.Add(40 * 24 * time.Hour)
+	require.NoError(t, st.RecordPayments(ctx, []expectations.PaymentFact{
+		{Provider: "alipay", Reference: "OLD", PaymentStream: "payment-alipay-1", CaptureID: "1", Amount: 1, Currency: "CNY", At: old},
+		{Provider: "alipay", Reference: "NEW", PaymentStream: "payment-alipay-2", CaptureID: "2", Amount: 1, Currency: "CNY", At: recent},
+	}))
+	require.NoError(t, st.PruneCaptures(ctx, recent.Add(-expectations.CaptureWindow)))
+	got, err := st.PaymentsOf(ctx, "alipay", "OLD")
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	got, err = st.PaymentsOf(ctx, "alipay", "NEW")
+	require.NoError(t, err)
+	assert.Len(t, got, 1)
+}
