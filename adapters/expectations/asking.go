@@ -63,9 +63,11 @@ type Gate interface {
 	Ingest(ctx context.Context, ev delivery.Event) (ingest.Result, error)
 }
 
-// Due is one expectation whose provider is to be asked now.
+// Due is one expectation (or, Pending, one payment a webhook said is
+// pending and no expectation names) whose provider is to be asked now.
 type Due struct {
 	ID                  uuid.UUID
+	Pending             bool
 	Provider, Reference string
 	Attempts            int
 }
@@ -80,7 +82,11 @@ type Schedule interface {
 	// Reschedule sets when to ask next (zero: never again), the attempts
 	// so far, and releases owner's lease. A terminal expectation is never
 	// rescheduled.
-	Reschedule(ctx context.Context, id uuid.UUID, owner string, next time.Time, attempts int) error
+	Reschedule(ctx context.Context, d Due, owner string, next time.Time, attempts int) error
+	// ScanPending schedules, queryAfter after they were seen, the payments
+	// webhooks said are pending (Alipay WAIT_BUYER_PAY, Stripe processing)
+	// that no expectation names; it returns how many it added.
+	ScanPending(ctx context.Context, queryAfter time.Duration) (int, error)
 }
 
 // QueryConfig tunes the asking.
@@ -95,6 +101,9 @@ type QueryConfig struct {
 	Timeout             time.Duration // one question's time-out; default 20s
 	Batch               int           // default 100
 	Poll                time.Duration // default 5s
+	// PendingAfter: payments a webhook said are pending are asked about
+	// this long after (ONCELEDGER_QUERY_AFTER); 0: not asked.
+	PendingAfter time.Duration
 	Now                 func() time.Time
 	Logger              *slog.Logger
 	// Registerer takes the metric onceledger_provider_queries_total
@@ -191,6 +200,11 @@ func (q *Querier) Sweep(ctx context.Context) (int, error) {
 	if len(provs) == 0 {
 		return 0, nil
 	}
+	if q.cfg.PendingAfter > 0 {
+		if _, err := q.sched.ScanPending(ctx, q.cfg.PendingAfter); err != nil {
+			return 0, err
+		}
+	}
 	due, err := q.sched.Claim(ctx, q.cfg.Owner, provs, q.cfg.Now(), q.cfg.Lease, q.cfg.Batch)
 	if err != nil || len(due) == 0 {
 		return 0, err
@@ -248,7 +262,7 @@ func (q *Querier) handle(ctx context.Context, d Due) error {
 		attempts++
 		next = now.Add(q.backoff(attempts))
 	}
-	return q.sched.Reschedule(ctx, d.ID, q.cfg.Owner, next, attempts)
+	return q.sched.Reschedule(ctx, d, q.cfg.Owner, next, attempts)
 }
 
 func (q *Querier) backoff(attempts int) time.Duration {
