@@ -104,8 +104,8 @@ type QueryConfig struct {
 	// PendingAfter: payments a webhook said are pending are asked about
 	// this long after (ONCELEDGER_QUERY_AFTER); 0: not asked.
 	PendingAfter time.Duration
-	Now                 func() time.Time
-	Logger              *slog.Logger
+	Now          func() time.Time
+	Logger       *slog.Logger
 	// Registerer takes the metric onceledger_provider_queries_total
 	// {provider,outcome}; nil: not exported.
 	Registerer prometheus.Registerer
