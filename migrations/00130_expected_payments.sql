@@ -59,11 +59,12 @@ CREATE TABLE expectation_captures (
     failed         boolean NOT NULL DEFAULT false,
     reason         text   NOT NULL DEFAULT '',
     occurred_at    timestamptz NOT NULL,
+    seen_at        timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT expectation_captures_pkey PRIMARY KEY (provider, reference, failed, capture_id)
 );
--- Kept for the capture window (adapters/expectations.CaptureWindow, 30 days),
--- then pruned by occurred_at.
-CREATE INDEX expectation_captures_occurred_idx ON expectation_captures (occurred_at);
+-- Kept for the capture window (adapters/expectations.CaptureWindow, 30 days)
+-- after the manager saw them, then pruned.
+CREATE INDEX expectation_captures_seen_idx ON expectation_captures (seen_at);
 
 -- The manager's position in the global feed (one row).
 CREATE TABLE expectation_checkpoint (

@@ -89,9 +89,10 @@ type Store interface {
 	// DueOverdue returns expectations still expected whose expires_at is
 	// at or before now (oldest first, at most limit).
 	DueOverdue(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
-	// PruneCaptures forgets the payment facts that occurred before
-	// before.
-	PruneCaptures(ctx context.Context, before time.Time) error
+	// PruneCaptures forgets the payment facts it has kept longer than
+	// window (by the database's clock: when they were kept, not when the
+	// provider says they happened: a backfill of old events is kept too).
+	PruneCaptures(ctx context.Context, window time.Duration) error
 }
 
 // CaptureWindow is how long the manager remembers a capture for an
@@ -184,7 +185,7 @@ func (m *Manager) Step(ctx context.Context) (int, error) {
 		return len(recs), err
 	}
 	if now := m.cfg.Now(); now.Sub(m.pruned) > time.Hour {
-		if err := m.store.PruneCaptures(ctx, now.Add(-CaptureWindow)); err != nil {
+		if err := m.store.PruneCaptures(ctx, CaptureWindow); err != nil {
 			return len(recs), err
 		}
 		m.pruned = now

@@ -165,10 +165,10 @@ func (s *Store) DueOverdue(ctx context.Context, now time.Time, limit int) ([]uui
 
 // PruneCaptures implements expectations.Store, in batches so that a large
 // backlog never holds one long transaction.
-func (s *Store) PruneCaptures(ctx context.Context, before time.Time) error {
+func (s *Store) PruneCaptures(ctx context.Context, window time.Duration) error {
 	for {
 		tag, err := s.pool.Exec(ctx, `DELETE FROM expectation_captures WHERE ctid IN (
-			SELECT ctid FROM expectation_captures WHERE occurred_at < $1 LIMIT 10000)`, before)
+			SELECT ctid FROM expectation_captures WHERE seen_at < now() - make_interval(secs => $1) LIMIT 10000)`, window.Seconds())
 		if err != nil {
 			return fmt.Errorf("expectstore: prune captures: %w", err)
 		}

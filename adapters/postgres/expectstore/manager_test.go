@@ -186,17 +186,20 @@ func TestManagerFollowsTheFeedAndTheClock(t *testing.T) {
 	}
 }
 
-// Captures older than the window are forgotten; newer ones kept.
+// Captures kept longer than the window are forgotten; newer ones kept,
+// however old the provider says they are (a backfill).
 func TestPruneCaptures(t *testing.T) {
 	ctx := context.Background()
-	st := expectstore.New(pgtest.NewPool(t))
-	old := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	recent := old.Add(40 * 24 * time.Hour)
+	pool := pgtest.NewPool(t)
+	st := expectstore.New(pool)
+	old := time.Date(2020, 10, 1, 0, 0, 0, 0, time.UTC)
 	require.NoError(t, st.RecordPayments(ctx, []expectations.PaymentFact{
 		{Provider: "alipay", Reference: "OLD", PaymentStream: "payment-alipay-1", CaptureID: "1", Amount: 1, Currency: "CNY", At: old},
-		{Provider: "alipay", Reference: "NEW", PaymentStream: "payment-alipay-2", CaptureID: "2", Amount: 1, Currency: "CNY", At: recent},
+		{Provider: "alipay", Reference: "NEW", PaymentStream: "payment-alipay-2", CaptureID: "2", Amount: 1, Currency: "CNY", At: old},
 	}))
-	require.NoError(t, st.PruneCaptures(ctx, recent.Add(-expectations.CaptureWindow)))
+	_, err := pool.Exec(ctx, `UPDATE expectation_captures SET seen_at = now() - interval '31 days' WHERE reference = 'OLD'`)
+	require.NoError(t, err)
+	require.NoError(t, st.PruneCaptures(ctx, expectations.CaptureWindow))
 	got, err := st.PaymentsOf(ctx, "alipay", "OLD")
 	require.NoError(t, err)
 	assert.Empty(t, got)
