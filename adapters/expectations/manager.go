@@ -193,7 +193,8 @@ func (m *Manager) Step(ctx context.Context) (int, error) {
 	return len(recs), nil
 }
 
-// apply handles one batch: the payment facts are kept first (so that an
+// apply handles one batch: the payment facts (captures; failures and
+// cancels, which make a waiting expectation failed) are kept first (so that an
 // expectation registered in the same batch finds them), then every
 // expectation they name or that was registered is decided on, then the
 // rows of the touched expectations are folded from their streams and saved
@@ -211,7 +212,7 @@ func (m *Manager) apply(ctx context.Context, recs []eventstore.RecordedEvent) er
 			continue
 		}
 		if !strings.HasPrefix(r.StreamID, delivery.PaymentStreamPrefix) ||
-			(r.Type != payment.TypeCaptured && r.Type != payment.TypeFailed) {
+			(r.Type != payment.TypeCaptured && r.Type != payment.TypeFailed && r.Type != payment.TypeCanceled) {
 			continue
 		}
 		e, err := payment.Decode(r.Type, r.Data)
@@ -358,6 +359,11 @@ func paymentFacts(r eventstore.RecordedEvent, e payment.Event) []PaymentFact {
 		f.CaptureID, f.Amount, f.Currency = e.CaptureID, e.Amount, e.Currency
 	case payment.Failed:
 		f.Failed, f.Reason, f.CaptureID, f.Amount, f.Currency = true, e.Reason, r.ID.String(), e.Amount, e.Currency
+	case payment.Canceled:
+		// An attempt voided or a trade closed unpaid (Alipay TRADE_CLOSED,
+		// Stripe payment_intent.canceled): it failed, as far as the
+		// expectation goes; a later capture still pays it.
+		f.Failed, f.Reason, f.CaptureID = true, e.Reason, r.ID.String()
 	default:
 		return nil
 	}

@@ -207,3 +207,37 @@ func TestPruneCaptures(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, got, 1)
 }
+
+// A payment canceled or closed unpaid makes its waiting expectation
+// failed; a capture afterwards still pays it.
+func TestManagerFailedThenPaid(t *testing.T) {
+	for name, open := range worlds(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			w := open(t)
+			x, _, err := w.ops.Register(ctx, expectation.RegisterCommand{Provider: "alipay", Reference: "ORDER-F", Amount: 500,
+				Currency: "CNY", ExpiresAt: w.clock().Add(time.Hour), Actor: "shop"})
+			require.NoError(t, err)
+			closed := payment.Canceled{Meta: payment.Meta{Provider: "alipay", PaymentKey: "T-F", DedupKey: "n-closed",
+				OccurredAt: w.clock()}, Reason: "TRADE_CLOSED: unpaid trade closed"}
+			typ, data, err := payment.Encode(closed)
+			require.NoError(t, err)
+			_, err = w.store.Append(ctx, delivery.PaymentStream("alipay", "T-F"), eventstore.Any,
+				[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: data, Metadata: []byte(`{"references":["ORDER-F"]}`)}})
+			require.NoError(t, err)
+			m := w.manager("f")
+			drain(t, ctx, m)
+			got, err := w.ops.Get(ctx, x.ID)
+			require.NoError(t, err)
+			assert.Equal(t, expectation.StatusFailed, got.Status)
+			assert.Contains(t, got.Reason, "TRADE_CLOSED")
+
+			capture(t, ctx, w.store, "alipay", "T-F2", "T-F2", 500, "ORDER-F")
+			drain(t, ctx, m)
+			got, err = w.ops.Get(ctx, x.ID)
+			require.NoError(t, err)
+			assert.Equal(t, expectation.StatusPaid, got.Status)
+		})
+	}
+}
