@@ -81,6 +81,7 @@ func newCLI() *cli {
 	c := &cli{}
 	c.Serve.set()
 	c.Redrive.Serve.set()
+	c.Query.Serve.set() // query.go: asks with serve's provider configuration
 	return c
 }
 
