@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,7 +184,9 @@ func (s *server) cancelExpectation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, expectationOut(x))
 }
 
-// GET /v1/expected-payments?status=&provider=&limit=&format=
+// GET /v1/expected-payments?status=&provider=&limit=&cursor=&format=:
+// newest registration first, paged by keyset (next_cursor, and the
+// Next-Cursor header).
 func (s *server) queryExpected(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	format := q.format()
@@ -189,8 +194,15 @@ func (s *server) queryExpected(w http.ResponseWriter, r *http.Request) {
 	for _, st := range expectation.Statuses() {
 		statuses = append(statuses, string(st))
 	}
+	limit := q.Limit(defaultPageSize, maxPageSize)
 	f := views.ExpectedPaymentFilter{Status: q.OneOf("status", statuses...), Provider: q.OneOf("provider", expectation.Providers()...),
-		Limit: q.Limit(defaultPageSize, maxPageSize)}
+		Limit: limit + 1}
+	after, err := decodeExpectedCursor(q.Get("cursor"))
+	if err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	f.After = after
 	if q.Err() != nil {
 		s.queryError(w, r, q.Err())
 		return
@@ -199,21 +211,76 @@ func (s *server) queryExpected(w http.ResponseWriter, r *http.Request) {
 		fail(w, errQueryNotConfigured)
 		return
 	}
+	page := make([]views.ExpectedPayment, 0, min(f.Limit, 128))
+	if err := s.cfg.ExpectedQuery.ExpectedPayments(r.Context(), f, func(e views.ExpectedPayment) error {
+		page = append(page, e)
+		return nil
+	}); err != nil {
+		s.queryError(w, r, err)
+		return
+	}
+	next := ""
+	if len(page) > limit {
+		page = page[:limit]
+		last := page[len(page)-1]
+		next = encodeExpectedCursor(views.ExpectedPaymentKey{RegisteredAt: last.RegisteredAt, ID: last.ID})
+		w.Header().Set("Next-Cursor", next)
+	}
 	out := newRowWriter(w, format, "expected_payments", []string{
 		"id", "provider", "reference", "amount", "currency", "expires_at", "status", "late", "capture_id", "paid_amount",
 		"paid_at", "next_query_at",
 	})
-	err := s.cfg.ExpectedQuery.ExpectedPayments(r.Context(), f, func(e views.ExpectedPayment) error {
-		j := expectationJSON{ID: e.ID, Provider: e.Provider, Reference: e.Reference, Amount: e.Amount, Currency: e.Currency,
-			ExpiresAt: e.ExpiresAt, Status: e.Status, Late: e.Late, CaptureID: e.CaptureID, PaidAt: timePtr(e.PaidAt),
-			NextQueryAt: timePtr(e.NextQueryAt)}
-		paid := ""
-		if e.Status == string(expectation.StatusPaid) {
-			j.PaidAmount = &e.PaidAmount
-			paid = fmt.Sprint(e.PaidAmount)
+	for _, e := range page {
+		if err = s.expectedRow(out, e); err != nil {
+			break
 		}
-		return out.row(j, []string{e.ID.String(), e.Provider, e.Reference, fmt.Sprint(e.Amount), e.Currency,
-			formatTime(e.ExpiresAt), e.Status, fmt.Sprint(e.Late), e.CaptureID, paid, formatTime(e.PaidAt), formatTime(e.NextQueryAt)})
-	})
-	s.finishRows(w, r, out, err, nil)
+	}
+	s.finishRows(w, r, out, err, map[string]any{"next_cursor": next})
+}
+
+// expectedRow writes one expected payment, JSON or CSV.
+func (s *server) expectedRow(out *rowWriter, e views.ExpectedPayment) error {
+	j := expectationJSON{ID: e.ID, Provider: e.Provider, Reference: e.Reference, Amount: e.Amount, Currency: e.Currency,
+		ExpiresAt: e.ExpiresAt, Status: e.Status, Late: e.Late, CaptureID: e.CaptureID, PaidAt: timePtr(e.PaidAt),
+		NextQueryAt: timePtr(e.NextQueryAt)}
+	paid := ""
+	if e.Status == string(expectation.StatusPaid) {
+		j.PaidAmount = &e.PaidAmount
+		paid = fmt.Sprint(e.PaidAmount)
+	}
+	return out.row(j, []string{e.ID.String(), e.Provider, e.Reference, fmt.Sprint(e.Amount), e.Currency,
+		formatTime(e.ExpiresAt), e.Status, fmt.Sprint(e.Late), e.CaptureID, paid, formatTime(e.PaidAt), formatTime(e.NextQueryAt)})
+}
+
+// expectedCursor is a page's position: the last row's registration time
+// and id, with a checksum so that a cursor this API did not hand out is a
+// 400, not a silently wrong page.
+type expectedCursor struct {
+	V  int       `json:"v"`
+	At time.Time `json:"at"`
+	ID uuid.UUID `json:"id"`
+}
+
+func encodeExpectedCursor(k views.ExpectedPaymentKey) string {
+	b, _ := json.Marshal(expectedCursor{V: 1, At: k.RegisteredAt.UTC(), ID: k.ID})
+	sum := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(append(b, sum[:cursorSumLen]...))
+}
+
+func decodeExpectedCursor(s string) (*views.ExpectedPaymentKey, error) {
+	if s == "" {
+		return nil, nil
+	}
+	bad := fmt.Errorf("%w: cursor: not a cursor this API handed out", errBadParameter)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(raw) <= cursorSumLen {
+		return nil, bad
+	}
+	doc, sum := raw[:len(raw)-cursorSumLen], raw[len(raw)-cursorSumLen:]
+	want := sha256.Sum256(doc)
+	var c expectedCursor
+	if !bytes.Equal(sum, want[:cursorSumLen]) || json.Unmarshal(doc, &c) != nil || c.V != 1 {
+		return nil, bad
+	}
+	return &views.ExpectedPaymentKey{RegisteredAt: c.At, ID: c.ID}, nil
 }

@@ -1484,6 +1484,9 @@ type GetExpectedPaymentsParams struct {
 	Status   *GetExpectedPaymentsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
 	Provider *string                          `form:"provider,omitempty" json:"provider,omitempty"`
 
+	// Cursor The next_cursor of the previous page (opaque).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
 	// Limit At most this many (default 100, at most 1000).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -3581,6 +3584,18 @@ func NewGetExpectedPaymentsRequest(server string, params *GetExpectedPaymentsPar
 		if params.Provider != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6219,6 +6234,9 @@ type GetExpectedPaymentsResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		ExpectedPayments []ExpectedPayment `json:"expected_payments"`
+
+		// NextCursor The cursor of the next page; empty on the last.
+		NextCursor string `json:"next_cursor"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *Error
@@ -6233,6 +6251,9 @@ type GetExpectedPaymentsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetExpectedPaymentsResponse) GetJSON200() *struct {
 	ExpectedPayments []ExpectedPayment `json:"expected_payments"`
+
+	// NextCursor The cursor of the next page; empty on the last.
+	NextCursor string `json:"next_cursor"`
 } {
 	return r.JSON200
 }
@@ -9777,6 +9798,9 @@ func ParseGetExpectedPaymentsResponse(rsp *http.Response) (*GetExpectedPaymentsR
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			ExpectedPayments []ExpectedPayment `json:"expected_payments"`
+
+			// NextCursor The cursor of the next page; empty on the last.
+			NextCursor string `json:"next_cursor"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
