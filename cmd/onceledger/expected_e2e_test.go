@@ -147,38 +147,8 @@ func TestShipOnceLearnedByQuery(t *testing.T) {
 	assert.Equal(t, int64(-8800), got["revenue:sales"], "one posting")
 	assert.Equal(t, int64(800), got["expenses:discounts:alipay"], "the coupon the answer carried")
 
-	// The list pages by cursor, newest registration first.
-	for _, ref := range []string{"ORDER-8", "ORDER-9"} {
-		require.Equal(t, http.StatusOK, do(http.MethodPost, "/v1/expected-payments", writer, []byte(`{"provider":"alipay","reference":"`+ref+
-			`","amount":100,"currency":"CNY","expires_at":"`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}`), nil))
-	}
-	require.NoError(t, untilNil(ctx, func() error {
-		var all struct {
-			Expected []struct{ Reference string } `json:"expected_payments"`
-		}
-		do(http.MethodGet, "/v1/expected-payments", reader, nil, &all)
-		if len(all.Expected) < 3 {
-			return fmt.Errorf("the manager has not listed them yet")
-		}
-		return nil
-	}))
-	var seen []string
-	next := ""
-	for range 5 {
-		var page struct {
-			Expected []struct{ Reference string } `json:"expected_payments"`
-			Next     string                       `json:"next_cursor"`
-		}
-		require.Equal(t, http.StatusOK, do(http.MethodGet, "/v1/expected-payments?limit=2&cursor="+next, reader, nil, &page))
-		for _, e := range page.Expected {
-			seen = append(seen, e.Reference)
-		}
-		if next = page.Next; next == "" {
-			break
-		}
-	}
-	assert.ElementsMatch(t, []string{"ORDER-7", "ORDER-8", "ORDER-9"}, seen)
-	assert.Equal(t, http.StatusBadRequest, do(http.MethodGet, "/v1/expected-payments?cursor=bogus", reader, nil, nil))
+	checkExpectedPages(t, ctx, do, writer, reader)
+
 }
 
 // untilNil retries f every 50 ms until it returns nil or ctx ends (then its
@@ -264,4 +234,40 @@ func (s *queryStack) do(t *testing.T, ctx context.Context, method, path, token s
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
 	}
 	return resp.StatusCode
+}
+
+// checkExpectedPages: the list pages by cursor, newest registration first.
+func checkExpectedPages(t *testing.T, ctx context.Context, do func(method, path, token string, body []byte, out any) int, writer, reader string) {
+	t.Helper()
+	for _, ref := range []string{"ORDER-8", "ORDER-9"} {
+		require.Equal(t, http.StatusOK, do(http.MethodPost, "/v1/expected-payments", writer, []byte(`{"provider":"alipay","reference":"`+ref+
+			`","amount":100,"currency":"CNY","expires_at":"`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}`), nil))
+	}
+	require.NoError(t, untilNil(ctx, func() error {
+		var all struct {
+			Expected []struct{ Reference string } `json:"expected_payments"`
+		}
+		do(http.MethodGet, "/v1/expected-payments", reader, nil, &all)
+		if len(all.Expected) < 3 {
+			return fmt.Errorf("the manager has not listed them yet")
+		}
+		return nil
+	}))
+	var seen []string
+	next := ""
+	for range 5 {
+		var page struct {
+			Expected []struct{ Reference string } `json:"expected_payments"`
+			Next     string                       `json:"next_cursor"`
+		}
+		require.Equal(t, http.StatusOK, do(http.MethodGet, "/v1/expected-payments?limit=2&cursor="+next, reader, nil, &page))
+		for _, e := range page.Expected {
+			seen = append(seen, e.Reference)
+		}
+		if next = page.Next; next == "" {
+			break
+		}
+	}
+	assert.ElementsMatch(t, []string{"ORDER-7", "ORDER-8", "ORDER-9"}, seen)
+	assert.Equal(t, http.StatusBadRequest, do(http.MethodGet, "/v1/expected-payments?cursor=bogus", reader, nil, nil))
 }
