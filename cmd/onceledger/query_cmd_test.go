@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -73,4 +75,26 @@ func TestQueryCommandAsksNow(t *testing.T) {
 	require.NoError(t, core.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE type = 'payment.captured'`).Scan(&n))
 	assert.Equal(t, 1, n)
 	require.ErrorContains(t, run("query", "--provider", "adyen"), "not asked")
+
+	// --overdue asks about every overdue expected payment, whatever its
+	// schedule: one registered three hours ago that expired an hour later.
+	earlier, err := app.NewCore(ctx, app.Config{DatabaseURL: db, Logger: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return time.Now().Add(-3 * time.Hour) }})
+	require.NoError(t, err)
+	defer earlier.Close()
+	_, _, err = earlier.Expectations().Register(ctx, expectation.RegisterCommand{Provider: "alipay", Reference: "ORDER-LATE",
+		Amount: 100, Currency: "CNY", ExpiresAt: time.Now().Add(-2 * time.Hour), Actor: "shop"})
+	require.NoError(t, err)
+	m := core.ExpectationManager("overdue")
+	for status := ""; status != "overdue"; {
+		_, err := m.Step(ctx)
+		require.NoError(t, err)
+		err = core.Pool().QueryRow(ctx, `SELECT status FROM expected_payments WHERE reference = 'ORDER-LATE'`).Scan(&status)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			require.NoError(t, err)
+		}
+		require.NoError(t, ctx.Err(), "never overdue")
+	}
+	require.NoError(t, run("query", "--overdue"))
+	assert.Equal(t, 1, fake.Queries("ORDER-LATE"), "asked (Alipay has no such trade: ask again later)")
 }
