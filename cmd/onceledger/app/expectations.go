@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,6 +75,12 @@ func (a *App) startExpectations(ctx context.Context, wg *sync.WaitGroup) {
 		_ = expectstore.New(a.pool).Release(release, owner)
 	})
 	if len(a.cfg.Askers) > 0 && a.queryAfter() > 0 {
+		names := make([]string, 0, len(a.cfg.Askers))
+		for p := range a.cfg.Askers {
+			names = append(names, p)
+		}
+		slices.Sort(names)
+		a.log.Info("asking the providers about unpaid payments", "providers", names, "after", a.queryAfter())
 		q := a.querier
 		wg.Go(func() { q.Run(ctx) })
 	}
