@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/onceledger/onceledger/adapters/expectations"
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
@@ -12,10 +13,12 @@ import (
 )
 
 // WechatPay asks GET /v3/pay/transactions/out-trade-no/{out_trade_no} as
-// the direct merchant of Client (a service provider's partner variant needs
-// the sub-merchant of each payment, which an expected payment does not
-// name yet: not asked). Adapter is the webhook adapter whose code reads
-// the answer (its APIv3 key seals it into the notification's envelope).
+// the direct merchant of Client, or, for a reference
+// "{sub_mchid}/{out_trade_no}" (a service provider's: an out_trade_no is
+// unique within one sub-merchant only), the partner variant
+// /v3/pay/partner/transactions/out-trade-no/{out_trade_no}?sp_mchid=&sub_mchid=.
+// Adapter is the webhook adapter whose code reads the answer (its APIv3
+// key seals it into the notification's envelope).
 type WechatPay struct {
 	Client  *wechatpayapi.Client
 	Adapter *wechatpay.Adapter
@@ -26,8 +29,12 @@ var _ expectations.Asker = WechatPay{}
 // Ask implements expectations.Asker: SUCCESS and REFUND are paid (a
 // capture only), NOTPAY and USERPAYING ask again, CLOSED, REVOKED and
 // PAYERROR stop; 404 ORDER_NOT_EXIST asks again.
-func (w WechatPay) Ask(ctx context.Context, outTradeNo string) (expectations.Answer, error) {
-	raw, err := w.Client.Transaction(ctx, outTradeNo, "")
+func (w WechatPay) Ask(ctx context.Context, reference string) (expectations.Answer, error) {
+	sub, outTradeNo := "", reference
+	if s, no, ok := strings.Cut(reference, "/"); ok {
+		sub, outTradeNo = s, no
+	}
+	raw, err := w.Client.Transaction(ctx, outTradeNo, sub)
 	var apiErr *wechatpayapi.APIError
 	var rl *wechatpayapi.RateLimitedError
 	switch {

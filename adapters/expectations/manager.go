@@ -368,6 +368,14 @@ func paymentFacts(r eventstore.RecordedEvent, e payment.Event) []PaymentFact {
 		return nil
 	}
 	refs := append([]string{m.PaymentKey}, references(r.Metadata)...)
+	if c, ok := e.(payment.Captured); ok && c.SubMerchant != "" {
+		// A service provider's payment (WeChat Pay sub_mchid): its
+		// expectation is registered as "{sub_mchid}/{out_trade_no}", an
+		// out_trade_no being unique within one sub-merchant only.
+		for _, ref := range refs[1:] {
+			refs = append(refs, c.SubMerchant+"/"+ref)
+		}
+	}
 	out := make([]PaymentFact, 0, len(refs))
 	seen := map[string]bool{}
 	for _, ref := range refs {

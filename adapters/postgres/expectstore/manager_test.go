@@ -241,3 +241,29 @@ func TestManagerFailedThenPaid(t *testing.T) {
 		})
 	}
 }
+
+// A service provider's expectation, "{sub_mchid}/{out_trade_no}", is paid
+// by the capture of that sub-merchant's order, not another's of the same
+// out_trade_no.
+func TestManagerServiceProviderReference(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := worlds(t)["postgres"](t)
+	x, _, err := w.ops.Register(ctx, expectation.RegisterCommand{Provider: "wechatpay", Reference: "1900000201/WX-2", Amount: 400,
+		Currency: "CNY", ExpiresAt: w.clock().Add(time.Hour), Actor: "shop"})
+	require.NoError(t, err)
+	for _, c := range []struct{ txn, sub string }{{"4200000009", "1900000999"}, {"4200000002", "1900000201"}} {
+		e := payment.Captured{Meta: payment.Meta{Provider: "wechatpay", PaymentKey: c.txn, DedupKey: "d-" + c.txn, OccurredAt: w.clock()},
+			CaptureID: c.txn, Amount: 400, Currency: "CNY", SubMerchant: c.sub}
+		typ, data, err := payment.Encode(e)
+		require.NoError(t, err)
+		_, err = w.store.Append(ctx, delivery.PaymentStream("wechatpay", c.txn), eventstore.Any,
+			[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: data, Metadata: []byte(`{"references":["WX-2"]}`)}})
+		require.NoError(t, err)
+	}
+	drain(t, ctx, w.manager("sp"))
+	got, err := w.ops.Get(ctx, x.ID)
+	require.NoError(t, err)
+	assert.Equal(t, expectation.StatusPaid, got.Status)
+	assert.Equal(t, "4200000002", got.CaptureID, "the sub-merchant's own order")
+}
