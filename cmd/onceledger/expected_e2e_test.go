@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -149,6 +150,16 @@ func TestShipOnceLearnedByQuery(t *testing.T) {
 	assert.Equal(t, int64(800), got["expenses:discounts:alipay"], "the coupon the answer carried")
 
 	checkExpectedPages(t, ctx, do, writer, reader)
+
+	// /metrics counts the questions per provider and outcome.
+	req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(metrics), `onceledger_provider_queries_total{outcome="forged",provider="alipay"}`)
 
 }
 
