@@ -105,7 +105,7 @@ const propAPIv3Key = "0123456789abcdefghijklmnopqrstuv"
 
 // wechatChannels: the query answer through wechatpay's Query (sealed into
 // the notification's envelope), the notification as WeChat Pay encrypts it
-// (another id), opened by the adapter. No bill here.
+// (another id), opened by the adapter; the trade bill.
 func wechatChannels(t *testing.T) channels {
 	// A platform key is configured (the adapter needs one); nothing here
 	// is signed: the signature is the webhook path's, tested there.
@@ -125,6 +125,22 @@ func wechatChannels(t *testing.T) channels {
 	return channels{
 		provider: "wechatpay",
 		ref:      func(i int) string { return fmt.Sprintf("WX-%d", i) },
+		bill: func(t *testing.T, is []int) []byte {
+			// The trade bill (交易账单, bill_type=ALL) as WeChat Pay writes it:
+			// UTF-8 with BOM, backtick-prefixed fields, the summary row the
+			// check (fee 0 here).
+			var b strings.Builder
+			b.WriteString("\uFEFF交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\n")
+			var total int64
+			for _, i := range is {
+				total += amountOf(i)
+				fmt.Fprintf(&b, "`2026-12-01 18:00:05,`wxd678efh567hg6787,`1900000109,`0,`,`42000009912026%08d,`WX-%d,`oUpF8uMuAJO_M2pxb1Q9zNjWeS6o,`JSAPI,`SUCCESS,`CMB_DEBIT,`CNY,`%s,`0.00,`0,`0,`0.00,`0.00,`,`,`咖啡,`,`0.00000,`0.60%%,`%s,`0.00,`\n",
+					i, i, yuan(amountOf(i)), yuan(amountOf(i)))
+			}
+			b.WriteString("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\n")
+			fmt.Fprintf(&b, "`%d,`%s,`0.00,`0.00,`0.00000,`%s,`0.00\n", len(is), yuan(total), yuan(total))
+			return []byte(b.String())
+		},
 		query: func(t *testing.T, i int) delivery.Event {
 			q, err := a.Query(content(i))
 			require.NoError(t, err)
@@ -195,7 +211,7 @@ func (a answering) Ask(_ context.Context, ref string) (expectations.Answer, erro
 
 // TestOneFactWhicheverChannel: for each asked provider and both event
 // stores, random orders of query answers, webhooks (some dropped, some
-// duplicated), bill lines (Alipay) and registrations: the books
+// duplicated), bill lines (Alipay, WeChat Pay) and registrations: the books
 // (revenue:sales) and the outbound feed (payment.captured,
 // expected_payment.paid) equal a model that counts each payment's capture
 // once, and an expectation ends paid exactly when its payment was told by
