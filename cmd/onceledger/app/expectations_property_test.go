@@ -32,12 +32,14 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/alipay"
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/adapters/providers/stripe"
+	"github.com/onceledger/onceledger/adapters/providers/stripe/stripeapi/stripefake"
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
+	"github.com/onceledger/onceledger/domain/settlement"
 	"github.com/onceledger/onceledger/projections/outbound"
 )
 
@@ -165,7 +167,8 @@ func wechatChannels(t *testing.T) channels {
 }
 
 // stripeChannels: the retrieved PaymentIntent through stripe.Query, the
-// payment_intent.succeeded webhook normalized by the adapter. No bill here.
+// payment_intent.succeeded webhook normalized by the adapter; a Balance
+// Transactions list.
 func stripeChannels() channels {
 	pi := func(i int) map[string]any {
 		return map[string]any{"id": fmt.Sprintf("pi_prop%d", i), "object": "payment_intent", "amount": amountOf(i),
@@ -175,6 +178,20 @@ func stripeChannels() channels {
 	return channels{
 		provider: "stripe",
 		ref:      func(i int) string { return fmt.Sprintf("pi_prop%d", i) },
+		bill: func(t *testing.T, is []int) []byte {
+			// A Balance Transactions list (the API's list object), each
+			// charge's source expanded with its PaymentIntent.
+			var data []json.RawMessage
+			for _, i := range is {
+				data = append(data, stripefake.BalanceTransaction(settlement.Line{Provider: "stripe", Kind: settlement.KindCharge,
+					LineID: fmt.Sprintf("txn_prop%d", i), PaymentKey: fmt.Sprintf("pi_prop%d", i), CaptureID: fmt.Sprintf("ch_prop%d", i),
+					Gross: amountOf(i), Net: amountOf(i), Currency: "USD", OriginalAmount: amountOf(i), OriginalCurrency: "USD",
+					OccurredAt: time.Unix(1764583205, 0).UTC()}))
+			}
+			b, err := json.Marshal(map[string]any{"object": "list", "url": "/v1/balance_transactions", "has_more": false, "data": data})
+			require.NoError(t, err)
+			return b
+		},
 		query: func(t *testing.T, i int) delivery.Event {
 			p := pi(i)
 			p["latest_charge"] = map[string]any{"id": p["latest_charge"], "object": "charge", "created": 1764583205}
@@ -211,7 +228,7 @@ func (a answering) Ask(_ context.Context, ref string) (expectations.Answer, erro
 
 // TestOneFactWhicheverChannel: for each asked provider and both event
 // stores, random orders of query answers, webhooks (some dropped, some
-// duplicated), bill lines (Alipay, WeChat Pay) and registrations: the books
+// duplicated), settlement lines and registrations: the books
 // (revenue:sales) and the outbound feed (payment.captured,
 // expected_payment.paid) equal a model that counts each payment's capture
 // once, and an expectation ends paid exactly when its payment was told by
