@@ -18,12 +18,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/assertion"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
@@ -223,6 +225,12 @@ func decodeOne(r eventstore.RecordedEvent) (Envelope, error) {
 	if assertion.IsStream(r.StreamID) {
 		e, err := assertion.Decode(r.Type, r.Data)
 		return Envelope{Recorded: r, Assertion: e}, err
+	}
+	if strings.HasPrefix(r.StreamID, expectation.StreamPrefix) {
+		// An expected payment's own events (payment.Events that post
+		// nothing) and its reconciliation items.
+		e, err := expectation.Decode(r.Type, r.Data)
+		return Envelope{Recorded: r, Event: e}, err
 	}
 	e, err := payment.Decode(r.Type, r.Data)
 	return Envelope{Recorded: r, Event: e}, err

@@ -28,7 +28,17 @@ const (
 	// Admin may also act: settlement uploads, resolving items, redrive,
 	// erase, period close.
 	Admin Role = "admin"
+	// Writer is the merchant's order service (ONCELEDGER_WRITER_TOKENS): it
+	// may read, and register and cancel expected payments, nothing else.
+	Writer Role = "writer"
 )
+
+// CanExpect reports whether the role may register and cancel expected
+// payments (POST /v1/expected-payments, …/cancel): writers and admins.
+func (r Role) CanExpect() bool { return r == Writer || r == Admin }
+
+// CanExpect reports whether p may register and cancel expected payments.
+func (p Principal) CanExpect() bool { return p.Role.CanExpect() }
 
 // CanAct reports whether the role may use acting endpoints.
 func (r Role) CanAct() bool { return r == Admin }
@@ -86,13 +96,21 @@ func Parse(readTokens, adminTokens string) (*Tokens, error) {
 // twice, or a malformed name, is an error: a token silently counted as read
 // when it was meant as admin (or the reverse) is a security bug.
 func New(readTokens, adminTokens []string) (*Tokens, error) {
+	return NewWithWriters(readTokens, nil, adminTokens)
+}
+
+// NewWithWriters is New with a third list, the writer tokens
+// (ONCELEDGER_WRITER_TOKENS, Role Writer), read the same way; a token listed
+// under two roles is an error like any token listed twice.
+func NewWithWriters(readTokens, writerTokens, adminTokens []string) (*Tokens, error) {
 	t := &Tokens{}
 	seen := map[Digest]Role{}
 	for _, list := range []struct {
 		env  string
 		list []string
 		role Role
-	}{{"ONCELEDGER_API_TOKENS", readTokens, Read}, {"ONCELEDGER_ADMIN_TOKENS", adminTokens, Admin}} {
+	}{{"ONCELEDGER_API_TOKENS", readTokens, Read}, {"ONCELEDGER_ADMIN_TOKENS", adminTokens, Admin},
+		{"ONCELEDGER_WRITER_TOKENS", writerTokens, Writer}} {
 		for i, raw := range list.list {
 			raw = strings.TrimSpace(raw)
 			if raw == "" {

@@ -112,3 +112,23 @@ func mustParse(t *testing.T, read, admin string) *access.Tokens {
 	require.NoError(t, err)
 	return tokens
 }
+
+// A writer token reads and registers expected payments, and never acts; a
+// token listed as writer and as anything else is refused.
+func TestWriterRole(t *testing.T) {
+	tokens, err := access.NewWithWriters([]string{"r"}, []string{"shop=w-secret"}, []string{"a"})
+	require.NoError(t, err)
+	p, ok := tokens.Authenticate("w-secret")
+	require.True(t, ok)
+	assert.Equal(t, access.Principal{Actor: "shop", Role: access.Writer}, p)
+	assert.False(t, p.CanAct(), "a writer never acts")
+	assert.True(t, p.CanExpect())
+	a, _ := tokens.Authenticate("a")
+	assert.True(t, a.CanExpect(), "an admin may register expected payments too")
+	r, _ := tokens.Authenticate("r")
+	assert.False(t, r.CanExpect())
+
+	_, err = access.NewWithWriters(nil, []string{"same"}, []string{"same"})
+	require.ErrorIs(t, err, access.ErrBadTokenList)
+	assert.Contains(t, err.Error(), "ONCELEDGER_WRITER_TOKENS")
+}

@@ -78,6 +78,9 @@ type Config struct {
 	// nil answers their pages with 503 "not configured".
 	Balances    BalanceReader
 	BalanceActs BalanceActions
+	// Expected lists the expected payments (expected.go); nil answers its
+	// page with 503 "not configured".
+	Expected ExpectedReader
 	// SessionTTL is how long a sign-in lasts (default 8h).
 	SessionTTL time.Duration
 	// SecureCookies marks the cookie Secure even for plain-HTTP requests
@@ -157,6 +160,7 @@ func (c *consoleServer) routes() http.Handler {
 	mux.HandleFunc("GET /console/inbox/delivery", c.withSession(c.delivery))
 	mux.HandleFunc("POST /console/inbox/redrive", c.withSession(c.acting(c.redrive)))
 	mux.HandleFunc("GET /console/payouts", c.withSession(c.payouts))
+	mux.HandleFunc("GET /console/expected", c.withSession(c.expected)) // expected.go
 	mux.HandleFunc("GET /console/payouts/{provider}/{id}", c.withSession(c.payout))
 	mux.HandleFunc("GET /console/bank", c.withSession(c.bank))                  // bank.go
 	mux.HandleFunc("GET /console/bank/{account}", c.withSession(c.bankAccount)) // bank.go

@@ -108,6 +108,7 @@ func readSide(pool *pgxpool.Pool, es *postgres.EventStore) console.Config {
 		Read:     store,
 		Periods:  store,
 		Events:   es,
+		Expected: store,
 		Projections: projections.StatusReader{Feed: es, DB: store,
 			Options: projections.StatusOptions{LagCap: 100_000}},
 	}

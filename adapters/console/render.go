@@ -283,6 +283,7 @@ type page struct {
 }
 
 var navTitles = map[string]string{
+	"expected": "expected",
 	"overview": "overview", "payments": "payments", "payment": "payments", "search": "payments", "reconciliation": "reconciliation",
 	"inbox": "inbox", "delivery": "inbox", "redrive": "inbox", "payouts": "payouts", "payout": "payouts", "periods": "periods",
 	"projections":   "projections",

@@ -46,6 +46,7 @@ import (
 	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/bankline"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/period"
 )
 
@@ -54,13 +55,16 @@ var _ eventstore.Store = (*Store)(nil)
 // DefaultStreamPrefixes are the streams of the global feed: payments and
 // payouts (see delivery.Event.StreamID), the accounting periods' calendar
 // (domain/period.StreamID), and push subscriptions' operator items
-// (delivery.SubscriptionStream).
+// (delivery.SubscriptionStream), and expected payments
+// (domain/expectation.StreamID).
 var DefaultStreamPrefixes = []string{delivery.PaymentStreamPrefix, delivery.PayoutStreamPrefix, period.StreamID,
 	delivery.SubscriptionStreamPrefix,
 	// Provider balances: assertions, opening balances, adjustments.
 	assertion.StreamPrefix, assertion.AdjustmentStreamPrefix,
 	// Bank accounts: their statement lines, statements and items.
-	bankline.StreamPrefix}
+	bankline.StreamPrefix,
+	// Expected payments.
+	expectation.StreamPrefix}
 
 // Option configures a Store.
 type Option func(*Store)

@@ -17,6 +17,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/report"
 	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
@@ -62,6 +63,8 @@ var badInput = []error{
 	assertion.ErrInvalid,  // each names its field
 	operations.ErrItemUnknown,
 	operations.ErrClosedPeriod,
+	expectation.ErrInvalid, // a registration: the error names the field
+	expectation.ErrActorRequired,
 }
 
 // conflicts are the refusals of an action (period close or reopen, resolving
@@ -77,6 +80,8 @@ var conflicts = []error{
 	payment.ErrItemResolved,
 	payment.ErrItemOpen,
 	assertion.ErrConflict,
+	expectation.ErrConflict, // the reference is expected with another amount or currency
+	expectation.ErrPaid,
 }
 
 func isBadInput(err error) bool {

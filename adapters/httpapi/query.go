@@ -73,6 +73,7 @@ func (s *server) registerQuery(r *mux.Router) {
 	s.registerSubscriptions(v1)  // subscriptions.go
 	s.registerBalances(v1)       // balances.go
 	s.registerBankStatements(v1) // bankstatements.go
+	s.registerExpected(v1)       // expected.go
 	// Any other /v1 request goes through the token check too, so that an
 	// unauthenticated caller cannot probe which paths exist; then it is a
 	// 405 with Allow for a known path and another method, else a 404. Every

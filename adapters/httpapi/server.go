@@ -130,6 +130,14 @@ type Config struct {
 	BankStatements BankImporter
 	// ProviderDays reads the day's close per provider (readmodel.Store).
 	ProviderDays ProviderDayQuery
+	// WriterTokens may read and register and cancel expected payments
+	// (ONCELEDGER_WRITER_TOKENS), nothing else; ignored when Tokens is set.
+	WriterTokens []string
+	// Expected registers and cancels expected payments
+	// (operations.Expectations); ExpectedQuery lists them
+	// (readmodel.Store). nil = those endpoints answer 503.
+	Expected      ExpectedActions
+	ExpectedQuery ExpectedQuery
 }
 
 // DefaultProviderConcurrency is the per-provider cap on webhooks being
@@ -361,7 +369,7 @@ func (s *server) tokenAuth() *tokenAuth {
 	if s.cfg.Tokens != nil {
 		return &tokenAuth{tokens: s.cfg.Tokens}
 	}
-	t, err := access.New(s.cfg.APITokens, s.cfg.AdminTokens)
+	t, err := access.NewWithWriters(s.cfg.APITokens, s.cfg.WriterTokens, s.cfg.AdminTokens)
 	if err != nil {
 		s.log.Error("API tokens refused: /v1 answers 401 to everyone", "error", err)
 	}

@@ -3,9 +3,11 @@ package operations
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/onceledger/onceledger/domain/assertion"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections/views"
 )
@@ -80,7 +82,11 @@ func (s *Reconciliation) act(ctx context.Context, a ItemAction,
 	if assertion.IsStream(stream) {
 		return s.balanceItem(ctx, stream, cmd, decide) // reconciliation_balances.go
 	}
-	evs, err := act(ctx, s.store, stream, payment.Decode, payment.Encode, func(history []payment.Event) ([]payment.Event, error) {
+	decode := payment.Decode
+	if strings.HasPrefix(stream, expectation.StreamPrefix) {
+		decode = expectation.Decode // an expected payment's items: its own events beside them
+	}
+	evs, err := act(ctx, s.store, stream, decode, payment.Encode, func(history []payment.Event) ([]payment.Event, error) {
 		cmd.Now = s.now()
 		ev, err := decide(history, cmd)
 		if err != nil {

@@ -52,6 +52,7 @@ type cli struct {
 	Period        periodCmd        `cmd:"" help:"Close or reopen an accounting period (recorded as events with the actor)."`
 	Erase         eraseCmd         `cmd:"" help:"Erase stored raw webhook bodies (personal data) of one delivery or one payment; hashes, facts and events stay."`
 	Redrive       redriveCmd       `cmd:"" help:"Re-normalize stored raw deliveries with the current code and record what they now carry; prints counts."`
+	Query         queryCmd         `cmd:"" help:"Ask the providers' APIs now about expected or pending payments and record what they say through the webhook gate."`
 	Settle        settleCmd        `cmd:"" help:"Settlement reports: import files, or sync from a provider's API."`
 	Backfill      backfillCmd      `cmd:"" help:"Pull a provider's past events from its API and ingest them through the webhook gate."`
 	Events        eventsCmd        `cmd:"" help:"The outbound business events: tail the feed."`
@@ -92,6 +93,7 @@ func newCLI() *cli {
 	c := &cli{}
 	c.Serve.set()
 	c.Redrive.Serve.set()
+	c.Query.Serve.set() // query.go: asks with serve's provider configuration
 	return c
 }
 

@@ -25,6 +25,8 @@ type serveCmd struct {
 	Addr                string        `name:"addr" env:"ONCELEDGER_ADDR" default:":8080" group:"Server" help:"Listen address."`
 	APITokens           []string      `name:"api-tokens" env:"ONCELEDGER_API_TOKENS" sep:"," group:"Query API tokens" help:"Read tokens for /v1 and the console; name=token entries name the actor; none (and no admin token) = /v1 answers 401."`
 	AdminTokens         []string      `name:"admin-tokens" env:"ONCELEDGER_ADMIN_TOKENS" sep:"," group:"Query API tokens" help:"Tokens that may also act (settlement uploads, resolve, redrive, erase, period close); name=token entries name the actor."`
+	WriterTokens        []string      `name:"writer-tokens" env:"ONCELEDGER_WRITER_TOKENS" sep:"," group:"Query API tokens" help:"Tokens of the merchant's order service: they may read, and register and cancel expected payments, nothing else; name=token entries name the actor."`
+	QueryAfter          time.Duration `name:"query-after" env:"ONCELEDGER_QUERY_AFTER" default:"15m" group:"Tuning" help:"Ask the provider's API about an expected payment (or one left pending) with no terminal fact this long; 0 never asks."`
 	MetricsToken        string        `name:"metrics-token" env:"ONCELEDGER_METRICS_TOKEN" group:"Query API tokens" help:"Bearer token /metrics requires; none = /metrics is open."`
 	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" group:"Tuning" help:"Max signature timestamp age."`
 	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" group:"Tuning" help:"Larger webhook bodies get 413."`
@@ -50,9 +52,11 @@ type serveCmd struct {
 	outboxFlags
 	admissionFlags
 	hostileFlags // serve_limits.go
+	askFlags     // ask.go
 	// ExitAfterBatchCommit is a crash test's failpoint (cmd/loadgen/chaos):
 	// the process exits right after its Nth shared commit, before answering
 	// the deliveries it holds.
+	QueryLease           int `name:"test-query-lease-seconds" env:"ONCELEDGER_TEST_QUERY_LEASE_SECONDS" hidden:"" help:"Tests only: the lease (seconds) an asker holds on an expected payment while it asks (default 60)."`
 	ExitAfterBatchCommit int `name:"test-exit-after-batch-commit" env:"ONCELEDGER_TEST_EXIT_AFTER_BATCH_COMMIT" hidden:"" help:"Tests only: exit (status 75) right after the Nth shared commit, before answering."`
 
 	// Providers is every provider's configuration, from the provider
@@ -174,6 +178,9 @@ func (c *serveCmd) Run(g *globals) error {
 	}
 	warnNoProvider(g.log, provs)
 	cfg := c.config(g, provs)
+	if cfg.Askers, err = c.askers(); err != nil { // ask.go
+		return err
+	}
 	if cfg.ReportingZone, err = g.cli.zone(); err != nil {
 		return err
 	}
@@ -198,6 +205,9 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		Providers:            provs,
 		APITokens:            c.APITokens,
 		AdminTokens:          c.AdminTokens,
+		WriterTokens:         c.WriterTokens,
+		QueryAfter:           queryAfter(c.QueryAfter),
+		QueryLease:           time.Duration(c.QueryLease) * time.Second,
 		MetricsToken:         c.MetricsToken,
 		ConsoleSecureCookies: c.ConsoleSecure,
 		MaxBodyBytes:         c.MaxBodyBytes,
@@ -258,4 +268,13 @@ func (migrateCmd) Run(g *globals) error {
 	}
 	fmt.Printf("migrations: applied %v\n", applied)
 	return nil
+}
+
+// queryAfter maps ONCELEDGER_QUERY_AFTER to app.Config.QueryAfter, whose 0
+// means the default: "0" (never ask) becomes -1.
+func queryAfter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

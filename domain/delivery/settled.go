@@ -32,7 +32,7 @@ const KindSettled Kind = "settled"
 // the report names no payout, to a stream of its own.
 func Settled(l settlement.Line, raw []byte) Event {
 	line := l
-	return Event{
+	ev := Event{
 		Provider:    l.Provider,
 		DedupKey:    l.DedupKey(),
 		Type:        "settlement." + string(l.Kind),
@@ -42,6 +42,8 @@ func Settled(l settlement.Line, raw []byte) Event {
 		Raw:         raw,
 		Facts:       []Fact{{Kind: KindSettled, BusinessID: l.BusinessID(), Currency: l.Currency, Settlement: &line}},
 	}
+	ev.AddReferences(l.MerchantRef) // an expected payment's reference (adapters/expectations)
+	return ev
 }
 
 // KindUnsettledCheck asks the payment, after a settlement report was

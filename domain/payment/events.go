@@ -81,6 +81,9 @@ const (
 	// (docs/events.md): opened in the subscription's own stream
 	// (delivery.SubscriptionStream), resolved when it is re-enabled.
 	ReconSubscriptionDisabled = "subscription_disabled"
+	// An expected payment (domain/expectation) not paid by its expires_at:
+	// opened in the expectation's own stream, cleared by a late capture.
+	ReconPaymentOverdue = "payment_overdue"
 )
 
 // Authorized: funds reserved. Posts nothing.

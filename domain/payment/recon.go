@@ -22,6 +22,7 @@ func ReconKinds() []string {
 		ReconOverReversal,
 		ReconSubscriptionDisabled,
 		"balance_mismatch", // opened by the provider balances (domain/assertion), not by this aggregate
+		ReconPaymentOverdue,
 	}, append(SettlementReconKinds(), extensionReconKinds()...)...) // settle_events.go, extension.go
 }
 

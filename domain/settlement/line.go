@@ -225,6 +225,12 @@ type Line struct {
 	// "" for none. Absent from lines stored before it existed, which keep
 	// their meaning (posting nothing).
 	Reversal string `json:"Reversal,omitempty"`
+	// MerchantRef is the merchant's own id of the payment the line names
+	// (Alipay's and WeChat Pay's 商户订单号, out_trade_no), when the report
+	// has it: a reference the delivery carries (delivery.Event.References)
+	// so that an expected payment registered under it finds a capture first
+	// told by the bill. Not a fact: outside FactsHash.
+	MerchantRef string `json:"MerchantRef,omitempty"`
 }
 
 // Reversals (Line.Reversal). Stored names: never change one.

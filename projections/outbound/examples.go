@@ -91,6 +91,11 @@ func Examples() ([]TypeInfo, error) {
 		recs = append(recs, exampleRecord(period.StreamID, typ, data, 100+i))
 	}
 	recs = append(recs, assertionExamples()...) // assertions.go
+	more, err := expectationExampleRecords()    // expectations.go
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, more...)
 	byType := map[string]TypeInfo{}
 	for _, r := range recs {
 		e, err := FromRecorded(r)

@@ -19,6 +19,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
@@ -164,6 +165,9 @@ func FromRecorded(r eventstore.RecordedEvent) (Event, error) {
 	}
 	if assertion.IsStream(r.StreamID) {
 		return fromAssertion(out, r) // assertions.go
+	}
+	if strings.HasPrefix(r.StreamID, expectation.StreamPrefix) {
+		return fromExpectation(out, r) // expectations.go
 	}
 	e, err := payment.Decode(r.Type, r.Data)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/domain/assertion"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/period"
 )
@@ -15,10 +16,13 @@ import (
 // an example whose data the mapping builds: a new domain event type without
 // its mapping fails here.
 func TestEveryDomainTypeIsMapped(t *testing.T) {
-	stored := append(append(payment.EventTypes(), period.EventTypes()...), assertion.EventTypes()...)
+	stored := append(append(append(payment.EventTypes(), period.EventTypes()...), assertion.EventTypes()...), expectation.EventTypes()...)
 	examples := map[string]bool{}
 	for _, ex := range exampleEvents() {
 		examples[ex.event.Type()] = true
+	}
+	for _, e := range expectationExamples() {
+		examples[e.Type()] = true
 	}
 	for _, typ := range append(period.EventTypes(), assertion.EventTypes()...) {
 		examples[typ] = true // Examples builds them beside exampleEvents

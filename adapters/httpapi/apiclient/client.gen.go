@@ -63,6 +63,69 @@ func (e BankImportSummaryFormat) Valid() bool {
 	}
 }
 
+// Defines values for ExpectedPaymentStatus.
+const (
+	ExpectedPaymentStatusCanceled ExpectedPaymentStatus = "canceled"
+	ExpectedPaymentStatusExpected ExpectedPaymentStatus = "expected"
+	ExpectedPaymentStatusFailed   ExpectedPaymentStatus = "failed"
+	ExpectedPaymentStatusOverdue  ExpectedPaymentStatus = "overdue"
+	ExpectedPaymentStatusPaid     ExpectedPaymentStatus = "paid"
+)
+
+// Valid indicates whether the value is a known member of the ExpectedPaymentStatus enum.
+func (e ExpectedPaymentStatus) Valid() bool {
+	switch e {
+	case ExpectedPaymentStatusCanceled:
+		return true
+	case ExpectedPaymentStatusExpected:
+		return true
+	case ExpectedPaymentStatusFailed:
+		return true
+	case ExpectedPaymentStatusOverdue:
+		return true
+	case ExpectedPaymentStatusPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExpectedPaymentRegistrationProvider.
+const (
+	Adyen     ExpectedPaymentRegistrationProvider = "adyen"
+	Alipay    ExpectedPaymentRegistrationProvider = "alipay"
+	Circle    ExpectedPaymentRegistrationProvider = "circle"
+	Paypal    ExpectedPaymentRegistrationProvider = "paypal"
+	Square    ExpectedPaymentRegistrationProvider = "square"
+	Standard  ExpectedPaymentRegistrationProvider = "standard"
+	Stripe    ExpectedPaymentRegistrationProvider = "stripe"
+	Wechatpay ExpectedPaymentRegistrationProvider = "wechatpay"
+)
+
+// Valid indicates whether the value is a known member of the ExpectedPaymentRegistrationProvider enum.
+func (e ExpectedPaymentRegistrationProvider) Valid() bool {
+	switch e {
+	case Adyen:
+		return true
+	case Alipay:
+		return true
+	case Circle:
+		return true
+	case Paypal:
+		return true
+	case Square:
+		return true
+	case Standard:
+		return true
+	case Stripe:
+		return true
+	case Wechatpay:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ItemActionResultStatus.
 const (
 	ItemActionResultStatusOpen     ItemActionResultStatus = "open"
@@ -450,6 +513,51 @@ func (e GetBalancesParamsTime) Valid() bool {
 	case GetBalancesParamsTimeBooked:
 		return true
 	case GetBalancesParamsTimeEffective:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetExpectedPaymentsParamsStatus.
+const (
+	GetExpectedPaymentsParamsStatusCanceled GetExpectedPaymentsParamsStatus = "canceled"
+	GetExpectedPaymentsParamsStatusExpected GetExpectedPaymentsParamsStatus = "expected"
+	GetExpectedPaymentsParamsStatusFailed   GetExpectedPaymentsParamsStatus = "failed"
+	GetExpectedPaymentsParamsStatusOverdue  GetExpectedPaymentsParamsStatus = "overdue"
+	GetExpectedPaymentsParamsStatusPaid     GetExpectedPaymentsParamsStatus = "paid"
+)
+
+// Valid indicates whether the value is a known member of the GetExpectedPaymentsParamsStatus enum.
+func (e GetExpectedPaymentsParamsStatus) Valid() bool {
+	switch e {
+	case GetExpectedPaymentsParamsStatusCanceled:
+		return true
+	case GetExpectedPaymentsParamsStatusExpected:
+		return true
+	case GetExpectedPaymentsParamsStatusFailed:
+		return true
+	case GetExpectedPaymentsParamsStatusOverdue:
+		return true
+	case GetExpectedPaymentsParamsStatusPaid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetExpectedPaymentsParamsFormat.
+const (
+	GetExpectedPaymentsParamsFormatCsv  GetExpectedPaymentsParamsFormat = "csv"
+	GetExpectedPaymentsParamsFormatJson GetExpectedPaymentsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetExpectedPaymentsParamsFormat enum.
+func (e GetExpectedPaymentsParamsFormat) Valid() bool {
+	switch e {
+	case GetExpectedPaymentsParamsFormatCsv:
+		return true
+	case GetExpectedPaymentsParamsFormatJson:
 		return true
 	default:
 		return false
@@ -955,6 +1063,47 @@ type Erased struct {
 type Error struct {
 	Error string `json:"error"`
 }
+
+// ExpectedPayment defines model for ExpectedPayment.
+type ExpectedPayment struct {
+	// Amount Minor units.
+	Amount    int64              `json:"amount"`
+	CaptureId *string            `json:"capture_id,omitempty"`
+	Currency  string             `json:"currency"`
+	ExpiresAt time.Time          `json:"expires_at"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// Late Paid after it had gone overdue.
+	Late *bool `json:"late,omitempty"`
+
+	// NextQueryAt When the provider is asked next (Stripe, Alipay, WeChat Pay); absent when it is not asked.
+	NextQueryAt *time.Time `json:"next_query_at,omitempty"`
+
+	// PaidAmount What the capture was for (an `amount_mismatch` item opens when it differs).
+	PaidAmount *int64                `json:"paid_amount,omitempty"`
+	PaidAt     *time.Time            `json:"paid_at,omitempty"`
+	Provider   string                `json:"provider"`
+	Reference  string                `json:"reference"`
+	Status     ExpectedPaymentStatus `json:"status"`
+}
+
+// ExpectedPaymentStatus defines model for ExpectedPayment.Status.
+type ExpectedPaymentStatus string
+
+// ExpectedPaymentRegistration defines model for ExpectedPaymentRegistration.
+type ExpectedPaymentRegistration struct {
+	// Amount Minor units.
+	Amount int64 `json:"amount"`
+
+	// Currency Upper-case ISO 4217.
+	Currency  string                              `json:"currency"`
+	ExpiresAt time.Time                           `json:"expires_at"`
+	Provider  ExpectedPaymentRegistrationProvider `json:"provider"`
+	Reference string                              `json:"reference"`
+}
+
+// ExpectedPaymentRegistrationProvider defines model for ExpectedPaymentRegistration.Provider.
+type ExpectedPaymentRegistrationProvider string
 
 // ImportSummary defines model for ImportSummary.
 type ImportSummary struct {
@@ -1704,6 +1853,32 @@ type GetEventsParams struct {
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
+// GetExpectedPaymentsParams defines parameters for GetExpectedPayments.
+type GetExpectedPaymentsParams struct {
+	Status   *GetExpectedPaymentsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Provider *string                          `form:"provider,omitempty" json:"provider,omitempty"`
+
+	// Cursor The next_cursor of the previous page (opaque).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit At most this many (default 100, at most 1000).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Format Answer format: JSON (default) or RFC 4180 CSV with a header row.
+	Format *GetExpectedPaymentsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetExpectedPaymentsParamsStatus defines parameters for GetExpectedPayments.
+type GetExpectedPaymentsParamsStatus string
+
+// GetExpectedPaymentsParamsFormat defines parameters for GetExpectedPayments.
+type GetExpectedPaymentsParamsFormat string
+
+// PostExpectedPaymentCancelJSONBody defines parameters for PostExpectedPaymentCancel.
+type PostExpectedPaymentCancelJSONBody struct {
+	Note *string `json:"note,omitempty"`
+}
+
 // GetExportParams defines parameters for GetExport.
 type GetExportParams struct {
 	// From First day, YYYY-MM-DD in the reporting zone.
@@ -1944,6 +2119,12 @@ type PostAdjustmentJSONRequestBody = AdjustmentInput
 
 // PostBalanceAssertionJSONRequestBody defines body for PostBalanceAssertion for application/json ContentType.
 type PostBalanceAssertionJSONRequestBody = BalanceAssertionInput
+
+// PostExpectedPaymentJSONRequestBody defines body for PostExpectedPayment for application/json ContentType.
+type PostExpectedPaymentJSONRequestBody = ExpectedPaymentRegistration
+
+// PostExpectedPaymentCancelJSONRequestBody defines body for PostExpectedPaymentCancel for application/json ContentType.
+type PostExpectedPaymentCancelJSONRequestBody PostExpectedPaymentCancelJSONBody
 
 // PostInboxEraseJSONRequestBody defines body for PostInboxErase for application/json ContentType.
 type PostInboxEraseJSONRequestBody PostInboxEraseJSONBody
@@ -2279,6 +2460,49 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
 	GetEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetExpectedPayments Expected payments and their status
+	//
+	// Newest registration first. `status` is what the expectation's own events say (its stream `expectation-{id}`), folded by the expectation process manager: `expected`, `paid` (a capture for it was recorded, by any channel; `late` when after `overdue`), `overdue` (nothing paid by `expires_at`), `failed`, `canceled`.
+	//
+	// Corresponds with GET /v1/expected-payments (the `GetExpectedPayments` operationId).
+	GetExpectedPayments(ctx context.Context, params *GetExpectedPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostExpectedPaymentWithBody Register an expected payment (writer or admin)
+	//
+	// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+	PostExpectedPaymentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostExpectedPayment Register an expected payment (writer or admin)
+	//
+	// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+	PostExpectedPayment(ctx context.Context, body PostExpectedPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostExpectedPaymentCancelWithBody Cancel an expected payment not yet paid (writer or admin)
+	//
+	// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+	PostExpectedPaymentCancelWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostExpectedPaymentCancel Cancel an expected payment not yet paid (writer or admin)
+	//
+	// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+	PostExpectedPaymentCancel(ctx context.Context, id openapi_types.UUID, body PostExpectedPaymentCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetExport The journal in an accounting tool's import format
 	//
@@ -2862,6 +3086,99 @@ func (c *Client) GetEvents(ctx context.Context, params *GetEventsParams, reqEdit
 // Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
 func (c *Client) GetEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventTypesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetExpectedPayments Expected payments and their status
+//
+// Newest registration first. `status` is what the expectation's own events say (its stream `expectation-{id}`), folded by the expectation process manager: `expected`, `paid` (a capture for it was recorded, by any channel; `late` when after `overdue`), `overdue` (nothing paid by `expires_at`), `failed`, `canceled`.
+//
+// Corresponds with GET /v1/expected-payments (the `GetExpectedPayments` operationId).
+func (c *Client) GetExpectedPayments(ctx context.Context, params *GetExpectedPaymentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetExpectedPaymentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostExpectedPaymentWithBody Register an expected payment (writer or admin)
+//
+// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+func (c *Client) PostExpectedPaymentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostExpectedPaymentRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostExpectedPayment Register an expected payment (writer or admin)
+//
+// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+func (c *Client) PostExpectedPayment(ctx context.Context, body PostExpectedPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostExpectedPaymentRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostExpectedPaymentCancelWithBody Cancel an expected payment not yet paid (writer or admin)
+//
+// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+func (c *Client) PostExpectedPaymentCancelWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostExpectedPaymentCancelRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostExpectedPaymentCancel Cancel an expected payment not yet paid (writer or admin)
+//
+// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+func (c *Client) PostExpectedPaymentCancel(ctx context.Context, id openapi_types.UUID, body PostExpectedPaymentCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostExpectedPaymentCancelRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4309,6 +4626,195 @@ func NewGetEventTypesRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGetExpectedPaymentsRequest constructs an http.Request for the GetExpectedPayments method
+func NewGetExpectedPaymentsRequest(server string, params *GetExpectedPaymentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/expected-payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Provider != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "provider", *params.Provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostExpectedPaymentRequest calls the generic PostExpectedPayment builder with application/json body
+func NewPostExpectedPaymentRequest(server string, body PostExpectedPaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostExpectedPaymentRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPostExpectedPaymentRequestWithBody constructs an http.Request for the PostExpectedPayment method, with any body, and a specified content type
+func NewPostExpectedPaymentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/expected-payments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPostExpectedPaymentCancelRequest calls the generic PostExpectedPaymentCancel builder with application/json body
+func NewPostExpectedPaymentCancelRequest(server string, id openapi_types.UUID, body PostExpectedPaymentCancelJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostExpectedPaymentCancelRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPostExpectedPaymentCancelRequestWithBody constructs an http.Request for the PostExpectedPaymentCancel method, with any body, and a specified content type
+func NewPostExpectedPaymentCancelRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/expected-payments/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6247,6 +6753,51 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/events/types (the `GetEventTypes` operationId).
 	GetEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetEventTypesResponse, error)
 
+	// GetExpectedPaymentsWithResponse Expected payments and their status
+	//
+	// Newest registration first. `status` is what the expectation's own events say (its stream `expectation-{id}`), folded by the expectation process manager: `expected`, `paid` (a capture for it was recorded, by any channel; `late` when after `overdue`), `overdue` (nothing paid by `expires_at`), `failed`, `canceled`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/expected-payments (the `GetExpectedPayments` operationId).
+	GetExpectedPaymentsWithResponse(ctx context.Context, params *GetExpectedPaymentsParams, reqEditors ...RequestEditorFn) (*GetExpectedPaymentsResponse, error)
+
+	// PostExpectedPaymentWithBodyWithResponse Register an expected payment (writer or admin)
+	//
+	// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+	PostExpectedPaymentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostExpectedPaymentResponse, error)
+
+	// PostExpectedPaymentWithResponse Register an expected payment (writer or admin)
+	//
+	// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+	PostExpectedPaymentWithResponse(ctx context.Context, body PostExpectedPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*PostExpectedPaymentResponse, error)
+
+	// PostExpectedPaymentCancelWithBodyWithResponse Cancel an expected payment not yet paid (writer or admin)
+	//
+	// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+	PostExpectedPaymentCancelWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostExpectedPaymentCancelResponse, error)
+
+	// PostExpectedPaymentCancelWithResponse Cancel an expected payment not yet paid (writer or admin)
+	//
+	// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+	PostExpectedPaymentCancelWithResponse(ctx context.Context, id openapi_types.UUID, body PostExpectedPaymentCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*PostExpectedPaymentCancelResponse, error)
+
 	// GetExportWithResponse The journal in an accounting tool's import format
 	//
 	// The journal of a range of accounting dates as `beancount` (a file `bean-check` accepts: `open` directives at first use, commodities declared, one transaction per ledger event with payment, payout and provider ids as metadata, `balance` directives from agreeing balance assertions made at a day boundary), `hledger` (a journal `hledger check -s` accepts, agreeing balance assertions as assertions on postings), `xero` (Xero's manual journal import: `Narration`, `Date`, `Description`, `AccountCode`, `TaxRate`, `Amount` signed debit positive) or `quickbooks` (QuickBooks Online's journal entry import: `Journal No.`, `Journal Date`, `Account Name` as Parent:Sub, `Description`, `Debits`, `Credits`). Entries are dated where they are booked: an entry at its effective date in the reporting zone, a late adjustment at the first day of the period it is booked into, its memo naming its effective date; so a closed period's export is the same file whenever it is made. A range that starts after the first entry opens with one transaction per account and currency carrying its balance against `equity:opening_balances`. Xero and QuickBooks: one journal per day and currency, named in the narration; at most 300 lines per Xero journal (a busy day is split into balanced journals). Each paid payout is a deposit journal of its own: its amount on the bank clearing account against its settlement lines by kind (gross, fees). Account names come from the account table (docs/accountants.md), overridable with `ONCELEDGER_EXPORT_ACCOUNTS`. The answer streams.
@@ -7361,6 +7912,258 @@ func (r GetEventTypesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetEventTypesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetExpectedPaymentsResponse401Headers the declared response headers of an HTTP 401 response for GetExpectedPayments
+type GetExpectedPaymentsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetExpectedPaymentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		ExpectedPayments []ExpectedPayment `json:"expected_payments"`
+
+		// NextCursor The cursor of the next page; empty on the last.
+		NextCursor string `json:"next_cursor"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetExpectedPaymentsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetExpectedPaymentsResponse) GetJSON200() *struct {
+	ExpectedPayments []ExpectedPayment `json:"expected_payments"`
+
+	// NextCursor The cursor of the next page; empty on the last.
+	NextCursor string `json:"next_cursor"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetExpectedPaymentsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetExpectedPaymentsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetExpectedPaymentsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetExpectedPaymentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetExpectedPaymentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetExpectedPaymentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetExpectedPaymentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostExpectedPaymentResponse401Headers the declared response headers of an HTTP 401 response for PostExpectedPayment
+type PostExpectedPaymentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostExpectedPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ExpectedPayment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostExpectedPaymentResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostExpectedPaymentResponse) GetJSON200() *ExpectedPayment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostExpectedPaymentResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostExpectedPaymentResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostExpectedPaymentResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostExpectedPaymentResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostExpectedPaymentResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostExpectedPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostExpectedPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostExpectedPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostExpectedPaymentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostExpectedPaymentCancelResponse401Headers the declared response headers of an HTTP 401 response for PostExpectedPaymentCancel
+type PostExpectedPaymentCancelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type PostExpectedPaymentCancelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ExpectedPayment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostExpectedPaymentCancelResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostExpectedPaymentCancelResponse) GetJSON200() *ExpectedPayment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostExpectedPaymentCancelResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostExpectedPaymentCancelResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostExpectedPaymentCancelResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostExpectedPaymentCancelResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostExpectedPaymentCancelResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostExpectedPaymentCancelResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostExpectedPaymentCancelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostExpectedPaymentCancelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostExpectedPaymentCancelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostExpectedPaymentCancelResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10016,6 +10819,81 @@ func (c *ClientWithResponses) GetEventTypesWithResponse(ctx context.Context, req
 	return ParseGetEventTypesResponse(rsp)
 }
 
+// GetExpectedPaymentsWithResponse Expected payments and their status
+//
+// Newest registration first. `status` is what the expectation's own events say (its stream `expectation-{id}`), folded by the expectation process manager: `expected`, `paid` (a capture for it was recorded, by any channel; `late` when after `overdue`), `overdue` (nothing paid by `expires_at`), `failed`, `canceled`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/expected-payments (the `GetExpectedPayments` operationId).
+func (c *ClientWithResponses) GetExpectedPaymentsWithResponse(ctx context.Context, params *GetExpectedPaymentsParams, reqEditors ...RequestEditorFn) (*GetExpectedPaymentsResponse, error) {
+	rsp, err := c.GetExpectedPayments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetExpectedPaymentsResponse(rsp)
+}
+
+// PostExpectedPaymentWithBodyWithResponse Register an expected payment (writer or admin)
+//
+// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+func (c *ClientWithResponses) PostExpectedPaymentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostExpectedPaymentResponse, error) {
+	rsp, err := c.PostExpectedPaymentWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostExpectedPaymentResponse(rsp)
+}
+
+// PostExpectedPaymentWithResponse Register an expected payment (writer or admin)
+//
+// Appends `expectation.registered` to the expectation's own stream. Idempotent on (provider, reference): the same body again answers 200 with the same `id` and records nothing; another amount or currency is 409. `reference` is the merchant's id the provider echoes (Alipay and WeChat Pay `out_trade_no`, Stripe PaymentIntent id, Adyen `merchantReference`, PayPal order id, Square payment id, Circle payment id).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/expected-payments (the `PostExpectedPayment` operationId).
+func (c *ClientWithResponses) PostExpectedPaymentWithResponse(ctx context.Context, body PostExpectedPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*PostExpectedPaymentResponse, error) {
+	rsp, err := c.PostExpectedPayment(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostExpectedPaymentResponse(rsp)
+}
+
+// PostExpectedPaymentCancelWithBodyWithResponse Cancel an expected payment not yet paid (writer or admin)
+//
+// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+func (c *ClientWithResponses) PostExpectedPaymentCancelWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostExpectedPaymentCancelResponse, error) {
+	rsp, err := c.PostExpectedPaymentCancelWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostExpectedPaymentCancelResponse(rsp)
+}
+
+// PostExpectedPaymentCancelWithResponse Cancel an expected payment not yet paid (writer or admin)
+//
+// Appends `expectation.canceled` (actor: the token's name; the optional note) and resolves an open `payment_overdue` item. Canceling a canceled one answers it again.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/expected-payments/{id}/cancel (the `PostExpectedPaymentCancel` operationId).
+func (c *ClientWithResponses) PostExpectedPaymentCancelWithResponse(ctx context.Context, id openapi_types.UUID, body PostExpectedPaymentCancelJSONRequestBody, reqEditors ...RequestEditorFn) (*PostExpectedPaymentCancelResponse, error) {
+	rsp, err := c.PostExpectedPaymentCancel(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostExpectedPaymentCancelResponse(rsp)
+}
+
 // GetExportWithResponse The journal in an accounting tool's import format
 //
 // The journal of a range of accounting dates as `beancount` (a file `bean-check` accepts: `open` directives at first use, commodities declared, one transaction per ledger event with payment, payout and provider ids as metadata, `balance` directives from agreeing balance assertions made at a day boundary), `hledger` (a journal `hledger check -s` accepts, agreeing balance assertions as assertions on postings), `xero` (Xero's manual journal import: `Narration`, `Date`, `Description`, `AccountCode`, `TaxRate`, `Amount` signed debit positive) or `quickbooks` (QuickBooks Online's journal entry import: `Journal No.`, `Journal Date`, `Account Name` as Parent:Sub, `Description`, `Debits`, `Credits`). Entries are dated where they are booked: an entry at its effective date in the reporting zone, a late adjustment at the first day of the period it is booked into, its memo naming its effective date; so a closed period's export is the same file whenever it is made. A range that starts after the first entry opens with one transaction per account and currency carrying its balance against `equity:opening_balances`. Xero and QuickBooks: one journal per day and currency, named in the narration; at most 300 lines per Xero journal (a busy day is split into balanced journals). Each paid payout is a deposit journal of its own: its amount on the bank clearing account against its settlement lines by kind (gross, fees). Account names come from the account table (docs/accountants.md), overridable with `ONCELEDGER_EXPORT_ACCOUNTS`. The answer streams.
@@ -11268,6 +12146,229 @@ func ParseGetEventTypesResponse(rsp *http.Response) (*GetEventTypesResponse, err
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetEventTypesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetExpectedPaymentsResponse parses an HTTP response from a GetExpectedPaymentsWithResponse call
+func ParseGetExpectedPaymentsResponse(rsp *http.Response) (*GetExpectedPaymentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetExpectedPaymentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			ExpectedPayments []ExpectedPayment `json:"expected_payments"`
+
+			// NextCursor The cursor of the next page; empty on the last.
+			NextCursor string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetExpectedPaymentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostExpectedPaymentResponse parses an HTTP response from a PostExpectedPaymentWithResponse call
+func ParsePostExpectedPaymentResponse(rsp *http.Response) (*PostExpectedPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostExpectedPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ExpectedPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostExpectedPaymentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostExpectedPaymentCancelResponse parses an HTTP response from a PostExpectedPaymentCancelWithResponse call
+func ParsePostExpectedPaymentCancelResponse(rsp *http.Response) (*PostExpectedPaymentCancelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostExpectedPaymentCancelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ExpectedPayment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PostExpectedPaymentCancelResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

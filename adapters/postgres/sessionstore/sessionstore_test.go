@@ -70,3 +70,19 @@ func TestConsoleSessionsConcurrentAndPurged(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM console_sessions`).Scan(&n))
 	assert.Equal(t, 1, n, "a sign-in deletes expired sessions")
 }
+
+// A writer token (the order service's) may sign in to the console too:
+// its session keeps its role (migration 00130 admits it).
+func TestConsoleSessionOfAWriter(t *testing.T) {
+	ctx := context.Background()
+	st := sessionstore.New(pgtest.NewPool(t))
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	s := access.Session{IDHash: sha256.Sum256([]byte("w-1")), Actor: "shop", Role: access.Writer,
+		TokenDigest: access.DigestOf("w"), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	require.NoError(t, st.Create(ctx, s))
+	got, ok, err := st.Get(ctx, s.IDHash, now)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, access.Writer, got.Role)
+	require.False(t, got.Role.CanAct())
+}

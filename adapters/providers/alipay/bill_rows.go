@@ -28,6 +28,7 @@ func (b *bill) tradeRow(rec []string) error {
 	l := settlement.Line{Provider: Name, SourceType: typ, PaymentKey: tradeNo, CaptureID: tradeNo,
 		Currency: cny, OriginalCurrency: cny, OccurredAt: at,
 		Fee: -fee} // printed negative when charged, positive when returned
+	l.MerchantRef = b.get(rec, "商户订单号") // a reference for expected payments, not a fact
 	switch typ {
 	case "交易":
 		order, err := b.amount(rec, "订单金额(元)")

@@ -32,6 +32,7 @@ func (b *wxBill) tradeRow(rec []string) error {
 	}
 	l := settlement.Line{Provider: Name, SourceType: status, PaymentKey: txn, CaptureID: txn,
 		Currency: cny, OriginalCurrency: cny, OccurredAt: at, Fee: roundFen(fee5)}
+	l.MerchantRef = b.get(rec, "商户订单号") // a reference for expected payments, not a fact
 	switch status {
 	case "SUCCESS":
 		settle, err := b.amount(rec, "应结订单金额")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/access"
 	"github.com/onceledger/onceledger/adapters/admission"
+	"github.com/onceledger/onceledger/adapters/expectations"
 	"github.com/onceledger/onceledger/adapters/httpapi"
 	"github.com/onceledger/onceledger/adapters/jetstream"
 	"github.com/onceledger/onceledger/adapters/providers"
@@ -62,6 +63,19 @@ type Config struct {
 	// AdminTokens may also act (settlement uploads, resolve, redrive, erase,
 	// period close); the entry's name is the actor recorded on actions.
 	AdminTokens []string
+	// WriterTokens (ONCELEDGER_WRITER_TOKENS) may read, and register and
+	// cancel expected payments, nothing else.
+	WriterTokens []string
+	// QueryAfter is ONCELEDGER_QUERY_AFTER: an expected payment still
+	// unpaid this long after its registration is asked about at the
+	// provider's API; 0 takes the default (15m), < 0 never asks.
+	QueryAfter time.Duration
+	// QueryLease is how long an asker holds an expected payment while it
+	// asks (0: the default, a minute; a crash test shortens it).
+	QueryLease time.Duration
+	// Askers ask the providers whose API credentials are configured
+	// (Stripe, Alipay, WeChat Pay) about expected payments still unpaid.
+	Askers map[string]expectations.Asker
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 	// ConsoleSecureCookies marks the console's session cookie Secure even
@@ -150,14 +164,16 @@ type App struct {
 	admission *admission.Controller
 	// outbound is GET /v1/events's feed; Serve starts its one listener.
 	outbound *outbound.Feed
-	closed   sync.Once
+	// querier asks the providers (expectations.go).
+	querier *expectations.Querier
+	closed  sync.Once
 }
 
 // New builds the app from cfg: the core (NewCore), then the web (the
 // HTTP handler with /v1, the console, the monitor and the metrics). Close
 // or Run releases what it opened.
 func New(ctx context.Context, cfg Config) (*App, error) {
-	tokens, err := access.New(cfg.APITokens, cfg.AdminTokens)
+	tokens, err := access.NewWithWriters(cfg.APITokens, cfg.WriterTokens, cfg.AdminTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +236,7 @@ func (a *App) web(ctx context.Context) error {
 	hc.UploadIdleTimeout = cfg.UploadIdleTimeout
 	hc.Balances, hc.BalanceQuery, hc.ProviderDays = a.Balances(), a.reads.Query, a.reads.Query
 	hc.BankStatements = bankStatements{a.BankImporter()} // bank.go
+	a.expectedRoutes(&hc)                                // expectations.go
 	a.handler = httpapi.NewHandler(hc)
 	lim := cfg.Admission
 	lim.MaxConnections = cfg.MaxConnections
@@ -346,6 +363,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	for _, w := range a.workers {
 		wg.Go(func() { _ = w.Run(bgCtx) })
 	}
+	a.startExpectations(bgCtx, &wg) // expectations.go
 	if c.RawRetention > 0 {
 		wg.Go(func() { a.retain(bgCtx) })
 	}

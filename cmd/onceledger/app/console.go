@@ -73,6 +73,7 @@ func (a *App) consoleRoutes() (func(*mux.Router), error) {
 		Subscriptions: consoleSubs{a.Subscriptions()},
 		Balances:      a.reads.Query,
 		BalanceActs:   consoleBalances{a.Balances()}, // balances.go
+		Expected:      a.reads.Query,
 		SecureCookies: a.cfg.ConsoleSecureCookies,
 		Zone:          a.cfg.ReportingZone,
 		Logger:        a.log,

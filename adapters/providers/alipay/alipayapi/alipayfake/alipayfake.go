@@ -49,6 +49,9 @@ type Fake struct {
 	badSign *rsa.PrivateKey
 	// Requests counts the gateway calls that passed the signature check.
 	Requests int
+	// trades and queries: alipay.trade.query (tradequery.go).
+	trades  map[string]Trade
+	queries map[string]int
 }
 
 // New returns a double accepting requests of appID signed by the private
@@ -154,6 +157,10 @@ func (f *Fake) gateway(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.Get("sign_type") != "RSA2" || !f.verify(p) {
 		f.answer(w, responseKey, map[string]string{"code": "40002", "msg": "Invalid Arguments", "sub_code": "isv.invalid-signature", "sub_msg": "验签出错"})
+		return
+	}
+	if p.Get("method") == queryMethod && p.Get("format") == "JSON" && p.Get("version") == "1.0" {
+		f.tradeQuery(w, r, p) // tradequery.go
 		return
 	}
 	if p.Get("method") != method || p.Get("format") != "JSON" || p.Get("version") != "1.0" || p.Get("timestamp") == "" {

@@ -37,7 +37,8 @@ type Fake struct {
 	retryHdr  string // their Retry-After
 	requests  []string
 	maxPerReq int
-	balance   []byte // GET /v1/balance's answer (balance.go)
+	balance   []byte                   // GET /v1/balance's answer (balance.go)
+	pis       map[string]PaymentIntent // paymentintents.go
 }
 
 type object struct {
@@ -155,6 +156,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/events":
 		list = f.snapshot(f.events)
 	default:
+		if f.paymentIntent(w, r) { // paymentintents.go
+			return
+		}
 		writeError(w, http.StatusNotFound, "invalid_request_error", "Unrecognized request URL (GET: "+r.URL.Path+").", "")
 		return
 	}

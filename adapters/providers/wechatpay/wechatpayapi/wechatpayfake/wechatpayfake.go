@@ -57,6 +57,9 @@ type Fake struct {
 	AnswerSkew time.Duration
 	// Requests counts requests that passed the Authorization check.
 	Requests int
+	// txns and queries: the transaction query (transactions.go).
+	txns    map[string]Transaction
+	queries map[string]int
 }
 
 type download struct {
@@ -133,7 +136,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v3/billdownload/file":
 		f.download(w, r)
 	default:
-		f.fail(w, http.StatusNotFound, "NOT_FOUND", "no such API")
+		if !f.transaction(w, r) { // transactions.go
+			f.fail(w, http.StatusNotFound, "NOT_FOUND", "no such API")
+		}
 	}
 }
 
