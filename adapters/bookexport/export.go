@@ -81,14 +81,14 @@ type Source interface {
 }
 
 // Assertion is a balance assertion as an export shows it: a balance a
-// provider or bank stated for one account and currency at one moment, and
-// whether the ledger agreed.
+// provider or bank stated for one account and currency at one moment. It
+// carries no "the ledger agreed": that changes when a late fact arrives,
+// and an export compares the stated balance with its own figures.
 type Assertion struct {
 	Account  string
 	Currency money.Currency
 	AsOf     time.Time
 	Stated   int64
-	Agreed   bool
 	Provider string
 	Source   string
 }

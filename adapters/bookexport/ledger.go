@@ -208,7 +208,8 @@ func (s *ledgerSink) assertBefore(date string) error {
 // assertion on a posting) when it was made at a day boundary and the
 // export's own balance at that moment agrees (the ledger's as of then,
 // unless a late adjustment is dated elsewhere in the export: the file must
-// pass bean-check and hledger check); else a comment saying why not.
+// pass bean-check and hledger check); else a comment saying why not, from
+// the export's own figures alone.
 func (s *ledgerSink) assert(a Assertion, date string) error {
 	stated := money.FormatMinor(a.Stated, a.Currency)
 	boundary := a.AsOf.Equal(midnight(a.AsOf, s.zone))
@@ -244,11 +245,11 @@ func (s *ledgerSink) assert(a Assertion, date string) error {
 	case !boundary:
 		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) not at a day boundary: %s %s %s as of %s\n",
 			date, who, n, stated, a.Currency, a.AsOf.UTC().Format(time.RFC3339Nano))
-	case a.Agreed:
-		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) agreed by effective time, not by this export's dates (a late adjustment): %s %s %s, here %s %s\n",
-			date, who, n, stated, a.Currency, money.FormatMinor(running, a.Currency), a.Currency)
 	default:
-		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) the ledger disagrees with: %s %s %s, here %s %s\n",
+		// Whether the ledger agreed by effective time is left unsaid: a
+		// late fact changes that (the read model's figure follows it),
+		// and a closed period's export must not change with it.
+		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) that differs from the balance at this export's dates: %s %s %s, here %s %s\n",
 			date, who, n, stated, a.Currency, money.FormatMinor(running, a.Currency), a.Currency)
 	}
 	return nil

@@ -44,7 +44,10 @@ func (r ReadModelAssertions) ExportAssertions(ctx context.Context, from, to time
 			closedAt[p.Period] = *p.ClosedAt
 		}
 	}
-	rows, err := r.Reader.BalanceAssertions(ctx, views.AssertionFilter{From: from, To: to.Add(time.Nanosecond)})
+	// as_of <= to: Postgres keeps microseconds (pgx truncates a
+	// nanosecond away), so the bound past to is a microsecond past it;
+	// as_of = to is the range's closing balance, the one most checked.
+	rows, err := r.Reader.BalanceAssertions(ctx, views.AssertionFilter{From: from, To: to.Add(time.Microsecond)})
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +58,7 @@ func (r ReadModelAssertions) ExportAssertions(ctx context.Context, from, to time
 			continue
 		}
 		out = append(out, Assertion{Account: a.Account, Currency: money.Currency(a.Currency), AsOf: a.AsOf,
-			Stated: a.Stated, Agreed: a.Status() == views.AssertionAgreed, Provider: a.Provider, Source: a.Source})
+			Stated: a.Stated, Provider: a.Provider, Source: a.Source})
 	}
 	return out, nil
 }
