@@ -278,19 +278,29 @@ func payoutID(e views.ExportEntry) string {
 	return ""
 }
 
-// beanString quotes s as a beancount string: the ids are the providers',
-// so a quote, a backslash or a control character is replaced rather than
-// trusted to an escape.
+// beanString quotes s as a beancount string. The ids are the providers'
+// and the accountant's key back to them, so they are kept exactly: '"'
+// and '\' are escaped (beancount's strings read \" and \\ back as " and
+// \). A line break or other control character, which no provider's id
+// holds, becomes a space: beancount limits a string's lines
+// (long_string_maxlines), and an entry stays one line of text.
 func beanString(s string) string {
-	return `"` + strings.Map(func(r rune) rune {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
 		switch {
 		case r == '"' || r == '\\':
-			return '\''
+			b.WriteByte('\\')
+			b.WriteRune(r)
 		case r < 0x20 || r == 0x7f:
-			return ' '
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, s) + `"`
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // beanComment is s on one comment line.

@@ -1,0 +1,44 @@
+package bookexport_test
+
+import (
+	"encoding/csv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onceledger/onceledger/adapters/bookexport"
+	"github.com/onceledger/onceledger/domain/period"
+)
+
+// A provider's id is the accountant's key back to the provider's
+// dashboard: beancount keeps it exactly (its strings escape '"' and '\'),
+// quotes, backslashes, commas and Chinese included, as bean-query reads
+// it back; only a line break, which no provider's id holds, becomes a
+// space.
+func TestBeancountKeepsProviderIDsExactly(t *testing.T) {
+	zone := time.UTC
+	ids := []string{`pi_"q"\z,1;x`, `订单\"`, "a\nb"}
+	want := []string{`pi_"q"\z,1;x`, `订单\"`, "a b"}
+	m := &memorySource{zone: zone}
+	for i, id := range ids {
+		m.event("stripe", "payment-stripe-"+id, "payment.captured", time.Date(2026, 11, 2+i, 9, 0, 0, 0, zone), period.Period{},
+			"provider:stripe:balance", "USD", 100, "revenue:sales", "USD", -100)
+	}
+	x := &bookexport.Exporter{Source: m, Zone: zone}
+	bean := export(t, x, bookexport.Beancount, "2026-11-01", "2026-12-01")
+	out := tool(t, bean, "bean-query", "-f", "csv", "FILE", `SELECT DISTINCT entry_meta("payment-id") AS id, narration ORDER BY id`)
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err, out)
+	require.Len(t, recs, 4, out)
+	got := map[string]string{}
+	for _, r := range recs[1:] {
+		got[strings.TrimSpace(r[0])] = strings.TrimSpace(r[1])
+	}
+	for _, id := range want {
+		assert.Equal(t, "payment.captured "+id, got[id], "payment-id %q: %s", id, out)
+	}
+	tool(t, export(t, x, bookexport.Hledger, "2026-11-01", "2026-12-01"), "hledger", "-f", "FILE", "check", "-s")
+}
