@@ -107,6 +107,17 @@ func TestAnAccountTheTableCannotNameIsAnErrorNamingIt(t *testing.T) {
 		assert.Contains(t, err.Error(), "revenue:sales")
 	}
 
+	// A QuickBooks name a spreadsheet would run as a formula is refused:
+	// the CSV would carry it with a quote in front, an account
+	// QuickBooks does not have.
+	for _, n := range []string{"=Sales", "+Sales", "-Sales", "@Sales"} {
+		qb, err := bookexport.ParseTable(strings.NewReader("[quickbooks]\nrevenue:sales="+n+"\n"), "accounts.txt")
+		require.NoError(t, err)
+		_, err = qb.Name(bookexport.QuickBooks, "revenue:sales")
+		require.ErrorIs(t, err, bookexport.ErrUnmappedAccount, n)
+		assert.Contains(t, err.Error(), "revenue:sales")
+	}
+
 	// The export refuses before it writes a byte.
 	m = sampleBooks(zone)
 	m.event("stripe", "payment-stripe-x", "adjustment", time.Date(2026, 11, 5, 0, 0, 0, 0, zone), period.Period{},
