@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,4 +133,66 @@ func TestJournalCSVNeutralizesIDs(t *testing.T) {
 	bean := export(t, x, bookexport.Beancount, "2026-11-01", "2026-12-01")
 	tool(t, bean, "bean-check", "FILE")
 	tool(t, export(t, x, bookexport.Hledger, "2026-11-01", "2026-12-01"), "hledger", "-f", "FILE", "check", "-s")
+}
+
+var balanceDirective = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d balance `)
+
+// Random ledgers with balance assertions at random midnights, half of them
+// the balance by the export's dates (they become beancount balance
+// directives and hledger assertions, which the tools verify), half off by
+// one minor unit (comments): every file passes its tool, with exactly the
+// agreeing ones as directives.
+func TestRandomAssertionsPassTheTools(t *testing.T) {
+	runs := 2
+	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("ONCELEDGER_TEST_PROPERTY_SEED"), 10, 64); err == nil {
+		seed, runs = v, 1
+	}
+	zone, err := time.LoadLocation("Asia/Tokyo")
+	require.NoError(t, err)
+	for r := range runs {
+		s := seed + uint64(r)
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(s, s))
+			m := randomBooks(rng, zone, 60)
+			var asserts fixedAssertions
+			agreeing := map[string]int{} // by export start
+			starts := []string{"2026-11-01", "2026-11-17", "2026-12-01"}
+			for range 40 {
+				e := m.entries[rng.IntN(len(m.entries))]
+				at := time.Date(2026, 11, 1+rng.IntN(61), 0, 0, 0, 0, zone)
+				d := at.Format(time.DateOnly)
+				var bal int64
+				for _, x := range m.entries {
+					if x.Account == e.Account && x.Currency == e.Currency && x.Date < d {
+						bal += x.Amount
+					}
+				}
+				agree := rng.IntN(2) == 0
+				if !agree {
+					bal++
+				}
+				asserts = append(asserts, bookexport.Assertion{Account: e.Account, Currency: e.Currency, AsOf: at, Stated: bal, Provider: "stripe"})
+				for _, from := range starts {
+					if agree && d >= from {
+						agreeing[from]++
+					}
+				}
+			}
+			sort.SliceStable(asserts, func(i, j int) bool { return asserts[i].AsOf.Before(asserts[j].AsOf) })
+			x := &bookexport.Exporter{Source: m, Zone: zone, Assertions: asserts}
+			for _, from := range starts {
+				to := "2027-01-01"
+				bean := export(t, x, bookexport.Beancount, from, to)
+				tool(t, bean, "bean-check", "FILE")
+				assert.Len(t, balanceDirective.FindAll(bean, -1), agreeing[from], "seed %d from %s", s, from)
+				hl := export(t, x, bookexport.Hledger, from, to)
+				tool(t, hl, "hledger", "-f", "FILE", "check", "-s")
+				assert.Equal(t, agreeing[from], strings.Count(string(hl), "balance stated at the end of the day"), "seed %d from %s", s, from)
+			}
+		})
+	}
 }
