@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -291,6 +292,7 @@ func exportStory(t *testing.T, esdb bool) {
 	s.november()
 	s.closeNovember()
 	before := s.checkNovember()
+	s.oneConnection(before)
 	s.lateFactsAndRebuild()
 	s.sameNovember(before)
 	s.checkDecember()
@@ -433,6 +435,33 @@ func (s *story) checkNovember() map[string][]byte {
 	checkQuickBooks(t, before["quickbooks"], named(t, bookexport.QuickBooks, nov))
 
 	return before
+}
+
+// oneConnection exports the closed month through a read model whose pool
+// has a single connection: a deposit journal's payout lines must not need a
+// second connection while the entries stream (N concurrent exports on a
+// pool of N would each hold one and wait for another, for ever).
+func (s *story) oneConnection(before map[string][]byte) {
+	t := s.t
+	cfg := s.b.app.Pool().Config()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	rm := readmodel.New(pool)
+	x := &bookexport.Exporter{Source: rm, Deposits: true, Zone: s.zone,
+		Assertions: bookexport.ReadModelAssertions{Reader: rm, Zone: s.zone}}
+	for _, f := range []bookexport.Format{bookexport.Xero, bookexport.QuickBooks} {
+		// A guard against the hang, not a timing: a deadlocked export
+		// fails at the deadline instead of stalling the suite.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var out bytes.Buffer
+		err := x.Export(ctx, bookexport.Request{Format: f, From: time.Date(2026, 11, 1, 0, 0, 0, 0, s.zone),
+			To: time.Date(2026, 12, 1, 0, 0, 0, 0, s.zone)}, &out)
+		cancel()
+		require.NoError(t, err, f)
+		assert.Equal(t, string(before[string(f)]), out.String(), f)
+	}
 }
 
 // lateFactsAndRebuild records December's facts, late ones for November

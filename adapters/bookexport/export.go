@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -100,22 +99,14 @@ type Assertions interface {
 	ExportAssertions(ctx context.Context, from, to time.Time) ([]Assertion, error)
 }
 
-// Deposits sums a payout's settlement lines by kind, in one currency, as
-// they stood when the period the payout is booked into was closed (all of
-// them while it is open) (readmodel.Store): the Xero and QuickBooks
-// deposit journals itemise each paid payout with them.
-type Deposits interface {
-	ExportPayoutLines(ctx context.Context, provider, payoutID string, c money.Currency,
-		booked period.Period) ([]views.PayoutLineSum, error)
-}
-
 // Exporter writes exports.
 type Exporter struct {
 	Source Source
-	// Deposits, when set, writes each paid payout as a deposit journal of
-	// its own (Xero, QuickBooks); nil: a payout is a line of its day's
-	// journal like any other event.
-	Deposits Deposits
+	// Deposits writes each paid payout as a deposit journal of its own
+	// (Xero, QuickBooks), itemised by its settlement lines (the Source
+	// reads them, ExportFilter.Deposits); false: a payout is a line of its
+	// day's journal like any other event.
+	Deposits bool
 	// Assertions, when set, adds the balance assertions of the range
 	// (beancount `balance` directives, hledger balance assertions, or
 	// comments); nil: none.
@@ -212,6 +203,18 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 			return err
 		}
 	}
+	csv := req.Format == Xero || req.Format == QuickBooks
+	f := views.ExportFilter{From: from, To: to, Zone: zone, ByCurrency: csv}
+	var deposits depositLines // filled before the first entry
+	if x.Deposits && csv {
+		deposits = depositLines{}
+		f.Deposits = func(ds []views.ExportDeposit) error {
+			for _, d := range ds {
+				deposits[d.DepositKey] = append(deposits[d.DepositKey], d.PayoutLineSum)
+			}
+			return nil
+		}
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	head := header{format: req.Format, from: from, to: to, zone: zone}
 	var s sink
@@ -221,11 +224,10 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 	case Hledger:
 		s = newLedgerSink(bw, name, head, false, asserts, zone)
 	case Xero:
-		s = newXeroSink(bw, name, zone, x.depositLines(ctx))
+		s = newXeroSink(bw, name, zone, deposits)
 	case QuickBooks:
-		s = newQuickBooksSink(bw, name, zone, x.depositLines(ctx))
+		s = newQuickBooksSink(bw, name, zone, deposits)
 	}
-	f := views.ExportFilter{From: from, To: to, Zone: zone, ByCurrency: req.Format == Xero || req.Format == QuickBooks}
 	openDate := from.AddDate(0, 0, -1).Format(time.DateOnly)
 	err = x.Source.ExportJournal(ctx, f, func(open []views.ExportOpening) error {
 		return s.opening(openDate, open)
@@ -237,17 +239,6 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 		err = bw.Flush()
 	}
 	return err
-}
-
-// depositLines reads the payout lines of the deposit journals (nil
-// without Deposits).
-func (x *Exporter) depositLines(ctx context.Context) depositLines {
-	if x.Deposits == nil {
-		return nil
-	}
-	return func(provider, payoutID string, c money.Currency, booked period.Period) ([]views.PayoutLineSum, error) {
-		return x.Deposits.ExportPayoutLines(ctx, provider, payoutID, c, booked)
-	}
 }
 
 // midnight is the start of t's day in zone.

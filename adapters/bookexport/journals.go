@@ -14,7 +14,6 @@ import (
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -76,8 +75,9 @@ type journalSink struct {
 	zone         *time.Location
 }
 
-// depositLines sums a payout's settlement lines by kind, in one currency.
-type depositLines func(provider, payoutID string, c money.Currency, booked period.Period) ([]views.PayoutLineSum, error)
+// depositLines are the settlement lines of the range's paid payouts,
+// summed by kind (ExportFilter.Deposits); nil: no deposit journals.
+type depositLines map[views.DepositKey][]views.PayoutLineSum
 
 // journalID names a journal of a day and currency: its part (a day split
 // into several journals), or, for a payout's deposit journal, the payout.
@@ -186,10 +186,7 @@ func (s *journalSink) depositJournal() (bool, error) {
 	if payout == "" {
 		return false, nil
 	}
-	sums, err := s.deposits(first.Provider, payout, s.cur, first.Period)
-	if err != nil {
-		return false, err
-	}
+	sums := s.deposits[views.DepositKey{Provider: first.Provider, PayoutID: payout, Currency: s.cur, Period: first.Period}]
 	bal, err := s.name(balance)
 	if err != nil {
 		return false, err

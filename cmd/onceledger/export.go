@@ -47,7 +47,7 @@ func (c *exportCmd) Run(g *globals) error {
 	}
 	defer pool.Close()
 	rm := readmodel.New(pool)
-	x := &bookexport.Exporter{Source: rm, Deposits: rm, Accounts: table, Zone: zone,
+	x := &bookexport.Exporter{Source: rm, Deposits: true, Accounts: table, Zone: zone,
 		Assertions: bookexport.ReadModelAssertions{Reader: rm, Zone: zone}}
 	req := bookexport.Request{Format: f, From: from, To: to}
 	if c.Out == "" {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/period"
 )
 
 // The shapes of the exports to accountants' tools (GET /v1/export/{format},
@@ -22,6 +23,12 @@ type ExportFilter struct {
 	// order (one journal per day and currency: Xero, QuickBooks); else a
 	// day's entries are in feed order, the postings of an event together.
 	ByCurrency bool
+	// Deposits, when set, receives, before the entries and from the same
+	// snapshot, the settlement lines of every payout paid in the range
+	// summed by kind (the Xero and QuickBooks deposit journals): read up
+	// front, because nothing else can be read while the entries stream
+	// (a pool of N connections would deadlock under N exports).
+	Deposits func([]ExportDeposit) error
 }
 
 // ExportEntry is one posting of an export, with where it is booked.
@@ -46,4 +53,19 @@ type PayoutLineSum struct {
 	Kind            string
 	Lines           int64
 	Gross, Fee, Net int64
+}
+
+// DepositKey names one deposit journal's payout: a payout paid in one
+// currency, booked into one period.
+type DepositKey struct {
+	Provider, PayoutID string
+	Currency           money.Currency
+	Period             period.Period
+}
+
+// ExportDeposit is one kind of the settlement lines of a payout paid in
+// an export's range.
+type ExportDeposit struct {
+	DepositKey
+	PayoutLineSum
 }

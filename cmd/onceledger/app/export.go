@@ -13,6 +13,6 @@ type ExportTable = *bookexport.Table
 // queries read.
 func (a *App) exporter() httpapi.Exporter {
 	q := a.reads.Query
-	return &bookexport.Exporter{Source: q, Deposits: q, Accounts: a.cfg.ExportAccounts, Zone: a.cfg.ReportingZone,
+	return &bookexport.Exporter{Source: q, Deposits: true, Accounts: a.cfg.ExportAccounts, Zone: a.cfg.ReportingZone,
 		Assertions: bookexport.ReadModelAssertions{Reader: q, Zone: a.cfg.ReportingZone}}
 }
