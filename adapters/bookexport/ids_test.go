@@ -1,6 +1,7 @@
 package bookexport_test
 
 import (
+	"bytes"
 	"encoding/csv"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // quotes, backslashes, commas and Chinese included, as bean-query reads
 // it back; only a line break, which no provider's id holds, becomes a
 // space.
-func TestBeancountKeepsProviderIDsExactly(t *testing.T) {
+func TestExportsKeepProviderIDsExactly(t *testing.T) {
 	zone := time.UTC
 	ids := []string{`pi_"q"\z,1;x`, `订单\"`, "a\nb"}
 	want := []string{`pi_"q"\z,1;x`, `订单\"`, "a b"}
@@ -41,4 +42,19 @@ func TestBeancountKeepsProviderIDsExactly(t *testing.T) {
 		assert.Equal(t, "payment.captured "+id, got[id], "payment-id %q: %s", id, out)
 	}
 	tool(t, export(t, x, bookexport.Hledger, "2026-11-01", "2026-12-01"), "hledger", "-f", "FILE", "check", "-s")
+
+	// The CSV files carry them too, byte for byte, in the descriptions
+	// (Xero's column 3, QuickBooks' 4), whatever they hold.
+	for f, col := range map[bookexport.Format]int{bookexport.Xero: 2, bookexport.QuickBooks: 3} {
+		recs, err := csv.NewReader(bytes.NewReader(export(t, x, f, "2026-11-01", "2026-12-01"))).ReadAll()
+		require.NoError(t, err)
+		for _, id := range ids[:2] {
+			found := false
+			for _, r := range recs[1:] {
+				require.Len(t, r, 6)
+				found = found || strings.HasSuffix(r[col], " "+id)
+			}
+			assert.True(t, found, "%s: %q in %v", f, id, recs)
+		}
+	}
 }
