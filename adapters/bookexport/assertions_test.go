@@ -58,7 +58,7 @@ func TestBalanceAssertionsInBeancountAndHledger(t *testing.T) {
 	// A wrong directive would fail bean-check: the check is real.
 	broken := strings.Replace(bean, "96.80 USD", "96.81 USD", 1)
 	assert.NotEqual(t, bean, broken)
-	assert.Error(t, runTool([]byte(broken), "bean-check"))
+	assert.Error(t, exec.Command("bean-check", writeTemp(t, broken)).Run())
 
 	// hledger: the same three as balance assertions on postings of the
 	// day before, which hledger check -s verifies.

@@ -191,17 +191,3 @@ func TestFormatsPassTheirTools(t *testing.T) {
 		checkQuickBooks(t, export(t, x, bookexport.QuickBooks, r[0], r[1]), sums(t, m, bookexport.QuickBooks, r[1]))
 	}
 }
-
-// runTool runs name on a file holding body and returns its error.
-func runTool(body []byte, name string) error {
-	dir, err := os.MkdirTemp("", "bookexport")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "books")
-	if err := os.WriteFile(file, body, 0o600); err != nil {
-		return err
-	}
-	return exec.Command(name, file).Run()
-}
