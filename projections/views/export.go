@@ -3,6 +3,8 @@ package views
 import (
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/period"
 )
@@ -31,12 +33,21 @@ type ExportFilter struct {
 	Deposits func([]ExportDeposit) error
 }
 
-// ExportEntry is one posting of an export, with where it is booked.
+// ExportEntry is one posting of an export, with where it is booked:
+// what the formats write, nothing more (a year of them streams through).
 type ExportEntry struct {
-	JournalRow
-	StreamID  string
-	EventType string
-	Amount    int64 // signed: debit positive
+	Date           string // the accounting date, YYYY-MM-DD in the reporting zone
+	Account        string
+	Currency       money.Currency
+	Amount         int64 // signed: debit positive
+	EventType      string
+	Provider       string
+	StreamID       string
+	EventID        uuid.UUID
+	EffectiveAt    time.Time
+	Period         period.Period // booked into
+	LateAdjustment bool
+	Adjusts        period.Period // a late adjustment's closed period
 }
 
 // ExportOpening is the balance of one account and currency over the

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/onceledger/onceledger/adapters/eventstore"
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
@@ -114,7 +113,7 @@ func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
 			order += `currency, `
 		}
 		rows, err = tx.Query(ctx, inRange(`e.account, e.amount, e.currency, e.event_type, e.provider, e.stream_id,
-			e.event_id, e.effective_at, e.booked_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, ''),
+			e.event_id, e.effective_at, e.period, e.late_adjustment, coalesce(e.adjusts_period, ''),
 			e.position_commit, e.position_prepare, e.posting_index`)+`
 			ORDER BY `+order+`position_commit, position_prepare, event_id, posting_index`, args...)
 		if err != nil {
@@ -125,17 +124,14 @@ func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
 			var x views.ExportEntry
 			var d time.Time
 			var cur, booked, adjusts string
-			var commit, prepare int64
+			var commit, prepare int64 // the order's, not written
+			var posting int32
 			if err := rows.Scan(&d, &x.Account, &x.Amount, &cur, &x.EventType, &x.Provider, &x.StreamID,
-				&x.EventID, &x.EffectiveAt, &x.BookedAt, &booked, &x.LateAdjustment, &adjusts,
-				&commit, &prepare, &x.Key.PostingIndex); err != nil {
+				&x.EventID, &x.EffectiveAt, &booked, &x.LateAdjustment, &adjusts, &commit, &prepare, &posting); err != nil {
 				return err
 			}
-			x.Key.Position = eventstore.Position{Commit: uint64(commit), Prepare: uint64(prepare)}
-			x.Key.EventID = x.EventID
 			x.Currency = money.Currency(cur)
 			x.Date = d.Format(time.DateOnly)
-			x.Memo = x.EventType
 			var err error
 			if x.Period, err = period.Parse(booked); err != nil {
 				return err
@@ -144,11 +140,6 @@ func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
 				if x.Adjusts, err = period.Parse(adjusts); err != nil {
 					return err
 				}
-			}
-			if x.Amount >= 0 {
-				x.Debit, x.DebitDecimal = x.Amount, money.FormatMinor(x.Amount, x.Currency)
-			} else {
-				x.Credit, x.CreditDecimal = -x.Amount, money.FormatMinor(-x.Amount, x.Currency)
 			}
 			if err := entry(x); err != nil {
 				return err
