@@ -58,3 +58,27 @@ func TestExportsKeepProviderIDsExactly(t *testing.T) {
 		}
 	}
 }
+
+// Amounts at the gate's bound (10^15 minor units) in currencies of 0, 2
+// and 3 decimals, their balances near int64's range (3×10^18): each tool
+// reads them back to the minor unit, as opening balances too.
+func TestHugeAmountsExact(t *testing.T) {
+	zone := time.UTC
+	m := &memorySource{zone: zone}
+	const bound = 1_000_000_000_000_000
+	for i := range 3000 {
+		c := []string{"JPY", "USD", "BHD"}[i%3]
+		m.event("stripe", "payment-stripe-big", "payment.captured", time.Date(2026, 11, 1+i%30, 9, 0, 0, 0, zone), period.Period{},
+			"provider:stripe:balance", c, bound-1, "expenses:fees:stripe", c, 1, "revenue:sales", c, -bound)
+	}
+	m.event("stripe", "payment-stripe-big", "refund.succeeded", time.Date(2026, 12, 2, 9, 0, 0, 0, zone), period.Period{},
+		"revenue:refunds", "BHD", bound, "provider:stripe:balance", "BHD", -bound)
+	x := &bookexport.Exporter{Source: m, Zone: zone}
+	for _, from := range []string{"2026-11-01", "2026-12-01"} {
+		to := "2027-01-01"
+		assert.Equal(t, sums(t, m, bookexport.Beancount, to), beanBalances(t, export(t, x, bookexport.Beancount, from, to)), from)
+		assert.Equal(t, sums(t, m, bookexport.Hledger, to), hledgerBalances(t, export(t, x, bookexport.Hledger, from, to)), from)
+		checkXero(t, export(t, x, bookexport.Xero, from, to), sums(t, m, bookexport.Xero, to))
+		checkQuickBooks(t, export(t, x, bookexport.QuickBooks, from, to), sums(t, m, bookexport.QuickBooks, to))
+	}
+}
