@@ -68,6 +68,14 @@ func TestDefaultTableNamesEveryAccountInEveryTool(t *testing.T) {
 	n, err = table.Name(bookexport.Xero, "bank:main")
 	require.NoError(t, err)
 	assert.Equal(t, "BMAIN", n)
+	// Another provider (docs/accountants.md): its name when at most 8
+	// letters and digits, else 8 hex digits of its SHA-256.
+	n, err = table.Name(bookexport.Xero, "provider:newpay:balance")
+	require.NoError(t, err)
+	assert.Equal(t, "11NEWPAY", n)
+	n, err = table.Name(bookexport.Xero, "provider:newpay_2:balance")
+	require.NoError(t, err)
+	assert.Regexp(t, `^11[0-9A-F]{8}$`, n)
 }
 
 func TestAnAccountTheTableCannotNameIsAnErrorNamingIt(t *testing.T) {
