@@ -308,6 +308,7 @@ type story struct {
 	report  string    // the Stripe payout report
 	nets    int64     // the Stripe payout
 	state   func(asOf time.Time, amount int64)
+	stateAs func(key string, asOf time.Time, amount int64)
 }
 
 func (s *story) at(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, s.zone) }
@@ -353,13 +354,14 @@ func (s *story) november() {
 	// Stated balances of the Standard account (a dashboard): at the end
 	// of 2 November (agrees: 96.80), within a day, and one that differs.
 	balances := operations.NewBalances(b.app.Events().Store, b.app.Periods(), nil, nil)
-	s.state = func(asOf time.Time, amount int64) {
+	s.stateAs = func(key string, asOf time.Time, amount int64) {
 		t.Helper()
 		_, err := balances.State(context.Background(), assertion.Statement{Provider: "standard", Account: "provider:standard:balance",
 			Currency: "USD", Source: "dashboard", Actor: "alice", Note: "checked",
-			Points: []assertion.Point{{Key: asOf.UTC().Format(time.RFC3339), AsOf: asOf, Amount: amount}}})
+			Points: []assertion.Point{{Key: key, AsOf: asOf, Amount: amount}}})
 		require.NoError(t, err)
 	}
+	s.state = func(asOf time.Time, amount int64) { s.stateAs(asOf.UTC().Format(time.RFC3339), asOf, amount) }
 	s.state(at(3, 0), 9680)
 	s.state(at(3, 12), 9680)
 	s.state(at(11, 0), 1)
@@ -482,6 +484,10 @@ func (s *story) lateFactsAndRebuild() {
 	require.Equal(t, http.StatusOK, status, "%s", got)
 	// A balance of November stated after its close: not in its export.
 	s.state(at(20, 0), 7180)
+	// The balance at the start of December (the end of November), stated
+	// after November's close: not in November's export, but December's
+	// starts there, and agrees (the late capture is dated 1 December).
+	s.stateAs("start-of-december", time.Date(2026, 12, 1, 0, 0, 0, 0, zone), 0)
 	b.caughtUp()
 	ctx := context.Background()
 	rm, err := postgres.NewReadModelPool(ctx, b.app.Pool())
@@ -515,6 +521,8 @@ func (s *story) checkDecember() {
 	bean := b.export("beancount", "2026-12-01", "2027-01-01")
 	assert.Equal(t, named(t, bookexport.Beancount, dec), beanBalances(t, bean), "bean-query balances = December's trial balance")
 	assert.Contains(t, string(bean), `2026-11-30 * "onceledger" "opening balance"`)
+	assert.Contains(t, string(bean), "\n2026-12-01 balance Assets:Provider:Standard:Balance  0.00 USD\n",
+		"an assertion at the start of an open period's export, stated after the previous period's close")
 	assert.Contains(t, string(bean), `2026-12-01 * "standard" "payment.captured pay_late (late: effective 2026-11-28, adjusts 2026-11)"`)
 	assert.Contains(t, string(bean), `2026-12-01 * "stripe" "payment.captured pi_9 (late: effective 2026-11-16, adjusts 2026-11)"`)
 	assert.Equal(t, named(t, bookexport.Hledger, dec), hledgerBalances(t, b.export("hledger", "2026-12-01", "2027-01-01")))
