@@ -52,7 +52,7 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("%w %q: want beancount, hledger, xero or quickbooks", ErrUnknownFormat, s)
 }
 
-// ContentType and FileName describe an export's answer.
+// ContentType is the media type of f's files.
 func (f Format) ContentType() string {
 	switch f {
 	case Xero, QuickBooks:
@@ -216,13 +216,13 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 		}
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	head := header{format: req.Format, from: from, to: to, zone: zone}
+	head := header{from: from, to: to, zone: zone}
 	var s sink
 	switch req.Format {
 	case Beancount:
-		s = newLedgerSink(bw, name, head, true, asserts, zone)
+		s = newLedgerSink(bw, name, head, true, asserts)
 	case Hledger:
-		s = newLedgerSink(bw, name, head, false, asserts, zone)
+		s = newLedgerSink(bw, name, head, false, asserts)
 	case Xero:
 		s = newXeroSink(bw, name, zone, deposits)
 	case QuickBooks:
@@ -249,7 +249,6 @@ func midnight(t time.Time, zone *time.Location) time.Time {
 
 // header is what the text formats say about themselves at the top.
 type header struct {
-	format   Format
 	from, to time.Time
 	zone     *time.Location
 }

@@ -34,8 +34,8 @@ type ledgerSink struct {
 }
 
 func newLedgerSink(w *bufio.Writer, name func(string) (string, error), h header, beancount bool,
-	asserts []Assertion, zone *time.Location) *ledgerSink {
-	s := &ledgerSink{w: w, name: name, beancount: beancount, zone: zone, opened: map[string]bool{},
+	asserts []Assertion) *ledgerSink {
+	s := &ledgerSink{w: w, name: name, beancount: beancount, zone: h.zone, opened: map[string]bool{},
 		commodity: map[money.Currency]bool{}, balance: map[string]int64{}, asserts: asserts}
 	mark := ";"
 	if beancount {
