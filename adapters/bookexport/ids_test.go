@@ -82,3 +82,37 @@ func TestHugeAmountsExact(t *testing.T) {
 		checkQuickBooks(t, export(t, x, bookexport.QuickBooks, from, to), sums(t, m, bookexport.QuickBooks, to))
 	}
 }
+
+// A payout's deposit journal stands apart from its day's journal in the
+// file: the rows of each journal are together (QuickBooks groups by
+// Journal No., Xero by narration and date; an accountant reads them in
+// order), whatever the day's order of events.
+func TestJournalRowsAreContiguous(t *testing.T) {
+	zone := time.UTC
+	m := &memorySource{zone: zone}
+	at := func(h int) time.Time { return time.Date(2026, 11, 2, h, 0, 0, 0, zone) }
+	m.event("stripe", "payment-stripe-pi_1", "payment.captured", at(8), period.Period{},
+		"provider:stripe:balance", "USD", 970, "expenses:fees:stripe", "USD", 30, "revenue:sales", "USD", -1000)
+	m.event("stripe", "payout-stripe-po_1", "payout.paid", at(9), period.Period{},
+		"bank:payouts", "USD", 970, "provider:stripe:balance", "USD", -970)
+	m.event("stripe", "payment-stripe-pi_2", "payment.captured", at(10), period.Period{},
+		"provider:stripe:balance", "USD", 485, "expenses:fees:stripe", "USD", 15, "revenue:sales", "USD", -500)
+	x := &bookexport.Exporter{Source: m, Zone: zone, Deposits: true}
+	for f, key := range map[bookexport.Format]func(r []string) string{
+		bookexport.Xero:       func(r []string) string { return r[0] + r[1] },
+		bookexport.QuickBooks: func(r []string) string { return r[0] },
+	} {
+		recs, err := csv.NewReader(bytes.NewReader(export(t, x, f, "2026-11-01", "2026-12-01"))).ReadAll()
+		require.NoError(t, err)
+		done := map[string]bool{}
+		prev := ""
+		for _, r := range recs[1:] {
+			k := key(r)
+			if k != prev {
+				assert.False(t, done[k], "%s: journal %s resumes after another: %v", f, k, recs)
+				done[k], prev = true, k
+			}
+		}
+		assert.Len(t, done, 2, "%s: the day's journal and the payout's deposit journal", f)
+	}
+}

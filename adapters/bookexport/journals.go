@@ -66,13 +66,23 @@ type journalSink struct {
 	// journal.
 	deposits     depositLines
 	depositCount int // deposit journals of the day and currency so far
-	date         string
-	cur          money.Currency
-	part         int
-	lines        []journalLine       // the journal being filled
-	event        []views.ExportEntry // the current event's postings in this currency
-	evID         uuid.UUID
-	zone         *time.Location
+	// The day's deposit journals, written after its journal so that each
+	// journal's rows stand together (QuickBooks' day journal is written
+	// as it comes); a day's payouts are few.
+	pending []pendingJournal
+	date    string
+	cur     money.Currency
+	part    int
+	lines   []journalLine       // the journal being filled
+	event   []views.ExportEntry // the current event's postings in this currency
+	evID    uuid.UUID
+	zone    *time.Location
+}
+
+// pendingJournal is a deposit journal waiting for its day's journal to end.
+type pendingJournal struct {
+	id    journalID
+	lines []journalLine
 }
 
 // depositLines are the settlement lines of the range's paid payouts,
@@ -218,7 +228,8 @@ func (s *journalSink) depositJournal() (bool, error) {
 		}
 	}
 	s.depositCount++
-	return true, s.write(s.date, s.cur, journalID{deposit: s.depositCount, provider: first.Provider, payout: payout}, lines)
+	s.pending = append(s.pending, pendingJournal{id: journalID{deposit: s.depositCount, provider: first.Provider, payout: payout}, lines: lines})
+	return true, nil
 }
 
 // endEvent moves the current event's lines into the journal, starting a
@@ -268,7 +279,16 @@ func (s *journalSink) endJournal() error {
 	if err := s.endEvent(); err != nil {
 		return err
 	}
-	return s.emit()
+	if err := s.emit(); err != nil {
+		return err
+	}
+	for _, j := range s.pending {
+		if err := s.write(s.date, s.cur, j.id, j.lines); err != nil {
+			return err
+		}
+	}
+	s.pending = s.pending[:0]
+	return nil
 }
 
 // describe is a journal line's description: what happened, to which
