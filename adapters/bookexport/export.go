@@ -74,7 +74,11 @@ func (f Format) Extension() string {
 
 // Source reads the journal by accounting date (readmodel.Store).
 type Source interface {
-	ExportAccounts(ctx context.Context) ([]string, error)
+	// ExportAccounts lists the accounts with an entry effective before
+	// before: every account an export to before names (a late
+	// adjustment's effective time precedes its booking), and none first
+	// used after it.
+	ExportAccounts(ctx context.Context, before time.Time) ([]string, error)
 	ExportJournal(ctx context.Context, f views.ExportFilter,
 		opening func([]views.ExportOpening) error, entry func(views.ExportEntry) error) error
 }
@@ -163,7 +167,7 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 	if table == nil {
 		table = DefaultTable()
 	}
-	accounts, err := x.Source.ExportAccounts(ctx)
+	accounts, err := x.Source.ExportAccounts(ctx, midnight(req.To, zone))
 	if err != nil {
 		return err
 	}

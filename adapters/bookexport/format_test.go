@@ -27,11 +27,11 @@ type memorySource struct {
 	entries []views.ExportEntry
 }
 
-func (m *memorySource) ExportAccounts(context.Context) ([]string, error) {
+func (m *memorySource) ExportAccounts(_ context.Context, before time.Time) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	for _, e := range m.entries {
-		if !seen[e.Account] {
+		if e.EffectiveAt.Before(before) && !seen[e.Account] {
 			seen[e.Account] = true
 			out = append(out, e.Account)
 		}

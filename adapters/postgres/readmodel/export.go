@@ -26,10 +26,17 @@ import (
 const exportDate = `CASE WHEN e.late_adjustment THEN to_date(e.period, 'YYYY-MM')
 	ELSE (e.occurred_at AT TIME ZONE %s)::date END`
 
-// ExportAccounts lists every account the ledger has a balance in, so that
-// an export can refuse an account it cannot name before it writes a byte.
-func (s *Store) ExportAccounts(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM account_balances ORDER BY account`)
+// ExportAccounts lists the accounts with an entry effective before
+// before (a probe of ledger_entries' (account, currency, occurred_at)
+// index per account and currency), so that an export can refuse an
+// account it cannot name before it writes a byte, and an account first
+// used later never fails an earlier range's export.
+func (s *Store) ExportAccounts(ctx context.Context, before time.Time) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT DISTINCT b.account FROM account_balances b
+		WHERE EXISTS (SELECT FROM ledger_entries e
+		              WHERE e.account = b.account AND e.currency = b.currency AND e.occurred_at < $1)
+		ORDER BY b.account`, before)
 	if err != nil {
 		return nil, err
 	}
