@@ -79,19 +79,27 @@ func sums(t *testing.T, m *memorySource, f bookexport.Format, to string) map[[2]
 	return out
 }
 
+// propertyRuns is the first seed and the number of cases of a property
+// test: ONCELEDGER_TEST_PROPERTY_RUNS=N runs N (default 2),
+// ONCELEDGER_TEST_PROPERTY_SEED replays one.
+func propertyRuns() (seed uint64, runs int) {
+	runs = 2
+	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	seed = uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("ONCELEDGER_TEST_PROPERTY_SEED"), 10, 64); err == nil {
+		seed, runs = v, 1
+	}
+	return seed, runs
+}
+
 // Random ledgers, exported from their first day and from a later one:
 // every file passes its tool, and its balances are the ledger's.
 // ONCELEDGER_TEST_PROPERTY_RUNS=N runs N cases (default 2);
 // ONCELEDGER_TEST_PROPERTY_SEED replays one.
 func TestRandomBooksPassTheTools(t *testing.T) {
-	runs := 2
-	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS")); err == nil && v > 0 {
-		runs = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v, err := strconv.ParseUint(os.Getenv("ONCELEDGER_TEST_PROPERTY_SEED"), 10, 64); err == nil {
-		seed, runs = v, 1
-	}
+	seed, runs := propertyRuns()
 	zone, err := time.LoadLocation("America/Los_Angeles")
 	require.NoError(t, err)
 	for r := range runs {
@@ -143,14 +151,7 @@ var balanceDirective = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d balance `)
 // one minor unit (comments): every file passes its tool, with exactly the
 // agreeing ones as directives.
 func TestRandomAssertionsPassTheTools(t *testing.T) {
-	runs := 2
-	if v, err := strconv.Atoi(os.Getenv("ONCELEDGER_TEST_PROPERTY_RUNS")); err == nil && v > 0 {
-		runs = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v, err := strconv.ParseUint(os.Getenv("ONCELEDGER_TEST_PROPERTY_SEED"), 10, 64); err == nil {
-		seed, runs = v, 1
-	}
+	seed, runs := propertyRuns()
 	zone, err := time.LoadLocation("Asia/Tokyo")
 	require.NoError(t, err)
 	for r := range runs {
