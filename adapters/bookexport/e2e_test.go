@@ -450,9 +450,7 @@ func (s *story) oneConnection(before map[string][]byte) {
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	defer pool.Close()
-	rm := readmodel.New(pool)
-	x := &bookexport.Exporter{Source: rm, Deposits: true, Zone: s.zone,
-		Assertions: bookexport.ReadModelAssertions{Reader: rm, Zone: s.zone}}
+	x := app.NewExporter(readmodel.New(pool), nil, s.zone)
 	for _, f := range []bookexport.Format{bookexport.Xero, bookexport.QuickBooks} {
 		// A guard against the hang, not a timing: a deadlocked export
 		// fails at the deadline instead of stalling the suite.
