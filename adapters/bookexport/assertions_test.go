@@ -48,15 +48,16 @@ func TestBalanceAssertionsInBeancountAndHledger(t *testing.T) {
 	x := &bookexport.Exporter{Source: sampleBooks(zone), Zone: zone, Assertions: asserts}
 	bean := string(export(t, x, bookexport.Beancount, "2026-11-01", "2027-01-01"))
 	tool(t, []byte(bean), "bean-check", "FILE")
-	assert.Contains(t, bean, "2026-11-03 balance Assets:Provider:Stripe:Balance  96.80 USD")
-	assert.Contains(t, bean, "2026-11-11 balance Assets:Provider:Stripe:Balance  86.80 USD")
-	assert.Contains(t, bean, "2026-11-04 balance Assets:Provider:Adyen:Balance  49.00 EUR")
+	assert.Contains(t, bean, "2026-11-03 balance Assets:Provider:Stripe:Balance  96.80 ~ 0.00 USD")
+	assert.Contains(t, bean, "2026-11-11 balance Assets:Provider:Stripe:Balance  86.80 ~ 0.00 USD")
+	assert.Contains(t, bean, "2026-11-04 balance Assets:Provider:Adyen:Balance  49.00 ~ 0.00 EUR")
 	assert.Equal(t, 3, strings.Count(bean, " balance Assets:"), bean)
 	assert.Contains(t, bean, "not at a day boundary")
 	assert.Contains(t, bean, "\n; 2026-11-05 balance assertion (adyen) that differs from the balance at this export's dates: Assets:Provider:Adyen:Balance 0.01 EUR, here 49.00 EUR\n")
 	assert.Contains(t, bean, "\n; 2026-11-30 balance assertion (stripe) that differs from the balance at this export's dates: Assets:Provider:Stripe:Balance 5.00 USD, here 0.00 USD\n")
-	// A wrong directive would fail bean-check: the check is real.
-	broken := strings.Replace(bean, "96.80 USD", "96.81 USD", 1)
+	// A directive one minor unit off fails bean-check: the check is real
+	// (beancount's default tolerance would let it pass).
+	broken := strings.Replace(bean, "balance Assets:Provider:Stripe:Balance  96.80", "balance Assets:Provider:Stripe:Balance  96.81", 1)
 	assert.NotEqual(t, bean, broken)
 	assert.Error(t, exec.Command("bean-check", writeTemp(t, broken)).Run())
 

@@ -413,7 +413,7 @@ func (s *story) checkNovember() map[string][]byte {
 	assert.Equal(t, named(t, bookexport.Hledger, nov), hledgerBalances(t, before["hledger"]), "hledger bal = trial balance")
 	assert.Contains(t, string(before["beancount"]), `payment-id: "pi_3"`, "the report-only charge, with its payment id")
 	assert.Contains(t, string(before["beancount"]), `payout-id: "po_str_1"`)
-	assert.Contains(t, string(before["beancount"]), "\n2026-11-03 balance Assets:Provider:Standard:Balance  96.80 USD\n")
+	assert.Contains(t, string(before["beancount"]), "\n2026-11-03 balance Assets:Provider:Standard:Balance  96.80 ~ 0.00 USD\n")
 	assert.Contains(t, string(before["beancount"]), "not at a day boundary")
 	assert.Contains(t, string(before["beancount"]), "that differs from the balance at this export's dates: Assets:Provider:Standard:Balance 0.01 USD, here 71.80 USD")
 	// The balance stated for the end of the range (as_of = to) is the
@@ -519,7 +519,7 @@ func (s *story) checkDecember() {
 	bean := b.export("beancount", "2026-12-01", "2027-01-01")
 	assert.Equal(t, named(t, bookexport.Beancount, dec), beanBalances(t, bean), "bean-query balances = December's trial balance")
 	assert.Contains(t, string(bean), `2026-11-30 * "onceledger" "opening balance"`)
-	assert.Contains(t, string(bean), "\n2026-12-01 balance Assets:Provider:Standard:Balance  0.00 USD\n",
+	assert.Contains(t, string(bean), "\n2026-12-01 balance Assets:Provider:Standard:Balance  0.00 ~ 0.00 USD\n",
 		"an assertion at the start of an open period's export, stated after the previous period's close")
 	assert.Contains(t, string(bean), `2026-12-01 * "standard" "payment.captured pay_late (late: effective 2026-11-28, adjusts 2026-11)"`)
 	assert.Contains(t, string(bean), `2026-12-01 * "stripe" "payment.captured pi_9 (late: effective 2026-11-16, adjusts 2026-11)"`)

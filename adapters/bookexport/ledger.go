@@ -227,7 +227,10 @@ func (s *ledgerSink) assert(a Assertion, date string) error {
 		if _, err := s.declare(date, a.Account, a.Currency); err != nil {
 			return err
 		}
-		fmt.Fprintf(s.w, "\n%s balance %s  %s %s\n", date, n, stated, a.Currency)
+		// An explicit tolerance of zero: by default beancount lets a
+		// balance pass within one minor unit of the directive's
+		// precision (96.81 passes "96.80 USD").
+		fmt.Fprintf(s.w, "\n%s balance %s  %s ~ %s %s\n", date, n, stated, money.FormatMinor(0, a.Currency), a.Currency)
 	case boundary && running == a.Stated:
 		// hledger asserts on a posting, after the postings before it of
 		// the same date: a transaction of the last day before the

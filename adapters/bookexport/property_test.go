@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/bookexport"
+	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/period"
 )
 
@@ -143,7 +146,10 @@ func TestJournalCSVNeutralizesIDs(t *testing.T) {
 	tool(t, export(t, x, bookexport.Hledger, "2026-11-01", "2026-12-01"), "hledger", "-f", "FILE", "check", "-s")
 }
 
-var balanceDirective = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d balance `)
+var (
+	balanceDirective = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d balance `)
+	balanceAmount    = regexp.MustCompile(`(?m)^(\d{4}-\d\d-\d\d balance \S+  )(-?[0-9.]+) ~ \S+ ([A-Z]{3})$`)
+)
 
 // Random ledgers with balance assertions at random midnights, half of them
 // the balance by the export's dates (they become beancount balance
@@ -190,6 +196,15 @@ func TestRandomAssertionsPassTheTools(t *testing.T) {
 				bean := export(t, x, bookexport.Beancount, from, to)
 				tool(t, bean, "bean-check", "FILE")
 				assert.Len(t, balanceDirective.FindAll(bean, -1), agreeing[from], "seed %d from %s", s, from)
+				// Each directive is exact: one minor unit off fails
+				// bean-check, in every currency's precision.
+				if m := balanceAmount.FindSubmatchIndex(bean); m != nil {
+					c := money.Currency(bean[m[6]:m[7]])
+					v, err := money.ParseMajor(string(bean[m[4]:m[5]]), c)
+					require.NoError(t, err)
+					off := slices.Concat(bean[:m[4]], []byte(money.FormatMinor(v+1, c)), bean[m[5]:])
+					assert.Error(t, exec.Command("bean-check", writeTemp(t, string(off))).Run(), "seed %d from %s: %s", s, from, bean[m[0]:m[1]])
+				}
 				hl := export(t, x, bookexport.Hledger, from, to)
 				tool(t, hl, "hledger", "-f", "FILE", "check", "-s")
 				assert.Equal(t, agreeing[from], strings.Count(string(hl), "balance stated at the end of the day"), "seed %d from %s", s, from)
