@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/onceledger/onceledger/adapters/csvexport"
 	"github.com/onceledger/onceledger/domain/ledger"
 )
 
@@ -377,6 +378,12 @@ func valid(f Format, name string) error {
 			return errors.New("Xero account codes are 1 to 10 letters and digits")
 		}
 	case QuickBooks:
+		if csvexport.Neutralize(name) != name {
+			// The CSV would carry it with a quote in front (a
+			// spreadsheet would run it as a formula): an account
+			// QuickBooks does not have.
+			return errors.New("QuickBooks names here do not start with =, +, -, @ or a tab")
+		}
 		for _, p := range strings.Split(name, ":") {
 			if strings.TrimSpace(p) == "" || p != strings.TrimSpace(p) || strings.ContainsAny(p, "\"\t\r\n") || len(p) > 100 {
 				return errors.New("QuickBooks names are Parent:Sub parts, each 1 to 100 characters with no quote, tab or line break and no surrounding space")

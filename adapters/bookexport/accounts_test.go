@@ -68,6 +68,14 @@ func TestDefaultTableNamesEveryAccountInEveryTool(t *testing.T) {
 	n, err = table.Name(bookexport.Xero, "bank:main")
 	require.NoError(t, err)
 	assert.Equal(t, "BMAIN", n)
+	// Another provider (docs/accountants.md): its name when at most 8
+	// letters and digits, else 8 hex digits of its SHA-256.
+	n, err = table.Name(bookexport.Xero, "provider:newpay:balance")
+	require.NoError(t, err)
+	assert.Equal(t, "11NEWPAY", n)
+	n, err = table.Name(bookexport.Xero, "provider:newpay_2:balance")
+	require.NoError(t, err)
+	assert.Regexp(t, `^11[0-9A-F]{8}$`, n)
 }
 
 func TestAnAccountTheTableCannotNameIsAnErrorNamingIt(t *testing.T) {
@@ -104,6 +112,17 @@ func TestAnAccountTheTableCannotNameIsAnErrorNamingIt(t *testing.T) {
 	for _, f := range []bookexport.Format{bookexport.Beancount, bookexport.Xero} {
 		_, err = bad.Name(f, "revenue:sales")
 		require.ErrorIs(t, err, bookexport.ErrUnmappedAccount, f)
+		assert.Contains(t, err.Error(), "revenue:sales")
+	}
+
+	// A QuickBooks name a spreadsheet would run as a formula is refused:
+	// the CSV would carry it with a quote in front, an account
+	// QuickBooks does not have.
+	for _, n := range []string{"=Sales", "+Sales", "-Sales", "@Sales"} {
+		qb, err := bookexport.ParseTable(strings.NewReader("[quickbooks]\nrevenue:sales="+n+"\n"), "accounts.txt")
+		require.NoError(t, err)
+		_, err = qb.Name(bookexport.QuickBooks, "revenue:sales")
+		require.ErrorIs(t, err, bookexport.ErrUnmappedAccount, n)
 		assert.Contains(t, err.Error(), "revenue:sales")
 	}
 
@@ -205,4 +224,26 @@ func TestXeroSplitsLargeOpeningBalances(t *testing.T) {
 	}
 	checkXero(t, file, want)
 	assert.Equal(t, 3, strings.Count(string(file), `,"opening balances",`), "800 lines: three journals of at most 299 and their counterpart")
+}
+
+// An account first used after a range does not fail the range's export:
+// a closed period's export is the same file whenever it is made, even
+// once the books hold accounts whose default names meet (December's), which
+// December's export refuses, naming them.
+func TestALaterAccountDoesNotFailAnEarlierExport(t *testing.T) {
+	zone := time.UTC
+	m := sampleBooks(zone)
+	x := &bookexport.Exporter{Source: m, Zone: zone}
+	before := export(t, x, bookexport.Beancount, "2026-11-01", "2026-12-01")
+	m.event("bank", "bank-a", "bank.unidentified", time.Date(2026, 12, 5, 0, 0, 0, 0, zone), period.Period{},
+		"bank:a_b", "USD", 1, "suspense:bank:a_b", "USD", -1)
+	m.event("bank", "bank-b", "bank.unidentified", time.Date(2026, 12, 6, 0, 0, 0, 0, zone), period.Period{},
+		"bank:a-b", "USD", 1, "suspense:bank:a-b", "USD", -1)
+	assert.Equal(t, string(before), string(export(t, x, bookexport.Beancount, "2026-11-01", "2026-12-01")))
+	var out bytes.Buffer
+	err := x.Export(context.Background(), bookexport.Request{Format: bookexport.Beancount,
+		From: day(t, "2026-12-01", zone), To: day(t, "2027-01-01", zone)}, &out)
+	require.ErrorIs(t, err, bookexport.ErrUnmappedAccount)
+	assert.Contains(t, err.Error(), "bank:a-b")
+	assert.Zero(t, out.Len())
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -291,6 +292,7 @@ func exportStory(t *testing.T, esdb bool) {
 	s.november()
 	s.closeNovember()
 	before := s.checkNovember()
+	s.oneConnection(before)
 	s.lateFactsAndRebuild()
 	s.sameNovember(before)
 	s.checkDecember()
@@ -306,6 +308,7 @@ type story struct {
 	report  string    // the Stripe payout report
 	nets    int64     // the Stripe payout
 	state   func(asOf time.Time, amount int64)
+	stateAs func(key string, asOf time.Time, amount int64)
 }
 
 func (s *story) at(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, s.zone) }
@@ -351,16 +354,22 @@ func (s *story) november() {
 	// Stated balances of the Standard account (a dashboard): at the end
 	// of 2 November (agrees: 96.80), within a day, and one that differs.
 	balances := operations.NewBalances(b.app.Events().Store, b.app.Periods(), nil, nil)
-	s.state = func(asOf time.Time, amount int64) {
+	s.stateAs = func(key string, asOf time.Time, amount int64) {
 		t.Helper()
 		_, err := balances.State(context.Background(), assertion.Statement{Provider: "standard", Account: "provider:standard:balance",
 			Currency: "USD", Source: "dashboard", Actor: "alice", Note: "checked",
-			Points: []assertion.Point{{Key: asOf.UTC().Format(time.RFC3339), AsOf: asOf, Amount: amount}}})
+			Points: []assertion.Point{{Key: key, AsOf: asOf, Amount: amount}}})
 		require.NoError(t, err)
 	}
+	s.state = func(asOf time.Time, amount int64) { s.stateAs(asOf.UTC().Format(time.RFC3339), asOf, amount) }
 	s.state(at(3, 0), 9680)
 	s.state(at(3, 12), 9680)
 	s.state(at(11, 0), 1)
+	// The balance at the end of November, as the provider will state it
+	// once the capture of 28 November (delivered late, in December) is
+	// in: the ledger disagrees at the close, agrees after the late fact,
+	// and November's export must not change with it.
+	s.state(time.Date(2026, 12, 1, 0, 0, 0, 0, s.zone), 4100)
 	b.caughtUp()
 
 }
@@ -404,9 +413,14 @@ func (s *story) checkNovember() map[string][]byte {
 	assert.Equal(t, named(t, bookexport.Hledger, nov), hledgerBalances(t, before["hledger"]), "hledger bal = trial balance")
 	assert.Contains(t, string(before["beancount"]), `payment-id: "pi_3"`, "the report-only charge, with its payment id")
 	assert.Contains(t, string(before["beancount"]), `payout-id: "po_str_1"`)
-	assert.Contains(t, string(before["beancount"]), "\n2026-11-03 balance Assets:Provider:Standard:Balance  96.80 USD\n")
+	assert.Contains(t, string(before["beancount"]), "\n2026-11-03 balance Assets:Provider:Standard:Balance  96.80 ~ 0.00 USD\n")
 	assert.Contains(t, string(before["beancount"]), "not at a day boundary")
-	assert.Contains(t, string(before["beancount"]), "the ledger disagrees with: Assets:Provider:Standard:Balance 0.01 USD, here 71.80 USD")
+	assert.Contains(t, string(before["beancount"]), "that differs from the balance at this export's dates: Assets:Provider:Standard:Balance 0.01 USD, here 71.80 USD")
+	// The balance stated for the end of the range (as_of = to) is the
+	// export's: the closing balance an accountant checks first.
+	for _, f := range []string{"beancount", "hledger"} {
+		assert.Contains(t, string(before[f]), "\n; 2026-12-01 balance assertion (standard, dashboard) that differs from the balance at this export's dates: Assets:Provider:Standard:Balance 41.00 USD, here 0.00 USD\n", f)
+	}
 	assert.Contains(t, string(before["hledger"]), "2026-11-02 * standard, dashboard | balance stated at the end of the day\n    Assets:Provider:Standard:Balance  0.00 USD = 96.80 USD\n")
 	checkXero(t, before["xero"], named(t, bookexport.Xero, nov))
 	// The Stripe payout is a deposit journal of its own: its amount on the
@@ -423,6 +437,31 @@ func (s *story) checkNovember() map[string][]byte {
 	checkQuickBooks(t, before["quickbooks"], named(t, bookexport.QuickBooks, nov))
 
 	return before
+}
+
+// oneConnection exports the closed month through a read model whose pool
+// has a single connection: a deposit journal's payout lines must not need a
+// second connection while the entries stream (N concurrent exports on a
+// pool of N would each hold one and wait for another, for ever).
+func (s *story) oneConnection(before map[string][]byte) {
+	t := s.t
+	cfg := s.b.app.Pool().Config()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	x := app.NewExporter(readmodel.New(pool), nil, s.zone)
+	for _, f := range []bookexport.Format{bookexport.Xero, bookexport.QuickBooks} {
+		// A guard against the hang, not a timing: a deadlocked export
+		// fails at the deadline instead of stalling the suite.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var out bytes.Buffer
+		err := x.Export(ctx, bookexport.Request{Format: f, From: time.Date(2026, 11, 1, 0, 0, 0, 0, s.zone),
+			To: time.Date(2026, 12, 1, 0, 0, 0, 0, s.zone)}, &out)
+		cancel()
+		require.NoError(t, err, f)
+		assert.Equal(t, string(before[string(f)]), out.String(), f)
+	}
 }
 
 // lateFactsAndRebuild records December's facts, late ones for November
@@ -443,6 +482,10 @@ func (s *story) lateFactsAndRebuild() {
 	require.Equal(t, http.StatusOK, status, "%s", got)
 	// A balance of November stated after its close: not in its export.
 	s.state(at(20, 0), 7180)
+	// The balance at the start of December (the end of November), stated
+	// after November's close: not in November's export, but December's
+	// starts there, and agrees (the late capture is dated 1 December).
+	s.stateAs("start-of-december", time.Date(2026, 12, 1, 0, 0, 0, 0, zone), 0)
 	b.caughtUp()
 	ctx := context.Background()
 	rm, err := postgres.NewReadModelPool(ctx, b.app.Pool())
@@ -476,6 +519,8 @@ func (s *story) checkDecember() {
 	bean := b.export("beancount", "2026-12-01", "2027-01-01")
 	assert.Equal(t, named(t, bookexport.Beancount, dec), beanBalances(t, bean), "bean-query balances = December's trial balance")
 	assert.Contains(t, string(bean), `2026-11-30 * "onceledger" "opening balance"`)
+	assert.Contains(t, string(bean), "\n2026-12-01 balance Assets:Provider:Standard:Balance  0.00 ~ 0.00 USD\n",
+		"an assertion at the start of an open period's export, stated after the previous period's close")
 	assert.Contains(t, string(bean), `2026-12-01 * "standard" "payment.captured pay_late (late: effective 2026-11-28, adjusts 2026-11)"`)
 	assert.Contains(t, string(bean), `2026-12-01 * "stripe" "payment.captured pi_9 (late: effective 2026-11-16, adjusts 2026-11)"`)
 	assert.Equal(t, named(t, bookexport.Hledger, dec), hledgerBalances(t, b.export("hledger", "2026-12-01", "2027-01-01")))
@@ -565,8 +610,11 @@ func checkQuickBooks(t *testing.T, file []byte, want map[[2]string]int64) {
 			got[[2]string{r[2], string(cur)}] -= v
 		}
 	}
-	for j := range debits {
-		assert.Equal(t, debits[j], credits[j], "QuickBooks journal %s: debits = credits", j)
+	// Every journal, a journal of credits alone included.
+	for _, side := range []map[string]int64{debits, credits} {
+		for j := range side {
+			assert.Equal(t, debits[j], credits[j], "QuickBooks journal %s: debits = credits", j)
+		}
 	}
 	for k, v := range got {
 		if v == 0 {

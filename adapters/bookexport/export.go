@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/domain/money"
-	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -53,7 +52,7 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("%w %q: want beancount, hledger, xero or quickbooks", ErrUnknownFormat, s)
 }
 
-// ContentType and FileName describe an export's answer.
+// ContentType is the media type of f's files.
 func (f Format) ContentType() string {
 	switch f {
 	case Xero, QuickBooks:
@@ -75,20 +74,24 @@ func (f Format) Extension() string {
 
 // Source reads the journal by accounting date (readmodel.Store).
 type Source interface {
-	ExportAccounts(ctx context.Context) ([]string, error)
+	// ExportAccounts lists the accounts with an entry effective before
+	// before: every account an export to before names (a late
+	// adjustment's effective time precedes its booking), and none first
+	// used after it.
+	ExportAccounts(ctx context.Context, before time.Time) ([]string, error)
 	ExportJournal(ctx context.Context, f views.ExportFilter,
 		opening func([]views.ExportOpening) error, entry func(views.ExportEntry) error) error
 }
 
 // Assertion is a balance assertion as an export shows it: a balance a
-// provider or bank stated for one account and currency at one moment, and
-// whether the ledger agreed.
+// provider or bank stated for one account and currency at one moment. It
+// carries no "the ledger agreed": that changes when a late fact arrives,
+// and an export compares the stated balance with its own figures.
 type Assertion struct {
 	Account  string
 	Currency money.Currency
 	AsOf     time.Time
 	Stated   int64
-	Agreed   bool
 	Provider string
 	Source   string
 }
@@ -100,22 +103,14 @@ type Assertions interface {
 	ExportAssertions(ctx context.Context, from, to time.Time) ([]Assertion, error)
 }
 
-// Deposits sums a payout's settlement lines by kind, in one currency, as
-// they stood when the period the payout is booked into was closed (all of
-// them while it is open) (readmodel.Store): the Xero and QuickBooks
-// deposit journals itemise each paid payout with them.
-type Deposits interface {
-	ExportPayoutLines(ctx context.Context, provider, payoutID string, c money.Currency,
-		booked period.Period) ([]views.PayoutLineSum, error)
-}
-
 // Exporter writes exports.
 type Exporter struct {
 	Source Source
-	// Deposits, when set, writes each paid payout as a deposit journal of
-	// its own (Xero, QuickBooks); nil: a payout is a line of its day's
-	// journal like any other event.
-	Deposits Deposits
+	// Deposits writes each paid payout as a deposit journal of its own
+	// (Xero, QuickBooks), itemised by its settlement lines (the Source
+	// reads them, ExportFilter.Deposits); false: a payout is a line of its
+	// day's journal like any other event.
+	Deposits bool
 	// Assertions, when set, adds the balance assertions of the range
 	// (beancount `balance` directives, hledger balance assertions, or
 	// comments); nil: none.
@@ -172,7 +167,7 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 	if table == nil {
 		table = DefaultTable()
 	}
-	accounts, err := x.Source.ExportAccounts(ctx)
+	accounts, err := x.Source.ExportAccounts(ctx, midnight(req.To, zone))
 	if err != nil {
 		return err
 	}
@@ -212,20 +207,31 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 			return err
 		}
 	}
+	csv := req.Format == Xero || req.Format == QuickBooks
+	f := views.ExportFilter{From: from, To: to, Zone: zone, ByCurrency: csv}
+	var deposits depositLines // filled before the first entry
+	if x.Deposits && csv {
+		deposits = depositLines{}
+		f.Deposits = func(ds []views.ExportDeposit) error {
+			for _, d := range ds {
+				deposits[d.DepositKey] = append(deposits[d.DepositKey], d.PayoutLineSum)
+			}
+			return nil
+		}
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	head := header{format: req.Format, from: from, to: to, zone: zone}
+	head := header{from: from, to: to, zone: zone}
 	var s sink
 	switch req.Format {
 	case Beancount:
-		s = newLedgerSink(bw, name, head, true, asserts, zone)
+		s = newLedgerSink(bw, name, head, true, asserts)
 	case Hledger:
-		s = newLedgerSink(bw, name, head, false, asserts, zone)
+		s = newLedgerSink(bw, name, head, false, asserts)
 	case Xero:
-		s = newXeroSink(bw, name, zone, x.depositLines(ctx))
+		s = newXeroSink(bw, name, zone, deposits)
 	case QuickBooks:
-		s = newQuickBooksSink(bw, name, zone, x.depositLines(ctx))
+		s = newQuickBooksSink(bw, name, zone, deposits)
 	}
-	f := views.ExportFilter{From: from, To: to, Zone: zone, ByCurrency: req.Format == Xero || req.Format == QuickBooks}
 	openDate := from.AddDate(0, 0, -1).Format(time.DateOnly)
 	err = x.Source.ExportJournal(ctx, f, func(open []views.ExportOpening) error {
 		return s.opening(openDate, open)
@@ -239,17 +245,6 @@ func (x *Exporter) Export(ctx context.Context, req Request, w io.Writer) error {
 	return err
 }
 
-// depositLines reads the payout lines of the deposit journals (nil
-// without Deposits).
-func (x *Exporter) depositLines(ctx context.Context) depositLines {
-	if x.Deposits == nil {
-		return nil
-	}
-	return func(provider, payoutID string, c money.Currency, booked period.Period) ([]views.PayoutLineSum, error) {
-		return x.Deposits.ExportPayoutLines(ctx, provider, payoutID, c, booked)
-	}
-}
-
 // midnight is the start of t's day in zone.
 func midnight(t time.Time, zone *time.Location) time.Time {
 	y, m, d := t.In(zone).Date()
@@ -258,7 +253,6 @@ func midnight(t time.Time, zone *time.Location) time.Time {
 
 // header is what the text formats say about themselves at the top.
 type header struct {
-	format   Format
 	from, to time.Time
 	zone     *time.Location
 }

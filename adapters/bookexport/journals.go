@@ -14,7 +14,6 @@ import (
 	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/payment"
-	"github.com/onceledger/onceledger/domain/period"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
@@ -67,17 +66,28 @@ type journalSink struct {
 	// journal.
 	deposits     depositLines
 	depositCount int // deposit journals of the day and currency so far
-	date         string
-	cur          money.Currency
-	part         int
-	lines        []journalLine       // the journal being filled
-	event        []views.ExportEntry // the current event's postings in this currency
-	evID         uuid.UUID
-	zone         *time.Location
+	// The day's deposit journals, written after its journal so that each
+	// journal's rows stand together (QuickBooks' day journal is written
+	// as it comes); a day's payouts are few.
+	pending []pendingJournal
+	date    string
+	cur     money.Currency
+	part    int
+	lines   []journalLine       // the journal being filled
+	event   []views.ExportEntry // the current event's postings in this currency
+	evID    uuid.UUID
+	zone    *time.Location
 }
 
-// depositLines sums a payout's settlement lines by kind, in one currency.
-type depositLines func(provider, payoutID string, c money.Currency, booked period.Period) ([]views.PayoutLineSum, error)
+// pendingJournal is a deposit journal waiting for its day's journal to end.
+type pendingJournal struct {
+	id    journalID
+	lines []journalLine
+}
+
+// depositLines are the settlement lines of the range's paid payouts,
+// summed by kind (ExportFilter.Deposits); nil: no deposit journals.
+type depositLines map[views.DepositKey][]views.PayoutLineSum
 
 // journalID names a journal of a day and currency: its part (a day split
 // into several journals), or, for a payout's deposit journal, the payout.
@@ -186,10 +196,7 @@ func (s *journalSink) depositJournal() (bool, error) {
 	if payout == "" {
 		return false, nil
 	}
-	sums, err := s.deposits(first.Provider, payout, s.cur, first.Period)
-	if err != nil {
-		return false, err
-	}
+	sums := s.deposits[views.DepositKey{Provider: first.Provider, PayoutID: payout, Currency: s.cur, Period: first.Period}]
 	bal, err := s.name(balance)
 	if err != nil {
 		return false, err
@@ -221,7 +228,8 @@ func (s *journalSink) depositJournal() (bool, error) {
 		}
 	}
 	s.depositCount++
-	return true, s.write(s.date, s.cur, journalID{deposit: s.depositCount, provider: first.Provider, payout: payout}, lines)
+	s.pending = append(s.pending, pendingJournal{id: journalID{deposit: s.depositCount, provider: first.Provider, payout: payout}, lines: lines})
+	return true, nil
 }
 
 // endEvent moves the current event's lines into the journal, starting a
@@ -271,7 +279,16 @@ func (s *journalSink) endJournal() error {
 	if err := s.endEvent(); err != nil {
 		return err
 	}
-	return s.emit()
+	if err := s.emit(); err != nil {
+		return err
+	}
+	for _, j := range s.pending {
+		if err := s.write(s.date, s.cur, j.id, j.lines); err != nil {
+			return err
+		}
+	}
+	s.pending = s.pending[:0]
+	return nil
 }
 
 // describe is a journal line's description: what happened, to which

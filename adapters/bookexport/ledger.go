@@ -34,8 +34,8 @@ type ledgerSink struct {
 }
 
 func newLedgerSink(w *bufio.Writer, name func(string) (string, error), h header, beancount bool,
-	asserts []Assertion, zone *time.Location) *ledgerSink {
-	s := &ledgerSink{w: w, name: name, beancount: beancount, zone: zone, opened: map[string]bool{},
+	asserts []Assertion) *ledgerSink {
+	s := &ledgerSink{w: w, name: name, beancount: beancount, zone: h.zone, opened: map[string]bool{},
 		commodity: map[money.Currency]bool{}, balance: map[string]int64{}, asserts: asserts}
 	mark := ";"
 	if beancount {
@@ -208,7 +208,8 @@ func (s *ledgerSink) assertBefore(date string) error {
 // assertion on a posting) when it was made at a day boundary and the
 // export's own balance at that moment agrees (the ledger's as of then,
 // unless a late adjustment is dated elsewhere in the export: the file must
-// pass bean-check and hledger check); else a comment saying why not.
+// pass bean-check and hledger check); else a comment saying why not, from
+// the export's own figures alone.
 func (s *ledgerSink) assert(a Assertion, date string) error {
 	stated := money.FormatMinor(a.Stated, a.Currency)
 	boundary := a.AsOf.Equal(midnight(a.AsOf, s.zone))
@@ -226,7 +227,10 @@ func (s *ledgerSink) assert(a Assertion, date string) error {
 		if _, err := s.declare(date, a.Account, a.Currency); err != nil {
 			return err
 		}
-		fmt.Fprintf(s.w, "\n%s balance %s  %s %s\n", date, n, stated, a.Currency)
+		// An explicit tolerance of zero: by default beancount lets a
+		// balance pass within one minor unit of the directive's
+		// precision (96.81 passes "96.80 USD").
+		fmt.Fprintf(s.w, "\n%s balance %s  %s ~ %s %s\n", date, n, stated, money.FormatMinor(0, a.Currency), a.Currency)
 	case boundary && running == a.Stated:
 		// hledger asserts on a posting, after the postings before it of
 		// the same date: a transaction of the last day before the
@@ -244,11 +248,11 @@ func (s *ledgerSink) assert(a Assertion, date string) error {
 	case !boundary:
 		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) not at a day boundary: %s %s %s as of %s\n",
 			date, who, n, stated, a.Currency, a.AsOf.UTC().Format(time.RFC3339Nano))
-	case a.Agreed:
-		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) agreed by effective time, not by this export's dates (a late adjustment): %s %s %s, here %s %s\n",
-			date, who, n, stated, a.Currency, money.FormatMinor(running, a.Currency), a.Currency)
 	default:
-		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) the ledger disagrees with: %s %s %s, here %s %s\n",
+		// Whether the ledger agreed by effective time is left unsaid: a
+		// late fact changes that (the read model's figure follows it),
+		// and a closed period's export must not change with it.
+		fmt.Fprintf(s.w, "\n; %s balance assertion (%s) that differs from the balance at this export's dates: %s %s %s, here %s %s\n",
 			date, who, n, stated, a.Currency, money.FormatMinor(running, a.Currency), a.Currency)
 	}
 	return nil
@@ -277,19 +281,29 @@ func payoutID(e views.ExportEntry) string {
 	return ""
 }
 
-// beanString quotes s as a beancount string: the ids are the providers',
-// so a quote, a backslash or a control character is replaced rather than
-// trusted to an escape.
+// beanString quotes s as a beancount string. The ids are the providers'
+// and the accountant's key back to them, so they are kept exactly: '"'
+// and '\' are escaped (beancount's strings read \" and \\ back as " and
+// \). A line break or other control character, which no provider's id
+// holds, becomes a space: beancount limits a string's lines
+// (long_string_maxlines), and an entry stays one line of text.
 func beanString(s string) string {
-	return `"` + strings.Map(func(r rune) rune {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
 		switch {
 		case r == '"' || r == '\\':
-			return '\''
+			b.WriteByte('\\')
+			b.WriteRune(r)
 		case r < 0x20 || r == 0x7f:
-			return ' '
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, s) + `"`
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // beanComment is s on one comment line.

@@ -17,10 +17,10 @@ type AssertionReader interface {
 }
 
 // ReadModelAssertions is Assertions over the read models. An assertion
-// about a closed period's end (its as_of just after a moment of that
-// period) counts only when it was recorded by the period's close: a
-// closed period's export shows the books as they were closed, so a
-// statement imported later never changes it.
+// within a closed period of the export's range (at the range's end: about
+// that period's end) counts only when it was recorded by the period's
+// close: a closed period's export shows the books as they were closed, so
+// a statement imported later never changes it.
 type ReadModelAssertions struct {
 	Reader AssertionReader
 	Zone   *time.Location
@@ -44,18 +44,29 @@ func (r ReadModelAssertions) ExportAssertions(ctx context.Context, from, to time
 			closedAt[p.Period] = *p.ClosedAt
 		}
 	}
-	rows, err := r.Reader.BalanceAssertions(ctx, views.AssertionFilter{From: from, To: to.Add(time.Nanosecond)})
+	// as_of <= to: Postgres keeps microseconds (pgx truncates a
+	// nanosecond away), so the bound past to is a microsecond past it;
+	// as_of = to is the range's closing balance, the one most checked.
+	rows, err := r.Reader.BalanceAssertions(ctx, views.AssertionFilter{From: from, To: to.Add(time.Microsecond)})
 	if err != nil {
 		return nil, err
 	}
 	var out []Assertion
 	for _, a := range rows {
-		// The balance at as_of closes the moment just before it.
-		if at, closed := closedAt[period.Of(a.AsOf.Add(-time.Nanosecond), zone)]; closed && a.RecordedAt.After(at) {
+		// The period of the export the assertion checks: at the export's
+		// end, the balance closing the moment just before it (the last
+		// period of the range); elsewhere the one it opens (at from, the
+		// range's first: December's export checks its opening balance
+		// whenever it was stated, November's keeps what its close knew).
+		in := a.AsOf
+		if !a.AsOf.Before(to) {
+			in = a.AsOf.Add(-time.Nanosecond)
+		}
+		if at, closed := closedAt[period.Of(in, zone)]; closed && a.RecordedAt.After(at) {
 			continue
 		}
 		out = append(out, Assertion{Account: a.Account, Currency: money.Currency(a.Currency), AsOf: a.AsOf,
-			Stated: a.Stated, Agreed: a.Status() == views.AssertionAgreed, Provider: a.Provider, Source: a.Source})
+			Stated: a.Stated, Provider: a.Provider, Source: a.Source})
 	}
 	return out, nil
 }

@@ -2,12 +2,17 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/onceledger/onceledger/adapters/bookexport"
 )
@@ -57,4 +62,35 @@ func TestExportAnswers(t *testing.T) {
 	// Not configured: 503.
 	rec = getV1(t, handler(nil), "/v1/export/hledger?from=2026-11-01&to=2026-12-01")
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+}
+
+// An export that fails after its first bytes left cannot change its status
+// any more: the connection is cut, so the client's read fails rather than
+// ending on a file that looks whole (a truncated beancount file might still
+// pass bean-check). Over a real socket: the recorder cannot show it.
+func TestExportFailingMidStreamCutsTheConnection(t *testing.T) {
+	var failed atomic.Bool
+	h := NewHandler(Config{Logger: slog.New(slog.DiscardHandler), APITokens: []string{"reader=r-secret"},
+		Export: exporterFunc(func(_ context.Context, req bookexport.Request, w io.Writer) error {
+			line := strings.Repeat("x", 1023) + "\n"
+			for range 256 { // well past every buffer on the way
+				if _, err := io.WriteString(w, line); err != nil {
+					return err
+				}
+			}
+			failed.Store(true)
+			return errors.New("database went away")
+		})})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/export/beancount?from=2026-11-01&to=2026-12-01", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer r-secret")
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "read %d bytes", len(body))
+	assert.True(t, failed.Load())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
+	"github.com/onceledger/onceledger/cmd/onceledger/app"
 )
 
 // exportCmd writes the journal of a date range in an accountant's tool's
@@ -46,9 +47,7 @@ func (c *exportCmd) Run(g *globals) error {
 		return err
 	}
 	defer pool.Close()
-	rm := readmodel.New(pool)
-	x := &bookexport.Exporter{Source: rm, Deposits: rm, Accounts: table, Zone: zone,
-		Assertions: bookexport.ReadModelAssertions{Reader: rm, Zone: zone}}
+	x := app.NewExporter(readmodel.New(pool), table, zone)
 	req := bookexport.Request{Format: f, From: from, To: to}
 	if c.Out == "" {
 		return x.Export(g.ctx, req, os.Stdout)

@@ -3,7 +3,10 @@ package views
 import (
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/onceledger/onceledger/domain/money"
+	"github.com/onceledger/onceledger/domain/period"
 )
 
 // The shapes of the exports to accountants' tools (GET /v1/export/{format},
@@ -22,14 +25,29 @@ type ExportFilter struct {
 	// order (one journal per day and currency: Xero, QuickBooks); else a
 	// day's entries are in feed order, the postings of an event together.
 	ByCurrency bool
+	// Deposits, when set, receives, before the entries and from the same
+	// snapshot, the settlement lines of every payout paid in the range
+	// summed by kind (the Xero and QuickBooks deposit journals): read up
+	// front, because nothing else can be read while the entries stream
+	// (a pool of N connections would deadlock under N exports).
+	Deposits func([]ExportDeposit) error
 }
 
-// ExportEntry is one posting of an export, with where it is booked.
+// ExportEntry is one posting of an export, with where it is booked:
+// what the formats write, nothing more (a year of them streams through).
 type ExportEntry struct {
-	JournalRow
-	StreamID  string
-	EventType string
-	Amount    int64 // signed: debit positive
+	Date           string // the accounting date, YYYY-MM-DD in the reporting zone
+	Account        string
+	Currency       money.Currency
+	Amount         int64 // signed: debit positive
+	EventType      string
+	Provider       string
+	StreamID       string
+	EventID        uuid.UUID
+	EffectiveAt    time.Time
+	Period         period.Period // booked into
+	LateAdjustment bool
+	Adjusts        period.Period // a late adjustment's closed period
 }
 
 // ExportOpening is the balance of one account and currency over the
@@ -46,4 +64,19 @@ type PayoutLineSum struct {
 	Kind            string
 	Lines           int64
 	Gross, Fee, Net int64
+}
+
+// DepositKey names one deposit journal's payout: a payout paid in one
+// currency, booked into one period.
+type DepositKey struct {
+	Provider, PayoutID string
+	Currency           money.Currency
+	Period             period.Period
+}
+
+// ExportDeposit is one kind of the settlement lines of a payout paid in
+// an export's range.
+type ExportDeposit struct {
+	DepositKey
+	PayoutLineSum
 }

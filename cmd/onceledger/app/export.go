@@ -1,8 +1,11 @@
 package app
 
 import (
+	"time"
+
 	"github.com/onceledger/onceledger/adapters/bookexport"
 	"github.com/onceledger/onceledger/adapters/httpapi"
+	"github.com/onceledger/onceledger/adapters/postgres/readmodel"
 )
 
 // ExportTable is the account table of the exports
@@ -12,7 +15,14 @@ type ExportTable = *bookexport.Table
 // exporter writes GET /v1/export/{format} from the read models the /v1
 // queries read.
 func (a *App) exporter() httpapi.Exporter {
-	q := a.reads.Query
-	return &bookexport.Exporter{Source: q, Deposits: q, Accounts: a.cfg.ExportAccounts, Zone: a.cfg.ReportingZone,
-		Assertions: bookexport.ReadModelAssertions{Reader: q, Zone: a.cfg.ReportingZone}}
+	return NewExporter(a.reads.Query, a.cfg.ExportAccounts, a.cfg.ReportingZone)
+}
+
+// NewExporter is the exporter of GET /v1/export/{format} and of `onceledger
+// export` (one construction: the command writes the file the server
+// answers), over the read models q, with the account table (nil: the
+// default) in the reporting zone.
+func NewExporter(q *readmodel.Store, table ExportTable, zone *time.Location) *bookexport.Exporter {
+	return &bookexport.Exporter{Source: q, Deposits: true, Accounts: table, Zone: zone,
+		Assertions: bookexport.ReadModelAssertions{Reader: q, Zone: zone}}
 }
