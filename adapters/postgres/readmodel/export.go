@@ -36,7 +36,7 @@ func (s *Store) ExportAccounts(ctx context.Context, before time.Time) ([]string,
 		SELECT DISTINCT b.account FROM account_balances b
 		WHERE EXISTS (SELECT FROM ledger_entries e
 		              WHERE e.account = b.account AND e.currency = b.currency AND e.occurred_at < $1)
-		ORDER BY b.account`, before)
+		ORDER BY b.account COLLATE "C"`, before)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) ExportJournal(ctx context.Context, f views.ExportFilter,
 				WHERE e.late_adjustment AND e.period <= $4 AND `+date+` < $2::date
 			) x
 			GROUP BY account, currency HAVING sum(amount) <> 0
-			ORDER BY account, currency`, zone, fromDay, f.From, firstPeriod)
+			ORDER BY account COLLATE "C", currency COLLATE "C"`, zone, fromDay, f.From, firstPeriod)
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func exportDeposits(ctx context.Context, tx pgx.Tx, inRange func(string) string,
 		  AND NOT EXISTS (SELECT FROM periods c
 		                  WHERE c.period = p.period AND c.status = 'closed' AND i.first_seen_at > c.closed_at)
 		GROUP BY p.provider, p.payout_id, p.currency, p.period, l.kind
-		ORDER BY p.provider, p.payout_id, p.currency, p.period, l.kind COLLATE "C"`, args...)
+		ORDER BY p.provider COLLATE "C", p.payout_id COLLATE "C", p.currency, p.period, l.kind COLLATE "C"`, args...)
 	if err != nil {
 		return err
 	}
