@@ -33,10 +33,10 @@ const exportDate = `CASE WHEN e.late_adjustment THEN to_date(e.period, 'YYYY-MM'
 // used later never fails an earlier range's export.
 func (s *Store) ExportAccounts(ctx context.Context, before time.Time) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT DISTINCT b.account FROM account_balances b
+		SELECT DISTINCT b.account COLLATE "C" FROM account_balances b
 		WHERE EXISTS (SELECT FROM ledger_entries e
 		              WHERE e.account = b.account AND e.currency = b.currency AND e.occurred_at < $1)
-		ORDER BY b.account COLLATE "C"`, before)
+		ORDER BY 1`, before)
 	if err != nil {
 		return nil, err
 	}
