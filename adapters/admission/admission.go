@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -194,20 +195,22 @@ func Classify(r *http.Request) (Class, bool) {
 
 // waits says whether a query string asks for a long poll: a wait other
 // than zero. A malformed one counts as a wait (the handler answers 400 at
-// once; counting it costs nothing).
+// once; counting it costs nothing). The query is decoded as the handler
+// decodes it (url.ParseQuery): matching the raw text for "wait=" let an
+// escaped key (wai%74=60s) wait without meeting the long-poll caps,
+// holding a read's in-flight slot instead.
 func waits(raw string) bool {
-	if !strings.Contains(raw, "wait=") {
-		return false
+	if !strings.Contains(raw, "wait") && !strings.Contains(raw, "%") {
+		return false // the common page read: no decoding needed
 	}
-	for part := range strings.SplitSeq(raw, "&") {
-		v, ok := strings.CutPrefix(part, "wait=")
-		if !ok {
-			continue
-		}
+	q, _ := url.ParseQuery(raw) // what parses is what the handler sees
+	for _, v := range q["wait"] {
 		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
 			continue
 		}
-		return v != ""
+		if v != "" {
+			return true
+		}
 	}
 	return false
 }

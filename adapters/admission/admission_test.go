@@ -447,6 +447,12 @@ func TestClassify(t *testing.T) {
 		{"GET", "/v1/events?wait=0s", "", admission.Read, false},
 		{"GET", "/v1/events?after=a", "", admission.Read, false},
 		{"GET", "/v1/events?wait=nonsense", "", admission.Read, true},
+		// The handler reads the decoded query: an escaped key or value is
+		// the same wait, and must meet the long-poll caps.
+		{"GET", "/v1/events?wai%74=30s", "", admission.Read, true},
+		{"GET", "/v1/events?after=a&%77%61%69%74=1m", "", admission.Read, true},
+		{"GET", "/v1/events?wait=%33%30s", "", admission.Read, true},
+		{"GET", "/v1/events?await=30s&waitx=1m", "", admission.Read, false},
 		{"GET", "/v1/payments", "", admission.Read, false},
 	} {
 		r, err := http.NewRequest(c.method, "http://x"+c.target, nil)
