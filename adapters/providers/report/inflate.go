@@ -32,7 +32,8 @@ type Limits struct {
 	// MaxEntries: entries of a zip's central directory, counted before
 	// archive/zip reads (and allocates for) any.
 	MaxEntries int
-	// MaxLine: bytes between two line feeds of the inflated text.
+	// MaxLine: bytes of one line of the inflated text; a quoted CSV
+	// field spanning lines makes them one (csvRecord).
 	MaxLine int
 }
 
@@ -81,14 +82,16 @@ func (c *counter) Read(p []byte) (int, error) {
 
 // bounded reads inflated bytes and fails with a *ParseError as soon as a
 // limit is crossed: total bytes, ratio to the compressed bytes consumed
-// (compressed() at the time), line length.
+// (compressed() at the time), line length (of a CSV record: a quoted
+// field spanning lines counts them as one).
 type bounded struct {
 	r          io.Reader
 	l          Limits
 	compressed func() int64
 	n          int64
-	line       int // bytes since the last '\n'
+	line       int // bytes of the current CSV record (csvRecord)
 	lines      int // line feeds seen, for the error's line number
+	csv        csvRecord
 	err        error
 }
 
@@ -120,22 +123,87 @@ func (b *bounded) account(p []byte) error {
 			return overLimit(b.lines+1, "compression ratio", b.l.MaxRatio)
 		}
 	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			b.line += len(p)
-			break
+	for _, c := range p {
+		if c == '\n' {
+			b.lines++
 		}
-		b.line += i
+		if b.csv.step(c) {
+			b.line = 0
+			continue
+		}
+		b.line++
 		if b.l.MaxLine > 0 && b.line > b.l.MaxLine {
-			return overLimit(b.lines+1, "line length in bytes", int64(b.l.MaxLine))
+			return overLimit(b.lines+1-b.csv.spanned, "line length in bytes", int64(b.l.MaxLine))
 		}
-		b.line, b.lines, p = 0, b.lines+1, p[i+1:]
-	}
-	if b.l.MaxLine > 0 && b.line > b.l.MaxLine {
-		return overLimit(b.lines+1, "line length in bytes", int64(b.l.MaxLine))
 	}
 	return nil
+}
+
+// csvRecord follows where a CSV record ends, as encoding/csv (LazyQuotes,
+// the reader of every bill) reads it: a line feed inside a quoted field
+// does not end it. The line limit bounds what the CSV reader holds whole,
+// which is a record: bounding lines alone let a field that opens a quote
+// and never closes it join any number of short lines into one record held
+// in memory (within every ratio, or not compressed at all).
+type csvRecord struct {
+	state   csvState
+	spanned int // line feeds inside the current record, for the error's line
+}
+
+type csvState uint8
+
+const (
+	fieldStart  csvState = iota
+	unquoted             // in a field that does not start with '"': quotes are data
+	quoted               // in a field that starts with '"'
+	quoteSeen            // a '"' in a quoted field: its end, or the first of ""
+	quoteSeenCR          // then '\r' (encoding/csv reads "\r\n" as "\n")
+)
+
+// step takes the next byte; true when it ends the record.
+func (r *csvRecord) step(c byte) bool {
+	switch r.state {
+	case quoted:
+		if c == '"' {
+			r.state = quoteSeen
+		} else if c == '\n' {
+			r.spanned++
+		}
+		return false
+	case quoteSeen:
+		switch c {
+		case '"': // an escaped quote
+			r.state = quoted
+			return false
+		case '\r':
+			r.state = quoteSeenCR
+			return false
+		}
+		r.state = unquoted // the field ended: the rest as after an unquoted field
+		if c != ',' && c != '\n' {
+			r.state = quoted // a bare quote inside the field (LazyQuotes)
+			return r.step(c)
+		}
+	case quoteSeenCR:
+		if c != '\n' {
+			r.state = quoted // '"' and '\r' were data
+			return r.step(c)
+		}
+	}
+	switch c {
+	case '\n':
+		r.state, r.spanned = fieldStart, 0
+		return true
+	case ',':
+		r.state = fieldStart
+	case '"':
+		if r.state == fieldStart {
+			r.state = quoted
+		}
+	default:
+		r.state = unquoted
+	}
+	return false
 }
 
 // Gunzip returns the inflated content of the gzip stream br holds, bounded

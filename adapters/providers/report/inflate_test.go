@@ -5,7 +5,9 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/csv"
 	"io"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strings"
@@ -134,4 +136,82 @@ func TestZipWithinLimits(t *testing.T) {
 	wantLimit(t, err, "line length")
 	_, err = report.OpenEntry(z.File[0], report.Limits{MaxBytes: 100})
 	wantLimit(t, err, "inflated size in bytes over the limit of 100")
+}
+
+// The line limit bounds a CSV record as encoding/csv (LazyQuotes, as the
+// bills are read) reads it: lines joined by a quoted field count as one,
+// and nothing else joins them. Random texts of quotes, commas, CR and LF:
+// the bound refuses exactly those whose longest record, by the CSV
+// reader's own offsets, is over the limit.
+func TestLineLimitIsTheCSVRecord(t *testing.T) {
+	const limit = 12
+	rng := rand.New(rand.NewPCG(33, 1))
+	alphabet := []byte("ab\",\r\n\n")
+	for i := range 20000 {
+		b := make([]byte, 1+rng.IntN(60))
+		for j := range b {
+			b[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if i%2 == 0 {
+			b = append(b, '\n')
+		}
+		longest := longestRecord(t, b)
+		_, err := io.ReadAll(report.Bound(bytes.NewReader(b), report.Limits{MaxLine: limit}, nil))
+		switch {
+		case longest > limit:
+			require.ErrorIs(t, err, report.ErrArchiveLimit, "%q: a record of %d bytes", b, longest)
+		case longest < limit:
+			require.NoError(t, err, "%q: records of at most %d bytes", b, longest)
+		default:
+			// At the limit exactly: a quoted field still open at the end
+			// of the file counts its last line feed too (the CSV reader
+			// ends the record there), one byte more.
+		}
+	}
+	// The shapes by name, within a limit of 20.
+	for _, c := range []struct {
+		text   string
+		refuse bool
+	}{
+		{"a,\"open\n" + strings.Repeat("bbbbbb\n", 3), true},            // never closed
+		{"a,\"two\nlines\",c\n" + strings.Repeat("bbbbbb\n", 3), false}, // closed
+		{"x\"y,z\n" + strings.Repeat("bbbbbb\n", 3), false},             // a bare quote in an unquoted field
+		{"\"a\"\"b\",c\n" + strings.Repeat("bbbbbb\n", 3), false},       // an escaped quote
+		{"\"ab\"c,d\n" + strings.Repeat("bbbbbb\n", 3), true},           // a bare quote keeps the field open
+		{"\"ab\"\r\n" + strings.Repeat("bbbbbb\n", 3), false},           // closed before CR LF
+	} {
+		_, err := io.ReadAll(report.Bound(strings.NewReader(c.text), report.Limits{MaxLine: 20}, nil))
+		assert.Equal(t, c.refuse, err != nil, "%q: %v", c.text, err)
+		assert.Equal(t, c.refuse, longestRecord(t, []byte(c.text)) > 20, "%q: as encoding/csv reads it", c.text)
+	}
+}
+
+// longestRecord is the length in bytes of b's longest record as
+// encoding/csv reads it (its line feed and the empty lines it skips before
+// it left out).
+func longestRecord(t *testing.T, b []byte) int {
+	cr := csv.NewReader(bytes.NewReader(b))
+	cr.FieldsPerRecord, cr.LazyQuotes = -1, true
+	longest := 0
+	var at int64
+	for {
+		_, err := cr.Read()
+		if err == io.EOF {
+			return longest
+		}
+		require.NoError(t, err)
+		rec := b[at:cr.InputOffset()]
+		at = cr.InputOffset()
+		for {
+			if r, ok := bytes.CutPrefix(rec, []byte("\n")); ok {
+				rec = r
+			} else if r, ok := bytes.CutPrefix(rec, []byte("\r\n")); ok {
+				rec = r
+			} else {
+				break
+			}
+		}
+		rec = bytes.TrimSuffix(rec, []byte("\n"))
+		longest = max(longest, len(rec))
+	}
 }
