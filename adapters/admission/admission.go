@@ -81,7 +81,8 @@ type Limits struct {
 	// more than MaxConnections-ReservedConnections connections at once.
 	ReservedConnections int
 	// MaxConnectionsPerAddress bounds one client address's connections
-	// (behind a reverse proxy every connection has the proxy's address).
+	// (an IPv6 client's /64: clientKey; behind a reverse proxy every
+	// connection has the proxy's address).
 	// Loopback clients are not bounded unless CountLoopback: they are
 	// processes of this machine (a local proxy, a benchmark's generator
 	// opening a connection per late delivery), which have other ways to
