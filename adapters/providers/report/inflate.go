@@ -239,11 +239,25 @@ func OpenZip(r io.ReaderAt, size int64, l Limits) (*zip.Reader, error) {
 	if l.MaxEntries > 0 && len(z.File) > l.MaxEntries {
 		return nil, overLimit(1, "zip entries", int64(l.MaxEntries))
 	}
+	// OpenEntry takes an entry's ratio against its declared compressed
+	// size, which archive/zip never checks against the file: an entry
+	// declaring gigabytes would make any bomb's ratio look small.
+	for _, f := range z.File {
+		off, err := f.DataOffset()
+		if err != nil {
+			return nil, Errorf(1, "", "not a readable zip: entry %q: %v", f.Name, err)
+		}
+		if off > size || f.CompressedSize64 > uint64(size-off) {
+			return nil, Errorf(1, "", "not a readable zip: entry %q declares %d compressed bytes, the file holds %d after its header",
+				f.Name, f.CompressedSize64, size-off)
+		}
+	}
 	return z, nil
 }
 
-// OpenEntry opens one zip entry, bounded by l: its ratio is taken against
-// the entry's compressed size, which archive/zip never reads past.
+// OpenEntry opens one zip entry of a zip OpenZip opened, bounded by l: its
+// ratio is taken against the entry's compressed size, which archive/zip
+// never reads past and OpenZip checked against the file.
 func OpenEntry(f *zip.File, l Limits) (io.ReadCloser, error) {
 	if l.MaxBytes > 0 && f.UncompressedSize64 > uint64(l.MaxBytes) {
 		return nil, overLimit(1, "inflated size in bytes", l.MaxBytes)

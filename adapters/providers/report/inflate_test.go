@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/csv"
 	"io"
 	"math/rand/v2"
@@ -214,4 +215,33 @@ func longestRecord(t *testing.T, b []byte) int {
 		rec = bytes.TrimSuffix(rec, []byte("\n"))
 		longest = max(longest, len(rec))
 	}
+}
+
+// A zip entry's ratio is taken against its declared compressed size: an
+// entry declaring more compressed bytes than the file holds (archive/zip
+// never checks) made any bomb's ratio look small. Such a zip is refused
+// when opened, before anything is inflated.
+func TestZipEntryDeclaringMoreThanTheFileRefused(t *testing.T) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, err := zw.Create("a_业务明细.csv")
+	require.NoError(t, err)
+	_, err = io.WriteString(w, strings.Repeat("a,b\n", 1<<18)) // 1 MiB, a ratio of hundreds
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	raw := b.Bytes()
+	dir := bytes.LastIndex(raw, []byte("PK\x01\x02"))
+	require.Positive(t, dir)
+	binary.LittleEndian.PutUint32(raw[dir+20:], 0xFFFFFF00) // compressed size: ~4 GiB
+	z, err := report.OpenZip(bytes.NewReader(raw), int64(len(raw)), report.DefaultLimits)
+	if err == nil {
+		// Before: it opened, and the ratio was taken against 4 GiB.
+		rc, oerr := report.OpenEntry(z.File[0], report.Limits{MaxRatio: 100, RatioFloor: 1 << 10})
+		require.NoError(t, oerr)
+		_, err = io.ReadAll(rc)
+		require.ErrorIs(t, err, report.ErrArchiveLimit, "the ratio, against what the file holds")
+		return
+	}
+	require.ErrorIs(t, err, report.ErrMalformed)
+	assert.ErrorContains(t, err, "compressed bytes")
 }
