@@ -218,13 +218,16 @@ func waits(raw string) bool {
 
 // bearer is the request's bearer token ("" when none): long polls are
 // capped per token before the handler authenticates, so an invalid token
-// counts too, for the few microseconds until its 401.
+// counts too, for the few microseconds until its 401. It is read as the
+// handler's authentication reads it (httpapi.bearerToken: the scheme in
+// any case, then spaces, then the token), so that one token is one key
+// however many spaces precede it.
 func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return h[7:]
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
 	}
-	return ""
+	return strings.TrimSpace(token)
 }
 
 // Middleware wraps next with the in-flight budget: each request is

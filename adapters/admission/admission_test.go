@@ -246,6 +246,26 @@ func TestLongPollsCapped(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "read", "long_polls")))
 }
 
+// TestLongPollsPerTokenCapSeesTheTokenAsAuthIs: the handler's
+// authentication reads "Bearer", spaces and the token, so one token
+// written with more spaces is the same token, and meets the same cap.
+// Before, each spelling was its own: a token took every poll slot.
+func TestLongPollsPerTokenCapSeesTheTokenAsAuthIs(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxLongPolls: 100, MaxLongPollsPerToken: 2})
+	poll := "/v1/events?wait=30s"
+	for range 2 {
+		_, err := io.WriteString(f.raw(t, ""), get(poll, "tokA"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 2 })
+	for _, auth := range []string{"Bearer  tokA", "bearer    tokA", "BEARER tokA"} {
+		st, h, err := roundTrip(f.raw(t, ""), "GET "+poll+" HTTP/1.1\r\nHost: x\r\nAuthorization: "+auth+"\r\n\r\n")
+		require.NoError(t, err, "%q is answered at once", auth)
+		assert.Equal(t, "429 Too Many Requests", st, auth)
+		assert.Equal(t, "5", h.Get("Retry-After"))
+	}
+}
+
 // TestManyLongPollsDoNotKeepOutProbesOrWebhooks: 1,030 long polls, each
 // with its own token: MaxLongPolls wait, the others get 429 at once, and
 // a health check and a webhook are answered.
