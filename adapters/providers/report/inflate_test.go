@@ -245,3 +245,24 @@ func TestZipEntryDeclaringMoreThanTheFileRefused(t *testing.T) {
 	require.ErrorIs(t, err, report.ErrMalformed)
 	assert.ErrorContains(t, err, "compressed bytes")
 }
+
+// Every CSV report (Stripe, Adyen, PayPal: NewCSV) is bounded by the line
+// limit too, as docs/security.md says ("a line of a report, compressed or
+// not"): a record the CSV reader would hold whole, here a quoted field
+// spanning 3 MiB of short lines, is refused at its first line instead of
+// being held (twice: the record and the copy kept to place an error).
+func TestCSVReportRecordBounded(t *testing.T) {
+	text := "a,b\n1,\"" + strings.Repeat("xxxxxxxxxxxxxxx\n", 3<<16) + "\"\n"
+	c := report.NewCSV(strings.NewReader(text))
+	require.NoError(t, c.ReadHeader())
+	err := c.Next()
+	wantLimit(t, err, "line length in bytes over the limit of 1048576")
+	var pe *report.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 2, pe.Line)
+
+	ok := report.NewCSV(strings.NewReader("a,b\n1,\"two\nlines\"\n"))
+	require.NoError(t, ok.ReadHeader())
+	require.NoError(t, ok.Next())
+	assert.Equal(t, "two\nlines", ok.Field(1))
+}
