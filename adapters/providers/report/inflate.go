@@ -92,13 +92,22 @@ type bounded struct {
 	line       int // bytes of the current CSV record (csvRecord)
 	lines      int // line feeds seen, for the error's line number
 	csv        csvRecord
+	byLine     bool // a line feed always ends a record (boundLines)
 	err        error
 }
 
 // Bound wraps an inflating reader with the limits; compressed reports the
-// compressed bytes consumed so far (nil: no ratio check).
+// compressed bytes consumed so far (nil: no ratio check). The line limit
+// bounds a CSV record as encoding/csv reads the whole stream (csvRecord).
 func Bound(r io.Reader, l Limits, compressed func() int64) io.Reader {
 	return &bounded{r: r, l: l, compressed: compressed}
+}
+
+// boundLines is Bound for text read line by line, each line parsed alone
+// (Alipay's detail bill): a quote that does not close on its line joins
+// nothing, so the line limit bounds lines.
+func boundLines(r io.Reader, l Limits, compressed func() int64) io.Reader {
+	return &bounded{r: r, l: l, compressed: compressed, byLine: true}
 }
 
 func (b *bounded) Read(p []byte) (int, error) {
@@ -127,7 +136,7 @@ func (b *bounded) account(p []byte) error {
 		if c == '\n' {
 			b.lines++
 		}
-		if b.csv.step(c) {
+		if b.byLine && c == '\n' || !b.byLine && b.csv.step(c) {
 			b.line = 0
 			continue
 		}
@@ -257,7 +266,9 @@ func OpenZip(r io.ReaderAt, size int64, l Limits) (*zip.Reader, error) {
 
 // OpenEntry opens one zip entry of a zip OpenZip opened, bounded by l: its
 // ratio is taken against the entry's compressed size, which archive/zip
-// never reads past and OpenZip checked against the file.
+// never reads past and OpenZip checked against the file. The entry is
+// bounded by lines (boundLines): the one zip reports arrive in is Alipay's,
+// whose detail bill is read a line at a time.
 func OpenEntry(f *zip.File, l Limits) (io.ReadCloser, error) {
 	if l.MaxBytes > 0 && f.UncompressedSize64 > uint64(l.MaxBytes) {
 		return nil, overLimit(1, "inflated size in bytes", l.MaxBytes)
@@ -270,7 +281,7 @@ func OpenEntry(f *zip.File, l Limits) (io.ReadCloser, error) {
 	return struct {
 		io.Reader
 		io.Closer
-	}{Bound(rc, l, func() int64 { return compressed }), rc}, nil
+	}{boundLines(rc, l, func() int64 { return compressed }), rc}, nil
 }
 
 // zipEntries counts, up to limit, the central directory headers

@@ -266,3 +266,24 @@ func TestCSVReportRecordBounded(t *testing.T) {
 	require.NoError(t, ok.Next())
 	assert.Equal(t, "two\nlines", ok.Field(1))
 }
+
+// A zip entry is read line by line (Alipay's detail bill: each line its
+// own record, parsed alone), so a quote that does not close on its line
+// joins nothing: a genuine bill whose product name opens a quote is not
+// refused as one long record.
+func TestZipEntryBoundsLines(t *testing.T) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, err := zw.Create("a_业务明细.csv")
+	require.NoError(t, err)
+	_, err = io.WriteString(w, "2026-11-29,\"Brand\" shoes,88.00\n"+strings.Repeat("2026-11-29,shoes,88.00\n", 1<<16))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	z, err := report.OpenZip(bytes.NewReader(b.Bytes()), int64(b.Len()), report.DefaultLimits)
+	require.NoError(t, err)
+	rc, err := report.OpenEntry(z.File[0], report.Limits{MaxLine: 1 << 20})
+	require.NoError(t, err)
+	out, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	assert.Greater(t, len(out), 1<<20)
+}
