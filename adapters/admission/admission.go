@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +81,8 @@ type Limits struct {
 	// more than MaxConnections-ReservedConnections connections at once.
 	ReservedConnections int
 	// MaxConnectionsPerAddress bounds one client address's connections
-	// (behind a reverse proxy every connection has the proxy's address).
+	// (an IPv6 client's /64: clientKey; behind a reverse proxy every
+	// connection has the proxy's address).
 	// Loopback clients are not bounded unless CountLoopback: they are
 	// processes of this machine (a local proxy, a benchmark's generator
 	// opening a connection per late delivery), which have other ways to
@@ -194,33 +196,38 @@ func Classify(r *http.Request) (Class, bool) {
 
 // waits says whether a query string asks for a long poll: a wait other
 // than zero. A malformed one counts as a wait (the handler answers 400 at
-// once; counting it costs nothing).
+// once; counting it costs nothing). The query is decoded as the handler
+// decodes it (url.ParseQuery): matching the raw text for "wait=" let an
+// escaped key (wai%74=60s) wait without meeting the long-poll caps,
+// holding a read's in-flight slot instead.
 func waits(raw string) bool {
-	if !strings.Contains(raw, "wait=") {
-		return false
+	if !strings.Contains(raw, "wait") && !strings.Contains(raw, "%") {
+		return false // the common page read: no decoding needed
 	}
-	for part := range strings.SplitSeq(raw, "&") {
-		v, ok := strings.CutPrefix(part, "wait=")
-		if !ok {
-			continue
-		}
+	q, _ := url.ParseQuery(raw) // what parses is what the handler sees
+	for _, v := range q["wait"] {
 		if d, err := time.ParseDuration(v); err == nil && d <= 0 {
 			continue
 		}
-		return v != ""
+		if v != "" {
+			return true
+		}
 	}
 	return false
 }
 
 // bearer is the request's bearer token ("" when none): long polls are
 // capped per token before the handler authenticates, so an invalid token
-// counts too, for the few microseconds until its 401.
+// counts too, for the few microseconds until its 401. It is read as the
+// handler's authentication reads it (httpapi.bearerToken: the scheme in
+// any case, then spaces, then the token), so that one token is one key
+// however many spaces precede it.
 func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return h[7:]
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
 	}
-	return ""
+	return strings.TrimSpace(token)
 }
 
 // Middleware wraps next with the in-flight budget: each request is

@@ -246,6 +246,26 @@ func TestLongPollsCapped(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_shed_total", "read", "long_polls")))
 }
 
+// TestLongPollsPerTokenCapSeesTheTokenAsAuthIs: the handler's
+// authentication reads "Bearer", spaces and the token, so one token
+// written with more spaces is the same token, and meets the same cap.
+// Before, each spelling was its own: a token took every poll slot.
+func TestLongPollsPerTokenCapSeesTheTokenAsAuthIs(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxLongPolls: 100, MaxLongPollsPerToken: 2})
+	poll := "/v1/events?wait=30s"
+	for range 2 {
+		_, err := io.WriteString(f.raw(t, ""), get(poll, "tokA"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 2 })
+	for _, auth := range []string{"Bearer  tokA", "bearer    tokA", "BEARER tokA"} {
+		st, h, err := roundTrip(f.raw(t, ""), "GET "+poll+" HTTP/1.1\r\nHost: x\r\nAuthorization: "+auth+"\r\n\r\n")
+		require.NoError(t, err, "%q is answered at once", auth)
+		assert.Equal(t, "429 Too Many Requests", st, auth)
+		assert.Equal(t, "5", h.Get("Retry-After"))
+	}
+}
+
 // TestManyLongPollsDoNotKeepOutProbesOrWebhooks: 1,030 long polls, each
 // with its own token: MaxLongPolls wait, the others get 429 at once, and
 // a health check and a webhook are answered.
@@ -447,6 +467,12 @@ func TestClassify(t *testing.T) {
 		{"GET", "/v1/events?wait=0s", "", admission.Read, false},
 		{"GET", "/v1/events?after=a", "", admission.Read, false},
 		{"GET", "/v1/events?wait=nonsense", "", admission.Read, true},
+		// The handler reads the decoded query: an escaped key or value is
+		// the same wait, and must meet the long-poll caps.
+		{"GET", "/v1/events?wai%74=30s", "", admission.Read, true},
+		{"GET", "/v1/events?after=a&%77%61%69%74=1m", "", admission.Read, true},
+		{"GET", "/v1/events?wait=%33%30s", "", admission.Read, true},
+		{"GET", "/v1/events?await=30s&waitx=1m", "", admission.Read, false},
 		{"GET", "/v1/payments", "", admission.Read, false},
 	} {
 		r, err := http.NewRequest(c.method, "http://x"+c.target, nil)

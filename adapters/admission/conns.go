@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 )
 
@@ -28,8 +29,9 @@ import (
 //     MaxConnections-ReservedConnections, work by the in-flight budget, so
 //     the reserve is always there for webhooks and health checks, and a
 //     webhook or probe always finds a connection to take the place of;
-//   - one address holds at most MaxConnectionsPerAddress connections; past
-//     it a new connection from it is closed at once.
+//   - one address (an IPv6 client: its /64) holds at most
+//     MaxConnectionsPerAddress connections; past it a new connection from
+//     it is closed at once.
 //
 // Only when every connection is inside a handler (the caps above make that
 // impossible with consistent settings) is a new one closed at once too.
@@ -125,12 +127,9 @@ func (l *listener) Accept() (net.Conn, error) {
 // admit counts nc in, making room if the budget is spent; nil: refused
 // (and closed).
 func (c *Controller) admit(nc net.Conn) *conn {
-	addr := nc.RemoteAddr().String()
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		addr = host
-	}
+	addr, loopback := clientKey(nc.RemoteAddr())
 	perAddr := c.lim.MaxConnectionsPerAddress
-	if ip := net.ParseIP(addr); ip != nil && ip.IsLoopback() && !c.lim.CountLoopback {
+	if loopback && !c.lim.CountLoopback {
 		perAddr = -1
 	}
 	c.mu.Lock()
@@ -168,6 +167,24 @@ func (c *Controller) admit(nc net.Conn) *conn {
 		_ = victim.Conn.Close()
 	}
 	return cn
+}
+
+// clientKey is what MaxConnectionsPerAddress counts a connection from ra
+// under: its IPv4 address, or its IPv6 address's /64. An IPv6 client
+// holds a whole /64 (what a home or a cloud instance is given; the host
+// part is its own to pick), so a cap per /128 would bound nothing.
+// loopback: a client of this machine.
+func clientKey(ra net.Addr) (key string, loopback bool) {
+	ap, err := netip.ParseAddrPort(ra.String())
+	if err != nil {
+		return ra.String(), false // not TCP/IP: one key per distinct address
+	}
+	a := ap.Addr().Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String(), a.IsLoopback()
+	}
+	return a.String(), a.IsLoopback()
 }
 
 // enter marks cn as inside a handler (not evictable).

@@ -63,14 +63,31 @@ func fraction(n, num, den int) int {
 }
 
 func (g *gate) admits(c Class) bool {
-	return (g.cap[c] < 0 || g.n[c] < g.cap[c]) && (g.below[c] < 0 || g.total < g.below[c])
+	return g.underCap(c) && (g.below[c] < 0 || g.total < g.below[c])
 }
 
-// queuedAbove says whether a class of priority at least c is waiting: a
-// newcomer must not overtake it.
+// underCap says whether class c is below its own cap.
+func (g *gate) underCap(c Class) bool {
+	return g.cap[c] < 0 || g.n[c] < g.cap[c]
+}
+
+// holdsBack says whether the waiters of class k keep lower classes out of
+// a free slot: only when they could take it. Waiters at their own class's
+// cap cannot (an upload waiting for one of the uploads' slots), and
+// lower classes queuing behind them would be shed with the server idle.
+func (g *gate) holdsBack(k Class) bool {
+	return g.waiters[k].Len() > 0 && g.underCap(k)
+}
+
+// queuedAbove says whether a newcomer of class c must queue behind
+// waiters: those of its own class (first come, first served) or of a
+// higher one that could take the slot.
 func (g *gate) queuedAbove(c Class) bool {
-	for k := Health; k <= c; k++ {
-		if g.waiters[k].Len() > 0 {
+	if g.waiters[c].Len() > 0 {
+		return true
+	}
+	for k := Health; k < c; k++ {
+		if g.holdsBack(k) {
 			return true
 		}
 	}
@@ -135,8 +152,9 @@ func (g *gate) release(c Class) {
 			g.take(k)
 			close(w.ready)
 		}
-		if g.waiters[k].Len() > 0 {
-			// A higher class still waits: lower ones do not overtake it.
+		if g.holdsBack(k) {
+			// A higher class still waits for the total to fall: lower
+			// ones do not overtake it.
 			return
 		}
 	}

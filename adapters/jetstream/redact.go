@@ -39,18 +39,39 @@ func redactOne(s string) string {
 }
 
 // scrub removes every secret part of urls from msg: the errors of the NATS
-// client may quote the server URL they failed on.
+// client may quote the server URL they failed on, the secret as it is
+// written in the URL (percent-escaped) or decoded.
 func scrub(msg, urls string) string {
 	for _, p := range strings.Split(urls, ",") {
-		u, err := url.Parse(strings.TrimSpace(p))
+		p = strings.TrimSpace(p)
+		u, err := url.Parse(p)
 		if err != nil || u.User == nil {
 			continue
 		}
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		} else if name := u.User.Username(); name != "" {
-			msg = strings.ReplaceAll(msg, name, "xxxxx")
+		secret, ok := u.User.Password()
+		if !ok || secret == "" {
+			secret = u.User.Username()
 		}
+		if secret == "" {
+			continue
+		}
+		// The user info as written: in the authority (after "//", which
+		// a URL with user info has), before its last '@', as url.Parse
+		// reads it.
+		auth := p[strings.Index(p, "//")+2:]
+		if i := strings.IndexAny(auth, "/?#"); i >= 0 {
+			auth = auth[:i]
+		}
+		if i := strings.LastIndex(auth, "@"); i > 0 {
+			raw := auth[:i]
+			if _, rawPw, hasPw := strings.Cut(raw, ":"); hasPw && ok {
+				raw = rawPw
+			}
+			if raw != "" {
+				msg = strings.ReplaceAll(msg, raw, "xxxxx")
+			}
+		}
+		msg = strings.ReplaceAll(msg, secret, "xxxxx")
 	}
 	return msg
 }

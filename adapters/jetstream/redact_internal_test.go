@@ -21,4 +21,8 @@ func TestRedactURL(t *testing.T) {
 	}
 	assert.Equal(t, "dial nats://xxxxx@n2: refused", scrub("dial nats://TOKEN@n2: refused", "nats://TOKEN@n2"))
 	assert.Equal(t, "dial nats://a:xxxxx@n2", scrub("dial nats://a:pw@n2", "nats://a:pw@n2"))
+	// A secret holding a reserved character is escaped in the URL: the
+	// error may quote it escaped or decoded, and neither form may remain.
+	assert.Equal(t, "dial nats://a:xxxxx@n2 (xxxxx xxxxx)", scrub("dial nats://a:p%40w%3F@n2 (p@w? p@w?)", "nats://a:p%40w%3F@n2"))
+	assert.Equal(t, "dial nats://xxxxx@n2", scrub("dial nats://t%2Fk@n2", "nats://t%2Fk@n2"))
 }

@@ -58,11 +58,14 @@ func TestSpecialPurposeRanges(t *testing.T) {
 				why := refused(net.ParseIP(s))
 				assert.NotEmpty(t, why, "%s must be refused", s)
 				assert.Contains(t, why, c.wantInReason, s)
-				assert.Error(t, CheckURL("http://"+netip.MustParseAddr(s).String()+"/", false), s)
-				assert.Error(t, control("tcp", net.JoinHostPort(s, "443"), nil), s)
+				// Bracketed when IPv6 (JoinHostPort): unbracketed, the URL
+				// does not parse, and its error said nothing of the range.
+				assert.ErrorIs(t, CheckURL("http://"+net.JoinHostPort(netip.MustParseAddr(s).String(), "443")+"/", false), ErrRefusedAddress, s)
+				assert.ErrorIs(t, control("tcp", net.JoinHostPort(s, "443"), nil), ErrRefusedAddress, s)
 			}
 			for _, s := range c.outside {
 				assert.Empty(t, refused(net.ParseIP(s)), "%s must be allowed", s)
+				assert.NoError(t, CheckURL("http://"+net.JoinHostPort(netip.MustParseAddr(s).String(), "443")+"/", false), s)
 			}
 		})
 	}

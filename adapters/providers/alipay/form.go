@@ -98,12 +98,20 @@ func parseForm(body []byte) (form, error) {
 // trade_status was folded into trade_no is ignored, and the genuine one then
 // only conflicts with it). Genuine keys are names (letters, digits, '_');
 // a genuine value may hold a '&' (a subject "A&B") or a '=', but never '&'
-// followed by a name and '=', which is exactly a folded parameter. Refusing
-// those shapes before verifying leaves one reading per signed content.
+// followed by a name and '=', which is exactly a folded parameter. The
+// other way, a copy can split a genuine value "x&t b=y" into x and a
+// parameter named "t b", which signs the same content when "t b" sorts
+// right after the value's key: a key that is not a name is refused too,
+// so a value can only be split where it holds '&', a name and '=', which
+// such a value already is. Refusing those shapes before verifying leaves
+// one reading per signed content.
 func (f form) checkUnambiguous() error {
 	for _, p := range f.params {
 		if strings.ContainsAny(p.key, "&=") {
 			return fmt.Errorf("form parameter name %q holds '&' or '=': the signed content would be ambiguous", truncate(p.key))
+		}
+		if strings.IndexFunc(p.key, func(r rune) bool { return r > 0x7f || !isNameByte(byte(r)) }) >= 0 {
+			return fmt.Errorf("form parameter name %q is not a name (letters, digits, '_', '-', '.'): the signed content would be ambiguous", truncate(p.key))
 		}
 		if p.key == "sign" {
 			continue // base64, never part of the signed content

@@ -107,3 +107,28 @@ func TestAmpersandInValueStillVerifies(t *testing.T) {
 		require.Len(t, evs, 1, "subject %q", subject)
 	}
 }
+
+// The other direction: a genuine value holding '&', text that is not a
+// name (a space) and '=' can be split by a copy into two parameters, the
+// second named by that text; when the new name sorts right after the
+// value's key, the signed content is the same and the copy verified,
+// recorded with the value cut short. A name that is not a name is refused;
+// the genuine notification still verifies.
+func TestSplitNotificationRefused(t *testing.T) {
+	a := newAdapter(t)
+	good := signedBody(t, notification(kv{"subject", "x&t b=y"}), signOpts{})
+	require.Contains(t, string(good), "subject=x%26t+b%3Dy&")
+	split := []byte(strings.Replace(string(good), "subject=x%26t+b%3Dy&", "subject=x&t+b=y&", 1))
+	f, err := parseForm(split)
+	require.NoError(t, err)
+	g, err := parseForm(good)
+	require.NoError(t, err)
+	require.Equal(t, string(g.signedContent()), string(f.signedContent()), "the split copy signs the same content")
+	require.Equal(t, "x", f.get("subject"))
+	require.Equal(t, "y", f.get("t b"))
+
+	providertest.CheckRefusal(t, a, "the split copy", providers.Request{Body: split}, `"t b" is not a name`)
+	evs, err := parse(a, good)
+	require.NoError(t, err, "the genuine notification")
+	require.Len(t, evs, 1)
+}

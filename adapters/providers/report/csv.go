@@ -27,8 +27,11 @@ type CSV struct {
 // (PayPal mixes record types); a missing cell reads as "".
 // A UTF-8 byte order mark at the start is skipped (PayPal's spec allows one
 // since 9.0.3; before a quoted field it would break the CSV grammar).
+// A record longer than DefaultLimits.MaxLine is refused (Bound): the CSV
+// reader holds a record whole, and a quoted field that never closes would
+// make the whole upload one record.
 func NewCSV(r io.Reader) *CSV {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(Bound(r, Limits{MaxLine: DefaultLimits.MaxLine}, nil), 64<<10)
 	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
 		_, _ = br.Discard(3)
 	}

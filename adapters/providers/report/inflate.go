@@ -32,7 +32,8 @@ type Limits struct {
 	// MaxEntries: entries of a zip's central directory, counted before
 	// archive/zip reads (and allocates for) any.
 	MaxEntries int
-	// MaxLine: bytes between two line feeds of the inflated text.
+	// MaxLine: bytes of one line of the inflated text; a quoted CSV
+	// field spanning lines makes them one (csvRecord).
 	MaxLine int
 }
 
@@ -81,21 +82,32 @@ func (c *counter) Read(p []byte) (int, error) {
 
 // bounded reads inflated bytes and fails with a *ParseError as soon as a
 // limit is crossed: total bytes, ratio to the compressed bytes consumed
-// (compressed() at the time), line length.
+// (compressed() at the time), line length (of a CSV record: a quoted
+// field spanning lines counts them as one).
 type bounded struct {
 	r          io.Reader
 	l          Limits
 	compressed func() int64
 	n          int64
-	line       int // bytes since the last '\n'
+	line       int // bytes of the current CSV record (csvRecord)
 	lines      int // line feeds seen, for the error's line number
+	csv        csvRecord
+	byLine     bool // a line feed always ends a record (boundLines)
 	err        error
 }
 
 // Bound wraps an inflating reader with the limits; compressed reports the
-// compressed bytes consumed so far (nil: no ratio check).
+// compressed bytes consumed so far (nil: no ratio check). The line limit
+// bounds a CSV record as encoding/csv reads the whole stream (csvRecord).
 func Bound(r io.Reader, l Limits, compressed func() int64) io.Reader {
 	return &bounded{r: r, l: l, compressed: compressed}
+}
+
+// boundLines is Bound for text read line by line, each line parsed alone
+// (Alipay's detail bill): a quote that does not close on its line joins
+// nothing, so the line limit bounds lines.
+func boundLines(r io.Reader, l Limits, compressed func() int64) io.Reader {
+	return &bounded{r: r, l: l, compressed: compressed, byLine: true}
 }
 
 func (b *bounded) Read(p []byte) (int, error) {
@@ -120,22 +132,87 @@ func (b *bounded) account(p []byte) error {
 			return overLimit(b.lines+1, "compression ratio", b.l.MaxRatio)
 		}
 	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			b.line += len(p)
-			break
+	for _, c := range p {
+		if c == '\n' {
+			b.lines++
 		}
-		b.line += i
+		if b.byLine && c == '\n' || !b.byLine && b.csv.step(c) {
+			b.line = 0
+			continue
+		}
+		b.line++
 		if b.l.MaxLine > 0 && b.line > b.l.MaxLine {
-			return overLimit(b.lines+1, "line length in bytes", int64(b.l.MaxLine))
+			return overLimit(b.lines+1-b.csv.spanned, "line length in bytes", int64(b.l.MaxLine))
 		}
-		b.line, b.lines, p = 0, b.lines+1, p[i+1:]
-	}
-	if b.l.MaxLine > 0 && b.line > b.l.MaxLine {
-		return overLimit(b.lines+1, "line length in bytes", int64(b.l.MaxLine))
 	}
 	return nil
+}
+
+// csvRecord follows where a CSV record ends, as encoding/csv (LazyQuotes,
+// the reader of every bill) reads it: a line feed inside a quoted field
+// does not end it. The line limit bounds what the CSV reader holds whole,
+// which is a record: bounding lines alone let a field that opens a quote
+// and never closes it join any number of short lines into one record held
+// in memory (within every ratio, or not compressed at all).
+type csvRecord struct {
+	state   csvState
+	spanned int // line feeds inside the current record, for the error's line
+}
+
+type csvState uint8
+
+const (
+	fieldStart  csvState = iota
+	unquoted             // in a field that does not start with '"': quotes are data
+	quoted               // in a field that starts with '"'
+	quoteSeen            // a '"' in a quoted field: its end, or the first of ""
+	quoteSeenCR          // then '\r' (encoding/csv reads "\r\n" as "\n")
+)
+
+// step takes the next byte; true when it ends the record.
+func (r *csvRecord) step(c byte) bool {
+	switch r.state {
+	case quoted:
+		if c == '"' {
+			r.state = quoteSeen
+		} else if c == '\n' {
+			r.spanned++
+		}
+		return false
+	case quoteSeen:
+		switch c {
+		case '"': // an escaped quote
+			r.state = quoted
+			return false
+		case '\r':
+			r.state = quoteSeenCR
+			return false
+		}
+		r.state = unquoted // the field ended: the rest as after an unquoted field
+		if c != ',' && c != '\n' {
+			r.state = quoted // a bare quote inside the field (LazyQuotes)
+			return r.step(c)
+		}
+	case quoteSeenCR:
+		if c != '\n' {
+			r.state = quoted // '"' and '\r' were data
+			return r.step(c)
+		}
+	}
+	switch c {
+	case '\n':
+		r.state, r.spanned = fieldStart, 0
+		return true
+	case ',':
+		r.state = fieldStart
+	case '"':
+		if r.state == fieldStart {
+			r.state = quoted
+		}
+	default:
+		r.state = unquoted
+	}
+	return false
 }
 
 // Gunzip returns the inflated content of the gzip stream br holds, bounded
@@ -171,11 +248,27 @@ func OpenZip(r io.ReaderAt, size int64, l Limits) (*zip.Reader, error) {
 	if l.MaxEntries > 0 && len(z.File) > l.MaxEntries {
 		return nil, overLimit(1, "zip entries", int64(l.MaxEntries))
 	}
+	// OpenEntry takes an entry's ratio against its declared compressed
+	// size, which archive/zip never checks against the file: an entry
+	// declaring gigabytes would make any bomb's ratio look small.
+	for _, f := range z.File {
+		off, err := f.DataOffset()
+		if err != nil {
+			return nil, Errorf(1, "", "not a readable zip: entry %q: %v", f.Name, err)
+		}
+		if off > size || f.CompressedSize64 > uint64(size-off) {
+			return nil, Errorf(1, "", "not a readable zip: entry %q declares %d compressed bytes, the file holds %d after its header",
+				f.Name, f.CompressedSize64, size-off)
+		}
+	}
 	return z, nil
 }
 
-// OpenEntry opens one zip entry, bounded by l: its ratio is taken against
-// the entry's compressed size, which archive/zip never reads past.
+// OpenEntry opens one zip entry of a zip OpenZip opened, bounded by l: its
+// ratio is taken against the entry's compressed size, which archive/zip
+// never reads past and OpenZip checked against the file. The entry is
+// bounded by lines (boundLines): the one zip reports arrive in is Alipay's,
+// whose detail bill is read a line at a time.
 func OpenEntry(f *zip.File, l Limits) (io.ReadCloser, error) {
 	if l.MaxBytes > 0 && f.UncompressedSize64 > uint64(l.MaxBytes) {
 		return nil, overLimit(1, "inflated size in bytes", l.MaxBytes)
@@ -188,7 +281,7 @@ func OpenEntry(f *zip.File, l Limits) (io.ReadCloser, error) {
 	return struct {
 		io.Reader
 		io.Closer
-	}{Bound(rc, l, func() int64 { return compressed }), rc}, nil
+	}{boundLines(rc, l, func() int64 { return compressed }), rc}, nil
 }
 
 // zipEntries counts, up to limit, the central directory headers
