@@ -60,13 +60,15 @@ type cli struct {
 	Bank          bankCmd          `cmd:"" help:"Bank statements: import files into a bank account (payouts proven into the bank)."`
 }
 
-// Validate refuses an unknown reporting time zone before any command runs.
+// Validate refuses an unknown reporting time zone and a bank arrival
+// window out of range before any command runs, naming every bad variable.
 func (c *cli) Validate() error {
+	var days error
 	if c.BankArrivalDays < 1 || c.BankArrivalDays > 60 {
-		return fmt.Errorf("ONCELEDGER_BANK_ARRIVAL_DAYS: %d is not a number of business days from 1 to 60", c.BankArrivalDays)
+		days = fmt.Errorf("ONCELEDGER_BANK_ARRIVAL_DAYS: %d is not a number of business days from 1 to 60", c.BankArrivalDays)
 	}
 	_, err := c.zone()
-	return err
+	return errors.Join(err, days)
 }
 
 // zone is ONCELEDGER_REPORTING_TZ as a location. The binary embeds the

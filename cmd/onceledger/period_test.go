@@ -59,7 +59,7 @@ func TestPeriodCommands(t *testing.T) {
 }
 
 func TestReportingZoneRefused(t *testing.T) {
-	c := &cli{ReportingTZ: "Mars/Olympus_Mons"}
+	c := &cli{ReportingTZ: "Mars/Olympus_Mons", BankArrivalDays: 5}
 	err := c.Validate()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ONCELEDGER_REPORTING_TZ")
