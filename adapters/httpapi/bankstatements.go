@@ -3,9 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -54,33 +52,11 @@ func (s *server) importBankStatement(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: account: required (the bank account's name, bank:NAME)", errBadParameter))
 		return
 	}
-	limit := s.cfg.MaxReportBytes
-	if limit <= 0 {
-		limit = DefaultMaxReportBytes
-	}
-	// As a settlement upload: the import takes as long as its lines.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
-	f, err := os.CreateTemp("", "onceledger-statement-*")
-	if err != nil {
-		s.queryError(w, r, fmt.Errorf("spool statement: %w", err))
+	src, cleanup, ok := s.spoolUpload(w, r, "onceledger-statement-*") // settlements.go
+	if !ok {
 		return
 	}
-	defer func() {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-	}()
-	if _, err := io.Copy(f, http.MaxBytesReader(w, r.Body, limit)); err != nil {
-		s.queryError(w, r, err)
-		return
-	}
-	src := func() (io.ReadCloser, error) {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(f), nil
-	}
+	defer cleanup()
 	sum, err := s.cfg.BankStatements.ImportBankStatement(r.Context(), account, src)
 	if err != nil {
 		if statusFor(err) >= 500 {

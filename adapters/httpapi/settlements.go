@@ -70,41 +70,11 @@ func (s *server) importSettlement(w http.ResponseWriter, r *http.Request) {
 		fail(w, errQueryNotConfigured)
 		return
 	}
-	limit := s.cfg.MaxReportBytes
-	if limit <= 0 {
-		limit = DefaultMaxReportBytes
-	}
-	// A report is far larger than a webhook and its import takes as long
-	// as its lines: the server's read and write timeouts (sized for
-	// webhooks) do not apply to this authenticated upload; the request's
-	// context still ends it if the client goes away.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
-	f, err := os.CreateTemp("", "onceledger-report-*")
-	if err != nil {
-		s.queryError(w, r, fmt.Errorf("spool report: %w", err))
+	src, cleanup, ok := s.spoolUpload(w, r, "onceledger-report-*")
+	if !ok {
 		return
 	}
-	defer func() {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-	}()
-	body := newProgressBody(w, r.Body, s.cfg.UploadIdleTimeout)
-	if _, err := io.Copy(f, http.MaxBytesReader(w, body, limit)); err != nil {
-		if errors.Is(err, errUploadStalled) {
-			w.Header().Set("Connection", "close")
-		}
-		s.queryError(w, r, err)
-		return
-	}
-	body.done()
-	src := func() (io.ReadCloser, error) {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(f), nil
-	}
+	defer cleanup()
 	sum, err := s.importIn(r, src) // balances.go: ?timezone=
 	if err != nil {
 		if statusFor(err) >= 500 {
@@ -225,4 +195,47 @@ func (s *server) queryPayout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.finishRows(w, r, out, err, nil)
+}
+
+// spoolUpload copies an upload's body (a settlement report, a bank
+// statement) to a temporary file, bounded in size (MaxReportBytes) and in
+// progress (no byte for UploadIdleTimeout: 408, nothing imported), and
+// returns what reads it back, once validated, as often as the import needs.
+// A report is far larger than a webhook and its import takes as long as
+// its lines: the server's read and write timeouts (sized for webhooks) do
+// not apply to this authenticated upload; the request's context still ends
+// it if the client goes away. ok false: the answer is written.
+func (s *server) spoolUpload(w http.ResponseWriter, r *http.Request, pattern string) (src ReportSource, cleanup func(), ok bool) {
+	limit := s.cfg.MaxReportBytes
+	if limit <= 0 {
+		limit = DefaultMaxReportBytes
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		s.queryError(w, r, fmt.Errorf("spool upload: %w", err))
+		return nil, nil, false
+	}
+	cleanup = func() {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+	}
+	body := newProgressBody(w, r.Body, s.cfg.UploadIdleTimeout)
+	if _, err := io.Copy(f, http.MaxBytesReader(w, body, limit)); err != nil {
+		cleanup()
+		if errors.Is(err, errUploadStalled) {
+			w.Header().Set("Connection", "close")
+		}
+		s.queryError(w, r, err)
+		return nil, nil, false
+	}
+	body.done()
+	return func() (io.ReadCloser, error) {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(f), nil
+	}, cleanup, true
 }

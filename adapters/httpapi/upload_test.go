@@ -66,3 +66,42 @@ func TestStalledUploadIs408(t *testing.T) {
 	assert.Equal(t, http.StatusOK, ok.StatusCode)
 	assert.Equal(t, int32(1), imp.calls.Load())
 }
+
+// countingBank counts bank statement imports.
+type countingBank struct{ calls atomic.Int32 }
+
+func (c *countingBank) ImportBankStatement(_ context.Context, _ string, src ReportSource) (BankImportSummary, error) {
+	c.calls.Add(1)
+	rc, err := src()
+	if err != nil {
+		return BankImportSummary{}, err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return BankImportSummary{}, err
+}
+
+// A bank statement upload is an upload like a settlement report: one that
+// sends no byte for ONCELEDGER_UPLOAD_IDLE_TIMEOUT is cut off with 408 and
+// imports nothing (it held the connection and a spool file for ever).
+func TestStalledBankStatementIs408(t *testing.T) {
+	bank := &countingBank{}
+	h := NewHandler(Config{Logger: slog.New(slog.DiscardHandler), AdminTokens: []string{"alice=a-secret"},
+		BankStatements: bank, UploadIdleTimeout: 200 * time.Millisecond})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /v1/bank-statements?account=main HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a-secret\r\n"+
+		"Content-Length: 1000\r\n\r\n0123456789")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second))) // the test's own guard
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, string(body))
+	assert.Contains(t, string(body), "ONCELEDGER_UPLOAD_IDLE_TIMEOUT")
+	assert.Zero(t, bank.calls.Load(), "nothing imported")
+}
