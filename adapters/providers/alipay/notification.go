@@ -122,14 +122,18 @@ func (n *Notification) coupons(v map[string]string) error {
 				v["receipt_amount"], v["total_amount"])
 		}
 		n.Discount = n.TotalAmount.Fen - n.ReceiptAmount.Fen
-	case n.TotalAmount.Set:
+	case n.TotalAmount.Set && v["voucher_detail_list"] != "":
+		// The vouchers say who funded each: a voucher Alipay or a third
+		// party funded is no discount of the merchant's, whatever channel
+		// fund_bill_list lists it under (Alipay's own notification example
+		// pairs a voucher of merchantContribute 0.00 with an MDISCOUNT
+		// fund bill).
 		if n.Discount, err = merchantContribution(v["voucher_detail_list"], n.TotalAmount.Fen); err != nil {
 			return err
 		}
-		if n.Discount == 0 {
-			if n.Discount, err = merchantDiscountChannel(v["fund_bill_list"], n.TotalAmount.Fen); err != nil {
-				return err
-			}
+	case n.TotalAmount.Set:
+		if n.Discount, err = merchantDiscountChannel(v["fund_bill_list"], n.TotalAmount.Fen); err != nil {
+			return err
 		}
 	}
 	if n.RefundFee.Set && n.TotalAmount.Set {
@@ -138,25 +142,40 @@ func (n *Notification) coupons(v map[string]string) error {
 	return nil
 }
 
-// merchantContribution sums the merchant_contribute of voucher_detail_list
-// (a JSON array, as the notification and alipay.trade.query carry it): the
-// part of the vouchers the merchant funded, which Alipay never pays out;
-// other_contribute (a third party's) and Alipay's own vouchers are paid to
-// the merchant and are no discount of theirs. Used only without
-// receipt_amount, which says the same in one figure. Empty: zero.
+// merchantContribution sums the merchant contribution of voucher_detail_list
+// (a JSON array): the part of the vouchers the merchant funded, which
+// Alipay never pays out; other_contribute (a third party's) and Alipay's
+// own vouchers are paid to the merchant and are no discount of theirs.
+// Used only without receipt_amount, which says the same in one figure.
+// Empty: zero. The notification spells the member merchantContribute
+// (opendocs.alipay.com 270/105902, 异步通知参数: voucher_detail_list
+// [{"amount":"0.20","merchantContribute":"0.00",…,"voucherId":…}]),
+// alipay.trade.query merchant_contribute, which Query renames to the
+// notification's spelling: both read, and a voucher naming two different
+// contributions is refused rather than guessed.
 func merchantContribution(list string, total int64) (int64, error) {
 	if list == "" {
 		return 0, nil
 	}
 	var vouchers []struct {
-		MerchantContribute string `json:"merchant_contribute"`
+		Camel string `json:"merchantContribute"`
+		Snake string `json:"merchant_contribute"`
 	}
 	if err := json.Unmarshal([]byte(list), &vouchers); err != nil {
 		return 0, fmt.Errorf("%w: voucher_detail_list is not a JSON array of vouchers: %v", delivery.ErrMalformed, err)
 	}
 	var sum int64
 	for i, v := range vouchers {
-		a, err := parseAmount(fmt.Sprintf("voucher_detail_list[%d].merchant_contribute", i), v.MerchantContribute)
+		key := fmt.Sprintf("voucher_detail_list[%d].merchantContribute", i)
+		contribution := v.Camel
+		switch {
+		case v.Camel == "":
+			key, contribution = fmt.Sprintf("voucher_detail_list[%d].merchant_contribute", i), v.Snake
+		case v.Snake != "" && v.Snake != v.Camel:
+			return 0, fmt.Errorf("%w: voucher_detail_list[%d]: merchantContribute %q and merchant_contribute %q disagree",
+				delivery.ErrMalformed, i, truncate(v.Camel), truncate(v.Snake))
+		}
+		a, err := parseAmount(key, contribution)
 		if err != nil {
 			return 0, err
 		}
@@ -170,7 +189,7 @@ func merchantContribution(list string, total int64) (int64, error) {
 // merchantDiscountChannel sums the MDISCOUNT entries of fund_bill_list
 // (the channels that paid the trade; MDISCOUNT: "商户优惠", a discount the
 // merchant funded), the last word on the merchant's discount when neither
-// receipt_amount nor voucher_detail_list says it. The notification spells
+// receipt_amount nor voucher_detail_list is there to say it. The notification spells
 // the channel fundChannel, alipay.trade.query fund_channel: both read.
 func merchantDiscountChannel(list string, total int64) (int64, error) {
 	if list == "" {
