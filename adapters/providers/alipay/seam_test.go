@@ -2,6 +2,7 @@ package alipay
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,4 +114,20 @@ func TestAVoucherWithTwoContributionsIsRefused(t *testing.T) {
 		"voucher_detail_list": `[{"merchantContribute":"20.00","merchant_contribute":"10.00"}]`})
 	require.ErrorIs(t, err, delivery.ErrMalformed)
 	assert.Contains(t, err.Error(), "voucher_detail_list[0]")
+}
+
+// The gateway's answer writes amounts and times as JSON strings. One that
+// is not a string (a number, as Alipay's v3 API writes amounts) is refused
+// naming the field, never dropped: a dropped receipt_amount would lose the
+// merchant's discount the notification carries.
+func TestQueryAnswerFieldsOfTheNotificationAreStrings(t *testing.T) {
+	for _, field := range []string{`"receipt_amount":80.00`, `"total_amount":100`, `"send_pay_date":20261207100500`, `"trade_status":1`,
+		`"buyer_pay_amount":{"v":"80.00"}`} {
+		answer := `{"code":"10000","trade_no":"T1","out_trade_no":"O1","trade_status":"TRADE_SUCCESS","total_amount":"100.00",` +
+			`"send_pay_date":"2026-12-07 10:05:00",` + field + `}`
+		_, err := Query(appID, []byte(answer))
+		require.ErrorIs(t, err, delivery.ErrMalformed, field)
+		name, _, _ := strings.Cut(strings.Trim(field, `"`), `"`)
+		assert.Contains(t, err.Error(), name, field)
+	}
 }
