@@ -63,93 +63,8 @@ func TestCouponedPaymentLearnedByQueryNotificationAndBillIsOneCapture(t *testing
 				require.Equal(t, expectations.OutcomePaid, out, "%s %s", provider, reference)
 			}
 
-			// Alipay.
-			aliNotify := func(trade, ref string) {
-				t.Helper()
-				p := map[string]string{
-					"out_trade_no": ref, "total_amount": "100.00", "receipt_amount": "80.00", "buyer_pay_amount": "80.00",
-					"gmt_payment":         "2026-12-07 10:00:05",
-					"voucher_detail_list": `[{"amount":"20.00","merchantContribute":"20.00","name":"满100减20","otherContribute":"0.00","type":"ALIPAY_BIZ_VOUCHER","voucherId":"V-` + trade + `"}]`,
-					"fund_bill_list":      `[{"amount":"80.00","fundChannel":"ALIPAYACCOUNT"},{"amount":"20.00","fundChannel":"MDISCOUNT"}]`}
-				if strings.Contains(ref, "vouchers-only") {
-					// receipt_amount and the fund bills are optional:
-					// the voucher list alone tells the coupon.
-					p["receipt_amount"], p["buyer_pay_amount"], p["fund_bill_list"] = "", "", ""
-				}
-				body := alipayBody(t, keys[0], alipayNotification("n-"+trade, trade, "TRADE_SUCCESS", p))
-				ans := s.post("/webhooks/alipay", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, body)
-				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-				require.Equal(t, "success", ans.Body)
-			}
-			aliTrades := map[string]string{}
-			for _, order := range []string{"query-first", "notification-first", "bill-first", "vouchers-only"} {
-				trade := uniqCN("2026120722001")
-				ref := "ORDER-" + order + "-" + trade
-				aliTrades[order] = trade
-				ft := alipayfake.Trade{TradeNo: trade, Status: "TRADE_SUCCESS", TotalAmount: "100.00",
-					ReceiptAmount: "80.00", SendPayDate: "2026-12-07 10:00:05",
-					Vouchers: []map[string]string{{"id": "V-" + trade, "name": "满100减20", "type": "ALIPAY_BIZ_VOUCHER", "amount": "20.00",
-						"merchant_contribute": "20.00", "other_contribute": "0.00"}},
-					FundBills: []map[string]string{{"fund_channel": "ALIPAYACCOUNT", "amount": "80.00", "real_amount": "80.00"},
-						{"fund_channel": "MDISCOUNT", "amount": "20.00"}}}
-				if order == "vouchers-only" {
-					ft.NoReceiptAmount, ft.FundBills = true, nil
-				}
-				fakes.alipay.SetTrade(ref, ft)
-				switch order {
-				case "query-first", "vouchers-only":
-					ask(alipay.Name, ref)
-					aliNotify(trade, ref)
-				case "notification-first":
-					aliNotify(trade, ref)
-					ask(alipay.Name, ref)
-				case "bill-first":
-					s.upload(t, "alipay", alipayTradeBill(t, [7]string{trade, "交易", "100.00", "80.00", "20.00", "", "-0.48"}))
-					ask(alipay.Name, ref)
-					aliNotify(trade, ref)
-				}
-				ask(alipay.Name, ref) // asked again: a duplicate at the gate
-			}
-
-			// WeChat Pay.
-			promo := []map[string]any{{"coupon_id": "109519", "name": "免充值券", "scope": "SINGLE", "type": "NOCASH", "amount": 1000,
-				"stock_id": "931386", "wechatpay_contribute": 0, "merchant_contribute": 1000, "other_contribute": 0, "currency": "CNY"}}
-			wxNotify := func(tx, ref string) {
-				t.Helper()
-				c := wxTransaction(tx, 10000)
-				c["out_trade_no"], c["success_time"] = ref, "2026-12-07T18:00:05+08:00"
-				c["amount"] = map[string]any{"total": 10000, "payer_total": 9000, "currency": "CNY", "payer_currency": "CNY"}
-				c["promotion_detail"] = promo
-				s.wechatNotify(t, keys, "n-"+tx, "TRANSACTION.SUCCESS", c)
-			}
-			wxTxs := map[string]string{}
-			for _, order := range []string{"query-first", "notification-first", "bill-first"} {
-				tx := uniqCN("42000020261207")
-				ref := "wx-" + order + "-" + tx
-				wxTxs[order] = tx
-				fakes.wechatpay.SetTransaction(ref, wechatpayfake.Transaction{TransactionID: tx, State: "SUCCESS", Total: 10000,
-					PayerTotal: 9000, SuccessTime: "2026-12-07T18:00:05+08:00", Promotions: promo})
-				switch order {
-				case "query-first":
-					ask(wechatpay.Name, ref)
-					wxNotify(tx, ref)
-				case "notification-first":
-					wxNotify(tx, ref)
-					ask(wechatpay.Name, ref)
-				case "bill-first":
-					bt := func(cells ...string) string { return "`" + strings.Join(cells, ",`") + "\r\n" }
-					var tb strings.Builder
-					tb.WriteString("\uFEFF交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\r\n")
-					tb.WriteString(bt("2026-12-07 18:00:05", "wx2421b1c4370ec43b", cnMchID, "0", "", tx, ref, "oUpF8uMu", "JSAPI", "SUCCESS", "OTHERS", "CNY",
-						"90.00", "10.00", "0", "0", "0.00", "0.00", "", "", "商品", "", "0.54000", "0.60%", "100.00", "0.00", ""))
-					tb.WriteString("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\r\n")
-					tb.WriteString(bt("1", "90.00", "0.00", "0.00", "0.54000", "100.00", "0.00"))
-					s.upload(t, "wechatpay", []byte(tb.String()))
-					ask(wechatpay.Name, ref)
-					wxNotify(tx, ref)
-				}
-				ask(wechatpay.Name, ref)
-			}
+			aliTrades := alipaySeam(t, s, keys, fakes.alipay, ask)
+			wxTxs := wechatSeam(t, s, keys, fakes.wechatpay, ask)
 
 			s.projectedToHead()
 			assert.Equal(t, map[string]int64{
@@ -172,6 +87,103 @@ func TestCouponedPaymentLearnedByQueryNotificationAndBillIsOneCapture(t *testing
 			}
 		})
 	}
+}
+
+// alipaySeam tells four couponed Alipay trades, each in its order (see
+// TestCouponedPaymentLearnedByQueryNotificationAndBillIsOneCapture), and
+// returns their trade_no by order.
+func alipaySeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *alipayfake.Fake, ask func(provider, reference string)) map[string]string {
+	aliNotify := func(trade, ref string) {
+		t.Helper()
+		p := map[string]string{
+			"out_trade_no": ref, "total_amount": "100.00", "receipt_amount": "80.00", "buyer_pay_amount": "80.00",
+			"gmt_payment":         "2026-12-07 10:00:05",
+			"voucher_detail_list": `[{"amount":"20.00","merchantContribute":"20.00","name":"满100减20","otherContribute":"0.00","type":"ALIPAY_BIZ_VOUCHER","voucherId":"V-` + trade + `"}]`,
+			"fund_bill_list":      `[{"amount":"80.00","fundChannel":"ALIPAYACCOUNT"},{"amount":"20.00","fundChannel":"MDISCOUNT"}]`}
+		if strings.Contains(ref, "vouchers-only") {
+			// receipt_amount and the fund bills are optional:
+			// the voucher list alone tells the coupon.
+			p["receipt_amount"], p["buyer_pay_amount"], p["fund_bill_list"] = "", "", ""
+		}
+		body := alipayBody(t, keys[0], alipayNotification("n-"+trade, trade, "TRADE_SUCCESS", p))
+		ans := s.post("/webhooks/alipay", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, body)
+		require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+		require.Equal(t, "success", ans.Body)
+	}
+	aliTrades := map[string]string{}
+	for _, order := range []string{"query-first", "notification-first", "bill-first", "vouchers-only"} {
+		trade := uniqCN("2026120722001")
+		ref := "ORDER-" + order + "-" + trade
+		aliTrades[order] = trade
+		ft := alipayfake.Trade{TradeNo: trade, Status: "TRADE_SUCCESS", TotalAmount: "100.00",
+			ReceiptAmount: "80.00", SendPayDate: "2026-12-07 10:00:05",
+			Vouchers: []map[string]string{{"id": "V-" + trade, "name": "满100减20", "type": "ALIPAY_BIZ_VOUCHER", "amount": "20.00",
+				"merchant_contribute": "20.00", "other_contribute": "0.00"}},
+			FundBills: []map[string]string{{"fund_channel": "ALIPAYACCOUNT", "amount": "80.00", "real_amount": "80.00"},
+				{"fund_channel": "MDISCOUNT", "amount": "20.00"}}}
+		if order == "vouchers-only" {
+			ft.NoReceiptAmount, ft.FundBills = true, nil
+		}
+		fake.SetTrade(ref, ft)
+		switch order {
+		case "query-first", "vouchers-only":
+			ask(alipay.Name, ref)
+			aliNotify(trade, ref)
+		case "notification-first":
+			aliNotify(trade, ref)
+			ask(alipay.Name, ref)
+		case "bill-first":
+			s.upload(t, "alipay", alipayTradeBill(t, [7]string{trade, "交易", "100.00", "80.00", "20.00", "", "-0.48"}))
+			ask(alipay.Name, ref)
+			aliNotify(trade, ref)
+		}
+		ask(alipay.Name, ref) // asked again: a duplicate at the gate
+	}
+	return aliTrades
+}
+
+// wechatSeam tells three WeChat Pay payments with a NOCASH coupon, each in
+// its order, and returns their transaction_id by order.
+func wechatSeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *wechatpayfake.Fake, ask func(provider, reference string)) map[string]string {
+	promo := []map[string]any{{"coupon_id": "109519", "name": "免充值券", "scope": "SINGLE", "type": "NOCASH", "amount": 1000,
+		"stock_id": "931386", "wechatpay_contribute": 0, "merchant_contribute": 1000, "other_contribute": 0, "currency": "CNY"}}
+	wxNotify := func(tx, ref string) {
+		t.Helper()
+		c := wxTransaction(tx, 10000)
+		c["out_trade_no"], c["success_time"] = ref, "2026-12-07T18:00:05+08:00"
+		c["amount"] = map[string]any{"total": 10000, "payer_total": 9000, "currency": "CNY", "payer_currency": "CNY"}
+		c["promotion_detail"] = promo
+		s.wechatNotify(t, keys, "n-"+tx, "TRANSACTION.SUCCESS", c)
+	}
+	wxTxs := map[string]string{}
+	for _, order := range []string{"query-first", "notification-first", "bill-first"} {
+		tx := uniqCN("42000020261207")
+		ref := "wx-" + order + "-" + tx
+		wxTxs[order] = tx
+		fake.SetTransaction(ref, wechatpayfake.Transaction{TransactionID: tx, State: "SUCCESS", Total: 10000,
+			PayerTotal: 9000, SuccessTime: "2026-12-07T18:00:05+08:00", Promotions: promo})
+		switch order {
+		case "query-first":
+			ask(wechatpay.Name, ref)
+			wxNotify(tx, ref)
+		case "notification-first":
+			wxNotify(tx, ref)
+			ask(wechatpay.Name, ref)
+		case "bill-first":
+			bt := func(cells ...string) string { return "`" + strings.Join(cells, ",`") + "\r\n" }
+			var tb strings.Builder
+			tb.WriteString("\uFEFF交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\r\n")
+			tb.WriteString(bt("2026-12-07 18:00:05", "wx2421b1c4370ec43b", cnMchID, "0", "", tx, ref, "oUpF8uMu", "JSAPI", "SUCCESS", "OTHERS", "CNY",
+				"90.00", "10.00", "0", "0", "0.00", "0.00", "", "", "商品", "", "0.54000", "0.60%", "100.00", "0.00", ""))
+			tb.WriteString("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\r\n")
+			tb.WriteString(bt("1", "90.00", "0.00", "0.00", "0.54000", "100.00", "0.00"))
+			s.upload(t, "wechatpay", []byte(tb.String()))
+			ask(wechatpay.Name, ref)
+			wxNotify(tx, ref)
+		}
+		ask(wechatpay.Name, ref)
+	}
+	return wxTxs
 }
 
 func (s *stack) streamTypesOf(stream string) []string { return streamTypes(s.t, s.store, stream) }

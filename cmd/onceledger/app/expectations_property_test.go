@@ -362,18 +362,7 @@ func oneRun(t *testing.T, store string, ch channels, seed uint64) {
 	}
 	drainAll(t, ctx, m, core)
 
-	// The model: each told payment captured once, with its coupon.
-	var wantRevenue, wantDiscounts int64
-	wantCaptured := 0
-	for i := range n {
-		if told[i] {
-			wantRevenue -= amountOf(i)
-			wantCaptured++
-			if ch.provider != "stripe" {
-				wantDiscounts += couponOf(i)
-			}
-		}
-	}
+	wantRevenue, wantDiscounts, wantCaptured := model(ch.provider, n, told)
 	recs, err := readAll(ctx, t, core.Events().Store)
 	require.NoError(t, err)
 	var revenue, discounts, balance int64
@@ -417,6 +406,21 @@ func oneRun(t *testing.T, store string, ch channels, seed uint64) {
 			assert.Equal(t, told[i], x.Status == expectation.StatusPaid, "seed %d: %s is %s", seed, ch.ref(i), x.Status)
 		}
 	}
+}
+
+// model: each told payment captured once, with its coupon (Stripe's
+// carry none).
+func model(provider string, n int, told map[int]bool) (revenue, discounts int64, captured int) {
+	for i := range n {
+		if told[i] {
+			revenue -= amountOf(i)
+			captured++
+			if provider != "stripe" {
+				discounts += couponOf(i)
+			}
+		}
+	}
+	return revenue, discounts, captured
 }
 
 func drainManager(t *testing.T, ctx context.Context, m *expectations.Manager) {
