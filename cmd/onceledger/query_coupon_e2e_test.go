@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,6 +33,7 @@ import (
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay/wechatpayapi"
 	"github.com/onceledger/onceledger/adapters/providers/wechatpay/wechatpayapi/wechatpayfake"
 	"github.com/onceledger/onceledger/cmd/onceledger/app"
+	"github.com/onceledger/onceledger/domain/expectation"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/projections"
 )
@@ -62,9 +65,35 @@ func TestCouponedPaymentLearnedByQueryNotificationAndBillIsOneCapture(t *testing
 				require.NoError(t, err)
 				require.Equal(t, expectations.OutcomePaid, out, "%s %s", provider, reference)
 			}
+			// The shop registers each order at its total (coupons
+			// included): paid, no amount_mismatch.
+			var expected []uuid.UUID
+			expect := func(provider, reference string, amount int64) {
+				t.Helper()
+				x, _, err := s.app.Expectations().Register(ctx, expectation.RegisterCommand{Provider: provider, Reference: reference,
+					Amount: amount, Currency: "CNY", ExpiresAt: time.Now().Add(time.Hour), Actor: "shop"})
+				require.NoError(t, err)
+				expected = append(expected, x.ID)
+			}
 
-			aliTrades := alipaySeam(t, s, keys, fakes.alipay, ask)
-			wxTxs := wechatSeam(t, s, keys, fakes.wechatpay, ask)
+			aliTrades := alipaySeam(t, s, keys, fakes.alipay, ask, expect)
+			wxTxs := wechatSeam(t, s, keys, fakes.wechatpay, ask, expect)
+			m := s.app.ExpectationManager("seam-" + string(kind))
+			require.NoError(t, untilNil(ctx, func() error {
+				if _, err := m.Step(ctx); err != nil {
+					return err
+				}
+				for _, id := range expected {
+					x, err := s.app.Expectations().Get(ctx, id)
+					if err != nil {
+						return err
+					}
+					if x.Status != expectation.StatusPaid {
+						return fmt.Errorf("%s %s is %s", x.Provider, x.Reference, x.Status)
+					}
+				}
+				return nil
+			}))
 
 			s.projectedToHead()
 			assert.Equal(t, map[string]int64{
@@ -92,7 +121,7 @@ func TestCouponedPaymentLearnedByQueryNotificationAndBillIsOneCapture(t *testing
 // alipaySeam tells four couponed Alipay trades, each in its order (see
 // TestCouponedPaymentLearnedByQueryNotificationAndBillIsOneCapture), and
 // returns their trade_no by order.
-func alipaySeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *alipayfake.Fake, ask func(provider, reference string)) map[string]string {
+func alipaySeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *alipayfake.Fake, ask func(provider, reference string), expect func(provider, reference string, amount int64)) map[string]string {
 	aliNotify := func(trade, ref string) {
 		t.Helper()
 		p := map[string]string{
@@ -114,6 +143,9 @@ func alipaySeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *alipayfak
 	for _, order := range []string{"query-first", "notification-first", "bill-first", "vouchers-only"} {
 		trade := uniqCN("2026120722001")
 		ref := "ORDER-" + order + "-" + trade
+		if order == "bill-first" {
+			ref = "O" + trade // the bill's 商户订单号 (alipayTradeBill): the out_trade_no
+		}
 		aliTrades[order] = trade
 		ft := alipayfake.Trade{TradeNo: trade, Status: "TRADE_SUCCESS", TotalAmount: "100.00",
 			ReceiptAmount: "80.00", SendPayDate: "2026-12-07 10:00:05",
@@ -125,6 +157,7 @@ func alipaySeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *alipayfak
 			ft.NoReceiptAmount, ft.FundBills = true, nil
 		}
 		fake.SetTrade(ref, ft)
+		expect(alipay.Name, ref, 10000)
 		switch order {
 		case "query-first", "vouchers-only":
 			ask(alipay.Name, ref)
@@ -144,7 +177,7 @@ func alipaySeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *alipayfak
 
 // wechatSeam tells three WeChat Pay payments with a NOCASH coupon, each in
 // its order, and returns their transaction_id by order.
-func wechatSeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *wechatpayfake.Fake, ask func(provider, reference string)) map[string]string {
+func wechatSeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *wechatpayfake.Fake, ask func(provider, reference string), expect func(provider, reference string, amount int64)) map[string]string {
 	promo := []map[string]any{{"coupon_id": "109519", "name": "免充值券", "scope": "SINGLE", "type": "NOCASH", "amount": 1000,
 		"stock_id": "931386", "wechatpay_contribute": 0, "merchant_contribute": 1000, "other_contribute": 0, "currency": "CNY"}}
 	wxNotify := func(tx, ref string) {
@@ -162,6 +195,7 @@ func wechatSeam(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, fake *wechatpay
 		wxTxs[order] = tx
 		fake.SetTransaction(ref, wechatpayfake.Transaction{TransactionID: tx, State: "SUCCESS", Total: 10000,
 			PayerTotal: 9000, SuccessTime: "2026-12-07T18:00:05+08:00", Promotions: promo})
+		expect(wechatpay.Name, ref, 10000)
 		switch order {
 		case "query-first":
 			ask(wechatpay.Name, ref)
