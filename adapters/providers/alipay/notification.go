@@ -122,18 +122,14 @@ func (n *Notification) coupons(v map[string]string) error {
 				v["receipt_amount"], v["total_amount"])
 		}
 		n.Discount = n.TotalAmount.Fen - n.ReceiptAmount.Fen
-	case n.TotalAmount.Set && v["voucher_detail_list"] != "":
-		// The vouchers say who funded each: a voucher Alipay or a third
-		// party funded is no discount of the merchant's, whatever channel
-		// fund_bill_list lists it under (Alipay's own notification example
-		// pairs a voucher of merchantContribute 0.00 with an MDISCOUNT
-		// fund bill).
+	case n.TotalAmount.Set:
 		if n.Discount, err = merchantContribution(v["voucher_detail_list"], n.TotalAmount.Fen); err != nil {
 			return err
 		}
-	case n.TotalAmount.Set:
-		if n.Discount, err = merchantDiscountChannel(v["fund_bill_list"], n.TotalAmount.Fen); err != nil {
-			return err
+		if n.Discount == 0 {
+			if n.Discount, err = merchantDiscountChannel(v["fund_bill_list"], n.TotalAmount.Fen); err != nil {
+				return err
+			}
 		}
 	}
 	if n.RefundFee.Set && n.TotalAmount.Set {
@@ -189,7 +185,7 @@ func merchantContribution(list string, total int64) (int64, error) {
 // merchantDiscountChannel sums the MDISCOUNT entries of fund_bill_list
 // (the channels that paid the trade; MDISCOUNT: "商户优惠", a discount the
 // merchant funded), the last word on the merchant's discount when neither
-// receipt_amount nor voucher_detail_list is there to say it. The notification spells
+// receipt_amount nor voucher_detail_list says it. The notification spells
 // the channel fundChannel, alipay.trade.query fund_channel: both read.
 func merchantDiscountChannel(list string, total int64) (int64, error) {
 	if list == "" {

@@ -83,29 +83,6 @@ func TestCouponedQueryAnswerAndNotificationAreOneFact(t *testing.T) {
 	}
 }
 
-// A voucher list names who funded each voucher: one Alipay or a third
-// party funded (merchantContribute 0.00, otherContribute 0.20) is no
-// discount of the merchant's, in either spelling, even when fund_bill_list
-// lists the voucher's channel — Alipay's own notification example pairs
-// exactly that voucher with an MDISCOUNT 0.20 fund bill.
-func TestAVoucherListSaysWhoFundedIt(t *testing.T) {
-	base := map[string]string{"notify_id": "n1", "notify_time": "2026-12-07 10:00:06", "notify_type": NotifyTypeTrade,
-		"trade_no": "T1", "out_trade_no": "O1", "trade_status": StatusTradeSuccess, "total_amount": "1.00",
-		"fund_bill_list": `[{"amount":"0.80","fundChannel":"ALIPAYACCOUNT"},{"amount":"0.20","fundChannel":"MDISCOUNT"}]`}
-	for _, list := range []string{
-		`[{"amount":"0.20","merchantContribute":"0.00","name":"5折券","otherContribute":"0.20","type":"ALIPAY_DISCOUNT_VOUCHER","voucherId":"2016101200073002586200003BQ4"}]`,
-		`[{"amount":"0.20","merchant_contribute":"0.00","name":"5折券","other_contribute":"0.20","type":"ALIPAY_DISCOUNT_VOUCHER","id":"2016101200073002586200003BQ4"}]`,
-	} {
-		v := map[string]string{"voucher_detail_list": list}
-		for k, x := range base {
-			v[k] = x
-		}
-		n, err := decodeNotification(v)
-		require.NoError(t, err)
-		assert.Zero(t, n.Discount, list)
-	}
-}
-
 // A voucher naming its merchant contribution in both spellings, with two
 // different amounts, is refused naming the voucher, not guessed.
 func TestAVoucherWithTwoContributionsIsRefused(t *testing.T) {
