@@ -429,7 +429,7 @@ func cnNotifier(t *testing.T, s *stack, keys [3]*rsa.PrivateKey, provider string
 			"total_amount": yuan(f.total), "receipt_amount": yuan(f.total - f.tradeCoupon), "buyer_pay_amount": yuan(f.total - f.tradeCoupon),
 			"gmt_payment": ts})
 		if f.tradeCoupon > 0 {
-			p["voucher_detail_list"] = fmt.Sprintf(`[{"id":"V%s","name":"商家券","type":"ALIPAY_BIZ_VOUCHER","amount":"%s","merchant_contribute":"%s","other_contribute":"0.00"}]`,
+			p["voucher_detail_list"] = fmt.Sprintf(`[{"voucherId":"V%s","name":"商家券","type":"ALIPAY_BIZ_VOUCHER","amount":"%s","merchantContribute":"%s","otherContribute":"0.00"}]`,
 				f.trade, yuan(f.tradeCoupon), yuan(f.tradeCoupon))
 			p["fund_bill_list"] = fmt.Sprintf(`[{"amount":"%s","fundChannel":"ALIPAYACCOUNT"},{"amount":"%s","fundChannel":"MDISCOUNT"}]`,
 				yuan(f.total-f.tradeCoupon), yuan(f.tradeCoupon))

@@ -65,7 +65,7 @@ func (s *stack) upload(t *testing.T, provider string, file []byte) {
 }
 
 // Case 1: Alipay, a 20.00 merchant coupon on a 100.00 trade (receipt_amount
-// 80.00, voucher_detail_list merchant_contribute 20.00, fund_bill_list
+// 80.00, voucher_detail_list merchantContribute 20.00, fund_bill_list
 // MDISCOUNT), refunded 60.00 then in full (TRADE_CLOSED refund_fee 100.00),
 // then the trade bill. Alipay refunds the buyer's own money first and the
 // coupon last (alipay.trade.refund refund_amount): the last 40.00 is 20.00
@@ -78,7 +78,7 @@ func TestAlipayCouponedTradeRefundedInFull(t *testing.T) {
 			trade := uniqCN("2026112922001")
 			coupon := map[string]string{"total_amount": "100.00", "receipt_amount": "80.00", "buyer_pay_amount": "80.00",
 				"invoice_amount": "80.00", "point_amount": "0.00",
-				"voucher_detail_list": `[{"id":"2016101200073002586200003BQ4","name":"商家券","type":"ALIPAY_BIZ_VOUCHER","amount":"20.00","merchant_contribute":"20.00","other_contribute":"0.00"}]`,
+				"voucher_detail_list": `[{"voucherId":"2016101200073002586200003BQ4","name":"商家券","type":"ALIPAY_BIZ_VOUCHER","amount":"20.00","merchantContribute":"20.00","otherContribute":"0.00"}]`,
 				"fund_bill_list":      `[{"amount":"80.00","fundChannel":"ALIPAYACCOUNT"},{"amount":"20.00","fundChannel":"MDISCOUNT"}]`}
 			with := func(extra map[string]string) map[string]string {
 				out := map[string]string{}

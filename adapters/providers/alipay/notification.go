@@ -138,25 +138,40 @@ func (n *Notification) coupons(v map[string]string) error {
 	return nil
 }
 
-// merchantContribution sums the merchant_contribute of voucher_detail_list
-// (a JSON array, as the notification and alipay.trade.query carry it): the
-// part of the vouchers the merchant funded, which Alipay never pays out;
-// other_contribute (a third party's) and Alipay's own vouchers are paid to
-// the merchant and are no discount of theirs. Used only without
-// receipt_amount, which says the same in one figure. Empty: zero.
+// merchantContribution sums the merchant contribution of voucher_detail_list
+// (a JSON array): the part of the vouchers the merchant funded, which
+// Alipay never pays out; other_contribute (a third party's) and Alipay's
+// own vouchers are paid to the merchant and are no discount of theirs.
+// Used only without receipt_amount, which says the same in one figure.
+// Empty: zero. The notification spells the member merchantContribute
+// (opendocs.alipay.com 270/105902, 异步通知参数: voucher_detail_list
+// [{"amount":"0.20","merchantContribute":"0.00",…,"voucherId":…}]),
+// alipay.trade.query merchant_contribute, which Query renames to the
+// notification's spelling: both read, and a voucher naming two different
+// contributions is refused rather than guessed.
 func merchantContribution(list string, total int64) (int64, error) {
 	if list == "" {
 		return 0, nil
 	}
 	var vouchers []struct {
-		MerchantContribute string `json:"merchant_contribute"`
+		Camel string `json:"merchantContribute"`
+		Snake string `json:"merchant_contribute"`
 	}
 	if err := json.Unmarshal([]byte(list), &vouchers); err != nil {
 		return 0, fmt.Errorf("%w: voucher_detail_list is not a JSON array of vouchers: %v", delivery.ErrMalformed, err)
 	}
 	var sum int64
 	for i, v := range vouchers {
-		a, err := parseAmount(fmt.Sprintf("voucher_detail_list[%d].merchant_contribute", i), v.MerchantContribute)
+		key := fmt.Sprintf("voucher_detail_list[%d].merchantContribute", i)
+		contribution := v.Camel
+		switch {
+		case v.Camel == "":
+			key, contribution = fmt.Sprintf("voucher_detail_list[%d].merchant_contribute", i), v.Snake
+		case v.Snake != "" && v.Snake != v.Camel:
+			return 0, fmt.Errorf("%w: voucher_detail_list[%d]: merchantContribute %q and merchant_contribute %q disagree",
+				delivery.ErrMalformed, i, truncate(v.Camel), truncate(v.Snake))
+		}
+		a, err := parseAmount(key, contribution)
 		if err != nil {
 			return 0, err
 		}

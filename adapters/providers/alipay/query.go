@@ -76,6 +76,13 @@ func Query(appID string, answer []byte) (QueryAnswer, error) {
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
+			if notificationField[k] {
+				// A field the notification's decoder reads, written
+				// otherwise than as the gateway's string: refused, not
+				// dropped (a dropped receipt_amount would lose the
+				// discount the notification carries).
+				return QueryAnswer{}, fmt.Errorf("%w: alipay.trade.query answer: %s is not a string", delivery.ErrMalformed, k)
+			}
 			continue // objects the notification does not carry (trade_settle_info, …)
 		}
 		v.Set(k, s)
@@ -125,6 +132,14 @@ func Query(appID string, answer []byte) (QueryAnswer, error) {
 		return QueryAnswer{}, err
 	}
 	return QueryAnswer{State: QueryPaid, Event: ev}, nil
+}
+
+// notificationField: the answer's fields the notification's decoder reads
+// (decodeNotification), which the gateway writes as JSON strings.
+var notificationField = map[string]bool{
+	"trade_no": true, "out_trade_no": true, "trade_status": true, "seller_id": true, "app_id": true, "auth_app_id": true,
+	"total_amount": true, "receipt_amount": true, "buyer_pay_amount": true, "invoice_amount": true, "point_amount": true,
+	"send_pay_date": true,
 }
 
 // camelList re-encodes a list of the answer (snake_case keys) as the

@@ -57,6 +57,17 @@ type channels struct {
 
 func amountOf(i int) int64 { return int64(1000 + 100*i) }
 
+// couponOf is payment i's merchant-funded coupon (Alipay's merchant
+// voucher, WeChat Pay's NOCASH coupon): every other payment has one of a
+// fifth of its amount, told alike by the answer, the notification and the
+// bill (issues 34 and 36: one fact, its discount included).
+func couponOf(i int) int64 {
+	if i%2 == 1 {
+		return amountOf(i) / 5
+	}
+	return 0
+}
+
 // alipayChannels: the query answer is alipay.Query's reading of an
 // alipay.trade.query answer; the notification is normalized by the
 // adapter from its form (Renormalize: its signature is the webhook path's,
@@ -68,9 +79,17 @@ func alipayChannels() channels {
 		provider: "alipay",
 		ref:      func(i int) string { return fmt.Sprintf("ORDER-%d", i) },
 		query: func(t *testing.T, i int) delivery.Event {
-			ans, err := json.Marshal(map[string]string{"code": "10000", "trade_no": trade(i), "out_trade_no": fmt.Sprintf("ORDER-%d", i),
-				"trade_status": "TRADE_SUCCESS", "total_amount": yuan(amountOf(i)), "receipt_amount": yuan(amountOf(i)),
-				"send_pay_date": "2026-12-01 10:00:05"})
+			answer := map[string]any{"code": "10000", "trade_no": trade(i), "out_trade_no": fmt.Sprintf("ORDER-%d", i),
+				"trade_status": "TRADE_SUCCESS", "total_amount": yuan(amountOf(i)), "receipt_amount": yuan(amountOf(i) - couponOf(i)),
+				"send_pay_date": "2026-12-01 10:00:05"}
+			if c := couponOf(i); c > 0 {
+				// The answer's lists: arrays, snake_case (query_options).
+				answer["voucher_detail_list"] = []map[string]string{{"id": fmt.Sprintf("V%d", i), "name": "商家券", "type": "ALIPAY_BIZ_VOUCHER",
+					"amount": yuan(c), "merchant_contribute": yuan(c), "other_contribute": "0.00"}}
+				answer["fund_bill_list"] = []map[string]string{{"fund_channel": "ALIPAYACCOUNT", "amount": yuan(amountOf(i) - c)},
+					{"fund_channel": "MDISCOUNT", "amount": yuan(c)}}
+			}
+			ans, err := json.Marshal(answer)
 			require.NoError(t, err)
 			q, err := alipay.Query("2021000000000001", ans)
 			require.NoError(t, err)
@@ -80,7 +99,14 @@ func alipayChannels() channels {
 			form := url.Values{"notify_id": {"notify-" + strconv.Itoa(i)}, "notify_time": {"2026-12-01 10:00:06"},
 				"notify_type": {"trade_status_sync"}, "app_id": {"2021000000000001"}, "charset": {"utf-8"}, "trade_no": {trade(i)},
 				"out_trade_no": {fmt.Sprintf("ORDER-%d", i)}, "trade_status": {"TRADE_SUCCESS"}, "total_amount": {yuan(amountOf(i))},
-				"receipt_amount": {yuan(amountOf(i))}, "gmt_payment": {"2026-12-01 10:00:05"}}
+				"receipt_amount": {yuan(amountOf(i) - couponOf(i))}, "gmt_payment": {"2026-12-01 10:00:05"}}
+			if c := couponOf(i); c > 0 {
+				// The notification's lists: JSON text, camelCase.
+				form.Set("voucher_detail_list", fmt.Sprintf(`[{"amount":"%s","merchantContribute":"%s","name":"商家券","otherContribute":"0.00","type":"ALIPAY_BIZ_VOUCHER","voucherId":"V%d"}]`,
+					yuan(c), yuan(c), i))
+				form.Set("fund_bill_list", fmt.Sprintf(`[{"amount":"%s","fundChannel":"ALIPAYACCOUNT"},{"amount":"%s","fundChannel":"MDISCOUNT"}]`,
+					yuan(amountOf(i)-c), yuan(c)))
+			}
 			ev, err := ad.Renormalize("", []byte(form.Encode()))
 			require.NoError(t, err)
 			return ev
@@ -90,14 +116,15 @@ func alipayChannels() channels {
 			b.WriteString("\uFEFF#支付宝业务明细查询\n#账号：[20885318916687390156]\n#起始日期：[2026年12月01日 00:00:00]   终止日期：[2026年12月02日 00:00:00]\n")
 			b.WriteString("#-----------------------------------------业务明细列表----------------------------------------\n")
 			b.WriteString("支付宝交易号,商户订单号,业务类型,商品名称,创建时间,完成时间,门店编号,门店名称,操作员,终端号,对方账户,订单金额（元）,商家实收（元）,支付宝红包（元）,集分宝（元）,支付宝优惠（元）,商家优惠（元）,券核销金额（元）,券名称,商家红包消费金额（元）,卡消费金额（元）,退款批次号/请求号,服务费（元）,分润（元）,备注\n")
-			var total int64
+			var total, coupons int64
 			for _, i := range is {
-				total += amountOf(i)
-				fmt.Fprintf(&b, "%s\t,ORDER-%d\t,交易\t,咖啡\t,2026-12-01 10:00:01\t,2026-12-01 10:00:05\t,\t,\t,\t,\t,138****0001\t,%s\t,%s\t,0.00\t,0.00\t,0.00\t,0.00\t,0.00\t,\t,0.00\t,0.00\t,\t,0.00\t,0.00\t,\n",
-					trade(i), i, yuan(amountOf(i)), yuan(amountOf(i)))
+				total += amountOf(i) - couponOf(i)
+				coupons += couponOf(i)
+				fmt.Fprintf(&b, "%s\t,ORDER-%d\t,交易\t,咖啡\t,2026-12-01 10:00:01\t,2026-12-01 10:00:05\t,\t,\t,\t,\t,138****0001\t,%s\t,%s\t,0.00\t,0.00\t,0.00\t,%s\t,0.00\t,\t,0.00\t,0.00\t,\t,0.00\t,0.00\t,\n",
+					trade(i), i, yuan(amountOf(i)), yuan(amountOf(i)-couponOf(i)), yuan(couponOf(i)))
 			}
 			b.WriteString("#-----------------------------------------业务明细列表结束------------------------------------\n")
-			fmt.Fprintf(&b, "#交易合计：%d笔，商家实收共%s元，商家优惠共0.00元\n#退款合计：0笔，商家实收共0.00元，商家优惠共0.00元\n#导出时间：[2026年12月02日 10:05:12]\n", len(is), yuan(total))
+			fmt.Fprintf(&b, "#交易合计：%d笔，商家实收共%s元，商家优惠共%s元\n#退款合计：0笔，商家实收共0.00元，商家优惠共0.00元\n#导出时间：[2026年12月02日 10:05:12]\n", len(is), yuan(total), yuan(coupons))
 			return []byte(b.String())
 		},
 	}
@@ -119,9 +146,16 @@ func wechatChannels(t *testing.T) channels {
 		[][]byte{[]byte(propAPIv3Key)}, []string{"1900000109"}, 0)
 	require.NoError(t, err)
 	content := func(i int) []byte {
-		b, _ := json.Marshal(map[string]any{"mchid": "1900000109", "appid": "wxd678efh567hg6787", "out_trade_no": fmt.Sprintf("WX-%d", i),
+		c := map[string]any{"mchid": "1900000109", "appid": "wxd678efh567hg6787", "out_trade_no": fmt.Sprintf("WX-%d", i),
 			"transaction_id": fmt.Sprintf("42000009912026%08d", i), "trade_type": "JSAPI", "trade_state": "SUCCESS",
-			"success_time": "2026-12-01T18:00:05+08:00", "amount": map[string]any{"total": amountOf(i), "payer_total": amountOf(i), "currency": "CNY"}})
+			"success_time": "2026-12-01T18:00:05+08:00", "amount": map[string]any{"total": amountOf(i), "payer_total": amountOf(i) - couponOf(i), "currency": "CNY"}}
+		if coupon := couponOf(i); coupon > 0 {
+			// A merchant-funded no-cash coupon (免充值券), in the answer
+			// and the notification alike.
+			c["promotion_detail"] = []map[string]any{{"coupon_id": fmt.Sprintf("C%d", i), "name": "免充值券", "scope": "GLOBAL", "type": "NOCASH",
+				"amount": coupon, "stock_id": "931386", "wechatpay_contribute": 0, "merchant_contribute": coupon, "other_contribute": 0, "currency": "CNY"}}
+		}
+		b, _ := json.Marshal(c)
 		return b
 	}
 	return channels{
@@ -133,14 +167,16 @@ func wechatChannels(t *testing.T) channels {
 			// check (fee 0 here).
 			var b strings.Builder
 			b.WriteString("\uFEFF交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\n")
-			var total int64
+			var total, settled int64
 			for _, i := range is {
 				total += amountOf(i)
-				fmt.Fprintf(&b, "`2026-12-01 18:00:05,`wxd678efh567hg6787,`1900000109,`0,`,`42000009912026%08d,`WX-%d,`oUpF8uMuAJO_M2pxb1Q9zNjWeS6o,`JSAPI,`SUCCESS,`CMB_DEBIT,`CNY,`%s,`0.00,`0,`0,`0.00,`0.00,`,`,`咖啡,`,`0.00000,`0.60%%,`%s,`0.00,`\n",
-					i, i, yuan(amountOf(i)), yuan(amountOf(i)))
+				settled += amountOf(i) - couponOf(i)
+				// 应结订单金额 = 订单金额 − 免充值券金额; 代金券金额 the coupon.
+				fmt.Fprintf(&b, "`2026-12-01 18:00:05,`wxd678efh567hg6787,`1900000109,`0,`,`42000009912026%08d,`WX-%d,`oUpF8uMuAJO_M2pxb1Q9zNjWeS6o,`JSAPI,`SUCCESS,`CMB_DEBIT,`CNY,`%s,`%s,`0,`0,`0.00,`0.00,`,`,`咖啡,`,`0.00000,`0.60%%,`%s,`0.00,`\n",
+					i, i, yuan(amountOf(i)-couponOf(i)), yuan(couponOf(i)), yuan(amountOf(i)))
 			}
 			b.WriteString("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\n")
-			fmt.Fprintf(&b, "`%d,`%s,`0.00,`0.00,`0.00000,`%s,`0.00\n", len(is), yuan(total), yuan(total))
+			fmt.Fprintf(&b, "`%d,`%s,`0.00,`0.00,`0.00000,`%s,`0.00\n", len(is), yuan(settled), yuan(total))
 			return []byte(b.String())
 		},
 		query: func(t *testing.T, i int) delivery.Event {
@@ -326,18 +362,10 @@ func oneRun(t *testing.T, store string, ch channels, seed uint64) {
 	}
 	drainAll(t, ctx, m, core)
 
-	// The model: each told payment captured once.
-	var wantRevenue int64
-	wantCaptured := 0
-	for i := range n {
-		if told[i] {
-			wantRevenue -= amountOf(i)
-			wantCaptured++
-		}
-	}
+	wantRevenue, wantDiscounts, wantCaptured := model(ch.provider, n, told)
 	recs, err := readAll(ctx, t, core.Events().Store)
 	require.NoError(t, err)
-	var revenue int64
+	var revenue, discounts, balance int64
 	types := map[string]int{}
 	paid := map[string]int{}
 	for _, r := range recs {
@@ -351,13 +379,20 @@ func oneRun(t *testing.T, store string, ch channels, seed uint64) {
 			pe, err := payment.Decode(r.Type, r.Data)
 			require.NoError(t, err)
 			for _, p := range payment.Postings(pe) {
-				if p.Account == ledger.RevenueSales {
+				switch p.Account {
+				case ledger.RevenueSales:
 					revenue += p.Amount
+				case "expenses:discounts:" + ch.provider:
+					discounts += p.Amount
+				case "provider:" + ch.provider + ":balance":
+					balance += p.Amount
 				}
 			}
 		}
 	}
 	assert.Equal(t, wantRevenue, revenue, "seed %d: revenue:sales counts each capture once", seed)
+	assert.Equal(t, wantDiscounts, discounts, "seed %d: each coupon once, whichever channel told it", seed)
+	assert.Equal(t, -wantRevenue-wantDiscounts, balance, "seed %d: the provider holds the captures less their coupons (fees 0)", seed)
 	assert.Equal(t, wantCaptured, types[outbound.PaymentCaptured], "seed %d: one payment.captured per told payment", seed)
 	for i := range n {
 		want := 0
@@ -371,6 +406,21 @@ func oneRun(t *testing.T, store string, ch channels, seed uint64) {
 			assert.Equal(t, told[i], x.Status == expectation.StatusPaid, "seed %d: %s is %s", seed, ch.ref(i), x.Status)
 		}
 	}
+}
+
+// model: each told payment captured once, with its coupon (Stripe's
+// carry none).
+func model(provider string, n int, told map[int]bool) (revenue, discounts int64, captured int) {
+	for i := range n {
+		if told[i] {
+			revenue -= amountOf(i)
+			captured++
+			if provider != "stripe" {
+				discounts += couponOf(i)
+			}
+		}
+	}
+	return revenue, discounts, captured
 }
 
 func drainManager(t *testing.T, ctx context.Context, m *expectations.Manager) {

@@ -32,7 +32,11 @@ type Trade struct {
 	Status        string // WAIT_BUYER_PAY, TRADE_SUCCESS, TRADE_FINISHED, TRADE_CLOSED; "" not exist
 	TotalAmount   string // "100.00"
 	ReceiptAmount string // "" = TotalAmount
-	SendPayDate   string // "2026-12-01 10:05:00"; set for a paid trade
+	// NoReceiptAmount answers a paid trade without receipt_amount and
+	// buyer_pay_amount (both optional in Alipay's reference): the coupon
+	// is then told by the lists alone.
+	NoReceiptAmount bool
+	SendPayDate     string // "2026-12-01 10:05:00"; set for a paid trade
 	// Vouchers are voucher_detail_list entries (merchant coupons …), and
 	// FundBills fund_bill_list entries, answered when query_options asks.
 	Vouchers  []map[string]string
@@ -107,7 +111,10 @@ func (f *Fake) tradeQuery(w http.ResponseWriter, r *http.Request, p url.Values) 
 	obj := map[string]any{"code": "10000", "msg": "Success", "trade_no": t.TradeNo, "out_trade_no": biz.OutTradeNo,
 		"buyer_logon_id": "159****5620", "trade_status": t.Status, "total_amount": t.TotalAmount}
 	if t.SendPayDate != "" {
-		obj["send_pay_date"], obj["receipt_amount"], obj["buyer_pay_amount"] = t.SendPayDate, receipt, receipt
+		obj["send_pay_date"] = t.SendPayDate
+		if !t.NoReceiptAmount {
+			obj["receipt_amount"], obj["buyer_pay_amount"] = receipt, receipt
+		}
 	}
 	for _, o := range biz.QueryOptions {
 		switch {

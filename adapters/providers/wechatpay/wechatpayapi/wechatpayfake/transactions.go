@@ -33,6 +33,10 @@ type Transaction struct {
 	PayerTotal    int64  // amount.payer_total; 0 = Total
 	SuccessTime   string // RFC 3339; set for a paid one
 	SubMchID      string // a service provider's sub-merchant
+	// Promotions are promotion_detail entries (coupon_id, type CASH or
+	// NOCASH, amount, wechatpay_contribute, merchant_contribute, …, as the
+	// 查询订单 reference lists them), answered as given for a paid one.
+	Promotions []map[string]any
 
 	// Faults: HTTPStatus answers that status (429 with RetryAfter seconds
 	// when set); Delay holds the answer; BadSign signs it with a key that
@@ -122,6 +126,9 @@ func (f *Fake) transaction(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if t.SuccessTime != "" {
 		obj["success_time"] = t.SuccessTime
+	}
+	if len(t.Promotions) > 0 {
+		obj["promotion_detail"] = t.Promotions
 	}
 	if t.BadSign {
 		f.answerForged(w, obj)
