@@ -33,7 +33,7 @@ func TestPendingPaymentsAreAsked(t *testing.T) {
 	_, _, err := w.ops.Register(ctx, expectation.RegisterCommand{Provider: "alipay", Reference: "ORDER-Q", Amount: 1000,
 		Currency: "CNY", ExpiresAt: w.clock().Add(time.Hour), Actor: "shop"})
 	require.NoError(t, err)
-	drain(t, ctx, w.manager("m"))
+	w.drain(t, ctx, w.manager("m"))
 
 	form := url.Values{"notify_id": {"n-wait"}, "notify_time": {"2026-12-01 10:00:00"}, "notify_type": {"trade_status_sync"},
 		"app_id": {"2021000000000001"}, "charset": {"utf-8"}, "trade_no": {"2026120122001400042"}, "out_trade_no": {"ORDER-P"},

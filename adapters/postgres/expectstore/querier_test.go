@@ -71,7 +71,7 @@ func TestQuerierScheduleLeaseAndOutcomes(t *testing.T) {
 			Currency: "CNY", ExpiresAt: w.clock().Add(24 * time.Hour), Actor: "shop"})
 		require.NoError(t, err)
 	}
-	drain(t, ctx, w.manager("m"))
+	w.drain(t, ctx, w.manager("m"))
 	w.advance(16 * time.Minute) // past ONCELEDGER_QUERY_AFTER
 
 	paid := delivery.Event{Provider: "alipay", DedupKey: "query:T:TRADE_SUCCESS", Type: "TRADE_SUCCESS", PaymentKey: "T"}
