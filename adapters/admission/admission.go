@@ -239,9 +239,13 @@ func (c *Controller) Middleware(next http.Handler) http.Handler {
 		cn, _ := r.Context().Value(connKey{}).(*conn)
 		c.enter(cn) // idle again at ConnState(StateIdle), once its answer is written
 		if class == Health {
+			c.servedBy(cn, class, 0)
 			next.ServeHTTP(w, r)
 			return
 		}
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() { c.servedBy(cn, class, sw.code) }()
+		w = sw
 		if class != Webhook {
 			if !c.takeReader(poll, bearer(r), w, r, class) {
 				return

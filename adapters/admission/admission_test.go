@@ -69,6 +69,9 @@ func newFixture(t *testing.T, lim admission.Limits) *fixture {
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
 	mux.HandleFunc("/healthz", ok)
 	mux.HandleFunc("/v1/read", ok)
+	mux.HandleFunc("/v1/refused", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no token", http.StatusUnauthorized)
+	})
 	mux.HandleFunc("/v1/work", func(w http.ResponseWriter, _ *http.Request) {
 		f.work(true)
 		_, _ = io.WriteString(w, "ok")
@@ -210,7 +213,8 @@ func TestIdleConnectionsDoNotKeepOutProbesOrWebhooks(t *testing.T) {
 	// those carrying nothing made room.
 	waitFor(t, func() bool {
 		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh"))+
-			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")) >= 1030+1030-1024
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle"))+
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "served")) >= 1030+1030-1024
 	})
 	assert.Equal(t, 200, f.status(t, http.MethodGet, "/healthz"))
 	assert.Equal(t, 200, f.status(t, http.MethodPost, "/webhooks/standard"))
@@ -524,7 +528,8 @@ func TestEvictionOrder(t *testing.T) {
 	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1})
 	evicted := func() float64 {
 		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) +
-			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle"))
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")) +
+			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "served"))
 	}
 	open := func() float64 {
 		mfs, err := f.reg.Gather()
@@ -559,10 +564,10 @@ func TestEvictionOrder(t *testing.T) {
 	assertClosed(t, fresh1)
 	used() // of fresh2
 	assertClosed(t, fresh2)
-	used() // of older: the longest idle
+	used() // of older: the longest idle (both were served)
 	assertClosed(t, older)
 	assert.Equal(t, 2.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")))
-	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "served")))
 	read(recent) // kept
 }
 
@@ -575,4 +580,35 @@ func assertClosed(t *testing.T, c net.Conn) {
 	require.Error(t, err)
 	var ne net.Error
 	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "closed by the server, not timed out: %v", err)
+}
+
+// A connection whose last answer refused its request (a 401 without a
+// token, a forged signature's 401) is closed before one whose last request
+// was served, however long each has been idle: the hostile soak of issue
+// 33 held thousands of connections idle after a 401, and the budget evicted
+// the legitimate senders' keep-alive connections among them, failing their
+// next POST with EOF. A health check's answer earns nothing (anyone may
+// send one).
+func TestRefusedConnectionsAreEvictedBeforeServedOnes(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1})
+	do := func(c net.Conn, req, want string) {
+		t.Helper()
+		st, _, err := roundTrip(c, req)
+		require.NoError(t, err)
+		require.Equal(t, want, st)
+	}
+	served := f.raw(t, "")
+	do(served, post("/webhooks/standard", "{}"), "200 OK") // the longest idle of all
+	refused := f.raw(t, "")
+	do(refused, get("/v1/refused", ""), "401 Unauthorized")
+	probed := f.raw(t, "")
+	do(probed, get("/healthz", ""), "200 OK")
+	other := f.raw(t, "")
+	do(other, get("/v1/read", "tok"), "200 OK")
+
+	do(f.raw(t, ""), get("/v1/read", "tok"), "200 OK") // takes the refused one's place
+	assertClosed(t, refused)
+	do(f.raw(t, ""), get("/v1/read", "tok"), "200 OK") // then the probe's: a health check earns nothing
+	assertClosed(t, probed)
+	do(served, post("/webhooks/standard", "{}"), "200 OK") // the served one, though idle the longest, is kept
 }

@@ -20,8 +20,13 @@ import (
 //     losing an answer. When the budget is spent, a new connection takes
 //     the place of one of them: the oldest fresh one first (a client that
 //     opens connections and sends nothing is the one to lose), then the
-//     one idle the longest (a provider delivering steadily reuses its
-//     connections and is never the longest idle). That is the
+//     idle one whose last request was refused or only a health check (a
+//     401 without a token, a forged signature: anyone can earn those), the
+//     longest idle first, and only then the one idle the longest among
+//     those whose last request was served (a provider delivering steadily
+//     reuses its connections and is never the longest idle; closing a
+//     served one races its client's next request, which then fails with
+//     EOF and is retried later). That is the
 //     "unclassified pool": fresh connections are the first closed, and
 //     without pressure they live at most the header timeout;
 //   - connections inside a handler are bounded by class (Middleware):
@@ -42,9 +47,11 @@ type conn struct {
 	ctl  *Controller
 	addr string
 	// Guarded by ctl.mu:
-	elem *list.Element // in ctl.conns.fresh or .idle; nil while in a handler or gone
-	used bool          // has carried a request
-	gone bool          // counted out (closed or evicted)
+	elem   *list.Element // in ctl.conns.fresh, .idle or .served; nil while in a handler or gone
+	in     *list.List    // the list elem is in
+	used   bool          // has carried a request
+	served bool          // its last request, other than a health check, was answered below 400
+	gone   bool          // counted out (closed or evicted)
 }
 
 func (c *conn) Close() error {
@@ -58,11 +65,12 @@ type connTable struct {
 	open   int
 	byAddr map[string]int
 	fresh  *list.List // of *conn, oldest accept first
-	idle   *list.List // of *conn, longest idle first
+	idle   *list.List // of *conn whose last request was refused (or a probe), longest idle first
+	served *list.List // of *conn whose last request was served, longest idle first
 }
 
 func newConnTable() connTable {
-	return connTable{byAddr: map[string]int{}, fresh: list.New(), idle: list.New()}
+	return connTable{byAddr: map[string]int{}, fresh: list.New(), idle: list.New(), served: list.New()}
 }
 
 // remove counts cn out, once.
@@ -82,24 +90,30 @@ func (t *connTable) unlist(cn *conn) {
 	if cn.elem == nil {
 		return
 	}
-	if cn.used {
-		t.idle.Remove(cn.elem)
-	} else {
-		t.fresh.Remove(cn.elem)
-	}
-	cn.elem = nil
+	cn.in.Remove(cn.elem)
+	cn.elem, cn.in = nil, nil
+}
+
+// push lists cn at the back of l (the most recent).
+func (t *connTable) push(l *list.List, cn *conn) {
+	cn.elem, cn.in = l.PushBack(cn), l
 }
 
 // victim is the connection to close for a new one: the oldest fresh, else
-// the longest idle; nil when every connection is inside a handler.
-func (t *connTable) victim() (*conn, string) {
+// the longest idle of those whose last request was refused, else the
+// longest idle of those served; nil when every connection is inside a
+// handler.
+func (t *connTable) victim() (*conn, int) {
 	if e := t.fresh.Front(); e != nil {
-		return e.Value.(*conn), "fresh"
+		return e.Value.(*conn), evictedFresh
 	}
 	if e := t.idle.Front(); e != nil {
-		return e.Value.(*conn), "idle"
+		return e.Value.(*conn), evictedIdle
 	}
-	return nil, ""
+	if e := t.served.Front(); e != nil {
+		return e.Value.(*conn), evictedServed
+	}
+	return nil, 0
 }
 
 // Listener wraps l with the connection budget.
@@ -142,7 +156,7 @@ func (c *Controller) admit(nc net.Conn) *conn {
 	}
 	var victim *conn
 	if c.lim.MaxConnections > 0 && c.conns.open >= c.lim.MaxConnections {
-		var kind string
+		var kind int
 		if victim, kind = c.conns.victim(); victim == nil {
 			c.mu.Unlock()
 			c.metrics.refused[refusedFull].Inc()
@@ -151,16 +165,12 @@ func (c *Controller) admit(nc net.Conn) *conn {
 			return nil
 		}
 		c.conns.remove(victim)
-		if kind == "fresh" {
-			c.metrics.evicted[evictedFresh].Inc()
-		} else {
-			c.metrics.evicted[evictedIdle].Inc()
-		}
+		c.metrics.evicted[kind].Inc()
 	}
 	cn := &conn{Conn: nc, ctl: c, addr: addr}
 	c.conns.open++
 	c.conns.byAddr[addr]++
-	cn.elem = c.conns.fresh.PushBack(cn)
+	c.conns.push(c.conns.fresh, cn)
 	c.mu.Unlock()
 	if victim != nil {
 		// Its server goroutine sees the read fail and ends; counted out above.
@@ -209,7 +219,11 @@ func (c *Controller) ConnState(nc net.Conn, state http.ConnState) {
 	}
 	c.mu.Lock()
 	if !cn.gone && cn.elem == nil {
-		cn.elem = c.conns.idle.PushBack(cn)
+		l := c.conns.idle
+		if cn.served {
+			l = c.conns.served
+		}
+		c.conns.push(l, cn)
 	}
 	c.mu.Unlock()
 }
@@ -232,3 +246,44 @@ func (c *Controller) logRefused(why, addr string) {
 	c.refusedMu.Unlock()
 	c.log.Warn("connection refused", "reason", why, "remote", addr, "refused_since_last_line", n)
 }
+
+// served records how cn's request was answered: a connection whose last
+// request (a health check aside) was answered below 400 is evicted after
+// the others (see the connection budget above).
+func (c *Controller) servedBy(cn *conn, class Class, code int) {
+	if cn == nil || class == Health {
+		if cn != nil {
+			c.mu.Lock()
+			cn.served = false
+			c.mu.Unlock()
+		}
+		return
+	}
+	c.mu.Lock()
+	cn.served = code > 0 && code < 400
+	c.mu.Unlock()
+}
+
+// statusWriter remembers the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer
+// (deadlines, flushes).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

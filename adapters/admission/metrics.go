@@ -23,6 +23,7 @@ const (
 const (
 	evictedFresh = iota
 	evictedIdle
+	evictedServed
 	numEvicted
 )
 
@@ -54,6 +55,7 @@ func newMetrics(c *Controller) *metrics {
 	m.refused[refusedFull] = m.refusedVec.WithLabelValues("full")
 	m.evicted[evictedFresh] = m.evictedVec.WithLabelValues("fresh")
 	m.evicted[evictedIdle] = m.evictedVec.WithLabelValues("idle")
+	m.evicted[evictedServed] = m.evictedVec.WithLabelValues("served")
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "onceledger_admission_connections",
 		Help: "Connections open (ONCELEDGER_MAX_CONNECTIONS bounds them).",
