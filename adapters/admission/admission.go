@@ -105,7 +105,16 @@ type Limits struct {
 	// it is shed (a burst is absorbed instead of refused); 0 takes the
 	// default, <0 = no wait.
 	QueueWait time.Duration
+	// FreshGrace: a fresh connection younger than this is closed to make
+	// room only when no other can be (its client is likely writing its
+	// request right now, and would see EOF); 0 takes the default
+	// (DefaultFreshGrace), <0 = none.
+	FreshGrace time.Duration
 }
+
+// DefaultFreshGrace is FreshGrace's default: far above the time a client
+// takes to write its request once connected, far below the header timeout.
+const DefaultFreshGrace = 100 * time.Millisecond
 
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {
@@ -123,6 +132,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLongPollsPerToken, DefaultMaxLongPollsPerToken)
 	if l.QueueWait == 0 {
 		l.QueueWait = DefaultQueueWait
+	}
+	if l.FreshGrace == 0 {
+		l.FreshGrace = DefaultFreshGrace
 	}
 	if l.MaxConnections > 0 && l.ReservedConnections >= l.MaxConnections {
 		// A reserve of everything would leave readers nothing; keep one.

@@ -298,8 +298,11 @@ func TestManyLongPollsDoNotKeepOutProbesOrWebhooks(t *testing.T) {
 	// Every poll is answered or waits, but for the few connections (past
 	// 1,024) that took the place of others not yet carrying their poll.
 	waitFor(t, func() bool {
-		return shed()+float64(f.entered.Load())+
-			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) >= 1030
+		evicted := 0.0
+		for _, state := range []string{"fresh", "idle", "served", "reading"} {
+			evicted += testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", state))
+		}
+		return shed()+float64(f.entered.Load())+evicted >= 1030
 	})
 	assert.InDelta(t, float64(1030-admission.DefaultMaxLongPolls), shed(), 6)
 	assert.Positive(t, refused.Load(), "the refused see 429 with Retry-After")
@@ -525,7 +528,9 @@ func TestInFlightBoundUnderConcurrency(t *testing.T) {
 // the oldest one that never sent a request, then of the one idle the
 // longest; a connection used recently is kept.
 func TestEvictionOrder(t *testing.T) {
-	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1})
+	// FreshGrace off: the order itself (TestARequestUnderWayIsNotEvicted
+	// covers the grace of a young fresh connection).
+	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1, FreshGrace: -1})
 	evicted := func() float64 {
 		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) +
 			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")) +
@@ -611,4 +616,43 @@ func TestRefusedConnectionsAreEvictedBeforeServedOnes(t *testing.T) {
 	do(f.raw(t, ""), get("/v1/read", "tok"), "200 OK") // then the probe's: a health check earns nothing
 	assertClosed(t, probed)
 	do(served, post("/webhooks/standard", "{}"), "200 OK") // the served one, though idle the longest, is kept
+}
+
+// A connection whose request has begun to arrive is not "fresh": under a
+// flood of new connections that take the place of fresh ones, a client that
+// connected and wrote its request at once lost it (EOF) when it was the
+// oldest fresh connection before its handler ran (issue 33's soak: legitimate
+// POSTs on new connections). A request that stays incomplete past the grace
+// is closed like a fresh one, so a trickler cannot hold the budget.
+func TestARequestUnderWayIsNotEvicted(t *testing.T) {
+	f := newFixture(t, admission.Limits{MaxConnections: 3, ReservedConnections: 1})
+	legit := f.raw(t, "")
+	req := post("/webhooks/standard", "{}")
+	_, err := io.WriteString(legit, req[:10]) // its first bytes: under way
+	require.NoError(t, err)
+	waitFor(t, func() bool {
+		st, _, err := roundTrip(f.raw(t, ""), get("/healthz", ""))
+		return err == nil && st == "200 OK" // a probe answered: the first bytes were surely read
+	})
+	for range 10 { // a flood of fresh connections, each taking the place of the oldest fresh one
+		f.raw(t, "")
+	}
+	waitFor(t, func() bool {
+		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) >= 8
+	})
+	_, err = io.WriteString(legit, req[10:])
+	require.NoError(t, err)
+	st, _, err := roundTrip(legit, "") // its answer
+	require.NoError(t, err, "the request under way was kept")
+	assert.Equal(t, "200 OK", st)
+
+	trickler := f.raw(t, "")
+	_, err = io.WriteString(trickler, "POST /webhooks/standard HTTP/1.1\r\n")
+	require.NoError(t, err)
+	time.Sleep(1500 * time.Millisecond) // past the grace
+	for range 3 {
+		f.raw(t, "")
+	}
+	assertClosed(t, trickler)
+	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "reading")))
 }

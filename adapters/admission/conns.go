@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,11 +48,24 @@ type conn struct {
 	ctl  *Controller
 	addr string
 	// Guarded by ctl.mu:
-	elem   *list.Element // in ctl.conns.fresh, .idle or .served; nil while in a handler or gone
+	elem   *list.Element // in ctl.conns.fresh, .idle, .served or .reading; nil while in a handler or gone
 	in     *list.List    // the list elem is in
+	since  time.Time     // when it entered that list
 	used   bool          // has carried a request
 	served bool          // its last request, other than a health check, was answered below 400
 	gone   bool          // counted out (closed or evicted)
+	begun  atomic.Bool   // a byte of its next request has been read (Read)
+}
+
+// Read marks the connection as carrying a request at its first byte: from
+// then on it is not fresh or idle but reading (see connTable.reading).
+func (c *conn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && !c.begun.Load() {
+		c.begun.Store(true)
+		c.ctl.begin(c)
+	}
+	return n, err
 }
 
 func (c *conn) Close() error {
@@ -67,10 +81,23 @@ type connTable struct {
 	fresh  *list.List // of *conn, oldest accept first
 	idle   *list.List // of *conn whose last request was refused (or a probe), longest idle first
 	served *list.List // of *conn whose last request was served, longest idle first
+	// reading: connections whose request has begun to arrive (its first
+	// byte read: conn.Read) and is not yet in a handler, oldest first. A
+	// client sends its request as soon as it connects, so a connection
+	// taken as fresh until its handler ran was closed under a flood of new
+	// connections with the request in flight (EOF at the client; issue
+	// 33's soak): one reading is closed only after readingGrace, as a
+	// trickler.
+	reading *list.List
 }
 
+// readingGrace is how long a request's headers may take to arrive before
+// its connection may be closed to make room: far above a client's, far
+// below the header timeout that ends a trickler anyway.
+const readingGrace = time.Second
+
 func newConnTable() connTable {
-	return connTable{byAddr: map[string]int{}, fresh: list.New(), idle: list.New(), served: list.New()}
+	return connTable{byAddr: map[string]int{}, fresh: list.New(), idle: list.New(), served: list.New(), reading: list.New()}
 }
 
 // remove counts cn out, once.
@@ -96,15 +123,18 @@ func (t *connTable) unlist(cn *conn) {
 
 // push lists cn at the back of l (the most recent).
 func (t *connTable) push(l *list.List, cn *conn) {
-	cn.elem, cn.in = l.PushBack(cn), l
+	cn.elem, cn.in, cn.since = l.PushBack(cn), l, time.Now()
 }
 
-// victim is the connection to close for a new one: the oldest fresh, else
-// the longest idle of those whose last request was refused, else the
-// longest idle of those served; nil when every connection is inside a
-// handler.
-func (t *connTable) victim() (*conn, int) {
-	if e := t.fresh.Front(); e != nil {
+// victim is the connection to close for a new one: the oldest fresh one
+// past freshGrace, else the longest idle of those whose last request was
+// refused, else the longest idle of those served, else the one whose
+// request has been arriving the longest, past readingGrace, else the oldest
+// fresh one however young; nil when none is (every connection in a handler
+// or just begun a request).
+func (t *connTable) victim(freshGrace time.Duration) (*conn, int) {
+	now := time.Now()
+	if e := t.fresh.Front(); e != nil && now.Sub(e.Value.(*conn).since) >= freshGrace {
 		return e.Value.(*conn), evictedFresh
 	}
 	if e := t.idle.Front(); e != nil {
@@ -112,6 +142,12 @@ func (t *connTable) victim() (*conn, int) {
 	}
 	if e := t.served.Front(); e != nil {
 		return e.Value.(*conn), evictedServed
+	}
+	if e := t.reading.Front(); e != nil && now.Sub(e.Value.(*conn).since) > readingGrace {
+		return e.Value.(*conn), evictedReading
+	}
+	if e := t.fresh.Front(); e != nil {
+		return e.Value.(*conn), evictedFresh
 	}
 	return nil, 0
 }
@@ -157,7 +193,7 @@ func (c *Controller) admit(nc net.Conn) *conn {
 	var victim *conn
 	if c.lim.MaxConnections > 0 && c.conns.open >= c.lim.MaxConnections {
 		var kind int
-		if victim, kind = c.conns.victim(); victim == nil {
+		if victim, kind = c.conns.victim(c.lim.FreshGrace); victim == nil {
 			c.mu.Unlock()
 			c.metrics.refused[refusedFull].Inc()
 			c.logRefused("full", addr)
@@ -218,14 +254,27 @@ func (c *Controller) ConnState(nc net.Conn, state http.ConnState) {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !cn.gone && cn.elem == nil {
+		cn.begun.Store(false) // its next request's first byte makes it reading again
 		l := c.conns.idle
 		if cn.served {
 			l = c.conns.served
 		}
 		c.conns.push(l, cn)
 	}
-	c.mu.Unlock()
+}
+
+// begin moves cn, whose request's first byte was just read, from the fresh
+// or idle lists to reading (not while it is in a handler: a body's bytes).
+func (c *Controller) begin(cn *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cn.gone || cn.elem == nil || cn.in == c.conns.reading {
+		return
+	}
+	c.conns.unlist(cn)
+	c.conns.push(c.conns.reading, cn)
 }
 
 // logRefused logs a refused connection at most once a second per reason,

@@ -24,6 +24,7 @@ const (
 	evictedFresh = iota
 	evictedIdle
 	evictedServed
+	evictedReading
 	numEvicted
 )
 
@@ -56,6 +57,7 @@ func newMetrics(c *Controller) *metrics {
 	m.evicted[evictedFresh] = m.evictedVec.WithLabelValues("fresh")
 	m.evicted[evictedIdle] = m.evictedVec.WithLabelValues("idle")
 	m.evicted[evictedServed] = m.evictedVec.WithLabelValues("served")
+	m.evicted[evictedReading] = m.evictedVec.WithLabelValues("reading")
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "onceledger_admission_connections",
 		Help: "Connections open (ONCELEDGER_MAX_CONNECTIONS bounds them).",
