@@ -14,31 +14,34 @@ import (
 // banner stands above the stale row.
 const awaitBound = 3 * time.Second
 
-// awaitItem waits until the read model shows the item in status want
-// ("open" or "resolved"), polling the same query the page will run. It
-// reports whether it did within awaitBound. Only acting requests wait, so
-// the polls cost nothing on the read path.
-func (c *consoleServer) awaitItem(ctx context.Context, ref ItemRef, want string) bool {
+// awaitShown polls shown (the same query the confirming page will run)
+// until it reports true, within awaitBound; it reports whether it did. Only
+// acting requests wait, so the polls cost nothing on the read path.
+func awaitShown(ctx context.Context, shown func(context.Context) bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, awaitBound)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		found := false
-		err := c.cfg.Read.Reconciliation(ctx, views.ReconciliationFilter{StreamID: ref.StreamID, Kind: ref.Kind, Status: want},
-			func(it views.ReconciliationItem) error {
-				if it.Key == ref.Key {
-					found = true
-				}
-				return nil
-			})
-		if err == nil && found {
-			return true
-		}
+	for !shown(ctx) {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-tick.C:
 		}
 	}
+	return true
+}
+
+// awaitItem waits until the read model shows the item in status want
+// ("open" or "resolved").
+func (c *consoleServer) awaitItem(ctx context.Context, ref ItemRef, want string) bool {
+	return awaitShown(ctx, func(ctx context.Context) bool {
+		found := false
+		err := c.cfg.Read.Reconciliation(ctx, views.ReconciliationFilter{StreamID: ref.StreamID, Kind: ref.Kind, Status: want},
+			func(it views.ReconciliationItem) error {
+				found = found || it.Key == ref.Key
+				return nil
+			})
+		return err == nil && found
+	})
 }

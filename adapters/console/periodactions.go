@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/onceledger/onceledger/domain/period"
@@ -72,23 +72,10 @@ func (c *consoleServer) periodAction(w http.ResponseWriter, r *http.Request, clo
 
 // awaitPeriod waits until the periods read model shows p in status want.
 func (c *consoleServer) awaitPeriod(ctx context.Context, p period.Period, want string) bool {
-	ctx, cancel := context.WithTimeout(ctx, awaitBound)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	return awaitShown(ctx, func(ctx context.Context) bool { // awaitaction.go
 		infos, err := c.cfg.Periods.Periods(ctx)
-		if err == nil {
-			for _, pi := range infos {
-				if pi.Period == p && pi.Status == want {
-					return true
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
-	}
+		return err == nil && slices.ContainsFunc(infos, func(pi views.PeriodInfo) bool {
+			return pi.Period == p && pi.Status == want
+		})
+	})
 }

@@ -42,19 +42,7 @@ func TestStalledUploadIs408(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	require.NoError(t, err)
-	defer conn.Close()
-	// Content-Length promises 1,000 bytes; 10 come, then nothing.
-	_, err = fmt.Fprintf(conn, "POST /v1/settlements/stripe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a-secret\r\n"+
-		"Content-Length: 1000\r\n\r\n0123456789")
-	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second))) // the test's own guard
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, string(body))
-	assert.Contains(t, string(body), "ONCELEDGER_UPLOAD_IDLE_TIMEOUT")
+	stallUpload(t, srv, "/v1/settlements/stripe") // Content-Length promises 1,000 bytes; 10 come, then nothing
 	assert.Zero(t, imp.calls.Load(), "nothing imported")
 
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/settlements/stripe", strings.NewReader(strings.Repeat("x", 100_000)))
@@ -91,11 +79,20 @@ func TestStalledBankStatementIs408(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
+	stallUpload(t, srv, "/v1/bank-statements?account=main")
+	assert.Zero(t, bank.calls.Load(), "nothing imported")
+}
+
+// stallUpload sends an admin upload to path whose Content-Length promises
+// 1,000 bytes of which 10 come, then nothing, and requires the 408 naming
+// ONCELEDGER_UPLOAD_IDLE_TIMEOUT.
+func stallUpload(t *testing.T, srv *httptest.Server, path string) {
+	t.Helper()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /v1/bank-statements?account=main HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a-secret\r\n"+
-		"Content-Length: 1000\r\n\r\n0123456789")
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a-secret\r\n"+
+		"Content-Length: 1000\r\n\r\n0123456789", path)
 	require.NoError(t, err)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second))) // the test's own guard
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -103,5 +100,4 @@ func TestStalledBankStatementIs408(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, string(body))
 	assert.Contains(t, string(body), "ONCELEDGER_UPLOAD_IDLE_TIMEOUT")
-	assert.Zero(t, bank.calls.Load(), "nothing imported")
 }
