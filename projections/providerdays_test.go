@@ -13,9 +13,9 @@ import (
 
 	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/delivery"
+	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/payment"
 	"github.com/onceledger/onceledger/domain/settlement"
-	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/projections/views"
 )
 
