@@ -82,7 +82,13 @@
 #      failures (goal 0), their p99 (goal <= 100 ms), the ledger against
 #      the model, the server's peak RSS (goal < 512 MiB), the load average.
 #
-#   bench/run.sh               all eight
+#   9. Provider balances and the day's close (bench/days.sh, issue 35): an
+#      Alipay account bill of BENCH_DAYS_LINES lines, an assertion per line,
+#      imported until projected, per line against the revision before balance
+#      assertions (BENCH_DAYS_BEFORE; goal <= 1.3x); GET /v1/provider-days for
+#      a year of days on a database of BENCH_DAYS_EVENTS events (goal < 300 ms).
+#
+#   bench/run.sh               all nine
 #   bench/run.sh ingest        1-3 only
 #   bench/run.sh rebuild       4 only
 #   bench/run.sh rebuild-live  5 only
@@ -90,6 +96,7 @@
 #   bench/run.sh bank          6b only
 #   bench/run.sh outbound      7 only
 #   bench/run.sh hostile       8 only
+#   bench/run.sh days          9 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -126,6 +133,10 @@
 #   BENCH_HOSTILE_RATE=1000       its legitimate webhooks/s (open loop)
 #   BENCH_HOSTILE_IDLE=2000       its idle connections
 #   BENCH_HOSTILE_POLLS=500       its long polls
+#   BENCH_DAYS_LINES=100000       step 9a: lines of the Alipay account bill
+#   BENCH_DAYS_BEFORE=4182522^    step 9a: the reference revision (before balance assertions)
+#   BENCH_DAYS_EVENTS=1000000     step 9b: events seeded over 2026
+#   BENCH_DAYS_REQUESTS=11        step 9b: requests per query (median and worst)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   BENCH_PG=private       the Postgres server the bench uses:
 #                          private (default): a cluster of its own, made by initdb in
@@ -142,8 +153,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile | days) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile|days]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -867,6 +878,10 @@ if want hostile; then
 	# shellcheck source=bench/hostile.sh
 	source bench/hostile.sh
 fi
+if want days; then
+	# shellcheck source=bench/days.sh
+	source bench/days.sh
+fi
 
 echo
 echo "== summary (paste into docs/benchmarks/history/, see docs/benchmarks.md)"
@@ -970,5 +985,6 @@ if want bank; then
 fi
 if want outbound; then cat "$work/outbound_summary.txt"; fi
 if want hostile; then cat "$work/hostile_summary.txt"; fi
+if want days; then cat "$work/days_summary.txt"; fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"
