@@ -3,8 +3,8 @@ package payment
 import (
 	"fmt"
 	"math/rand/v2"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,19 +56,24 @@ func TestCumulativeRefundBeforeCapture(t *testing.T) {
 }
 
 // TestPropertyCumulativeRefunds: whatever the order of a trade's
-// notifications (its capture and refunds reporting growing totals) and
-// however often each is delivered, under its own or a new notify_id, the
-// refunds posted never exceed the highest total delivered so far and end
-// equal to the highest total reported.
+// notifications (its capture and refunds reporting growing totals at
+// growing gmt_refund) and however often each is delivered, under its own
+// or a new notify_id, the refunds posted never exceed the highest total
+// delivered so far and end equal to the highest total reported, each
+// refund booked at its own time.
 func TestPropertyCumulativeRefunds(t *testing.T) {
 	for seed := range uint64(500) {
 		rng := rand.New(rand.NewPCG(seed, 25))
 		var events []delivery.Event
 		events = append(events, alipayDelivery("n_pay", cny(delivery.KindCaptured, "trade_1", 100000)))
 		total := int64(0)
+		own := map[time.Time]int64{} // each refund at its own gmt_refund
 		for i := range 1 + rng.IntN(6) {
-			total += 1 + rng.Int64N(15000)
-			events = append(events, alipayDelivery(fmt.Sprintf("n_r%d", i), cny(delivery.KindRefundCumulative, fmt.Sprintf("biz_%d", i), total)))
+			amount := 1 + rng.Int64N(15000)
+			total += amount
+			at := t0.Add(time.Duration(i+1) * time.Hour)
+			own[at] = amount
+			events = append(events, alipayRefundAt(fmt.Sprintf("n_r%d", i), fmt.Sprintf("biz_%d", i), total, at))
 		}
 		for range rng.IntN(6) {
 			dup := events[rng.IntN(len(events))]
@@ -89,6 +94,7 @@ func TestPropertyCumulativeRefunds(t *testing.T) {
 			require.LessOrEqualf(t, posted, highest, "seed %d: refunds above the highest total reported", seed)
 		}
 		require.Equalf(t, total, refundsPosted(s.history), "seed %d", seed)
+		require.Equalf(t, own, refundsByTime(s.history), "seed %d: each refund booked at its own time", seed)
 		require.Emptyf(t, openItems(s.history), "seed %d", seed)
 	}
 }
