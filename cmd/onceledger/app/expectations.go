@@ -54,7 +54,8 @@ func (a *App) expectedRoutes(hc *httpapi.Config) {
 // records what they answer through the webhook gate; reg (nil: none)
 // takes its metric.
 func (c *Core) Querier(owner string, reg prometheus.Registerer) *expectations.Querier {
-	qc := expectations.QueryConfig{Owner: owner, Now: c.cfg.Now, Logger: c.log, Registerer: reg, PendingAfter: c.queryAfter()}
+	qc := expectations.QueryConfig{Owner: owner, Now: c.cfg.Now, Logger: c.log, Registerer: reg, PendingAfter: c.queryAfter(),
+		Rate: c.cfg.QueryRate}
 	if l := c.cfg.QueryLease; l > 0 {
 		// A question never outlives its lease: another asker may take it.
 		qc.Lease, qc.Timeout, qc.Poll = l, l/2, min(l, 5*time.Second)
