@@ -82,7 +82,18 @@
 #      failures (goal 0), their p99 (goal <= 100 ms), the ledger against
 #      the model, the server's peak RSS (goal < 512 MiB), the load average.
 #
-#   bench/run.sh               all eight
+#   9. Expected payments (bench/expect.sh, issue 36): the ingest maximum of
+#      step 2 three times without and three times with
+#      BENCH_EXPECT_OUTSTANDING (100,000) outstanding expected payments, the
+#      serve schedule running (the Stripe asker against the Stripe double,
+#      nothing due): medians, spreads, the ratio (goal: the drop within the
+#      three-run spread, <= 10%), the claim's plan (an index scan) and its
+#      scans; then a sweep of BENCH_EXPECT_SWEEP (10,000) due expected
+#      payments against the double (bench/expectsweep, a real HTTP server) at
+#      ONCELEDGER_QUERY_RATE=BENCH_EXPECT_RATE (200): questions/s against
+#      the rate set, and the time until all are paid.
+#
+#   bench/run.sh               all nine
 #   bench/run.sh ingest        1-3 only
 #   bench/run.sh rebuild       4 only
 #   bench/run.sh rebuild-live  5 only
@@ -90,6 +101,7 @@
 #   bench/run.sh bank          6b only
 #   bench/run.sh outbound      7 only
 #   bench/run.sh hostile       8 only
+#   bench/run.sh expect        9 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -126,6 +138,10 @@
 #   BENCH_HOSTILE_RATE=1000       its legitimate webhooks/s (open loop)
 #   BENCH_HOSTILE_IDLE=2000       its idle connections
 #   BENCH_HOSTILE_POLLS=500       its long polls
+#   BENCH_EXPECT_OUTSTANDING=100000  step 9a: outstanding expected payments
+#   BENCH_EXPECT_PAYMENTS=$BENCH_PAYMENTS  step 9a: payments of each ingest run
+#   BENCH_EXPECT_SWEEP=10000      step 9b: due expected payments swept
+#   BENCH_EXPECT_RATE=200         step 9b: ONCELEDGER_QUERY_RATE (questions/s per provider)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   BENCH_PG=private       the Postgres server the bench uses:
 #                          private (default): a cluster of its own, made by initdb in
@@ -142,8 +158,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile | expect) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile|expect]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -867,6 +883,10 @@ if want hostile; then
 	# shellcheck source=bench/hostile.sh
 	source bench/hostile.sh
 fi
+if want expect; then
+	# shellcheck source=bench/expect.sh
+	source bench/expect.sh
+fi
 
 echo
 echo "== summary (paste into docs/benchmarks/history/, see docs/benchmarks.md)"
@@ -970,5 +990,6 @@ if want bank; then
 fi
 if want outbound; then cat "$work/outbound_summary.txt"; fi
 if want hostile; then cat "$work/hostile_summary.txt"; fi
+if want expect; then cat "$work/expect_summary.txt"; fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

@@ -2,11 +2,9 @@ package expectstore_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -34,12 +32,8 @@ func TestClaimPlanUsesTheIndex(t *testing.T) {
 	_, err = pool.Exec(ctx, `ANALYZE expected_payments; ANALYZE pending_payments`)
 	require.NoError(t, err)
 
-	args := []any{"plan-test", 60.0, []string{"stripe", "alipay", "wechatpay"}, 100, now}
-	rows, err := pool.Query(ctx, "EXPLAIN "+expectstore.ClaimSQL, args...)
+	plan, err := expectstore.New(pool).ClaimPlan(ctx, []string{"stripe", "alipay", "wechatpay"}, now, 100)
 	require.NoError(t, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	plan := strings.Join(lines, "\n")
 	t.Log(plan)
 	assert.Contains(t, plan, "expected_payments_query_idx", "the due read goes through next_query_at's index:\n%s", plan)
 	assert.NotContains(t, plan, "Seq Scan on expected_payments", "no sequential scan of the outstanding expectations:\n%s", plan)

@@ -3,6 +3,7 @@ package expectstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,21 @@ func (s *Store) Claim(ctx context.Context, owner string, providers []string, now
 		return nil, fmt.Errorf("expectstore: claim: %w", err)
 	}
 	return out, nil
+}
+
+// ClaimPlan is the plan Postgres chooses for Claim's statement with these
+// arguments (EXPLAIN, nothing executed): the test of the schedule's cost
+// and bench/run.sh expect print it.
+func (s *Store) ClaimPlan(ctx context.Context, providers []string, now time.Time, limit int) (string, error) {
+	rows, err := s.pool.Query(ctx, "EXPLAIN "+claimSQL, "explain", 60.0, providers, limit, now)
+	if err != nil {
+		return "", fmt.Errorf("expectstore: explain claim: %w", err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("expectstore: explain claim: %w", err)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // Reschedule implements expectations.Schedule. Only the lease's owner
