@@ -87,6 +87,16 @@
 #      imported until projected, per line against the revision before balance
 #      assertions (BENCH_DAYS_BEFORE; goal <= 1.3x); GET /v1/provider-days for
 #      a year of days on a database of BENCH_DAYS_EVENTS events (goal < 300 ms).
+#  10. Expected payments (bench/expect.sh, issue 36): the ingest maximum of
+#      step 2 three times without and three times with
+#      BENCH_EXPECT_OUTSTANDING (100,000) outstanding expected payments, the
+#      serve schedule running (the Stripe asker against the Stripe double,
+#      nothing due): medians, spreads, the ratio (goal: the drop within the
+#      three-run spread, <= 10%), the claim's plan (an index scan) and its
+#      scans; then a sweep of BENCH_EXPECT_SWEEP (10,000) due expected
+#      payments against the double (bench/expectsweep, a real HTTP server) at
+#      ONCELEDGER_QUERY_RATE=BENCH_EXPECT_RATE (200): questions/s against
+#      the rate set, and the time until all are paid.
 #
 #   bench/run.sh               all nine
 #   bench/run.sh ingest        1-3 only
@@ -97,6 +107,7 @@
 #   bench/run.sh outbound      7 only
 #   bench/run.sh hostile       8 only
 #   bench/run.sh days          9 only
+#   bench/run.sh expect        10 only
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -137,6 +148,10 @@
 #   BENCH_DAYS_BEFORE=4182522^    step 9a: the reference revision (before balance assertions)
 #   BENCH_DAYS_EVENTS=1000000     step 9b: events seeded over 2026
 #   BENCH_DAYS_REQUESTS=11        step 9b: requests per query (median and worst)
+#   BENCH_EXPECT_OUTSTANDING=100000  step 10a: outstanding expected payments
+#   BENCH_EXPECT_PAYMENTS=$BENCH_PAYMENTS  step 10a: payments of each ingest run
+#   BENCH_EXPECT_SWEEP=10000      step 10b: due expected payments swept
+#   BENCH_EXPECT_RATE=200         step 10b: ONCELEDGER_QUERY_RATE (questions/s per provider)
 #   BENCH_KEEP=1           keep the databases (dropped by default)
 #   BENCH_PG=private       the Postgres server the bench uses:
 #                          private (default): a cluster of its own, made by initdb in
@@ -153,8 +168,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile | days) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile|days]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile | days | expect) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile|days|expect]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -882,6 +897,10 @@ if want days; then
 	# shellcheck source=bench/days.sh
 	source bench/days.sh
 fi
+if want expect; then
+	# shellcheck source=bench/expect.sh
+	source bench/expect.sh
+fi
 
 echo
 echo "== summary (paste into docs/benchmarks/history/, see docs/benchmarks.md)"
@@ -986,5 +1005,6 @@ fi
 if want outbound; then cat "$work/outbound_summary.txt"; fi
 if want hostile; then cat "$work/hostile_summary.txt"; fi
 if want days; then cat "$work/days_summary.txt"; fi
+if want expect; then cat "$work/expect_summary.txt"; fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

@@ -124,3 +124,51 @@ func TestWechatPayAsker(t *testing.T) {
 	require.ErrorAs(t, err, &ra)
 	assert.Equal(t, 5*time.Second, ra.After)
 }
+
+// A service provider's two sub-merchants may each have an order of the
+// same out_trade_no (it is unique within one merchant only): the
+// references "{sub_mchid}/{out_trade_no}" ask the partner query with each
+// one's own sub_mchid, and each answer is that sub-merchant's order.
+func TestWechatPayAskerSubMerchantsSameOutTradeNo(t *testing.T) {
+	mk, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	const spMchID, serial = "1900000100", "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
+	fake, err := wechatpayfake.New(spMchID, serial, &mk.PublicKey)
+	require.NoError(t, err)
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	der, err := x509.MarshalPKCS8PrivateKey(mk)
+	require.NoError(t, err)
+	platform := map[string][]byte{wechatpayfake.KeyID: fake.PublicKeyPEM()}
+	client, err := wechatpayapi.New(srv.URL, spMchID, serial, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), platform, nil)
+	require.NoError(t, err)
+	adapter, err := wechatpay.New(platform, [][]byte{[]byte("0123456789abcdefghijklmnopqrstuv")}, []string{spMchID}, 0)
+	require.NoError(t, err)
+	a := askers.WechatPay{Client: client, Adapter: adapter}
+	ctx := context.Background()
+
+	fake.SetTransaction("WX-SAME", wechatpayfake.Transaction{State: "SUCCESS", Total: 400, TransactionID: "4200000201",
+		SuccessTime: "2026-12-07T18:00:05+08:00", SubMchID: "1900000201"})
+	fake.SetTransaction("WX-SAME", wechatpayfake.Transaction{State: "SUCCESS", Total: 500, TransactionID: "4200000202",
+		SuccessTime: "2026-12-07T18:00:06+08:00", SubMchID: "1900000202"})
+	for _, c := range []struct {
+		sub, txn string
+		total    int64
+	}{{"1900000201", "4200000201", 400}, {"1900000202", "4200000202", 500}} {
+		ans, err := a.Ask(ctx, c.sub+"/WX-SAME")
+		require.NoError(t, err)
+		require.Equal(t, expectations.OutcomePaid, ans.Outcome)
+		assert.Equal(t, c.txn, ans.Event.PaymentKey, "sub-merchant %s's own order", c.sub)
+		assert.Equal(t, c.sub, ans.Event.SubMerchant)
+		require.Len(t, ans.Event.Facts, 1)
+		assert.Equal(t, c.total, ans.Event.Facts[0].Amount)
+		assert.Equal(t, 1, fake.Queries(c.sub+"/WX-SAME"), "asked with sub_mchid %s", c.sub)
+	}
+	// A third sub-merchant has no such order; nor does the direct merchant.
+	ans, err := a.Ask(ctx, "1900000203/WX-SAME")
+	require.NoError(t, err)
+	assert.Equal(t, expectations.OutcomeNotExist, ans.Outcome)
+	ans, err = a.Ask(ctx, "WX-SAME")
+	require.NoError(t, err)
+	assert.Equal(t, expectations.OutcomeNotExist, ans.Outcome)
+}

@@ -99,8 +99,15 @@ type QueryConfig struct {
 	Backoff, MaxBackoff time.Duration
 	Lease               time.Duration // default 1m
 	Timeout             time.Duration // one question's time-out; default 20s
-	Batch               int           // default 100
-	Poll                time.Duration // default 5s
+	// Concurrency is how many questions to one provider may be in flight
+	// at once (default 1): the rate limiter still spaces their starts, so
+	// it only matters when one question (its answer recorded through the
+	// gate, the schedule updated) takes longer than 1/Rate. Questions in
+	// flight when a 429 arrives are not recalled; the next ones wait for
+	// its Retry-After.
+	Concurrency int
+	Batch       int           // default 100
+	Poll        time.Duration // default 5s
 	// PendingAfter: payments a webhook said are pending are asked about
 	// this long after (ONCELEDGER_QUERY_AFTER); 0: not asked.
 	PendingAfter time.Duration
@@ -140,6 +147,9 @@ func NewQuerier(askers map[string]Asker, gate Gate, sched Schedule, cfg QueryCon
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 100
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 5 * time.Second
@@ -209,23 +219,42 @@ func (q *Querier) Sweep(ctx context.Context) (int, error) {
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
-	// One goroutine per provider: a slow or rate-limited provider does not
-	// hold the others back.
+	// Workers per provider: a slow or rate-limited provider does not hold
+	// the others back; within one provider, up to Concurrency questions are
+	// in flight, taken in the order they fell due, and the first error
+	// stops that provider's sweep (the rest of its claim is asked again
+	// when the lease runs out).
 	byProvider := map[string][]Due{}
 	for _, d := range due {
 		byProvider[d.Provider] = append(byProvider[d.Provider], d)
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, len(byProvider))
+	errs := make(chan error, len(due))
 	for p, ds := range byProvider {
-		wg.Go(func() {
-			for _, d := range ds {
-				if err := q.handle(ctx, d); err != nil {
-					errs <- fmt.Errorf("%s %s: %w", p, d.Reference, err)
-					return
-				}
+		var mu sync.Mutex
+		next, failed := 0, false
+		take := func() (Due, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failed || next == len(ds) {
+				return Due{}, false
 			}
-		})
+			next++
+			return ds[next-1], true
+		}
+		for range min(q.cfg.Concurrency, len(ds)) {
+			wg.Go(func() {
+				for d, ok := take(); ok; d, ok = take() {
+					if err := q.handle(ctx, d); err != nil {
+						mu.Lock()
+						failed = true
+						mu.Unlock()
+						errs <- fmt.Errorf("%s %s: %w", p, d.Reference, err)
+						return
+					}
+				}
+			})
+		}
 	}
 	wg.Wait()
 	close(errs)

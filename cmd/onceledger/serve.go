@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -27,6 +28,7 @@ type serveCmd struct {
 	AdminTokens         []string      `name:"admin-tokens" env:"ONCELEDGER_ADMIN_TOKENS" sep:"," group:"Query API tokens" help:"Tokens that may also act (settlement uploads, resolve, redrive, erase, period close); name=token entries name the actor."`
 	WriterTokens        []string      `name:"writer-tokens" env:"ONCELEDGER_WRITER_TOKENS" sep:"," group:"Query API tokens" help:"Tokens of the merchant's order service: they may read, and register and cancel expected payments, nothing else; name=token entries name the actor."`
 	QueryAfter          time.Duration `name:"query-after" env:"ONCELEDGER_QUERY_AFTER" default:"15m" group:"Tuning" help:"Ask the provider's API about an expected payment (or one left pending) with no terminal fact this long; 0 never asks."`
+	QueryRate           float64       `name:"query-rate" env:"ONCELEDGER_QUERY_RATE" default:"5" group:"Tuning" help:"Questions a second this instance asks of each provider's API about expected or pending payments (its rate limit)."`
 	MetricsToken        string        `name:"metrics-token" env:"ONCELEDGER_METRICS_TOKEN" group:"Query API tokens" help:"Bearer token /metrics requires; none = /metrics is open."`
 	WebhookTolerance    time.Duration `name:"webhook-tolerance" env:"ONCELEDGER_WEBHOOK_TOLERANCE" default:"5m" group:"Tuning" help:"Max signature timestamp age."`
 	MaxBodyBytes        int64         `name:"max-body-bytes" env:"ONCELEDGER_MAX_BODY_BYTES" default:"1048576" group:"Tuning" help:"Larger webhook bodies get 413."`
@@ -85,6 +87,9 @@ func (c *serveCmd) Validate() error {
 	}
 	if c.IngestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_INGEST_TIMEOUT must be positive, got %v", c.IngestTimeout))
+	}
+	if !(c.QueryRate > 0) || math.IsInf(c.QueryRate, 1) {
+		errs = append(errs, fmt.Errorf("ONCELEDGER_QUERY_RATE must be a positive number of questions a second, got %v", c.QueryRate))
 	}
 	if c.RawRetention < 0 {
 		errs = append(errs, fmt.Errorf("ONCELEDGER_RAW_RETENTION must be 0 (keep) or positive, got %v", c.RawRetention))
@@ -208,6 +213,7 @@ func (c *serveCmd) config(g *globals, provs map[string]providers.Adapter) app.Co
 		WriterTokens:         c.WriterTokens,
 		QueryAfter:           queryAfter(c.QueryAfter),
 		QueryLease:           time.Duration(c.QueryLease) * time.Second,
+		QueryRate:            c.QueryRate,
 		MetricsToken:         c.MetricsToken,
 		ConsoleSecureCookies: c.ConsoleSecure,
 		MaxBodyBytes:         c.MaxBodyBytes,

@@ -193,3 +193,19 @@ func TestServeConfigRefusesAMalformedSecretsKey(t *testing.T) {
 		require.NoError(t, err, ok)
 	}
 }
+
+// ONCELEDGER_QUERY_RATE is each provider's rate limit: a rate that is not a
+// positive number is refused at start-up, naming the variable.
+func TestServeConfigQueryRate(t *testing.T) {
+	c, err := parseCLI(t, "serve")
+	require.NoError(t, err)
+	assert.Equal(t, 5.0, c.Serve.QueryRate, "the default")
+	c, err = parseCLI(t, "serve", "--query-rate", "200")
+	require.NoError(t, err)
+	assert.Equal(t, 200.0, c.Serve.config(&globals{cli: c}, nil).QueryRate)
+	for _, bad := range []string{"0", "-1", "NaN", "+Inf"} {
+		_, err := parseCLI(t, "serve", "--query-rate="+bad)
+		require.Error(t, err, bad)
+		assert.ErrorContains(t, err, "ONCELEDGER_QUERY_RATE must be a positive number", bad)
+	}
+}

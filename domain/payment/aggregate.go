@@ -136,7 +136,12 @@ type Payment struct {
 	// reported: by refund id, the refunded total its cumulative
 	// notification reported.
 	reported map[string]int64
-	noted    map[string]bool // refund id + "/" + status of RefundNoted events
+	// reportedAt: by refund id, when its cumulative notification said the
+	// refund happened (Alipay gmt_refund): an earlier refund's
+	// notification arriving late is booked at its own time (cumulative.go,
+	// reattribute).
+	reportedAt map[string]time.Time
+	noted      map[string]bool // refund id + "/" + status of RefundNoted events
 
 	disputes     map[string]*dispute
 	disputeOrder []string // dispute ids in the order first recorded
@@ -194,7 +199,7 @@ func (p *Payment) apply(e Event) {
 			amount = p.add(r.amount, e.Amount)
 		}
 		r.amount, r.currency, r.state, r.at = amount, e.Currency, refundPending, e.OccurredAt
-		p.cumulate(e.RefundID, e.Amount, e.Total, e.FromLine)
+		p.cumulate(e.RefundID, e.Amount, e.Total, e.FromLine, e.OccurredAt)
 		p.setCurrency(e.Currency)
 	case RefundPosted:
 		r := p.refund(e.RefundID)
@@ -206,7 +211,7 @@ func (p *Payment) apply(e Event) {
 			amount = p.add(r.amount, e.Amount)
 		}
 		if !e.WasPending {
-			p.cumulate(e.RefundID, e.Amount, e.Total, e.FromLine)
+			p.cumulate(e.RefundID, e.Amount, e.Total, e.FromLine, e.OccurredAt)
 		}
 		r.amount, r.currency, r.state = amount, e.Currency, refundPosted
 		p.setCurrency(e.Currency)
@@ -214,6 +219,7 @@ func (p *Payment) apply(e Event) {
 		put(&p.noted, e.RefundID+"/"+e.Status, true)
 		if e.Status == string(delivery.KindRefundCumulative) {
 			put(&p.reported, e.RefundID, e.Amount)
+			p.reportedWhen(e.RefundID, e.OccurredAt)
 		}
 		p.setCurrency(e.Currency)
 	case RefundReversed:

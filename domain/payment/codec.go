@@ -81,6 +81,9 @@ type wireRefund struct {
 	// Discount: the coupon money returned (discount.go); absent from
 	// refunds written before it existed, and from those without.
 	Discount int64 `json:"discount,omitempty"`
+	// MovedTo: RefundPending's and RefundPosted's; absent from every other
+	// refund.
+	MovedTo string `json:"moved_to,omitempty"`
 }
 
 type wireRefundNoted struct {
@@ -195,11 +198,11 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case Canceled:
 		w = wireReason{toWireMeta(e.Meta), e.Reason}
 	case RefundPending:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total, e.FromLine, e.Increase, e.Discount}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), false, e.Total, e.FromLine, e.Increase, e.Discount, e.MovedTo}
 	case RefundPosted:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total, e.FromLine, e.Increase, e.Discount}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, e.Total, e.FromLine, e.Increase, e.Discount, e.MovedTo}
 	case RefundReversed:
-		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0, false, false, e.Discount}
+		w = wireRefund{toWireMeta(e.Meta), e.RefundID, e.Amount, string(e.Currency), e.WasPending, 0, false, false, e.Discount, ""}
 	case RefundNoted:
 		w = wireRefundNoted{toWireMeta(e.Meta), e.RefundID, e.Status, e.Amount, string(e.Currency)}
 	case DisputeOpened:
@@ -271,12 +274,12 @@ func Decode(typ string, data []byte) (Event, error) {
 	case TypeRefundPending:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
 			return RefundPending{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), Total: w.Total,
-				FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount}
+				FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount, MovedTo: w.MovedTo}
 		})
 	case TypeRefundPosted:
 		return decode(typ, data, func(w wireRefund, m Meta) Event {
 			return RefundPosted{Meta: m, RefundID: w.RefundID, Amount: w.Amount, Currency: money.Currency(w.Currency), WasPending: w.WasPending,
-				Total: w.Total, FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount}
+				Total: w.Total, FromLine: w.FromLine, Increase: w.Increase, Discount: w.Discount, MovedTo: w.MovedTo}
 		})
 	case TypeRefundNoted:
 		return decode(typ, data, func(w wireRefundNoted, m Meta) Event {

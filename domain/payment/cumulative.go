@@ -2,6 +2,7 @@ package payment
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/onceledger/onceledger/domain/delivery"
 	"github.com/onceledger/onceledger/domain/money"
@@ -54,6 +55,9 @@ func (d *decision) refundCumulative(f delivery.Fact) {
 		return
 	}
 	inc := RefundIncrease(p.cumulative, f.Amount)
+	if inc == 0 && d.reattribute(f) {
+		return
+	}
 	if inc == 0 {
 		d.emit(RefundNoted{Meta: d.meta, RefundID: f.BusinessID, Status: string(delivery.KindRefundCumulative),
 			Amount: f.Amount, Currency: f.Currency})
@@ -124,11 +128,91 @@ func (d *decision) postCumulative(id string, inc int64, cur money.Currency, tota
 		Discount: p.couponOf(coupon, inc)})
 }
 
+// reattribute books at its own time a refund whose notification arrived
+// after a later refund's had posted the trade's refunded total. Alipay's
+// asynchronous notification (https://opendocs.alipay.com/open/203/105286,
+// 异步通知参数) carries refund_fee, 总退款金额: the trade's refunded total,
+// and gmt_refund, 交易退款时间: when the refund was made. Totals only grow
+// with time, so a notification saying "total T at t" makes the refund
+// T − T_prev, T_prev being the greatest total notified for a refund
+// before t; the refund notified next after t (R_next, total ≥ T) posted
+// that part when its notification, arriving first, raised the total. The
+// part moves: RefundPosted under f's refund at f's time (its meta: the
+// ledger's effective_at), and the same amount taken off R_next at
+// R_next's own time (RefundPosted, negative, Increase, MovedTo). The
+// trade's refunds posted are unchanged; each refund ends booked at its
+// own time, in any order of arrival.
+//
+// Before any capture the same move is made between the two RefundPending
+// (each then posts at its own time when a capture arrives).
+//
+// It moves nothing, and returns false (the caller notes the report), when
+// the data cannot tell or the move would take what R_next did not record:
+// f's
+// refund already recorded (its bill line posted it, at the line's time),
+// no time, a total not above T_prev or above R_next's (totals out of
+// order), or R_next not recorded with at least the part (its posting was a
+// bill line's). The coupon money returned stays with R_next: the
+// notifications' coupon figures are totals too, and R_next's posting
+// holds them; the trade's coupon account ends the same.
+func (d *decision) reattribute(f delivery.Fact) bool {
+	p := d.p
+	at := d.meta.OccurredAt
+	if at.IsZero() || p.refunds[f.BusinessID] != nil {
+		return false
+	}
+	var prev int64
+	next, nextAt := "", time.Time{}
+	for id, when := range p.reportedAt {
+		switch {
+		case when.Before(at):
+			prev = max(prev, p.reported[id])
+		case when.After(at) && (next == "" || when.Before(nextAt) || (when.Equal(nextAt) && id < next)):
+			next, nextAt = id, when
+		}
+	}
+	if next == "" || f.Amount <= prev || p.reported[next] < f.Amount {
+		return false
+	}
+	part := f.Amount - prev
+	r := p.refunds[next]
+	pending := len(p.captures) == 0
+	want := refundPosted
+	if pending {
+		want = refundPending
+	}
+	if r == nil || r.state != want || r.amount < part || r.currency != f.Currency {
+		return false
+	}
+	m := d.meta
+	m.OccurredAt = nextAt
+	if pending {
+		// No capture yet: both wait, each at its own time (RefundPending's
+		// fold keeps it), and post when a capture arrives.
+		d.postCumulative(f.BusinessID, part, f.Currency, f.Amount, false, 0)
+		d.emit(RefundPending{Meta: m, RefundID: next, Amount: -part, Currency: f.Currency, Total: p.reported[next], Increase: true,
+			MovedTo: f.BusinessID})
+		return true
+	}
+	d.emit(RefundPosted{Meta: d.meta, RefundID: f.BusinessID, Amount: part, Currency: f.Currency, Total: f.Amount})
+	d.emit(RefundPosted{Meta: m, RefundID: next, Amount: -part, Currency: f.Currency, Total: p.reported[next], Increase: true,
+		MovedTo: f.BusinessID})
+	return true
+}
+
+// reportedWhen keeps the time a refund's first cumulative report gave.
+func (p *Payment) reportedWhen(id string, at time.Time) {
+	if _, ok := p.reportedAt[id]; !ok && !at.IsZero() {
+		put(&p.reportedAt, id, at)
+	}
+}
+
 // cumulate folds a cumulative refund's event: its reported total, and the
 // increase it posted (a notification's, or a line's).
-func (p *Payment) cumulate(id string, amount, total int64, fromLine bool) {
+func (p *Payment) cumulate(id string, amount, total int64, fromLine bool, at time.Time) {
 	if total != 0 {
 		put(&p.reported, id, total)
+		p.reportedWhen(id, at)
 	}
 	if total != 0 || fromLine {
 		p.cumulative = p.add(p.cumulative, amount)

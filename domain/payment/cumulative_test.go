@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,19 +56,24 @@ func TestCumulativeRefundBeforeCapture(t *testing.T) {
 }
 
 // TestPropertyCumulativeRefunds: whatever the order of a trade's
-// notifications (its capture and refunds reporting growing totals) and
-// however often each is delivered, under its own or a new notify_id, the
-// refunds posted never exceed the highest total delivered so far and end
-// equal to the highest total reported.
+// notifications (its capture and refunds reporting growing totals at
+// growing gmt_refund) and however often each is delivered, under its own
+// or a new notify_id, the refunds posted never exceed the highest total
+// delivered so far and end equal to the highest total reported, each
+// refund booked at its own time.
 func TestPropertyCumulativeRefunds(t *testing.T) {
 	for seed := range uint64(500) {
 		rng := rand.New(rand.NewPCG(seed, 25))
 		var events []delivery.Event
 		events = append(events, alipayDelivery("n_pay", cny(delivery.KindCaptured, "trade_1", 100000)))
 		total := int64(0)
+		own := map[time.Time]int64{} // each refund at its own gmt_refund
 		for i := range 1 + rng.IntN(6) {
-			total += 1 + rng.Int64N(15000)
-			events = append(events, alipayDelivery(fmt.Sprintf("n_r%d", i), cny(delivery.KindRefundCumulative, fmt.Sprintf("biz_%d", i), total)))
+			amount := 1 + rng.Int64N(15000)
+			total += amount
+			at := t0.Add(time.Duration(i+1) * time.Hour)
+			own[at] = amount
+			events = append(events, alipayRefundAt(fmt.Sprintf("n_r%d", i), fmt.Sprintf("biz_%d", i), total, at))
 		}
 		for range rng.IntN(6) {
 			dup := events[rng.IntN(len(events))]
@@ -88,6 +94,7 @@ func TestPropertyCumulativeRefunds(t *testing.T) {
 			require.LessOrEqualf(t, posted, highest, "seed %d: refunds above the highest total reported", seed)
 		}
 		require.Equalf(t, total, refundsPosted(s.history), "seed %d", seed)
+		require.Equalf(t, own, refundsByTime(s.history), "seed %d: each refund booked at its own time", seed)
 		require.Emptyf(t, openItems(s.history), "seed %d", seed)
 	}
 }
@@ -122,5 +129,51 @@ func TestRefundNotedPostsNothing(t *testing.T) {
 	wantTypes(t, s.deliver(wx("n_ok", cny(delivery.KindRefunded, "r_1", 300))), TypeRefundPosted)
 	wantTypes(t, s.deliver(wx("n_closed", cny(delivery.KindRefundClosed, "r_2", 200))), TypeRefundNoted)
 	assert.Equal(t, int64(300), refundsPosted(s.history))
+	assert.Empty(t, openItems(s.history))
+}
+
+// refundsByTime sums the refunds posted by the moment they are effective
+// (the event's OccurredAt: an Alipay refund notification's gmt_refund).
+func refundsByTime(history []Event) map[time.Time]int64 {
+	out := map[time.Time]int64{}
+	for _, e := range history {
+		for _, p := range Postings(e) {
+			if p.Account == ledger.RevenueRefunds {
+				out[e.Metadata().OccurredAt] += p.Amount
+			}
+		}
+	}
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+func alipayRefundAt(key, id string, total int64, at time.Time) delivery.Event {
+	ev := alipayDelivery(key, cny(delivery.KindRefundCumulative, id, total))
+	ev.OccurredAt = at
+	return ev
+}
+
+// TestCumulativeRefundOutOfOrderBookedAtItsOwnTime: two refunds of 30.00
+// (gmt_refund t1) and 20.00 (t2), whose notifications report the trade's
+// refunded totals 30.00 and 50.00, arrive in the opposite order. The later
+// one posts the whole 50.00 at t2 (nothing else is known then); when the
+// earlier one's notification arrives, its 30.00 is booked at t1, its own
+// time, and moved off t2: each refund ends booked at its own time.
+func TestCumulativeRefundOutOfOrderBookedAtItsOwnTime(t *testing.T) {
+	t1, t2 := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	s := &stream{t: t}
+	s.deliver(alipayDelivery("n_pay", cny(delivery.KindCaptured, "trade_1", 10000)))
+	s.deliver(alipayRefundAt("n_r2", "biz_2", 5000, t2))
+	assert.Equal(t, map[time.Time]int64{t2: 5000}, refundsByTime(s.history))
+	s.deliver(alipayRefundAt("n_r1", "biz_1", 3000, t1))
+	assert.Equal(t, map[time.Time]int64{t1: 3000, t2: 2000}, refundsByTime(s.history))
+	assert.Equal(t, int64(5000), refundsPosted(s.history))
+	// Redelivered (another notify_id), and the bill's rows: nothing more.
+	wantTypes(t, s.deliver(alipayRefundAt("n_r1_again", "biz_1", 3000, t1)))
+	assert.Equal(t, map[time.Time]int64{t1: 3000, t2: 2000}, refundsByTime(s.history))
 	assert.Empty(t, openItems(s.history))
 }

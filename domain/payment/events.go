@@ -161,6 +161,8 @@ type RefundPending struct {
 	// cumulative total that rose again under it). Both are absent from
 	// refunds stored before they existed.
 	FromLine, Increase bool
+	// MovedTo: as RefundPosted's (a move made before any capture).
+	MovedTo string
 }
 
 // RefundPosted: a refund reaches the ledger.
@@ -177,6 +179,13 @@ type RefundPosted struct {
 	// leaves expenses:discounts:p rather than the provider balance
 	// (discount.go); absent from refunds stored before it existed.
 	Discount int64
+	// MovedTo: Amount (negative, with Increase) is the part of this
+	// cumulative refund's posting that belongs to refund MovedTo, an
+	// earlier refund of the same trade whose notification arrived after
+	// this one's (cumulative.go, reattribute): it is taken off this
+	// refund, at this refund's own time, and posted under MovedTo at that
+	// refund's time. Absent from every other refund.
+	MovedTo string
 }
 
 // RefundNoted: the provider reported a refund's status without moving money

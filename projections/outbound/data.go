@@ -29,9 +29,9 @@ func paymentData(e payment.Event) map[string]any {
 	case payment.Canceled:
 		return map[string]any{"reason": e.Reason}
 	case payment.RefundPending:
-		return amounts(map[string]any{"refund_id": e.RefundID}, e.Amount, e.Currency)
+		return amounts(movedTo(map[string]any{"refund_id": e.RefundID}, e.MovedTo), e.Amount, e.Currency)
 	case payment.RefundPosted:
-		return amounts(map[string]any{"refund_id": e.RefundID, "was_pending": e.WasPending}, e.Amount, e.Currency)
+		return amounts(movedTo(map[string]any{"refund_id": e.RefundID, "was_pending": e.WasPending}, e.MovedTo), e.Amount, e.Currency)
 	case payment.RefundReversed:
 		return amounts(map[string]any{"refund_id": e.RefundID, "was_pending": e.WasPending}, e.Amount, e.Currency)
 	case payment.DisputeOpened:
@@ -111,3 +111,13 @@ func lineData(l settlement.Line) map[string]any {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// movedTo adds moved_to to a refund's data when the refund's amount is a
+// part moved to an earlier refund (payment.RefundPosted.MovedTo); absent
+// otherwise, so that every other refund's data is unchanged.
+func movedTo(d map[string]any, to string) map[string]any {
+	if to != "" {
+		d["moved_to"] = to
+	}
+	return d
+}

@@ -286,3 +286,45 @@ func TestManagerServiceProviderReference(t *testing.T) {
 	assert.Equal(t, expectation.StatusPaid, got.Status)
 	assert.Equal(t, "4200000002", got.CaptureID, "the sub-merchant's own order")
 }
+
+// Two sub-merchants of one service provider with the same out_trade_no
+// register two expectations ("{sub_mchid}/{out_trade_no}": the
+// out_trade_no is unique within one merchant only), each paid by its own
+// sub-merchant's capture, whatever order the captures come in.
+func TestManagerServiceProviderSameOutTradeNo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := worlds(t)["postgres"](t)
+	reg := func(ref string, amount int64) expectation.Expectation {
+		x, _, err := w.ops.Register(ctx, expectation.RegisterCommand{Provider: "wechatpay", Reference: ref, Amount: amount,
+			Currency: "CNY", ExpiresAt: w.clock().Add(time.Hour), Actor: "shop"})
+		require.NoError(t, err)
+		return x
+	}
+	a, b := reg("1900000201/WX-S", 400), reg("1900000202/WX-S", 500)
+	require.NotEqual(t, a.ID, b.ID, "two expectations")
+	for _, c := range []struct {
+		txn, sub string
+		amount   int64
+	}{{"4200000302", "1900000202", 500}, {"4200000301", "1900000201", 400}} {
+		e := payment.Captured{Meta: payment.Meta{Provider: "wechatpay", PaymentKey: c.txn, DedupKey: "d-" + c.txn, OccurredAt: w.clock()},
+			CaptureID: c.txn, Amount: c.amount, Currency: "CNY", SubMerchant: c.sub}
+		typ, data, err := payment.Encode(e)
+		require.NoError(t, err)
+		_, err = w.store.Append(ctx, delivery.PaymentStream("wechatpay", c.txn), eventstore.Any,
+			[]eventstore.EventData{{ID: uuid.New(), Type: typ, Data: data, Metadata: []byte(`{"references":["WX-S"]}`)}})
+		require.NoError(t, err)
+	}
+	w.drain(t, ctx, w.manager("sp2"))
+	for _, c := range []struct {
+		id     uuid.UUID
+		txn    string
+		amount int64
+	}{{a.ID, "4200000301", 400}, {b.ID, "4200000302", 500}} {
+		got, err := w.ops.Get(ctx, c.id)
+		require.NoError(t, err)
+		assert.Equal(t, expectation.StatusPaid, got.Status)
+		assert.Equal(t, c.txn, got.CaptureID, "its own sub-merchant's order")
+		assert.Equal(t, c.amount, got.PaidAmount, "paid by its own amount (no amount_mismatch)")
+	}
+}

@@ -199,3 +199,55 @@ func retryAfterDefers(t *testing.T, ctx context.Context, w *world, asker *script
 	assert.Equal(t, len(refs[5:]), deferred, "the questions after the 429 wait for its Retry-After")
 	assert.Equal(t, 1.0, testutil.ToFloat64(q.Counter().WithLabelValues("alipay", "rate_limited")), "one question got the 429")
 }
+
+// With Concurrency, up to that many questions to one provider are in
+// flight at once (serve sets it from ONCELEDGER_QUERY_RATE, so that a
+// question taking longer than 1/rate does not hold the sweep below the
+// rate), never more, and each due expectation is still asked once.
+func TestQuerierConcurrency(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := worlds(t)["postgres"](t)
+	for i := range 24 {
+		_, _, err := w.ops.Register(ctx, expectation.RegisterCommand{Provider: "alipay", Reference: fmt.Sprintf("ORDER-C%02d", i),
+			Amount: 100, Currency: "CNY", ExpiresAt: w.clock().Add(24 * time.Hour), Actor: "shop"})
+		require.NoError(t, err)
+	}
+	w.drain(t, ctx, w.manager("m"))
+	w.advance(16 * time.Minute)
+
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	release := make(chan struct{})
+	// Fewer than 4 ever in flight: each waits until this runs out (once),
+	// and the assertion below fails.
+	patience, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	asker := &scriptedAsker{asked: map[string]int{}, answer: func(string, int) (expectations.Answer, error) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		reached := inFlight == 4
+		mu.Unlock()
+		if reached {
+			close(release) // the fourth question in flight: let them all answer
+		}
+		select {
+		case <-release:
+		case <-patience.Done():
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return expectations.Answer{Outcome: expectations.OutcomePending}, nil
+	}}
+	q := expectations.NewQuerier(map[string]expectations.Asker{"alipay": asker}, &recordingGate{}, expectstore.New(w.pool),
+		expectations.QueryConfig{Owner: "q-conc", Now: w.clock, Rate: 10000, Batch: 100, Concurrency: 4})
+	n, err := q.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 24, n)
+	assert.Equal(t, 4, most, "four questions in flight at once, never more")
+	for i := range 24 {
+		assert.Equal(t, 1, asker.count(fmt.Sprintf("ORDER-C%02d", i)))
+	}
+}

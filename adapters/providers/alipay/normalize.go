@@ -66,6 +66,12 @@ func (n Notification) Normalize(raw []byte) (delivery.Event, error) {
 		if n.OutBizNo == "" {
 			return delivery.Event{}, fmt.Errorf("%w: out_biz_no (a refund_fee names its refund there)", delivery.ErrMissingField)
 		}
+		// refund_fee is the trade's refunded total (总退款金额) and gmt_refund
+		// the refund's time (交易退款时间), per Alipay's asynchronous
+		// notification reference (https://opendocs.alipay.com/open/203/105286):
+		// the refund is dated by gmt_refund, so that one notified after a
+		// later refund is still booked at its own time (domain/payment
+		// cumulative.go, reattribute).
 		ev.OccurredAt = orElse(n.GmtRefund, n.NotifyTime)
 		// A partial refund's notification reports TRADE_SUCCESS: it is about
 		// the refund only. TRADE_FINISHED keeps its capture meaning.

@@ -73,6 +73,9 @@ type Config struct {
 	// QueryLease is how long an asker holds an expected payment while it
 	// asks (0: the default, a minute; a crash test shortens it).
 	QueryLease time.Duration
+	// QueryRate is ONCELEDGER_QUERY_RATE: questions a second to each
+	// provider (0: the default, 5).
+	QueryRate float64
 	// Askers ask the providers whose API credentials are configured
 	// (Stripe, Alipay, WeChat Pay) about expected payments still unpaid.
 	Askers map[string]expectations.Asker

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -54,7 +55,8 @@ func (a *App) expectedRoutes(hc *httpapi.Config) {
 // records what they answer through the webhook gate; reg (nil: none)
 // takes its metric.
 func (c *Core) Querier(owner string, reg prometheus.Registerer) *expectations.Querier {
-	qc := expectations.QueryConfig{Owner: owner, Now: c.cfg.Now, Logger: c.log, Registerer: reg, PendingAfter: c.queryAfter()}
+	qc := expectations.QueryConfig{Owner: owner, Now: c.cfg.Now, Logger: c.log, Registerer: reg, PendingAfter: c.queryAfter(),
+		Rate: c.cfg.QueryRate, Concurrency: queryConcurrency(c.cfg.QueryRate)}
 	if l := c.cfg.QueryLease; l > 0 {
 		// A question never outlives its lease: another asker may take it.
 		qc.Lease, qc.Timeout, qc.Poll = l, l/2, min(l, 5*time.Second)
@@ -88,3 +90,11 @@ func (a *App) startExpectations(ctx context.Context, wg *sync.WaitGroup) {
 
 // ReadModel is the read-model query store (the lists of /v1).
 func (c *Core) ReadModel() *readmodel.Store { return c.query }
+
+// queryConcurrency is how many questions to one provider may be in flight
+// at rate questions a second: enough that each may take 50 ms (its answer
+// recorded through the gate, the schedule updated) without the sweep
+// falling behind the rate; one at the default 5/s, at most 16.
+func queryConcurrency(rate float64) int {
+	return max(1, min(16, int(math.Ceil(rate/20))))
+}

@@ -47,17 +47,32 @@ type Transaction struct {
 	BadSign    bool
 }
 
-// SetTransaction makes the double answer t about outTradeNo.
+// SetTransaction makes the double answer t about outTradeNo: a direct
+// merchant's order, or, with t.SubMchID, that sub-merchant's, answered to
+// the partner query naming that sub_mchid only. An out_trade_no is unique
+// within one merchant (商户订单号，只能是数字、大小写字母_-*且在同一个商户号下唯一):
+// two sub-merchants of one service provider may each have their own, and a
+// query naming another sub_mchid finds no such order (ORDER_NOT_EXIST).
 func (f *Fake) SetTransaction(outTradeNo string, t Transaction) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.txns == nil {
 		f.txns = map[string]Transaction{}
 	}
-	f.txns[outTradeNo] = t
+	f.txns[orderKey(t.SubMchID, outTradeNo)] = t
 }
 
-// Queries counts the transaction queries answered per out_trade_no.
+// orderKey is the double's key of an order: out_trade_no within its
+// merchant (sub_mchid "/" out_trade_no for a sub-merchant's).
+func orderKey(subMchID, outTradeNo string) string {
+	if subMchID == "" {
+		return outTradeNo
+	}
+	return subMchID + "/" + outTradeNo
+}
+
+// Queries counts the transaction queries answered per out_trade_no (a
+// sub-merchant's: per "{sub_mchid}/{out_trade_no}").
 func (f *Fake) Queries(outTradeNo string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -84,12 +99,16 @@ func (f *Fake) transaction(w http.ResponseWriter, r *http.Request) bool {
 	default:
 		return false
 	}
+	key := outTradeNo
+	if partner {
+		key = orderKey(r.URL.Query().Get("sub_mchid"), outTradeNo)
+	}
 	f.mu.Lock()
-	t := f.txns[outTradeNo]
+	t := f.txns[key]
 	if f.queries == nil {
 		f.queries = map[string]int{}
 	}
-	f.queries[outTradeNo]++
+	f.queries[key]++
 	f.mu.Unlock()
 	if t.Delay > 0 {
 		select {
