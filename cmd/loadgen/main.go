@@ -209,6 +209,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if o.MaxConns == 0 {
 			o.MaxConns = defaultOpenLoopConns
 		}
+		if o.Window <= 0 {
+			// Four seconds of the offered rate (at least four per sender
+			// asked for), as when open loop ran a sender per delivery a
+			// second: the pool does not change the traffic's interleaving,
+			// nor how long the payments begun by the end of --duration
+			// take to finish at the offered rate.
+			o.Window = 4 * max(o.Concurrency, int(o.Rate))
+		}
 		o.Concurrency = max(o.Concurrency, o.MaxConns)
 	}
 	if o.MaxConns < 0 {
@@ -595,12 +603,6 @@ func primeQueue(gen *scenario.Generator, o options, presign func(*scenario.Deliv
 	window := o.Window
 	if window <= 0 {
 		window = 4 * o.Concurrency
-		if o.OpenLoop {
-			// Four seconds of the offered rate, as when open loop ran a
-			// sender per delivery a second: the bounded pool does not
-			// change the traffic's interleaving.
-			window = 4 * max(o.Concurrency, int(o.Rate))
-		}
 	}
 	work := newQueue(gen, o.Seed, window, o.Payments, time.Time{})
 	if o.Presign && presign != nil {

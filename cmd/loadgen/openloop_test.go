@@ -69,6 +69,7 @@ func TestOpenLoopNeedsARateAndEnoughSenders(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, defaultOpenLoopConns, o.MaxConns, "open loop: a bounded pool of connections by default")
 	assert.Equal(t, defaultOpenLoopConns, o.Concurrency, "a sender per connection")
+	assert.Equal(t, 4*500, o.Window, "four seconds of the offered rate in flight, as before the pool")
 	o, err = parseFlags([]string{"--open-loop", "--rate", "20000", "--max-conns", "100"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 100, o.Concurrency, "not one sender per delivery a second: the rate does not raise the pool")
