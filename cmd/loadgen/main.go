@@ -363,7 +363,7 @@ type summary struct {
 	Cut     bool   `json:"cut"`
 	NotSent int    `json:"not_sent,omitempty"`
 	Verdict string `json:"verdict"`
-	Error            string    `json:"error,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 type latency struct {
@@ -386,11 +386,11 @@ type outcome struct {
 	Status5xx    int64 `json:"5xx"` // 5xx other than shed
 	// Shed: 429 or 503 with Retry-After (admission refused the request
 	// before its work; the sender retries after it), apart from 4xx and 5xx.
-	Shed int64 `json:"shed"`
-	StatusOther  int64 `json:"other_status"`
-	Transport    int64 `json:"transport_errors"`
-	Retries      int64 `json:"retries"`
-	Undelivered  int64 `json:"undelivered"`
+	Shed        int64 `json:"shed"`
+	StatusOther int64 `json:"other_status"`
+	Transport   int64 `json:"transport_errors"`
+	Retries     int64 `json:"retries"`
+	Undelivered int64 `json:"undelivered"`
 	// Unanswered: deliveries cut by the hard end (in flight, waiting to
 	// retry, or their slot due after it): failures, not waited for.
 	Unanswered int64 `json:"unanswered"`
