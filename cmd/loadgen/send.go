@@ -283,6 +283,9 @@ func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byt
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
+				// Cut or aborted with the request possibly recorded: its
+				// key's first arrival may be this unanswered one.
+				s.ans.uncertain(key)
 				return s.cut(ctx) // aborted: neither delivered nor a failure of the server
 			}
 			s.c.Transport.Add(1)
