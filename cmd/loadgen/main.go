@@ -197,27 +197,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if o.Rate <= 0 {
 			errs = append(errs, errors.New("--open-loop needs a --rate"))
 		}
-		// A bounded pool: MaxConns connections, a sender each, pulling
-		// slots from the schedule. One sender per offered delivery per
-		// second (session 8: 8,009 senders at 8,009/s) opened more
-		// connections than serve's budget (1,024), which closed them, and
-		// the retries of those deliveries, with a window of 4 x 8,009
-		// payments to finish, never ended. A sender that is busy when its
-		// next slot is due sends late, and the delivery's latency still
-		// counts from the slot (no coordinated omission): the queueing in
-		// the generator counts against the server.
-		if o.MaxConns == 0 {
-			o.MaxConns = defaultOpenLoopConns
-		}
-		if o.Window <= 0 {
-			// Four seconds of the offered rate (at least four per sender
-			// asked for), as when open loop ran a sender per delivery a
-			// second: the pool does not change the traffic's interleaving,
-			// nor how long the payments begun by the end of --duration
-			// take to finish at the offered rate.
-			o.Window = 4 * max(o.Concurrency, int(o.Rate))
-		}
-		o.Concurrency = max(o.Concurrency, o.MaxConns)
+		o.openLoopPool()
 	}
 	if o.MaxConns < 0 {
 		errs = append(errs, errors.New("--max-conns must be 0 (unbounded) or more"))
@@ -553,6 +533,32 @@ func cnSigners(o options) (scenario.CN, *sign.Wechatpay, error) {
 		}
 	}
 	return cn, cn.Wechatpay, nil
+}
+
+// openLoopPool sizes an open-loop run's pool (--max-conns, the senders)
+// and its window.
+func (o *options) openLoopPool() {
+	// A bounded pool: MaxConns connections, a sender each, pulling
+	// slots from the schedule. One sender per offered delivery per
+	// second (session 8: 8,009 senders at 8,009/s) opened more
+	// connections than serve's budget (1,024), which closed them, and
+	// the retries of those deliveries, with a window of 4 x 8,009
+	// payments to finish, never ended. A sender that is busy when its
+	// next slot is due sends late, and the delivery's latency still
+	// counts from the slot (no coordinated omission): the queueing in
+	// the generator counts against the server.
+	if o.MaxConns == 0 {
+		o.MaxConns = defaultOpenLoopConns
+	}
+	if o.Window <= 0 {
+		// Four seconds of the offered rate (at least four per sender
+		// asked for), as when open loop ran a sender per delivery a
+		// second: the pool does not change the traffic's interleaving,
+		// nor how long the payments begun by the end of --duration
+		// take to finish at the offered rate.
+		o.Window = 4 * max(o.Concurrency, int(o.Rate))
+	}
+	o.Concurrency = max(o.Concurrency, o.MaxConns)
 }
 
 // defaultOpenLoopConns is --max-conns with --open-loop: three quarters of
