@@ -1,7 +1,7 @@
 # Step 9 of bench/run.sh (sourced by it: its helpers and $work, $CONC,
 # $PAYMENTS, $status): expected payments and asking the provider (issue 36).
 #
-#   9a. The schedule's cost: the ingest maximum (step 2's closed-loop
+#   10a. The schedule's cost: the ingest maximum (step 2's closed-loop
 #       loadgen run: BENCH_EXPECT_PAYMENTS payments, $CONC senders, 20%
 #       redeliveries) three times on a database without expectations and
 #       three times on one holding BENCH_EXPECT_OUTSTANDING outstanding
@@ -23,7 +23,7 @@
 #       the index and sequential scans of expected_payments during the runs
 #       with them (pg_stat_user_indexes / _tables), and the double's
 #       questions (0: nothing was due).
-#   9b. The sweep: BENCH_EXPECT_SWEEP expected payments registered (the
+#   10b. The sweep: BENCH_EXPECT_SWEEP expected payments registered (the
 #       double knows each as a succeeded PaymentIntent of the same amount),
 #       then made due at once (the bench sets next_query_at = now() in the
 #       schedule table with serve stopped: the state a backlog leaves), and
@@ -34,10 +34,10 @@
 #       against the ideal N / rate.
 #
 # bench/run.sh expect    this step only
-#   BENCH_EXPECT_OUTSTANDING=100000  outstanding expectations of 9a
-#   BENCH_EXPECT_PAYMENTS=$BENCH_PAYMENTS  payments of each 9a run (step 2's)
-#   BENCH_EXPECT_SWEEP=10000         due expectations of 9b
-#   BENCH_EXPECT_RATE=200            ONCELEDGER_QUERY_RATE of 9b (questions/s)
+#   BENCH_EXPECT_OUTSTANDING=100000  outstanding expectations of 10a
+#   BENCH_EXPECT_PAYMENTS=$BENCH_PAYMENTS  payments of each 10a run (step 2's)
+#   BENCH_EXPECT_SWEEP=10000         due expectations of 10b
+#   BENCH_EXPECT_RATE=200            ONCELEDGER_QUERY_RATE of 10b (questions/s)
 
 EX_OUT=${BENCH_EXPECT_OUTSTANDING:-100000}
 EX_PAYMENTS=${BENCH_EXPECT_PAYMENTS:-$PAYMENTS}

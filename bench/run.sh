@@ -415,10 +415,10 @@ if want ingest; then
 		mark="$(pg_mark)"
 		"$work/loadgen" --payments 0 --duration "${OPEN_SECONDS}s" --rate "$r" --open-loop --duplicates 0.2 \
 			--lag-interval 0 --json >"$work/open_$r.json" || status=$?
-		line="$(jq -r --arg r "$r" '"offered \($r)/s: achieved \(.deliveries_per_second|floor)/s  2xx \(((.outcomes.accepted + .outcomes.acknowledged + .outcomes.duplicate + .outcomes.ignored + .outcomes.other_2xx) / .send_seconds)|floor)/s  p50 \(.latency_ms.p50*10|round/10) ms  p99 \(.latency_ms.p99*10|round/10) ms  late sends (>1 ms) \(.late_sends), behind the slot p99 \(.late_ms.p99*10|round/10) ms  5xx \(.outcomes["5xx"])  429 and other 4xx \(.outcomes["4xx"])  \(.verdict)"' "$work/open_$r.json")"
+		line="$(jq -r --arg r "$r" '"offered \($r)/s: achieved \(.deliveries_per_second|floor)/s  2xx \(((.outcomes.accepted + .outcomes.acknowledged + .outcomes.duplicate + .outcomes.ignored + .outcomes.other_2xx) / .send_seconds)|floor)/s  p50 \(.latency_ms.p50*10|round/10) ms  p99 \(.latency_ms.p99*10|round/10) ms  late sends (>1 ms) \(.late_sends), behind the slot p99 \(.late_ms.p99*10|round/10) ms  5xx \(.outcomes["5xx"])  429 and other 4xx \(.outcomes["4xx"])  shed (429/503 with Retry-After) \(.outcomes.shed // 0)  unanswered at the hard end \(.outcomes.unanswered // 0)  \(.verdict)"' "$work/open_$r.json")"
 		echo "$line" | tee -a "$work/open.txt"
 		pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/open_$r.json")"
-		kept="$(jq -r --arg r "$r" 'if (.deliveries_per_second >= ($r|tonumber)*0.97 and .outcomes["5xx"] == 0) then 1 else 0 end' "$work/open_$r.json")"
+		kept="$(jq -r --arg r "$r" 'if (.deliveries_per_second >= ($r|tonumber)*0.97 and .outcomes["5xx"] == 0 and (.outcomes.shed // 0) == 0 and (.cut // false) == false) then 1 else 0 end' "$work/open_$r.json")"
 		if [[ "$kept" == 1 && "$r" -gt "$sustained" ]]; then
 			sustained=$r
 			sustained_p99="$(jq -r '.latency_ms.p99*10|round/10' "$work/open_$r.json")"
@@ -429,7 +429,7 @@ if want ingest; then
 	# shellcheck disable=SC2086 # five numbers
 	set -- $open_rates
 	goal_p99() { # $1: rate, $2: label, $3: goal in ms
-		jq -r --arg r "$1" --arg l "$2" --argjson g "$3" '"p99 at \($l) (\($r)/s offered, achieved \(.deliveries_per_second|floor)/s, \(.outcomes["5xx"]) 5xx): \(.latency_ms.p99*10|round/10) ms (goal <= \($g) ms: \(if .latency_ms.p99 <= $g and .outcomes["5xx"] == 0 then "met" else "NOT met" end))"' "$work/open_$1.json"
+		jq -r --arg r "$1" --arg l "$2" --argjson g "$3" '"p99 at \($l) (\($r)/s offered, achieved \(.deliveries_per_second|floor)/s, \(.outcomes["5xx"]) 5xx, \(.outcomes.shed // 0) shed): \(.latency_ms.p99*10|round/10) ms (goal <= \($g) ms, no 5xx, none shed: \(if .latency_ms.p99 <= $g and .outcomes["5xx"] == 0 and (.outcomes.shed // 0) == 0 then "met" else "NOT met" end))"' "$work/open_$1.json"
 	}
 	# Issue 40 item 3 (admission before work): at 150% of the maximum,
 	# answers 2xx per second (first arrivals, duplicates and ignored alike:
@@ -438,7 +438,7 @@ if want ingest; then
 	# them, as providers do).
 	goal_overload() { # $1: rate, $2: the maximum (step 2's deliveries/s)
 		jq -r --arg r "$1" --argjson max "$2" '((.outcomes.accepted + .outcomes.acknowledged + .outcomes.duplicate + .outcomes.ignored + .outcomes.other_2xx) / .send_seconds) as $ok |
-			"2xx rate at 150% of the maximum (\($r)/s offered): \($ok|floor)/s = \(($ok / $max * 100)|round)% of the maximum \($max|floor)/s (goal >= 90%: \(if $ok >= 0.9 * $max then "met" else "NOT met" end)); 5xx \(.outcomes["5xx"]), p99 \(.latency_ms.p99*10|round/10) ms"' "$work/open_$1.json"
+			"2xx rate at 150% of the maximum (\($r)/s offered): \($ok|floor)/s = \(($ok / $max * 100)|round)% of the maximum \($max|floor)/s (goal >= 90%: \(if $ok >= 0.9 * $max then "met" else "NOT met" end)); 5xx \(.outcomes["5xx"]), shed \(.outcomes.shed // 0), unanswered at the hard end \(.outcomes.unanswered // 0), p99 \(.latency_ms.p99*10|round/10) ms"' "$work/open_$1.json"
 	}
 	{ goal_p99 "$1" "1,000/s" 50; goal_p99 "$3" "80% of the maximum" 100; goal_overload "$5" "$wps"; } | tee -a "$work/goals.txt"
 
