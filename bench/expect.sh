@@ -1,7 +1,7 @@
 # Step 9 of bench/run.sh (sourced by it: its helpers and $work, $CONC,
 # $PAYMENTS, $status): expected payments and asking the provider (issue 36).
 #
-#   9a. The schedule's cost: the ingest maximum (step 2's closed-loop
+#   10a. The schedule's cost: the ingest maximum (step 2's closed-loop
 #       loadgen run: BENCH_EXPECT_PAYMENTS payments, $CONC senders, 20%
 #       redeliveries) three times on a database without expectations and
 #       three times on one holding BENCH_EXPECT_OUTSTANDING outstanding
@@ -23,7 +23,7 @@
 #       the index and sequential scans of expected_payments during the runs
 #       with them (pg_stat_user_indexes / _tables), and the double's
 #       questions (0: nothing was due).
-#   9b. The sweep: BENCH_EXPECT_SWEEP expected payments registered (the
+#   10b. The sweep: BENCH_EXPECT_SWEEP expected payments registered (the
 #       double knows each as a succeeded PaymentIntent of the same amount),
 #       then made due at once (the bench sets next_query_at = now() in the
 #       schedule table with serve stopped: the state a backlog leaves), and
@@ -34,10 +34,10 @@
 #       against the ideal N / rate.
 #
 # bench/run.sh expect    this step only
-#   BENCH_EXPECT_OUTSTANDING=100000  outstanding expectations of 9a
-#   BENCH_EXPECT_PAYMENTS=$BENCH_PAYMENTS  payments of each 9a run (step 2's)
-#   BENCH_EXPECT_SWEEP=10000         due expectations of 9b
-#   BENCH_EXPECT_RATE=200            ONCELEDGER_QUERY_RATE of 9b (questions/s)
+#   BENCH_EXPECT_OUTSTANDING=100000  outstanding expectations of 10a
+#   BENCH_EXPECT_PAYMENTS=$BENCH_PAYMENTS  payments of each 10a run (step 2's)
+#   BENCH_EXPECT_SWEEP=10000         due expectations of 10b
+#   BENCH_EXPECT_RATE=200            ONCELEDGER_QUERY_RATE of 10b (questions/s)
 
 EX_OUT=${BENCH_EXPECT_OUTSTANDING:-100000}
 EX_PAYMENTS=${BENCH_EXPECT_PAYMENTS:-$PAYMENTS}
@@ -122,7 +122,7 @@ scans() {
 		coalesce((SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'expected_payments'), 0)" "$1"
 }
 
-echo "== 9a. the schedule's cost: ingest maximum without and with $EX_OUT outstanding expected payments ($EX_PAYMENTS payments, $CONC senders, 3 runs each)"
+echo "== 10a. the schedule's cost: ingest maximum without and with $EX_OUT outstanding expected payments ($EX_PAYMENTS payments, $CONC senders, 3 runs each)"
 uptime
 createdb "$ex_none"
 ex_seed "$ex_with" "$EX_OUT" pi_out_
@@ -174,7 +174,7 @@ asked="$(curl -fsS "http://${doubles_addr}/_bench/stats" | jq .asks)"
 uptime | tee -a "$work/expect_summary.txt"
 if [[ "${BENCH_KEEP:-0}" != 1 ]]; then dropdb --if-exists "$ex_none"; dropdb --if-exists "$ex_with"; fi
 
-echo "== 9b. the sweep: $EX_SWEEP due expected payments asked of the Stripe double at ONCELEDGER_QUERY_RATE=$EX_RATE"
+echo "== 10b. the sweep: $EX_SWEEP due expected payments asked of the Stripe double at ONCELEDGER_QUERY_RATE=$EX_RATE"
 ex_seed "$ex_sweep" "$EX_SWEEP" pi_sweep_
 psql -Atc "UPDATE expected_payments SET next_query_at = now() WHERE status = 'expected'" "$ex_sweep" >/dev/null
 curl -fsS -X POST "http://${doubles_addr}/_bench/reset" >/dev/null

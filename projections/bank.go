@@ -48,12 +48,20 @@ type BankStatementRow struct {
 	EventID                           uuid.UUID
 }
 
-// BankPayoutRow: a payout a line banked (bank_payouts).
+// BankPayoutRow: a payout a line banked (bank_payouts), and by what
+// (bankstatement.ByTraceID …).
 type BankPayoutRow struct {
 	Provider, PayoutID, Account, LineKey string
 	BookedOn                             time.Time
 	Amount                               int64
 	Currency                             string
+	By                                   string
+}
+
+// BankMove: a line banks To instead of From (bankstatement.LineRematched).
+type BankMove struct {
+	From []bankstatement.PayoutRef
+	To   BankPayoutRow
 }
 
 // BankChanges are what a batch says about the bank accounts, applied in
@@ -64,10 +72,14 @@ type BankChanges struct {
 	Statements []BankStatementRow
 	Banked     []BankPayoutRow
 	Returned   []BankPayoutRow // only Provider and PayoutID count
+	// Moves, in feed order, after the others: each takes its payouts
+	// from the line (From, while the line holds them) and gives To to it,
+	// from whichever line held it (a swap's second move follows).
+	Moves []BankMove
 }
 
 func (c BankChanges) empty() bool {
-	return len(c.Lines)+len(c.Matches)+len(c.Statements)+len(c.Banked)+len(c.Returned) == 0
+	return len(c.Lines)+len(c.Matches)+len(c.Statements)+len(c.Banked)+len(c.Returned)+len(c.Moves) == 0
 }
 
 // BankWriter is what the payouts projection writes the bank read models
@@ -95,11 +107,17 @@ func applyBank(ctx context.Context, w Writer, batch []Envelope) error {
 				RecordedAt: env.Recorded.RecordedAt}
 			row.Status, row.Payouts = bankOutcome(e.Payouts, e.Returned)
 			c.Lines = append(c.Lines, row)
-			c.banked(e.Account, l.Key, l.BookedOn, l.Amount, string(l.Currency), e.Payouts, e.Returned)
+			c.banked(e.Account, l.Key, l.BookedOn, l.Amount, string(l.Currency), e.By, e.Payouts, e.Returned)
 		case bankstatement.LineMatched:
 			status, refs := bankOutcome(e.Payouts, e.Returned)
 			c.Matches = append(c.Matches, BankLineMatch{Account: e.Account, LineKey: e.LineKey, Status: status, Payouts: refs})
-			c.banked(e.Account, e.LineKey, e.BookedOn, e.Amount, string(e.Currency), e.Payouts, e.Returned)
+			c.banked(e.Account, e.LineKey, e.BookedOn, e.Amount, string(e.Currency), e.By, e.Payouts, e.Returned)
+		case bankstatement.LineRematched:
+			c.Matches = append(c.Matches, BankLineMatch{Account: e.Account, LineKey: e.LineKey, Status: "matched", Payouts: e.To})
+			for _, p := range e.To {
+				c.Moves = append(c.Moves, BankMove{From: e.From, To: BankPayoutRow{Provider: p.Provider, PayoutID: p.ID,
+					Account: e.Account, LineKey: e.LineKey, BookedOn: e.BookedOn, Amount: e.Amount, Currency: string(e.Currency), By: e.By}})
+			}
 		case bankstatement.StatementRecorded:
 			s := e.Statement
 			row := BankStatementRow{Account: e.Account, Key: e.DedupKey, Format: s.Format, StatementID: s.ID, Seq: s.Seq,
@@ -131,11 +149,11 @@ func bankOutcome(banked []bankstatement.PayoutRef, returned *bankstatement.Payou
 	return "suspense", nil
 }
 
-func (c *BankChanges) banked(account, line string, on time.Time, amount int64, currency string,
+func (c *BankChanges) banked(account, line string, on time.Time, amount int64, currency, by string,
 	banked []bankstatement.PayoutRef, returned *bankstatement.PayoutRef) {
 	for _, p := range banked {
 		c.Banked = append(c.Banked, BankPayoutRow{Provider: p.Provider, PayoutID: p.ID, Account: account, LineKey: line,
-			BookedOn: on, Amount: amount, Currency: currency})
+			BookedOn: on, Amount: amount, Currency: currency, By: by})
 	}
 	if returned != nil {
 		c.Returned = append(c.Returned, BankPayoutRow{Provider: returned.Provider, PayoutID: returned.ID})

@@ -64,4 +64,9 @@ type ChecksumDB interface {
 	LiveChecksums(ctx context.Context, snap LiveSnapshot, tables []string) (map[string]TableSums, error)
 	// ShadowChecksums scans the shadow tables into their checksum groups.
 	ShadowChecksums(ctx context.Context, tables []string) (map[string]TableSums, error)
+	// DetailGroups is ShadowDB.Compare without its checksums: given the
+	// comparisons by checksums of live and shadow tables as they stand
+	// (CompareSums), it compares the rows of the differing groups and
+	// reports every difference (at most maxRows detailed per table).
+	DetailGroups(ctx context.Context, comps []TableComparison, maxRows int) ([]TableComparison, []Difference, error)
 }

@@ -43,7 +43,10 @@ func (payoutsProjection) Apply(ctx context.Context, w Writer, batch []Envelope) 
 			lines = append(lines, lineRow(e.Line, env.Recorded.StreamID))
 		case payment.PayoutPaid:
 			changes = append(changes, PayoutChange{Provider: m.Provider, PayoutID: e.PayoutID, Paid: true,
-				Amount: e.Amount, Currency: string(e.Currency), At: at, Arrival: e.ArrivalDate})
+				Amount: e.Amount, Currency: string(e.Currency), At: at, Arrival: e.ArrivalDate, TraceID: e.TraceID, Descriptor: e.Descriptor})
+		case payment.PayoutTraced:
+			changes = append(changes, PayoutChange{Provider: m.Provider, PayoutID: e.PayoutID, Traced: true, At: at,
+				TraceID: e.TraceID, Descriptor: e.Descriptor})
 		case payment.PayoutFailed:
 			changes = append(changes, PayoutChange{Provider: m.Provider, PayoutID: e.PayoutID, Failed: true,
 				Amount: e.Amount, Currency: string(e.Currency), At: at})

@@ -258,6 +258,12 @@ type PayoutChange struct {
 	// (payment.PayoutPaid.ArrivalDate); zero when it did not say, and At
 	// stands for it.
 	Arrival time.Time
+	// TraceID and Descriptor: what a bank line may name the payout by
+	// (PayoutPaid's, or PayoutTraced's with Traced); the first of each
+	// stands.
+	Traced     bool
+	TraceID    string
+	Descriptor string
 }
 
 // SettlementWriter is what the payouts projection writes through, beside

@@ -295,6 +295,16 @@ type rebuild struct {
 	// unstarted: the tables of the projections the last alignment left at
 	// the start of the feed, empty (emptyLive).
 	unstarted map[string]bool
+	// pass: what the checksum pass found, when it found differences (nil:
+	// no pass, or it could not tell).
+	pass *passResult
+}
+
+// passResult is a checksum pass's comparison of the live tables with
+// history at one position.
+type passResult struct {
+	at    eventstore.Position
+	comps []TableComparison
 }
 
 // newRebuild selects the projections and fills in the options' defaults.

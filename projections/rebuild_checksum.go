@@ -99,6 +99,7 @@ func (r *rebuild) checksumPass(ctx context.Context, cdb ChecksumDB) (healthy boo
 	}
 	r.phase("compare")
 	if !equalTables(comps) {
+		r.pass = &passResult{at: r.rep.Position, comps: comps}
 		return false, others(lanes), nil
 	}
 	r.rep.Busy = r.stats.phases(lanes)

@@ -75,20 +75,27 @@ func (r *rebuild) likelyReplaced(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var bigger []string
+	var bigger, out []string
 	for _, c := range sizes {
-		if r.opts.SwapAll || replaces(c.Shadow-c.Live, TableComparison{LiveRows: c.Live, RebuiltRows: c.Shadow}) {
+		switch {
+		case r.opts.SwapAll:
+			out = append(out, c.Table)
+		case c.Live == 0 && c.Shadow > 0:
+			// An empty live table (no page on disk) differs in every row
+			// of a shadow that has one: no count needed (it cost a scan of
+			// each shadow, the ledger's the longest).
+			out = append(out, c.Table)
+		case replaces(c.Shadow-c.Live, TableComparison{LiveRows: c.Live, RebuiltRows: c.Shadow}):
 			bigger = append(bigger, c.Table)
 		}
 	}
-	if r.opts.SwapAll || len(bigger) == 0 {
-		return bigger, nil
+	if len(bigger) == 0 {
+		return out, nil
 	}
 	counts, err := r.db.RowCounts(ctx, bigger)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
 	for _, c := range counts {
 		if replaces(c.RebuiltRows-c.LiveRows, c) {
 			out = append(out, c.Table)

@@ -321,14 +321,34 @@ func (c *Controller) dropReader(poll bool, token string) {
 	c.mu.Unlock()
 }
 
+// Shedding a request with a small body keeps its connection when the body
+// comes at once: net/http discards an unread body of up to 256 kB before
+// writing the answer, so that the connection can carry the next request.
+// The discard may wait shedDrain for the body, no longer (a read
+// deadline); a body that has not arrived by then closes the connection,
+// as one larger than shedDrainMax does at once.
+//
+// Why keep it: closing the connection of every shed request (sessions
+// 7-8) made each one cost a new connection at both ends (accept, the
+// handshake, a connection goroutine, the client's dial), on the cores
+// the server was short of: at 150 % of the maximum, a third of the
+// deliveries are shed. Providers send a webhook's headers and its few
+// kB of body at once, so the body is in the socket buffer (often in the
+// same read as the headers) when the answer is written.
+const (
+	shedDrainMax = 64 << 10
+	shedDrain    = 20 * time.Millisecond
+)
+
 // shed answers a request the server does not take, without reading its
-// body. With a body announced, the connection closes after the answer:
-// net/http would otherwise read (discard) the body before writing the
-// answer, and a sender that announced a body it never sends would hold
-// the answer until the read deadline. (Answering first and discarding
-// after, with EnableFullDuplex, keeps the connection but panics in
-// net/http when the unread body's end arrives during the discard, Go 1.26.)
-// Under overload, closing also sheds connections: a retry reconnects.
+// body in the handler. A body announced and larger than shedDrainMax (or
+// of unknown length) closes the connection after the answer, so that a
+// sender that announced a body it never sends cannot hold the answer
+// until the read deadline; a smaller one is discarded by net/http within
+// shedDrain, else the connection closes too. (Answering first and
+// discarding after, with EnableFullDuplex, keeps the connection but
+// panics in net/http when the unread body's end arrives during the
+// discard, Go 1.26.)
 func (c *Controller) shed(w http.ResponseWriter, r *http.Request, class Class, reason reason, status int, retryAfter string) {
 	c.metrics.shed[class][reason].Inc()
 	c.logShed(class, reason, r)
@@ -336,7 +356,10 @@ func (c *Controller) shed(w http.ResponseWriter, r *http.Request, class Class, r
 	h.Set("Retry-After", retryAfter)
 	h.Set("Content-Type", "application/json")
 	if r.ContentLength != 0 {
-		h.Set("Connection", "close")
+		if r.ContentLength < 0 || r.ContentLength > shedDrainMax ||
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(shedDrain)) != nil {
+			h.Set("Connection", "close")
+		}
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(`{"error":"` + reasonMessages[reason] + `"}`))

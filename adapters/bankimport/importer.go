@@ -2,6 +2,8 @@ package bankimport
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,10 +211,17 @@ func (im *Importer) batch() int {
 	return im.Batch
 }
 
-// PayoutDelivery is the delivery telling account about payout p.
+// PayoutDelivery is the delivery telling account about payout p. Its key
+// names the references it tells (a digest of its trace id, descriptor and
+// reference), so that a payout told again with a trace id learned since is
+// a new delivery, and told again with the same, a duplicate.
 func PayoutDelivery(account string, p bankline.Payout) delivery.Event {
 	raw, _ := json.Marshal(p) // the inbox keeps what was delivered
 	key, typ := "payout:"+account+":"+p.Key(), "bank.payout"
+	if p.TraceID != "" || p.Descriptor != "" || p.Reference != "" {
+		sum := sha256.Sum256([]byte(p.TraceID + "\x00" + p.Descriptor + "\x00" + p.Reference))
+		key += ":refs:" + hex.EncodeToString(sum[:8])
+	}
 	if p.Failed {
 		key, typ = key+":failed", "bank.payout_failed"
 	}

@@ -29,6 +29,7 @@ type providerDayJSON struct {
 	ReportFacts         int64            `json:"report_facts"`
 	ReportLines         int64            `json:"report_lines"`
 	LinesWithoutWebhook int64            `json:"lines_without_webhook"`
+	AwaitingReportFacts int64            `json:"awaiting_report_facts"`
 	StatedBalances      int64            `json:"stated_balances"`
 	DifferingBalances   int64            `json:"differing_balances"`
 	OpenItems           map[string]int64 `json:"open_items"`
@@ -81,7 +82,7 @@ func (s *server) queryProviderDays(w http.ResponseWriter, r *http.Request) {
 		}
 		out[i] = providerDayJSON{Provider: d.Provider, Day: d.Day, Zone: d.Zone, Status: d.Status, ContentHash: d.Hash(), Why: d.Why,
 			Covered: d.Covered, Events: d.Events, WebhookFacts: d.WebhookFacts, ReportFacts: d.ReportFacts, ReportLines: d.ReportLines,
-			LinesWithoutWebhook: d.LinesWithoutWebhook, StatedBalances: d.StatedBalances, DifferingBalances: d.DiffersBalances,
+			LinesWithoutWebhook: d.LinesWithoutWebhook, AwaitingReportFacts: d.AwaitingReportFacts, StatedBalances: d.StatedBalances, DifferingBalances: d.DiffersBalances,
 			OpenItems: items}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"days": out})

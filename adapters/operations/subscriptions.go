@@ -25,10 +25,9 @@ func SubscriptionDisabledItem(sub uuid.UUID) string {
 // subscription's stream); nothing when it is open already. The item names
 // the subscription and its URL's host only (payment.PublicDetails): every
 // reader of items and events sees it, while the URL, which may be a
-// credential, and lastError, the receiver's answer, stay on the admin
-// endpoints that already show them.
-func (s *Reconciliation) OpenSubscriptionDisabled(ctx context.Context, sub uuid.UUID, rawURL, lastError string) error {
-	_ = lastError
+// credential, and the receiver's last answer stay on the admin endpoints
+// that already show them (which is why neither is a parameter here).
+func (s *Reconciliation) OpenSubscriptionDisabled(ctx context.Context, sub uuid.UUID, rawURL string) error {
 	stream := delivery.SubscriptionStream(sub.String())
 	host := ""
 	if u, err := url.Parse(rawURL); err == nil {

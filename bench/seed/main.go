@@ -41,18 +41,19 @@ func main() {
 	txEvents := flag.Int("tx-events", 100_000, "events per COPY transaction")
 	window := flag.Int("window", 256, "payments in flight at once (interleaving)")
 	seed := flag.Uint64("seed", 1, "random seed")
+	span := flag.Duration("span", 0, "spread the events' times over about this long from 2026-01-01 (0: a few milliseconds apart, as the rebuild bench has them)")
 	flag.Parse()
 	if *url == "" {
 		fmt.Fprintln(os.Stderr, "seed: --database-url or ONCELEDGER_DATABASE_URL is required")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *url, *total, *txEvents, *window, *seed); err != nil {
+	if err := run(context.Background(), *url, *total, *txEvents, *window, *seed, *span); err != nil {
 		fmt.Fprintln(os.Stderr, "seed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, url string, total, txEvents, window int, seed uint64) error {
+func run(ctx context.Context, url string, total, txEvents, window int, seed uint64, span time.Duration) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return err
@@ -67,6 +68,10 @@ func run(ctx context.Context, url string, total, txEvents, window int, seed uint
 	}
 
 	g := newGenerator(seed, window)
+	if span > 0 && total > 0 {
+		// 3 ticks an event on average: the events end about span later.
+		g.tick = max(time.Millisecond, span/time.Duration(3*total))
+	}
 	start := time.Now()
 	written := 0
 	for written < total {
@@ -141,13 +146,14 @@ type generator struct {
 	payments int
 	payouts  int
 	clock    time.Time
+	tick     time.Duration // the clock's unit step (1 to 5 of them per event)
 	// captured net (amount - fee) per provider/currency not yet paid out
 	unpaid map[string]int64
 }
 
 func newGenerator(seed uint64, window int) *generator {
 	return &generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), window: make([]*flow, window),
-		clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), unpaid: map[string]int64{}}
+		clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), tick: time.Millisecond, unpaid: map[string]int64{}}
 }
 
 var (
@@ -176,7 +182,7 @@ func (g *generator) next() (row, error) {
 				v := int64(len(f.history))
 				f.history = append(f.history, eventstore.RecordedEvent{ID: d.ID, StreamID: f.stream,
 					Version: uint64(v), Type: d.Type, Data: d.Data, Metadata: d.Metadata})
-				g.clock = g.clock.Add(time.Duration(1+g.rng.IntN(5)) * time.Millisecond)
+				g.clock = g.clock.Add(time.Duration(1+g.rng.IntN(5)) * g.tick)
 				f.queue = append(f.queue, row{stream: f.stream, version: v, data: d, at: g.clock})
 			}
 			if len(f.queue) == 0 {

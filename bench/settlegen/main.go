@@ -8,7 +8,15 @@
 //   - stripe-json: a Stripe Balance Transactions list, sources expanded;
 //   - adyen: an Adyen Settlement details report (CSV), one batch per payout;
 //   - paypal: a PayPal Settlement report (STL), one section, its footers;
-//   - square: a Square ListPayoutEntries response (JSON).
+//   - square: a Square ListPayoutEntries response (JSON);
+//   - alipay-account: an Alipay account bill (账务明细, UTF-8 with a byte
+//     order mark, as a bill re-saved by a spreadsheet) of withdrawals
+//     (提现) from a balance starting at 0, one a second: each line records
+//     a payout and states the running balance 账户余额 (an assertion per
+//     line that agrees with the ledger: the balance goes negative, which
+//     the importer takes as it is). Every line records a fact, so that
+//     the balances' cost is measured against the lines' own (bench/run.sh
+//     days).
 //
 // Lines are grouped -per-payout to a payout (1,000 by default); with
 // -big-payout K the first K lines form one payout of their own and the rest
@@ -37,7 +45,7 @@ type gen struct {
 
 func main() {
 	g := gen{}
-	format := flag.String("format", "stripe", "stripe, stripe-json, adyen, paypal or square")
+	format := flag.String("format", "stripe", "stripe, stripe-json, adyen, paypal, square or alipay-account")
 	flag.IntVar(&g.n, "lines", 1_000_000, "lines to write")
 	flag.StringVar(&g.run, "run", "bench", "tag making the ids unique per run")
 	flag.IntVar(&g.perPayout, "per-payout", 1000, "lines per payout")
@@ -51,6 +59,7 @@ func main() {
 	g.w = bufio.NewWriterSize(os.Stdout, 1<<20)
 	write := map[string]func(){
 		"stripe": g.stripeCSV, "stripe-json": g.stripeJSON, "adyen": g.adyen, "paypal": g.paypal, "square": g.square,
+		"alipay-account": g.alipayAccount,
 	}[*format]
 	if write == nil {
 		fmt.Fprintf(os.Stderr, "settlegen: unknown -format %q\n", *format)
@@ -179,4 +188,29 @@ func (g *gen) square() {
 			g.run, i, gross, fee, net, at(i).Format(time.RFC3339), g.payout(i))
 	}
 	fmt.Fprint(w, "\n  ]\n}\n")
+}
+
+// alipayAccount writes an Alipay account bill (the layout of
+// adapters/providers/alipay/testdata/bill/account.csv): withdrawals of
+// amounts(i)'s net each, the running balance after each, the trailer's
+// totals.
+func (g *gen) alipayAccount() {
+	w := g.w
+	cst := time.FixedZone("CST", 8*3600)
+	first, last := at(0).In(cst), at(g.n).In(cst)
+	fmt.Fprint(w, "\uFEFF#支付宝账务明细查询\n#账号：[20885318916687390156]\n")
+	fmt.Fprintf(w, "#起始日期：[%s]   终止日期：[%s]\n", first.Format("2006年01月02日 15:04:05"), last.Format("2006年01月02日 15:04:05"))
+	fmt.Fprintln(w, "#-----------------------------------------账务明细列表----------------------------------------")
+	fmt.Fprintln(w, "账务流水号,业务流水号,商户订单号,商品名称,发生时间,对方账号,收入金额（+元）,支出金额（-元）,账户余额（元）,交易渠道,业务类型,备注")
+	var bal, total int64
+	for i := range g.n {
+		_, _, out := amounts(i)
+		bal -= out
+		total += out
+		fmt.Fprintf(w, "%s%012d\t,%s%d\t,\t,提现\t,%s\t,招商银行(1234)\t,\t,%s\t,%s\t,支付宝\t,提现\t,\n",
+			"2026", i, g.run, i, at(i).In(cst).Format(time.DateTime), major(-out), major(bal))
+	}
+	fmt.Fprintln(w, "#-----------------------------------------账务明细列表结束------------------------------------")
+	fmt.Fprintf(w, "#支出合计：%d笔，共%s元\n#收入合计：0笔，共0.00元\n", g.n, major(-total))
+	fmt.Fprintf(w, "#导出时间：[%s]\n", last.Format("2006年01月02日 15:04:05"))
 }

@@ -60,6 +60,8 @@ type options struct {
 	WechatpayMchID    string
 	Payments          int
 	Concurrency       int
+	MaxConns          int // connections to the server at most (http.Transport.MaxConnsPerHost); 0 = unbounded
+	Grace             time.Duration
 	Window            int
 	Rate              float64
 	OpenLoop          bool
@@ -142,7 +144,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "concurrent senders")
 	fs.IntVar(&o.Window, "window", 0, "payments in flight at once, interleaved (default 4 × concurrency)")
 	fs.Float64Var(&o.Rate, "rate", 0, "deliveries per second across all senders (0 = as fast as possible)")
-	fs.BoolVar(&o.OpenLoop, "open-loop", false, "with --rate: a fixed offered rate whatever the answers, latency counted from each delivery's scheduled send time; --concurrency is raised to at least the rate (senders waiting for their slot)")
+	fs.BoolVar(&o.OpenLoop, "open-loop", false, "with --rate: a fixed offered rate whatever the answers, latency counted from each delivery's scheduled send time (a send that waits for a free sender or connection carries that wait); --concurrency is raised to --max-conns")
+	fs.IntVar(&o.MaxConns, "max-conns", 0, "connections to each server at most (0: unbounded, or 768 with --open-loop: below serve's 1,024-connection budget, so that the generator never has its own connections closed by the budget)")
+	fs.DurationVar(&o.Grace, "grace", 30*time.Second, "with --duration: the run ends hard this long after the duration; deliveries not answered 2xx by then are counted as unanswered (failures) and the ledger is not compared (0 = no hard end)")
 	fs.Float64Var(&o.Duplicates, "duplicates", 0.2, "extra identical deliveries per delivery; about 30% of them concurrent with the first")
 	fs.Float64Var(&o.Reorder, "reorder", 0.1, "share of the payments with refunds or disputes that send them before their capture (shuffled)")
 	fs.Float64Var(&o.Conflicts, "conflicts", 0.01, "share of deliveries redelivered with the same id and a changed payload (must not change the ledger)")
@@ -193,11 +197,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if o.Rate <= 0 {
 			errs = append(errs, errors.New("--open-loop needs a --rate"))
 		}
-		// Enough senders that one is free when each slot is due even if
-		// answers take a second: otherwise the generator, not the server,
-		// would set the pace (closed loop in disguise). Late sends are still
-		// counted from their slot, and reported.
-		o.Concurrency = max(o.Concurrency, int(o.Rate))
+		o.openLoopPool()
+	}
+	if o.MaxConns < 0 {
+		errs = append(errs, errors.New("--max-conns must be 0 (unbounded) or more"))
+	}
+	if o.Grace < 0 {
+		errs = append(errs, errors.New("--grace must be 0 (no hard end) or more"))
 	}
 	if o.Token == "" {
 		errs = append(errs, errors.New("--token (or ONCELEDGER_API_TOKENS) is needed to read /v1/balances"))
@@ -331,8 +337,13 @@ type summary struct {
 	Baseline         bool      `json:"baseline"`
 	BalancesCompared int       `json:"balances_compared"`
 	Differences      []diff    `json:"differences"`
-	Verdict          string    `json:"verdict"`
-	Error            string    `json:"error,omitempty"`
+	// Cut: the run reached its hard end (--duration + --grace) with
+	// deliveries unanswered; NotSent are the planned deliveries never sent
+	// (their turn came after the end, or their first delivery failed).
+	Cut     bool   `json:"cut"`
+	NotSent int    `json:"not_sent,omitempty"`
+	Verdict string `json:"verdict"`
+	Error   string `json:"error,omitempty"`
 }
 
 type latency struct {
@@ -352,11 +363,17 @@ type outcome struct {
 	Ignored      int64 `json:"ignored"`
 	Other2xx     int64 `json:"other_2xx"`
 	Status4xx    int64 `json:"4xx"`
-	Status5xx    int64 `json:"5xx"`
-	StatusOther  int64 `json:"other_status"`
-	Transport    int64 `json:"transport_errors"`
-	Retries      int64 `json:"retries"`
-	Undelivered  int64 `json:"undelivered"`
+	Status5xx    int64 `json:"5xx"` // 5xx other than shed
+	// Shed: 429 or 503 with Retry-After (admission refused the request
+	// before its work; the sender retries after it), apart from 4xx and 5xx.
+	Shed        int64 `json:"shed"`
+	StatusOther int64 `json:"other_status"`
+	Transport   int64 `json:"transport_errors"`
+	Retries     int64 `json:"retries"`
+	Undelivered int64 `json:"undelivered"`
+	// Unanswered: deliveries cut by the hard end (in flight, waiting to
+	// retry, or their slot due after it): failures, not waited for.
+	Unanswered int64 `json:"unanswered"`
 }
 
 type diff struct {
@@ -426,12 +443,32 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	lags := newLagTracker()
 	cpu0 := processCPU()
-	elapsed, err := sendAll(ctx, o, s, q, work, lags, logf)
+	elapsed, cut, err := sendAll(ctx, o, s, q, work, lags, logf)
 	if err != nil {
 		return fail(err)
 	}
 	sum.SendCPUSeconds = (processCPU() - cpu0).Seconds()
 	sum.recordTraffic(work, s, elapsed)
+	if cut {
+		// What was not answered by the hard end is a failure of the run,
+		// and the ledger cannot match the model: report the traffic only.
+		oc := sum.Outcomes
+		sum.Cut = true
+		sum.NotSent = max(0, sum.Planned.total()-int(sum.Delivered+oc.Undelivered+oc.Unanswered))
+		sum.Verdict = fmt.Sprintf("CUT at the hard end (--duration %v + --grace %v): %d deliveries unanswered, %d not sent; ledger not compared",
+			o.Duration, o.Grace, oc.Unanswered, sum.NotSent)
+		sum.Differences = []diff{}
+		if sum.AnswerViolations == nil {
+			sum.AnswerViolations = []string{}
+		}
+		sum.Lag = lags.report()
+		if o.JSON {
+			printJSON(stdout, sum)
+		} else {
+			printText(stdout, sum, work.expected)
+		}
+		return 1
+	}
 
 	settleStart := time.Now()
 	caught, err := waitCaughtUp(ctx, q, o.Wait, lags)
@@ -498,13 +535,48 @@ func cnSigners(o options) (scenario.CN, *sign.Wechatpay, error) {
 	return cn, cn.Wechatpay, nil
 }
 
+// openLoopPool sizes an open-loop run's pool (--max-conns, the senders)
+// and its window.
+func (o *options) openLoopPool() {
+	// A bounded pool: MaxConns connections, a sender each, pulling
+	// slots from the schedule. One sender per offered delivery per
+	// second (session 8: 8,009 senders at 8,009/s) opened more
+	// connections than serve's budget (1,024), which closed them, and
+	// the retries of those deliveries, with a window of 4 x 8,009
+	// payments to finish, never ended. A sender that is busy when its
+	// next slot is due sends late, and the delivery's latency still
+	// counts from the slot (no coordinated omission): the queueing in
+	// the generator counts against the server.
+	if o.MaxConns == 0 {
+		o.MaxConns = defaultOpenLoopConns
+	}
+	if o.Window <= 0 {
+		// Four seconds of the offered rate (at least four per sender
+		// asked for), as when open loop ran a sender per delivery a
+		// second: the pool does not change the traffic's interleaving,
+		// nor how long the payments begun by the end of --duration
+		// take to finish at the offered rate.
+		o.Window = 4 * max(o.Concurrency, int(o.Rate))
+	}
+	o.Concurrency = max(o.Concurrency, o.MaxConns)
+}
+
+// defaultOpenLoopConns is --max-conns with --open-loop: three quarters of
+// serve's default connection budget (ONCELEDGER_MAX_CONNECTIONS, 1,024),
+// so that the budget never closes the generator's connections, and three
+// times serve's default in-flight budget (256), so that an overload still
+// reaches the server's admission (shed with 503) instead of queueing in
+// the generator alone.
+const defaultOpenLoopConns = 768
+
 // newClient is the HTTP client of every request: a connection pool sized
-// for the senders.
+// for the senders, at most MaxConns connections to a server.
 func newClient(o options) *http.Client {
 	transport := &http.Transport{
 		Proxy:               nil, // loopback benchmarks must not detour through a proxy
 		MaxIdleConns:        4 * o.Concurrency,
 		MaxIdleConnsPerHost: 4 * o.Concurrency,
+		MaxConnsPerHost:     o.MaxConns,
 		IdleConnTimeout:     90 * time.Second,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 	}
@@ -565,12 +637,23 @@ func primeQueue(gen *scenario.Generator, o options, presign func(*scenario.Deliv
 
 // sendAll runs the senders over work until it is done, sampling the lag
 // meanwhile, and returns how long they took. First Ctrl-C: start no more
-// payments, finish the started ones and compare. Second: abort.
-func sendAll(ctx context.Context, o options, s *sender, q *api, work *queue, lags *lagTracker, logf func(string, ...any)) (time.Duration, error) {
+// payments, finish the started ones and compare. Second: abort. With a
+// --duration and a --grace, the run ends hard at their sum: the senders'
+// requests and retry waits are cancelled, no job is handed out any more,
+// and cut says so (the deliveries then unanswered are counted as such).
+func sendAll(ctx context.Context, o options, s *sender, q *api, work *queue, lags *lagTracker, logf func(string, ...any)) (elapsed time.Duration, cut bool, err error) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	sendCtx, abort := context.WithCancel(ctx)
+	start := time.Now()
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	if o.Duration > 0 && o.Grace > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithDeadline(runCtx, start.Add(o.Duration+o.Grace))
+		defer cancel()
+	}
+	sendCtx, abort := context.WithCancel(runCtx)
 	defer abort()
 	var aborted sync.Once
 	go func() {
@@ -584,6 +667,10 @@ func sendAll(ctx context.Context, o options, s *sender, q *api, work *queue, lag
 				}
 				aborted.Do(func() { work.Abort(); abort() })
 			case <-sendCtx.Done():
+				if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+					logf("hard end (--duration %v + --grace %v): unanswered deliveries count as failures", o.Duration, o.Grace)
+					work.Abort()
+				}
 				return
 			}
 		}
@@ -596,23 +683,25 @@ func sendAll(ctx context.Context, o options, s *sender, q *api, work *queue, lag
 		go func() { defer samplerDone.Done(); lags.sample(samplerCtx, q, o.LagInterval) }()
 	}
 
-	start := time.Now()
 	var senders sync.WaitGroup
 	for range o.Concurrency {
 		senders.Add(1)
 		go func() { defer senders.Done(); s.work(sendCtx, work) }()
 	}
 	senders.Wait()
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	stopSampler()
 	samplerDone.Wait()
+	if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return elapsed, true, nil
+	}
 	if sendCtx.Err() != nil {
-		return elapsed, errors.New("aborted: no comparison")
+		return elapsed, false, errors.New("aborted: no comparison")
 	}
 	if work.err != nil {
-		return elapsed, fmt.Errorf("generator: %w", work.err)
+		return elapsed, false, fmt.Errorf("generator: %w", work.err)
 	}
-	return elapsed, nil
+	return elapsed, false, nil
 }
 
 // recordTraffic fills in what the run sent and how the server answered.
@@ -628,9 +717,9 @@ func (sum *summary) recordTraffic(work *queue, s *sender, elapsed time.Duration)
 	sum.LateSends = s.late.CountAbove(lateThreshold)
 	sum.LateMs = latency{P50: ms(late.P50), P90: ms(late.P90), P99: ms(late.P99), Max: ms(late.Max), Mean: ms(late.Mean)}
 	sum.Outcomes = outcome{Accepted: s.c.Accepted.Load(), Acknowledged: s.c.Acknowledged.Load(), Duplicate: s.c.Duplicate.Load(), Ignored: s.c.Ignored.Load(),
-		Other2xx: s.c.Other2xx.Load(), Status4xx: s.c.Status4xx.Load(), Status5xx: s.c.Status5xx.Load(),
+		Other2xx: s.c.Other2xx.Load(), Status4xx: s.c.Status4xx.Load(), Status5xx: s.c.Status5xx.Load(), Shed: s.c.Shed.Load(),
 		StatusOther: s.c.StatusOther.Load(), Transport: s.c.Transport.Load(), Retries: s.c.Retries.Load(),
-		Undelivered: s.c.Undelivered.Load()}
+		Undelivered: s.c.Undelivered.Load(), Unanswered: s.c.Unanswered.Load()}
 	sum.AnswersChecked, sum.AnswerViolations = s.ans.violations()
 	sum.ConflictsDuplicate = s.ans.conflictOK
 }
@@ -706,8 +795,8 @@ func printText(w io.Writer, s summary, expected *model.Ledger) {
 	p("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  (mean %.2f, %d requests)",
 		s.LatencyMs.P50, s.LatencyMs.P90, s.LatencyMs.P99, s.LatencyMs.Max, s.LatencyMs.Mean, s.Requests)
 	o := s.Outcomes
-	p("outcomes: accepted %d  duplicate %d  ignored %d  acknowledged %d  other-2xx %d | 4xx %d  5xx %d  transport errors %d | retries %d  undelivered %d",
-		o.Accepted, o.Duplicate, o.Ignored, o.Acknowledged, o.Other2xx, o.Status4xx, o.Status5xx, o.Transport, o.Retries, o.Undelivered)
+	p("outcomes: accepted %d  duplicate %d  ignored %d  acknowledged %d  other-2xx %d | shed (429/503 with Retry-After) %d  other 4xx %d  other 5xx %d  transport errors %d | retries %d  undelivered %d  unanswered at the hard end %d",
+		o.Accepted, o.Duplicate, o.Ignored, o.Acknowledged, o.Other2xx, o.Shed, o.Status4xx, o.Status5xx, o.Transport, o.Retries, o.Undelivered, o.Unanswered)
 	if len(s.AnswerViolations) == 0 {
 		p("answers: OK (%d dedup keys answered as a first arrival exactly once; %d conflicting redeliveries answered duplicate or acknowledged)",
 			s.AnswersChecked, s.ConflictsDuplicate)

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,7 +67,92 @@ func TestOpenLoopNeedsARateAndEnoughSenders(t *testing.T) {
 	require.ErrorContains(t, err, "--open-loop needs a --rate")
 	o, err := parseFlags([]string{"--open-loop", "--rate", "500", "--concurrency", "8"}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, 500, o.Concurrency)
+	assert.Equal(t, defaultOpenLoopConns, o.MaxConns, "open loop: a bounded pool of connections by default")
+	assert.Equal(t, defaultOpenLoopConns, o.Concurrency, "a sender per connection")
+	assert.Equal(t, 4*500, o.Window, "four seconds of the offered rate in flight, as before the pool")
+	o, err = parseFlags([]string{"--open-loop", "--rate", "20000", "--max-conns", "100"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 100, o.Concurrency, "not one sender per delivery a second: the rate does not raise the pool")
+	_, err = parseFlags([]string{"--open-loop", "--rate", "5", "--max-conns", "-1"}, nil)
+	require.ErrorContains(t, err, "--max-conns")
+}
+
+// A run with a --duration ends hard at --duration + --grace even when the
+// server never answers (session 8's run at 100 % never ended): what is
+// unanswered then is counted as failed, not waited for, and the generator
+// never holds more connections than --max-conns. The server is real (a
+// socket that reads each request and never answers it).
+func TestOpenLoopRunEndsHardAgainstAServerThatNeverAnswers(t *testing.T) {
+	var open, peak atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/projections":
+			_, _ = w.Write([]byte(`{"projections":[{"name":"ledger","position":1,"lag":0,"status":"live"}]}`))
+		case "/v1/balances":
+			_, _ = w.Write([]byte(`{"data":[],"next_cursor":null}`))
+		default:
+			_, _ = io.ReadAll(r.Body)
+			<-r.Context().Done() // never answers: the client must give up
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			n := open.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	o := testOptions(srv.URL)
+	o.Payments, o.Duration, o.Rate, o.OpenLoop = 0, 300*time.Millisecond, 100, true
+	o.MaxConns, o.Concurrency, o.Grace = 4, 4, 400*time.Millisecond
+	o.Timeout = time.Minute // the hard end, not the request timeout, must end it
+	start := time.Now()
+	s, code, stderr := runJSON(t, o)
+	took := time.Since(start)
+	assert.Less(t, took, 5*time.Second, "the run must end at its hard end (0.7 s), took %v", took)
+	assert.Equal(t, 1, code, "a cut run fails\nstderr: %s", stderr)
+	assert.True(t, s.Cut, "verdict %q", s.Verdict)
+	assert.Zero(t, s.Delivered)
+	assert.Positive(t, s.Outcomes.Unanswered, "unanswered deliveries count as failures: %+v", s.Outcomes)
+	assert.Positive(t, s.NotSent, "the deliveries whose turn never came are reported")
+	assert.LessOrEqual(t, peak.Load(), int64(4+1), "at most --max-conns connections to webhooks (+1: the /v1 reads' pool is the same client)")
+	assert.Contains(t, s.Verdict, "CUT")
+}
+
+// Shed answers (429 or 503 with Retry-After: admission's) are counted apart
+// from the server's failures (a 503 without Retry-After, a 500).
+func TestShedAnswersAreCountedApartFrom5xx(t *testing.T) {
+	cases := []struct {
+		status     int
+		retryAfter string
+		shed, s5xx int64
+	}{
+		{http.StatusServiceUnavailable, "1", 1, 0},
+		{http.StatusTooManyRequests, "0", 1, 0},
+		{http.StatusServiceUnavailable, "", 0, 1},
+		{http.StatusInternalServerError, "1", 0, 1},
+	}
+	for _, c := range cases {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if c.retryAfter != "" {
+				w.Header().Set("Retry-After", c.retryAfter)
+			}
+			w.WriteHeader(c.status)
+		}))
+		s := &sender{base: srv.URL, client: srv.Client(), stripeSecret: testStripeSecret, maxAttempts: 1,
+			ans: newAnswers(), logf: func(string, ...any) {}}
+		d := &scenario.Delivery{Provider: scenario.Stripe, ID: "evt_s", Type: "payout.paid", Body: []byte(`{}`)}
+		assert.False(t, s.deliver(context.Background(), d, d.Body, kindFirst))
+		assert.Equal(t, c.shed, s.c.Shed.Load(), "%d Retry-After %q: shed", c.status, c.retryAfter)
+		assert.Equal(t, c.s5xx, s.c.Status5xx.Load(), "%d Retry-After %q: 5xx", c.status, c.retryAfter)
+		srv.Close()
+	}
 }
 
 // A generator that falls behind its own schedule (its slots are past when

@@ -31,12 +31,14 @@ type counters struct {
 	Ignored      atomic.Int64
 	Other2xx     atomic.Int64 // 2xx with an unexpected body
 	Status4xx    atomic.Int64
-	Status5xx    atomic.Int64
+	Status5xx    atomic.Int64 // other than shed
+	Shed         atomic.Int64 // 429 or 503 with Retry-After: refused before any work, to retry
 	StatusOther  atomic.Int64 // 1xx/3xx
 	Transport    atomic.Int64 // no HTTP answer (connection error, client timeout)
 	Retries      atomic.Int64
 	Delivered    atomic.Int64 // deliveries answered 2xx (each counts once, retries or not)
 	Undelivered  atomic.Int64 // deliveries that exhausted their attempts
+	Unanswered   atomic.Int64 // deliveries cut by the run's hard end before a 2xx
 }
 
 // answers checks the exactly-once contract on the wire: over all deliveries
@@ -281,7 +283,10 @@ func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byt
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
-				return false // aborted: neither delivered nor a failure of the server
+				// Cut or aborted with the request possibly recorded: its
+				// key's first arrival may be this unanswered one.
+				s.ans.uncertain(key)
+				return s.cut(ctx) // aborted: neither delivered nor a failure of the server
 			}
 			s.c.Transport.Add(1)
 			s.ans.uncertain(key)
@@ -302,14 +307,16 @@ func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byt
 			s.c.Delivered.Add(1)
 			s.ans.answered(key, kind, outcome)
 			return true
+		case retryAfter >= 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable):
+			// Shed by admission before any work: what the server says
+			// when it is full, apart from its failures.
+			s.c.Shed.Add(1)
 		case status >= 400 && status < 500:
 			s.c.Status4xx.Add(1)
 			s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
 		case status >= 500:
 			s.c.Status5xx.Add(1)
-			if status != http.StatusServiceUnavailable {
-				s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
-			}
+			s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
 		default:
 			s.c.StatusOther.Add(1)
 		}
@@ -320,7 +327,7 @@ func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byt
 		}
 		s.c.Retries.Add(1)
 		if !sleep(ctx, s.delay(attempt, retryAfter)) {
-			return false
+			return s.cut(ctx)
 		}
 	}
 }
@@ -338,6 +345,16 @@ func (s *sender) delay(attempt int, retryAfter time.Duration) time.Duration {
 		d = min(retryAfter, s.maxBackoff)
 	}
 	return d
+}
+
+// cut counts a delivery that the run's end stopped before a 2xx: at the
+// hard end (a deadline) it is unanswered, a failure; after a second
+// Ctrl-C (an abort) it is neither. It returns false (not delivered).
+func (s *sender) cut(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.c.Unanswered.Add(1)
+	}
+	return false
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -423,7 +440,8 @@ func (s *sender) presign(d *scenario.Delivery) error {
 	return nil
 }
 
-// attempt sends one signed request. outcome is the body's "status" (or
+// attempt sends one signed request; retryAfter is the answer's
+// Retry-After in seconds, -1 when it has none. outcome is the body's "status" (or
 // "error", or WeChat Pay's "message") field; for a 2xx to Alipay or WeChat
 // Pay, "acknowledged" when it is exactly the provider's acknowledgement
 // (cnOutcome). Its latency is measured from origin when set (the
@@ -439,13 +457,13 @@ func (s *sender) attempt(req *http.Request, origin time.Time, provider string) (
 	resp, err := s.client.Do(req)
 	if err != nil {
 		s.latency.Record(time.Since(t0))
-		return 0, "", 0, err
+		return 0, "", -1, err
 	}
 	raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	s.latency.Record(time.Since(t0)) // the answer, body included
 	if rerr != nil {
-		return 0, "", 0, fmt.Errorf("read answer: %w", rerr)
+		return 0, "", -1, fmt.Errorf("read answer: %w", rerr)
 	}
 	var ans struct {
 		Status  string `json:"status"`
@@ -464,7 +482,9 @@ func (s *sender) attempt(req *http.Request, origin time.Time, provider string) (
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 && (provider == scenario.Alipay || provider == scenario.Wechatpay) {
 		outcome = cnOutcome(provider, resp.StatusCode, raw)
 	}
+	retryAfter = -1
 	if v := resp.Header.Get("Retry-After"); v != "" {
+		retryAfter = 0 // present (an HTTP date counts as "retry soon")
 		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
 			retryAfter = time.Duration(secs) * time.Second
 		}

@@ -1,11 +1,16 @@
 package main_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -153,4 +158,80 @@ func (s *stack) closeProviderDays(provider string, days []time.Time) {
 		}
 		return true
 	}, 30*time.Second, 50*time.Millisecond, "every covered day balanced: %+v", s.providerDays(provider, days[0], days[len(days)-1]))
+	// Each balanced day's content hash, recomputed by a user from the
+	// journal's HTTP answer, is the one the day carries.
+	fromJournal := s.journalDayHashes(provider, days[0], days[len(days)-1])
+	for _, d := range s.providerDays(provider, days[0], days[len(days)-1]) {
+		assert.Equal(t, fromJournal[d.Day], d.ContentHash, "day %s: the hash recomputed from /v1/journal", d.Day)
+	}
+}
+
+// journalDayHashes recomputes the provider's days' content hashes from
+// GET /v1/journal as docs/reference.md ("Provider days") tells a user to:
+// the provider's rows whose effective_at falls on the day in its bill
+// zone, grouped by event_id in the journal's order; each event's facts
+// hash is SHA-256 over its rows as "account\ncurrency\n(debit_minor −
+// credit_minor)\n"; the day's hash chains SHA-256(hash ‖ event id ‖ facts
+// hash) from 32 zero bytes.
+func (s *stack) journalDayHashes(provider string, first, last time.Time) map[string]string {
+	s.t.Helper()
+	zone := time.FixedZone("CST", 8*3600)
+	type event struct {
+		id    uuid.UUID
+		day   string
+		facts []byte
+	}
+	var order []*event
+	byID := map[string]*event{}
+	from := first.Add(-48 * time.Hour).UTC().Format(time.RFC3339)
+	to := last.Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	cursor := ""
+	for {
+		ans := s.v1(http.MethodGet, "/v1/journal?limit=1000&from="+url.QueryEscape(from)+"&to="+url.QueryEscape(to)+cursor, nil)
+		require.Equal(s.t, http.StatusOK, ans.Status, ans.Body)
+		var page struct {
+			Journal []struct {
+				Account     string    `json:"account"`
+				Currency    string    `json:"currency"`
+				DebitMinor  int64     `json:"debit_minor"`
+				CreditMinor int64     `json:"credit_minor"`
+				Provider    string    `json:"provider"`
+				EventID     string    `json:"event_id"`
+				EffectiveAt time.Time `json:"effective_at"`
+			} `json:"journal"`
+			Next string `json:"next_cursor"`
+		}
+		require.NoError(s.t, json.Unmarshal([]byte(ans.Body), &page))
+		for _, r := range page.Journal {
+			if r.Provider != provider {
+				continue
+			}
+			e := byID[r.EventID]
+			if e == nil {
+				e = &event{id: uuid.MustParse(r.EventID), day: r.EffectiveAt.In(zone).Format(time.DateOnly)}
+				byID[r.EventID] = e
+				order = append(order, e)
+			}
+			e.facts = fmt.Appendf(e.facts, "%s\n%s\n%d\n", r.Account, r.Currency, r.DebitMinor-r.CreditMinor)
+		}
+		if page.Next == "" {
+			break
+		}
+		cursor = "&cursor=" + url.QueryEscape(page.Next)
+	}
+	hashes := map[string][]byte{}
+	for _, e := range order {
+		h, ok := hashes[e.day]
+		if !ok {
+			h = make([]byte, sha256.Size)
+		}
+		facts := sha256.Sum256(e.facts)
+		sum := sha256.Sum256(slices.Concat(h, e.id[:], facts[:]))
+		hashes[e.day] = sum[:]
+	}
+	out := map[string]string{}
+	for d, h := range hashes {
+		out[d] = hex.EncodeToString(h)
+	}
+	return out
 }

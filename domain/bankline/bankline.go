@@ -73,10 +73,22 @@ type Payout struct {
 	Amount    int64          `json:"amount"`
 	Currency  money.Currency `json:"currency"`
 	ArrivalOn time.Time      `json:"arrival_on"`
-	// Reference is what the provider prints in the bank's remittance
-	// text besides the payout id (Stripe's statement descriptor or trace
-	// id, Adyen's TX…XT batch reference); "" when none.
+	// Reference is what else the provider prints in the bank's
+	// remittance text that names this payout alone, as its id does
+	// (Adyen's TX…XT batch reference); "" when none.
 	Reference string `json:"reference,omitempty"`
+	// TraceID is the trace id the provider's banking partner gave the
+	// payout (Stripe's trace_id.value, when its status is "supported"):
+	// unique, so a line that holds it is this payout's, first of all.
+	// Stripe fills it in after the payout is paid ("up to 10 days after
+	// arrival_date"), so a payout is often told to the account again,
+	// later, with it (docs/accountants.md, "Reconciling the bank
+	// account").
+	TraceID string `json:"trace_id,omitempty"`
+	// Descriptor is the statement descriptor the provider asked the bank
+	// to show (Stripe's statement_descriptor). Not unique (a merchant's
+	// payouts often share one): it only narrows equal candidates.
+	Descriptor string `json:"descriptor,omitempty"`
 	// Failed: the provider says the payout failed (or was canceled)
 	// before any line banked it: the account stops expecting it.
 	Failed bool `json:"failed,omitempty"`

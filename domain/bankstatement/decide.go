@@ -86,7 +86,13 @@ func (dc *decision) line(l Line) error {
 		}
 	}
 	if e.Returned == nil {
-		e.Payouts = s.match(l)
+		r := s.match(l)
+		e.Payouts, e.By = r.refs, r.by
+		if r.move != nil {
+			if err := dc.emitMove(r.move); err != nil {
+				return err
+			}
+		}
 	}
 	if err := dc.emit(e); err != nil {
 		return err
@@ -221,38 +227,52 @@ func (dc *decision) payout(p Payout) error {
 	if p.Failed {
 		return dc.payoutFailed(p)
 	}
-	if _, ok := s.payouts[p.Key()]; ok {
-		return nil
-	}
 	p.ArrivalOn = Day(p.ArrivalOn)
+	if ps, ok := s.payouts[p.Key()]; ok {
+		// Known: told again only with a reference it lacked (Stripe
+		// fills trace_id in after payout.paid), which may move a line.
+		if !adds(ps.Payout, p) || ps.failed {
+			return nil
+		}
+		q := ps.Payout
+		q.TraceID, q.Descriptor, q.Reference = firstOf(q.TraceID, p.TraceID), firstOf(q.Descriptor, p.Descriptor), firstOf(q.Reference, p.Reference)
+		if err := dc.emit(PayoutKnown{Meta: dc.meta(p.ArrivalOn), Account: s.Account, Payout: q}); err != nil {
+			return err
+		}
+		if err := dc.offer(ps); err != nil {
+			return err
+		}
+		return dc.resolve(ps, 0)
+	}
 	if err := dc.emit(PayoutKnown{Meta: dc.meta(p.ArrivalOn), Account: s.Account, Payout: p}); err != nil {
 		return err
 	}
 	// Lines that waited for it, in its window: match them again, oldest
-	// first.
-	for _, l := range s.suspense.between(p.Currency, p.ArrivalOn, AddBusinessDays(p.ArrivalOn, s.ArrivalDays)) {
-		if l.Reversal && l.Amount < 0 {
-			continue // returns wait for a banked payout (after)
-		}
-		refs := s.match(l.Line)
-		if len(refs) == 0 {
-			continue
-		}
-		if err := dc.emit(LineMatched{Meta: dc.meta(l.BookedOn), Account: s.Account, LineKey: l.Key, Amount: l.Amount,
-			Currency: l.Currency, BookedOn: l.BookedOn, Payouts: refs}); err != nil {
-			return err
-		}
-		if err := dc.clear(ReconUnidentifiedDeposit, l.Key, "matched payout "+p.Key(), l.BookedOn); err != nil {
-			return err
-		}
-		if err := dc.after(l.Line, refs, nil); err != nil {
-			return err
-		}
+	// first; then a weak line that names it moves to it.
+	ps := s.payouts[p.Key()]
+	if err := dc.offer(ps); err != nil {
+		return err
+	}
+	if err := dc.resolve(ps, 0); err != nil {
+		return err
 	}
 	if ps := s.payouts[p.Key()]; !ps.banked && s.late(ps, s.covered) {
 		return dc.notReceived(ps)
 	}
 	return nil
+}
+
+// adds reports whether p tells of known a reference known lacks.
+func adds(known, p Payout) bool {
+	return (known.TraceID == "" && p.TraceID != "") || (known.Descriptor == "" && p.Descriptor != "") ||
+		(known.Reference == "" && p.Reference != "")
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // payoutFailed: the provider says the payout failed; unless a line banked

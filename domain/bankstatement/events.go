@@ -19,6 +19,7 @@ const (
 	TypeLineMatched       = "bank.line_matched"
 	TypeStatementRecorded = "bank.statement_recorded"
 	TypePayoutKnown       = "bank.payout_known"
+	TypeLineRematched     = "bank.line_rematched"
 )
 
 // Meta of every bank event: Provider "bank", PaymentKey the account name,
@@ -45,6 +46,9 @@ type LineBooked struct {
 	Line     Line        `json:"line"`
 	Payouts  []PayoutRef `json:"payouts,omitempty"`
 	Returned *PayoutRef  `json:"returned,omitempty"`
+	// By is what matched the line to Payouts (ByTraceID, ByReference,
+	// ByDescriptor, ByAmount); "" when it matched none.
+	By string `json:"by,omitempty"`
 }
 
 // Type implements payment.Event.
@@ -74,6 +78,7 @@ type LineMatched struct {
 	BookedOn time.Time      `json:"booked_on"`
 	Payouts  []PayoutRef    `json:"payouts,omitempty"`
 	Returned *PayoutRef     `json:"returned,omitempty"`
+	By       string         `json:"by,omitempty"`
 }
 
 // Type implements payment.Event.
@@ -83,6 +88,30 @@ func (LineMatched) Type() string { return TypeLineMatched }
 func (e LineMatched) Postings() []ledger.Posting {
 	return pair(e.Currency, Suspense(e.Account), ledger.BankPayouts, e.Amount)
 }
+
+// LineRematched: a line that banked From by a weaker match (the
+// tie-break, or a descriptor) banks To instead, because a stronger fact
+// arrived since: a payout, or a payout's trace id, that the line names
+// (docs/accountants.md, "Reconciling the bank account"). From and To are
+// one payout each, of the line's amount, so nothing posts: the money stays
+// in bank:payouts; From waits for its line again.
+type LineRematched struct {
+	Meta
+	Account  string         `json:"account"`
+	LineKey  string         `json:"line_key"`
+	Amount   int64          `json:"amount"`
+	Currency money.Currency `json:"currency"`
+	BookedOn time.Time      `json:"booked_on"`
+	From     []PayoutRef    `json:"from"`
+	To       []PayoutRef    `json:"to"`
+	By       string         `json:"by"`
+}
+
+// Type implements payment.Event.
+func (LineRematched) Type() string { return TypeLineRematched }
+
+// Postings: none (bank:payouts gave the line's amount already).
+func (LineRematched) Postings() []ledger.Posting { return nil }
 
 // StatementRecorded: a statement's header and stated balances. Posts
 // nothing; its balances are what the bank says bank:NAME holds (balance
@@ -144,6 +173,7 @@ type lineBookedBody struct {
 	Line     Line        `json:"line"`
 	Payouts  []PayoutRef `json:"payouts,omitempty"`
 	Returned *PayoutRef  `json:"returned,omitempty"`
+	By       string      `json:"by,omitempty"`
 }
 
 type lineMatchedBody struct {
@@ -154,6 +184,18 @@ type lineMatchedBody struct {
 	BookedOn time.Time      `json:"booked_on"`
 	Payouts  []PayoutRef    `json:"payouts,omitempty"`
 	Returned *PayoutRef     `json:"returned,omitempty"`
+	By       string         `json:"by,omitempty"`
+}
+
+type lineRematchedBody struct {
+	Account  string         `json:"account"`
+	LineKey  string         `json:"line_key"`
+	Amount   int64          `json:"amount"`
+	Currency money.Currency `json:"currency"`
+	BookedOn time.Time      `json:"booked_on"`
+	From     []PayoutRef    `json:"from"`
+	To       []PayoutRef    `json:"to"`
+	By       string         `json:"by"`
 }
 
 type statementBody struct {
@@ -173,9 +215,11 @@ func Encode(e payment.Event) (string, []byte, bool, error) {
 	var err error
 	switch e := e.(type) {
 	case LineBooked:
-		data, err = encodeWire(e.Meta, lineBookedBody{e.Account, e.Line, e.Payouts, e.Returned})
+		data, err = encodeWire(e.Meta, lineBookedBody{e.Account, e.Line, e.Payouts, e.Returned, e.By})
 	case LineMatched:
-		data, err = encodeWire(e.Meta, lineMatchedBody{e.Account, e.LineKey, e.Amount, e.Currency, e.BookedOn, e.Payouts, e.Returned})
+		data, err = encodeWire(e.Meta, lineMatchedBody{e.Account, e.LineKey, e.Amount, e.Currency, e.BookedOn, e.Payouts, e.Returned, e.By})
+	case LineRematched:
+		data, err = encodeWire(e.Meta, lineRematchedBody{e.Account, e.LineKey, e.Amount, e.Currency, e.BookedOn, e.From, e.To, e.By})
 	case StatementRecorded:
 		data, err = encodeWire(e.Meta, statementBody{e.Account, e.Statement})
 	case PayoutKnown:
@@ -191,11 +235,15 @@ func Decode(typ string, data []byte) (payment.Event, error) {
 	switch typ {
 	case TypeLineBooked:
 		m, b, err := decodeWire[lineBookedBody](typ, data)
-		return LineBooked{Meta: m, Account: b.Account, Line: b.Line, Payouts: b.Payouts, Returned: b.Returned}, err
+		return LineBooked{Meta: m, Account: b.Account, Line: b.Line, Payouts: b.Payouts, Returned: b.Returned, By: b.By}, err
 	case TypeLineMatched:
 		m, b, err := decodeWire[lineMatchedBody](typ, data)
 		return LineMatched{Meta: m, Account: b.Account, LineKey: b.LineKey, Amount: b.Amount, Currency: b.Currency,
-			BookedOn: b.BookedOn, Payouts: b.Payouts, Returned: b.Returned}, err
+			BookedOn: b.BookedOn, Payouts: b.Payouts, Returned: b.Returned, By: b.By}, err
+	case TypeLineRematched:
+		m, b, err := decodeWire[lineRematchedBody](typ, data)
+		return LineRematched{Meta: m, Account: b.Account, LineKey: b.LineKey, Amount: b.Amount, Currency: b.Currency,
+			BookedOn: b.BookedOn, From: b.From, To: b.To, By: b.By}, err
 	case TypeStatementRecorded:
 		m, b, err := decodeWire[statementBody](typ, data)
 		return StatementRecorded{Meta: m, Account: b.Account, Statement: b.Statement}, err

@@ -50,30 +50,132 @@ func byArrival(a, b *payoutState) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
-// named reports whether l's remittance text holds p's reference: its payout
-// id, or the reference the provider prints (case-insensitive).
-func named(text string, p *payoutState) bool {
-	if text == "" {
-		return false
+// What matched a line to its payouts, strongest first (LineBooked.By).
+const (
+	ByTraceID    = "trace_id"   // the payout's trace id: unique, final
+	ByReference  = "reference"  // the payout id, or the provider's own reference
+	ByDescriptor = "descriptor" // the statement descriptor: narrows equal candidates
+	ByAmount     = "amount"     // amount, currency and window alone (the tie-break)
+)
+
+// Strengths of By, compared: a stronger fact moves a line matched by a
+// weaker one (rematch.go).
+const (
+	strengthAmount = iota
+	strengthDescriptor
+	strengthReference
+	strengthTrace
+)
+
+var byName = [...]string{ByAmount, ByDescriptor, ByReference, ByTraceID}
+
+// minRef is the shortest reference looked for in a line's text: shorter
+// ones match by accident.
+const minRef = 4
+
+// achDescriptor: Stripe maps a US ACH payout's statement descriptor to the
+// ACH Company Entry Description, which NACHA limits to 10 characters, and
+// "silently truncates any descriptor longer than 10 characters"
+// (docs.stripe.com/payouts/statement-descriptors): the bank may show only
+// the first 10.
+const achDescriptor = 10
+
+// haystack is what a line's references are looked for in: its remittance
+// text and its reference, upper case.
+func haystack(l Line) string {
+	if l.Reference == "" {
+		return strings.ToUpper(l.Text)
 	}
-	t := strings.ToUpper(text)
-	for _, ref := range []string{p.ID, p.Reference} {
-		if len(ref) >= 4 && strings.Contains(t, strings.ToUpper(ref)) {
-			return true
-		}
-	}
-	return false
+	return strings.ToUpper(l.Text + " " + l.Reference)
 }
 
-// match returns the payouts l proves banked, or nil.
-func (s *State) match(l Line) []PayoutRef {
+// strength is how strongly the text t (a haystack) names p: its trace id,
+// its id or reference, its statement descriptor (whole, or its first 10
+// characters), or nothing (strengthAmount).
+func strength(t string, p *payoutState) int {
+	if t == "" {
+		return strengthAmount
+	}
+	has := func(ref string) bool { return len(ref) >= minRef && strings.Contains(t, strings.ToUpper(ref)) }
+	switch {
+	case has(p.TraceID):
+		return strengthTrace
+	case has(p.ID) || has(p.Reference):
+		return strengthReference
+	case has(p.Descriptor):
+		return strengthDescriptor
+	case len(p.Descriptor) > achDescriptor && has(strings.TrimSpace(truncRunes(p.Descriptor, achDescriptor))):
+		return strengthDescriptor
+	}
+	return strengthAmount
+}
+
+func truncRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// named reports whether t names p at all.
+func named(t string, p *payoutState) bool { return strength(t, p) > strengthAmount }
+
+// result is what matching a line found: the payouts it banks and by what,
+// and, when it takes a payout another line banked by a weaker match, that
+// line's move to another payout (made first).
+type result struct {
+	refs []PayoutRef
+	by   string
+	move *move
+}
+
+// move: line banks to instead of from.
+type move struct {
+	line     *lineState
+	from, to *payoutState
+	by       int
+}
+
+func single(p *payoutState) []PayoutRef {
+	return []PayoutRef{{Provider: p.Provider, ID: p.ID, Amount: p.Amount}}
+}
+
+// match returns the payouts l proves banked (none: refs nil).
+//
+// A payout of l's amount first: the one l names most strongly (trace id,
+// then id or reference, then descriptor), ties by arrival, provider, id.
+// A payout another line banked by a weaker match than l's naming of it
+// (and than l's best free payout) is taken from that line when the line
+// has another free payout of its amount to bank instead (the move). Then
+// subsets, among the named payouts first.
+func (s *State) match(l Line) result {
+	t := haystack(l)
 	all := s.candidates(l)
+	var best *payoutState
+	bestS := -1
+	for _, p := range all {
+		if p.Amount != l.Amount {
+			continue
+		}
+		if st := strength(t, p); st > bestS {
+			best, bestS = p, st
+		}
+	}
+	if mv := s.displace(l, t, bestS); mv != nil {
+		return result{refs: single(mv.from), by: byName[strength(t, mv.from)], move: mv}
+	}
+	if best != nil {
+		return result{refs: single(best), by: byName[bestS]}
+	}
 	if len(all) == 0 {
-		return nil
+		return result{}
 	}
 	var withRef []*payoutState
 	for _, p := range all {
-		if named(l.Text, p) {
+		if named(t, p) {
 			withRef = append(withRef, p)
 		}
 	}
@@ -82,18 +184,59 @@ func (s *State) match(l Line) []PayoutRef {
 		pools = [][]*payoutState{withRef, all}
 	}
 	for _, pool := range pools {
-		for _, p := range pool {
-			if p.Amount == l.Amount {
-				return []PayoutRef{{Provider: p.Provider, ID: p.ID, Amount: p.Amount}}
-			}
-		}
-	}
-	for _, pool := range pools {
 		if got := subsetMatch(pool, l.Amount); got != nil {
-			return got
+			st := strengthTrace
+			for _, r := range got {
+				st = min(st, strength(t, s.payouts[r.Key()]))
+			}
+			return result{refs: got, by: byName[st]}
 		}
 	}
-	return nil
+	return result{}
+}
+
+// displace looks among the payouts of l's amount and window that other
+// lines banked by a weaker match for one l names more strongly than both
+// that line does and floor (l's best free payout); the other line must
+// have a free payout of its amount to move to.
+func (s *State) displace(l Line, t string, floor int) *move {
+	if t == "" {
+		return nil
+	}
+	var out *move
+	bestS := floor
+	for _, p := range s.weakCandidates(l) {
+		if p.Amount != l.Amount || p.lineRef == nil {
+			continue
+		}
+		st := strength(t, p)
+		if st <= bestS || st <= strength(haystack(p.lineRef.Line), p) {
+			continue
+		}
+		to, toS := s.bestFree(p.lineRef.Line)
+		if to == nil {
+			continue
+		}
+		out, bestS = &move{line: p.lineRef, from: p, to: to, by: toS}, st
+	}
+	return out
+}
+
+// bestFree is the unbanked payout of l's amount l names most strongly
+// (nil when none).
+func (s *State) bestFree(l Line) (*payoutState, int) {
+	t := haystack(l)
+	var best *payoutState
+	bestS := -1
+	for _, p := range s.candidates(l) {
+		if p.Amount != l.Amount {
+			continue
+		}
+		if st := strength(t, p); st > bestS {
+			best, bestS = p, st
+		}
+	}
+	return best, bestS
 }
 
 // subsetMatch looks, group by group (arrival date, then provider), for 2 to
@@ -167,12 +310,13 @@ func subset(group []*payoutState, target int64) []*payoutState {
 // amount and currency, banked on or before l's booking date; the one l's
 // text names first, then the latest banked, then provider and id.
 func (s *State) findReturn(l Line) *payoutState {
+	t := haystack(l)
 	var best *payoutState
 	better := func(p *payoutState) bool {
 		if best == nil {
 			return true
 		}
-		if a, b := named(l.Text, p), named(l.Text, best); a != b {
+		if a, b := named(t, p), named(t, best); a != b {
 			return a
 		}
 		if c := p.bankedOn.Compare(best.bankedOn); c != 0 {
@@ -189,4 +333,15 @@ func (s *State) findReturn(l Line) *payoutState {
 		}
 	}
 	return best
+}
+
+// strengthOf is the strength of a By ("" in events before By: the
+// tie-break's).
+func strengthOf(by string) int {
+	for i, n := range byName {
+		if n == by {
+			return i
+		}
+	}
+	return strengthAmount
 }

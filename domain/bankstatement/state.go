@@ -32,6 +32,12 @@ type State struct {
 	// a late payout looks for, in its window's days only), and the
 	// reversal debits among them (what a payout banked later looks for).
 	suspense suspenseIndex
+	// weak: the payouts banked alone by a line matched by less than a
+	// trace id, by currency and arrival day, and those lines by currency
+	// and booking day: what a stronger fact may move (rematch.go).
+	weak      map[money.Currency]map[time.Time][]*payoutState
+	weakLines map[money.Currency]map[time.Time]map[string]*lineState
+	moving    map[string]*lineState // a swap's second line, between its two events
 
 	seqs    map[int64]bool
 	minSeq  int64
@@ -45,6 +51,8 @@ type itemKey struct{ kind, key string }
 type lineState struct {
 	Line
 	matched bool
+	by      int          // strength of the match
+	alone   *payoutState // the payout it banks when it banks one (weak lines)
 }
 
 type payoutState struct {
@@ -54,6 +62,7 @@ type payoutState struct {
 	returned bool
 	failed   bool // the provider's payout failed before any line banked it
 	line     string
+	lineRef  *lineState // the line, while it is weak (movable)
 }
 
 // NewState is the empty state of account's stream; arrivalDays <= 0 takes
@@ -64,10 +73,12 @@ func NewState(account string, arrivalDays int) *State {
 	}
 	return &State{Account: account, ArrivalDays: arrivalDays,
 		lines: map[string]struct{}{}, payouts: map[string]*payoutState{},
-		unbanked: map[money.Currency]map[time.Time][]*payoutState{},
-		banked:   map[money.Currency]map[int64][]*payoutState{},
-		suspense: suspenseIndex{byDay: map[money.Currency]map[time.Time]map[string]*lineState{}, reversals: map[money.Currency]map[string]*lineState{}},
-		seqs:     map[int64]bool{}, open: map[itemKey]bool{}}
+		unbanked:  map[money.Currency]map[time.Time][]*payoutState{},
+		banked:    map[money.Currency]map[int64][]*payoutState{},
+		suspense:  suspenseIndex{byDay: map[money.Currency]map[time.Time]map[string]*lineState{}, reversals: map[money.Currency]map[string]*lineState{}},
+		weak:      map[money.Currency]map[time.Time][]*payoutState{},
+		weakLines: map[money.Currency]map[time.Time]map[string]*lineState{}, moving: map[string]*lineState{},
+		seqs: map[int64]bool{}, open: map[itemKey]bool{}}
 }
 
 // Len is how many events the state folded.
@@ -100,7 +111,7 @@ func (s *State) Apply(e payment.Event) error {
 			s.addPayout(e.Payout)
 		}
 	case LineBooked:
-		l := &lineState{Line: e.Line, matched: e.Matched()}
+		l := &lineState{Line: e.Line, matched: e.Matched(), by: strengthOf(e.By)}
 		s.lines[e.Line.Key] = struct{}{}
 		s.settle(l, e.Payouts, e.Returned)
 	case LineMatched:
@@ -108,8 +119,10 @@ func (s *State) Apply(e payment.Event) error {
 		if l == nil {
 			return fmt.Errorf("bank %s: %s matches line %q the stream does not hold in suspense", s.Account, e.Type(), e.LineKey)
 		}
-		l.matched = true
+		l.matched, l.by = true, strengthOf(e.By)
 		s.settle(l, e.Payouts, e.Returned)
+	case LineRematched:
+		return s.rematched(e)
 	case StatementRecorded:
 		s.addStatement(e.Statement)
 	case payment.Flagged:
@@ -145,7 +158,18 @@ func (s *State) failPayout(p Payout) {
 }
 
 func (s *State) addPayout(p Payout) {
-	if _, ok := s.payouts[p.Key()]; ok {
+	if ps, ok := s.payouts[p.Key()]; ok {
+		// Known again with what it lacked (its trace id, filled in
+		// after payout.paid): the first value of each stands.
+		if ps.TraceID == "" {
+			ps.TraceID = p.TraceID
+		}
+		if ps.Descriptor == "" {
+			ps.Descriptor = p.Descriptor
+		}
+		if ps.Reference == "" {
+			ps.Reference = p.Reference
+		}
 		return
 	}
 	p.ArrivalOn = Day(p.ArrivalOn)
@@ -164,6 +188,9 @@ func (s *State) addPayout(p Payout) {
 func (s *State) settle(l *lineState, banked []PayoutRef, returned *PayoutRef) {
 	switch {
 	case len(banked) > 0:
+		if len(banked) > 1 {
+			l.by = strengthTrace // a subset is never moved (rematch.go)
+		}
 		for _, r := range banked {
 			if p := s.payouts[r.Key()]; p != nil {
 				s.bank(p, l)
@@ -186,6 +213,7 @@ func (s *State) settle(l *lineState, banked []PayoutRef, returned *PayoutRef) {
 
 func (s *State) bank(p *payoutState, l *lineState) {
 	p.banked, p.bankedOn, p.line = true, l.BookedOn, l.Key
+	s.weakAdd(p, l)
 	day := s.unbanked[p.Currency]
 	s.unbankedRemove(day[p.ArrivalOn], p, func(v []*payoutState) {
 		if len(v) == 0 {

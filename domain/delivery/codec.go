@@ -52,6 +52,9 @@ type wireFact struct {
 	Bank *bankline.Input `json:"bank,omitempty"`
 	// ArrivalDate: a paid payout's arrival date (Fact.ArrivalDate).
 	ArrivalDate time.Time `json:"arrival_date,omitzero"`
+	// TraceID, Descriptor: a paid payout's (Fact.TraceID, Fact.Descriptor).
+	TraceID    string `json:"trace_id,omitempty"`
+	Descriptor string `json:"statement_descriptor,omitempty"`
 }
 
 // EncodeNormalized returns the stored form of e's normalized delivery: its
@@ -63,7 +66,7 @@ func EncodeNormalized(e Event) ([]byte, error) {
 	for i, f := range e.Facts {
 		w.Facts[i] = wireFact{Kind: string(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: string(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted, LegacyID: f.LegacyID,
-			ArrivalDate: f.ArrivalDate, Bank: f.Bank}
+			ArrivalDate: f.ArrivalDate, Bank: f.Bank, TraceID: f.TraceID, Descriptor: f.Descriptor}
 	}
 	return json.Marshal(w)
 }
@@ -82,7 +85,7 @@ func DecodeNormalized(b []byte) (Event, error) {
 	for _, f := range w.Facts {
 		e.Facts = append(e.Facts, Fact{Kind: Kind(f.Kind), BusinessID: f.BusinessID, Amount: f.Amount, Fee: f.Fee, Discount: f.Discount,
 			Currency: money.Currency(f.Currency), Reason: f.Reason, Settlement: f.Settlement, Counted: f.Counted,
-			LegacyID: f.LegacyID, ArrivalDate: f.ArrivalDate, Bank: f.Bank})
+			LegacyID: f.LegacyID, ArrivalDate: f.ArrivalDate, Bank: f.Bank, TraceID: f.TraceID, Descriptor: f.Descriptor})
 	}
 	return e, nil
 }

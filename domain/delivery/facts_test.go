@@ -66,9 +66,10 @@ func TestFactsHashClassifiesEveryField(t *testing.T) {
 	}, fields(delivery.Event{}))
 	assert.ElementsMatch(t, []string{
 		"Kind", "BusinessID", "Amount", "Fee", "Discount", "Currency", "Settlement", "Counted", // hashed
-		"Reason",      // free text: not a fact
-		"LegacyID",    // hashed in BusinessID's place when set
-		"ArrivalDate", // a payout's arrival day: moves no money, not hashed
-		"Bank",        // hashed: a bank line's identity and money, a statement's balances, a payout's (bank.go)
+		"Reason",                // free text: not a fact
+		"LegacyID",              // hashed in BusinessID's place when set
+		"ArrivalDate",           // a payout's arrival day: moves no money, not hashed
+		"TraceID", "Descriptor", // what a bank line names a payout by: move no money, not hashed
+		"Bank", // hashed: a bank line's identity and money, a statement's balances, a payout's (bank.go)
 	}, fields(delivery.Fact{}))
 }

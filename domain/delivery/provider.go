@@ -113,6 +113,14 @@ type Fact struct {
 	// does not say. Not a money fact: FactsHash leaves it out, so a payout
 	// stored before it existed and redelivered is a plain duplicate.
 	ArrivalDate time.Time
+	// TraceID and Descriptor: KindPayoutPaid only: the trace id the
+	// provider's banking partner gave the payout (Stripe trace_id.value,
+	// once its status is "supported") and the statement descriptor it
+	// asked the bank to show (Stripe statement_descriptor), "" when none:
+	// what a bank statement line may name the payout by
+	// (domain/bankstatement). Not money facts: FactsHash leaves them out.
+	TraceID    string
+	Descriptor string
 	// Bank: KindBank only: what is delivered to a bank account's stream
 	// (bank.go).
 	Bank *bankline.Input

@@ -143,6 +143,16 @@ type wirePayout struct {
 type wirePayoutPaid struct {
 	wirePayout
 	ArrivalDate time.Time `json:"arrival_date,omitzero"`
+	TraceID     string    `json:"trace_id,omitempty"`
+	Descriptor  string    `json:"statement_descriptor,omitempty"`
+}
+
+// wirePayoutTraced is PayoutTraced.
+type wirePayoutTraced struct {
+	wireMeta
+	PayoutID   string `json:"payout_id"`
+	TraceID    string `json:"trace_id,omitempty"`
+	Descriptor string `json:"statement_descriptor,omitempty"`
 }
 
 // wireAction is the shape of an operator's action on an item: the console's
@@ -222,7 +232,9 @@ func Encode(e Event) (typ string, data []byte, err error) {
 	case DisputeLost:
 		w = wireDisputeLost{wireDispute{toWireMeta(e.Meta), e.DisputeID, e.Amount, string(e.Currency)}, e.ReversesWin}
 	case PayoutPaid:
-		w = wirePayoutPaid{wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}, e.ArrivalDate}
+		w = wirePayoutPaid{wirePayout{toWireMeta(e.Meta), e.PayoutID, e.Amount, string(e.Currency)}, e.ArrivalDate, e.TraceID, e.Descriptor}
+	case PayoutTraced:
+		w = wirePayoutTraced{toWireMeta(e.Meta), e.PayoutID, e.TraceID, e.Descriptor}
 	case Flagged:
 		w = wireRecon{toWireMeta(e.Meta), e.Kind, e.Key, e.Details, e.Reported}
 	case Cleared:
@@ -324,7 +336,12 @@ func Decode(typ string, data []byte) (Event, error) {
 		})
 	case TypePayoutPaid:
 		return decode(typ, data, func(w wirePayoutPaid, m Meta) Event {
-			return PayoutPaid{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency), ArrivalDate: w.ArrivalDate}
+			return PayoutPaid{Meta: m, PayoutID: w.PayoutID, Amount: w.Amount, Currency: money.Currency(w.Currency), ArrivalDate: w.ArrivalDate,
+				TraceID: w.TraceID, Descriptor: w.Descriptor}
+		})
+	case TypePayoutTraced:
+		return decode(typ, data, func(w wirePayoutTraced, m Meta) Event {
+			return PayoutTraced{Meta: m, PayoutID: w.PayoutID, TraceID: w.TraceID, Descriptor: w.Descriptor}
 		})
 	case TypeFlagged:
 		return decode(typ, data, func(w wireRecon, m Meta) Event {

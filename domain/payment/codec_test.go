@@ -27,6 +27,8 @@ func allEvents() []Event {
 		DisputeLost{Meta: m, DisputeID: "du_1", Amount: 500, Currency: "USD", ReversesWin: true},
 		DisputeLost{Meta: m, DisputeID: "du_2", Amount: 500, Currency: "USD"},
 		PayoutPaid{Meta: Meta{Provider: "stripe", PaymentKey: "po_1", DedupKey: "evt_2", OccurredAt: t0}, PayoutID: "po_1", Amount: 9000, Currency: "USD"},
+		PayoutTraced{Meta: Meta{Provider: "stripe", PaymentKey: "po_1", DedupKey: "evt_3", OccurredAt: t0}, PayoutID: "po_1",
+			TraceID: "091000015550001", Descriptor: "ACME PAYOUT"},
 		Flagged{Meta: m, Kind: ReconOverRefund, Key: "refunds", Details: "refunds exceed captures"},
 		Cleared{Meta: m, Kind: ReconOverRefund, Key: "refunds", Details: "captures caught up"},
 	}

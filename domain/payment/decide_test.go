@@ -431,3 +431,31 @@ func TestDecidePayoutMismatch(t *testing.T) {
 	wantTypes(t, s.deliver(payoutDelivery("e2", "po_2", 10)))
 	wantTypes(t, s.deliver(payoutDelivery("e3", "po_2", 11)), TypeFlagged)
 }
+
+// TestPayoutTraced: Stripe fills a payout's trace_id in after payout.paid
+// (payout.updated); the later report records it once, posting nothing, and
+// a failed payout records none.
+func TestPayoutTraced(t *testing.T) {
+	s := &stream{t: t}
+	paid := payoutDelivery("e1", "po_1", 5000)
+	paid.Facts[0].Descriptor = "ACME"
+	out := s.deliver(paid)
+	require.Len(t, out, 1)
+	require.Equal(t, "ACME", out[0].(PayoutPaid).Descriptor)
+	typ, data, err := Encode(out[0])
+	require.NoError(t, err)
+	back, err := Decode(typ, data)
+	require.NoError(t, err)
+	require.Equal(t, out[0], back, "the descriptor survives the codec")
+	updated := payoutDelivery("e2", "po_1", 5000)
+	updated.Type = "payout.updated"
+	updated.Facts[0].TraceID, updated.Facts[0].Descriptor = "091000015550001", "ACME"
+	out = s.deliver(updated)
+	require.Len(t, out, 1)
+	require.Equal(t, PayoutTraced{Meta: Meta{Provider: "stripe", PaymentKey: "po_1", DedupKey: "e2", OccurredAt: t0},
+		PayoutID: "po_1", TraceID: "091000015550001"}, out[0])
+	require.Empty(t, Postings(out[0]))
+	again := payoutDelivery("e3", "po_1", 5000)
+	again.Facts[0].TraceID = "091000015550001"
+	wantTypes(t, s.deliver(again))
+}

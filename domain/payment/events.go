@@ -52,6 +52,7 @@ const (
 	TypeDisputeFundsReinstated = "dispute.funds_reinstated"
 	TypeDisputePending         = "dispute.pending"
 	TypePayoutFailed           = "payout.failed"
+	TypePayoutTraced           = "payout.traced"
 	TypeFlagged                = "reconciliation.flagged"
 	TypeCleared                = "reconciliation.cleared"
 	// An operator's decisions about an item (acting is an event): they
@@ -305,6 +306,22 @@ type PayoutPaid struct {
 	// line's AvailableOn); zero when the provider did not say, and in
 	// events stored before it existed. Posts nothing.
 	ArrivalDate time.Time
+	// TraceID and Descriptor: what a bank statement line may name the
+	// payout by (delivery.Fact's), "" when the provider gave none (yet:
+	// Stripe fills trace_id in after the payout is paid, PayoutTraced).
+	TraceID    string
+	Descriptor string
+}
+
+// PayoutTraced: a paid payout's trace id (or statement descriptor) the
+// provider told after the payout was recorded paid (Stripe payout.updated
+// once trace_id.status is "supported"). Recorded once per value; posts
+// nothing; the bank accounts match their lines by it.
+type PayoutTraced struct {
+	Meta
+	PayoutID   string
+	TraceID    string
+	Descriptor string
 }
 
 // PayoutFailed: a payout failed or was canceled (Stripe payout.failed,
@@ -387,5 +404,6 @@ func (DisputeFundsWithdrawn) Type() string  { return TypeDisputeFundsWithdrawn }
 func (DisputeFundsReinstated) Type() string { return TypeDisputeFundsReinstated }
 func (DisputePending) Type() string         { return TypeDisputePending }
 func (PayoutFailed) Type() string           { return TypePayoutFailed }
+func (PayoutTraced) Type() string           { return TypePayoutTraced }
 func (Flagged) Type() string                { return TypeFlagged }
 func (Cleared) Type() string                { return TypeCleared }

@@ -67,7 +67,7 @@ func wireOf(t *testing.T, typ string) reflect.Type {
 		TypeDisputeWon: wireDisputeWon{}, TypeDisputeInquiry: wireDisputeInquiry{},
 		TypeDisputeFundsWithdrawn: wireDispute{}, TypeDisputeFundsReinstated: wireDispute{},
 		TypeDisputePending: wireDisputePending{}, TypePayoutFailed: wirePayoutFailed{},
-		TypeDisputeLost: wireDisputeLost{}, TypePayoutPaid: wirePayout{}, TypeFlagged: wireRecon{},
+		TypeDisputeLost: wireDisputeLost{}, TypePayoutPaid: wirePayout{}, TypePayoutTraced: wirePayoutTraced{}, TypeFlagged: wireRecon{},
 		TypeCleared: wireRecon{}, TypeResolved: wireAction{}, TypeReopened: wireAction{},
 		TypeLineSettled: wireLine{}, TypeFeeSettled: wireFeeSettled{}, TypeConverted: wireConverted{},
 		TypePayoutLinesCounted: wirePayoutLines{}, TypeCaptureReduced: wireCaptureReduced{},

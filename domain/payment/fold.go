@@ -53,7 +53,7 @@ func (f *Folded) Apply(e Event) error {
 		return f.err
 	}
 	switch e.(type) {
-	case PayoutPaid, PayoutFailed:
+	case PayoutPaid, PayoutFailed, PayoutTraced:
 		f.err = fmt.Errorf("history event %d (%s) in a payment stream: %w", i, e.Type(), ErrForeignEvent)
 		return f.err
 	}

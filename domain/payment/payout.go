@@ -25,11 +25,43 @@ type payout struct {
 	failed  map[string]PayoutFailed // payout ids recorded as failed
 	flagged map[reconKey]bool       // items ever opened: mismatches are flagged once
 	settle  payoutSettle            // settlement lines (settle_payout.go)
+	refs    map[string][2]string    // payout id: its trace id and statement descriptor, as recorded
 }
 
 func newPayout() *payout {
 	return &payout{applied: map[string]bool{}, paid: map[string]PayoutPaid{}, failed: map[string]PayoutFailed{},
-		flagged: map[reconKey]bool{}}
+		flagged: map[reconKey]bool{}, refs: map[string][2]string{}}
+}
+
+// setRefs records what a bank line may name a payout by: the first value
+// of each stands.
+func (po *payout) setRefs(id, trace, descriptor string) {
+	r := po.refs[id]
+	if r[0] == "" {
+		r[0] = trace
+	}
+	if r[1] == "" {
+		r[1] = descriptor
+	}
+	po.refs[id] = r
+}
+
+// traced returns the PayoutTraced a report of paid payout f.BusinessID
+// adds: the trace id or statement descriptor not recorded yet (Stripe's
+// payout.updated once trace_id is "supported"); nil when it adds none.
+func (po *payout) traced(meta Meta, f delivery.Fact) Event {
+	r := po.refs[f.BusinessID]
+	e := PayoutTraced{Meta: meta, PayoutID: f.BusinessID}
+	if r[0] == "" {
+		e.TraceID = f.TraceID
+	}
+	if r[1] == "" {
+		e.Descriptor = f.Descriptor
+	}
+	if e.TraceID == "" && e.Descriptor == "" {
+		return nil
+	}
+	return e
 }
 
 // apply folds one recorded event. Besides PayoutPaid a payout stream holds
@@ -41,6 +73,9 @@ func (po *payout) apply(e Event) error {
 		if _, ok := po.paid[e.PayoutID]; !ok {
 			po.paid[e.PayoutID] = e
 		}
+		po.setRefs(e.PayoutID, e.TraceID, e.Descriptor)
+	case PayoutTraced:
+		po.setRefs(e.PayoutID, e.TraceID, e.Descriptor)
 	case PayoutFailed:
 		if _, ok := po.failed[e.PayoutID]; !ok {
 			po.failed[e.PayoutID] = e
@@ -122,7 +157,11 @@ func (po *payout) decideFacts(in delivery.Event) ([]Event, error) {
 		switch {
 		case f.Kind == delivery.KindPayoutPaid && !known:
 			es = append(es, PayoutPaid{Meta: meta, PayoutID: f.BusinessID, Amount: f.Amount, Currency: f.Currency,
-				ArrivalDate: f.ArrivalDate})
+				ArrivalDate: f.ArrivalDate, TraceID: f.TraceID, Descriptor: f.Descriptor})
+		case f.Kind == delivery.KindPayoutPaid && paid && !failed:
+			if e := po.traced(meta, f); e != nil {
+				es = append(es, e)
+			}
 		case f.Kind == delivery.KindPayoutFailed && !failed:
 			// The reversal moves what was paid, whatever this report says.
 			amount, cur := f.Amount, f.Currency

@@ -183,6 +183,9 @@ func (po *payout) webhookAfterLine(in delivery.Event) (out []Event, ok bool, err
 			err = po.apply(e)
 		}
 	}
+	if e := po.traced(meta, f); e != nil {
+		add(e) // the line knew no trace id: the webhook's is recorded
+	}
 	if k := (reconKey{ReconMissingWebhook, f.BusinessID}); po.settle.open[k] {
 		add(Cleared{Meta: meta, Kind: k.kind, Key: k.key, Details: "the webhook arrived after the settlement line"})
 	}

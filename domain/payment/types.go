@@ -10,7 +10,7 @@ func EventTypes() []string {
 		TypeRefundPending, TypeRefundPosted, TypeRefundReversed,
 		TypeDisputeOpened, TypeDisputeWon, TypeDisputeLost, TypeDisputeInquiry,
 		TypeDisputeFundsWithdrawn, TypeDisputeFundsReinstated, TypeDisputePending,
-		TypePayoutPaid, TypePayoutFailed,
+		TypePayoutPaid, TypePayoutFailed, TypePayoutTraced,
 		TypeFlagged, TypeCleared, TypeResolved, TypeReopened,
 		TypeLineSettled, TypeFeeSettled, TypeConverted, TypePayoutLinesCounted, TypeCaptureReduced,
 	}

@@ -50,6 +50,8 @@ func paymentData(e payment.Event) map[string]any {
 		return amounts(map[string]any{"dispute_id": e.DisputeID, "reverses_win": e.ReversesWin}, e.Amount, e.Currency)
 	case payment.PayoutPaid:
 		return amounts(map[string]any{"payout_id": e.PayoutID}, e.Amount, e.Currency)
+	case payment.PayoutTraced:
+		return map[string]any{"payout_id": e.PayoutID, "trace_id": e.TraceID, "statement_descriptor": e.Descriptor}
 	case payment.PayoutFailed:
 		return amounts(map[string]any{"payout_id": e.PayoutID, "reason": e.Reason, "was_paid": e.WasPaid}, e.Amount, e.Currency)
 	case payment.Flagged: // details as every reader may see them (a subscription's URL is not)

@@ -21,6 +21,7 @@ var descriptions = map[string]string{
 	DisputeLost:            "The dispute is lost (final); with `reverses_win` it had been reported won before.",
 	PayoutPaid:             "The provider paid the balance out to the bank.",
 	PayoutFailed:           "A payout failed or was canceled; with `was_paid` the bank returned money recorded paid.",
+	PayoutTraced:           "A paid payout's trace id (the reference its bank shows, which the provider learns after the payout is paid) or statement descriptor, told later; bank lines are matched by it.",
 	PayoutLinesCounted:     "Settlement lines a report listed for a payout (their keys and nets), so that the payout can be proven by its lines.",
 	SettlementLine:         "One settlement-report line as the provider booked it: `amount` is the gross, with `fee` and `net`. An adjustment line whose net moved between the provider balance and a reserve or the bank names that account in `counterpart` (`reserve`, `bank`).",
 	SettlementFee:          "A fee only a settlement report knew (positive charged, negative returned).",

@@ -66,6 +66,7 @@ func exampleEvents() []struct {
 		{pay, payment.Reopened{Meta: payment.Meta{Provider: "stripe", PaymentKey: "pi_123", OccurredAt: exampleAt}, Kind: payment.ReconOverRefund, Key: "refunds", Actor: "alice", Note: "not settled after all"}},
 		// Last, so that the examples before keep their ids.
 		{pay, payment.CaptureReduced{Meta: m, CaptureID: "ch_1", Amount: 400, Currency: "USD", LineID: "txn_2"}},
+		{payout, payment.PayoutTraced{Meta: po, PayoutID: "po_456", TraceID: "091000015550001"}},
 	}
 }
 

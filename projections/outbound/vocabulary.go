@@ -49,6 +49,7 @@ const (
 	DisputeLost            = "dispute.lost"
 	PayoutPaid             = "payout.paid"
 	PayoutFailed           = "payout.failed"
+	PayoutTraced           = "payout.traced"
 	PayoutLinesCounted     = "payout.lines_counted"
 	SettlementLine         = "settlement.line"
 	SettlementFee          = "settlement.fee"
@@ -83,6 +84,7 @@ var publicType = map[string]string{
 	payment.TypeDisputeLost:            DisputeLost,
 	payment.TypePayoutPaid:             PayoutPaid,
 	payment.TypePayoutFailed:           PayoutFailed,
+	payment.TypePayoutTraced:           PayoutTraced,
 	payment.TypePayoutLinesCounted:     PayoutLinesCounted,
 	payment.TypeLineSettled:            SettlementLine,
 	payment.TypeFeeSettled:             SettlementFee,

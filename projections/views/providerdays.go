@@ -29,6 +29,10 @@ type ProviderDayRow struct {
 	ReportLines         int64
 	LinesWithoutWebhook int64
 	StatedBalances      int64
+	// AwaitingReportFacts counts the day's captures and refunds that a
+	// webhook (or the API) recorded and no report or bill line has
+	// settled yet.
+	AwaitingReportFacts int64
 	Covered             bool
 	ContentHash         []byte
 	Last                eventstore.Position

@@ -1458,7 +1458,10 @@ type ProjectionStatus string
 
 // ProviderDay defines model for ProviderDay.
 type ProviderDay struct {
-	// ContentHash A balanced day's SHA-256 chain over its event ids in feed order (hex): hash = SHA-256(hash ‖ event id as 16 bytes), from 32 zero bytes, over the distinct event ids of the provider's /v1/journal rows whose effective_at falls on the day.
+	// AwaitingReportFacts The day's captures and refunds a webhook (or the provider's API) recorded that no report or bill line has settled yet.
+	AwaitingReportFacts *int64 `json:"awaiting_report_facts,omitempty"`
+
+	// ContentHash A balanced day's SHA-256 chain over its events in feed order (hex), each by its id and facts hash: hash = SHA-256(hash ‖ event id as 16 bytes ‖ facts hash as 32 bytes), from 32 zero bytes. Recomputed from /v1/journal: the provider's rows whose effective_at falls on the day in its zone, grouped by event_id in the journal's order; an event's facts hash is SHA-256 over its rows, each as account, newline, currency, newline, debit_minor − credit_minor in decimal, newline.
 	ContentHash         *string            `json:"content_hash,omitempty"`
 	Covered             bool               `json:"covered"`
 	Day                 openapi_types.Date `json:"day"`

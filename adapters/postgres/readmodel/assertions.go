@@ -32,6 +32,9 @@ func (w *writer) InsertMovements(ctx context.Context, ms []projections.Movement)
 		ids[i], idx[i] = pgtype.UUID{Bytes: m.EventID, Valid: true}, int32(m.PostingIndex)
 		accts[i], curs[i], ats[i], amounts[i] = m.Account, string(m.Currency), m.EffectiveAt, m.Amount
 	}
+	if w.bulk {
+		return w.copyMovements(ctx, ms, ids, idx, accts, curs, ats, amounts)
+	}
 	// Only the rows inserted move the assertions, so a replayed batch
 	// changes nothing; each assertion as of a movement's moment or later
 	// gains it, found by balance_assertions_account_idx.
@@ -50,6 +53,40 @@ func (w *writer) InsertMovements(ctx context.Context, ms []projections.Movement)
 		UPDATE `+w.table("balance_assertions")+` AS a SET ledger = a.ledger + moved.amount
 		FROM moved WHERE a.stream_id = moved.stream_id AND a.point_key = moved.point_key`,
 		ids, idx, accts, curs, ats, amounts)
+	return classify(err)
+}
+
+// copyMovements is InsertMovements on a rebuild's shadow (bulk): a
+// rebuild applies each event once, so every movement is new and none is
+// skipped; the rows are COPYed into a shadow without its key (built after
+// the load, IndexShadow: an ON CONFLICT insert maintained it row by row
+// and made the reconciliation lane the slowest of a rebuild into empty
+// tables), and the assertions gain them all, when the shadow has any.
+func (w *writer) copyMovements(ctx context.Context, ms []projections.Movement, ids []pgtype.UUID, idx []int32,
+	accts, curs []string, ats []time.Time, amounts []int64) error {
+	rows := make([][]any, len(ms))
+	for i := range ms {
+		rows[i] = []any{ids[i], idx[i], accts[i], curs[i], ats[i], amounts[i]}
+	}
+	if _, err := w.tx.CopyFrom(ctx, pgx.Identifier{"balance_movements" + shadowSuffix},
+		[]string{"event_id", "posting_index", "account", "currency", "effective_at", "amount"}, pgx.CopyFromRows(rows)); err != nil {
+		return classify(err)
+	}
+	var held bool
+	if err := w.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+w.table("balance_assertions")+`)`).Scan(&held); err != nil || !held {
+		return classify(err)
+	}
+	_, err := w.tx.Exec(ctx, `
+		WITH moved AS (
+			SELECT a.stream_id, a.point_key, sum(i.amount)::bigint AS amount
+			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[]) AS i(account, currency, effective_at, amount)
+			JOIN `+w.table("balance_assertions")+` a
+			  ON a.account = i.account AND a.currency = i.currency AND a.as_of >= i.effective_at
+			GROUP BY a.stream_id, a.point_key
+		)
+		UPDATE `+w.table("balance_assertions")+` AS a SET ledger = a.ledger + moved.amount
+		FROM moved WHERE a.stream_id = moved.stream_id AND a.point_key = moved.point_key`,
+		accts, curs, ats, amounts)
 	return classify(err)
 }
 

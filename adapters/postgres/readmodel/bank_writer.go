@@ -41,9 +41,9 @@ func (w *writer) ApplyBank(ctx context.Context, c projections.BankChanges) error
 		// A payout banked once stays banked by that line; a replay is the
 		// same row.
 		if _, err := w.tx.Exec(ctx, `INSERT INTO `+w.table("bank_payouts")+`
-			(provider, payout_id, account, line_key, booked_on, line_amount, line_currency) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			(provider, payout_id, account, line_key, booked_on, line_amount, line_currency, matched_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (provider, payout_id) DO NOTHING`,
-			b.Provider, b.PayoutID, b.Account, b.LineKey, b.BookedOn, b.Amount, b.Currency); err != nil {
+			b.Provider, b.PayoutID, b.Account, b.LineKey, b.BookedOn, b.Amount, b.Currency, b.By); err != nil {
 			return fmt.Errorf("bank payout: %w", err)
 		}
 	}
@@ -51,6 +51,24 @@ func (w *writer) ApplyBank(ctx context.Context, c projections.BankChanges) error
 		if _, err := w.tx.Exec(ctx, `UPDATE `+w.table("bank_payouts")+` SET returned = true WHERE provider = $1 AND payout_id = $2`,
 			r.Provider, r.PayoutID); err != nil {
 			return fmt.Errorf("bank payout returned: %w", err)
+		}
+	}
+	for _, m := range c.Moves {
+		for _, f := range m.From {
+			if _, err := w.tx.Exec(ctx, `DELETE FROM `+w.table("bank_payouts")+`
+				WHERE provider = $1 AND payout_id = $2 AND account = $3 AND line_key = $4`,
+				f.Provider, f.ID, m.To.Account, m.To.LineKey); err != nil {
+				return fmt.Errorf("bank payout moved: %w", err)
+			}
+		}
+		b := m.To
+		if _, err := w.tx.Exec(ctx, `INSERT INTO `+w.table("bank_payouts")+`
+			(provider, payout_id, account, line_key, booked_on, line_amount, line_currency, matched_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (provider, payout_id) DO UPDATE SET account = excluded.account, line_key = excluded.line_key,
+				booked_on = excluded.booked_on, line_amount = excluded.line_amount, line_currency = excluded.line_currency,
+				matched_by = excluded.matched_by, returned = false`,
+			b.Provider, b.PayoutID, b.Account, b.LineKey, b.BookedOn, b.Amount, b.Currency, b.By); err != nil {
+			return fmt.Errorf("bank payout moved: %w", err)
 		}
 	}
 	return nil

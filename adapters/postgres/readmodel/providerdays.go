@@ -20,13 +20,13 @@ import (
 var _ projections.ProviderDayWriter = (*writer)(nil)
 
 const providerDayColumns = `provider, day::text, zone, events, webhook_facts, report_facts, report_lines, lines_without_webhook,
-	stated_balances, covered, content_hash, last_commit, last_prepare`
+	stated_balances, covered, content_hash, last_commit, last_prepare, awaiting_report_facts`
 
 func scanProviderDay(row pgx.CollectableRow) (views.ProviderDayRow, error) {
 	var r views.ProviderDayRow
 	var c, p int64
 	err := row.Scan(&r.Provider, &r.Day, &r.Zone, &r.Events, &r.WebhookFacts, &r.ReportFacts, &r.ReportLines,
-		&r.LinesWithoutWebhook, &r.StatedBalances, &r.Covered, &r.ContentHash, &c, &p)
+		&r.LinesWithoutWebhook, &r.StatedBalances, &r.Covered, &r.ContentHash, &c, &p, &r.AwaitingReportFacts)
 	r.Last = eventstore.Position{Commit: uint64(c), Prepare: uint64(p)}
 	return r, err
 }
@@ -63,15 +63,15 @@ func (w *writer) UpsertProviderDays(ctx context.Context, rows []views.ProviderDa
 			return err
 		}
 		b.Queue(`INSERT INTO `+w.table("provider_days")+` (provider, day, zone, events, webhook_facts, report_facts, report_lines,
-				lines_without_webhook, stated_balances, covered, content_hash, last_commit, last_prepare)
-			VALUES ($1, $2::date, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+				lines_without_webhook, stated_balances, covered, content_hash, last_commit, last_prepare, awaiting_report_facts)
+			VALUES ($1, $2::date, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (provider, day) DO UPDATE SET events = excluded.events, webhook_facts = excluded.webhook_facts,
 				report_facts = excluded.report_facts, report_lines = excluded.report_lines,
 				lines_without_webhook = excluded.lines_without_webhook, stated_balances = excluded.stated_balances,
 				covered = excluded.covered, content_hash = excluded.content_hash, last_commit = excluded.last_commit,
-				last_prepare = excluded.last_prepare`,
+				last_prepare = excluded.last_prepare, awaiting_report_facts = excluded.awaiting_report_facts`,
 			r.Provider, r.Day, r.Zone, r.Events, r.WebhookFacts, r.ReportFacts, r.ReportLines, r.LinesWithoutWebhook,
-			r.StatedBalances, r.Covered, r.ContentHash, c, p)
+			r.StatedBalances, r.Covered, r.ContentHash, c, p, r.AwaitingReportFacts)
 	}
 	return classify(w.tx.SendBatch(ctx, b).Close())
 }
@@ -85,6 +85,40 @@ func (w *writer) RecordItemDays(ctx context.Context, items []projections.ItemDay
 	_, err := w.tx.Exec(ctx, `INSERT INTO `+w.table("item_days")+` (stream_id, kind, item_key, provider, day)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::date[])
 		ON CONFLICT DO NOTHING`, streams, kinds, keys, provs, days)
+	return classify(err)
+}
+
+func (w *writer) DayFacts(ctx context.Context, keys []projections.FactKey) (map[projections.FactKey]projections.DayFact, error) {
+	streams, facts := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		streams[i], facts[i] = k.StreamID, k.Fact
+	}
+	rows, err := w.tx.Query(ctx, `SELECT stream_id, fact, provider, day::text, settled FROM `+w.table("day_facts")+`
+		WHERE (stream_id, fact) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, streams, facts)
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make(map[projections.FactKey]projections.DayFact, len(keys))
+	var f projections.DayFact
+	_, err = pgx.ForEachRow(rows, []any{&f.StreamID, &f.Fact, &f.Provider, &f.Day, &f.Settled}, func() error {
+		out[f.FactKey] = f
+		return nil
+	})
+	return out, classify(err)
+}
+
+func (w *writer) UpsertDayFacts(ctx context.Context, facts []projections.DayFact) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	n := len(facts)
+	streams, keys, provs, days, settled := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]bool, n)
+	for i, f := range facts {
+		streams[i], keys[i], provs[i], days[i], settled[i] = f.StreamID, f.Fact, f.Provider, f.Day, f.Settled
+	}
+	_, err := w.tx.Exec(ctx, `INSERT INTO `+w.table("day_facts")+` (stream_id, fact, provider, day, settled)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::date[], $5::boolean[])
+		ON CONFLICT (stream_id, fact) DO UPDATE SET settled = excluded.settled`, streams, keys, provs, days, settled)
 	return classify(err)
 }
 

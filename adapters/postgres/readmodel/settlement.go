@@ -129,6 +129,14 @@ func (w *writer) refreshPayouts(ctx context.Context) error {
 	return classify(err)
 }
 
+// optText is NULL for "".
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // arrivalOf is a paid payout's arrival_date: the provider's word when it
 // gave one, else the time of the report that said it was paid.
 func arrivalOf(c projections.PayoutChange) time.Time {
@@ -146,15 +154,25 @@ func (w *writer) ApplyPayouts(ctx context.Context, changes []projections.PayoutC
 			// The first report of the amount stands (the domain flags a
 			// different one); a replay sets the same values again.
 			b.Queue(`
-				INSERT INTO `+t+` AS p (provider, payout_id, amount, currency, arrival_date, paid, status, updated_at)
-				VALUES ($1, $2, $3, $4, $6, true, 'paid', $5)
+				INSERT INTO `+t+` AS p (provider, payout_id, amount, currency, arrival_date, paid, status, updated_at,
+				                        trace_id, statement_descriptor)
+				VALUES ($1, $2, $3, $4, $6, true, 'paid', $5, $7, $8)
 				ON CONFLICT (provider, payout_id) DO UPDATE
 				SET amount = CASE WHEN p.paid THEN p.amount ELSE excluded.amount END,`+ownCurrencyLines+`
 				    currency = coalesce(p.currency, excluded.currency),
 				    arrival_date = coalesce(p.arrival_date, excluded.arrival_date),
 				    paid = true,
+				    trace_id = coalesce(p.trace_id, excluded.trace_id),
+				    statement_descriptor = coalesce(p.statement_descriptor, excluded.statement_descriptor),
 				    updated_at = greatest(p.updated_at, excluded.updated_at)`,
-				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At, arrivalOf(c))
+				c.Provider, c.PayoutID, c.Amount, c.Currency, c.At, arrivalOf(c), optText(c.TraceID), optText(c.Descriptor))
+		}
+		if c.Traced {
+			// After its PayoutPaid (one stream, feed order): the row is
+			// there. The first value of each stands.
+			b.Queue(`UPDATE `+t+` SET trace_id = coalesce(trace_id, $3), statement_descriptor = coalesce(statement_descriptor, $4),
+				updated_at = greatest(updated_at, $5) WHERE provider = $1 AND payout_id = $2`,
+				c.Provider, c.PayoutID, optText(c.TraceID), optText(c.Descriptor), c.At)
 		}
 		if c.Failed {
 			b.Queue(`

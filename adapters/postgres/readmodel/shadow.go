@@ -119,11 +119,11 @@ var tableSpecs = map[string]tableSpec{
 		group:     []string{"account", "currency"},
 		eagerKeys: true,
 	},
+	// COPYed in a rebuild (copyMovements): its key comes after the load.
 	"balance_movements": {
-		key:       []string{"event_id", "posting_index"},
-		compare:   []string{"account", "currency", "effective_at", "amount"},
-		group:     []string{"account", "currency", "to_char(effective_at AT TIME ZONE 'UTC', 'YYYY-MM')"},
-		eagerKeys: true,
+		key:     []string{"event_id", "posting_index"},
+		compare: []string{"account", "currency", "effective_at", "amount"},
+		group:   []string{"account", "currency", "to_char(effective_at AT TIME ZONE 'UTC', 'YYYY-MM')"},
 	},
 	"ledger_actors": {
 		key:       []string{"event_id"},
@@ -135,7 +135,13 @@ var tableSpecs = map[string]tableSpec{
 	"provider_days": {
 		key: []string{"provider", "day"},
 		compare: []string{"zone", "events", "webhook_facts", "report_facts", "report_lines", "lines_without_webhook",
-			"stated_balances", "covered", "content_hash", "last_commit", "last_prepare"},
+			"stated_balances", "covered", "content_hash", "last_commit", "last_prepare", "awaiting_report_facts"},
+		group:     []string{"provider", "to_char(day, 'YYYY-MM')"},
+		eagerKeys: true,
+	},
+	"day_facts": {
+		key:       []string{"stream_id", "fact"},
+		compare:   []string{"provider", "day", "settled"},
 		group:     []string{"provider", "to_char(day, 'YYYY-MM')"},
 		eagerKeys: true,
 	},

@@ -26,12 +26,32 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 	if err != nil {
 		return nil, nil, err
 	}
-	var comps []projections.TableComparison
+	comps := make([]projections.TableComparison, len(tables))
+	for i, t := range tables {
+		comps[i] = projections.CompareSums(t, sums[2*i], sums[2*i+1])
+	}
+	return s.DetailGroups(ctx, comps, maxRows)
+}
+
+// DetailGroups is Compare's second step on the comparisons by checksums
+// comps (CompareSums): the rows of each table's differing groups compared
+// one by one, every difference counted and the first maxRows of each
+// table detailed. A rebuild whose checksum pass compared the tables at the
+// position they still stand at needs no second checksum scan of each.
+func (s *Store) DetailGroups(ctx context.Context, comps []projections.TableComparison, maxRows int) ([]projections.TableComparison, []projections.Difference, error) {
+	tables := make([]string, len(comps))
+	for i, c := range comps {
+		tables[i] = c.Table
+	}
+	if err := checkTables(tables); err != nil {
+		return nil, nil, err
+	}
+	out := make([]projections.TableComparison, 0, len(comps))
 	var diffs []projections.Difference
 	// One snapshot for the row comparisons.
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		for i, t := range tables {
-			c := projections.CompareSums(t, sums[2*i], sums[2*i+1])
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		for _, c := range comps {
+			t := c.Table
 			if c.LiveRows != c.RebuiltRows {
 				diffs = append(diffs, projections.Difference{Table: t, Kind: projections.DiffRowCount,
 					Live: fmt.Sprint(c.LiveRows), Rebuilt: fmt.Sprint(c.RebuiltRows)})
@@ -51,11 +71,11 @@ func (s *Store) Compare(ctx context.Context, tables []string, maxRows int) ([]pr
 				c.DifferingRows = n
 				diffs = append(diffs, ds...)
 			}
-			comps = append(comps, c)
+			out = append(out, c)
 		}
 		return nil
 	})
-	return comps, diffs, err
+	return out, diffs, err
 }
 
 // compareSums compares the entries' sums per account and currency.

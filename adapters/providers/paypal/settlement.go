@@ -84,7 +84,10 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 	for {
 		if err := c.Next(); err != nil {
 			if errors.Is(err, io.EOF) {
-				return file.end()
+				if err := file.end(); err != nil {
+					return err
+				}
+				return file.stated(opt.Stated) // settlement_footer.go
 			}
 			return err
 		}

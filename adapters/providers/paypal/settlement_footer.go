@@ -25,9 +25,13 @@ package paypal
 //     totals agree in every sample read; the two fee totals do not: the
 //     SmashPig sample (Tests/Data/stl.csv at e984f53f155d) gives fee debits
 //     first. So the fee totals are compared as a pair in either order.
-//   - Not compared: the balances (the samples' beginning and ending
-//     balances do not follow from their rows, and what moves the available
-//     and payable balances is not stated) and the trailing count of SF/RF
+//   - Not compared with the rows: the balances (the samples' beginning
+//     and ending balances do not all follow from their rows, and what
+//     moves the available and payable balances is not stated). RF's
+//     Beginning and Ending Balance are instead stated balances, checked
+//     against the ledger like any provider's (stlFile.stated below: a
+//     difference opens balance_mismatch, it refuses no file). Nor the
+//     trailing count of SF/RF
 //     (the samples disagree: the CRM one writes 4 for one row and for two,
 //     SmashPig's 1 for two).
 //   - SC counts the SB rows of its section, RC those of the report, FF those
@@ -50,8 +54,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/ledger"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -93,6 +99,12 @@ type stlFooter struct {
 	line int
 	cur  money.Currency
 	stlTotals
+	// begin and end are the Beginning Balance and Ending Balance (fields
+	// 6–7 and 8–9: a CR/DR and an unsigned amount), signed as the ledger
+	// signs provider:paypal:balance (CR: PayPal holds it for the merchant);
+	// balances false when the row leaves them blank.
+	begin, end int64
+	balances   bool
 }
 
 // stlFile follows a file's record structure: RH, FH, then sections (SH,
@@ -109,6 +121,11 @@ type stlFile struct {
 	rcLine    int
 	footer    int // line of FF, 0 before it
 	last      int // line of the last record
+	// from and to span the sections' periods (SH fields 1 and 2: the
+	// report's start and end, "2026/11/30 00:00:00 -0800"); zero when a
+	// header's dates cannot be read (the balances are then not stated).
+	from, to time.Time
+	badDates bool
 }
 
 // record checks the record of type typ at line (c positioned on it)
@@ -130,6 +147,7 @@ func (f *stlFile) record(typ string, line int, c *report.CSV) error {
 			return &report.ParseError{Line: line, Err: errors.New("a section header (SH) inside a section that has no SC")}
 		}
 		f.inSection, f.rows, f.section, f.sf = true, 0, map[money.Currency]*stlTotals{}, nil
+		f.period(c)
 	case "SB":
 		if !f.inSection {
 			return &report.ParseError{Line: line, Err: errors.New("an SB row outside a section (SH … SC)")}
@@ -163,6 +181,56 @@ func (f *stlFile) record(typ string, line int, c *report.CSV) error {
 			return err
 		}
 		f.footer = line
+	}
+	return nil
+}
+
+// period widens the file's period by a section header's dates.
+func (f *stlFile) period(c *report.CSV) {
+	from, err1 := stlTime(c.Field(1))
+	to, err2 := stlTime(c.Field(2))
+	if err1 != nil || err2 != nil || to.Before(from) {
+		f.badDates = true
+		return
+	}
+	if f.from.IsZero() || from.Before(f.from) {
+		f.from = from
+	}
+	if to.After(f.to) {
+		f.to = to
+	}
+}
+
+// stated hands the report footers' balances to fn (Options.Stated), once
+// the file has passed every check: per currency, the Beginning Balance as
+// of just before the report's period (as Stripe's balance summary states
+// its starting balance) and the Ending Balance as of its end. PayPal's
+// specification says the report "summarizes, for each currency held by
+// the accounts, total debits and credits and the beginning and ending
+// balance" (developer.paypal.com/docs/reports/sftp-reports/settlement-
+// report/): the first two balance pairs of RF, the report footer (RF spans
+// every section, so every account of the report, as the one
+// provider:paypal:balance of the ledger does). The available and payable
+// pairs that follow are not stated: which postings move them is not
+// published. A file without RF (the first files of a split report) or
+// with unreadable section dates states nothing.
+func (f *stlFile) stated(fn func(report.Stated) error) error {
+	if fn == nil || f.badDates || f.to.IsZero() {
+		return nil
+	}
+	for _, ft := range f.rf {
+		if !ft.balances {
+			continue
+		}
+		for _, s := range []report.Stated{
+			{AsOf: f.from.Add(-time.Microsecond), Amount: ft.begin},
+			{AsOf: f.to, Amount: ft.end},
+		} {
+			s.Account, s.Currency, s.Source = ledger.ProviderBalance(Name), ft.cur, "paypal settlement report"
+			if err := fn(s); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -270,5 +338,39 @@ func readFooter(c *report.CSV, typ string, line int) (stlFooter, error) {
 		}
 		*p = v
 	}
+	if typ != "RF" {
+		return ft, nil
+	}
+	var err2 error
+	ft.begin, ft.balances, err2 = balance(c, 6, typ, line)
+	if err2 != nil {
+		return ft, err2
+	}
+	end, ok, err := balance(c, 8, typ, line)
+	if err != nil {
+		return ft, err
+	}
+	ft.end, ft.balances = end, ft.balances && ok
 	return ft, nil
+}
+
+// balance reads the CR/DR field at i and the unsigned amount after it as
+// a signed balance (CR positive); ok false when the amount is blank.
+func balance(c *report.CSV, i int, typ string, line int) (int64, bool, error) {
+	s := strings.TrimSpace(c.Field(i + 1))
+	if s == "" {
+		return 0, false, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || strings.HasPrefix(s, "+") {
+		return 0, false, &report.ParseError{Line: line, Err: fmt.Errorf("%w: the %s balance in field %d, %q, is not an unsigned whole number of minor units",
+			money.ErrInvalidAmount, typ, i+1, s)}
+	}
+	switch strings.ToUpper(strings.TrimSpace(c.Field(i))) {
+	case "CR":
+		return v, true, nil
+	case "DR":
+		return -v, true, nil
+	}
+	return 0, false, &report.ParseError{Line: line, Err: fmt.Errorf("the %s balance's direction in field %d, %q, is neither CR nor DR", typ, i, c.Field(i))}
 }

@@ -2,6 +2,7 @@ package paypal
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +134,32 @@ func TestParseSTLUnknownColumnsAndRecords(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, int64(-500), recs[0].Line.Net)
 	assert.Equal(t, "W1", recs[0].Line.PayoutID)
+}
+
+// The report footer's Beginning and Ending Balance per currency are stated
+// balances of provider:paypal:balance: the beginning just before the
+// report's period, the ending at its end; a DR balance is negative. A
+// section footer states nothing (RF spans every account of the report).
+func TestSTLStatesItsBalances(t *testing.T) {
+	var got []report.Stated
+	collect := func(s report.Stated) error { got = append(got, s); return nil }
+	data := strings.Replace(stlFixture(t), `"RF","EUR",5000,4795,0,205,"CR",0,"CR",0,`, `"RF","EUR",5000,4795,0,205,"CR",1200,"DR",35,`, 1)
+	_, err := providertest.ParseReport(ParseSettlement, data, report.Options{Stated: collect})
+	require.NoError(t, err)
+	pst := time.FixedZone("PST", -8*3600)
+	begin := time.Date(2026, 11, 30, 0, 0, 0, 0, pst).Add(-time.Microsecond).UTC()
+	end := time.Date(2026, 11, 30, 23, 59, 59, 0, pst).UTC()
+	src := "paypal settlement report"
+	assert.Equal(t, []report.Stated{
+		{Account: "provider:paypal:balance", Currency: "USD", AsOf: begin, Amount: 0, Source: src},
+		{Account: "provider:paypal:balance", Currency: "USD", AsOf: end, Amount: 0, Source: src},
+		{Account: "provider:paypal:balance", Currency: "EUR", AsOf: begin, Amount: 1200, Source: src},
+		{Account: "provider:paypal:balance", Currency: "EUR", AsOf: end, Amount: -35, Source: src},
+	}, got)
+
+	// A balance that is neither CR nor DR is refused, naming the field.
+	bad := strings.Replace(stlFixture(t), `"RF","EUR",5000,4795,0,205,"CR",0,"CR",0,`, `"RF","EUR",5000,4795,0,205,"CR",0,"XX",0,`, 1)
+	_, err = providertest.ParseReport(ParseSettlement, bad, report.Options{Stated: collect})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "field 8")
 }

@@ -63,7 +63,7 @@ func normalize(raw []byte) (delivery.Event, error) {
 		n = refund
 	case strings.HasPrefix(typ, "charge.dispute."):
 		n = dispute
-	case typ == "payout.paid", typ == "payout.failed", typ == "payout.canceled":
+	case typ == "payout.paid", typ == "payout.failed", typ == "payout.canceled", typ == "payout.updated":
 		n = payout
 	default:
 		return ev, nil // not handled: ignored, raw kept in the inbox
@@ -478,7 +478,25 @@ func disputeFunds(du payload.Object, status string) (delivery.Kind, error) {
 // payout reads payout.paid, and payout.failed / payout.canceled: a bank can
 // return a payout days after payout.paid (Stripe: "a payout can fail even
 // after it's marked paid"); the failure reverses it.
+//
+// payout.updated ("Occurs whenever a payout is updated") of a paid payout
+// is another report of it as paid: Stripe fills trace_id in after the
+// payout is paid, so an update is how the trace id arrives; of a payout
+// not paid (pending, in_transit) or failed, it records nothing (its
+// payout.failed does). Stripe's pages do not say that a trace_id change
+// sends payout.updated; `settle sync stripe` lists events, so a missed one
+// is found there too.
 func payout(typ string, po payload.Object) (string, []delivery.Fact, error) {
+	if typ == "payout.updated" {
+		status, _, err := po.OptString("status")
+		if err != nil {
+			return "", nil, err
+		}
+		if status != "paid" {
+			return "", nil, nil
+		}
+		typ = "payout.paid"
+	}
 	id, err := po.ReqString("id")
 	if err != nil {
 		return "", nil, err
@@ -500,6 +518,11 @@ func payout(typ string, po payload.Object) (string, []delivery.Fact, error) {
 	} else if ok && at > 0 && typ == "payout.paid" {
 		f.ArrivalDate = time.Unix(at, 0).UTC()
 	}
+	if typ == "payout.paid" {
+		if f.TraceID, f.Descriptor, err = bankRefs(po); err != nil {
+			return "", nil, err
+		}
+	}
 	if typ != "payout.paid" {
 		f.Kind = delivery.KindPayoutFailed
 		f.Reason = reason(po, "failure_message", "failure_code")
@@ -508,6 +531,47 @@ func payout(typ string, po payload.Object) (string, []delivery.Fact, error) {
 		}
 	}
 	return "", []delivery.Fact{f}, nil
+}
+
+// bankRefs reads what a bank statement line may name the payout by
+// (docs.stripe.com/api/payouts/object): statement_descriptor, "Extra
+// information about a payout that displays on the user's bank statement"
+// (nullable; banks may not show it, and a US ACH payout shows its first 10
+// characters only), and trace_id.value, "The trace ID value if
+// trace_id.status is supported, otherwise nil" (pending while Stripe asks
+// its banking partner, "up to 10 days after arrival_date"; unsupported
+// "such as a payout failure or an unsupported country and currency
+// combination": Stripe's pages do not list which countries have one).
+// Each bank sets its trace id's format (docs.stripe.com/payouts/trace-id).
+func bankRefs(po payload.Object) (trace, descriptor string, err error) {
+	if descriptor, _, err = po.OptString("statement_descriptor"); err != nil {
+		return "", "", err
+	}
+	tr, ok, err := po.OptObject("trace_id")
+	if err != nil || !ok {
+		return "", bankRef(descriptor), err
+	}
+	status, _, err := tr.OptString("status")
+	if err != nil {
+		return "", "", err
+	}
+	if status == "supported" {
+		if trace, _, err = tr.OptString("value"); err != nil {
+			return "", "", err
+		}
+	}
+	return bankRef(trace), bankRef(descriptor), nil
+}
+
+// bankRef keeps a reference a statement line could hold: trimmed, and
+// none when longer than an id may be (Stripe allows 5000 characters; no
+// bank prints that many, and a payout is not refused for it).
+func bankRef(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > delivery.MaxIDBytes || strings.ContainsRune(s, 0) {
+		return ""
+	}
+	return s
 }
 
 // optPaymentKey reads the payment key of a charge, refund or dispute object:

@@ -242,7 +242,14 @@ func TestNormalize(t *testing.T) {
 		{"payout.failed.json", "", 1765300000, []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd, Reason: "The bank account has been closed."}}},
 		{"payout.canceled.json", "", 1764920000, []delivery.Fact{{Kind: delivery.KindPayoutFailed, BusinessID: "po_1QzPcA2eZvKYlo2CcAnCeL01", Amount: 1912, Currency: usd, Reason: "canceled"}}},
 		{"payout.paid.json", "", 1765000000, []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd,
-			ArrivalDate: time.Unix(1765000000, 0).UTC()}}}, // arrival_date: the provider's day, not the event's
+			ArrivalDate: time.Unix(1765000000, 0).UTC(), // arrival_date: the provider's day, not the event's
+			TraceID:     "021000021234567"}}},           // trace_id.status "supported": its value
+		// payout.updated of a paid payout: another report of it, with the
+		// trace id Stripe filled in since and its statement descriptor.
+		{"payout.updated.json", "", 1765090000, []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1QzPoU2eZvKYlo2CxPaYoUt1", Amount: 1912, Currency: usd,
+			ArrivalDate: time.Unix(1765000000, 0).UTC(), TraceID: "021000021234567", Descriptor: "ACME WEEKLY"}}},
+		// Not paid yet (in_transit): nothing to record.
+		{"payout.updated.in_transit.json", "", 1764950000, nil},
 		{"customer.created.json", "", 1764410300, nil},
 		// API version 2020-08-27: no latest_charge; the captured charge is
 		// the succeeded entry of charges.data, not the declined attempt.

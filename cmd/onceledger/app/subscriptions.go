@@ -90,7 +90,7 @@ func (a *App) Sender() *outbox.Sender {
 func (a *App) subscriptionDisabled(ctx context.Context, id uuid.UUID, url, lastError string) {
 	a.log.Error("push subscription disabled after its retry schedule; re-enable it (POST /v1/subscriptions/{id}/enable) once the endpoint answers",
 		"subscription", id, "host", outbox.Host(url), "last_error", lastError)
-	if err := a.recon.OpenSubscriptionDisabled(ctx, id, url, lastError); err != nil {
+	if err := a.recon.OpenSubscriptionDisabled(ctx, id, url); err != nil {
 		a.log.Error("push subscription disabled: could not open its item", "subscription", id, "error", err)
 	}
 }
