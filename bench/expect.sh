@@ -1,4 +1,4 @@
-# Step 9 of bench/run.sh (sourced by it: its helpers and $work, $CONC,
+# Step 10 of bench/run.sh (sourced by it: its helpers and $work, $CONC,
 # $PAYMENTS, $status): expected payments and asking the provider (issue 36).
 #
 #   10a. The schedule's cost: the ingest maximum (step 2's closed-loop
