@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"crypto/rsa"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -245,5 +246,69 @@ func TestWechatClosedRefundBilledPostsNothing(t *testing.T) {
 				assert.Empty(t, s.openItems("missing_webhook"), "the CLOSED notification did arrive")
 			})
 		}
+	}
+}
+
+// An Alipay refund whose notification arrives after a later refund's
+// (refund_fee is the trade's refunded total, gmt_refund the refund's time):
+// R1 refunds 30.00 at 11:00 (total 30.00), R2 20.00 at 12:00 (total
+// 50.00); R2's notification comes first and posts 50.00 at 12:00, then
+// R1's books its 30.00 at 11:00 and takes it off 12:00; the bill changes
+// nothing. The books as of 11:30 hold R1's refund only, and in the end
+// both.
+func TestAlipayRefundNotifiedLateBookedAtItsOwnTime(t *testing.T) {
+	for _, kind := range []eventStoreKind{onPostgres, onESDB} {
+		t.Run(string(kind), func(t *testing.T) {
+			s, keys := cnSettleStackOn(t, kind)
+			trade := uniqCN("2026112922002")
+			base := map[string]string{"total_amount": "100.00", "receipt_amount": "100.00", "buyer_pay_amount": "100.00",
+				"invoice_amount": "100.00", "point_amount": "0.00"}
+			with := func(extra map[string]string) map[string]string {
+				out := map[string]string{}
+				for k, v := range base {
+					out[k] = v
+				}
+				for k, v := range extra {
+					out[k] = v
+				}
+				return out
+			}
+			send := func(p map[string]string) {
+				body := alipayBody(t, keys[0], p)
+				ans := s.post("/webhooks/alipay", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, body)
+				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+				require.Equal(t, "success", ans.Body)
+			}
+			send(alipayNotification("n1-"+trade, trade, "TRADE_SUCCESS", with(nil)))
+			send(alipayNotification("n3-"+trade, trade, "TRADE_SUCCESS", with(map[string]string{
+				"refund_fee": "50.00", "out_biz_no": "R2-" + trade, "gmt_refund": "2026-11-29 12:00:00"})))
+			send(alipayNotification("n2-"+trade, trade, "TRADE_SUCCESS", with(map[string]string{
+				"refund_fee": "30.00", "out_biz_no": "R1-" + trade, "gmt_refund": "2026-11-29 11:00:00"})))
+			s.upload(t, "alipay", alipayTradeBill(t,
+				[7]string{trade, "交易", "100.00", "100.00", "0.00", "", "0.00"},
+				[7]string{trade, "退款", "30.00", "-30.00", "0.00", "R1-" + trade, "0.00"},
+				[7]string{trade, "退款", "20.00", "-20.00", "0.00", "R2-" + trade, "0.00"}))
+			s.projectedToHead()
+			refunds := func(asOf string) int64 {
+				var out struct {
+					Balances []struct {
+						Balance int64 `json:"balance"`
+					} `json:"balances"`
+				}
+				ans := s.v1(http.MethodGet, "/v1/balances?account=revenue:refunds&currency=CNY&as_of="+asOf, nil)
+				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+				require.NoError(t, json.Unmarshal([]byte(ans.Body), &out))
+				sum := int64(0)
+				for _, b := range out.Balances {
+					sum += b.Balance
+				}
+				return sum
+			}
+			// Alipay's times are Beijing time (+08:00).
+			assert.Equal(t, int64(3000), refunds("2026-11-29T11:30:00%2B08:00"), "R1's refund at its own 11:00, R2's not yet")
+			assert.Equal(t, int64(5000), refunds("2026-11-29T12:30:00%2B08:00"))
+			assert.Empty(t, s.openItems("settlement_mismatch"))
+			assert.Empty(t, s.openItems("missing_webhook"))
+		})
 	}
 }

@@ -152,9 +152,11 @@ func (d *decision) postCumulative(id string, inc int64, cur money.Currency, tota
 // refund already recorded (its bill line posted it, at the line's time),
 // no time, a total not above T_prev or above R_next's (totals out of
 // order), or R_next not recorded with at least the part (its posting was a
-// bill line's). The coupon money returned stays with R_next: the
-// notifications' coupon figures are totals too, and R_next's posting
-// holds them; the trade's coupon account ends the same.
+// bill line's). The coupon money returned (Alipay: the part of the
+// refunded total above receipt_amount, a total too) moves with the part
+// only as far as R_next's remaining amount cannot hold R_next's coupon:
+// exact when f's refund is the first, and R_next never returns more
+// coupon than its amount; the trade's coupon account ends the same.
 func (d *decision) reattribute(f delivery.Fact) bool {
 	p := d.p
 	at := d.meta.OccurredAt
@@ -184,19 +186,22 @@ func (d *decision) reattribute(f delivery.Fact) bool {
 	if r == nil || r.state != want || r.amount < part || r.currency != f.Currency {
 		return false
 	}
+	// The coupon part moves only as far as R_next's remaining amount
+	// cannot hold it (within what f reports as coupon money returned).
+	coupon := min(part, f.Discount, max(0, p.coupons.byRefund[next]-(r.amount-part)))
 	m := d.meta
 	m.OccurredAt = nextAt
 	if pending {
 		// No capture yet: both wait, each at its own time (RefundPending's
 		// fold keeps it), and post when a capture arrives.
-		d.postCumulative(f.BusinessID, part, f.Currency, f.Amount, false, 0)
+		d.postCumulative(f.BusinessID, part, f.Currency, f.Amount, false, coupon)
 		d.emit(RefundPending{Meta: m, RefundID: next, Amount: -part, Currency: f.Currency, Total: p.reported[next], Increase: true,
-			MovedTo: f.BusinessID})
+			Discount: -coupon, MovedTo: f.BusinessID})
 		return true
 	}
-	d.emit(RefundPosted{Meta: d.meta, RefundID: f.BusinessID, Amount: part, Currency: f.Currency, Total: f.Amount})
+	d.emit(RefundPosted{Meta: d.meta, RefundID: f.BusinessID, Amount: part, Currency: f.Currency, Total: f.Amount, Discount: coupon})
 	d.emit(RefundPosted{Meta: m, RefundID: next, Amount: -part, Currency: f.Currency, Total: p.reported[next], Increase: true,
-		MovedTo: f.BusinessID})
+		Discount: -coupon, MovedTo: f.BusinessID})
 	return true
 }
 

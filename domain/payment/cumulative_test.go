@@ -177,3 +177,51 @@ func TestCumulativeRefundOutOfOrderBookedAtItsOwnTime(t *testing.T) {
 	assert.Equal(t, map[time.Time]int64{t1: 3000, t2: 2000}, refundsByTime(s.history))
 	assert.Empty(t, openItems(s.history))
 }
+
+// The coupon part moves too, as far as the later refund's remaining amount
+// cannot hold it: a 100.00 trade of which 20.00 is a merchant coupon
+// (receipt 80.00), refunded 90.00 at t1 (refund_fee 90.00, coupon 10.00)
+// and 10.00 at t2 (refund_fee 100.00, coupon 20.00), notified in the
+// opposite order: each refund ends with its own amount and coupon at its
+// own time, as if they had come in order.
+func TestCumulativeRefundOutOfOrderMovesTheCoupon(t *testing.T) {
+	t1, t2 := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	at := func(key, id string, total, coupon int64, when time.Time) delivery.Event {
+		f := cny(delivery.KindRefundCumulative, id, total)
+		f.Discount = coupon
+		ev := alipayDelivery(key, f)
+		ev.OccurredAt = when
+		return ev
+	}
+	byTime := func(history []Event) map[string]int64 {
+		out := map[string]int64{}
+		for _, e := range history {
+			for _, p := range Postings(e) {
+				if p.Account == ledger.RevenueRefunds || p.Account == ledger.ProviderDiscounts("alipay") {
+					out[fmt.Sprintf("%s@%s", p.Account, e.Metadata().OccurredAt.Sub(t0))] += p.Amount
+				}
+			}
+		}
+		for k, v := range out {
+			if v == 0 {
+				delete(out, k)
+			}
+		}
+		return out
+	}
+	capt := cny(delivery.KindCaptured, "trade_1", 10000)
+	capt.Discount = 2000
+	inOrder, outOfOrder := &stream{t: t}, &stream{t: t}
+	for _, s := range []*stream{inOrder, outOfOrder} {
+		s.deliver(alipayDelivery("n_pay", capt))
+	}
+	inOrder.deliver(at("n_r1", "biz_1", 9000, 1000, t1))
+	inOrder.deliver(at("n_r2", "biz_2", 10000, 2000, t2))
+	outOfOrder.deliver(at("n_r2", "biz_2", 10000, 2000, t2))
+	outOfOrder.deliver(at("n_r1", "biz_1", 9000, 1000, t1))
+	want := byTime(inOrder.history)
+	assert.Equal(t, map[string]int64{"revenue:refunds@1h0m0s": 9000, "revenue:refunds@2h0m0s": 1000,
+		"expenses:discounts:alipay@0s": 2000, "expenses:discounts:alipay@1h0m0s": -1000, "expenses:discounts:alipay@2h0m0s": -1000}, want)
+	assert.Equal(t, want, byTime(outOfOrder.history))
+	assert.Equal(t, balances(inOrder.history), balances(outOfOrder.history))
+}

@@ -20,6 +20,10 @@ import (
 // DefaultQueryAfter is ONCELEDGER_QUERY_AFTER's default.
 const DefaultQueryAfter = 15 * time.Minute
 
+// DefaultQueryRate is ONCELEDGER_QUERY_RATE's default: questions a second
+// to each provider.
+const DefaultQueryRate = 5
+
 // Expectations are the expected-payment commands (register, cancel, and
 // the process manager's).
 func (c *Core) Expectations() *operations.Expectations {
@@ -55,8 +59,12 @@ func (a *App) expectedRoutes(hc *httpapi.Config) {
 // records what they answer through the webhook gate; reg (nil: none)
 // takes its metric.
 func (c *Core) Querier(owner string, reg prometheus.Registerer) *expectations.Querier {
+	rate := c.cfg.QueryRate
+	if rate <= 0 {
+		rate = DefaultQueryRate
+	}
 	qc := expectations.QueryConfig{Owner: owner, Now: c.cfg.Now, Logger: c.log, Registerer: reg, PendingAfter: c.queryAfter(),
-		Rate: c.cfg.QueryRate, Concurrency: queryConcurrency(c.cfg.QueryRate)}
+		Rate: rate, Concurrency: queryConcurrency(rate), Batch: queryBatch(rate)}
 	if l := c.cfg.QueryLease; l > 0 {
 		// A question never outlives its lease: another asker may take it.
 		qc.Lease, qc.Timeout, qc.Poll = l, l/2, min(l, 5*time.Second)
@@ -92,9 +100,17 @@ func (a *App) startExpectations(ctx context.Context, wg *sync.WaitGroup) {
 func (c *Core) ReadModel() *readmodel.Store { return c.query }
 
 // queryConcurrency is how many questions to one provider may be in flight
-// at rate questions a second: enough that each may take 50 ms (its answer
-// recorded through the gate, the schedule updated) without the sweep
-// falling behind the rate; one at the default 5/s, at most 16.
+// at rate questions a second: enough that each may take 250 ms (a
+// provider's API answering from afar, the answer recorded through the
+// gate, the schedule updated) without the sweep falling behind the rate;
+// two at the default 5/s, at most 64.
 func queryConcurrency(rate float64) int {
-	return max(1, min(16, int(math.Ceil(rate/20))))
+	return max(1, min(64, int(math.Ceil(rate/4))))
+}
+
+// queryBatch is how many due expectations one claim takes: a second's
+// worth at rate (at least 100), so that the questions in flight seldom
+// wait for the end of a claim.
+func queryBatch(rate float64) int {
+	return max(100, int(math.Ceil(rate)))
 }
