@@ -202,3 +202,18 @@ func TestPropertyTraceIDsAnyOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestReturnedPayoutIsNotMoved: a payout the bank returned stays with the
+// line that banked it, whatever is learned later.
+func TestReturnedPayoutIsNotMoved(t *testing.T) {
+	a := newAccount(t)
+	a.deliver(traced("po_A", 5000, "2026-03-02", "", ""))
+	a.deliver(line("ref:T", 5000, "2026-03-03", "TRACE 091000010000002"))
+	rev := line("ref:back", -5000, "2026-03-04", "")
+	rev.Line.Reversal = true
+	a.deliver(rev)
+	require.Contains(t, a.open(), "payout_returned stripe/po_A")
+	a.deliver(traced("po_B", 5000, "2026-03-02", "091000010000002", ""))
+	assert.Equal(t, "ref:T", a.bankedBy("po_A"), "the returned payout keeps its line")
+	assert.Equal(t, "", a.bankedBy("po_B"))
+}
