@@ -360,3 +360,18 @@ func TestCamtEmptyStatementKeepsItsNumber(t *testing.T) {
 	require.Len(t, c.statements, 1)
 	assert.Equal(t, int64(9), c.statements[0].Seq)
 }
+
+// A transaction's clearing system reference (where a bank puts an ACH
+// trace number) joins the entry's text, and leaves its key as it was.
+func TestCamtClearingReferenceJoinsTheText(t *testing.T) {
+	e := camtEntry{amt: "1.00", ind: "CRDT", sts: "BOOK", booked: "2026-03-03", text: "STRIPE"}
+	plain := camt("camt.053", 8, 1, "0.00", "1.00", "", e)
+	withRef := strings.Replace(plain, "<TxDtls>", "<TxDtls><Refs><ClrSysRef>091000019990002</ClrSysRef></Refs>", 1)
+	require.NotEqual(t, plain, withRef)
+	a, err := parseString(t, plain)
+	require.NoError(t, err)
+	b, err := parseString(t, withRef)
+	require.NoError(t, err)
+	assert.Equal(t, "STRIPE 091000019990002", b.entries[0].Text)
+	assert.Equal(t, a.entries[0].Key, b.entries[0].Key, "the key is the line's identity as before")
+}

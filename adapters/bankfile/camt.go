@@ -117,6 +117,10 @@ type camtNtry struct {
 		TxDtls []struct {
 			Refs struct {
 				EndToEndId string `xml:"EndToEndId"`
+				// ClrSysRef: "reference assigned by a clearing
+				// system" (ISO 20022), where a bank puts an ACH
+				// trace number, and so a payout's trace id.
+				ClrSysRef string `xml:"ClrSysRef"`
 			} `xml:"Refs"`
 			RmtInf struct {
 				Ustrd []string `xml:"Ustrd"`
@@ -572,6 +576,13 @@ func (c *camtReader) entry(s *camtStmt, n camtNtry, path string) error {
 		e.Key = s.occ.key(date(e.BookedOn), date(e.ValueOn), strconv.FormatInt(e.Amount, 10), string(cur),
 			strconv.FormatBool(e.Reversal), e.Code, e.Text)
 	}
+	// The clearing system's references join the text after the key is
+	// made: a line's identity stays what it was before they were read
+	// (a file imported before is still the same lines), and they name a
+	// payout by its trace id (domain/bankstatement).
+	if refs := camtClearing(n); refs != "" {
+		e.Text = strings.TrimSpace(e.Text + " " + refs)
+	}
 	s.st.Entries++
 	return c.sink.entry(&s.st, e)
 }
@@ -597,6 +608,19 @@ func camtText(n camtNtry) string {
 				push(s.CdtrRefInf.Ref)
 			}
 			push(tx.AddtlTxInf)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// camtClearing joins an entry's transactions' clearing system references.
+func camtClearing(n camtNtry) string {
+	var parts []string
+	for _, d := range n.NtryDtls {
+		for _, tx := range d.TxDtls {
+			if r := strings.TrimSpace(tx.Refs.ClrSysRef); r != "" && r != "NOTPROVIDED" {
+				parts = append(parts, r)
+			}
 		}
 	}
 	return strings.Join(parts, " ")

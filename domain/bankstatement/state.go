@@ -200,6 +200,7 @@ func (s *State) settle(l *lineState, banked []PayoutRef, returned *PayoutRef) {
 	case returned != nil:
 		if p := s.payouts[returned.Key()]; p != nil {
 			p.returned = true
+			s.weakRemove(p) // a returned payout is never moved
 			s.unbankedRemove(s.banked[p.Currency][p.Amount], p, func(v []*payoutState) { s.banked[p.Currency][p.Amount] = v })
 		}
 		s.suspense.remove(l)

@@ -1,12 +1,16 @@
 package bankstatement_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/onceledger/onceledger/domain/bankstatement"
+	"github.com/onceledger/onceledger/domain/ledger"
+	"github.com/onceledger/onceledger/domain/payment"
 )
 
 // traced is a Stripe payout with its trace id and statement descriptor.
@@ -131,4 +135,85 @@ func TestTraceIDLateOneLine(t *testing.T) {
 	// A line matched by its trace id is final: it never moves.
 	evs = a.deliver(traced("po_B", 5000, "2026-03-02", "091000010000002", ""))
 	assert.Empty(t, evs)
+}
+
+// TestPropertyTraceIDsAnyOrder: payouts of one amount and arrival date,
+// each with its own trace id told either with the payout or later (Stripe
+// fills it in after payout.paid); one credit per payout, some naming their
+// payout's trace id. In any order, some deliveries twice: every payout is
+// banked, every line naming a trace id banks that payout, nothing waits
+// in suspense and no item is open.
+func TestPropertyTraceIDsAnyOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		arrival := day("2026-03-02")
+		n := rapid.IntRange(2, 6).Draw(t, "payouts")
+		var ds []bankstatement.Delivery
+		names := map[string]string{} // line key: the payout its text names
+		for i := 0; i < n; i++ {
+			id, trace := fmt.Sprintf("po_%d", i), fmt.Sprintf("0910000100%05d", i)
+			p := bankstatement.Payout{Provider: "stripe", ID: id, Amount: 5000, Currency: "EUR", ArrivalOn: arrival}
+			if rapid.Bool().Draw(t, "late") {
+				bare := p
+				ds = append(ds, bankstatement.Delivery{DedupKey: "payout:" + id, Input: bankstatement.Input{Payout: &bare}})
+			}
+			withTrace := p
+			withTrace.TraceID = trace
+			ds = append(ds, bankstatement.Delivery{DedupKey: "payout:" + id + ":" + trace, Input: bankstatement.Input{Payout: &withTrace}})
+			l := bankstatement.Line{Key: fmt.Sprintf("ref:%d", i), Amount: 5000, Currency: "EUR", Format: "camt.053",
+				BookedOn: bankstatement.AddBusinessDays(arrival, rapid.IntRange(0, 3).Draw(t, "delay"))}
+			if rapid.Bool().Draw(t, "names") {
+				l.Text, names[l.Key] = "ACH TRACE "+trace, id
+			}
+			ds = append(ds, bankstatement.Delivery{DedupKey: "line:" + l.Key, Input: bankstatement.Input{Line: &l}})
+		}
+		order := rapid.Permutation(ds).Draw(t, "order")
+		for _, i := range rapid.SliceOfN(rapid.IntRange(0, len(ds)-1), 0, 4).Draw(t, "again") {
+			order = append(order, ds[i])
+		}
+		s := bankstatement.NewState("main", 5)
+		seen := map[string]bool{}
+		bal := map[string]int64{ledger.BankPayouts: int64(n) * 5000}
+		open := map[string]bool{}
+		for _, d := range order {
+			if seen[d.DedupKey] {
+				continue // the inbox gate
+			}
+			seen[d.DedupKey] = true
+			evs, err := s.Decide(d)
+			require.NoError(t, err)
+			for _, e := range evs {
+				for _, p := range payment.Postings(e) {
+					bal[p.Account] += p.Amount
+				}
+				switch e := e.(type) {
+				case payment.Flagged:
+					open[e.Kind+" "+e.Key] = true
+				case payment.Cleared:
+					delete(open, e.Kind+" "+e.Key)
+				}
+			}
+		}
+		require.Zero(t, bal[ledger.BankPayouts], "every payout banked")
+		require.Zero(t, bal[bankstatement.Suspense("main")], "nothing in suspense")
+		require.Empty(t, open)
+		for key, id := range names {
+			line, _ := s.Banked("stripe", id)
+			require.Equal(t, key, line, "the line naming %s's trace id banks it", id)
+		}
+	})
+}
+
+// TestReturnedPayoutIsNotMoved: a payout the bank returned stays with the
+// line that banked it, whatever is learned later.
+func TestReturnedPayoutIsNotMoved(t *testing.T) {
+	a := newAccount(t)
+	a.deliver(traced("po_A", 5000, "2026-03-02", "", ""))
+	a.deliver(line("ref:T", 5000, "2026-03-03", "TRACE 091000010000002"))
+	rev := line("ref:back", -5000, "2026-03-04", "")
+	rev.Line.Reversal = true
+	a.deliver(rev)
+	require.Contains(t, a.open(), "payout_returned stripe/po_A")
+	a.deliver(traced("po_B", 5000, "2026-03-02", "091000010000002", ""))
+	assert.Equal(t, "ref:T", a.bankedBy("po_A"), "the returned payout keeps its line")
+	assert.Equal(t, "", a.bankedBy("po_B"))
 }

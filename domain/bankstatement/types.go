@@ -11,10 +11,14 @@
 //  1. A credit (or a debit, for a negative payout) matches the unbanked
 //     payouts of its amount and currency whose window holds its booking
 //     date: from the payout's arrival date through ArrivalDays business days
-//     (Monday to Friday) after it. Where the line's remittance text holds
-//     a candidate's reference (its payout id, or the reference the
-//     provider prints), only such candidates count. Ties go to the
-//     earliest arrival date, then the provider's name, then the payout id.
+//     (Monday to Friday) after it. Where the line's remittance text or
+//     reference names a candidate, the one it names most strongly wins:
+//     its trace id (unique), then its payout id or the reference the
+//     provider prints, then its statement descriptor (not unique: it only
+//     narrows equal candidates). Ties go to the earliest arrival date,
+//     then the provider's name, then the payout id. A line matched to one
+//     payout by less than its trace id moves when a payout it names more
+//     strongly becomes known (rematch.go).
 //  2. Else it may settle several payouts of one provider and one arrival
 //     date, 2 to 8 of them, whose amounts sum to it exactly: groups are
 //     tried by arrival date, then provider; within a group the first

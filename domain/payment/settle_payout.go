@@ -153,11 +153,18 @@ func (po *payout) settlePayout(l settlement.Line, meta Meta, emit func(Event) er
 		// as the provider states it (Square's Payout arrival_date, Stripe's
 		// expanded payout arrival_date): the payout's arrival date.
 		if err := emit(PayoutPaid{Meta: meta, PayoutID: id, Amount: amount, Currency: l.Currency,
-			ArrivalDate: l.AvailableOn}); err != nil || l.NoWebhook {
+			ArrivalDate: l.AvailableOn, TraceID: l.PayoutTraceID, Descriptor: l.PayoutDescriptor}); err != nil || l.NoWebhook {
 			return err
 		}
 		return flagOnce(ReconMissingWebhook, id, fmt.Sprintf("payout %s reported by settlement line %s but by no webhook; recorded from the line",
 			id, l.DedupKey()))
+	}
+	if !failed {
+		if e := po.traced(meta, delivery.Fact{BusinessID: id, TraceID: l.PayoutTraceID, Descriptor: l.PayoutDescriptor}); e != nil {
+			if err := emit(e); err != nil {
+				return err
+			}
+		}
 	}
 	if first.Amount != amount || first.Currency != l.Currency {
 		return flagOnce(ReconSettlementMismatch, id, fmt.Sprintf("payout %s settled as %s %s, recorded as %s %s; the recorded payout stands",

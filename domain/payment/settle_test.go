@@ -362,3 +362,26 @@ func TestNegativePayoutLineIsPaidTheOtherWay(t *testing.T) {
 	// The same line again: nothing.
 	wantTypes(t, s.deliver(settled(line)))
 }
+
+// A payout line carrying the payout's trace id (`settle sync stripe`, the
+// source expanded) records it: with the payout when the line is first,
+// as payout.traced when the webhook (without one) was first; once.
+func TestPayoutLineCarriesTraceID(t *testing.T) {
+	line := settlement.Line{Provider: "stripe", Kind: settlement.KindPayout, LineID: "txn_po", Gross: -1811, Net: -1811,
+		Currency: "USD", OriginalAmount: -1811, OriginalCurrency: "USD", PayoutID: "po_1", OccurredAt: t0,
+		PayoutTraceID: "021000021234567", PayoutDescriptor: "ACME"}
+	webhook := delivery.Event{Provider: "stripe", DedupKey: "evt_po", Type: "payout.paid", OccurredAt: t0,
+		Facts: []delivery.Fact{{Kind: delivery.KindPayoutPaid, BusinessID: "po_1", Amount: 1811, Currency: "USD"}}}
+	s := &stream{t: t}
+	out := s.deliver(settled(line))
+	wantTypes(t, out, TypeLineSettled, TypePayoutPaid, TypeFlagged)
+	assert.Equal(t, "021000021234567", out[1].(PayoutPaid).TraceID)
+	s = &stream{t: t}
+	s.deliver(webhook)
+	out = s.deliver(settled(line))
+	wantTypes(t, out, TypeLineSettled, TypePayoutTraced)
+	assert.Equal(t, PayoutTraced{Meta: out[1].Metadata(), PayoutID: "po_1", TraceID: "021000021234567", Descriptor: "ACME"}, out[1])
+	again := line
+	again.LineID = "txn_po2"
+	wantTypes(t, s.deliver(settled(again)), TypeLineSettled)
+}

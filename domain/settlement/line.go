@@ -193,6 +193,13 @@ type Line struct {
 	// from lines stored before it existed, which keep their meaning.
 	BankDebit bool `json:"BankDebit,omitempty"`
 
+	// PayoutTraceID and PayoutDescriptor, on a payout line, are what a
+	// bank statement line may name the payout by (Stripe's expanded
+	// payout trace_id.value and statement_descriptor: delivery.Fact's
+	// TraceID and Descriptor). Not money facts: not hashed.
+	PayoutTraceID    string `json:"PayoutTraceID,omitempty"`
+	PayoutDescriptor string `json:"PayoutDescriptor,omitempty"`
+
 	// CumulativeRefund marks a refund line of a provider whose
 	// notifications report a trade's refunds by its refunded total (Alipay's
 	// refund_fee), not by each refund's amount: the line's own amount then

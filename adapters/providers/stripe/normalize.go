@@ -484,8 +484,8 @@ func disputeFunds(du payload.Object, status string) (delivery.Kind, error) {
 // payout is paid, so an update is how the trace id arrives; of a payout
 // not paid (pending, in_transit) or failed, it records nothing (its
 // payout.failed does). Stripe's pages do not say that a trace_id change
-// sends payout.updated; `settle sync stripe` lists events, so a missed one
-// is found there too.
+// sends payout.updated; `onceledger backfill stripe` lists events, so a
+// missed one is found there too.
 func payout(typ string, po payload.Object) (string, []delivery.Fact, error) {
 	if typ == "payout.updated" {
 		status, _, err := po.OptString("status")

@@ -362,6 +362,13 @@ type expandedSource struct {
 	Charge         json.RawMessage `json:"charge"`
 	PaymentIntent  json.RawMessage `json:"payment_intent"`
 	ArrivalDate    json.Number     `json:"arrival_date"` // a payout's
+	// A payout's statement_descriptor and trace_id (normalize.go's
+	// bankRefs reads them the same way from its webhooks).
+	StatementDescriptor string `json:"statement_descriptor"`
+	TraceID             struct {
+		Status string `json:"status"`
+		Value  string `json:"value"`
+	} `json:"trace_id"`
 }
 
 // ParseBalanceTransaction maps one BalanceTransaction object to a line,
@@ -509,6 +516,12 @@ func btFinish(l *settlement.Line, category, sourceID string, expanded bool, src 
 		var err error
 		if l.AvailableOn, err = unixTime(src.ArrivalDate); err != nil {
 			return "source.arrival_date", err
+		}
+	}
+	if l.Kind == settlement.KindPayout && src.Object == "payout" {
+		l.PayoutDescriptor = bankRef(src.StatementDescriptor)
+		if src.TraceID.Status == "supported" {
+			l.PayoutTraceID = bankRef(src.TraceID.Value)
 		}
 	}
 	return "", nil

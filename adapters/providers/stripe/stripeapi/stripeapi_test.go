@@ -2,6 +2,7 @@ package stripeapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -195,4 +196,37 @@ func TestFakeBalanceTransactionRoundTrip(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, want, got)
+}
+
+// A payout's balance transaction, its source expanded, carries the
+// payout's trace id (when Stripe's status is "supported") and statement
+// descriptor to its line: what a bank statement line may name it by.
+func TestPayoutLineCarriesTraceID(t *testing.T) {
+	h := newHarness(t)
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	add := func(txn, po, trace string) {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(stripefake.BalanceTransaction(settlement.Line{Provider: "stripe", Kind: settlement.KindPayout,
+			LineID: txn, Gross: -668, Net: -668, Currency: "USD", PayoutID: po, OccurredAt: at}), &m))
+		src := m["source"].(map[string]any)
+		src["statement_descriptor"] = "ACME WEEKLY"
+		src["trace_id"] = map[string]any{"status": trace, "value": "021000021234567"}
+		if trace != "supported" {
+			src["trace_id"] = map[string]any{"status": trace, "value": nil}
+		}
+		raw, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.NoError(t, h.fake.AddBalanceTransaction(po, raw))
+	}
+	add("txn_1", "po_1", "supported")
+	add("txn_2", "po_2", "pending")
+	got := map[string]settlement.Line{}
+	for _, po := range []string{"po_1", "po_2"} {
+		require.NoError(t, h.client.BalanceTransactions(context.Background(), stripeapi.BalanceQuery{Payout: po}, func(r report.Record) error {
+			got[po] = r.Line
+			return nil
+		}))
+	}
+	assert.Equal(t, []string{"021000021234567", "ACME WEEKLY"}, []string{got["po_1"].PayoutTraceID, got["po_1"].PayoutDescriptor})
+	assert.Equal(t, []string{"", "ACME WEEKLY"}, []string{got["po_2"].PayoutTraceID, got["po_2"].PayoutDescriptor})
 }
