@@ -81,9 +81,9 @@ hs_stop
 
 {
 	jq -r --argjson hwm "${hs_hwm:-0}" --argjson rssmax "${hs_rss_max:-0}" --arg lb "$hs_load_before" --arg la "$hs_load_after" '
-		(.outcomes["4xx"] + .outcomes["5xx"] + .outcomes.other_status + .outcomes.transport_errors) as $fail |
+		(.outcomes["4xx"] + .outcomes["5xx"] + (.outcomes.shed // 0) + (.outcomes.unanswered // 0) + .outcomes.other_status + .outcomes.transport_errors) as $fail |
 		"hostile soak (\(.send_seconds|floor)s of legitimate traffic at \(.rate)/s offered, achieved \(.deliveries_per_second|floor)/s; load average before \($lb), after \($la)):",
-		"  legitimate failures: \($fail) (5xx \(.outcomes["5xx"]), 4xx \(.outcomes["4xx"]), transport \(.outcomes.transport_errors), other \(.outcomes.other_status); goal 0: \(if $fail == 0 then "met" else "NOT met" end))",
+		"  legitimate failures: \($fail) (5xx \(.outcomes["5xx"]), shed \(.outcomes.shed // 0), unanswered at the hard end \(.outcomes.unanswered // 0), 4xx \(.outcomes["4xx"]), transport \(.outcomes.transport_errors), other \(.outcomes.other_status); goal 0: \(if $fail == 0 then "met" else "NOT met" end))",
 		"  legitimate p99: \(.latency_ms.p99*10|round/10) ms from the scheduled send (p50 \(.latency_ms.p50*10|round/10) ms; goal <= 100 ms: \(if .latency_ms.p99 <= 100 then "met" else "NOT met" end))",
 		"  ledger against the model: \(.verdict), \(.differences|length) difference(s) over \(.balances_compared) balances (goal: matches)",
 		"  server RSS: peak \($hwm/1024|floor) MiB (VmHWM), samples max \($rssmax/1024|floor) MiB (goal < 512 MiB: \(if $hwm < 512*1024 then "met" else "NOT met" end))"' \

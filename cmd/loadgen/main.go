@@ -689,6 +689,7 @@ func sendAll(ctx context.Context, o options, s *sender, q *api, work *queue, lag
 		go func() { defer senders.Done(); s.work(sendCtx, work) }()
 	}
 	senders.Wait()
+	s.retrying.Wait() // after a hard end or an abort, Next stops before they finish
 	elapsed = time.Since(start)
 	stopSampler()
 	samplerDone.Wait()

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,6 +126,46 @@ func TestOpenLoopRunEndsHardAgainstAServerThatNeverAnswers(t *testing.T) {
 	assert.Contains(t, s.Verdict, "CUT")
 }
 
+// In open loop a shed delivery's retry waits off the sender: the senders
+// keep the schedule (a provider retries beside its new events). Every
+// first attempt here is shed with Retry-After: 1; two senders at 20/s
+// that slept through each retry's second would send 2 a second, late by
+// seconds, and not finish before the hard end. (At the end of a run the
+// senders idle while the follow-ups wait for their first deliveries'
+// retries, and the schedule does not stretch: those slots are late.)
+func TestOpenLoopRetriesDoNotHoldTheSenders(t *testing.T) {
+	fake := newFake(t)
+	var mu sync.Mutex
+	shed := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("webhook-id"); id != "" {
+			mu.Lock()
+			first := !shed[id]
+			shed[id] = true
+			mu.Unlock()
+			if first {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	o := testOptions(srv.URL)
+	o.Payments, o.Duration, o.Rate, o.OpenLoop, o.Window = 0, time.Second, 20, true, 4
+	// Two senders, connections to spare: what is measured is the senders.
+	o.MaxConns, o.Concurrency, o.Grace, o.MaxBackoff = 16, 2, 8*time.Second, 2*time.Second
+	s, code, stderr := runJSON(t, o)
+	require.True(t, code == 0 && s.Verdict == "MATCH", "exit %d, verdict %s\nstderr: %s", code, s.Verdict, stderr)
+	assert.Equal(t, int64(s.Planned.total()), s.Delivered)
+	assert.Positive(t, s.Outcomes.Shed)
+	// About 30 deliveries, each shed once for a second: two senders
+	// sleeping through each second would take 15 s (and be cut at 9 s).
+	assert.Less(t, s.SendSeconds, 6.0, "the retries waited off the senders")
+	assert.Less(t, s.LateMs.P50, 100.0, "the senders kept their slots: %+v", s.LateMs)
+}
+
 // Shed answers (429 or 503 with Retry-After: admission's) are counted apart
 // from the server's failures (a 503 without Retry-After, a 500).
 func TestShedAnswersAreCountedApartFrom5xx(t *testing.T) {
@@ -169,7 +210,9 @@ func TestOpenLoopGeneratorBehindItsScheduleCountsFromTheSlot(t *testing.T) {
 	s := &sender{base: srv.URL, client: srv.Client(), stripeSecret: testStripeSecret, maxAttempts: 1,
 		ans: newAnswers(), pace: p, openLoop: true, logf: func(string, ...any) {}}
 	d := &scenario.Delivery{Provider: scenario.Stripe, ID: "evt_2", Type: "payout.paid", Body: []byte(`{}`), Twin: true}
-	s.run(context.Background(), job{d: d, kind: kindFirst})
+	_, later := s.run(context.Background(), job{d: d, kind: kindFirst})
+	require.NotNil(t, later, "open loop: a twin pair runs off the sender")
+	later()
 	lat, late := s.latency.Summary(), s.late.Summary()
 	require.Equal(t, 2, lat.Count, "the delivery and its twin")
 	assert.GreaterOrEqual(t, lat.P50, time.Second, "latency from the slot, not from the send")

@@ -152,6 +152,7 @@ type sender struct {
 	// the generator itself waiting for a CPU it shares with the server.
 	late     stats.Recorder
 	openLoop bool
+	retrying sync.WaitGroup // jobs finishing their retries off the senders (work)
 	c        counters
 	ans      *answers
 	pace     *pacer
@@ -174,14 +175,27 @@ func (s *sender) note(format string, args ...any) {
 	}
 }
 
-// work is one sender's loop.
+// work is one sender's loop. A job whose first attempt must be retried
+// (open loop) finishes on a goroutine of its own (later), so that the
+// sender takes its next slot instead of sleeping through the retry's
+// wait: a provider retries on its own schedule, beside its new events.
+// The queue counts the job outstanding until then.
 func (s *sender) work(ctx context.Context, q *queue) {
 	for {
 		j, ok := q.Next()
 		if !ok {
 			return
 		}
-		q.Done(s.run(ctx, j))
+		fs, later := s.run(ctx, j)
+		if later == nil {
+			q.Done(fs)
+			continue
+		}
+		s.retrying.Add(1)
+		go func() {
+			defer s.retrying.Done()
+			q.Done(later())
+		}()
 	}
 }
 
@@ -190,7 +204,12 @@ func (s *sender) work(ctx context.Context, q *queue) {
 // the sender does between waking and sending is the send itself: on cores
 // it shares with the server, every microsecond of work there is a chance
 // to leave late.
-func (s *sender) run(ctx context.Context, j job) []job {
+//
+// In open loop, a first attempt that must be retried returns later: the
+// rest of the delivery (its retries, then its follow-ups), for the caller
+// to run on another goroutine; so does a twin pair (3 % of the
+// deliveries), from its slot on.
+func (s *sender) run(ctx context.Context, j job) (fs []job, later func() []job) {
 	body, signed := j.d.Body, j.d.Signed
 	if j.kind == kindConflict {
 		body, signed = j.d.Conflict, j.d.ConflictSigned
@@ -199,34 +218,51 @@ func (s *sender) run(ctx context.Context, j job) []job {
 		sched := s.pace.take(1)
 		req, err := s.requestSigned(ctx, j.d, body, signTime(sched), signed)
 		s.pace.sleepUntil(ctx, sched)
-		ok := s.deliverAt(ctx, j.d, body, j.kind, sched, req, err)
-		if j.kind != kindFirst || !ok {
-			return nil
+		res, wait := s.try(ctx, j.d, body, j.kind, 1, sched, req, err)
+		finish := func(ok bool) []job {
+			if j.kind != kindFirst || !ok {
+				return nil
+			}
+			return followups(j.d)
 		}
-		return followups(j.d)
+		if res != tryRetry {
+			return finish(res == tryDelivered), nil
+		}
+		if s.openLoop {
+			return nil, func() []job { return finish(s.retry(ctx, j.d, body, j.kind, 2, wait)) }
+		}
+		return finish(s.retry(ctx, j.d, body, j.kind, 2, wait)), nil
 	}
 	// A twin: the same delivery from two senders at the same instant, the
 	// race the inbox's primary key must decide.
 	sched := s.pace.take(2)
 	req, err := s.requestSigned(ctx, j.d, body, signTime(sched), signed)
 	twinReq, twinErr := s.requestSigned(ctx, j.d, body, signTime(sched), signed)
-	s.pace.sleepUntil(ctx, sched)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	var twinOK atomic.Bool
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		<-start
-		twinOK.Store(s.deliverAt(ctx, j.d, body, kindCopy, sched, twinReq, twinErr))
-	}()
-	close(start)
-	ok := s.deliverAt(ctx, j.d, body, kindFirst, sched, req, err)
-	wg.Wait()
-	if !ok && !twinOK.Load() {
-		return nil
+	pair := func() []job {
+		s.pace.sleepUntil(ctx, sched)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var twinOK atomic.Bool
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			twinOK.Store(s.deliverAt(ctx, j.d, body, kindCopy, sched, twinReq, twinErr))
+		}()
+		close(start)
+		ok := s.deliverAt(ctx, j.d, body, kindFirst, sched, req, err)
+		wg.Wait()
+		if !ok && !twinOK.Load() {
+			return nil
+		}
+		return followups(j.d)
 	}
-	return followups(j.d)
+	if s.openLoop {
+		// Off the sender: the pair may wait for retries, and a sender
+		// waiting for it would leave its next slots late.
+		return nil, pair
+	}
+	return pair(), nil
 }
 
 // signTime is the signature timestamp of a request built ahead of its slot:
@@ -263,73 +299,102 @@ func (s *sender) deliver(ctx context.Context, d *scenario.Delivery, body []byte,
 // for a free sender behind a slow server, or for the generator's own turn
 // on a busy CPU, is latency too (no coordinated omission).
 func (s *sender) deliverAt(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind, sched time.Time, first *http.Request, firstErr error) bool {
-	key := d.Provider + "/" + d.ID
-	for attempt := 1; ; attempt++ {
-		origin := time.Time{}
-		req, err := first, firstErr
-		if attempt == 1 {
-			if s.openLoop {
-				origin = sched
-			}
-		} else {
-			req, err = s.request(ctx, d, body, time.Now())
-		}
-		var status int
-		var outcome string
-		var retryAfter time.Duration
-		if err == nil {
-			status, outcome, retryAfter, err = s.attempt(req, origin, d.Provider)
-		}
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				// Cut or aborted with the request possibly recorded: its
-				// key's first arrival may be this unanswered one.
-				s.ans.uncertain(key)
-				return s.cut(ctx) // aborted: neither delivered nor a failure of the server
-			}
-			s.c.Transport.Add(1)
-			s.ans.uncertain(key)
-			s.note("%s %s attempt %d: %v", key, d.Type, attempt, err)
-		case status >= 200 && status < 300:
-			switch outcome {
-			case "accepted":
-				s.c.Accepted.Add(1)
-			case "duplicate":
-				s.c.Duplicate.Add(1)
-			case "ignored":
-				s.c.Ignored.Add(1)
-			case outcomeAcknowledged:
-				s.c.Acknowledged.Add(1)
-			default:
-				s.c.Other2xx.Add(1)
-			}
-			s.c.Delivered.Add(1)
-			s.ans.answered(key, kind, outcome)
-			return true
-		case retryAfter >= 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable):
-			// Shed by admission before any work: what the server says
-			// when it is full, apart from its failures.
-			s.c.Shed.Add(1)
-		case status >= 400 && status < 500:
-			s.c.Status4xx.Add(1)
-			s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
-		case status >= 500:
-			s.c.Status5xx.Add(1)
-			s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
-		default:
-			s.c.StatusOther.Add(1)
-		}
-		if attempt >= s.maxAttempts {
-			s.c.Undelivered.Add(1)
-			s.note("%s %s: gave up after %d attempts", key, d.Type, attempt)
-			return false
-		}
-		s.c.Retries.Add(1)
-		if !sleep(ctx, s.delay(attempt, retryAfter)) {
+	res, wait := s.try(ctx, d, body, kind, 1, sched, first, firstErr)
+	if res != tryRetry {
+		return res == tryDelivered
+	}
+	return s.retry(ctx, d, body, kind, 2, wait)
+}
+
+// retry sends d again from attempt number attempt, each after its wait
+// (the first one's given), until a 2xx or maxAttempts; retries are built
+// and signed afresh. It reports whether d got a 2xx.
+func (s *sender) retry(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind, attempt int, wait time.Duration) bool {
+	for ; ; attempt++ {
+		if !sleep(ctx, wait) {
+			s.ans.uncertain(d.Provider + "/" + d.ID) // an earlier attempt may have been recorded unanswered
 			return s.cut(ctx)
 		}
+		req, err := s.request(ctx, d, body, time.Now())
+		var res tryResult
+		res, wait = s.try(ctx, d, body, kind, attempt, time.Time{}, req, err)
+		if res != tryRetry {
+			return res == tryDelivered
+		}
 	}
+}
+
+// tryResult is what one attempt of a delivery came to.
+type tryResult int
+
+const (
+	tryDelivered tryResult = iota // a 2xx: final
+	tryFailed                     // no more attempts (or the run ended)
+	tryRetry                      // to be retried after the wait try returns
+)
+
+// try sends one attempt (number attempt) of d and counts its outcome;
+// sched is the slot latency counts from (first attempt, open loop).
+func (s *sender) try(ctx context.Context, d *scenario.Delivery, body []byte, kind jobKind, attempt int, sched time.Time, req *http.Request, err error) (tryResult, time.Duration) {
+	key := d.Provider + "/" + d.ID
+	origin := time.Time{}
+	if attempt == 1 && s.openLoop {
+		origin = sched
+	}
+	var status int
+	var outcome string
+	var retryAfter time.Duration
+	if err == nil {
+		status, outcome, retryAfter, err = s.attempt(req, origin, d.Provider)
+	}
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			// Cut or aborted with the request possibly recorded: its
+			// key's first arrival may be this unanswered one.
+			s.ans.uncertain(key)
+			s.cut(ctx) // aborted: neither delivered nor a failure of the server
+			return tryFailed, 0
+		}
+		s.c.Transport.Add(1)
+		s.ans.uncertain(key)
+		s.note("%s %s attempt %d: %v", key, d.Type, attempt, err)
+	case status >= 200 && status < 300:
+		switch outcome {
+		case "accepted":
+			s.c.Accepted.Add(1)
+		case "duplicate":
+			s.c.Duplicate.Add(1)
+		case "ignored":
+			s.c.Ignored.Add(1)
+		case outcomeAcknowledged:
+			s.c.Acknowledged.Add(1)
+		default:
+			s.c.Other2xx.Add(1)
+		}
+		s.c.Delivered.Add(1)
+		s.ans.answered(key, kind, outcome)
+		return tryDelivered, 0
+	case retryAfter >= 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable):
+		// Shed by admission before any work: what the server says
+		// when it is full, apart from its failures.
+		s.c.Shed.Add(1)
+	case status >= 400 && status < 500:
+		s.c.Status4xx.Add(1)
+		s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
+	case status >= 500:
+		s.c.Status5xx.Add(1)
+		s.note("%s %s attempt %d: HTTP %d %s", key, d.Type, attempt, status, outcome)
+	default:
+		s.c.StatusOther.Add(1)
+	}
+	if attempt >= s.maxAttempts {
+		s.c.Undelivered.Add(1)
+		s.note("%s %s: gave up after %d attempts", key, d.Type, attempt)
+		return tryFailed, 0
+	}
+	s.c.Retries.Add(1)
+	return tryRetry, s.delay(attempt, retryAfter)
 }
 
 // delay is the wait before retry number attempt: exponential with jitter
