@@ -116,7 +116,7 @@ ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, pos
 SQL
 ONCELEDGER_DATABASE_URL="$(pgurl "$dy_db")" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" rebuild --all >"$work/days_rebuild.txt" 2>&1 || true
 grep -q '^swap: rebuilt tables are live' "$work/days_rebuild.txt" || { cat "$work/days_rebuild.txt" >&2; echo "bench: the rebuild did not swap" >&2; status=1; }
-echo "provider_days rows: $(psql -Atc 'SELECT count(*) || '' rows, '' || count(DISTINCT provider) || '' providers, '' || min(day) || '' to '' || max(day) FROM provider_days' "$dy_db")"
+echo "provider_days: $(psql -Atc "SELECT count(*) || ' rows, ' || count(DISTINCT provider) || ' providers, ' || min(day) || ' to ' || max(day) FROM provider_days" "$dy_db")"
 dy_serve "$work/onceledger" "$dy_db"
 # dy_times QUERY: DAYS_REQUESTS requests' times in ms (the first one too:
 # a cold read is what an accountant opening the page meets), sorted.
