@@ -71,8 +71,13 @@ dy_import() {
 	t2=$(date +%s.%N)
 	dy_stop
 	if ((rc != 0)); then cat "$work/days_$2.txt" >&2; status=1; fi
+	# What the import stated (none before assertions existed).
+	dy_stated="no assertions table"
+	if [[ "$(psql -Atc "SELECT to_regclass('balance_assertions') IS NOT NULL" "$db")" == t ]]; then
+		dy_stated="$(psql -Atc "SELECT count(*) || ' assertions, ' || count(*) FILTER (WHERE ledger <> stated) || ' differing' FROM balance_assertions" "$db")"
+	fi
 	echo "$2 $(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN {printf "%.3f %.3f", b - a, c - a}')" >>"$work/days_import.txt"
-	echo "$2: $(grep -m1 'lines read' "$work/days_$2.txt" || echo "exit $rc"); import $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s, projected $(awk -v a="$t0" -v c="$t2" 'BEGIN {printf "%.1f", c - a}') s after its start"
+	echo "$2: $(grep -m1 'lines read' "$work/days_$2.txt" || echo "exit $rc"); import $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s, projected $(awk -v a="$t0" -v c="$t2" 'BEGIN {printf "%.1f", c - a}') s after its start; $dy_stated"
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then dropdb --if-exists "$db"; fi
 }
 
@@ -87,11 +92,11 @@ for pair in 1 2; do
 	dy_import "$work/onceledger_before_days" "before$pair"
 	dy_import "$work/onceledger" "after$pair"
 done
-awk -v n="$DAYS_LINES" -v rev="$DAYS_BEFORE" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
+awk -v n="$DAYS_LINES" -v rev="$DAYS_BEFORE" -v la="$(cut -d' ' -f1-3 /proc/loadavg)" '
 	{ side = ($1 ~ /^before/) ? "b" : "a"; imp[side] += $2; tot[side] += $3; k[side]++ }
 	END { if (k["b"] && k["a"]) printf "days: Alipay account bill of %d lines (an assertion per line), import until projected: %.1f us/line before (%s), %.1f us/line after: x%.2f (goal <= 1.3); the import command alone: %.1f -> %.1f us/line (x%.2f); load %s\n",
 		n, 1e6 * tot["b"] / k["b"] / n, rev, 1e6 * tot["a"] / k["a"] / n, (tot["a"] / k["a"]) / (tot["b"] / k["b"]),
-		1e6 * imp["b"] / k["b"] / n, 1e6 * imp["a"] / k["a"] / n, (imp["a"] / k["a"]) / (imp["b"] / k["b"]), load }' \
+		1e6 * imp["b"] / k["b"] / n, 1e6 * imp["a"] / k["a"] / n, (imp["a"] / k["a"]) / (imp["b"] / k["b"]), la }' \
 	"$work/days_import.txt" | tee -a "$work/days_summary.txt"
 
 echo "== 9b. GET /v1/provider-days for a year of days: $DAYS_EVENTS events seeded over 2026, rebuilt once"
@@ -111,7 +116,7 @@ ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, pos
 SQL
 ONCELEDGER_DATABASE_URL="$(pgurl "$dy_db")" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" rebuild --all >"$work/days_rebuild.txt" 2>&1 || true
 grep -q '^swap: rebuilt tables are live' "$work/days_rebuild.txt" || { cat "$work/days_rebuild.txt" >&2; echo "bench: the rebuild did not swap" >&2; status=1; }
-echo "provider_days rows: $(psql -Atc 'SELECT count(*) || '' rows, '' || count(DISTINCT provider) || '' providers, '' || min(day) || '' to '' || max(day) FROM provider_days' "$dy_db")"
+echo "provider_days: $(psql -Atc "SELECT count(*) || ' rows, ' || count(DISTINCT provider) || ' providers, ' || min(day) || ' to ' || max(day) FROM provider_days" "$dy_db")"
 dy_serve "$work/onceledger" "$dy_db"
 # dy_times QUERY: DAYS_REQUESTS requests' times in ms (the first one too:
 # a cold read is what an accountant opening the page meets), sorted.
@@ -123,9 +128,9 @@ dy_times() {
 }
 for q in "provider=stripe&from=2026-01-01&to=2026-12-31" "from=2026-01-01&to=2026-12-31"; do
 	dy_times "$q" >"$work/days_times.txt"
-	awk -v q="$q" -v n="$DAYS_EVENTS" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '{ t[NR] = $1 }
+	awk -v q="$q" -v n="$DAYS_EVENTS" -v la="$(cut -d' ' -f1-3 /proc/loadavg)" '{ t[NR] = $1 }
 		END { if (NR) printf "days: GET /v1/provider-days?%s on %d events: median %.1f ms, worst %.1f ms of %d requests (goal < 300 ms); load %s\n",
-			q, n, t[int((NR + 1) / 2)], t[NR], NR, load }' "$work/days_times.txt" | tee -a "$work/days_summary.txt"
+			q, n, t[int((NR + 1) / 2)], t[NR], NR, la }' "$work/days_times.txt" | tee -a "$work/days_summary.txt"
 done
 dy_stop
 if [[ "${BENCH_KEEP:-0}" != 1 ]]; then dropdb --if-exists "$dy_db"; fi

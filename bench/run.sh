@@ -222,6 +222,7 @@ cleanup() {
 		dropdb --if-exists "$rl_db" 2>/dev/null || true
 		dropdb --if-exists "$st_db" 2>/dev/null || true
 		dropdb --if-exists "$bk_db" 2>/dev/null || true
+		for d in before1 after1 before2 after2 year; do dropdb --if-exists "onceledger_bench_days_${d}_${tag}" 2>/dev/null || true; done
 	else
 		echo "bench: kept databases $serve_db $pgb_db $rb_db $rl_db $st_db $bk_db" >&2
 	fi
