@@ -52,8 +52,9 @@ func (st *stamps) snapshot() (map[string]time.Time, []string) {
 // A replay cannot starve live deliveries: with a replay of many events
 // under way on the same endpoint (rate-limited, so that the replay alone
 // would keep it busy for seconds), live events are delivered within a
-// bound that does not depend on the replay's size: each within a second
-// of its append, all of them before the replay is half done.
+// bound that does not depend on the replay's size: each behind less than
+// a second's worth of the replay's deliveries, all of them before the
+// replay is half done.
 func TestReplayDoesNotStarveLive(t *testing.T) {
 	const (
 		replayed = 1500
@@ -101,13 +102,27 @@ func TestReplayDoesNotStarveLive(t *testing.T) {
 	})
 	at, order := st.snapshot()
 	var worst time.Duration
-	last := 0 // the arrival index of the last live event
+	last := 0   // the arrival index of the last live event
+	behind := 0 // the most replayed events delivered while one live event waited
 	for id, t0 := range appended {
 		worst = max(worst, at[id].Sub(t0))
 		last = max(last, slices.Index(order, id))
+		n := 0
+		for _, other := range order {
+			if _, isLive := appended[other]; !isLive && at[other].After(t0) && at[other].Before(at[id]) {
+				n++
+			}
+		}
+		behind = max(behind, n)
 	}
-	t.Logf("live latency max %s; the last live event arrived after %d replayed ones", worst, last+1-live)
-	assert.Less(t, worst, bound, "a live event waited behind the replay")
+	t.Logf("live latency max %s, behind at most %d replayed deliveries; the last live event arrived after %d replayed ones", worst, behind, last+1-live)
+	// The bound is counted in replayed deliveries, not in wall time: on a
+	// loaded machine (CI beside other suites, a -race build) the replay
+	// itself runs slower than its rate, and a wall-clock bound failed
+	// (1.39 s) while the live events still overtook all but a handful.
+	// A second's worth of the replay's rate is what "within a second"
+	// means when the machine keeps up.
+	assert.Less(t, behind, int(bound.Seconds()*rate), "a live event waited behind the replay")
 	assert.Less(t, last+1-live, replayed/2, "the live events arrived before the replay was half done")
 	eventually(t, "the replay done", func() bool { _, o := st.snapshot(); return len(o) == replayed+live })
 	t.Logf("the replay took %s (at %d/s, %s at least)", time.Since(started).Round(time.Millisecond), rate,
