@@ -110,3 +110,27 @@ func TestAdyenBatchFeeChangedOpensOneItemOnItsDay(t *testing.T) {
 		})
 	}
 }
+
+// A line the ledger books nowhere (ManualCorrected: "manual booking or
+// adjustment by Adyen", which names no account) leaves the ledger's view
+// of its batch apart from the batch: its assertion differs by the line,
+// one balance_mismatch for the batch, found on the batch's day.
+func TestAdyenBatchWithAnUnbookedLineDiffers(t *testing.T) {
+	s := propStack(t, onPostgres)
+	g := newAdyenGen(rand.New(rand.NewPCG(35, 42)), "manual")
+	g.payment(adyenPayment{cur: "EUR", amount: 10000, fee: 260})
+	g.line("ManualCorrected", "", "", "", 0, "", "EUR", -300, 0)
+	g.payouts(func() int64 { return 0 })
+	for _, h := range g.hooks {
+		s.send("adyen", h)
+	}
+	s.send("adyen", propDelivery{name: "batch report", body: writeAdyenReport(g.rows)})
+	s.projectedToHead()
+	require.Eventually(t, func() bool { return s.projectedNow() }, 30*time.Second, 50*time.Millisecond)
+	got := s.statedBalances("adyen", "")
+	require.Len(t, got, 1)
+	assert.Equal(t, "differs", got[0].Status, "%+v", got[0])
+	assert.Equal(t, int64(300), got[0].Difference, "the ledger holds what Adyen took back by the manual correction")
+	assert.Equal(t, []string{"balance_mismatch"}, s.allOpenItems())
+	assert.Equal(t, []string{"provider:adyen:batch:" + g.payoutID("EUR") + "/EUR"}, s.openItems("balance_mismatch"))
+}
