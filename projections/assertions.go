@@ -117,6 +117,8 @@ type balancePass struct {
 	pending []Movement
 	links   map[string]BatchLink // batch_links read or written by the pass (batches.go)
 	asked   map[AccountKey]bool  // keys latestOf read (without an assertion then)
+	dirty   []string             // links changed by the pass, not written yet, in order
+	isDirty map[string]bool      // the keys of dirty
 	// flush applies the reconciliation changes collected so far, before
 	// the pass writes its own: an item's changes stay in feed order.
 	flush func(ctx context.Context) error
@@ -156,6 +158,9 @@ func (b *balancePass) prepare(ctx context.Context, batch []Envelope) error {
 		if s, ok := env.Assertion.(assertion.Stated); ok {
 			add(AccountKey{s.Account, s.Currency})
 		}
+	}
+	if err := b.prepareLinks(ctx, batch); err != nil { // batches.go
+		return err
 	}
 	if len(keys) == 0 {
 		b.latest = map[AccountKey]time.Time{}
@@ -269,8 +274,12 @@ func (b *balancePass) adjusted(ctx context.Context, env Envelope, a assertion.Ad
 		Actor: a.Actor, Note: a.Note, Provider: a.Provider, At: env.Recorded.RecordedAt, EventID: env.Recorded.ID}})
 }
 
-// store writes the pending movements.
+// store writes the pending movements (and the batch links the pass
+// changed).
 func (b *balancePass) store(ctx context.Context) error {
+	if err := b.storeLinks(ctx); err != nil {
+		return err
+	}
 	if len(b.pending) == 0 {
 		return nil
 	}

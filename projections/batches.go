@@ -214,7 +214,60 @@ func (b *balancePass) batchMovements(ctx context.Context, env Envelope) ([]Movem
 	return out, nil
 }
 
-// batchLink reads one link, from the pass's own writes first.
+// batchKeys are the links env reads (batchMovements).
+func batchKeys(env Envelope) []string {
+	if env.Event == nil {
+		return nil
+	}
+	m := env.Event.Metadata()
+	if !batchProviders[m.Provider] {
+		return nil
+	}
+	stream := env.Recorded.StreamID
+	if !strings.HasPrefix(m.DedupKey, "settle:") {
+		if fact := batchFact(env.Event); fact != "" {
+			return []string{"fact:" + stream + "|" + fact}
+		}
+		return nil
+	}
+	if ls, ok := env.Event.(payment.LineSettled); ok {
+		if fact := lineFact(ls.Line); fact != "" {
+			return []string{"fact:" + stream + "|" + fact}
+		}
+		return nil
+	}
+	return []string{"line:" + m.DedupKey}
+}
+
+// prepareLinks reads, in one query, every link the batch's envelopes read.
+func (b *balancePass) prepareLinks(ctx context.Context, batch []Envelope) error {
+	var keys []string
+	seen := map[string]bool{}
+	for _, env := range batch {
+		for _, k := range batchKeys(env) {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	b.links = map[string]BatchLink{}
+	if len(keys) == 0 {
+		return nil
+	}
+	got, err := b.w.BatchLinks(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		l := got[k]
+		l.Key = k
+		b.links[k] = l
+	}
+	return nil
+}
+
+// batchLink reads one link: prepared, or written by the pass.
 func (b *balancePass) batchLink(ctx context.Context, key string) (BatchLink, error) {
 	if l, ok := b.links[key]; ok {
 		return l, nil
@@ -232,11 +285,32 @@ func (b *balancePass) batchLink(ctx context.Context, key string) (BatchLink, err
 	return l, nil
 }
 
-// putBatchLink writes one link.
-func (b *balancePass) putBatchLink(ctx context.Context, l BatchLink) error {
+// putBatchLink writes one link when the pass stores its movements.
+func (b *balancePass) putBatchLink(_ context.Context, l BatchLink) error {
 	if b.links == nil {
 		b.links = map[string]BatchLink{}
 	}
+	if !b.isDirty[l.Key] {
+		if b.isDirty == nil {
+			b.isDirty = map[string]bool{}
+		}
+		b.isDirty[l.Key] = true
+		b.dirty = append(b.dirty, l.Key)
+	}
 	b.links[l.Key] = l
-	return b.w.UpsertBatchLinks(ctx, []BatchLink{l})
+	return nil
+}
+
+// storeLinks writes the links the pass changed, in one statement.
+func (b *balancePass) storeLinks(ctx context.Context) error {
+	if len(b.dirty) == 0 {
+		return nil
+	}
+	ls := make([]BatchLink, len(b.dirty))
+	for i, k := range b.dirty {
+		ls[i] = b.links[k]
+	}
+	b.dirty = b.dirty[:0]
+	clear(b.isDirty)
+	return b.w.UpsertBatchLinks(ctx, ls)
 }
