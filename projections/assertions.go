@@ -115,6 +115,10 @@ type balancePass struct {
 	w       Writer
 	latest  map[AccountKey]time.Time
 	pending []Movement
+	links   map[string]BatchLink // batch_links read or written by the pass (batches.go)
+	asked   map[AccountKey]bool  // keys latestOf read (without an assertion then)
+	dirty   []string             // links changed by the pass, not written yet, in order
+	isDirty map[string]bool      // the keys of dirty
 	// flush applies the reconciliation changes collected so far, before
 	// the pass writes its own: an item's changes stay in feed order.
 	flush func(ctx context.Context) error
@@ -155,6 +159,9 @@ func (b *balancePass) prepare(ctx context.Context, batch []Envelope) error {
 			add(AccountKey{s.Account, s.Currency})
 		}
 	}
+	if err := b.prepareLinks(ctx, batch); err != nil { // batches.go
+		return err
+	}
 	if len(keys) == 0 {
 		b.latest = map[AccountKey]time.Time{}
 		return nil
@@ -164,9 +171,49 @@ func (b *balancePass) prepare(ctx context.Context, batch []Envelope) error {
 	return err
 }
 
+// latestOf reads the latest assertion of the keys of ms that prepare did
+// not read (a batch scope's, known only once its envelope is applied).
+func (b *balancePass) latestOf(ctx context.Context, ms []Movement) error {
+	var keys []AccountKey
+	for _, m := range ms {
+		k := AccountKey{m.Account, m.Currency}
+		if _, ok := b.latest[k]; ok || slices.Contains(keys, k) || b.asked[k] {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	got, err := b.w.LatestAssertions(ctx, keys)
+	if err != nil {
+		return err
+	}
+	if b.asked == nil {
+		b.asked = map[AccountKey]bool{}
+	}
+	for _, k := range keys {
+		b.asked[k] = true
+		if at, ok := got[k]; ok {
+			b.latest[k] = at
+		}
+	}
+	return nil
+}
+
 // apply takes one envelope of the batch, in feed order.
 func (b *balancePass) apply(ctx context.Context, env Envelope) error {
 	ms := movementsOf(env)
+	bms, err := b.batchMovements(ctx, env) // batches.go
+	if err != nil {
+		return err
+	}
+	if len(bms) > 0 {
+		if err := b.latestOf(ctx, bms); err != nil {
+			return err
+		}
+		ms = append(ms, bms...)
+	}
 	var touched []AccountKey
 	for _, m := range ms {
 		k := AccountKey{m.Account, m.Currency}
@@ -227,8 +274,12 @@ func (b *balancePass) adjusted(ctx context.Context, env Envelope, a assertion.Ad
 		Actor: a.Actor, Note: a.Note, Provider: a.Provider, At: env.Recorded.RecordedAt, EventID: env.Recorded.ID}})
 }
 
-// store writes the pending movements.
+// store writes the pending movements (and the batch links the pass
+// changed).
 func (b *balancePass) store(ctx context.Context) error {
+	if err := b.storeLinks(ctx); err != nil {
+		return err
+	}
 	if len(b.pending) == 0 {
 		return nil
 	}

@@ -98,6 +98,8 @@ type Writer interface {
 	SettlementWriter
 	// The provider balances (balance_assertions, balance_movements).
 	AssertionWriter
+	// The payout batches' links (batch_links; batches.go).
+	BatchWriter
 	// The bank read models (bank.go).
 	BankWriter
 	// The provider days (provider_days, item_days).

@@ -131,7 +131,7 @@ func (reconciliationProjection) Name() string { return NameReconciliation }
 // are few, one lane is enough.
 func (reconciliationProjection) partitions() int { return 1 }
 func (reconciliationProjection) Tables() []string {
-	return []string{"reconciliation_items", "balance_assertions", "balance_movements", "ledger_actors", "provider_days", "item_days", "day_facts"}
+	return []string{"reconciliation_items", "balance_assertions", "balance_movements", "ledger_actors", "provider_days", "item_days", "day_facts", "batch_links"}
 }
 
 func (r reconciliationProjection) Apply(ctx context.Context, w Writer, batch []Envelope) error {

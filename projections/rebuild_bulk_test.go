@@ -18,7 +18,7 @@ import (
 
 // readModelTables are the tables a rebuild writes.
 var readModelTables = []string{"ledger_entries", "account_balances", "periods", "period_balances", "payments", "payment_ids",
-	"reconciliation_items", "settlement_lines", "payouts", "balance_assertions", "balance_movements", "ledger_actors", "provider_days", "item_days", "day_facts",
+	"reconciliation_items", "settlement_lines", "payouts", "balance_assertions", "balance_movements", "ledger_actors", "provider_days", "item_days", "day_facts", "batch_links",
 	"bank_statement_lines", "bank_statements", "bank_payouts"}
 
 // tableContents is every read-model table's rows as JSON text, sorted,

@@ -19,6 +19,8 @@ import (
 // balances the provider's own files state, checked against the ledger.
 
 type listedBalance struct {
+	Account    string    `json:"account"`
+	Currency   string    `json:"currency"`
 	AsOf       time.Time `json:"as_of"`
 	Stated     int64     `json:"stated"`
 	Ledger     int64     `json:"ledger"`

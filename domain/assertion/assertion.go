@@ -100,6 +100,7 @@ func invalid(field, format string, args ...any) error {
 
 var (
 	providerAccount = regexp.MustCompile(`^provider:([a-z0-9][a-z0-9_-]*):(balance|reserve)$`)
+	batchAccount    = regexp.MustCompile(`^provider:([a-z0-9][a-z0-9_-]*):batch:([^\s]+)$`)
 	bankAccount     = regexp.MustCompile(`^bank:([A-Za-z0-9][A-Za-z0-9_.-]*)$`)
 	// chartAccount is every account of the chart (docs/reference.md,
 	// "Money and accounts"): what an adjustment may post to.
@@ -119,9 +120,13 @@ const Writeoffs = "expenses:writeoffs"
 // ProviderOf is the provider whose statement can assert a balance of
 // account: p for provider:p:balance and provider:p:reserve, "bank" for a
 // bank account bank:NAME (bank:payouts is money between the two, which
-// nobody states). ok is false for any other account.
+// nobody states), p for a payout batch's scope provider:p:batch:ID
+// (BatchAccount). ok is false for any other account.
 func ProviderOf(account string) (provider string, ok bool) {
 	if m := providerAccount.FindStringSubmatch(account); m != nil {
+		return m[1], true
+	}
+	if m := batchAccount.FindStringSubmatch(account); m != nil {
 		return m[1], true
 	}
 	if bankAccount.MatchString(account) && account != "bank:payouts" {
@@ -129,6 +134,26 @@ func ProviderOf(account string) (provider string, ok bool) {
 	}
 	return "", false
 }
+
+// BatchAccount is the scope of one payout batch of provider's balance
+// (Adyen's "<merchant account>/<batch>/<currency>", a payable batch paid
+// out whole by its MerchantPayout): not an account of the chart, nothing
+// posts to it, but a batch's statement asserts it. Its ledger figure is
+// the part of provider:p:balance the batch's own lines settle: the
+// postings on provider:p:balance of the facts its lines recorded or
+// settled (a capture or refund a webhook recorded before its line counts
+// when its line comes), the fees and conversions the lines posted, its
+// payout, and the balance it carries between batches
+// (projections/batches.go). Captures a webhook recorded that no line of
+// the batch settles (still settling, in a later batch) never count, which
+// is why a batch cannot be asserted on provider:p:balance itself.
+func BatchAccount(provider, payoutID string) string {
+	return "provider:" + provider + ":batch:" + payoutID
+}
+
+// IsBatchAccount reports whether account is a batch's scope
+// (BatchAccount).
+func IsBatchAccount(account string) bool { return batchAccount.MatchString(account) }
 
 // InChart reports whether account is an account of the chart.
 func InChart(account string) bool { return chartAccount.MatchString(account) }

@@ -154,6 +154,9 @@ func DecideOpening(s State, c Opening, now time.Time) ([]Event, error) {
 	if !ok && !InChart(c.Account) {
 		return nil, invalid("account", "%q is not an account of the chart", c.Account)
 	}
+	if IsBatchAccount(c.Account) {
+		return nil, invalid("account", "%q is a payout batch's scope, not an account of the chart", c.Account)
+	}
 	if c.Account == OpeningBalances {
 		return nil, invalid("account", "the opening balance of %s is the other side of every opening balance", OpeningBalances)
 	}

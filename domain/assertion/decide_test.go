@@ -112,3 +112,19 @@ func TestAccountsProvidersAndBanksState(t *testing.T) {
 	assert.True(t, assertion.InChart("equity:opening_balances"))
 	assert.False(t, assertion.InChart("expenses:whatever"))
 }
+
+func TestBatchScopesAreStatedNotPosted(t *testing.T) {
+	acct := assertion.BatchAccount("adyen", "OnceLedgerECOM/41/EUR")
+	assert.Equal(t, "provider:adyen:batch:OnceLedgerECOM/41/EUR", acct)
+	p, ok := assertion.ProviderOf(acct)
+	assert.True(t, ok)
+	assert.Equal(t, "adyen", p)
+	assert.True(t, assertion.IsBatchAccount(acct))
+	assert.False(t, assertion.IsBatchAccount("provider:adyen:balance"))
+	assert.False(t, assertion.InChart(acct), "nothing posts to a batch's scope")
+	_, err := assertion.DecideOpening(assertion.State{}, assertion.Opening{ID: uuid.New(), Account: acct, Currency: "EUR",
+		AsOf: now, Amount: 1, Actor: "a", Note: "n"}, now)
+	var fe *assertion.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "account", fe.Field)
+}

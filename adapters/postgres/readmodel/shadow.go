@@ -145,6 +145,13 @@ var tableSpecs = map[string]tableSpec{
 		group:     []string{"provider", "to_char(day, 'YYYY-MM')"},
 		eagerKeys: true,
 	},
+	// Payout batches' links (projections/batches.go): upserted in feed order.
+	"batch_links": {
+		key:       []string{"link"},
+		compare:   []string{"payout_id", "currency", "amount", "event_id"},
+		group:     []string{"left(link, 5)"},
+		eagerKeys: true,
+	},
 	"item_days": {
 		key:       []string{"stream_id", "kind", "item_key"},
 		compare:   []string{"provider", "day"},

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/providers/report"
+	"github.com/onceledger/onceledger/domain/assertion"
 	"github.com/onceledger/onceledger/domain/money"
 	"github.com/onceledger/onceledger/domain/settlement"
 )
@@ -94,10 +95,11 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 		return c.Require("Batch Number")
 	}
 	keys := keyer{}
+	batches := batchSums{}
 	for {
 		if err := c.Next(); err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil
+				return batches.stated(opt.Stated)
 			}
 			return err
 		}
@@ -109,10 +111,81 @@ func ParseSettlement(r io.Reader, opt report.Options, fn report.Func) error {
 			return err
 		}
 		keys.unique(c, &l)
+		if err := batches.add(l); err != nil {
+			return c.Err("Net Credit (NC)", err)
+		}
 		if err := fn(report.Record{Line: l, Raw: c.Raw(settlementColumns...), Pos: c.Line()}); err != nil {
 			return err
 		}
 	}
+}
+
+// batchSums adds up each payout batch's lines (by payout id: merchant
+// account, batch, net currency), for the batch's balance assertion
+// (docs/reference.md, "Provider balances"): a batch whose MerchantPayout
+// pays out its whole balance holds nothing once its lines are done (what
+// it carries to the next batch leaves by its Balancetransfer line, which
+// is one of them). Adyen's report states that by the batch itself: its
+// lines, the payout and the carry included, add up to zero.
+type batchSums struct {
+	order []string
+	by    map[string]*batchSum
+}
+
+type batchSum struct {
+	currency money.Currency
+	net      int64
+	last     time.Time // the batch's latest line
+	paid     bool      // a MerchantPayout line
+}
+
+func (b *batchSums) add(l settlement.Line) error {
+	if b.by == nil {
+		b.by = map[string]*batchSum{}
+	}
+	s, ok := b.by[l.PayoutID]
+	if !ok {
+		s = &batchSum{currency: l.Currency}
+		b.by[l.PayoutID] = s
+		b.order = append(b.order, l.PayoutID)
+	}
+	var err error
+	if s.net, err = settlement.AddChecked(s.net, l.Net); err != nil {
+		return err
+	}
+	if l.OccurredAt.After(s.last) {
+		s.last = l.OccurredAt
+	}
+	if l.SourceType == "MerchantPayout" {
+		s.paid = true
+	}
+	return nil
+}
+
+// BatchSource names what states a batch's balance.
+const BatchSource = "adyen settlement detail report (batch paid out whole)"
+
+// stated hands fn a balance of zero on each batch paid out whole
+// (assertion.BatchAccount), as of its latest line. A batch whose lines do
+// not add up to zero after its payout is not paid out whole: nothing is
+// stated, and its payout_mismatch (the payout against its lines) is the
+// one item that names it; asserting it as well would name one fault
+// twice.
+func (b *batchSums) stated(fn func(report.Stated) error) error {
+	if fn == nil {
+		return nil
+	}
+	for _, id := range b.order {
+		s := b.by[id]
+		if !s.paid || s.net != 0 {
+			continue
+		}
+		if err := fn(report.Stated{Account: assertion.BatchAccount(Name, id), Currency: s.currency, AsOf: s.last,
+			Amount: 0, Source: BatchSource}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keyer makes the lines' keys unique within one file. Only lines whose
