@@ -562,7 +562,7 @@ SQL
 	rb_empty() { # $1: database
 		psql -q -v ON_ERROR_STOP=1 "$1" <<-'SQL'
 			TRUNCATE ledger_entries, account_balances, periods, period_balances, payments, payment_ids, reconciliation_items, settlement_lines, payouts,
-				balance_assertions, balance_movements, ledger_actors, provider_days, item_days, bank_statement_lines, bank_statements, bank_payouts;
+				balance_assertions, balance_movements, ledger_actors, provider_days, item_days, day_facts, batch_links, bank_statement_lines, bank_statements, bank_payouts;
 			UPDATE projection_checkpoints SET position_commit = 0, position_prepare = 0;
 		SQL
 	}
