@@ -76,21 +76,7 @@ func TestStripeAsker(t *testing.T) {
 // a service provider's "{sub_mchid}/{out_trade_no}" asks the partner
 // variant, and the capture names the sub-merchant.
 func TestWechatPayAsker(t *testing.T) {
-	mk, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	const mchID, serial = "1900000100", "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
-	fake, err := wechatpayfake.New(mchID, serial, &mk.PublicKey)
-	require.NoError(t, err)
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	der, err := x509.MarshalPKCS8PrivateKey(mk)
-	require.NoError(t, err)
-	platform := map[string][]byte{wechatpayfake.KeyID: fake.PublicKeyPEM()}
-	client, err := wechatpayapi.New(srv.URL, mchID, serial, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), platform, nil)
-	require.NoError(t, err)
-	adapter, err := wechatpay.New(platform, [][]byte{[]byte("0123456789abcdefghijklmnopqrstuv")}, []string{mchID}, 0)
-	require.NoError(t, err)
-	a := askers.WechatPay{Client: client, Adapter: adapter}
+	fake, a := newWechatPayAsker(t)
 	ctx := context.Background()
 
 	fake.SetTransaction("WX-1", wechatpayfake.Transaction{State: "SUCCESS", Total: 300, TransactionID: "4200000001",
@@ -130,21 +116,7 @@ func TestWechatPayAsker(t *testing.T) {
 // references "{sub_mchid}/{out_trade_no}" ask the partner query with each
 // one's own sub_mchid, and each answer is that sub-merchant's order.
 func TestWechatPayAskerSubMerchantsSameOutTradeNo(t *testing.T) {
-	mk, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	const spMchID, serial = "1900000100", "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
-	fake, err := wechatpayfake.New(spMchID, serial, &mk.PublicKey)
-	require.NoError(t, err)
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	der, err := x509.MarshalPKCS8PrivateKey(mk)
-	require.NoError(t, err)
-	platform := map[string][]byte{wechatpayfake.KeyID: fake.PublicKeyPEM()}
-	client, err := wechatpayapi.New(srv.URL, spMchID, serial, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), platform, nil)
-	require.NoError(t, err)
-	adapter, err := wechatpay.New(platform, [][]byte{[]byte("0123456789abcdefghijklmnopqrstuv")}, []string{spMchID}, 0)
-	require.NoError(t, err)
-	a := askers.WechatPay{Client: client, Adapter: adapter}
+	fake, a := newWechatPayAsker(t)
 	ctx := context.Background()
 
 	fake.SetTransaction("WX-SAME", wechatpayfake.Transaction{State: "SUCCESS", Total: 400, TransactionID: "4200000201",
@@ -171,4 +143,25 @@ func TestWechatPayAskerSubMerchantsSameOutTradeNo(t *testing.T) {
 	ans, err = a.Ask(ctx, "WX-SAME")
 	require.NoError(t, err)
 	assert.Equal(t, expectations.OutcomeNotExist, ans.Outcome)
+}
+
+// newWechatPayAsker is the asker against wechatpayfake on a real socket,
+// as merchant (or service provider) 1900000100.
+func newWechatPayAsker(t *testing.T) (*wechatpayfake.Fake, askers.WechatPay) {
+	t.Helper()
+	mk, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	const mchID, serial = "1900000100", "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
+	fake, err := wechatpayfake.New(mchID, serial, &mk.PublicKey)
+	require.NoError(t, err)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	der, err := x509.MarshalPKCS8PrivateKey(mk)
+	require.NoError(t, err)
+	platform := map[string][]byte{wechatpayfake.KeyID: fake.PublicKeyPEM()}
+	client, err := wechatpayapi.New(srv.URL, mchID, serial, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), platform, nil)
+	require.NoError(t, err)
+	adapter, err := wechatpay.New(platform, [][]byte{[]byte("0123456789abcdefghijklmnopqrstuv")}, []string{mchID}, 0)
+	require.NoError(t, err)
+	return fake, askers.WechatPay{Client: client, Adapter: adapter}
 }
