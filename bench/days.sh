@@ -107,13 +107,7 @@ ONCELEDGER_DATABASE_URL="$(pgurl "$dy_db")" ONCELEDGER_LOG_LEVEL=warn "$work/onc
 psql -q -c VACUUM "$dy_db"
 # As step 4: the live checkpoints at the head, so that the rebuild (the
 # live tables empty: differences, exit non-zero, expected) swaps its tables in.
-psql -q -v ON_ERROR_STOP=1 "$dy_db" <<'SQL'
-INSERT INTO projection_checkpoints (name, position_commit, position_prepare)
-SELECT n, e.tx_id, e.global_position
-FROM unnest(ARRAY['ledger', 'payments', 'reconciliation']) AS n,
-     (SELECT tx_id, global_position FROM events ORDER BY tx_id DESC, global_position DESC LIMIT 1) AS e
-ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, position_prepare = excluded.position_prepare;
-SQL
+checkpoints_at_head "$dy_db"
 ONCELEDGER_DATABASE_URL="$(pgurl "$dy_db")" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" rebuild --all >"$work/days_rebuild.txt" 2>&1 || true
 grep -q '^swap: rebuilt tables are live' "$work/days_rebuild.txt" || { cat "$work/days_rebuild.txt" >&2; echo "bench: the rebuild did not swap" >&2; status=1; }
 echo "provider_days: $(psql -Atc "SELECT count(*) || ' rows, ' || count(DISTINCT provider) || ' providers, ' || min(day) || ' to ' || max(day) FROM provider_days" "$dy_db")"

@@ -266,6 +266,20 @@ pg_since() { # $1: a pg_mark; $2: deliveries in the step
 			(y[1]-x[1])/1e6, (n > 0 ? (y[1]-x[1])/1e3/n : 0), y[2]-x[2], y[3]-x[3], size }'
 }
 
+# checkpoints_at_head DB: the live projectors' checkpoints at the head of
+# DB's events (a database bench/seed filled, where they never ran): the
+# next rebuild then finds the live tables empty (differences, exit 2,
+# expected), swaps its tables in, and leaves a healthy ledger, instead of
+# replaying the feed through the live path first.
+checkpoints_at_head() {
+	psql -q -v ON_ERROR_STOP=1 "$1" <<'SQL'
+INSERT INTO projection_checkpoints (name, position_commit, position_prepare)
+SELECT n, e.tx_id, e.global_position
+FROM unnest(ARRAY['ledger', 'payments', 'reconciliation']) AS n,
+     (SELECT tx_id, global_position FROM events ORDER BY tx_id DESC, global_position DESC LIMIT 1) AS e
+ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, position_prepare = excluded.position_prepare;
+SQL
+}
 # Bytes per delivery (docs/scaling.md): the serve database's heap
 # (tables with their TOAST) and index bytes per table, and the WAL
 # position, before and after step 2. WAL is the cluster's (the other
@@ -481,13 +495,7 @@ if want rebuild; then
 	# head so that the first rebuild does not replay the feed through the
 	# live path first: it finds the live tables empty (differences, exit 2,
 	# expected), swaps its tables in, and leaves a healthy ledger.
-	psql -q -v ON_ERROR_STOP=1 "$rb_db" <<'SQL'
-INSERT INTO projection_checkpoints (name, position_commit, position_prepare)
-SELECT n, e.tx_id, e.global_position
-FROM unnest(ARRAY['ledger', 'payments', 'reconciliation']) AS n,
-     (SELECT tx_id, global_position FROM events ORDER BY tx_id DESC, global_position DESC LIMIT 1) AS e
-ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, position_prepare = excluded.position_prepare;
-SQL
+	checkpoints_at_head "$rb_db"
 	rb_run() { # $1: label; runs the rebuild under /usr/bin/time -v (or polls VmHWM)
 		local out="$work/rebuild_$1.txt" rc=0
 		if [[ -x /usr/bin/time ]]; then
@@ -812,13 +820,7 @@ if want rebuild-live; then
 	psql -q -c VACUUM "$rl_db"
 	# As in step 4: checkpoints at the head, then one unmeasured rebuild
 	# swaps complete tables in, so serve starts on a healthy, caught-up ledger.
-	psql -q -v ON_ERROR_STOP=1 "$rl_db" <<'SQL'
-INSERT INTO projection_checkpoints (name, position_commit, position_prepare)
-SELECT n, e.tx_id, e.global_position
-FROM unnest(ARRAY['ledger', 'payments', 'reconciliation']) AS n,
-     (SELECT tx_id, global_position FROM events ORDER BY tx_id DESC, global_position DESC LIMIT 1) AS e
-ON CONFLICT (name) DO UPDATE SET position_commit = excluded.position_commit, position_prepare = excluded.position_prepare;
-SQL
+	checkpoints_at_head "$rl_db"
 	echo "-- unmeasured first rebuild (live tables empty: differences expected)"
 	ONCELEDGER_DATABASE_URL="$rl_url" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" rebuild --all >"$work/rl_first.txt" 2>&1 || true
 	grep -q '^swap: rebuilt tables are live' "$work/rl_first.txt" || { cat "$work/rl_first.txt" >&2; echo "bench: first rebuild did not swap" >&2; exit 1; }
