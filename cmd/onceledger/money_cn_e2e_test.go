@@ -4,6 +4,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -81,22 +82,8 @@ func TestAlipayCouponedTradeRefundedInFull(t *testing.T) {
 				"invoice_amount": "80.00", "point_amount": "0.00",
 				"voucher_detail_list": `[{"voucherId":"2016101200073002586200003BQ4","name":"商家券","type":"ALIPAY_BIZ_VOUCHER","amount":"20.00","merchantContribute":"20.00","otherContribute":"0.00"}]`,
 				"fund_bill_list":      `[{"amount":"80.00","fundChannel":"ALIPAYACCOUNT"},{"amount":"20.00","fundChannel":"MDISCOUNT"}]`}
-			with := func(extra map[string]string) map[string]string {
-				out := map[string]string{}
-				for k, v := range coupon {
-					out[k] = v
-				}
-				for k, v := range extra {
-					out[k] = v
-				}
-				return out
-			}
-			send := func(p map[string]string) {
-				body := alipayBody(t, keys[0], p)
-				ans := s.post("/webhooks/alipay", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, body)
-				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-				require.Equal(t, "success", ans.Body)
-			}
+			with := func(extra map[string]string) map[string]string { return withFields(coupon, extra) }
+			send := func(p map[string]string) { sendAlipay(t, s, keys[0], p) }
 			send(alipayNotification("n1-"+trade, trade, "TRADE_SUCCESS", with(nil)))
 			send(alipayNotification("n2-"+trade, trade, "TRADE_SUCCESS", with(map[string]string{
 				"refund_fee": "60.00", "out_biz_no": "R1-" + trade, "gmt_refund": "2026-11-29 11:00:00"})))
@@ -263,22 +250,8 @@ func TestAlipayRefundNotifiedLateBookedAtItsOwnTime(t *testing.T) {
 			trade := uniqCN("2026112922002")
 			base := map[string]string{"total_amount": "100.00", "receipt_amount": "100.00", "buyer_pay_amount": "100.00",
 				"invoice_amount": "100.00", "point_amount": "0.00"}
-			with := func(extra map[string]string) map[string]string {
-				out := map[string]string{}
-				for k, v := range base {
-					out[k] = v
-				}
-				for k, v := range extra {
-					out[k] = v
-				}
-				return out
-			}
-			send := func(p map[string]string) {
-				body := alipayBody(t, keys[0], p)
-				ans := s.post("/webhooks/alipay", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, body)
-				require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-				require.Equal(t, "success", ans.Body)
-			}
+			with := func(extra map[string]string) map[string]string { return withFields(base, extra) }
+			send := func(p map[string]string) { sendAlipay(t, s, keys[0], p) }
 			send(alipayNotification("n1-"+trade, trade, "TRADE_SUCCESS", with(nil)))
 			send(alipayNotification("n3-"+trade, trade, "TRADE_SUCCESS", with(map[string]string{
 				"refund_fee": "50.00", "out_biz_no": "R2-" + trade, "gmt_refund": "2026-11-29 12:00:00"})))
@@ -311,4 +284,21 @@ func TestAlipayRefundNotifiedLateBookedAtItsOwnTime(t *testing.T) {
 			assert.Empty(t, s.openItems("missing_webhook"))
 		})
 	}
+}
+
+// withFields is base with extra's fields added (or replaced): one
+// notification's parameters on top of the trade's.
+func withFields(base, extra map[string]string) map[string]string {
+	out := maps.Clone(base)
+	maps.Copy(out, extra)
+	return out
+}
+
+// sendAlipay posts one Alipay notification signed with k and requires
+// Alipay's "success" answer.
+func sendAlipay(t *testing.T, s *stack, k *rsa.PrivateKey, p map[string]string) {
+	t.Helper()
+	ans := s.post("/webhooks/alipay", http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, alipayBody(t, k, p))
+	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+	require.Equal(t, "success", ans.Body)
 }
