@@ -181,31 +181,12 @@ func TestPropertyAnyOrder(t *testing.T) {
 			order = append(order, ds[i])
 		}
 		s := bankstatement.NewState("main", 5)
-		seen := map[string]bool{}
 		bal := map[string]int64{}
 		var open = map[string]bool{}
 		for _, p := range sc.payouts {
 			bal[ledger.BankPayouts] += p.Amount // payout paid
 		}
-		for _, d := range order {
-			if seen[d.DedupKey] {
-				continue // the inbox gate
-			}
-			seen[d.DedupKey] = true
-			evs, err := s.Decide(d)
-			require.NoError(t, err)
-			for _, e := range evs {
-				for _, p := range payment.Postings(e) {
-					bal[p.Account] += p.Amount
-				}
-				switch e := e.(type) {
-				case payment.Flagged:
-					open[e.Kind+" "+e.Key] = true
-				case payment.Cleared:
-					delete(open, e.Kind+" "+e.Key)
-				}
-			}
-		}
+		decideOnce(t, s, order, bal, open)
 		require.Equal(t, sc.unbanked, bal[ledger.BankPayouts], "bank:payouts holds the payouts not banked (fault %q)", sc.fault)
 		want := map[string]bool{}
 		if sc.item != "" {
@@ -213,4 +194,30 @@ func TestPropertyAnyOrder(t *testing.T) {
 		}
 		require.Equal(t, want, open, "fault %q", sc.fault)
 	})
+}
+
+// decideOnce decides each delivery of order once (the inbox gate drops a
+// delivery key seen before), adding the events' postings to bal and
+// keeping open the items flagged and not cleared ("kind key").
+func decideOnce(t require.TestingT, s *bankstatement.State, order []bankstatement.Delivery, bal map[string]int64, open map[string]bool) {
+	seen := map[string]bool{}
+	for _, d := range order {
+		if seen[d.DedupKey] {
+			continue // the inbox gate
+		}
+		seen[d.DedupKey] = true
+		evs, err := s.Decide(d)
+		require.NoError(t, err)
+		for _, e := range evs {
+			for _, p := range payment.Postings(e) {
+				bal[p.Account] += p.Amount
+			}
+			switch e := e.(type) {
+			case payment.Flagged:
+				open[e.Kind+" "+e.Key] = true
+			case payment.Cleared:
+				delete(open, e.Kind+" "+e.Key)
+			}
+		}
+	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/onceledger/onceledger/domain/bankstatement"
 	"github.com/onceledger/onceledger/domain/ledger"
-	"github.com/onceledger/onceledger/domain/payment"
 )
 
 // traced is a Stripe payout with its trace id and statement descriptor.
@@ -171,28 +170,9 @@ func TestPropertyTraceIDsAnyOrder(t *testing.T) {
 			order = append(order, ds[i])
 		}
 		s := bankstatement.NewState("main", 5)
-		seen := map[string]bool{}
 		bal := map[string]int64{ledger.BankPayouts: int64(n) * 5000}
 		open := map[string]bool{}
-		for _, d := range order {
-			if seen[d.DedupKey] {
-				continue // the inbox gate
-			}
-			seen[d.DedupKey] = true
-			evs, err := s.Decide(d)
-			require.NoError(t, err)
-			for _, e := range evs {
-				for _, p := range payment.Postings(e) {
-					bal[p.Account] += p.Amount
-				}
-				switch e := e.(type) {
-				case payment.Flagged:
-					open[e.Kind+" "+e.Key] = true
-				case payment.Cleared:
-					delete(open, e.Kind+" "+e.Key)
-				}
-			}
-		}
+		decideOnce(t, s, order, bal, open)
 		require.Zero(t, bal[ledger.BankPayouts], "every payout banked")
 		require.Zero(t, bal[bankstatement.Suspense("main")], "nothing in suspense")
 		require.Empty(t, open)
