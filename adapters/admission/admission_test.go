@@ -361,12 +361,7 @@ func TestLoopbackIsNotCappedPerAddress(t *testing.T) {
 // 503 with Retry-After at once (the server's read timeout is a minute,
 // the wait for a small body shedDrain) and its connection is closed.
 func TestShedWebhookIsAnsweredBeforeItsBody(t *testing.T) {
-	f := newFixture(t, admission.Limits{MaxInFlight: 2, QueueWait: -1})
-	for range 2 {
-		_, err := io.WriteString(f.raw(t, ""), post("/webhooks/standard?block=1", "{}"))
-		require.NoError(t, err)
-	}
-	waitFor(t, func() bool { return f.entered.Load() == 2 })
+	f := fullFixture(t)
 	c := f.raw(t, "")
 	st, h, err := roundTrip(c, "POST /webhooks/standard HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
 	require.NoError(t, err, "answered without its body")
@@ -389,12 +384,7 @@ func TestShedWebhookIsAnsweredBeforeItsBody(t *testing.T) {
 // shed delivery cost a new connection at both ends, at 150 % of the
 // maximum a third of the traffic. Its next request is served on it.
 func TestShedWebhookWithItsBodyKeepsItsConnection(t *testing.T) {
-	f := newFixture(t, admission.Limits{MaxInFlight: 2, QueueWait: -1})
-	for range 2 {
-		_, err := io.WriteString(f.raw(t, ""), post("/webhooks/standard?block=1", "{}"))
-		require.NoError(t, err)
-	}
-	waitFor(t, func() bool { return f.entered.Load() == 2 })
+	f := fullFixture(t)
 	c := f.raw(t, "")
 	st, h, err := roundTrip(c, post("/webhooks/standard", strings.Repeat("x", 2000)))
 	require.NoError(t, err)
@@ -680,4 +670,17 @@ func TestARequestUnderWayIsNotEvicted(t *testing.T) {
 	}
 	assertClosed(t, trickler)
 	assert.Equal(t, 1.0, testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "reading")))
+}
+
+// fullFixture is a server of two in flight, no queue, both taken by
+// webhooks that block: the next webhook is shed.
+func fullFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t, admission.Limits{MaxInFlight: 2, QueueWait: -1})
+	for range 2 {
+		_, err := io.WriteString(f.raw(t, ""), post("/webhooks/standard?block=1", "{}"))
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return f.entered.Load() == 2 })
+	return f
 }
