@@ -38,6 +38,50 @@ type fixture struct {
 	// busy counts /v1/work and ?work=1 webhooks in their handler; maxBusy
 	// and maxReads are the most seen at once (all, reads).
 	busy, reads, maxBusy, maxReads atomic.Int64
+	// idled counts, per client address, the times the server saw the
+	// connection become idle (after the Controller did): net/http calls
+	// ConnState(StateIdle) after the client may already have read the
+	// answer, so a test that orders connections by their idle time waits
+	// for it (CI once ran the next request before the previous
+	// connection's StateIdle, evicting the wrong one).
+	idledMu sync.Mutex
+	idled   map[string]int
+	// firstIdleDelay, set before a test's first request, holds the
+	// server's first StateIdle that long (as a loaded machine may hold one
+	// goroutine): the tests must not depend on when it comes.
+	firstIdleDelay time.Duration
+	delayed        atomic.Bool
+}
+
+func (f *fixture) connState(c net.Conn, s http.ConnState) {
+	if s == http.StateIdle && f.firstIdleDelay > 0 && f.delayed.CompareAndSwap(false, true) {
+		time.Sleep(f.firstIdleDelay)
+	}
+	f.ctl.ConnState(c, s)
+	if s == http.StateIdle {
+		f.idledMu.Lock()
+		f.idled[c.RemoteAddr().String()]++
+		f.idledMu.Unlock()
+	}
+}
+
+// idles is how often the server saw the client c's connection become idle.
+func (f *fixture) idles(c net.Conn) int {
+	f.idledMu.Lock()
+	defer f.idledMu.Unlock()
+	return f.idled[c.LocalAddr().String()]
+}
+
+// settled does req on c and waits until the server holds c as idle again,
+// so the order connections became idle in is the order of the test's lines.
+func (f *fixture) settled(t *testing.T, c net.Conn, req string) (string, error) {
+	t.Helper()
+	before := f.idles(c)
+	st, _, err := roundTrip(c, req)
+	if err == nil {
+		waitFor(t, func() bool { return f.idles(c) > before })
+	}
+	return st, err
 }
 
 // work holds the handler a moment, recording how many are in one at once.
@@ -63,7 +107,7 @@ func raise(m *atomic.Int64, n int64) {
 
 func newFixture(t *testing.T, lim admission.Limits) *fixture {
 	t.Helper()
-	f := &fixture{release: make(chan struct{}), reg: prometheus.NewRegistry()}
+	f := &fixture{release: make(chan struct{}), reg: prometheus.NewRegistry(), idled: map[string]int{}}
 	f.ctl = admission.New(lim, f.reg, nil)
 	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
@@ -105,7 +149,7 @@ func newFixture(t *testing.T, lim admission.Limits) *fixture {
 	srv := &http.Server{
 		Handler:           f.ctl.Middleware(mux),
 		ConnContext:       f.ctl.ConnContext,
-		ConnState:         f.ctl.ConnState,
+		ConnState:         f.connState,
 		ReadHeaderTimeout: time.Minute, // the tests hold connections; nothing may time out by itself
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       time.Minute,
@@ -546,6 +590,7 @@ func TestEvictionOrder(t *testing.T) {
 	// FreshGrace off: the order itself (TestARequestUnderWayIsNotEvicted
 	// covers the grace of a young fresh connection).
 	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1, FreshGrace: -1})
+	f.firstIdleDelay = 300 * time.Millisecond // older's: CI once saw it come after recent's
 	evicted := func() float64 {
 		return testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "fresh")) +
 			testutil.ToFloat64(metric(t, f.reg, "onceledger_admission_connections_evicted_total", "idle")) +
@@ -562,7 +607,7 @@ func TestEvictionOrder(t *testing.T) {
 		return -1
 	}
 	read := func(c net.Conn) {
-		st, _, err := roundTrip(c, get("/v1/read", ""))
+		st, err := f.settled(t, c, get("/v1/read", ""))
 		require.NoError(t, err)
 		require.Equal(t, "200 OK", st)
 	}
@@ -611,9 +656,10 @@ func assertClosed(t *testing.T, c net.Conn) {
 // send one).
 func TestRefusedConnectionsAreEvictedBeforeServedOnes(t *testing.T) {
 	f := newFixture(t, admission.Limits{MaxConnections: 4, ReservedConnections: 1})
+	f.firstIdleDelay = 300 * time.Millisecond // served's: it must still be taken as the longest idle
 	do := func(c net.Conn, req, want string) {
 		t.Helper()
-		st, _, err := roundTrip(c, req)
+		st, err := f.settled(t, c, req)
 		require.NoError(t, err)
 		require.Equal(t, want, st)
 	}
