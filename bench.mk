@@ -10,3 +10,8 @@ bench:
 ## bench-hostile: the hostile soak alone (step 8: BENCH_HOSTILE_SECONDS, default 600, of legitimate traffic beside hostile clients on loopback)
 bench-hostile:
 	bench/run.sh hostile
+
+.PHONY: bench-soak
+## bench-soak: the soak alone (step 11: BENCH_SOAK_RATE, default 2,000, signed webhooks/s for BENCH_SOAK_SECONDS, default 240; ledger against the model, RSS per minute, errors)
+bench-soak:
+	bench/run.sh soak

@@ -97,6 +97,11 @@
 #      payments against the double (bench/expectsweep, a real HTTP server) at
 #      ONCELEDGER_QUERY_RATE=BENCH_EXPECT_RATE (200): questions/s against
 #      the rate set, and the time until all are paid.
+#  11. The soak (bench/soak.sh, issue 40's "done when"; docs/operations.md,
+#      "Soak"): BENCH_SOAK_RATE (2,000) signed webhooks/s offered in open
+#      loop for BENCH_SOAK_SECONDS (240): failures (goal 0), the ledger
+#      against the model, the server's RSS per minute (goal: flat), its
+#      ERROR log lines (goal 0).
 #
 #   bench/run.sh               all nine
 #   bench/run.sh ingest        1-3 only
@@ -108,6 +113,7 @@
 #   bench/run.sh hostile       8 only
 #   bench/run.sh days          9 only
 #   bench/run.sh expect        10 only
+#   bench/run.sh soak          11 only (make bench-soak)
 #
 # Everything runs on one machine: Postgres, the server and the generator
 # share its cores. Settings (environment):
@@ -148,6 +154,8 @@
 #   BENCH_DAYS_BEFORE=4182522^    step 9a: the reference revision (before balance assertions)
 #   BENCH_DAYS_EVENTS=1000000     step 9b: events seeded over 2026
 #   BENCH_DAYS_REQUESTS=11        step 9b: requests per query (median and worst)
+#   BENCH_SOAK_RATE=2000          step 11: webhooks/s offered (open loop)
+#   BENCH_SOAK_SECONDS=240        step 11: for how long
 #   BENCH_EXPECT_OUTSTANDING=100000  step 10a: outstanding expected payments
 #   BENCH_EXPECT_PAYMENTS=$BENCH_PAYMENTS  step 10a: payments of each ingest run
 #   BENCH_EXPECT_SWEEP=10000      step 10b: due expected payments swept
@@ -168,8 +176,8 @@ cd "$(dirname "$0")/.."
 
 what=${1:-all}
 case "$what" in
-all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile | days | expect) ;;
-*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile|days|expect]" >&2; exit 2 ;;
+all | ingest | rebuild | rebuild-live | settle | bank | outbound | hostile | days | expect | soak) ;;
+*) echo "usage: bench/run.sh [all|ingest|rebuild|rebuild-live|settle|bank|outbound|hostile|days|expect|soak]" >&2; exit 2 ;;
 esac
 want() { [[ "$what" == all || "$what" == "$1" ]]; }
 
@@ -910,6 +918,10 @@ if want expect; then
 	# shellcheck source=bench/expect.sh
 	source bench/expect.sh
 fi
+if want soak; then
+	# shellcheck source=bench/soak.sh
+	source bench/soak.sh
+fi
 
 echo
 echo "== summary (paste into docs/benchmarks/history/, see docs/benchmarks.md)"
@@ -1015,5 +1027,6 @@ if want outbound; then cat "$work/outbound_summary.txt"; fi
 if want hostile; then cat "$work/hostile_summary.txt"; fi
 if want days; then cat "$work/days_summary.txt"; fi
 if want expect; then cat "$work/expect_summary.txt"; fi
+if want soak; then cat "$work/soak_summary.txt"; fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew every figure)"
 exit "$status"

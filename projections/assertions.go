@@ -122,6 +122,10 @@ type balancePass struct {
 	// flush applies the reconciliation changes collected so far, before
 	// the pass writes its own: an item's changes stay in feed order.
 	flush func(ctx context.Context) error
+	// moves are the batch's envelopes' movementsOf, by index: prepare
+	// computes them and apply takes them (deriving an event's postings
+	// twice was a tenth of a rebuild's CPU; docs/benchmarks.md, issue 40).
+	moves [][]Movement
 }
 
 // movementsOf returns an envelope's postings on stated accounts, and when
@@ -151,8 +155,10 @@ func (b *balancePass) prepare(ctx context.Context, batch []Envelope) error {
 			keys = append(keys, k)
 		}
 	}
-	for _, env := range batch {
-		for _, m := range movementsOf(env) {
+	b.moves = make([][]Movement, len(batch))
+	for i, env := range batch {
+		b.moves[i] = movementsOf(env)
+		for _, m := range b.moves[i] {
 			add(AccountKey{m.Account, m.Currency})
 		}
 		if s, ok := env.Assertion.(assertion.Stated); ok {
@@ -201,9 +207,11 @@ func (b *balancePass) latestOf(ctx context.Context, ms []Movement) error {
 	return nil
 }
 
-// apply takes one envelope of the batch, in feed order.
-func (b *balancePass) apply(ctx context.Context, env Envelope) error {
-	ms := movementsOf(env)
+// apply takes the envelope of index i of the batch prepare saw, in feed
+// order.
+func (b *balancePass) apply(ctx context.Context, i int, env Envelope) error {
+	ms := b.moves[i]
+	b.moves[i] = nil // ms is this call's own to append to
 	bms, err := b.batchMovements(ctx, env) // batches.go
 	if err != nil {
 		return err

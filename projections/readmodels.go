@@ -150,8 +150,8 @@ func (r reconciliationProjection) Apply(ctx context.Context, w Writer, batch []E
 		return err
 	}
 	days := &dayPass{zone: r.zone} // providerdays.go
-	for _, env := range batch {
-		if err := bal.apply(ctx, env); err != nil {
+	for i, env := range batch {
+		if err := bal.apply(ctx, i, env); err != nil {
 			return err
 		}
 		days.add(env)
