@@ -211,7 +211,7 @@ func (b *balancePass) latestOf(ctx context.Context, ms []Movement) error {
 // order.
 func (b *balancePass) apply(ctx context.Context, i int, env Envelope) error {
 	ms := b.moves[i]
-	b.moves[i] = nil // ms is this call's own to append to
+	b.moves[i] = nil                       // ms is this call's own to append to
 	bms, err := b.batchMovements(ctx, env) // batches.go
 	if err != nil {
 		return err
