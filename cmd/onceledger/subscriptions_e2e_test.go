@@ -146,8 +146,13 @@ func TestSubscriptionsAdminAPI(t *testing.T) {
 	var dels struct {
 		Deliveries []map[string]any `json:"deliveries"`
 	}
-	require.Equal(t, http.StatusOK, c.do("GET", "/v1/subscriptions/"+created.ID+"/deliveries?status=succeeded", "atok", nil, &dels))
-	require.Len(t, dels.Deliveries, 1)
+	// The receiver has the delivery before the sender has its answer and
+	// records the success: read until it has (CI once read too soon).
+	require.Eventually(t, func() bool {
+		dels.Deliveries = nil
+		return c.do("GET", "/v1/subscriptions/"+created.ID+"/deliveries?status=succeeded", "atok", nil, &dels) == http.StatusOK &&
+			len(dels.Deliveries) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the success recorded")
 	mu.Lock()
 	assert.Equal(t, got[0], dels.Deliveries[0]["event_id"])
 	mu.Unlock()
