@@ -23,6 +23,9 @@
 # --conflicts 0.01; for the open loop at 1,000/s: LGARGS="--payments 0
 # --duration 10s --rate 1000 --open-loop --duplicates 0.2 --lag-interval 0"),
 # PAYMENTS (6000), PROFILE=seconds (CPU profile of serve to $OUT/cpu_<label>.pprof),
+# SPLIT=1 (bench/cpusplit while loadgen runs: the CPU of serve, loadgen, each
+# group of Postgres backends and the cluster's own processes, and the wait
+# events of the active backends, to $OUT/split_<label>.txt and printed),
 # OUT (/tmp/ingestcost-runs), PGHOST/PGPORT/PGUSER (127.0.0.1, 5432, postgres).
 set -u
 bin=$1 label=$2
@@ -57,11 +60,18 @@ if [[ -n "${PROFILE:-}" ]]; then
 	curl -s "http://127.0.0.1:$((port + 1))/debug/pprof/profile?seconds=$PROFILE" -o "$OUT/cpu_$label.pprof" &
 	ppid=$!
 fi
+spl=""
+if [[ -n "${SPLIT:-}" ]]; then
+	[[ -x "$OUT/cpusplit" ]] || go build -o "$OUT/cpusplit" ./bench/cpusplit
+	"$OUT/cpusplit" -db "$db" -proc serve="$bin serve" -proc loadgen="$LOADGEN" >"$OUT/split_$label.txt" 2>&1 &
+	spl=$!
+fi
 # shellcheck disable=SC2086 # LGARGS is a list of flags
 /usr/bin/time -f "%U %S" -o "$OUT/loadgen_$label.time" "$LOADGEN" \
 	${LGARGS:---payments $PAYMENTS --concurrency 64 --duplicates 0.2 --reorder 0.1 --conflicts 0.01} \
 	--json >"$OUT/loadgen_$label.json" 2>"$OUT/loadgen_$label.err"
 [[ -z "$ppid" ]] || wait "$ppid"
+if [[ -n "$spl" ]]; then kill -INT "$spl"; wait "$spl"; sed "s/^/$label /" "$OUT/split_$label.txt"; fi
 s1=$(cpu $spid) d1=$(dbstat) w1=$(walstat)
 pg=0
 for p in $(backends); do pg=$((pg + $(cpu "$p") - ${before[$p]:-0})); done

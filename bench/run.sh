@@ -141,6 +141,13 @@
 #   BENCH_SETTLE_LINES=1000000  lines of the settlement report (step 6)
 #   BENCH_SETTLE_BIG_PAYOUT=100000  lines of its one large payout
 #   BENCH_SETTLE_UPLOAD_MIB=1024    size of the upload whose RSS growth is measured
+#   BENCH_SETTLE_PROFILE=1        step 6: where the first import's CPU goes (bench/cpusplit,
+#                                 and the CPU profiles of the import and of serve)
+#   BENCH_SETTLE_PROFILE_SECONDS=60  how long serve's profile lasts
+#   BENCH_OPEN_SPLIT=1            step 3b: bench/cpusplit during each rate (the CPU of serve,
+#                                 loadgen, the Postgres backends and the cluster's processes;
+#                                 the backends' wait events)
+#   BENCH_PROFILE_DIR=<dir>       keep the profiles (and the binary they name) there
 #   BENCH_BANK_ENTRIES=100000     step 6b: entries of the large camt.053
 #   BENCH_OUTBOUND_RATE=1000      step 7: webhooks/s offered for the latency run
 #   BENCH_OUTBOUND_SECONDS=20     its duration
@@ -434,10 +441,22 @@ if want ingest; then
 	open_rates="1000 $(jq -n "$wps*0.5|floor") $(jq -n "$wps*0.8|floor") $(jq -n "$wps|floor") $(jq -n "$wps*1.5|floor")"
 	: >"$work/open.txt"
 	sustained=0 sustained_p99=0
+	[[ "${BENCH_OPEN_SPLIT:-0}" != 1 ]] || go build -o "$work/cpusplit" ./bench/cpusplit
 	for r in $open_rates; do
 		mark="$(pg_mark)"
+		split_pid=""
+		if [[ "${BENCH_OPEN_SPLIT:-0}" == 1 ]]; then
+			"$work/cpusplit" -db "$serve_db" -proc serve="onceledger serve" -proc loadgen="$work/loadgen" >"$work/open_split_$r.txt" 2>&1 &
+			split_pid=$!
+		fi
 		"$work/loadgen" --payments 0 --duration "${OPEN_SECONDS}s" --rate "$r" --open-loop --duplicates 0.2 \
 			--lag-interval 0 --json >"$work/open_$r.json" || status=$?
+		if [[ -n "$split_pid" ]]; then
+			kill -INT "$split_pid" 2>/dev/null || true
+			wait "$split_pid" 2>/dev/null || true
+			sed "s/^/   split $r: /" "$work/open_split_$r.txt"
+			[[ -z "${BENCH_PROFILE_DIR:-}" ]] || { mkdir -p "$BENCH_PROFILE_DIR" && cp "$work/open_split_$r.txt" "$BENCH_PROFILE_DIR/"; }
+		fi
 		line="$(jq -r --arg r "$r" '"offered \($r)/s: achieved \(.deliveries_per_second|floor)/s  2xx \(((.outcomes.accepted + .outcomes.acknowledged + .outcomes.duplicate + .outcomes.ignored + .outcomes.other_2xx) / .send_seconds)|floor)/s  p50 \(.latency_ms.p50*10|round/10) ms  p99 \(.latency_ms.p99*10|round/10) ms  late sends (>1 ms) \(.late_sends), behind the slot p99 \(.late_ms.p99*10|round/10) ms  5xx \(.outcomes["5xx"])  429 and other 4xx \(.outcomes["4xx"])  shed (429/503 with Retry-After) \(.outcomes.shed // 0)  unanswered at the hard end \(.outcomes.unanswered // 0)  \(.verdict)"' "$work/open_$r.json")"
 		echo "$line" | tee -a "$work/open.txt"
 		pg_since "$mark" "$(jq '[.outcomes.accepted, .outcomes.duplicate, .outcomes.ignored] | add' "$work/open_$r.json")"
@@ -679,7 +698,7 @@ if want settle; then
 		local out="$work/settle_$1.txt" rc=0 t0 t1
 		t0=$(date +%s.%N)
 		if [[ -x /usr/bin/time ]]; then
-			ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_LOG_LEVEL=warn /usr/bin/time -v \
+			ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_LOG_LEVEL=warn ONCELEDGER_CPU_PROFILE="${st_cpuprofile:-}" /usr/bin/time -v \
 				"$work/onceledger" settle import --provider stripe "$work/report.csv" >"$out" 2>&1 || rc=$?
 			awk '/Maximum resident set size/ {print $NF}' "$out" >"$work/strss_$1"
 		else
@@ -703,8 +722,10 @@ if want settle; then
 	# The live projectors' lag while the import writes: onceledger serve on
 	# the same database, /v1/projections polled every 200 ms (st_lag).
 	lag_port="$(free_port)" lag_token="bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	st_pprof="" # BENCH_SETTLE_PROFILE=1: serve's net/http/pprof
+	[[ "${BENCH_SETTLE_PROFILE:-0}" != 1 ]] || st_pprof="127.0.0.1:$(free_port)"
 	ONCELEDGER_DATABASE_URL="$st_url" ONCELEDGER_ADDR="127.0.0.1:${lag_port}" ONCELEDGER_API_TOKENS="$lag_token" \
-		ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" serve >"$work/lag_serve.log" 2>&1 &
+		ONCELEDGER_PPROF_ADDR="$st_pprof" ONCELEDGER_LOG_LEVEL=warn "$work/onceledger" serve >"$work/lag_serve.log" 2>&1 &
 	lag_pid=$!
 	wait_ready "127.0.0.1:${lag_port}" "$lag_pid" "$work/lag_serve.log"
 	st_poll() { # the projections every 200 ms: "time answer" lines into $1 (no process but curl per poll)
@@ -718,7 +739,37 @@ if want settle; then
 	st_poll "$work/lag_raw.txt" &
 	poll_pid=$!
 	echo "-- first import (every line new), serve's projectors on the same database"
+	# BENCH_SETTLE_PROFILE=1: where the machine's CPU goes during the first
+	# import (bench/cpusplit: the import, serve, each one's Postgres
+	# backends, the cluster's own processes; the backends' wait events),
+	# and the CPU profiles of the import (all of it) and of serve (its
+	# first BENCH_SETTLE_PROFILE_SECONDS, 60), printed after the step.
+	split_pid="" st_cpuprofile="" serve_prof_pid=""
+	if [[ -n "$st_pprof" ]]; then
+		go build -o "$work/cpusplit" ./bench/cpusplit
+		"$work/cpusplit" -db "$st_db" -proc import="onceledger settle import" -proc serve="onceledger serve" >"$work/st_split.txt" 2>&1 &
+		split_pid=$!
+		st_cpuprofile="$work/st_import.pprof"
+		curl -fsS "http://$st_pprof/debug/pprof/profile?seconds=${BENCH_SETTLE_PROFILE_SECONDS:-60}" -o "$work/st_serve.pprof" &
+		serve_prof_pid=$!
+	fi
 	st_run first
+	st_cpuprofile=""
+	if [[ -n "$split_pid" ]]; then
+		kill -INT "$split_pid" 2>/dev/null || true
+		wait "$split_pid" 2>/dev/null || true
+		wait "$serve_prof_pid" 2>/dev/null || true
+		echo "-- profile of the first import (BENCH_SETTLE_PROFILE=1)"
+		cat "$work/st_split.txt"
+		if [[ -n "${BENCH_PROFILE_DIR:-}" ]]; then # the work directory goes with the run
+			mkdir -p "$BENCH_PROFILE_DIR" && cp "$work/onceledger" "$work/st_import.pprof" "$work/st_serve.pprof" "$work/st_split.txt" "$BENCH_PROFILE_DIR/"
+			echo "profiles and the binary kept in $BENCH_PROFILE_DIR"
+		fi
+		echo "the import's CPU profile (go tool pprof -top, first 25 lines by cumulative time):"
+		go tool pprof -top -cum "$work/onceledger" "$work/st_import.pprof" 2>/dev/null | sed -n '1,25p'
+		echo "serve's CPU profile during the import (first ${BENCH_SETTLE_PROFILE_SECONDS:-60} s; -top -cum, first 30 lines):"
+		go tool pprof -top -cum "$work/onceledger" "$work/st_serve.pprof" 2>/dev/null | sed -n '1,30p'
+	fi
 	kill "$poll_pid" 2>/dev/null || true
 	wait "$poll_pid" 2>/dev/null || true
 	jq -rR 'index(" ") as $i | .[:$i] as $t | .[$i + 1:] | fromjson | .projections[] | "\($t) \(.name) \(.position) \(.lag)"' \

@@ -2,6 +2,8 @@ package projections
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/onceledger/onceledger/adapters/eventstore"
@@ -17,6 +19,10 @@ type StatusOptions struct {
 	LagCap int64
 	// Inbox adds the webhook_inbox counts (a GROUP BY over the table).
 	Inbox bool
+	// InboxCounter, when set, gives the inbox counts instead of a count per
+	// reading: for the readers that ask again and again (the metrics
+	// refresher), it bounds what the count costs as the inbox grows.
+	InboxCounter *InboxCounter
 	// Settlement adds the last settlement import per provider and the open
 	// reconciliation items per kind (when db is a SettlementStatusDB).
 	Settlement bool
@@ -81,7 +87,12 @@ func Status(ctx context.Context, feed Feed, db AuditDB, opts StatusOptions) (vie
 	if !opts.Inbox {
 		return rep, nil
 	}
-	counts, err := db.InboxCounts(ctx)
+	var counts map[string]int64
+	if opts.InboxCounter != nil {
+		counts, err = opts.InboxCounter.Counts(ctx, db)
+	} else {
+		counts, err = db.InboxCounts(ctx)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -181,4 +192,63 @@ func settlementStatus(ctx context.Context, db AuditDB, rep *views.Status) error 
 	}
 	rep.OpenItems, err = sdb.OpenItemCounts(ctx)
 	return err
+}
+
+// InboxCountsDB counts webhook_inbox rows by status (AuditDB's part that
+// InboxCounter reads).
+type InboxCountsDB interface {
+	InboxCounts(ctx context.Context) (map[string]int64, error)
+}
+
+// DefaultInboxCountRatio is InboxCounter's default Ratio.
+const DefaultInboxCountRatio = 20
+
+// InboxCounter bounds the cost of the inbox counts for a reader that asks
+// every few seconds. The counts are a GROUP BY over the whole inbox, whose
+// time grows with it: the metrics refresher asked for them every 5 s, and at
+// a million deliveries each count was a parallel scan of the table
+// (docs/benchmarks.md, "Where the machine's time goes"), a tenth of a
+// two-core machine during a settlement import. The counter counts again
+// only when its last counts are older than Ratio times what that count
+// took, and answers those counts otherwise: the count then takes at most
+// 1/Ratio of one database connection's time, whatever the inbox's size,
+// and a small inbox is still counted at every reading. The counts it
+// answers are exact as of when they were counted, never estimated.
+type InboxCounter struct {
+	// Ratio is how many times its own duration a count is kept for (0:
+	// DefaultInboxCountRatio).
+	Ratio int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+
+	mu     sync.Mutex // one count at a time: readers meanwhile wait for it rather than count too
+	counts map[string]int64
+	at     time.Time     // when the last count ended
+	took   time.Duration // how long it took
+}
+
+// Counts answers the inbox counts, counted again by db when the last ones
+// have been kept for their time. The map is the caller's.
+func (c *InboxCounter) Counts(ctx context.Context, db InboxCountsDB) (map[string]int64, error) {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	ratio := c.Ratio
+	if ratio <= 0 {
+		ratio = DefaultInboxCountRatio
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := now()
+	if c.counts != nil && start.Sub(c.at) < time.Duration(ratio)*c.took {
+		return maps.Clone(c.counts), nil
+	}
+	counts, err := db.InboxCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	end := now()
+	c.counts, c.at, c.took = counts, end, end.Sub(start)
+	return maps.Clone(counts), nil
 }

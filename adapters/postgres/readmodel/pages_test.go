@@ -142,7 +142,7 @@ func TestReconInboxPayoutsAndActivityPages(t *testing.T) {
 	assert.Equal(t, []views.InboxCount{{Provider: "stripe", Status: "applied", Count: 4}, {Provider: "stripe", Status: "ignored", Count: 2}}, counts)
 	all, err := c.InboxCounts(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int64{"applied": 8, "ignored": 4}, all, "the status's counts: the same query, summed")
+	assert.Equal(t, map[string]int64{"applied": 8, "ignored": 4}, all, "the status's counts: every provider's, summed")
 	d, found, err := c.Delivery(ctx, "stripe", "evt_00")
 	require.NoError(t, err)
 	require.True(t, found)

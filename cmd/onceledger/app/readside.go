@@ -56,7 +56,7 @@ func openReadSide(ctx context.Context, url string, pool *pgxpool.Pool, store eve
 	}
 	rs := &readSide{Query: readmodel.New(pool), pool: mpool}
 	rs.Projections = projections.StatusReader{Feed: feed, DB: readmodel.New(mpool),
-		Options: projections.StatusOptions{LagCap: StatusLagCap, Inbox: true}}
+		Options: projections.StatusOptions{LagCap: StatusLagCap, Inbox: true, InboxCounter: &projections.InboxCounter{}}}
 	rs.Monitor = httpapi.NewMonitor(httpapi.MonitorConfig{
 		Status: rs.Projections,
 		Ready: func(ctx context.Context) error {
