@@ -79,3 +79,65 @@ func TestStatusCountsLagsWithoutReadingThem(t *testing.T) {
 	}
 	assert.Zero(t, store.read.Load(), "events read to count the lags")
 }
+
+// walkCounter is the Postgres event store adding up the index entries its
+// lag counts walk (each count walks its n, and one more when capped).
+type walkCounter struct {
+	*postgres.EventStore
+	walked atomic.Int64
+}
+
+func (w *walkCounter) CountFeed(ctx context.Context, after, upTo eventstore.Position, limit int64) (int64, time.Time, bool, error) {
+	n, oldest, capped, err := w.EventStore.CountFeed(ctx, after, upTo, limit)
+	w.walked.Add(n)
+	if capped {
+		w.walked.Add(1)
+	}
+	return n, oldest, capped, err
+}
+
+// One reading of the status walks the feed's index at most once up to the
+// cap, however many projections stand behind: each stretch between
+// neighbouring projections is counted once (it was counted once per
+// projection behind it, up to the cap each: a quarter of serve's database
+// time during a settlement import, polled five times a second). The lags,
+// caps and ages are those of counting each projection alone.
+func TestStatusCountsEachStretchOfTheFeedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := ctxT(t)
+	g := newGenerator(7)
+	f.apply(ctx, g.payments(60))
+	events := int64(len(f.feed(ctx)))
+	require.NoError(t, f.db.EnsureCheckpoints(ctx, f.svc.Names()))
+	// Projections at four places: the start, 25 events, 60 events, and
+	// the start again (a shared checkpoint).
+	for i, n := range []int{25, 60} {
+		p := projections.NewProjector(projections.Default()[i], f.es, f.db, nil)
+		projections.SetBatchSize(p, n)
+		_, err := p.Step(ctx)
+		require.NoError(t, err)
+	}
+	now := func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
+	for _, limit := range []int64{0, 10, 25, 35, 36, 100, events - 25, events} {
+		opts := projections.StatusOptions{LagCap: limit, Now: now}
+		want, err := projections.Status(ctx, readingFeed{f.es}, f.db, opts)
+		require.NoError(t, err)
+		w := &walkCounter{EventStore: f.es}
+		got, err := projections.Status(ctx, w, f.db, opts)
+		require.NoError(t, err)
+		require.Len(t, got.Projections, len(want.Projections))
+		for i, wp := range want.Projections {
+			p := got.Projections[i]
+			assert.Equal(t, []any{wp.Name, wp.Lag, wp.LagCapped, wp.LagSeconds}, []any{p.Name, p.Lag, p.LagCapped, p.LagSeconds}, "cap %d", limit)
+		}
+		bound := events // every stretch once: the whole feed when nothing caps it
+		if limit > 0 {
+			// up to the cap and one more; then, for each projection
+			// beyond the cap, its first event (its age), at most two
+			// entries
+			bound = min(events, limit+1) + 2*int64(len(got.Projections))
+		}
+		assert.LessOrEqual(t, w.walked.Load(), bound, "cap %d: entries walked by one reading", limit)
+	}
+}

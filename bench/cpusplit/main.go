@@ -12,7 +12,9 @@
 //     the other end of its socket (its client_port, looked up in
 //     /proc/net/tcp and the labelled processes' descriptors) and to its
 //     application_name, with its CPU and, when it is active, its wait event
-//     (pg_stat_activity; "CPU" when it waits on nothing);
+//     (pg_stat_activity; "CPU" when it waits on nothing) and the first
+//     characters of its statement: a sampling profile of the SQL, for a
+//     cluster without pg_stat_statements (the bench's private one);
 //   - the cluster's other processes (WAL writer, checkpointer, autovacuum
 //     workers, other databases' backends), by their title.
 //
@@ -95,7 +97,8 @@ func main() {
 		os.Exit(1)
 	}
 	defer conn.Close(context.Background())
-	s := &sampler{db: *db, procs: procs, self: os.Getpid(), seen: map[int]*seen{}, waits: map[string]map[string]int{}}
+	s := &sampler{db: *db, procs: procs, self: os.Getpid(), seen: map[int]*seen{}, waits: map[string]map[string]int{},
+		queries: map[string]map[string]int{}}
 	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&s.ownBackend); err != nil {
 		fmt.Fprintln(os.Stderr, "cpusplit:", err)
 		os.Exit(1)
@@ -127,6 +130,7 @@ type sampler struct {
 	ownBackend int
 	seen       map[int]*seen
 	waits      map[string]map[string]int // group → wait event → samples
+	queries    map[string]map[string]int // group → the active statement's first characters → samples
 	samples    int
 }
 
@@ -138,7 +142,8 @@ func (s *sampler) sample(ctx context.Context, conn *pgx.Conn) error {
 	// autovacuum worker by its type: neither has a client.
 	rows, err := conn.Query(ctx, `SELECT a.pid, coalesce(l.application_name, a.application_name, ''),
 			coalesce(l.client_port, a.client_port, 0), coalesce(a.backend_type, ''), a.leader_pid IS NOT NULL AND a.leader_pid <> a.pid,
-			coalesce(a.state = 'active', false), coalesce(a.wait_event_type || ':' || a.wait_event, '')
+			coalesce(a.state = 'active', false), coalesce(a.wait_event_type || ':' || a.wait_event, ''),
+			left(regexp_replace(coalesce(a.query, ''), '\s+', ' ', 'g'), 90)
 		FROM pg_stat_activity a LEFT JOIN pg_stat_activity l ON l.pid = a.leader_pid AND a.leader_pid <> a.pid
 		WHERE a.datname = $1 AND a.pid <> pg_backend_pid()`, s.db)
 	if err != nil {
@@ -146,9 +151,9 @@ func (s *sampler) sample(ctx context.Context, conn *pgx.Conn) error {
 	}
 	backends := map[int]bool{}
 	var pid, port int
-	var app, btype, wait string
+	var app, btype, wait, query string
 	var parallel, active bool
-	_, err = pgx.ForEachRow(rows, []any{&pid, &app, &port, &btype, &parallel, &active, &wait}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&pid, &app, &port, &btype, &parallel, &active, &wait, &query}, func() error {
 		backends[pid] = true
 		owner := ports[port]
 		if owner == "" {
@@ -164,8 +169,14 @@ func (s *sampler) sample(ctx context.Context, conn *pgx.Conn) error {
 		case btype != "client backend" && btype != "":
 			group = "postgres: " + btype + " (" + s.db + ")"
 		}
-		s.count(pid, group)
+		s.countBackend(pid, group)
 		if active {
+			q := s.queries[group]
+			if q == nil {
+				q = map[string]int{}
+				s.queries[group] = q
+			}
+			q[query]++
 			if wait == "" {
 				wait = "CPU"
 			}
@@ -217,6 +228,16 @@ func postgresRole(title string) string {
 		}
 	}
 	return "backends of other databases"
+}
+
+// countBackend counts a backend of db under group, also when the /proc
+// scan saw it first (forked after the last pg_stat_activity read): a title
+// does not say whose a backend is, pg_stat_activity does.
+func (s *sampler) countBackend(pid int, group string) {
+	if sn, ok := s.seen[pid]; ok && strings.HasPrefix(sn.group, "postgres: ") {
+		sn.group = group
+	}
+	s.count(pid, group)
 }
 
 func (s *sampler) count(pid int, group string) {
@@ -294,6 +315,18 @@ func (s *sampler) report(w *os.File, wall time.Duration) {
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", k, 100*float64(m[k])/float64(n)))
 		}
 		fmt.Fprintf(w, "  %s: %d active samples: %s\n", g, n, strings.Join(parts, ", "))
+		qs := s.queries[g]
+		keys = keys[:0]
+		for k := range qs {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return qs[keys[i]] > qs[keys[j]] })
+		for i, k := range keys {
+			if i == 5 || 100*qs[k] < 3*n {
+				break
+			}
+			fmt.Fprintf(w, "      %4.1f %%  %s\n", 100*float64(qs[k])/float64(n), k)
+		}
 	}
 }
 
