@@ -36,15 +36,21 @@ var (
 
 // DoBatch implements ingest.BatchJournal: fn runs in one transaction.
 func (j *Journal) DoBatch(ctx context.Context, fn func(ingest.BatchTx) error) error {
-	return inTx(ctx, j.pool, func(tx pgx.Tx) error {
-		t := &batchTx{tx: tx, events: j.events}
+	var t *batchTx
+	err := inTx(ctx, j.pool, func(tx pgx.Tx) error {
+		t = &batchTx{tx: tx, events: j.events}
 		return fn(t)
 	})
+	if err == nil && t.appended {
+		j.events.wakeReaders() // after the commit, outside it (wake.go)
+	}
+	return err
 }
 
 type batchTx struct {
-	tx     pgx.Tx
-	events *EventStore
+	tx       pgx.Tx
+	events   *EventStore
+	appended bool // events were inserted: the readers are woken after the commit
 }
 
 // gateAllSQL is the dedup gate of many deliveries in one statement: the
@@ -308,13 +314,18 @@ func (t *batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, l
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SAVEPOINT onceledger_batch`)
-	b.Queue(insertAllSQL, streams, versions, uuidArgs(ids), types, datas, metas, NotifyChannel)
+	b.Queue(insertAllSQL, streams, versions, uuidArgs(ids), types, datas, metas)
 	b.Queue(`RELEASE SAVEPOINT onceledger_batch`)
-	return t.tx.SendBatch(ctx, b).Close()
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	t.appended = true
+	return nil
 }
 
 // insertAllSQL is insertEventsSQL for many streams: each row carries its
-// stream and version.
+// stream and version. Without pg_notify: the unit's readers are woken after
+// its commit (wake.go says why).
 const insertAllSQL = `
 	WITH ins AS (
 		INSERT INTO events (stream_id, version, event_id, type, data, metadata)
@@ -324,7 +335,7 @@ const insertAllSQL = `
 		ORDER BY e.ord
 		RETURNING 1
 	)
-	SELECT count(*), pg_notify($7, '') FROM ins`
+	SELECT count(*) FROM ins`
 
 // moved returns the appends of left that cannot be made: their stream has
 // an event at or past their read, or one of their event ids is stored.
