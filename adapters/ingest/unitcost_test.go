@@ -22,26 +22,12 @@ import (
 // statementCounter is a pgx tracer counting the statements a pool sends:
 // each query, each statement of a pipelined batch, BEGIN and COMMIT alike.
 type statementCounter struct {
-	n        atomic.Int64
-	mu       sync.Mutex
-	log      []string
-	notifies []string // the statements that NOTIFY, whole
+	n   atomic.Int64
+	mu  sync.Mutex
+	log []string
 }
 
-// wakePrefix begins the readers' wake-up, sent after a unit's commit in a
-// transaction of its own (adapters/postgres/wake.go), coalesced across
-// units: not a statement of any one unit.
-const wakePrefix = "BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify("
-
 func (c *statementCounter) count(sql string) {
-	if strings.Contains(sql, "pg_notify") {
-		c.mu.Lock()
-		c.notifies = append(c.notifies, sql)
-		c.mu.Unlock()
-	}
-	if strings.HasPrefix(sql, wakePrefix) {
-		return
-	}
 	c.n.Add(1)
 	sql = strings.Join(strings.Fields(sql), " ")
 	if len(sql) > 40 {
@@ -68,7 +54,7 @@ func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBa
 func (c *statementCounter) reset() {
 	c.n.Store(0)
 	c.mu.Lock()
-	c.log, c.notifies = nil, nil
+	c.log = nil
 	c.mu.Unlock()
 }
 
@@ -96,13 +82,6 @@ func tracedPool(t *testing.T, c *statementCounter) *pgxpool.Pool {
 // delivery was answered: the held unit's COMMIT, the shared unit's, and
 // whatever counts the twins.
 func unitStatements(t *testing.T, size, twins int) []string {
-	sent, _ := unitStatementsAndNotifies(t, size, twins)
-	return sent
-}
-
-// unitStatementsAndNotifies is unitStatements, with the statements of the
-// window that NOTIFY, whole.
-func unitStatementsAndNotifies(t *testing.T, size, twins int) ([]string, []string) {
 	c := &statementCounter{}
 	pool := tracedPool(t, c)
 	store := postgres.NewEventStore(pool)
@@ -155,23 +134,7 @@ func unitStatementsAndNotifies(t *testing.T, size, twins int) ([]string, []strin
 		_, n := inboxRow(t, pool, fmt.Sprintf("evt_u%d", i))
 		assert.Equal(t, 1+twins, n, "every arrival counted")
 	}
-	c.mu.Lock()
-	notifies := append([]string(nil), c.notifies...)
-	c.mu.Unlock()
-	return sent, notifies
-}
-
-// TestSharedUnitDoesNotNotifyInsideItsTransaction: a unit that NOTIFYs holds
-// Postgres's database-wide notify lock from its pre-commit through its WAL
-// flush, so notifying units commit one after the other, each waiting for
-// its own flush (adapters/postgres/wake.go; session 11 sampled Lock:object
-// beside WALSync in the ingest's backends). The only NOTIFY is the readers'
-// wake-up, a transaction of its own after the commit.
-func TestSharedUnitDoesNotNotifyInsideItsTransaction(t *testing.T) {
-	_, notifies := unitStatementsAndNotifies(t, 8, 1)
-	for _, sql := range notifies {
-		assert.True(t, strings.HasPrefix(sql, wakePrefix), "a statement of the unit notifies: %q", sql)
-	}
+	return sent
 }
 
 // TestSharedUnitStatementsDoNotGrowWithItsSize: a group-committed unit

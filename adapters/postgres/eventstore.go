@@ -76,7 +76,6 @@ type EventStore struct {
 	pool  *pgxpool.Pool
 	tail  feedTail     // ReadAll's shared tail of the feed (feedcache.go)
 	floor atomic.Int64 // the largest horizon known safe (see above)
-	waker waker        // group-committed units' wake-ups (wake.go)
 }
 
 var _ eventstore.Store = (*EventStore)(nil)

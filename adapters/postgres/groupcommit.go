@@ -36,21 +36,15 @@ var (
 
 // DoBatch implements ingest.BatchJournal: fn runs in one transaction.
 func (j *Journal) DoBatch(ctx context.Context, fn func(ingest.BatchTx) error) error {
-	var t *batchTx
-	err := inTx(ctx, j.pool, func(tx pgx.Tx) error {
-		t = &batchTx{tx: tx, events: j.events}
+	return inTx(ctx, j.pool, func(tx pgx.Tx) error {
+		t := &batchTx{tx: tx, events: j.events}
 		return fn(t)
 	})
-	if err == nil && t.appended {
-		j.events.wakeReaders() // after the commit, outside it (wake.go)
-	}
-	return err
 }
 
 type batchTx struct {
-	tx       pgx.Tx
-	events   *EventStore
-	appended bool // events were inserted: the readers are woken after the commit
+	tx     pgx.Tx
+	events *EventStore
 }
 
 // gateAllSQL is the dedup gate of many deliveries in one statement: the
@@ -314,18 +308,13 @@ func (t *batchTx) insertAll(ctx context.Context, appends []ingest.BatchAppend, l
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SAVEPOINT onceledger_batch`)
-	b.Queue(insertAllSQL, streams, versions, uuidArgs(ids), types, datas, metas)
+	b.Queue(insertAllSQL, streams, versions, uuidArgs(ids), types, datas, metas, NotifyChannel)
 	b.Queue(`RELEASE SAVEPOINT onceledger_batch`)
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
-	t.appended = true
-	return nil
+	return t.tx.SendBatch(ctx, b).Close()
 }
 
 // insertAllSQL is insertEventsSQL for many streams: each row carries its
-// stream and version. Without pg_notify: the unit's readers are woken after
-// its commit (wake.go says why).
+// stream and version.
 const insertAllSQL = `
 	WITH ins AS (
 		INSERT INTO events (stream_id, version, event_id, type, data, metadata)
@@ -335,7 +324,7 @@ const insertAllSQL = `
 		ORDER BY e.ord
 		RETURNING 1
 	)
-	SELECT count(*) FROM ins`
+	SELECT count(*), pg_notify($7, '') FROM ins`
 
 // moved returns the appends of left that cannot be made: their stream has
 // an event at or past their read, or one of their event ids is stored.
