@@ -180,7 +180,30 @@ func TestPagesAreExactlyOnceUnderConcurrentIngest(t *testing.T) {
 // (serve) and with its own (the CLI).
 func TestLongPollAnswersWithin100msOfACommit(t *testing.T) {
 	ctx := testCtx(t)
-	store := postgres.NewEventStore(pgtest.NewPool(t))
+	pool := pgtest.NewPool(t)
+	store := postgres.NewEventStore(pool)
+	// listening waits until a LISTEN connection of this database is
+	// waiting: a notification sent before it would be missed, and the poll
+	// answer at its fallback (250 ms). A sleep of 300 ms assumed the poll's
+	// own listener was up by then; under CI's load it was not (254 ms).
+	// (A shared listener is up when Start returns; a poll's own one adds
+	// one to the count.)
+	listeners := func() int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1 AND query LIKE 'LISTEN%'`,
+			postgres.ListenerApplicationName).Scan(&n))
+		return n
+	}
+	listening := func(more int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if listeners() >= more {
+				return
+			}
+		}
+		require.FailNow(t, "the poll's listener never listened")
+	}
 	for _, shared := range []bool{true, false} {
 		feed := outbound.NewFeed(store)
 		if shared {
@@ -194,10 +217,15 @@ func TestLongPollAnswersWithin100msOfACommit(t *testing.T) {
 			err  error
 		}
 		got := make(chan answer, 1)
+		want := listeners()
+		if !shared {
+			want++
+		}
 		go func() {
 			page, err := feed.Page(ctx, outbound.Query{After: after, Wait: 10 * time.Second, Types: []string{outbound.PaymentCaptured}})
 			got <- answer{page, time.Now(), err}
 		}()
+		listening(want)
 		time.Sleep(300 * time.Millisecond) // the poll is waiting
 		// A type the poll does not want wakes it without answering it.
 		_, err := store.Append(ctx, delivery.PaymentStream("stripe", pi+"_f"), eventstore.NoStream, []eventstore.EventData{failed(t, pi)})
