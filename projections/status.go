@@ -130,8 +130,8 @@ type FeedCounter interface {
 // neighbouring positions once, from the head down, and stops at limit: a
 // reading walks at most limit+1 entries of the feed's index however many
 // projections stand behind, where counting each projection's lag alone
-// walked up to limit per projection. Those counts were a quarter of serve's
-// own database time during a settlement import, four projections each
+// walked up to limit per projection. Those counts were a quarter of the database
+// time of serve's event-store connections during a settlement import, four projections each
 // 100,000 events behind, /v1/projections polled five times a second
 // (docs/benchmarks.md, "Where the machine's time goes").
 func feedLags(ctx context.Context, feed Feed, positions []eventstore.Position, head eventstore.Position, limit int64) (map[eventstore.Position]feedLag, error) {
